@@ -1,0 +1,10 @@
+#pragma once
+/// @file dnncost.hpp
+/// Umbrella header: the whole header-only core. The ONNX importer is not included here (it
+/// needs protobuf); include <dnncost/io/onnx.hpp> and link dnncost::onnx for it.
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/parallel.hpp>
+#include <dnncost/core/rng.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/graph/nb201.hpp>
+#include <dnncost/cost/analytic.hpp>

@@ -1,0 +1,449 @@
+#pragma once
+/// @file graph.hpp
+/// The operator graph: nodes are operators, edges are tensors (producer -> consumer).
+/// Everything downstream (cost annotation, feature encoding, estimators, searches) reads this.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+
+namespace dnncost::graph {
+
+/// Tensor shape; an empty shape is a scalar. A negative dimension means "unknown" and is
+/// rejected by Graph::validate().
+using Shape = std::vector<std::int64_t>;
+
+/// Number of elements of a shape (1 for a scalar).
+inline std::int64_t numel(const Shape& s) {
+    std::int64_t n = 1;
+    for (auto d : s) n *= d;
+    return n;
+}
+
+/// "[1,3,224,224]"
+inline std::string to_string(const Shape& s) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (i) out += ',';
+        out += std::to_string(s[i]);
+    }
+    return out + "]";
+}
+
+/// Element types, numbered as in ONNX's TensorProto.DataType so that import/export is 1:1.
+enum class DataType : int {
+    undefined = 0, float32 = 1, uint8 = 2, int8 = 3, uint16 = 4, int16 = 5, int32 = 6, int64 = 7,
+    string = 8, boolean = 9, float16 = 10, float64 = 11, uint32 = 12, uint64 = 13, bfloat16 = 16
+};
+
+/// Bytes per element (0 for undefined/string).
+inline std::size_t element_size(DataType t) {
+    switch (t) {
+        case DataType::boolean: case DataType::uint8: case DataType::int8: return 1;
+        case DataType::uint16: case DataType::int16: case DataType::float16: case DataType::bfloat16: return 2;
+        case DataType::float32: case DataType::int32: case DataType::uint32: return 4;
+        case DataType::int64: case DataType::float64: case DataType::uint64: return 8;
+        default: return 0;
+    }
+}
+
+/// What a tensor is: an activation computed by a node, a graph input, or a weight/constant
+/// (initializer) whose elements count as parameters of the nodes that consume it.
+enum class TensorKind { activation, input, weight };
+
+/// An edge of the operator graph: one value, produced by at most one node, read by any number.
+struct Tensor {
+    std::string name;
+    Shape shape;
+    DataType dtype = DataType::float32;
+    TensorKind kind = TensorKind::activation;
+    int producer = -1;              ///< node index, -1 for inputs and weights
+    std::vector<int> consumers;     ///< node indices, one entry per input slot that reads it
+    bool is_output = false;         ///< a graph output
+    std::int64_t elements() const { return numel(shape); }
+    std::int64_t bytes() const { return numel(shape) * static_cast<std::int64_t>(element_size(dtype)); }
+};
+
+/// Attribute value: the ONNX attribute kinds the cost model and the estimators read.
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>,
+                               std::vector<double>, std::vector<std::string>>;
+
+struct Attribute {
+    std::string name;
+    AttrValue value;
+    friend bool operator==(const Attribute&, const Attribute&) = default;
+};
+
+/// An operator: ONNX op type (e.g. "Conv"), a unique name, attributes and tensor indices.
+struct Node {
+    std::string op_type;
+    std::string name;
+    std::vector<Attribute> attributes;
+    std::vector<int> inputs;   ///< tensor indices; -1 for an omitted optional input
+    std::vector<int> outputs;  ///< tensor indices
+
+    const AttrValue* find_attr(std::string_view key) const {
+        for (const auto& a : attributes)
+            if (a.name == key) return &a.value;
+        return nullptr;
+    }
+    bool has_attr(std::string_view key) const { return find_attr(key) != nullptr; }
+    std::int64_t attr_int(std::string_view key, std::int64_t fallback) const {
+        const auto* v = find_attr(key);
+        if (!v) return fallback;
+        if (const auto* i = std::get_if<std::int64_t>(v)) return *i;
+        if (const auto* d = std::get_if<double>(v)) return static_cast<std::int64_t>(*d);
+        raise<parse_error>("node '", name, "' (", op_type, "): attribute '", key, "' is not an integer");
+    }
+    double attr_float(std::string_view key, double fallback) const {
+        const auto* v = find_attr(key);
+        if (!v) return fallback;
+        if (const auto* d = std::get_if<double>(v)) return *d;
+        if (const auto* i = std::get_if<std::int64_t>(v)) return static_cast<double>(*i);
+        raise<parse_error>("node '", name, "' (", op_type, "): attribute '", key, "' is not a number");
+    }
+    std::vector<std::int64_t> attr_ints(std::string_view key, std::vector<std::int64_t> fallback = {}) const {
+        const auto* v = find_attr(key);
+        if (!v) return fallback;
+        if (const auto* i = std::get_if<std::vector<std::int64_t>>(v)) return *i;
+        if (const auto* s = std::get_if<std::int64_t>(v)) return {*s};
+        raise<parse_error>("node '", name, "' (", op_type, "): attribute '", key, "' is not an integer list");
+    }
+    std::string attr_string(std::string_view key, std::string fallback = {}) const {
+        const auto* v = find_attr(key);
+        if (!v) return fallback;
+        if (const auto* s = std::get_if<std::string>(v)) return *s;
+        raise<parse_error>("node '", name, "' (", op_type, "): attribute '", key, "' is not a string");
+    }
+    void set_attr(std::string key, AttrValue value) {
+        for (auto& a : attributes)
+            if (a.name == key) {
+                a.value = std::move(value);
+                return;
+            }
+        attributes.push_back({std::move(key), std::move(value)});
+    }
+};
+
+/// A directed node-to-node edge, carried by one tensor (one per consuming input slot).
+struct Edge {
+    int src;
+    int dst;
+    int tensor;
+    friend bool operator==(const Edge&, const Edge&) = default;
+};
+
+/// The operator graph. A value type: copying is cheap (flat vectors, no pointers).
+class Graph {
+public:
+    Graph() = default;
+    explicit Graph(std::string name) : m_name(std::move(name)) {}
+
+    const std::string& name() const { return m_name; }
+    void set_name(std::string n) { m_name = std::move(n); }
+
+    // ------------------------------------------------------------------ building
+    /// Add a tensor; names must be unique within the graph.
+    int add_tensor(std::string name, Shape shape, DataType dtype = DataType::float32,
+                   TensorKind kind = TensorKind::activation) {
+        if (name.empty()) raise<config_error>("Graph::add_tensor: empty tensor name in graph '", m_name, "'");
+        if (m_tensor_index.count(name))
+            raise<config_error>("Graph::add_tensor: duplicate tensor name '", name, "' in graph '", m_name, "'");
+        const int id = static_cast<int>(m_tensors.size());
+        m_tensor_index.emplace(name, id);
+        m_tensors.push_back(Tensor{std::move(name), std::move(shape), dtype, kind, -1, {}, false});
+        return id;
+    }
+    int add_input(std::string name, Shape shape, DataType dtype = DataType::float32) {
+        return add_tensor(std::move(name), std::move(shape), dtype, TensorKind::input);
+    }
+    int add_weight(std::string name, Shape shape, DataType dtype = DataType::float32) {
+        return add_tensor(std::move(name), std::move(shape), dtype, TensorKind::weight);
+    }
+    /// Add a node reading `inputs` and writing `outputs` (tensor indices, outputs not yet produced).
+    int add_node(std::string op_type, std::string name, std::vector<int> inputs, std::vector<int> outputs,
+                 std::vector<Attribute> attributes = {}) {
+        const int id = static_cast<int>(m_nodes.size());
+        if (name.empty()) name = op_type + "_" + std::to_string(id);
+        for (int t : inputs)
+            if (t < -1 || t >= static_cast<int>(m_tensors.size()))
+                raise<config_error>("Graph::add_node: node '", name, "' reads unknown tensor index ", t);
+        for (int t : outputs) {
+            if (t < 0 || t >= static_cast<int>(m_tensors.size()))
+                raise<config_error>("Graph::add_node: node '", name, "' writes unknown tensor index ", t);
+            auto& ten = m_tensors[static_cast<std::size_t>(t)];
+            if (ten.producer >= 0)
+                raise<config_error>("Graph::add_node: tensor '", ten.name, "' written by both '",
+                                    m_nodes[static_cast<std::size_t>(ten.producer)].name, "' and '", name, "'");
+            if (ten.kind != TensorKind::activation)
+                raise<config_error>("Graph::add_node: node '", name, "' writes input/weight tensor '", ten.name, "'");
+            ten.producer = id;
+        }
+        for (int t : inputs)
+            if (t >= 0) m_tensors[static_cast<std::size_t>(t)].consumers.push_back(id);
+        m_nodes.push_back(Node{std::move(op_type), std::move(name), std::move(attributes), std::move(inputs),
+                               std::move(outputs)});
+        return id;
+    }
+    /// Convenience: add a node with one fresh output tensor named after the node; returns the
+    /// output tensor index.
+    int add_op(std::string op_type, std::string name, std::vector<int> inputs, Shape out_shape,
+               std::vector<Attribute> attributes = {}, DataType dtype = DataType::float32) {
+        const int out = add_tensor(name + ":0", std::move(out_shape), dtype);
+        add_node(std::move(op_type), std::move(name), std::move(inputs), {out}, std::move(attributes));
+        return out;
+    }
+    void mark_output(int tensor) { m_tensors.at(static_cast<std::size_t>(tensor)).is_output = true; }
+
+    // ------------------------------------------------------------------ access
+    std::size_t num_nodes() const { return m_nodes.size(); }
+    std::size_t num_tensors() const { return m_tensors.size(); }
+    const std::vector<Node>& nodes() const { return m_nodes; }
+    const std::vector<Tensor>& tensors() const { return m_tensors; }
+    const Node& node(int i) const { return m_nodes.at(static_cast<std::size_t>(i)); }
+    Node& node(int i) { return m_nodes.at(static_cast<std::size_t>(i)); }
+    const Tensor& tensor(int i) const { return m_tensors.at(static_cast<std::size_t>(i)); }
+    /// Shapes may be refined after construction (e.g. by shape inference).
+    void set_shape(int tensor, Shape s) { m_tensors.at(static_cast<std::size_t>(tensor)).shape = std::move(s); }
+    /// Tensor index by name, or -1.
+    int find_tensor(std::string_view name) const {
+        auto it = m_tensor_index.find(std::string(name));
+        return it == m_tensor_index.end() ? -1 : it->second;
+    }
+    /// Node index by name, or -1.
+    int find_node(std::string_view name) const {
+        for (std::size_t i = 0; i < m_nodes.size(); ++i)
+            if (m_nodes[i].name == name) return static_cast<int>(i);
+        return -1;
+    }
+    std::vector<int> inputs() const { return tensors_of_kind(TensorKind::input); }
+    std::vector<int> weights() const { return tensors_of_kind(TensorKind::weight); }
+    std::vector<int> outputs() const {
+        std::vector<int> r;
+        for (std::size_t i = 0; i < m_tensors.size(); ++i)
+            if (m_tensors[i].is_output) r.push_back(static_cast<int>(i));
+        return r;
+    }
+
+    /// Node-to-node edges in node order then input-slot order; a tensor read twice by one node
+    /// gives two edges (a multi-edge).
+    std::vector<Edge> edges() const {
+        std::vector<Edge> e;
+        for (std::size_t v = 0; v < m_nodes.size(); ++v)
+            for (int t : m_nodes[v].inputs)
+                if (t >= 0) {
+                    const int p = m_tensors[static_cast<std::size_t>(t)].producer;
+                    if (p >= 0) e.push_back({p, static_cast<int>(v), t});
+                }
+        return e;
+    }
+    std::size_t num_edges() const {
+        std::size_t n = 0;
+        for (const auto& nd : m_nodes)
+            for (int t : nd.inputs)
+                if (t >= 0 && m_tensors[static_cast<std::size_t>(t)].producer >= 0) ++n;
+        return n;
+    }
+    /// Distinct producer nodes of a node's inputs, in input order.
+    std::vector<int> predecessors(int node_id) const {
+        std::vector<int> r;
+        for (int t : node(node_id).inputs)
+            if (t >= 0) {
+                const int p = m_tensors[static_cast<std::size_t>(t)].producer;
+                if (p >= 0 && std::find(r.begin(), r.end(), p) == r.end()) r.push_back(p);
+            }
+        return r;
+    }
+    /// Distinct consumer nodes of a node's outputs.
+    std::vector<int> successors(int node_id) const {
+        std::vector<int> r;
+        for (int t : node(node_id).outputs)
+            for (int c : m_tensors[static_cast<std::size_t>(t)].consumers)
+                if (std::find(r.begin(), r.end(), c) == r.end()) r.push_back(c);
+        return r;
+    }
+
+    /// Number of parameters of a node: elements of the weight tensors it reads.
+    std::int64_t parameter_count(int node_id) const {
+        std::int64_t n = 0;
+        for (int t : node(node_id).inputs)
+            if (t >= 0 && m_tensors[static_cast<std::size_t>(t)].kind == TensorKind::weight)
+                n += m_tensors[static_cast<std::size_t>(t)].elements();
+        return n;
+    }
+    std::int64_t parameter_count() const {
+        std::int64_t n = 0;
+        for (const auto& t : m_tensors)
+            if (t.kind == TensorKind::weight && !t.consumers.empty()) n += t.elements();
+        return n;
+    }
+
+    /// Kahn's algorithm, stable (ready nodes in index order). Throws naming a node on a cycle.
+    std::vector<int> topological_order() const {
+        const std::size_t n = m_nodes.size();
+        std::vector<int> indeg(n, 0), order;
+        order.reserve(n);
+        for (const auto& e : edges()) ++indeg[static_cast<std::size_t>(e.dst)];
+        std::vector<int> ready;
+        for (std::size_t i = n; i-- > 0;)
+            if (indeg[i] == 0) ready.push_back(static_cast<int>(i));
+        while (!ready.empty()) {
+            const int v = ready.back();
+            ready.pop_back();
+            order.push_back(v);
+            std::vector<int> newly;
+            for (int t : m_nodes[static_cast<std::size_t>(v)].outputs)
+                for (int c : m_tensors[static_cast<std::size_t>(t)].consumers)
+                    if (--indeg[static_cast<std::size_t>(c)] == 0) newly.push_back(c);
+            std::sort(newly.begin(), newly.end(), std::greater<>());
+            // keep the stack ordered so that the smallest ready index is taken first
+            ready.insert(ready.end(), newly.begin(), newly.end());
+            std::sort(ready.begin(), ready.end(), std::greater<>());
+        }
+        if (order.size() != n) {
+            for (std::size_t i = 0; i < n; ++i)
+                if (indeg[i] > 0)
+                    raise<shape_error>("graph '", m_name, "' has a cycle through node '", m_nodes[i].name, "' (",
+                                       m_nodes[i].op_type, ")");
+        }
+        return order;
+    }
+    bool is_topologically_sorted() const {
+        for (const auto& e : edges())
+            if (e.src >= e.dst) return false;
+        return true;
+    }
+
+    /// Structural checks: cycles, dangling inputs (an activation nobody produces), unknown or
+    /// negative dimensions, and the shape rules of common operators. Throws shape_error naming
+    /// the node and tensor.
+    void validate() const {
+        (void)topological_order();
+        for (const auto& nd : m_nodes) {
+            for (int t : nd.inputs) {
+                if (t < 0) continue;
+                const auto& ten = m_tensors[static_cast<std::size_t>(t)];
+                if (ten.kind == TensorKind::activation && ten.producer < 0)
+                    raise<shape_error>("graph '", m_name, "': node '", nd.name, "' (", nd.op_type,
+                                       ") reads tensor '", ten.name, "' that no node produces and is not a graph input");
+            }
+            for (int t : nd.outputs) {
+                const auto& ten = m_tensors[static_cast<std::size_t>(t)];
+                for (auto d : ten.shape)
+                    if (d < 0)
+                        raise<shape_error>("graph '", m_name, "': node '", nd.name, "' (", nd.op_type,
+                                           ") output '", ten.name, "' has unknown shape ", to_string(ten.shape));
+            }
+            check_node_shapes(nd);
+        }
+        for (const auto& t : m_tensors)
+            for (auto d : t.shape)
+                if (d < 0)
+                    raise<shape_error>("graph '", m_name, "': tensor '", t.name, "' has unknown shape ", to_string(t.shape));
+    }
+
+    /// Structural equality (names, op types, attributes, wiring, shapes, kinds).
+    friend bool operator==(const Graph& a, const Graph& b) {
+        if (a.m_nodes.size() != b.m_nodes.size() || a.m_tensors.size() != b.m_tensors.size()) return false;
+        for (std::size_t i = 0; i < a.m_tensors.size(); ++i) {
+            const auto &x = a.m_tensors[i], &y = b.m_tensors[i];
+            if (x.name != y.name || x.shape != y.shape || x.dtype != y.dtype || x.kind != y.kind ||
+                x.producer != y.producer || x.consumers != y.consumers || x.is_output != y.is_output)
+                return false;
+        }
+        for (std::size_t i = 0; i < a.m_nodes.size(); ++i) {
+            const auto &x = a.m_nodes[i], &y = b.m_nodes[i];
+            if (x.op_type != y.op_type || x.name != y.name || x.inputs != y.inputs || x.outputs != y.outputs)
+                return false;
+            if (x.attributes.size() != y.attributes.size()) return false;
+            for (const auto& at : x.attributes) {
+                const auto* o = y.find_attr(at.name);
+                if (!o || !(*o == at.value)) return false;
+            }
+        }
+        return true;
+    }
+
+private:
+    std::vector<int> tensors_of_kind(TensorKind k) const {
+        std::vector<int> r;
+        for (std::size_t i = 0; i < m_tensors.size(); ++i)
+            if (m_tensors[i].kind == k) r.push_back(static_cast<int>(i));
+        return r;
+    }
+    const Shape& in_shape(const Node& nd, std::size_t slot) const {
+        return m_tensors[static_cast<std::size_t>(nd.inputs[slot])].shape;
+    }
+    [[noreturn]] void shape_fail(const Node& nd, const std::string& why) const {
+        raise<shape_error>("graph '", m_name, "': node '", nd.name, "' (", nd.op_type, "): ", why);
+    }
+    static bool broadcastable(const Shape& a, const Shape& b) {
+        for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+            const auto x = a[a.size() - 1 - i], y = b[b.size() - 1 - i];
+            if (x != y && x != 1 && y != 1) return false;
+        }
+        return true;
+    }
+    void check_node_shapes(const Node& nd) const {
+        const auto has = [&](std::size_t slot) { return nd.inputs.size() > slot && nd.inputs[slot] >= 0; };
+        const std::string& op = nd.op_type;
+        if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" ||
+            op == "Min" || op == "Sum") {
+            for (std::size_t i = 1; i < nd.inputs.size(); ++i)
+                if (has(0) && has(i) && !broadcastable(in_shape(nd, 0), in_shape(nd, i)))
+                    shape_fail(nd, "inputs " + to_string(in_shape(nd, 0)) + " and " + to_string(in_shape(nd, i)) +
+                                       " do not broadcast");
+        } else if (op == "Conv" && has(0) && has(1)) {
+            const auto &x = in_shape(nd, 0), &w = in_shape(nd, 1);
+            if (x.size() < 3 || w.size() != x.size())
+                shape_fail(nd, "input " + to_string(x) + " and weight " + to_string(w) + " ranks differ");
+            const auto group = nd.attr_int("group", 1);
+            if (x[1] != w[1] * group)
+                shape_fail(nd, "input channels " + std::to_string(x[1]) + " != weight channels " +
+                                   std::to_string(w[1]) + " x group " + std::to_string(group));
+        } else if (op == "Gemm" && has(0) && has(1)) {
+            const auto &a = in_shape(nd, 0), &b = in_shape(nd, 1);
+            if (a.size() != 2 || b.size() != 2) shape_fail(nd, "Gemm needs 2-D inputs");
+            const auto ka = nd.attr_int("transA", 0) ? a[0] : a[1];
+            const auto kb = nd.attr_int("transB", 0) ? b[1] : b[0];
+            if (ka != kb) shape_fail(nd, "inner dimensions " + std::to_string(ka) + " and " + std::to_string(kb) + " differ");
+        } else if (op == "MatMul" && has(0) && has(1)) {
+            const auto &a = in_shape(nd, 0), &b = in_shape(nd, 1);
+            if (a.empty() || b.empty()) shape_fail(nd, "MatMul of a scalar");
+            const auto ka = a.back(), kb = b.size() == 1 ? b[0] : b[b.size() - 2];
+            if (ka != kb) shape_fail(nd, "inner dimensions " + std::to_string(ka) + " and " + std::to_string(kb) + " differ");
+        } else if (op == "Concat" && !nd.inputs.empty() && has(0)) {
+            const auto& s0 = in_shape(nd, 0);
+            auto axis = nd.attr_int("axis", 1);
+            if (axis < 0) axis += static_cast<std::int64_t>(s0.size());
+            for (std::size_t i = 1; i < nd.inputs.size(); ++i) {
+                if (!has(i)) continue;
+                const auto& si = in_shape(nd, i);
+                if (si.size() != s0.size()) shape_fail(nd, "inputs of different rank");
+                for (std::size_t d = 0; d < s0.size(); ++d)
+                    if (static_cast<std::int64_t>(d) != axis && si[d] != s0[d])
+                        shape_fail(nd, "inputs " + to_string(s0) + " and " + to_string(si) + " differ off the concat axis");
+            }
+        }
+    }
+
+    std::string m_name;
+    std::vector<Node> m_nodes;
+    std::vector<Tensor> m_tensors;
+    std::unordered_map<std::string, int> m_tensor_index;
+};
+
+}  // namespace dnncost::graph
+
+namespace dnncost {
+using graph::Graph;
+}

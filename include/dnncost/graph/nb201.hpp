@@ -1,0 +1,377 @@
+#pragma once
+/// @file nb201.hpp
+/// The NAS-Bench-201 search space: architecture strings, a canonical index, enumeration, and
+/// the operator-level graph of the full CIFAR network (32x32 input).
+///
+/// Network (as in the reference implementation): stem Conv3x3(3->16)+BN; three stages of five
+/// cells with C = 16, 32, 64; between stages a ResNet basic block with stride 2
+/// (ReLU-Conv3x3/2-BN, ReLU-Conv3x3-BN, shortcut AvgPool2x2/2 + Conv1x1, Add); then BN, ReLU,
+/// global average pooling, flatten, Linear(64 -> 10).
+/// Cell: node 0 is the input; node i (1..3) is the sum of op(i<-j)(node j) for j < i; node 3 is
+/// the output. nor_conv_KxK = ReLU -> Conv(KxK) -> BN, avg_pool_3x3 = AveragePool(3, stride 1,
+/// pad 1, count_include_pad = 0), skip_connect = identity, none = multiplication by zero.
+///
+/// By default the graph is what an eager runtime executes: every edge operator runs, even when
+/// its input is all zeros or its result is never used. With `Nb201Options::prune` the graph is
+/// what a graph compiler keeps: zero operators are removed, operators whose inputs are all
+/// constant are folded away, and operators that cannot reach the network output are dropped.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/graph/graph.hpp>
+
+namespace dnncost::nb201 {
+
+/// The five candidate operations, in the canonical order used by the index.
+enum class Op : std::uint8_t { none = 0, skip_connect = 1, nor_conv_1x1 = 2, nor_conv_3x3 = 3, avg_pool_3x3 = 4 };
+inline constexpr std::array<std::string_view, 5> op_names{"none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3",
+                                                          "avg_pool_3x3"};
+inline constexpr int num_edges = 6;
+inline constexpr int num_ops = 5;
+inline constexpr std::int64_t num_architectures = 15625;  // 5^6
+/// (to, from) of the six cell edges in string order: 1<-0 | 2<-0 2<-1 | 3<-0 3<-1 3<-2.
+inline constexpr std::array<std::array<int, 2>, 6> edge_nodes{{{1, 0}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {3, 2}}};
+
+/// One cell, edge ops in string order.
+struct Arch {
+    std::array<Op, 6> ops{};
+    friend bool operator==(const Arch&, const Arch&) = default;
+};
+
+inline Op op_from_name(std::string_view s) {
+    for (std::size_t i = 0; i < op_names.size(); ++i)
+        if (op_names[i] == s) return static_cast<Op>(i);
+    raise<parse_error>("nb201: unknown operation '", s, "' (expected none, skip_connect, nor_conv_1x1, nor_conv_3x3 or avg_pool_3x3)");
+}
+
+/// Parse `|op~0|+|op~0|op~1|+|op~0|op~1|op~2|`. Throws parse_error saying what is wrong.
+inline Arch parse(std::string_view text) {
+    Arch a;
+    const std::string s(text);
+    auto fail = [&](const std::string& why) -> void {
+        raise<parse_error>("nb201: bad architecture string '", s, "': ", why);
+    };
+    std::vector<std::string> groups;
+    {
+        std::size_t start = 0;
+        for (;;) {
+            const auto plus = s.find('+', start);
+            groups.push_back(s.substr(start, plus == std::string::npos ? std::string::npos : plus - start));
+            if (plus == std::string::npos) break;
+            start = plus + 1;
+        }
+    }
+    if (groups.size() != 3) fail("expected 3 groups separated by '+', found " + std::to_string(groups.size()));
+    int e = 0;
+    for (int node = 1; node <= 3; ++node) {
+        const std::string& grp = groups[static_cast<std::size_t>(node - 1)];
+        if (grp.size() < 2 || grp.front() != '|' || grp.back() != '|') fail("group " + std::to_string(node) + " must be enclosed in '|'");
+        std::vector<std::string> items;
+        std::size_t start = 1;
+        while (start < grp.size()) {
+            const auto bar = grp.find('|', start);
+            items.push_back(grp.substr(start, bar - start));
+            start = bar + 1;
+        }
+        if (static_cast<int>(items.size()) != node)
+            fail("group " + std::to_string(node) + " must have " + std::to_string(node) + " operations");
+        for (int j = 0; j < node; ++j) {
+            const auto& it = items[static_cast<std::size_t>(j)];
+            const auto tilde = it.rfind('~');
+            if (tilde == std::string::npos) fail("item '" + it + "' lacks '~input'");
+            if (it.substr(tilde + 1) != std::to_string(j))
+                fail("item '" + it + "' should read from node " + std::to_string(j));
+            a.ops[static_cast<std::size_t>(e++)] = op_from_name(it.substr(0, tilde));
+        }
+    }
+    return a;
+}
+
+inline std::string to_string(const Arch& a) {
+    std::string s;
+    int e = 0;
+    for (int node = 1; node <= 3; ++node) {
+        if (node > 1) s += '+';
+        s += '|';
+        for (int j = 0; j < node; ++j) {
+            s += op_names[static_cast<std::size_t>(a.ops[static_cast<std::size_t>(e++)])];
+            s += '~';
+            s += std::to_string(j);
+            s += '|';
+        }
+    }
+    return s;
+}
+
+/// Canonical index in [0, 15625): the six ops as base-5 digits, first edge most significant.
+/// (This is dnncost's own order, not the row order of the NAS-Bench-201 API file.)
+inline std::int64_t to_index(const Arch& a) {
+    std::int64_t idx = 0;
+    for (auto op : a.ops) idx = idx * num_ops + static_cast<std::int64_t>(op);
+    return idx;
+}
+inline Arch from_index(std::int64_t idx) {
+    if (idx < 0 || idx >= num_architectures)
+        raise<config_error>("nb201: index ", idx, " out of range [0, ", num_architectures, ")");
+    Arch a;
+    for (int e = num_edges - 1; e >= 0; --e) {
+        a.ops[static_cast<std::size_t>(e)] = static_cast<Op>(idx % num_ops);
+        idx /= num_ops;
+    }
+    return a;
+}
+/// All 15,625 architectures in index order.
+inline std::vector<Arch> enumerate() {
+    std::vector<Arch> all;
+    all.reserve(num_architectures);
+    for (std::int64_t i = 0; i < num_architectures; ++i) all.push_back(from_index(i));
+    return all;
+}
+
+struct Nb201Options {
+    std::int64_t batch = 1;
+    std::int64_t input_size = 32;
+    std::int64_t num_classes = 10;
+    std::array<std::int64_t, 3> channels{16, 32, 64};
+    int cells_per_stage = 5;
+    bool prune = false;  ///< graph-compiler view instead of the eager one
+};
+
+namespace detail {
+
+/// Builds the network, tracking for the pruned view which tensors are compile-time constants.
+class Builder {
+public:
+    explicit Builder(const Nb201Options& o, const Arch& a) : m_opt(o), m_arch(a) {
+        m_g.set_name("nb201" + to_string(a));
+    }
+
+    graph::Graph build() {
+        const auto& C = m_opt.channels;
+        const std::int64_t H = m_opt.input_size;
+        Value x{m_g.add_input("input", {m_opt.batch, 3, H, H}), false};
+        x = conv(x, C[0], 3, 1, "stem.conv", false);
+        x = bn(x, "stem.bn");
+        std::int64_t h = H;
+        for (int stage = 0; stage < 3; ++stage) {
+            if (stage > 0) {
+                x = resblock(x, C[static_cast<std::size_t>(stage)], "stage" + std::to_string(stage) + ".reduce");
+                h /= 2;
+            }
+            for (int c = 0; c < m_opt.cells_per_stage; ++c)
+                x = cell(x, "stage" + std::to_string(stage) + ".cell" + std::to_string(c));
+        }
+        (void)h;
+        x = bn(x, "lastact.bn");
+        x = unary(x, "Relu", "lastact.relu");
+        x = op_out(x, "GlobalAveragePool", "global_pool", {m_opt.batch, C[2], 1, 1}, {});
+        x = op_out(x, "Flatten", "flatten", {m_opt.batch, C[2]}, {{"axis", std::int64_t{1}}});
+        {
+            const int w = m_g.add_weight("classifier.weight", {m_opt.num_classes, C[2]});
+            const int b = m_g.add_weight("classifier.bias", {m_opt.num_classes});
+            x = emit("Gemm", "classifier", {x.tensor, w, b}, {m_opt.batch, m_opt.num_classes},
+                     {{"transB", std::int64_t{1}}}, x.constant);
+        }
+        if (x.tensor < 0 || m_g.tensor(x.tensor).producer < 0) {
+            // Everything folded (all cells disconnected): the output is one constant.
+            x.tensor = m_g.add_op("Constant", "folded_output", {}, {m_opt.batch, m_opt.num_classes});
+        }
+        m_g.mark_output(x.tensor);
+        if (m_opt.prune) return remove_dead(std::move(m_g));
+        return std::move(m_g);
+    }
+
+private:
+    struct Value {
+        int tensor = -1;        ///< -1: an all-zero value that was never materialised (pruned view)
+        bool constant = false;  ///< compile-time constant (pruned view only)
+    };
+
+    const graph::Shape& shape(const Value& v) const { return m_g.tensor(v.tensor).shape; }
+
+    Value emit(const std::string& op, const std::string& name, std::vector<int> inputs, graph::Shape out,
+               std::vector<graph::Attribute> attrs, bool constant) {
+        if (m_opt.prune && constant) return Value{m_zero_placeholder(out), true};
+        return Value{m_g.add_op(op, name, std::move(inputs), std::move(out), std::move(attrs)), false};
+    }
+    // In the pruned view a folded constant still needs a tensor to carry its shape; it is a
+    // weight-like constant that no node produces.
+    int m_zero_placeholder(const graph::Shape& s) {
+        return m_g.add_weight("const" + std::to_string(m_const_counter++), s);
+    }
+
+    Value op_out(const Value& x, const std::string& op, const std::string& name, graph::Shape out,
+                 std::vector<graph::Attribute> attrs) {
+        return emit(op, name, {x.tensor}, std::move(out), std::move(attrs), x.constant);
+    }
+    Value unary(const Value& x, const std::string& op, const std::string& name) {
+        return op_out(x, op, name, shape(x), {});
+    }
+    Value conv(const Value& x, std::int64_t cout, std::int64_t k, std::int64_t stride, const std::string& name,
+               bool bias) {
+        const auto& s = shape(x);
+        const std::int64_t pad = k / 2;
+        const std::int64_t ho = (s[2] + 2 * pad - k) / stride + 1;
+        const std::int64_t wo = (s[3] + 2 * pad - k) / stride + 1;
+        std::vector<int> in{x.tensor, m_g.add_weight(name + ".weight", {cout, s[1], k, k})};
+        if (bias) in.push_back(m_g.add_weight(name + ".bias", {cout}));
+        const graph::Shape out{s[0], cout, ho, wo};
+        return emit("Conv", name, std::move(in), out,
+                    {{"dilations", std::vector<std::int64_t>{1, 1}},
+                     {"group", std::int64_t{1}},
+                     {"kernel_shape", std::vector<std::int64_t>{k, k}},
+                     {"pads", std::vector<std::int64_t>{pad, pad, pad, pad}},
+                     {"strides", std::vector<std::int64_t>{stride, stride}}},
+                    x.constant);
+    }
+    Value bn(const Value& x, const std::string& name) {
+        const auto c = shape(x)[1];
+        std::vector<int> in{x.tensor};
+        for (const char* p : {".scale", ".bias", ".mean", ".var"}) in.push_back(m_g.add_weight(name + p, {c}));
+        return emit("BatchNormalization", name, std::move(in), shape(x), {{"epsilon", 1e-5}, {"momentum", 0.9}},
+                    x.constant);
+    }
+    Value relu_conv_bn(const Value& x, std::int64_t cout, std::int64_t k, std::int64_t stride, const std::string& name) {
+        Value y = unary(x, "Relu", name + ".relu");
+        y = conv(y, cout, k, stride, name + ".conv", false);
+        return bn(y, name + ".bn");
+    }
+    Value add(const Value& a, const Value& b, const std::string& name) {
+        return emit("Add", name, {a.tensor, b.tensor}, shape(a), {}, a.constant && b.constant);
+    }
+    Value resblock(const Value& x, std::int64_t planes, const std::string& name) {
+        Value a = relu_conv_bn(x, planes, 3, 2, name + ".conv_a");
+        Value b = relu_conv_bn(a, planes, 3, 1, name + ".conv_b");
+        const auto& s = shape(x);
+        Value d = op_out(x, "AveragePool", name + ".downsample.pool", {s[0], s[1], s[2] / 2, s[3] / 2},
+                         {{"kernel_shape", std::vector<std::int64_t>{2, 2}},
+                          {"strides", std::vector<std::int64_t>{2, 2}}});
+        d = conv(d, planes, 1, 1, name + ".downsample.conv", false);
+        return add(d, b, name + ".add");
+    }
+    Value cell(const Value& x, const std::string& name) {
+        // node values: tensor or "zero" (pruned view: tensor -1, never materialised)
+        std::array<Value, 4> nodes{};
+        std::array<bool, 4> zero{};
+        nodes[0] = x;
+        zero[0] = false;
+        m_cell_shape = shape(x);
+        int e = 0;
+        for (int i = 1; i <= 3; ++i) {
+            std::vector<Value> terms;
+            for (int j = 0; j < i; ++j, ++e) {
+                const Op op = m_arch.ops[static_cast<std::size_t>(e)];
+                const std::string en = name + ".edge" + std::to_string(i) + std::to_string(j);
+                const Value& in = nodes[static_cast<std::size_t>(j)];
+                const bool in_zero = zero[static_cast<std::size_t>(j)];
+                if (m_opt.prune) {
+                    if (op == Op::none) continue;
+                    if (in_zero && (op == Op::skip_connect || op == Op::avg_pool_3x3)) continue;  // zero stays zero
+                }
+                Value in_v = in;
+                if (m_opt.prune && in_zero) in_v = Value{m_zero_placeholder(m_cell_shape), true};
+                switch (op) {
+                    case Op::none:
+                        terms.push_back(Value{m_g.add_op("Mul", en + ".zero",
+                                                         {in_v.tensor, zero_scalar()}, shape(in_v)),
+                                              false});
+                        break;
+                    case Op::skip_connect: terms.push_back(in_v); break;
+                    case Op::nor_conv_1x1: terms.push_back(relu_conv_bn(in_v, shape(in_v)[1], 1, 1, en)); break;
+                    case Op::nor_conv_3x3: terms.push_back(relu_conv_bn(in_v, shape(in_v)[1], 3, 1, en)); break;
+                    case Op::avg_pool_3x3:
+                        terms.push_back(op_out(in_v, "AveragePool", en + ".pool", shape(in_v),
+                                               {{"count_include_pad", std::int64_t{0}},
+                                                {"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                                                {"pads", std::vector<std::int64_t>{1, 1, 1, 1}},
+                                                {"strides", std::vector<std::int64_t>{1, 1}}}));
+                        break;
+                }
+            }
+            if (terms.empty()) {
+                zero[static_cast<std::size_t>(i)] = true;
+                nodes[static_cast<std::size_t>(i)] = Value{-1, true};
+                continue;
+            }
+            Value acc = terms[0];
+            for (std::size_t t = 1; t < terms.size(); ++t)
+                acc = add(acc, terms[t], name + ".node" + std::to_string(i) + ".add" + std::to_string(t));
+            nodes[static_cast<std::size_t>(i)] = acc;
+            zero[static_cast<std::size_t>(i)] = false;
+        }
+        if (zero[3]) return Value{m_zero_placeholder(shape(x)), true};
+        return nodes[3];
+    }
+    int zero_scalar() {
+        if (m_zero < 0) m_zero = m_g.add_weight("zero", {}, graph::DataType::float32);
+        return m_zero;
+    }
+
+    // Pruned view: drop nodes whose outputs cannot reach a graph output, and unused constants.
+    static graph::Graph remove_dead(graph::Graph g) {
+        const auto n = g.num_nodes();
+        std::vector<char> live(n, 0);
+        std::vector<int> stack;
+        for (int t : g.outputs())
+            if (g.tensor(t).producer >= 0) stack.push_back(g.tensor(t).producer);
+        while (!stack.empty()) {
+            const int v = stack.back();
+            stack.pop_back();
+            if (live[static_cast<std::size_t>(v)]) continue;
+            live[static_cast<std::size_t>(v)] = 1;
+            for (int p : g.predecessors(v)) stack.push_back(p);
+        }
+        graph::Graph out(g.name());
+        std::vector<int> remap(g.num_tensors(), -1);
+        auto tensor_of = [&](int t) {
+            if (remap[static_cast<std::size_t>(t)] < 0) {
+                const auto& ten = g.tensor(t);
+                remap[static_cast<std::size_t>(t)] = out.add_tensor(ten.name, ten.shape, ten.dtype, ten.kind);
+            }
+            return remap[static_cast<std::size_t>(t)];
+        };
+        for (std::size_t v = 0; v < n; ++v) {
+            if (!live[v]) continue;
+            const auto& nd = g.node(static_cast<int>(v));
+            std::vector<int> in, outs;
+            for (int t : nd.inputs) in.push_back(t < 0 ? -1 : tensor_of(t));
+            for (int t : nd.outputs) outs.push_back(tensor_of(t));
+            out.add_node(nd.op_type, nd.name, in, outs, nd.attributes);
+        }
+        for (int t : g.outputs()) out.mark_output(tensor_of(t));
+        return out;
+    }
+
+    const Nb201Options& m_opt;
+    const Arch& m_arch;
+    graph::Graph m_g;
+    int m_zero = -1;
+    int m_const_counter = 0;
+    graph::Shape m_cell_shape;
+};
+
+}  // namespace detail
+
+/// The operator graph of the full network for one architecture.
+inline graph::Graph build_graph(const Arch& arch, const Nb201Options& opt = {}) {
+    if (opt.batch < 1 || opt.input_size < 4 || opt.num_classes < 1 || opt.cells_per_stage < 1)
+        raise<config_error>("nb201::build_graph: invalid options (batch ", opt.batch, ", input ", opt.input_size,
+                            ", classes ", opt.num_classes, ", cells ", opt.cells_per_stage, ")");
+    return detail::Builder(opt, arch).build();
+}
+inline graph::Graph build_graph(std::string_view arch, const Nb201Options& opt = {}) {
+    return build_graph(parse(arch), opt);
+}
+
+/// Per-cell operator counts (edges of each op kind), the additive view of the architecture.
+inline std::array<int, 5> op_counts(const Arch& a) {
+    std::array<int, 5> c{};
+    for (auto op : a.ops) ++c[static_cast<std::size_t>(op)];
+    return c;
+}
+
+}  // namespace dnncost::nb201

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The main demo, end to end: inspect the bundled ONNX models and an NB201 architecture.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/release -j "$(nproc)" --target dnncost_cli >/dev/null
+bin=build/release/dnncost
+for m in data/onnx/*.onnx; do
+  echo "== $m"
+  "$bin" inspect "$m" | head -n 12
+done
+arch='|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|'
+echo "== NAS-Bench-201 $arch"
+"$bin" nb201 "$arch" | head -n 12

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install what is missing, build, and run every test twice: an optimised build and an
+# AddressSanitizer + UndefinedBehaviorSanitizer build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+jobs=$(nproc)
+
+echo "== optimised build"
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DDNNCOST_BUILD_BENCH=ON >/dev/null
+cmake --build build/release -j "$jobs"
+ctest --test-dir build/release --output-on-failure -j "$jobs"
+
+echo "== sanitizer build (ASan + UBSan)"
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDNNCOST_SANITIZE=ON -DDNNCOST_BUILD_BENCH=OFF \
+      -DDNNCOST_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build/asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan --output-on-failure -j "$jobs"

@@ -1,0 +1,105 @@
+#include <doctest/doctest.h>
+
+#include <dnncost/graph/graph.hpp>
+
+using namespace dnncost;
+using graph::Graph;
+
+namespace {
+// x -> Conv -> Relu -> Add(relu, conv)   (a diamond with a multi-use tensor)
+Graph diamond() {
+    Graph g("diamond");
+    const int x = g.add_input("x", {1, 3, 8, 8});
+    const int w = g.add_weight("w", {4, 3, 3, 3});
+    const int c = g.add_op("Conv", "conv", {x, w}, {1, 4, 8, 8},
+                           {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                            {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
+    const int r = g.add_op("Relu", "relu", {c}, {1, 4, 8, 8});
+    const int a = g.add_op("Add", "add", {r, c}, {1, 4, 8, 8});
+    g.mark_output(a);
+    return g;
+}
+}  // namespace
+
+TEST_CASE("graph: building, edges, neighbours, parameters") {
+    const Graph g = diamond();
+    CHECK(g.num_nodes() == 3);
+    CHECK(g.num_edges() == 3);  // conv->relu, relu->add, conv->add
+    CHECK(g.predecessors(2) == std::vector<int>{1, 0});
+    CHECK(g.successors(0) == std::vector<int>{1, 2});
+    CHECK(g.parameter_count(0) == 4 * 3 * 3 * 3);
+    CHECK(g.parameter_count(1) == 0);
+    CHECK(g.parameter_count() == 108);
+    CHECK(g.topological_order() == std::vector<int>{0, 1, 2});
+    CHECK(g.outputs().size() == 1);
+    CHECK_NOTHROW(g.validate());
+    const Graph copy = g;
+    CHECK(copy == g);
+}
+
+TEST_CASE("graph: multi-edges and self-consumption count per input slot") {
+    Graph g("sq");
+    const int x = g.add_input("x", {2, 2});
+    const int y = g.add_op("Relu", "r", {x}, {2, 2});
+    const int z = g.add_op("Mul", "m", {y, y}, {2, 2});
+    g.mark_output(z);
+    CHECK(g.num_edges() == 2);
+    CHECK(g.predecessors(1) == std::vector<int>{0});
+}
+
+TEST_CASE("graph: topological order of nodes added out of order") {
+    Graph g("ooo");
+    const int x = g.add_input("x", {1});
+    const int t1 = g.add_tensor("t1", {1});
+    const int t2 = g.add_tensor("t2", {1});
+    g.add_node("Relu", "second", {t1}, {t2});
+    g.add_node("Relu", "first", {x}, {t1});
+    g.mark_output(t2);
+    CHECK(g.topological_order() == std::vector<int>{1, 0});
+    CHECK_FALSE(g.is_topologically_sorted());
+}
+
+TEST_CASE("graph: validation names the offending node") {
+    SUBCASE("cycle") {
+        Graph g("cyc");
+        const int t1 = g.add_tensor("t1", {1});
+        const int t2 = g.add_tensor("t2", {1});
+        g.add_node("Relu", "a", {t2}, {t1});
+        g.add_node("Relu", "b", {t1}, {t2});
+        CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("cycle"), shape_error);
+    }
+    SUBCASE("dangling input") {
+        Graph g("dangle");
+        const int t = g.add_tensor("nowhere", {1});
+        g.add_op("Relu", "r", {t}, {1});
+        CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("'nowhere'"), shape_error);
+    }
+    SUBCASE("shape mismatch in Add") {
+        Graph g("bad_add");
+        const int a = g.add_input("a", {1, 4});
+        const int b = g.add_input("b", {1, 5});
+        g.add_op("Add", "sum", {a, b}, {1, 4});
+        CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("node 'sum'"), shape_error);
+    }
+    SUBCASE("conv channel mismatch") {
+        Graph g("bad_conv");
+        const int x = g.add_input("x", {1, 3, 8, 8});
+        const int w = g.add_weight("w", {4, 2, 3, 3});
+        g.add_op("Conv", "c", {x, w}, {1, 4, 6, 6});
+        CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("input channels"), shape_error);
+    }
+    SUBCASE("unknown dimension") {
+        Graph g("unk");
+        const int x = g.add_input("x", {1, 3});
+        g.add_op("Relu", "r", {x}, {1, -1});
+        CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("unknown shape"), shape_error);
+    }
+    SUBCASE("duplicate names and double producers are rejected at build time") {
+        Graph g("dup");
+        g.add_input("x", {1});
+        CHECK_THROWS_AS(g.add_input("x", {1}), config_error);
+        const int t = g.add_tensor("t", {1});
+        g.add_node("Relu", "a", {0}, {t});
+        CHECK_THROWS_AS(g.add_node("Relu", "b", {0}, {t}), config_error);
+    }
+}
