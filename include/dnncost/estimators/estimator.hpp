@@ -1,0 +1,62 @@
+#pragma once
+/// @file estimator.hpp
+/// The run-time face of every learned cost estimator (GNN presets, the additive baseline,
+/// ensembles): fit on measured graphs, predict, save. Compile-time configured models implement
+/// it through a thin adapter so that the CLI and the searches can choose a preset by name.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dnncost/graph/graph.hpp>
+
+namespace dnncost::estimators {
+
+/// Measured graphs: graphs[i] has measured value targets[i] (> 0, e.g. latency in ms).
+struct TrainData {
+    std::vector<const graph::Graph*> graphs;
+    std::vector<double> targets;
+    std::size_t size() const { return graphs.size(); }
+};
+
+/// Options common to every estimator's fit. Preset-specific hyper-parameters live in the
+/// preset's own configuration.
+struct FitOptions {
+    std::uint64_t seed = 0;
+    int max_epochs = -1;          ///< -1: the preset's default
+    int patience = -1;            ///< early-stopping patience in epochs; -1: the preset's default
+    unsigned threads = 0;         ///< 0: hardware concurrency
+    /// Called once per epoch with a human-readable progress line; return true to stop.
+    std::function<bool(const std::string&)> on_epoch;
+};
+
+struct FitResult {
+    int epochs = 0;
+    double seconds = 0.0;
+    double best_validation = 0.0;  ///< the validation score used for early stopping
+    std::string validation_metric;
+};
+
+/// A prediction with its uncertainty (sigma = 0 for a single model).
+struct Prediction {
+    double mean = 0.0;
+    double sigma = 0.0;
+};
+
+/// Abstract learned estimator.
+class CostEstimator {
+public:
+    virtual ~CostEstimator() = default;
+    /// Preset name as accepted by make_estimator ("hifisage", "brpnas", "additive", ...).
+    virtual std::string preset() const = 0;
+    virtual FitResult fit(const TrainData& train, const TrainData& validation, const FitOptions& options) = 0;
+    /// Predictions in the target's own unit, one per graph.
+    virtual std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const = 0;
+    /// Everything needed to predict elsewhere (preset, vocabulary, scaling, weights), as bytes.
+    virtual std::string serialize() const = 0;
+};
+
+}  // namespace dnncost::estimators
