@@ -213,7 +213,7 @@ private:
     }
     Value conv(const Value& x, std::int64_t cout, std::int64_t k, std::int64_t stride, const std::string& name,
                bool bias) {
-        const auto& s = shape(x);
+        const auto s = shape(x);  // a copy: add_weight below may reallocate the tensor list
         const std::int64_t pad = k / 2;
         const std::int64_t ho = (s[2] + 2 * pad - k) / stride + 1;
         const std::int64_t wo = (s[3] + 2 * pad - k) / stride + 1;
