@@ -8,10 +8,12 @@
 ///   ConvTranspose, Gemm, MatMul, Einsum-like). Elementwise, normalisation, pooling and
 ///   activation operators have MACs = 0 but non-zero FLOPs.
 /// - FLOPs = 2 x MACs for linear algebra (+1 per output for a bias), and a per-element count
-///   for everything else (documented per operator below).
+///   for everything else (documented at node_cost).
 /// - Memory traffic = bytes of every activation input + every output + every weight read once.
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
@@ -54,13 +56,170 @@ inline const graph::Shape& in_shape(const graph::Graph& g, const graph::Node& n,
     return g.tensor(n.inputs[slot]).shape;
 }
 inline bool has_input(const graph::Node& n, std::size_t slot) { return slot < n.inputs.size() && n.inputs[slot] >= 0; }
+inline std::int64_t in_elems(const graph::Graph& g, const graph::Node& n, std::size_t slot) {
+    return graph::numel(in_shape(g, n, slot));
+}
+
+/// One cost rule per operator type: fills macs and flops of `c` (params and bytes are common).
+using CostRule = void (*)(const graph::Graph&, const graph::Node&, NodeCost&);
+
+/// FLOPs = k per output element.
+template <int K>
+void per_output(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    c.flops = K * out_elems(g, n);
+}
+/// FLOPs = k per element of input 0 (reductions: every input element is read and combined).
+template <int K>
+void per_input(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    c.flops = K * (has_input(n, 0) ? in_elems(g, n, 0) : 0);
+}
+/// Variadic elementwise (Sum, Max, ...): one operation per output element and extra operand.
+inline void variadic(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    std::int64_t operands = 0;
+    for (int t : n.inputs) operands += t >= 0;
+    c.flops = out_elems(g, n) * std::max<std::int64_t>(1, operands - 1);
+}
+inline void zero_cost(const graph::Graph&, const graph::Node&, NodeCost& c) { c.flops = 0; }
+inline void linear_bias(const graph::Graph& g, const graph::Node& n, NodeCost& c, std::size_t bias_slot) {
+    c.flops = 2 * c.macs + (has_input(n, bias_slot) ? out_elems(g, n) : 0);
+}
+inline void conv(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    // weight [M, C/group, k...]: every output element is a dot product of C/group * prod(k)
+    const auto& w = in_shape(g, n, 1);
+    std::int64_t per_out = 1;
+    for (std::size_t i = 1; i < w.size(); ++i) per_out *= w[i];
+    c.macs = g.tensor(n.outputs.at(0)).elements() * per_out;
+    linear_bias(g, n, c, 2);
+}
+inline void conv_transpose(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    // weight [C, M/group, k...]: every input element is scattered through M/group * prod(k)
+    const auto& w = in_shape(g, n, 1);
+    std::int64_t per_in = 1;
+    for (std::size_t i = 1; i < w.size(); ++i) per_in *= w[i];
+    c.macs = in_elems(g, n, 0) * per_in;
+    linear_bias(g, n, c, 2);
+}
+inline void gemm(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    const auto& a = in_shape(g, n, 0);
+    if (a.size() != 2) raise<shape_error>("cost: Gemm node '", n.name, "' input is not 2-D");
+    const std::int64_t k = n.attr_int("transA", 0) ? a[0] : a[1];
+    c.macs = g.tensor(n.outputs.at(0)).elements() * k;
+    linear_bias(g, n, c, 2);
+}
+inline void matmul(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    // the output already carries the broadcast batch dimensions; each element is a K-long dot
+    const auto& a = in_shape(g, n, 0);
+    c.macs = g.tensor(n.outputs.at(0)).elements() * (a.empty() ? 1 : a.back());
+    c.flops = 2 * c.macs;
+}
+inline void recurrent(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    // X [seq, batch, input] (layout 0) or [batch, seq, input] (layout 1); W [dirs, G*H, input],
+    // R [dirs, G*H, H]: per step and batch row every gate row is one dot product with x and h.
+    const auto& x = in_shape(g, n, 0);
+    if (x.size() != 3) raise<shape_error>("cost: ", n.op_type, " node '", n.name, "' input is not 3-D");
+    const std::int64_t steps_times_batch = x[0] * x[1];
+    c.macs = steps_times_batch * (in_elems(g, n, 1) + in_elems(g, n, 2));
+    const auto& w = in_shape(g, n, 1);
+    const std::int64_t gate_rows = w.size() == 3 ? w[0] * w[1] : 0;
+    // gate nonlinearities and the state update: ~4 FLOPs per gate element and step
+    c.flops = 2 * c.macs + 4 * steps_times_batch * gate_rows;
+}
+inline void pool(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    std::int64_t k = 1;
+    for (auto d : n.attr_ints("kernel_shape")) k *= d;
+    c.flops = out_elems(g, n) * k;
+}
+inline void batch_norm(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    c.flops = 2 * g.tensor(n.outputs.at(0)).elements();  // inference: per-channel scale and shift
+}
+inline void normalization(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    // statistics: sum and sum of squares (3 per element); normalise, scale, shift (3 per element)
+    c.flops = 6 * in_elems(g, n, 0);
+}
+inline void resize(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    // nearest: a gather (0 FLOPs); linear: 2 FLOPs per neighbour, 2^d neighbours over the d
+    // resized (spatial) axes; cubic: 4^d neighbours.
+    const std::string mode = n.attr_string("mode", "nearest");
+    const auto& out = g.tensor(n.outputs.at(0)).shape;
+    const std::int64_t d = std::max<std::int64_t>(0, static_cast<std::int64_t>(out.size()) - 2);
+    std::int64_t neighbours = 1;
+    if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
+        for (std::int64_t i = 0; i < d; ++i) neighbours *= 2;
+    else if (mode == "cubic" || mode == "bicubic")
+        for (std::int64_t i = 0; i < d; ++i) neighbours *= 4;
+    else
+        neighbours = 0;
+    c.flops = 2 * neighbours * g.tensor(n.outputs.at(0)).elements();
+}
+
+inline const std::unordered_map<std::string, CostRule>& cost_rules() {
+    static const std::unordered_map<std::string, CostRule> rules = [] {
+        std::unordered_map<std::string, CostRule> r;
+        r["Conv"] = conv;
+        r["ConvTranspose"] = conv_transpose;
+        r["Gemm"] = gemm;
+        r["MatMul"] = matmul;
+        r["LSTM"] = recurrent;
+        r["GRU"] = recurrent;
+        r["RNN"] = recurrent;
+        for (const char* op : {"AveragePool", "MaxPool", "LpPool"}) r[op] = pool;
+        r["BatchNormalization"] = batch_norm;
+        for (const char* op : {"LayerNormalization", "InstanceNormalization", "GroupNormalization",
+                               "LpNormalization", "MeanVarianceNormalization"})
+            r[op] = normalization;
+        r["Resize"] = resize;
+        r["Upsample"] = resize;
+        // reductions: one operation per input element
+        for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "ReduceMean", "ReduceSum",
+                               "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceSumSquare", "ArgMax",
+                               "ArgMin", "CumSum"})
+            r[op] = per_input<1>;
+        for (const char* op : {"ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}) r[op] = per_input<2>;
+        // binary and variadic elementwise
+        for (const char* op : {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Pow", "Mod", "Mean", "PRelu",
+                               "And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+                               "BitShift", "Where"})
+            r[op] = variadic;
+        // cheap unary: one operation per element
+        for (const char* op : {"Relu", "LeakyRelu", "Abs", "Neg", "Sign", "Not", "Floor", "Ceil", "Round",
+                               "Reciprocal", "ThresholdedRelu", "IsNaN", "IsInf"})
+            r[op] = per_output<1>;
+        r["Clip"] = per_output<2>;  // a min and a max
+        // transcendental unary: ~4 FLOPs per element (an exp/log/sqrt costs several instructions)
+        for (const char* op : {"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "HardSigmoid", "HardSwish", "Elu",
+                               "Selu", "Celu", "Softplus", "Softsign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
+                               "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Mish", "Shrink"})
+            r[op] = per_output<4>;
+        r["Gelu"] = per_output<8>;  // erf or tanh approximation plus 3 multiplies and an add
+        // Softmax: max, subtract, exp (4), sum, divide = 8 per element
+        for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) r[op] = per_output<8>;
+        // data movement only: no arithmetic (memory traffic still counted)
+        for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape", "Size",
+                               "Constant", "ConstantOfShape", "Dropout", "Transpose", "Concat", "Split", "Slice",
+                               "Gather", "GatherElements", "GatherND", "ScatterElements", "ScatterND", "Pad",
+                               "Expand", "Tile", "Cast", "CastLike", "DepthToSpace", "SpaceToDepth", "Range",
+                               "OneHot", "NonZero", "TopK", "Trilu", "ReverseSequence", "EyeLike"})
+            r[op] = zero_cost;
+        return r;
+    }();
+    return rules;
+}
 }  // namespace detail
+
+/// True if `op` has a dedicated cost rule (otherwise node_cost falls back to one FLOP per
+/// output element).
+inline bool is_known_operator(const std::string& op) { return detail::cost_rules().count(op) > 0; }
 
 /// Cost of node `id` of `g`. Unknown operator types get MACs = 0 and FLOPs = one per output
 /// element (an elementwise guess), so a new operator never makes a model unusable; use
 /// `is_known_operator` to find out.
+/// Per-operator FLOPs: linear algebra 2 x MACs (+1 per output with a bias); pooling one per
+/// window element; BatchNormalization 2 per element; Layer/Instance/GroupNormalization 6 per
+/// element; reductions one per input element; binary elementwise one per output and extra
+/// operand; Relu-like one, Clip two, transcendental activations four, Gelu eight, Softmax eight
+/// per element; Resize 2 per interpolation neighbour (0 for nearest); data movement zero.
+/// @throws shape_error if a linear-algebra node lacks the inputs its cost depends on
 inline NodeCost node_cost(const graph::Graph& g, int id) {
-    using detail::out_elems;
     const auto& n = g.node(id);
     NodeCost c;
     for (int t : n.inputs) {
@@ -74,58 +233,11 @@ inline NodeCost node_cost(const graph::Graph& g, int id) {
         }
     }
     for (int t : n.outputs) c.output_bytes += g.tensor(t).bytes();
-    const std::string& op = n.op_type;
-    const std::int64_t out = out_elems(g, n);
-
-    if (op == "Conv") {
-        const auto& w = detail::in_shape(g, n, 1);  // [M, C/group, k...]
-        std::int64_t per_out = 1;
-        for (std::size_t i = 1; i < w.size(); ++i) per_out *= w[i];
-        c.macs = out * per_out;
-        c.flops = 2 * c.macs + (detail::has_input(n, 2) ? out : 0);
-    } else if (op == "ConvTranspose") {
-        // every input element is multiplied by the (M/group) x k... slice of the kernel
-        const auto& x = detail::in_shape(g, n, 0);
-        const auto& w = detail::in_shape(g, n, 1);  // [C, M/group, k...]
-        std::int64_t per_in = 1;
-        for (std::size_t i = 1; i < w.size(); ++i) per_in *= w[i];
-        c.macs = graph::numel(x) * per_in;
-        c.flops = 2 * c.macs + (detail::has_input(n, 2) ? out : 0);
-    } else if (op == "Gemm") {
-        const auto& a = detail::in_shape(g, n, 0);
-        const std::int64_t k = n.attr_int("transA", 0) ? a[0] : a[1];
-        c.macs = out * k;
-        c.flops = 2 * c.macs + (detail::has_input(n, 2) ? out : 0);
-    } else if (op == "MatMul") {
-        const auto& a = detail::in_shape(g, n, 0);
-        c.macs = out * (a.empty() ? 1 : a.back());
-        c.flops = 2 * c.macs;
-    } else if (op == "BatchNormalization") {
-        c.flops = 2 * out;  // inference: per-channel scale and shift
-    } else if (op == "Relu" || op == "LeakyRelu" || op == "Clip" || op == "Abs" || op == "Neg" || op == "Sign") {
-        c.flops = out;
-    } else if (op == "AveragePool" || op == "MaxPool") {
-        std::int64_t k = 1;
-        for (auto d : n.attr_ints("kernel_shape")) k *= d;
-        c.flops = out * k;
-    } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "ReduceMean" || op == "ReduceSum" ||
-               op == "ReduceMax" || op == "ReduceMin") {
-        c.flops = c.input_bytes / std::max<std::int64_t>(1, static_cast<std::int64_t>(
-                                                              graph::element_size(g.tensor(n.inputs[0]).dtype)));
-    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Sum" || op == "Max" ||
-               op == "Min" || op == "Pow") {
-        c.flops = out * std::max<std::int64_t>(1, static_cast<std::int64_t>(n.inputs.size()) - 1);
-    } else if (op == "Sigmoid" || op == "Tanh" || op == "Exp" || op == "Log" || op == "Sqrt" || op == "Erf" ||
-               op == "HardSigmoid" || op == "HardSwish" || op == "Elu" || op == "Selu" || op == "Softplus") {
-        c.flops = 4 * out;
-    } else if (op == "Softmax" || op == "LogSoftmax") {
-        c.flops = 5 * out;  // max, subtract, exp, sum, divide
-    } else if (is_shape_only(op) || op == "Transpose" || op == "Concat" || op == "Split" || op == "Slice" ||
-               op == "Gather" || op == "Pad" || op == "Expand" || op == "Tile") {
-        c.flops = 0;
-    } else {
-        c.flops = out;
-    }
+    const auto& rules = detail::cost_rules();
+    if (auto it = rules.find(n.op_type); it != rules.end())
+        it->second(g, n, c);
+    else
+        c.flops = detail::out_elems(g, n);
     return c;
 }
 
