@@ -888,6 +888,7 @@ private:
 
     void fix_input_shapes() {
         auto& g = *m_model.mutable_graph();
+        bool changed = false;
         for (auto& i : *g.mutable_input()) {
             if (!i.type().has_tensor_type()) fail("graph input '", i.name(), "' is not a tensor");
             auto* tt = i.mutable_type()->mutable_tensor_type();
@@ -896,6 +897,7 @@ private:
                 auto* sh = tt->mutable_shape();
                 sh->clear_dim();
                 for (auto d : it->second) sh->add_dim()->set_dim_value(d);
+                changed = true;
                 continue;
             }
             if (!tt->has_shape()) fail("graph input '", i.name(), "' has no shape (give it in OnnxImportOptions::input_shapes)");
@@ -905,11 +907,18 @@ private:
                 if (d->has_dim_value() && d->dim_value() >= 0) continue;
                 if (k == 0) {
                     d->set_dim_value(m_opt.batch_size);
+                    changed = true;
                 } else {
                     fail("graph input '", i.name(), "' has a symbolic dimension ", k, " ('", d->dim_param(),
                          "'); give its shape in OnnxImportOptions::input_shapes");
                 }
             }
+        }
+        // Shapes recorded in the file were computed for other input shapes: infer them afresh.
+        if (changed) {
+            g.clear_value_info();
+            for (auto& o : *g.mutable_output())
+                if (o.type().has_tensor_type()) o.mutable_type()->mutable_tensor_type()->clear_shape();
         }
     }
 

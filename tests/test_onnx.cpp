@@ -1,0 +1,376 @@
+// ONNX import/export: the shared models, shape folding, exact round trips, bad input and a
+// small fuzz test (truncated and byte-mutated fixtures must import or throw, never crash).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include <dnncost/core/rng.hpp>
+#include <dnncost/cost/analytic.hpp>
+#include <dnncost/graph/nb201.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/io/onnx.hpp>
+
+using namespace dnncost;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path model_path(const std::string& f) { return fs::path(DNNCOST_DATA_DIR) / "onnx" / f; }
+
+struct Published {
+    const char* file;
+    double gmacs;
+};
+// torchvision / the data README: whole-model multiply-accumulates at 224x224, batch 1
+constexpr Published kModels[] = {{"resnet50.onnx", 4.09},
+                                 {"mobilenet_v2.onnx", 0.30},
+                                 {"squeezenet1_1.onnx", 0.35},
+                                 {"resnet18-v1-7-no-weight.onnx", 1.81}};
+
+int count_op(const graph::Graph& g, const std::string& op) {
+    int n = 0;
+    for (const auto& nd : g.nodes()) n += nd.op_type == op;
+    return n;
+}
+
+fs::path temp_dir() {
+    auto d = fs::path(DNNCOST_BINARY_DIR) / "test_onnx_tmp";
+    fs::create_directories(d);
+    return d;
+}
+
+// --- raw proto helpers for hand-built models
+void set_type(onnx::ValueInfoProto& v, const std::string& name, int elem, const std::vector<std::int64_t>& dims) {
+    v.set_name(name);
+    auto* tt = v.mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    if (dims.empty()) return;  // rank unknown: left to shape inference
+    auto* sh = tt->mutable_shape();
+    for (auto d : dims) sh->add_dim()->set_dim_value(d);
+}
+onnx::NodeProto& add_node(onnx::GraphProto& g, const std::string& op, const std::string& name,
+                          std::vector<std::string> in, std::vector<std::string> out) {
+    auto& n = *g.add_node();
+    n.set_op_type(op);
+    n.set_name(name);
+    for (auto& i : in) n.add_input(i);
+    for (auto& o : out) n.add_output(o);
+    return n;
+}
+void add_int_attr(onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+    auto& a = *n.add_attribute();
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(v);
+}
+void add_ints_attr(onnx::NodeProto& n, const std::string& name, std::vector<std::int64_t> v) {
+    auto& a = *n.add_attribute();
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::INTS);
+    for (auto x : v) a.add_ints(x);
+}
+void add_int64_init(onnx::GraphProto& g, const std::string& name, std::vector<std::int64_t> v, bool scalar = false) {
+    auto& t = *g.add_initializer();
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) t.add_dims(static_cast<std::int64_t>(v.size()));
+    for (auto x : v) t.add_int64_data(x);
+}
+onnx::ModelProto new_model(int opset) {
+    onnx::ModelProto m;
+    m.set_ir_version(7);
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    m.mutable_graph()->set_name("hand");
+    return m;
+}
+std::string bytes_of(const onnx::ModelProto& m) {
+    std::string s;
+    REQUIRE(m.SerializeToString(&s));
+    return s;
+}
+
+/// Shape computation as torch emits it for `x.view(x.size(0), -1)`:
+/// Conv -> Shape -> Gather(0) -> Unsqueeze -> Concat(with [-1]) -> Reshape -> Gemm.
+onnx::ModelProto flatten_chain_model(int opset) {
+    auto m = new_model(opset);
+    auto& g = *m.mutable_graph();
+    set_type(*g.add_input(), "x", 1, {2, 3, 8, 8});
+    set_type(*g.add_output(), "logits", 1, {2, 5});
+    auto& w = *g.add_initializer();  // stripped weights: shape only
+    w.set_name("w");
+    w.set_data_type(onnx::TensorProto::FLOAT);
+    for (auto d : {4, 3, 3, 3}) w.add_dims(d);
+    auto& fw = *g.add_initializer();
+    fw.set_name("fc_w");
+    fw.set_data_type(onnx::TensorProto::FLOAT);
+    for (auto d : {5, 144}) fw.add_dims(d);
+    auto& conv = add_node(g, "Conv", "conv", {"x", "w"}, {"c"});
+    add_ints_attr(conv, "kernel_shape", {3, 3});
+    add_node(g, "Shape", "shape", {"c"}, {"s"});
+    add_int64_init(g, "zero", {0}, true);
+    add_node(g, "Gather", "gather", {"s", "zero"}, {"n"});
+    if (opset >= 13) {
+        add_int64_init(g, "axes0", {0});
+        add_node(g, "Unsqueeze", "unsq", {"n", "axes0"}, {"n1"});
+    } else {
+        add_ints_attr(add_node(g, "Unsqueeze", "unsq", {"n"}, {"n1"}), "axes", {0});
+    }
+    add_int64_init(g, "minus1", {-1});
+    add_int_attr(add_node(g, "Concat", "concat", {"n1", "minus1"}, {"target"}), "axis", 0);
+    add_node(g, "Reshape", "reshape", {"c", "target"}, {"flat"});
+    add_int_attr(add_node(g, "Gemm", "fc", {"flat", "fc_w"}, {"logits"}), "transB", 1);
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: the four shared models import, validate and match published MACs within 3%") {
+    for (const auto& pm : kModels) {
+        CAPTURE(pm.file);
+        const auto g = io::import_onnx(model_path(pm.file));
+        CHECK_NOTHROW(g.validate());
+        CHECK(g.is_topologically_sorted());
+        CHECK(g.outputs().size() == 1);
+        CHECK(g.inputs().size() == 1);
+        CHECK(g.tensor(g.inputs()[0]).shape == graph::Shape{1, 3, 224, 224});
+        CHECK(g.tensor(g.outputs()[0]).shape == graph::Shape{1, 1000});
+        // Identity-of-weight and Constant nodes are folded into weights, never operators.
+        CHECK(count_op(g, "Identity") == 0);
+        CHECK(count_op(g, "Constant") == 0);
+        for (const auto& nd : g.nodes()) {
+            CHECK_MESSAGE(cost::is_known_operator(nd.op_type), nd.op_type);
+            for (int t : nd.outputs) {
+                const auto& s = g.tensor(t).shape;
+                CHECK_MESSAGE(!s.empty(), nd.name);
+                for (auto d : s) CHECK_MESSAGE(d > 0, nd.name);
+            }
+        }
+        const auto total = cost::total_cost(g);
+        const double gmacs = static_cast<double>(total.macs) / 1e9;
+        CHECK(std::abs(gmacs - pm.gmacs) / pm.gmacs < 0.03);
+        CHECK(total.params > 1'000'000);
+    }
+    // node counts after folding: every Conv of the file survives
+    const auto r50 = io::import_onnx(model_path("resnet50.onnx"));
+    CHECK(count_op(r50, "Conv") == 53);
+    CHECK(count_op(r50, "Gemm") == 1);
+    CHECK(r50.num_nodes() == 169 - 47);  // 47 Identity nodes of shared weights folded
+    const auto r18 = io::import_onnx(model_path("resnet18-v1-7-no-weight.onnx"));
+    // opset 8: initializers listed as graph inputs are weights, not inputs
+    CHECK(r18.weights().size() == 102);
+    CHECK(r18.node(0).op_type == "Conv");
+    CHECK(r18.node(0).attr_ints("kernel_shape") == std::vector<std::int64_t>{7, 7});
+    CHECK(r18.node(1).attr_float("epsilon", 0) == 1e-5);  // float32 widened to the shortest decimal
+}
+
+TEST_CASE("onnx: a Shape->Gather->Unsqueeze->Concat->Reshape chain is folded (opsets 11 and 13)") {
+    for (int opset : {11, 13}) {
+        CAPTURE(opset);
+        const auto g = io::import_onnx_bytes(bytes_of(flatten_chain_model(opset)), "chain.onnx");
+        REQUIRE(g.num_nodes() == 3);
+        CHECK(g.node(0).op_type == "Conv");
+        CHECK(g.node(1).op_type == "Reshape");
+        CHECK(g.node(2).op_type == "Gemm");
+        CHECK(g.tensor(g.find_tensor("c")).shape == graph::Shape{2, 4, 6, 6});
+        CHECK(g.tensor(g.find_tensor("flat")).shape == graph::Shape{2, 144});
+        // the folded shape value is a (tiny) constant input of the Reshape
+        const int target = g.find_tensor("target");
+        REQUIRE(target >= 0);
+        CHECK(g.tensor(target).kind == graph::TensorKind::weight);
+        CHECK(g.tensor(target).shape == graph::Shape{2});
+        CHECK(g.find_node("shape") == -1);
+        CHECK(cost::total_cost(g).macs == 2 * 4 * 36 * 27 + 2 * 5 * 144);
+    }
+    // Without folding the Reshape output would be unknown: a batch of 3 must change the result.
+    io::OnnxImportOptions opt;
+    opt.input_shapes["x"] = {3, 3, 8, 8};
+    const auto g3 = io::import_onnx_bytes(bytes_of(flatten_chain_model(13)), "chain.onnx", opt);
+    CHECK(g3.tensor(g3.find_tensor("flat")).shape == graph::Shape{3, 144});
+    CHECK(g3.tensor(g3.outputs().at(0)).shape == graph::Shape{3, 5});
+}
+
+TEST_CASE("onnx: export passes the checker and re-imports to the same graph (shared models)") {
+    for (const auto& pm : kModels) {
+        CAPTURE(pm.file);
+        const auto bytes = io::read_file(model_path(pm.file));
+        const auto g = io::import_onnx_bytes(bytes, pm.file);
+        io::OnnxExportOptions eo;
+        eo.opset = io::onnx_opset(bytes);
+        const auto out = io::export_onnx_bytes(g, eo);
+        onnx::ModelProto m;
+        REQUIRE(m.ParseFromString(out));
+        CHECK_NOTHROW(onnx::checker::check_model(m));
+        const auto back = io::import_onnx_bytes(out, "exported");
+        CHECK(back == g);
+        CHECK(cost::total_cost(back).macs == cost::total_cost(g).macs);
+    }
+    // resnet18's BatchNormalization carries opset-8 `spatial`: refused at opset 13, by name
+    const auto r18 = io::import_onnx(model_path("resnet18-v1-7-no-weight.onnx"));
+    CHECK_THROWS_WITH_AS(io::export_onnx_bytes(r18), doctest::Contains("spatial"), config_error);
+}
+
+TEST_CASE("onnx: 100 random NB201 architectures round trip exactly through a file") {
+    Rng rng(2024);
+    const auto dir = temp_dir();
+    for (int i = 0; i < 100; ++i) {
+        const auto idx = static_cast<std::int64_t>(rng.below(nb201::num_architectures));
+        const auto arch = nb201::from_index(idx);
+        nb201::Nb201Options opt;
+        opt.prune = i % 2 == 1;
+        const auto g = nb201::build_graph(arch, opt);
+        CAPTURE(nb201::to_string(arch));
+        CAPTURE(opt.prune);
+        const auto path = dir / "nb201.onnx";
+        io::export_onnx(g, path);
+        onnx::ModelProto m;
+        REQUIRE(m.ParseFromString(io::read_file(path)));
+        CHECK_NOTHROW(onnx::checker::check_model(m));
+        const auto back = io::import_onnx(path);
+        CHECK(back == g);
+    }
+    // the pruned all-`none` network is a single Constant: it must survive too
+    nb201::Nb201Options pruned;
+    pruned.prune = true;
+    const auto none = nb201::build_graph(nb201::from_index(0), pruned);
+    REQUIRE(none.num_nodes() == 1);
+    CHECK(io::import_onnx_bytes(io::export_onnx_bytes(none), "none") == none);
+}
+
+TEST_CASE("onnx: graph comparison after a round trip sees real differences") {
+    const auto g = nb201::build_graph("|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|none~2|");
+    const auto back = io::import_onnx_bytes(io::export_onnx_bytes(g), "x");
+    REQUIRE(back == g);
+    const int pool = g.find_node("stage0.cell0.edge21.pool");
+    REQUIRE(pool >= 0);
+    auto changed_attr = g;
+    changed_attr.node(pool).set_attr("count_include_pad", std::int64_t{1});
+    CHECK_FALSE(io::import_onnx_bytes(io::export_onnx_bytes(changed_attr), "x") == g);
+    auto renamed = g;
+    renamed.node(pool).name = "renamed_pool";
+    CHECK_FALSE(io::import_onnx_bytes(io::export_onnx_bytes(renamed), "x") == g);
+    // a stride that contradicts the recorded shapes is caught on import, not silently accepted
+    auto inconsistent = g;
+    inconsistent.node(g.find_node("stage0.cell0.edge10.conv")).set_attr("strides", std::vector<std::int64_t>{2, 2});
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(io::export_onnx_bytes(inconsistent), "x"),
+                         doctest::Contains("stage0.cell0.edge10.conv"), onnx_import_error);
+    auto changed_eps = g;
+    changed_eps.node(1).set_attr("epsilon", 1e-3);
+    CHECK_FALSE(io::import_onnx_bytes(io::export_onnx_bytes(changed_eps), "x") == g);
+    auto changed_shape = g;
+    changed_shape.set_shape(changed_shape.find_tensor("stem.conv.weight"), {16, 3, 3, 3, 1});
+    CHECK_FALSE(changed_shape == g);
+}
+
+TEST_CASE("onnx: bad input gives io_error / onnx_import_error naming the file and node") {
+    const auto dir = temp_dir();
+    CHECK_THROWS_WITH_AS(io::import_onnx(dir / "missing.onnx"), doctest::Contains("missing.onnx"), io_error);
+    // truncated
+    const auto bytes = io::read_file(model_path("squeezenet1_1.onnx"));
+    io::write_file_atomic(dir / "cut.onnx", bytes.substr(0, bytes.size() / 2));
+    CHECK_THROWS_WITH_AS(io::import_onnx(dir / "cut.onnx"), doctest::Contains("cut.onnx"), onnx_import_error);
+    // text and CSV
+    io::write_file_atomic(dir / "notes.onnx", "this is not a model\nreally\n");
+    CHECK_THROWS_WITH_AS(io::import_onnx(dir / "notes.onnx"), doctest::Contains("notes.onnx"), onnx_import_error);
+    CHECK_THROWS_AS(io::import_onnx(fs::path(DNNCOST_DATA_DIR) / "nb201" / "latency_ms.csv"), onnx_import_error);
+    io::write_file_atomic(dir / "empty.onnx", "");
+    CHECK_THROWS_AS(io::import_onnx(dir / "empty.onnx"), onnx_import_error);
+
+    SUBCASE("cycle") {
+        auto m = new_model(13);
+        auto& g = *m.mutable_graph();
+        set_type(*g.add_input(), "x", 1, {1, 4});
+        set_type(*g.add_output(), "z", 1, {1, 4});
+        add_node(g, "Add", "a", {"x", "z"}, {"y"});
+        add_node(g, "Relu", "b", {"y"}, {"z"});
+        CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes_of(m), "cyclic.onnx"),
+                             doctest::Contains("cyclic.onnx': node 'a' (Add): the graph has a cycle"), onnx_import_error);
+    }
+    SUBCASE("shape inference rejects the node") {
+        auto m = new_model(13);
+        auto& g = *m.mutable_graph();
+        set_type(*g.add_input(), "x", 1, {1, 3, 8, 8});
+        set_type(*g.add_output(), "y", 1, {});
+        auto& w = *g.add_initializer();
+        w.set_name("w");
+        w.set_data_type(1);
+        for (auto d : {4, 5, 3, 3}) w.add_dims(d);  // 5 input channels for a 3-channel input
+        add_node(g, "Conv", "bad_conv", {"x", "w"}, {"y"});
+        CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes_of(m), "badconv.onnx"), doctest::Contains("'bad_conv' (Conv)"),
+                             onnx_import_error);
+    }
+    SUBCASE("unknown operator with unknown output shape, and with a declared one") {
+        auto m = new_model(13);
+        auto& g = *m.mutable_graph();
+        set_type(*g.add_input(), "x", 1, {1, 8});
+        set_type(*g.add_output(), "y", 1, {1, 8});
+        add_node(g, "FancyOp", "mystery", {"x"}, {"h"});
+        add_node(g, "Relu", "relu", {"h"}, {"y"});
+        CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes_of(m), "custom.onnx"),
+                             doctest::Contains("node 'mystery' (FancyOp): cannot determine the shape"), onnx_import_error);
+        set_type(*g.add_value_info(), "h", 1, {1, 8});  // declared shape: importable
+        const auto ok = io::import_onnx_bytes(bytes_of(m), "custom.onnx");
+        CHECK(ok.num_nodes() == 2);
+        CHECK_FALSE(cost::is_known_operator(ok.node(0).op_type));
+    }
+    SUBCASE("undefined value, no graph, unsupported opset") {
+        auto m = new_model(13);
+        auto& g = *m.mutable_graph();
+        set_type(*g.add_input(), "x", 1, {1, 8});
+        set_type(*g.add_output(), "y", 1, {1, 8});
+        add_node(g, "Add", "adder", {"x", "ghost"}, {"y"});
+        CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes_of(m), "ghost.onnx"), doctest::Contains("'ghost'"),
+                             onnx_import_error);
+        onnx::ModelProto nograph;
+        nograph.set_ir_version(7);
+        CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes_of(nograph), "nograph.onnx"), doctest::Contains("no graph"),
+                             onnx_import_error);
+        m.mutable_opset_import(0)->set_version(99);
+        CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes_of(m), "future.onnx"), doctest::Contains("opset 99"),
+                             onnx_import_error);
+    }
+    SUBCASE("symbolic non-batch dimension needs an explicit shape") {
+        auto m = new_model(13);
+        auto& g = *m.mutable_graph();
+        auto& in = *g.add_input();
+        set_type(in, "x", 1, {1, 8});
+        in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_param("seq");
+        in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+        set_type(*g.add_output(), "y", 1, {});
+        add_node(g, "Relu", "r", {"x"}, {"y"});
+        CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes_of(m), "sym.onnx"), doctest::Contains("'seq'"), onnx_import_error);
+        io::OnnxImportOptions opt;
+        opt.input_shapes["x"] = {4, 16};
+        CHECK(io::import_onnx_bytes(bytes_of(m), "sym.onnx", opt).tensor(0).shape == graph::Shape{4, 16});
+    }
+}
+
+TEST_CASE("onnx: fuzz - truncated and byte-mutated fixtures import or throw dnncost::error") {
+    Rng rng(7);
+    int imported = 0, rejected = 0;
+    auto attempt = [&](const std::string& data) {
+        try {
+            const auto g = io::import_onnx_bytes(data, "fuzz.onnx");
+            (void)cost::total_cost(g);
+            ++imported;
+        } catch (const dnncost::error&) {
+            ++rejected;
+        }
+    };
+    for (const auto& pm : kModels) {
+        const auto bytes = io::read_file(model_path(pm.file));
+        for (int k = 0; k < 40; ++k) attempt(bytes.substr(0, rng.below(bytes.size())));
+        for (int k = 0; k < 40; ++k) {
+            std::string mutated = bytes;
+            const auto flips = 1 + rng.below(4);
+            for (std::uint64_t f = 0; f < flips; ++f)
+                mutated[rng.below(mutated.size())] = static_cast<char>(rng.below(256));
+            attempt(mutated);
+        }
+    }
+    CHECK(imported + rejected == 4 * 80);
+    CHECK(rejected > 0);
+    MESSAGE("fuzz: ", imported, " imported, ", rejected, " rejected");
+}
