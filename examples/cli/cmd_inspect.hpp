@@ -1,6 +1,253 @@
 #pragma once
-// Placeholder: filled in by the inspect work.
+// `dnncost inspect FILE.onnx` and `dnncost nb201 ARCH`: what a network costs, operator by operator.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "common.hpp"
+
+#include <dnncost/cost/analytic.hpp>
+#include <dnncost/graph/nb201.hpp>
+#include <dnncost/io/onnx.hpp>
+
 namespace dnncost::cli {
-inline void add_inspect_commands(CLI::App&, Context&) {}
+
+namespace inspect_detail {
+
+/// Roofline flags shared by both commands; both must be given for a latency estimate.
+struct RooflineFlags {
+    double peak_gflops = 0.0;
+    double bandwidth_gbs = 0.0;
+    double overhead_us = 0.0;
+
+    void add_to(CLI::App& cmd) {
+        auto* p = cmd.add_option("--peak-gflops", peak_gflops, "Device peak compute, GFLOP/s (enables roofline latency)")
+                      ->check(CLI::PositiveNumber);
+        auto* b = cmd.add_option("--bandwidth-gbs", bandwidth_gbs, "Device memory bandwidth, GB/s")
+                      ->check(CLI::PositiveNumber);
+        p->needs(b);
+        b->needs(p);
+        cmd.add_option("--overhead-us", overhead_us, "Fixed per-operator overhead, microseconds (default 0)")
+            ->check(CLI::NonNegativeNumber);
+    }
+    std::optional<cost::DeviceSpec> device() const {
+        if (peak_gflops <= 0.0 || bandwidth_gbs <= 0.0) return std::nullopt;
+        cost::DeviceSpec d;
+        d.name = "cli";
+        d.peak_flops = peak_gflops * 1e9;
+        d.bandwidth = bandwidth_gbs * 1e9;
+        d.per_op_overhead_s = overhead_us * 1e-6;
+        return d;
+    }
+};
+
+/// "4.089 G", "25.53 M", "812 ".
+inline std::string si(double v) {
+    const char* units[] = {"", "k", "M", "G", "T", "P"};
+    int u = 0;
+    while (std::abs(v) >= 1000.0 && u < 5) {
+        v /= 1000.0;
+        ++u;
+    }
+    std::ostringstream os;
+    if (u == 0)
+        os << static_cast<long long>(v) << ' ';
+    else
+        os << std::fixed << std::setprecision(v >= 100 ? 1 : v >= 10 ? 2 : 3) << v << ' ' << units[u];
+    return os.str();
+}
+inline std::string ms(double seconds) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(seconds < 1e-3 ? 4 : 3) << seconds * 1e3 << " ms";
+    return os.str();
+}
+
+/// Write everything in one go: a reader such as `head` that stops early then cannot cut the
+/// report in the middle of a write.
+inline void emit(const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+}
+
+inline void report(const graph::Graph& g, const std::string& title, bool as_json,
+                   const std::optional<cost::DeviceSpec>& device) {
+    const auto per_node = cost::annotate(g);
+    const auto total = cost::total_cost(g);
+    std::map<std::string, int> ops;
+    for (const auto& n : g.nodes()) ++ops[n.op_type];
+    std::vector<double> latency;
+    double latency_total = 0.0;
+    if (device) {
+        const auto r = cost::roofline(g, *device);
+        latency = r.per_node;
+        latency_total = r.total;
+    }
+    auto out_shape = [&](const graph::Node& n) {
+        std::string s;
+        for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+            if (k) s += ' ';
+            s += graph::to_string(g.tensor(n.outputs[k]).shape);
+        }
+        return s;
+    };
+
+    if (as_json) {
+        json j;
+        j["model"] = title;
+        j["nodes"] = g.num_nodes();
+        j["edges"] = g.num_edges();
+        j["tensors"] = g.num_tensors();
+        j["macs"] = total.macs;
+        j["flops"] = total.flops;
+        j["params"] = total.params;
+        j["bytes"] = total.bytes();
+        j["ops"] = ops;
+        json inputs = json::array();
+        for (int t : g.inputs()) inputs.push_back({{"name", g.tensor(t).name}, {"shape", g.tensor(t).shape}});
+        j["inputs"] = inputs;
+        if (device) {
+            j["latency_s"] = latency_total;
+            j["device"] = {{"peak_flops", device->peak_flops},
+                           {"bandwidth", device->bandwidth},
+                           {"per_op_overhead_s", device->per_op_overhead_s}};
+        }
+        json nodes = json::array();
+        for (std::size_t i = 0; i < g.num_nodes(); ++i) {
+            const auto& n = g.nodes()[i];
+            json o = {{"name", n.name},
+                      {"op", n.op_type},
+                      {"output_shape", n.outputs.empty() ? graph::Shape{} : g.tensor(n.outputs[0]).shape},
+                      {"macs", per_node[i].macs},
+                      {"flops", per_node[i].flops},
+                      {"params", per_node[i].params},
+                      {"bytes", per_node[i].bytes()}};
+            if (device) o["latency_s"] = latency[i];
+            nodes.push_back(std::move(o));
+        }
+        j["per_node"] = std::move(nodes);
+        emit(j.dump(2) + "\n");
+        return;
+    }
+
+    std::ostringstream os;
+    std::vector<std::pair<std::string, int>> hist(ops.begin(), ops.end());
+    std::stable_sort(hist.begin(), hist.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    os << "model     " << title << '\n';
+    os << "graph     " << g.num_nodes() << " nodes, " << g.num_edges() << " edges, " << g.num_tensors()
+       << " tensors\n";
+    for (int t : g.inputs()) os << "input     " << g.tensor(t).name << ' ' << graph::to_string(g.tensor(t).shape) << '\n';
+    os << "MACs      " << si(static_cast<double>(total.macs)) << "\n";
+    os << "FLOPs     " << si(static_cast<double>(total.flops)) << "\n";
+    os << "params    " << si(static_cast<double>(total.params)) << "\n";
+    os << "bytes     " << si(static_cast<double>(total.bytes())) << "B (activations in+out, weights)\n";
+    if (device)
+        os << "roofline  " << ms(latency_total) << " at " << device->peak_flops / 1e9 << " GFLOP/s, "
+           << device->bandwidth / 1e9 << " GB/s\n";
+    os << "operators ";
+    for (std::size_t k = 0; k < hist.size(); ++k) os << (k ? ", " : "") << hist[k].first << " " << hist[k].second;
+    os << "\n\n";
+
+    std::size_t wname = 4, wop = 2, wshape = 12;
+    for (const auto& n : g.nodes()) {
+        wname = std::max(wname, std::min<std::size_t>(n.name.size(), 48));
+        wop = std::max(wop, n.op_type.size());
+        wshape = std::max(wshape, out_shape(n).size());
+    }
+    auto cut = [&](const std::string& s) { return s.size() <= wname ? s : "..." + s.substr(s.size() - (wname - 3)); };
+    os << std::left << std::setw(5) << "#" << std::setw(static_cast<int>(wname) + 2) << "name"
+       << std::setw(static_cast<int>(wop) + 2) << "op" << std::setw(static_cast<int>(wshape) + 2) << "output"
+       << std::right << std::setw(11) << "MACs" << std::setw(11) << "params" << std::setw(11) << "bytes";
+    if (device) os << std::setw(12) << "latency";
+    os << '\n';
+    for (std::size_t i = 0; i < g.num_nodes(); ++i) {
+        const auto& n = g.nodes()[i];
+        os << std::left << std::setw(5) << i << std::setw(static_cast<int>(wname) + 2) << cut(n.name)
+           << std::setw(static_cast<int>(wop) + 2) << n.op_type << std::setw(static_cast<int>(wshape) + 2)
+           << out_shape(n) << std::right << std::setw(11) << si(static_cast<double>(per_node[i].macs))
+           << std::setw(11) << si(static_cast<double>(per_node[i].params)) << std::setw(11)
+           << si(static_cast<double>(per_node[i].bytes()));
+        if (device) os << std::setw(12) << ms(latency[i]);
+        os << '\n';
+    }
+    emit(os.str());
+}
+
+/// An NB201 architecture given as its string or as dnncost's canonical index.
+inline nb201::Arch parse_arch(const std::string& text) {
+    if (!text.empty() && std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        if (text.size() > 6) raise<config_error>("nb201: index '", text, "' out of range [0, 15625)");
+        return nb201::from_index(std::stoll(text));
+    }
+    return nb201::parse(text);
+}
+
+}  // namespace inspect_detail
+
+/// Register `inspect` and `nb201`.
+inline void add_inspect_commands(CLI::App& app, Context& ctx) {
+    (void)ctx;
+    {
+        struct Opts {
+            std::string file;
+            bool json = false;
+            std::int64_t batch = 1;
+            inspect_detail::RooflineFlags roof;
+        };
+        auto opts = std::make_shared<Opts>();
+        auto* cmd = app.add_subcommand("inspect", "Operator graph and analytic cost of an ONNX model");
+        cmd->add_option("FILE", opts->file, "ONNX model (.onnx)")->required();
+        cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
+        cmd->add_option("--batch", opts->batch, "Batch size for a symbolic leading input dimension (default 1)")
+            ->check(CLI::PositiveNumber);
+        opts->roof.add_to(*cmd);
+        cmd->callback([opts] {
+            io::OnnxImportOptions io_opt;
+            io_opt.batch_size = opts->batch;
+            const auto g = io::import_onnx(opts->file, io_opt);
+            inspect_detail::report(g, opts->file, opts->json, opts->roof.device());
+        });
+    }
+    {
+        struct Opts {
+            std::string arch;
+            std::string onnx_out;
+            bool json = false;
+            bool prune = false;
+            std::int64_t batch = 1;
+            inspect_detail::RooflineFlags roof;
+        };
+        auto opts = std::make_shared<Opts>();
+        auto* cmd = app.add_subcommand("nb201", "Operator graph and analytic cost of a NAS-Bench-201 architecture");
+        cmd->add_option("ARCH", opts->arch,
+                        "Architecture string (|op~0|+|op~0|op~1|+|op~0|op~1|op~2|) or index 0-15624")
+            ->required();
+        cmd->add_option("--onnx", opts->onnx_out, "Also write the network as an ONNX file");
+        cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
+        cmd->add_flag("--prune", opts->prune, "Graph-compiler view: drop zero and dead operators");
+        cmd->add_option("--batch", opts->batch, "Batch size (default 1)")->check(CLI::PositiveNumber);
+        opts->roof.add_to(*cmd);
+        cmd->callback([opts] {
+            const auto arch = inspect_detail::parse_arch(opts->arch);
+            nb201::Nb201Options o;
+            o.prune = opts->prune;
+            o.batch = opts->batch;
+            const auto g = nb201::build_graph(arch, o);
+            if (!opts->onnx_out.empty()) {
+                io::export_onnx(g, opts->onnx_out);
+                std::fprintf(stderr, "dnncost: wrote %s\n", opts->onnx_out.c_str());
+            }
+            inspect_detail::report(g, nb201::to_string(arch) + (opts->prune ? " (pruned)" : ""), opts->json,
+                                   opts->roof.device());
+        });
+    }
+}
+
 }  // namespace dnncost::cli

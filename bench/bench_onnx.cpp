@@ -1,0 +1,69 @@
+// ONNX import/export and cost annotation timings (Google Benchmark).
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <string>
+
+#include <dnncost/cost/analytic.hpp>
+#include <dnncost/graph/nb201.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/io/onnx.hpp>
+
+namespace {
+
+const std::string& resnet50_bytes() {
+    static const std::string bytes =
+        dnncost::io::read_file(std::filesystem::path(DNNCOST_DATA_DIR) / "onnx" / "resnet50.onnx");
+    return bytes;
+}
+constexpr const char* kArch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|";
+
+// Parse, shape inference, folding, graph construction and validation of the largest fixture.
+void BM_import_resnet50(benchmark::State& state) {
+    const auto& bytes = resnet50_bytes();
+    for (auto _ : state) {
+        auto g = dnncost::io::import_onnx_bytes(bytes, "resnet50.onnx");
+        benchmark::DoNotOptimize(g);
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
+}
+BENCHMARK(BM_import_resnet50)->Unit(benchmark::kMillisecond);
+
+void BM_nb201_build(benchmark::State& state) {
+    dnncost::nb201::Nb201Options opt;
+    opt.prune = state.range(0) != 0;
+    const auto arch = dnncost::nb201::parse(kArch);
+    for (auto _ : state) {
+        auto g = dnncost::nb201::build_graph(arch, opt);
+        benchmark::DoNotOptimize(g);
+    }
+}
+BENCHMARK(BM_nb201_build)->Arg(0)->Arg(1)->ArgName("prune")->Unit(benchmark::kMicrosecond);
+
+void BM_annotate(benchmark::State& state) {
+    const auto g = state.range(0) == 0 ? dnncost::io::import_onnx_bytes(resnet50_bytes(), "resnet50.onnx")
+                                       : dnncost::nb201::build_graph(kArch);
+    for (auto _ : state) {
+        auto c = dnncost::cost::annotate(g);
+        benchmark::DoNotOptimize(c);
+    }
+    state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * g.num_nodes()));
+    state.SetLabel(state.range(0) == 0 ? "resnet50" : "nb201");
+}
+BENCHMARK(BM_annotate)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// Serialisation including onnx::checker::check_model.
+void BM_export(benchmark::State& state) {
+    const auto g = state.range(0) == 0 ? dnncost::io::import_onnx_bytes(resnet50_bytes(), "resnet50.onnx")
+                                       : dnncost::nb201::build_graph(kArch);
+    for (auto _ : state) {
+        auto bytes = dnncost::io::export_onnx_bytes(g);
+        benchmark::DoNotOptimize(bytes);
+    }
+    state.SetLabel(state.range(0) == 0 ? "resnet50" : "nb201");
+}
+BENCHMARK(BM_export)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
