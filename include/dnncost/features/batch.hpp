@@ -1,0 +1,153 @@
+#pragma once
+/// @file batch.hpp
+/// Many graphs as one block-diagonal graph: stacked node features (row-major), the node
+/// ranges of each graph, a node -> graph index and, per aggregation direction, a CSR
+/// neighbourhood with its transpose and the mean/GCN edge weights. Built once per batch and
+/// read by every layer, so no layer allocates per node.
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/features/encode.hpp>
+#include <dnncost/nn/tensor.hpp>
+
+namespace dnncost::features {
+
+/// Which neighbours a layer aggregates from along the directed edges.
+enum class Direction : int { predecessors = 0, successors = 1, both = 2 };
+
+/// CSR neighbourhood of one direction. Receiver v reads senders idx[ptr[v] .. ptr[v+1]).
+/// The transpose lists for each sender u the entries (receiver, entry id) that read it, so
+/// that backward passes scatter without atomics.
+template <class T>
+struct Neighbourhood {
+    std::vector<int> ptr, idx;
+    std::vector<int> tptr, tidx, tentry;
+    std::vector<T> mean_w;    ///< 1 / in-degree of the receiver
+    std::vector<T> gcn_w;     ///< 1 / sqrt((d_v + 1)(d_u + 1))
+    std::vector<T> gcn_self;  ///< 1 / (d_v + 1), the self-loop weight of GCN
+    int degree(int v) const { return ptr[static_cast<std::size_t>(v) + 1] - ptr[static_cast<std::size_t>(v)]; }
+};
+
+/// A batch of encoded graphs.
+template <class T>
+class GraphBatch {
+public:
+    GraphBatch() = default;
+
+    /// Stack graphs. Throws shape_error on a feature-width mismatch or a bad edge, and
+    /// config_error on a NaN or infinite feature.
+    explicit GraphBatch(std::span<const EncodedGraph* const> graphs) { build(graphs); }
+
+    void build(std::span<const EncodedGraph* const> graphs) {
+        if (graphs.empty()) raise<shape_error>("GraphBatch: empty batch");
+        const int f = graphs[0]->num_features;
+        int n = 0;
+        m_offset.assign(1, 0);
+        for (std::size_t g = 0; g < graphs.size(); ++g) {
+            const auto& e = *graphs[g];
+            if (e.num_features != f)
+                raise<shape_error>("GraphBatch: graph ", g, " has ", e.num_features, " features, graph 0 has ", f);
+            if (e.num_nodes < 1) raise<shape_error>("GraphBatch: graph ", g, " has no nodes");
+            if (e.x.size() != static_cast<std::size_t>(e.num_nodes) * f)
+                raise<shape_error>("GraphBatch: graph ", g, " feature buffer holds ", e.x.size(), " values, expected ",
+                                   static_cast<std::size_t>(e.num_nodes) * f);
+            n += e.num_nodes;
+            m_offset.push_back(n);
+        }
+        x.resize(n, f);
+        m_node_graph.resize(static_cast<std::size_t>(n));
+        std::vector<std::pair<int, int>> edges;
+        for (std::size_t g = 0; g < graphs.size(); ++g) {
+            const auto& e = *graphs[g];
+            const int base = m_offset[g];
+            for (int i = 0; i < e.num_nodes; ++i) {
+                m_node_graph[static_cast<std::size_t>(base + i)] = static_cast<int>(g);
+                for (int j = 0; j < f; ++j) {
+                    const float v = e.x[static_cast<std::size_t>(i) * f + j];
+                    if (!std::isfinite(v))
+                        raise<config_error>("GraphBatch: graph ", g, " node ", i, " feature ", j, " is ", v);
+                    x(base + i, j) = static_cast<T>(v);
+                }
+            }
+            for (auto [s, d] : e.edges) {
+                if (s < 0 || d < 0 || s >= e.num_nodes || d >= e.num_nodes)
+                    raise<shape_error>("GraphBatch: graph ", g, " edge (", s, ", ", d, ") outside [0, ", e.num_nodes, ")");
+                edges.emplace_back(base + s, base + d);
+            }
+        }
+        build_neighbourhood(m_nb[0], edges, n, false);
+        build_neighbourhood(m_nb[1], edges, n, true);
+        build_both(m_nb[2], edges, n);
+    }
+
+    nn::Index num_nodes() const { return x.rows(); }
+    int num_graphs() const { return static_cast<int>(m_offset.size()) - 1; }
+    /// Node range of graph g is [offset(g), offset(g + 1)).
+    int offset(int g) const { return m_offset[static_cast<std::size_t>(g)]; }
+    int graph_size(int g) const { return offset(g + 1) - offset(g); }
+    const std::vector<int>& node_graph() const { return m_node_graph; }
+    const Neighbourhood<T>& neighbourhood(Direction d) const { return m_nb[static_cast<int>(d)]; }
+
+    nn::Mat<T> x;  ///< stacked node features, num_nodes x num_features
+
+private:
+    static void finish(Neighbourhood<T>& nb, std::vector<std::pair<int, int>>& pairs, int n) {
+        // pairs are (receiver, sender)
+        nb.ptr.assign(static_cast<std::size_t>(n) + 1, 0);
+        for (auto [r, s] : pairs) ++nb.ptr[static_cast<std::size_t>(r) + 1];
+        for (int v = 0; v < n; ++v) nb.ptr[static_cast<std::size_t>(v) + 1] += nb.ptr[static_cast<std::size_t>(v)];
+        nb.idx.assign(pairs.size(), 0);
+        std::vector<int> fill(nb.ptr.begin(), nb.ptr.end() - 1);
+        for (auto [r, s] : pairs) nb.idx[static_cast<std::size_t>(fill[static_cast<std::size_t>(r)]++)] = s;
+        nb.tptr.assign(static_cast<std::size_t>(n) + 1, 0);
+        for (int s : nb.idx) ++nb.tptr[static_cast<std::size_t>(s) + 1];
+        for (int v = 0; v < n; ++v) nb.tptr[static_cast<std::size_t>(v) + 1] += nb.tptr[static_cast<std::size_t>(v)];
+        nb.tidx.assign(pairs.size(), 0);
+        nb.tentry.assign(pairs.size(), 0);
+        std::vector<int> tfill(nb.tptr.begin(), nb.tptr.end() - 1);
+        for (int r = 0; r < n; ++r)
+            for (int k = nb.ptr[static_cast<std::size_t>(r)]; k < nb.ptr[static_cast<std::size_t>(r) + 1]; ++k) {
+                const int s = nb.idx[static_cast<std::size_t>(k)];
+                const int slot = tfill[static_cast<std::size_t>(s)]++;
+                nb.tidx[static_cast<std::size_t>(slot)] = r;
+                nb.tentry[static_cast<std::size_t>(slot)] = k;
+            }
+        nb.mean_w.assign(pairs.size(), T(0));
+        nb.gcn_w.assign(pairs.size(), T(0));
+        nb.gcn_self.assign(static_cast<std::size_t>(n), T(0));
+        for (int r = 0; r < n; ++r) {
+            const int d = nb.degree(r);
+            nb.gcn_self[static_cast<std::size_t>(r)] = T(1) / static_cast<T>(d + 1);
+            for (int k = nb.ptr[static_cast<std::size_t>(r)]; k < nb.ptr[static_cast<std::size_t>(r) + 1]; ++k) {
+                const int s = nb.idx[static_cast<std::size_t>(k)];
+                nb.mean_w[static_cast<std::size_t>(k)] = T(1) / static_cast<T>(d);
+                nb.gcn_w[static_cast<std::size_t>(k)] =
+                    T(1) / std::sqrt(static_cast<T>(d + 1) * static_cast<T>(nb.degree(s) + 1));
+            }
+        }
+    }
+    static void build_neighbourhood(Neighbourhood<T>& nb, const std::vector<std::pair<int, int>>& edges, int n,
+                                    bool reverse) {
+        std::vector<std::pair<int, int>> pairs;
+        pairs.reserve(edges.size());
+        for (auto [s, d] : edges) pairs.emplace_back(reverse ? s : d, reverse ? d : s);
+        finish(nb, pairs, n);
+    }
+    static void build_both(Neighbourhood<T>& nb, const std::vector<std::pair<int, int>>& edges, int n) {
+        std::vector<std::pair<int, int>> pairs;
+        pairs.reserve(2 * edges.size());
+        for (auto [s, d] : edges) {
+            pairs.emplace_back(d, s);
+            pairs.emplace_back(s, d);
+        }
+        finish(nb, pairs, n);
+    }
+
+    std::vector<int> m_offset, m_node_graph;
+    Neighbourhood<T> m_nb[3];
+};
+
+}  // namespace dnncost::features

@@ -1,0 +1,59 @@
+#pragma once
+/// @file dropout.hpp
+/// Inverted dropout: in training, zero each element with probability p and scale the rest by
+/// 1 / (1 - p); at inference the identity. The mask comes from a xorshift stream seeded from
+/// the Context's Rng once per forward (drawing one mt19937 number per element would cost more
+/// than the layer itself); p is resolved to 1/65536.
+#include <cstdint>
+
+#include <dnncost/nn/module.hpp>
+
+namespace dnncost::nn {
+
+template <class T>
+class Dropout final : public Module<T> {
+public:
+    /// @throws config_error unless 0 <= p < 1
+    explicit Dropout(double p) : m_p(p) {
+        if (!(p >= 0.0 && p < 1.0)) raise<config_error>("Dropout: rate must be in [0, 1), got ", p);
+        m_threshold = static_cast<std::uint32_t>(p * 65536.0);
+    }
+    const Mat<T>& forward(const Mat<T>& x, const Context<T>& ctx) override {
+        m_active = ctx.training && m_p > 0.0;
+        if (!m_active) return x;
+        if (!ctx.rng) raise<config_error>("Dropout: training needs an Rng in the Context");
+        std::uint64_t s = ctx.rng->split() | 1u;
+        const T scale = T(1) / static_cast<T>(1.0 - static_cast<double>(m_threshold) / 65536.0);
+        m_mask.resize(x.rows(), x.cols());
+        m_y.resize(x.rows(), x.cols());
+        const Index n = x.size();
+        T* mk = m_mask.data();
+        for (Index i = 0; i < n; i += 4) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            for (Index j = 0; j < 4 && i + j < n; ++j) {
+                const auto r = static_cast<std::uint32_t>((s >> (16 * j)) & 0xFFFFu);
+                mk[i + j] = r < m_threshold ? T(0) : scale;
+            }
+        }
+        m_y.array() = x.array() * m_mask.array();
+        return m_y;
+    }
+    const Mat<T>& backward(const Mat<T>& dy, const Context<T>&) override {
+        if (!m_active) return dy;
+        m_dx.array() = dy.array() * m_mask.array();
+        return m_dx;
+    }
+    Index output_width(Index in) const override { return in; }
+    std::string kind() const override { return "Dropout"; }
+    double rate() const { return m_p; }
+
+private:
+    double m_p;
+    std::uint32_t m_threshold = 0;
+    bool m_active = false;
+    Mat<T> m_mask, m_y, m_dx;
+};
+
+}  // namespace dnncost::nn

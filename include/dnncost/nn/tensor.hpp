@@ -1,0 +1,91 @@
+#pragma once
+/// @file tensor.hpp
+/// Matrix types and the few dense kernels every layer uses. Activations are row-major
+/// (one row per node or graph) so that a node's features are contiguous. GEMMs are split over
+/// a ThreadPool by rows of the result (or by columns for weight gradients), in a fixed way, so a
+/// given thread count always gives the same bits; one thread is fully deterministic.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include <Eigen/Core>
+
+#include <dnncost/core/parallel.hpp>
+
+namespace dnncost::nn {
+
+using Index = Eigen::Index;
+/// Row-major dynamic matrix: the activation and parameter type.
+template <class T>
+using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using Vec = Eigen::Matrix<T, 1, Eigen::Dynamic, Eigen::RowMajor>;
+
+namespace kernels {
+
+/// Below this many multiply-adds a GEMM is not worth handing to a second thread.
+inline constexpr double parallel_threshold_macs = 2.0e6;
+
+inline bool worth_splitting(const ThreadPool* pool, Index m, Index n, Index k) {
+    return pool && pool->size() > 1 && static_cast<double>(m) * n * k >= parallel_threshold_macs;
+}
+
+/// C (+)= A * B, split by rows of C.
+template <class T, class DA, class DB>
+void gemm(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
+          ThreadPool* pool) {
+    if (!accumulate) c.resize(a.rows(), b.cols());
+    const Index m = a.rows();
+    if (!worth_splitting(pool, m, b.cols(), a.cols()) || m < 64) {
+        if (accumulate) c.noalias() += a * b;
+        else c.noalias() = a * b;
+        return;
+    }
+    const Index parts = static_cast<Index>(pool->size());
+    const Index chunk = (m + parts - 1) / parts;
+    pool->parallel_for(0, static_cast<std::size_t>(parts), [&](std::size_t p) {
+        const Index r0 = static_cast<Index>(p) * chunk;
+        const Index rn = std::min(chunk, m - r0);
+        if (rn <= 0) return;
+        if (accumulate) c.middleRows(r0, rn).noalias() += a.middleRows(r0, rn) * b;
+        else c.middleRows(r0, rn).noalias() = a.middleRows(r0, rn) * b;
+    });
+}
+
+/// C (+)= A^T * B (weight gradients: a reduction over rows), split by columns of C.
+template <class T, class DA, class DB>
+void gemm_tn(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
+             ThreadPool* pool) {
+    if (!accumulate) c.resize(a.cols(), b.cols());
+    const Index n = b.cols();
+    if (!worth_splitting(pool, a.cols(), n, a.rows()) || n < 32) {
+        if (accumulate) c.noalias() += a.transpose() * b;
+        else c.noalias() = a.transpose() * b;
+        return;
+    }
+    const Index parts = static_cast<Index>(pool->size());
+    const Index chunk = ((n + parts - 1) / parts + 15) / 16 * 16;
+    pool->parallel_for(0, static_cast<std::size_t>(parts), [&](std::size_t p) {
+        const Index c0 = static_cast<Index>(p) * chunk;
+        const Index cn = std::min(chunk, n - c0);
+        if (cn <= 0) return;
+        if (accumulate) c.middleCols(c0, cn).noalias() += a.transpose() * b.middleCols(c0, cn);
+        else c.middleCols(c0, cn).noalias() = a.transpose() * b.middleCols(c0, cn);
+    });
+}
+
+/// C (+)= A * B^T (input gradients), split by rows of C.
+template <class T, class DA, class DB>
+void gemm_nt(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
+             ThreadPool* pool) {
+    gemm<T>(c, a, b.transpose(), accumulate, pool);
+}
+
+/// Resize only when the shape changes (Eigen already does this; kept explicit for readers).
+template <class T>
+void ensure_shape(Mat<T>& m, Index rows, Index cols) {
+    if (m.rows() != rows || m.cols() != cols) m.resize(rows, cols);
+}
+
+}  // namespace kernels
+}  // namespace dnncost::nn

@@ -1,0 +1,136 @@
+// Gradient checks of every layer on random graphs (isolated nodes, self-loops, multi-edges,
+// one-node graphs), shape and hyper-parameter errors.
+#include "gradcheck.hpp"
+
+#include <dnncost/nn/activations.hpp>
+#include <dnncost/nn/dropout.hpp>
+#include <dnncost/nn/gnn/edge_conv.hpp>
+#include <dnncost/nn/gnn/gcn.hpp>
+#include <dnncost/nn/gnn/gin.hpp>
+#include <dnncost/nn/gnn/mr_conv.hpp>
+#include <dnncost/nn/gnn/residual.hpp>
+#include <dnncost/nn/gnn/sage.hpp>
+#include <dnncost/nn/layer_norm.hpp>
+#include <dnncost/nn/mlp.hpp>
+
+using namespace dnncost;
+using namespace dnncost::nn;
+using dnncost::test::gradcheck;
+using dnncost::test::TestBatch;
+using features::Direction;
+
+namespace {
+nn::Context<double> ctx_of(const TestBatch& tb) {
+    nn::Context<double> c;
+    c.batch = &tb.batch;
+    return c;
+}
+}  // namespace
+
+TEST_CASE("gradcheck: Linear, MLP, LayerNorm") {
+    TestBatch tb(4);
+    Rng rng(1);
+    Linear<double> lin(4, 3, rng);
+    gradcheck(lin, tb.batch.x, ctx_of(tb));
+    auto mlp = make_mlp<double>({4, 6, 5, 2}, Act::tanh, 0.0, rng);
+    gradcheck(*mlp, tb.batch.x, ctx_of(tb));
+    LayerNorm<double> ln(4);
+    ln.parameters()[0]->value.setRandom();
+    ln.parameters()[1]->value.setRandom();
+    gradcheck(ln, tb.batch.x, ctx_of(tb));
+}
+
+TEST_CASE("gradcheck: activations") {
+    TestBatch tb(3);
+    for (Act a : {Act::identity, Act::relu, Act::leaky_relu, Act::elu, Act::sigmoid, Act::tanh}) {
+        auto m = make_activation<double>(a);
+        gradcheck(*m, tb.batch.x, ctx_of(tb));
+    }
+}
+
+TEST_CASE("Dropout: inverted scaling, seeded, off at inference, gradient") {
+    TestBatch tb(6);
+    Dropout<double> d(0.5);
+    auto c = ctx_of(tb);
+    c.training = true;
+    Rng r(3);
+    c.rng = &r;
+    gradcheck(d, tb.batch.x, c, [&] { r = Rng(3); });
+    Mat<double> ones = Mat<double>::Ones(200, 50);
+    r = Rng(5);
+    const Mat<double> y = d.forward(ones, c);
+    const double zeros = static_cast<double>((y.array() == 0).count()) / y.size();
+    CHECK(zeros == doctest::Approx(0.5).epsilon(0.05));
+    CHECK(y.mean() == doctest::Approx(1.0).epsilon(0.05));
+    c.training = false;
+    CHECK(d.forward(ones, c) == ones);
+    CHECK_THROWS_AS(Dropout<double>(1.0), config_error);
+}
+
+TEST_CASE("gradcheck: GraphSAGE, every aggregation and direction") {
+    TestBatch tb(3);
+    Rng rng(2);
+    for (Aggr a : {Aggr::mean, Aggr::sum, Aggr::max})
+        for (Direction dir : {Direction::predecessors, Direction::successors, Direction::both})
+            for (bool root : {true, false})
+                for (bool norm : {false, true}) {
+                    INFO("aggr " << int(a) << " dir " << int(dir) << " root " << root << " norm " << norm);
+                    SageConv<double> s(3, 4, rng, a, dir, root, norm);
+                    s.parameters()[1]->value.setRandom();  // keep rows away from the zero-norm kink
+                    gradcheck(s, tb.batch.x, ctx_of(tb));
+                }
+}
+
+TEST_CASE("gradcheck: GCN, GIN, EdgeConv, MR-GraphConv") {
+    TestBatch tb(3);
+    Rng rng(4);
+    for (Direction dir : {Direction::predecessors, Direction::successors, Direction::both}) {
+        GcnConv<double> g(3, 4, rng, dir);
+        gradcheck(g, tb.batch.x, ctx_of(tb));
+        GinConv<double> gin(3, {5, 4}, rng, dir);
+        gin.parameters()[0]->value(0, 0) = 0.3;
+        gradcheck(gin, tb.batch.x, ctx_of(tb));
+        EdgeConv<double, act::Tanh> e(3, 4, rng, dir);
+        gradcheck(e, tb.batch.x, ctx_of(tb));
+        EdgeConv<double> er(3, 4, rng, dir);
+        gradcheck(er, tb.batch.x, ctx_of(tb));
+        MrConv<double> mr(3, 4, rng, dir);
+        gradcheck(mr, tb.batch.x, ctx_of(tb));
+    }
+}
+
+TEST_CASE("gradcheck: residual with and without projection") {
+    TestBatch tb(4);
+    Rng rng(5);
+    {
+        auto inner = std::make_unique<Sequential<double>>();
+        inner->add(std::make_unique<SageConv<double>>(4, 4, rng));
+        inner->add(make_activation<double>(Act::elu));
+        Residual<double> r(std::move(inner), 4, rng);
+        gradcheck(r, tb.batch.x, ctx_of(tb));
+    }
+    {
+        Residual<double> r(std::make_unique<GcnConv<double>>(4, 6, rng), 4, rng);
+        CHECK(r.output_width(4) == 6);
+        gradcheck(r, tb.batch.x, ctx_of(tb));
+    }
+}
+
+TEST_CASE("layers reject bad widths and inputs") {
+    Rng rng(1);
+    TestBatch tb(3);
+    CHECK_THROWS_AS(Linear<double>(0, 3, rng), config_error);
+    CHECK_THROWS_AS(SageConv<double>(3, -1, rng), config_error);
+    CHECK_THROWS_AS(make_mlp<double>({3}, Act::relu, 0.0, rng), config_error);
+    Linear<double> lin(5, 2, rng);
+    CHECK_THROWS_AS(lin.forward(tb.batch.x, ctx_of(tb)), shape_error);
+    SageConv<double> s(3, 2, rng);
+    CHECK_THROWS_AS(s.forward(tb.batch.x, nn::Context<double>{}), config_error);  // no batch
+    features::EncodedGraph bad = tb.graphs[0];
+    bad.x[2] = std::numeric_limits<float>::quiet_NaN();
+    const features::EncodedGraph* p = &bad;
+    CHECK_THROWS_AS(features::GraphBatch<double>(std::span<const features::EncodedGraph* const>(&p, 1)), config_error);
+    bad = tb.graphs[0];
+    bad.edges.emplace_back(0, 99);
+    CHECK_THROWS_AS(features::GraphBatch<double>(std::span<const features::EncodedGraph* const>(&p, 1)), shape_error);
+}
