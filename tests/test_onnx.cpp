@@ -166,8 +166,8 @@ TEST_CASE("onnx: the four shared models import, validate and match published MAC
     CHECK(r18.node(1).attr_float("epsilon", 0) == 1e-5);  // float32 widened to the shortest decimal
 }
 
-TEST_CASE("onnx: a Shape->Gather->Unsqueeze->Concat->Reshape chain is folded (opsets 11 and 13)") {
-    for (int opset : {11, 13}) {
+TEST_CASE("onnx: a Shape->Gather->Unsqueeze->Concat->Reshape chain is folded (opsets 11, 13, 17)") {
+    for (int opset : {11, 13, 17}) {
         CAPTURE(opset);
         const auto g = io::import_onnx_bytes(bytes_of(flatten_chain_model(opset)), "chain.onnx");
         REQUIRE(g.num_nodes() == 3);
@@ -329,6 +329,19 @@ TEST_CASE("onnx: bad input gives io_error / onnx_import_error naming the file an
                              onnx_import_error);
         m.mutable_opset_import(0)->set_version(99);
         CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes_of(m), "future.onnx"), doctest::Contains("opset 99"),
+                             onnx_import_error);
+    }
+    SUBCASE("dimensions whose product overflows") {
+        auto m = new_model(13);
+        auto& g = *m.mutable_graph();
+        set_type(*g.add_input(), "x", 1, {1, 8});
+        set_type(*g.add_output(), "y", 1, {});
+        auto& w = *g.add_initializer();
+        w.set_name("huge");
+        w.set_data_type(1);
+        for (auto d : {std::int64_t{1} << 40, std::int64_t{1} << 40}) w.add_dims(d);
+        add_node(g, "MatMul", "mm", {"x", "huge"}, {"y"});
+        CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes_of(m), "huge.onnx"), doctest::Contains("implausible shape"),
                              onnx_import_error);
     }
     SUBCASE("symbolic non-batch dimension needs an explicit shape") {

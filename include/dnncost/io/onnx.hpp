@@ -108,6 +108,17 @@ inline bool is_int_type(int dt) {
            dt == TensorProto::UINT32 || dt == TensorProto::UINT64 || dt == TensorProto::BOOL;
 }
 
+/// Element count, or nullopt when it is negative or would overflow (a corrupt or hostile file).
+inline std::optional<std::int64_t> checked_numel(const graph::Shape& s) {
+    std::int64_t n = 1;
+    for (auto d : s) {
+        if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+    }
+    return n;
+}
+/// Far beyond any real tensor; keeps byte counts (elements x 8) well inside int64.
+inline constexpr std::int64_t max_plausible_elements = std::int64_t{1} << 50;
+
 template <class T>
 bool read_raw(const std::string& raw, std::size_t n, std::vector<T>& out) {
     if (raw.size() != n * sizeof(T)) return false;
@@ -124,8 +135,11 @@ inline Const read_tensor(const TensorProto& t, std::int64_t max_elements) {
         if (d < 0) raise<onnx_import_error>("tensor '", t.name(), "' has negative dimension ", d);
         c.dims.push_back(d);
     }
-    const std::int64_t n = graph::numel(c.dims);
-    if (n < 0 || n > max_elements || t.data_location() == TensorProto::EXTERNAL) return c;
+    const auto checked = checked_numel(c.dims);
+    if (!checked || *checked > max_plausible_elements)
+        raise<onnx_import_error>("tensor '", t.name(), "' has an implausible shape ", graph::to_string(c.dims));
+    const std::int64_t n = *checked;
+    if (n > max_elements || t.data_location() == TensorProto::EXTERNAL) return c;
     const auto un = static_cast<std::size_t>(n);
     const std::string& raw = t.raw_data();
     const bool has_raw = t.has_raw_data();
@@ -333,19 +347,20 @@ inline Const slice(const Const& data, std::vector<std::int64_t> starts, std::vec
         const auto ax = static_cast<std::size_t>(norm_axis(axes[k], rank));
         const auto len = data.dims[ax];
         const auto step = steps[k];
-        if (step == 0) throw cannot_fold{};
+        if (step == 0 || step == std::numeric_limits<std::int64_t>::min()) throw cannot_fold{};
         auto clampi = [](std::int64_t v, std::int64_t a, std::int64_t b) { return std::min(std::max(v, a), b); };
         auto s = starts[k], e = ends[k];
-        if (s < 0) s += len;
-        if (e < 0 && e > std::numeric_limits<std::int64_t>::min() / 2) e += len;
+        if (s < 0) s = s < -len ? -1 - len : s + len;  // far negative: clamped below
+        if (e < 0) e = e < -len ? -1 - len : e + len;
+        if (s < 0 && step > 0) s = 0;
         if (step > 0) {
             s = clampi(s, 0, len);
             e = clampi(e, 0, len);
-            out[ax] = e > s ? (e - s + step - 1) / step : 0;
+            out[ax] = e > s ? 1 + (e - s - 1) / step : 0;
         } else {
             s = clampi(s, 0, len - 1);
             e = clampi(e, -1, len - 1);
-            out[ax] = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+            out[ax] = s > e ? 1 + (s - e - 1) / (-step) : 0;
         }
         lo[ax] = s;
         st[ax] = step;
@@ -410,7 +425,11 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
     if (op == "Shape" || op == "Size") {
         if (!shape_of_input0) throw cannot_fold{};
         const auto& s = *shape_of_input0;
-        if (op == "Size") return {make_int({}, {graph::numel(s)})};
+        if (op == "Size") {
+            const auto n = checked_numel(s);
+            if (!n) throw cannot_fold{};
+            return {make_int({}, {*n})};
+        }
         const auto rank = static_cast<std::int64_t>(s.size());
         auto start = attr_i(n, "start", 0), end = attr_i(n, "end", rank);
         if (start < 0) start += rank;
@@ -516,8 +535,8 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
                 if (target[k] == -1) {
                     if (infer >= 0) throw cannot_fold{};
                     infer = static_cast<int>(k);
-                } else {
-                    known *= target[k];
+                } else if (target[k] < 0 || __builtin_mul_overflow(known, target[k], &known)) {
+                    throw cannot_fold{};
                 }
             }
             if (infer >= 0) {
@@ -525,7 +544,7 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
                 target[static_cast<std::size_t>(infer)] = c.size() / known;
             }
         }
-        if (graph::numel(target) != c.size()) throw cannot_fold{};
+        if (checked_numel(target) != std::optional<std::int64_t>(c.size())) throw cannot_fold{};
         c.dims = target;
         return {c};
     }
@@ -581,16 +600,22 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
         const bool cmp = op == "Equal" || op == "Less" || op == "Greater";
         const int dt = cmp ? static_cast<int>(TensorProto::BOOL) : a.dtype;
         auto fi = [&](std::int64_t x, std::int64_t y) -> std::int64_t {
-            if (op == "Add") return x + y;
-            if (op == "Sub") return x - y;
-            if (op == "Mul") return x * y;
-            if (op == "Div") {
-                if (y == 0) throw cannot_fold{};
-                return x / y;
+            std::int64_t r = 0;
+            if (op == "Add") {
+                if (__builtin_add_overflow(x, y, &r)) throw cannot_fold{};
+                return r;
             }
-            if (op == "Mod") {
-                if (y == 0) throw cannot_fold{};
-                return x % y;
+            if (op == "Sub") {
+                if (__builtin_sub_overflow(x, y, &r)) throw cannot_fold{};
+                return r;
+            }
+            if (op == "Mul") {
+                if (__builtin_mul_overflow(x, y, &r)) throw cannot_fold{};
+                return r;
+            }
+            if (op == "Div" || op == "Mod") {
+                if (y == 0 || (y == -1 && x == std::numeric_limits<std::int64_t>::min())) throw cannot_fold{};
+                return op == "Div" ? x / y : x % y;
             }
             if (op == "Min") return std::min(x, y);
             if (op == "Max") return std::max(x, y);
@@ -609,12 +634,6 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
             throw cannot_fold{};
         };
         if (cmp && (a.is_float() || b.is_float())) throw cannot_fold{};
-        // Guard against overflow: shape arithmetic never needs values near the int64 limits.
-        for (const Const* c : {&a, &b})
-            if (!c->is_float())
-                for (auto x : c->i)
-                    if (x > (std::int64_t{1} << 40) || x < -(std::int64_t{1} << 40))
-                        if (op == "Mul" || op == "Add" || op == "Sub") throw cannot_fold{};
         return {check(broadcast(a, b, dt, fi, ff))};
     }
     if (op == "Neg" || op == "Abs") {
@@ -646,10 +665,11 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
         const auto shape = ints_of(need(0));
         for (auto d : shape)
             if (d < 0) throw cannot_fold{};
+        const auto count = checked_numel(shape);
+        if (!count || *count > max_elements) throw cannot_fold{};
         Const r;
         r.dims = shape;
         r.has_data = true;
-        if (r.size() > max_elements) throw cannot_fold{};
         Const fill = make_int({}, {0}, TensorProto::FLOAT);
         fill.f = {0.0};
         fill.i.clear();
@@ -668,7 +688,8 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
         const Const &s = need(0), &l = need(1), &d = need(2);
         if (s.size() != 1 || l.size() != 1 || d.size() != 1 || s.is_float()) throw cannot_fold{};
         const auto start = s.i[0], limit = l.at_i(0), delta = d.at_i(0);
-        if (delta == 0) throw cannot_fold{};
+        constexpr std::int64_t big = std::int64_t{1} << 40;  // shape code never comes near this
+        if (delta == 0 || std::abs(start) > big || std::abs(limit) > big || std::abs(delta) > big) throw cannot_fold{};
         const auto count = std::max<std::int64_t>(0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
         if (count > max_elements) throw cannot_fold{};
         std::vector<std::int64_t> v;
@@ -689,8 +710,11 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
         if (rank > 1 && !(axes.empty() || (axes.size() == static_cast<std::size_t>(rank)))) throw cannot_fold{};
         std::int64_t acc = op == "ReduceProd" ? 1 : op == "ReduceSum" ? 0 : (c.i.empty() ? 0 : c.i[0]);
         for (auto x : c.i) {
-            if (op == "ReduceProd") acc *= x;
-            else if (op == "ReduceSum") acc += x;
+            if (op == "ReduceProd") {
+                if (__builtin_mul_overflow(acc, x, &acc)) throw cannot_fold{};
+            } else if (op == "ReduceSum") {
+                if (__builtin_add_overflow(acc, x, &acc)) throw cannot_fold{};
+            }
             else if (op == "ReduceMax") acc = std::max(acc, x);
             else acc = std::min(acc, x);
         }
@@ -862,6 +886,9 @@ private:
                         fail("weight input '", i.name(), "' has an unknown dimension");
                     c.dims.push_back(d.dim_value());
                 }
+                const auto count = checked_numel(c.dims);
+                if (!count || *count > max_plausible_elements)
+                    fail("weight input '", i.name(), "' has an implausible shape ", graph::to_string(c.dims));
                 m_const[i.name()] = c;
                 m_weight_inputs.insert(i.name());
                 continue;
@@ -1105,6 +1132,9 @@ private:
             } else if (inputs.count(name)) {
                 auto s = known_shape(name);
                 if (!s) fail("graph input '", name, "' has no concrete shape");
+                const auto count = checked_numel(*s);
+                if (!count || *count > max_plausible_elements)
+                    fail("graph input '", name, "' has an implausible shape ", graph::to_string(*s));
                 t = out.add_input(name, *s, dtype_of(name));
             } else {
                 fail_node(nd, "reads value '", name, "' that no remaining node produces");
@@ -1121,6 +1151,9 @@ private:
                 auto s = known_shape(o);
                 if (!s)
                     fail_node(nd, "cannot determine the shape of output '", o, "'", explain(nd));
+                const auto count = checked_numel(*s);
+                if (!count || *count > max_plausible_elements)
+                    fail_node(nd, "output '", o, "' has an implausible shape ", graph::to_string(*s));
                 const int t = out.add_tensor(o, *s, dtype_of(o));
                 id.emplace(o, t);
                 outs.push_back(t);
