@@ -1,0 +1,462 @@
+#pragma once
+/// @file model.hpp
+/// The GNN estimator: encoder blocks (conv -> [LayerNorm] -> activation -> [dropout], with
+/// residual connections), a graph readout, a regression head and an optional pairwise ranking
+/// head; plus `Estimator<Config>`, which owns the feature encoder, the label scale and the
+/// training loop (Adam/AdamW, ReduceLROnPlateau, early stopping with best-weights restore) and
+/// saves everything to a versioned, checksummed container.
+///
+/// Validation score used for early stopping and the LR schedule (lower is better):
+///   (1 - Spearman rho) + median |relative error|
+/// on the validation set. Not MAPE: a few degenerate architectures have near-zero latency and
+/// would dominate a mean of relative errors; the rank term follows the product metric and the
+/// median term keeps the scale honest.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/estimators/estimator.hpp>
+#include <dnncost/features/encode.hpp>
+#include <dnncost/nn/config.hpp>
+#include <dnncost/nn/gnn/edge_conv.hpp>
+#include <dnncost/nn/gnn/gcn.hpp>
+#include <dnncost/nn/gnn/gin.hpp>
+#include <dnncost/nn/gnn/mr_conv.hpp>
+#include <dnncost/nn/gnn/residual.hpp>
+#include <dnncost/nn/gnn/sage.hpp>
+#include <dnncost/nn/heads.hpp>
+#include <dnncost/nn/layer_norm.hpp>
+#include <dnncost/nn/readout/lcm.hpp>
+#include <dnncost/nn/readout/pooling.hpp>
+#include <dnncost/optim/optimizer.hpp>
+#include <dnncost/optim/schedule.hpp>
+
+namespace dnncost::nn {
+
+namespace build {
+/// The message-passing layer of kind K (only K's class is instantiated).
+template <class T, Conv K>
+ModulePtr<T> conv(const GnnConfig& c, Index in, Index out, Rng& rng) {
+    if constexpr (K == Conv::sage)
+        return std::make_unique<SageConv<T>>(in, out, rng, c.aggr, c.direction, true, c.sage_normalize);
+    else if constexpr (K == Conv::gcn)
+        return std::make_unique<GcnConv<T>>(in, out, rng, c.direction);
+    else if constexpr (K == Conv::gin)
+        return std::make_unique<GinConv<T>>(in, std::vector<Index>{out, out}, rng, c.direction, c.act);
+    else if constexpr (K == Conv::edge_conv)
+        return std::make_unique<EdgeConv<T>>(in, out, rng, c.direction);
+    else
+        return std::make_unique<MrConv<T>>(in, out, rng, c.direction);
+}
+template <class T>
+ModulePtr<T> conv_runtime(const GnnConfig& c, Index in, Index out, Rng& rng) {
+    switch (c.conv) {
+        case Conv::sage: return conv<T, Conv::sage>(c, in, out, rng);
+        case Conv::gcn: return conv<T, Conv::gcn>(c, in, out, rng);
+        case Conv::gin: return conv<T, Conv::gin>(c, in, out, rng);
+        case Conv::edge_conv: return conv<T, Conv::edge_conv>(c, in, out, rng);
+        case Conv::mr_conv: return conv<T, Conv::mr_conv>(c, in, out, rng);
+    }
+    raise<config_error>("GnnConfig: unknown conv kind ", int(c.conv));
+}
+template <class T, Readout R>
+ModulePtr<T> readout(const GnnConfig& c, Index in, Rng& rng) {
+    const Index lw = c.readout_width > 0 ? c.readout_width : in;
+    if constexpr (R == Readout::sum) return std::make_unique<Pooling<T>>(pool_sum);
+    else if constexpr (R == Readout::mean) return std::make_unique<Pooling<T>>(pool_mean);
+    else if constexpr (R == Readout::max) return std::make_unique<Pooling<T>>(pool_max);
+    else if constexpr (R == Readout::sum_mean_max) return std::make_unique<Pooling<T>>(pool_sum | pool_mean | pool_max);
+    else if constexpr (R == Readout::lcm) return std::make_unique<LcmReadout<T>>(in, lw, rng, true);
+    else {
+        auto cat = std::make_unique<ConcatReadout<T>>();
+        cat->add(std::make_unique<LcmReadout<T>>(in, lw, rng, true));
+        cat->add(std::make_unique<Pooling<T>>(pool_sum));
+        return cat;
+    }
+}
+template <class T>
+ModulePtr<T> readout_runtime(const GnnConfig& c, Index in, Rng& rng) {
+    switch (c.readout) {
+        case Readout::sum: return readout<T, Readout::sum>(c, in, rng);
+        case Readout::mean: return readout<T, Readout::mean>(c, in, rng);
+        case Readout::max: return readout<T, Readout::max>(c, in, rng);
+        case Readout::sum_mean_max: return readout<T, Readout::sum_mean_max>(c, in, rng);
+        case Readout::lcm: return readout<T, Readout::lcm>(c, in, rng);
+        case Readout::lcm_sum: return readout<T, Readout::lcm_sum>(c, in, rng);
+    }
+    raise<config_error>("GnnConfig: unknown readout ", int(c.readout));
+}
+}  // namespace build
+
+/// The network of a GnnConfig: node features -> one prediction per graph (+ ranking logits).
+template <class T>
+class GnnModel {
+public:
+    /// Build with factories for the conv and readout (compile-time or run-time choice).
+    template <class ConvF, class ReadoutF>
+    GnnModel(const GnnConfig& c, Index in_features, Rng& rng, ConvF&& make_conv, ReadoutF&& make_readout) {
+        validate(c);
+        if (in_features < 1) raise<config_error>("GnnModel: input feature width must be positive, got ", in_features);
+        Index w = in_features;
+        for (int d = 0; d < c.depth; ++d) {
+            auto block = std::make_unique<Sequential<T>>();
+            block->add(make_conv(c, w, static_cast<Index>(c.width), rng));
+            if (c.layer_norm) block->add(std::make_unique<LayerNorm<T>>(c.width));
+            block->add(make_activation<T>(c.act));
+            if (c.dropout > 0) block->add(std::make_unique<Dropout<T>>(c.dropout));
+            if (c.residual) m_encoder.add(std::make_unique<Residual<T>>(std::move(block), w, rng));
+            else m_encoder.add(std::move(block));
+            w = c.width;
+        }
+        m_readout = make_readout(c, w, rng);
+        const Index e = m_readout->output_width(w);
+        m_head = make_regression_head<T>(e, c.head.layers, c.head.width, 1, c.act, c.head.dropout, rng);
+        if (c.ranking.layers > 0)
+            m_rank = std::make_unique<PairwiseRankingHead<T>>(e, c.ranking.layers, c.ranking.width, c.ranking.dropout, rng, c.act);
+        m_in = in_features;
+    }
+    /// Run-time configured model (the CLI path): every layer kind is compiled in.
+    GnnModel(const GnnConfig& c, Index in_features, Rng& rng)
+        : GnnModel(c, in_features, rng, build::conv_runtime<T>, build::readout_runtime<T>) {}
+
+    /// Predictions (graphs x 1) for ctx.batch; in training also the ranking logits.
+    const Mat<T>& forward(const Context<T>& ctx) {
+        const auto& b = ctx.graphs("GnnModel");
+        detail::check_width<T>("GnnModel", m_in, b.x.cols());
+        const Mat<T>& h = m_encoder.forward(b.x, ctx);
+        m_emb = &m_readout->forward(h, ctx);
+        const Mat<T>& p = m_head->forward(*m_emb, ctx);
+        m_logits = (m_rank && ctx.training) ? &m_rank->forward(*m_emb, ctx) : nullptr;
+        return p;
+    }
+    const Mat<T>* rank_logits() const { return m_logits; }
+    bool has_ranking_head() const { return m_rank != nullptr; }
+    /// Backward from dLoss/dprediction and (if the ranking head ran) dLoss/dlogits.
+    void backward(const Mat<T>& dpred, const Mat<T>* dlogits, const Context<T>& ctx) {
+        m_demb = m_head->backward(dpred, ctx);
+        if (dlogits && m_rank) m_demb += m_rank->backward(*dlogits, ctx);
+        const Mat<T>& dh = m_readout->backward(m_demb, ctx);
+        m_encoder.backward(dh, ctx);
+    }
+    std::vector<Parameter<T>*> parameters() {
+        std::vector<Parameter<T>*> p;
+        m_encoder.collect_parameters(p);
+        m_readout->collect_parameters(p);
+        m_head->collect_parameters(p);
+        if (m_rank) m_rank->collect_parameters(p);
+        return p;
+    }
+    Index input_width() const { return m_in; }
+    std::string describe() const {
+        return m_encoder.kind() + " -> " + m_readout->kind() + " -> " + m_head->kind() +
+               (m_rank ? " + " + m_rank->kind() : std::string());
+    }
+
+private:
+    Index m_in = 0;
+    Sequential<T> m_encoder;
+    ModulePtr<T> m_readout;
+    std::unique_ptr<Sequential<T>> m_head;
+    std::unique_ptr<PairwiseRankingHead<T>> m_rank;
+    const Mat<T>* m_emb = nullptr;
+    const Mat<T>* m_logits = nullptr;
+    Mat<T> m_demb;
+};
+
+namespace detail {
+inline std::vector<double> ranks(const std::vector<double>& v) {
+    std::vector<std::size_t> idx(v.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+    std::vector<double> r(v.size());
+    for (std::size_t i = 0; i < idx.size();) {
+        std::size_t j = i;
+        while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+        for (std::size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * static_cast<double>(i + j);
+        i = j + 1;
+    }
+    return r;
+}
+/// Spearman rank correlation (0 when either side is constant).
+inline double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+    const auto ra = ranks(a), rb = ranks(b);
+    const double n = static_cast<double>(a.size());
+    const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n, mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
+    double sab = 0, saa = 0, sbb = 0;
+    for (std::size_t i = 0; i < ra.size(); ++i) {
+        sab += (ra[i] - ma) * (rb[i] - mb);
+        saa += (ra[i] - ma) * (ra[i] - ma);
+        sbb += (rb[i] - mb) * (rb[i] - mb);
+    }
+    return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
+}
+inline double median_relative_error(const std::vector<double>& pred, const std::vector<double>& y) {
+    std::vector<double> e;
+    for (std::size_t i = 0; i < y.size(); ++i) e.push_back(std::abs(pred[i] - y[i]) / std::max(std::abs(y[i]), 1e-12));
+    std::nth_element(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(e.size() / 2), e.end());
+    return e[e.size() / 2];
+}
+}  // namespace detail
+
+/// The validation score (lower is better) documented at the top of this file.
+inline double validation_score(const std::vector<double>& pred, const std::vector<double>& y) {
+    return (1.0 - detail::spearman(pred, y)) + detail::median_relative_error(pred, y);
+}
+
+/// A compile-time configured GNN cost estimator (float weights).
+template <GnnConfig C>
+class Estimator {
+    static_assert(C.depth >= 1, "GnnConfig: depth must be >= 1");
+    static_assert(C.width >= 1, "GnnConfig: width must be >= 1");
+    static_assert(C.dropout >= 0.0f && C.dropout < 1.0f, "GnnConfig: dropout must be in [0, 1)");
+    static_assert(C.head.layers >= 1, "GnnConfig: the regression head needs at least one layer");
+    static_assert(C.ranking.layers == 0 || C.ranking.weight > 0.0f, "GnnConfig: a ranking head needs a positive loss weight");
+    static_assert(config_valid(C), "GnnConfig: invalid configuration (see nn::config_problem)");
+
+public:
+    using Scalar = float;
+    static constexpr GnnConfig config = C;
+    static std::uint64_t config_hash() { return nn::config_hash(C); }
+
+    Estimator() : m_encoder(encode_options()) {}
+
+    static features::EncodeOptions encode_options() {
+        features::EncodeOptions o;
+        o.rw_steps = C.features.rw_steps;
+        o.self_loops_on_inputs = C.features.self_loops_on_inputs;
+        o.drop_output_nodes = C.features.drop_output_nodes;
+        return o;
+    }
+
+    bool trained() const { return m_model != nullptr; }
+    const features::FeatureEncoder& encoder() const { return m_encoder; }
+    GnnModel<float>& model() {
+        if (!m_model) raise<config_error>("Estimator: not trained");
+        return *m_model;
+    }
+    double label_scale() const { return m_scale; }
+
+    /// Fit the encoder and label scale on `train`, build the network from `seed`.
+    void prepare(const estimators::TrainData& train, std::uint64_t seed) {
+        check_data(train, "training");
+        m_encoder = features::FeatureEncoder(encode_options());
+        m_encoder.fit(train.graphs);
+        std::vector<double> y = train.targets;
+        std::nth_element(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(y.size() / 2), y.end());
+        m_scale = C.train.pow10_labels ? std::pow(10.0, std::round(std::log10(std::max(std::abs(y[y.size() / 2]), 1e-30)))) : 1.0;
+        Rng rng(seed);
+        m_model = make_model(rng);
+        make_optimizer();
+    }
+
+    /// Encode graphs with the fitted encoder.
+    std::vector<features::EncodedGraph> encode(std::span<const graph::Graph* const> graphs) const {
+        std::vector<features::EncodedGraph> out;
+        out.reserve(graphs.size());
+        for (const auto* g : graphs) out.push_back(m_encoder.encode(*g));
+        return out;
+    }
+
+    /// One pass over the encoded training graphs in shuffled mini-batches; returns the mean loss.
+    double train_epoch(const std::vector<features::EncodedGraph>& x, const std::vector<double>& targets, Rng& rng,
+                       ThreadPool* pool) {
+        if (!m_model) raise<config_error>("Estimator::train_epoch: call prepare() first");
+        std::vector<std::size_t> order(x.size());
+        std::iota(order.begin(), order.end(), 0);
+        rng.shuffle(order.begin(), order.end());
+        const auto params = m_opt->parameters();
+        const std::vector<LossTerm> terms{{C.train.loss, 1.0, C.train.loss_param}};
+        double total = 0;
+        int steps = 0;
+        for (std::size_t s = 0; s < order.size(); s += static_cast<std::size_t>(C.train.batch_size)) {
+            const std::size_t e = std::min(order.size(), s + static_cast<std::size_t>(C.train.batch_size));
+            m_ptrs.clear();
+            m_y.resize(static_cast<Index>(e - s), 1);
+            for (std::size_t i = s; i < e; ++i) {
+                m_ptrs.push_back(&x[order[i]]);
+                m_y(static_cast<Index>(i - s), 0) = static_cast<float>(targets[order[i]] / m_scale);
+            }
+            m_batch.build(m_ptrs);
+            Context<float> ctx{&m_batch, true, &rng, pool};
+            m_opt->zero_grad();
+            const Mat<float>& p = m_model->forward(ctx);
+            float loss = weighted_loss(terms, p, m_y, m_dpred);
+            const Mat<float>* dl = nullptr;
+            if (const auto* logits = m_model->rank_logits(); logits && logits->rows() > 0) {
+                const Mat<float> labels = pairwise_labels(m_y, PairwiseRankingHead<float>::pairs(m_y.rows()));
+                loss += C.ranking.weight * pairwise_bce_loss(*logits, labels, m_dlogits);
+                m_dlogits *= C.ranking.weight;
+                dl = &m_dlogits;
+            }
+            if (!std::isfinite(loss)) raise<error>("Estimator: training diverged (loss ", loss, ")");
+            m_model->backward(m_dpred, dl, ctx);
+            if (C.train.clip_norm > 0) optim::clip_grad_norm(params, C.train.clip_norm);
+            m_opt->step();
+            total += loss;
+            ++steps;
+        }
+        return steps ? total / steps : 0.0;
+    }
+
+    /// Predictions in the target's unit for encoded graphs (batches of 64).
+    std::vector<double> predict_encoded(const std::vector<features::EncodedGraph>& x, ThreadPool* pool) {
+        if (!m_model) raise<config_error>("Estimator::predict: not trained");
+        std::vector<double> out;
+        out.reserve(x.size());
+        for (std::size_t s = 0; s < x.size(); s += 64) {
+            const std::size_t e = std::min(x.size(), s + 64);
+            m_ptrs.clear();
+            for (std::size_t i = s; i < e; ++i) m_ptrs.push_back(&x[i]);
+            m_batch.build(m_ptrs);
+            Context<float> ctx{&m_batch, false, nullptr, pool};
+            const Mat<float>& p = m_model->forward(ctx);
+            for (Index i = 0; i < p.rows(); ++i) out.push_back(static_cast<double>(p(i, 0)) * m_scale);
+        }
+        return out;
+    }
+    std::vector<double> predict(std::span<const graph::Graph* const> graphs, unsigned threads = 0) {
+        ThreadPool pool(threads);
+        return predict_encoded(encode(graphs), &pool);
+    }
+
+    /// The whole training recipe of the configuration.
+    estimators::FitResult fit(const estimators::TrainData& train, const estimators::TrainData& validation,
+                              const estimators::FitOptions& o = {}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        prepare(train, o.seed);
+        if (validation.size() > 0) check_data(validation, "validation");
+        ThreadPool pool(o.threads);
+        Rng rng(o.seed ^ 0x7261696eULL);
+        const auto xt = encode(train.graphs);
+        const auto xv = encode(validation.graphs);
+        const int max_epochs = o.max_epochs > 0 ? o.max_epochs : C.train.max_epochs;
+        const int patience = o.patience > 0 ? o.patience : C.train.patience;
+        optim::ReduceLROnPlateau plateau(C.train.plateau_factor, C.train.plateau_patience);
+        optim::EarlyStopping stop(patience);
+        const auto params = m_opt->parameters();
+        std::vector<Mat<float>> best;
+        estimators::FitResult r;
+        r.validation_metric = validation.size() > 0 ? "(1 - spearman) + median relative error" : "training loss";
+        for (int epoch = 0; epoch < max_epochs; ++epoch) {
+            const double loss = train_epoch(xt, train.targets, rng, &pool);
+            const double score = validation.size() > 0 ? validation_score(predict_encoded(xv, &pool), validation.targets) : loss;
+            if (stop.update(score, epoch)) {
+                best.clear();
+                for (auto* p : params) best.push_back(p->value);
+            }
+            m_opt->set_learning_rate(plateau.step(score, m_opt->learning_rate()));
+            r.epochs = epoch + 1;
+            bool user_stop = false;
+            if (o.on_epoch)
+                user_stop = o.on_epoch(dnncost::detail::concat("epoch ", epoch + 1, " loss ", loss, " val ", score, " lr ",
+                                                      m_opt->learning_rate()));
+            if (stop.should_stop() || user_stop) break;
+        }
+        for (std::size_t i = 0; i < best.size(); ++i) params[i]->value = best[i];
+        r.best_validation = stop.best();
+        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return r;
+    }
+
+    /// Serialize encoder, label scale, weights and (optionally) the optimiser state into a
+    /// container of kind `preset`, whose config hash covers the preset name and configuration.
+    std::string save(std::string_view preset, bool with_optimizer = true) const {
+        if (!m_model) raise<config_error>("Estimator::save: not trained");
+        io::BinaryWriter w;
+        w.put_u32(1);  // payload layout version
+        w.put_string(preset);
+        m_encoder.save(w);
+        w.put_f64(m_scale);
+        w.put_i64(m_model->input_width());
+        const auto params = m_model->parameters();
+        w.put_u64(params.size());
+        for (const auto* p : params) {
+            w.put_string(p->name);
+            w.put_i64(p->value.rows());
+            w.put_i64(p->value.cols());
+            w.put_f32_vector(std::span<const float>(p->value.data(), static_cast<std::size_t>(p->value.size())));
+        }
+        w.put_bool(with_optimizer);
+        if (with_optimizer) m_opt->save_state(w);
+        return io::write_container(preset, hash_for(preset), w.bytes());
+    }
+    /// Inverse of save(). Throws parse_error on a file of another preset or configuration
+    /// (config hash), truncation or corruption (checksum).
+    static Estimator load(std::string_view bytes, std::string_view preset, std::string_view source = "<memory>") {
+        const auto c = io::read_container(bytes, preset, source);
+        if (c.config_hash != hash_for(preset))
+            raise<parse_error>(source, ": '", preset, "' model was saved with another configuration (config hash 0x",
+                               std::hex, c.config_hash, ", this build expects 0x", hash_for(preset), ")");
+        io::BinaryReader r(c.payload, std::string(source));
+        if (const auto v = r.get_u32("payload version"); v != 1) r.fail("unsupported payload version ", v);
+        if (const auto name = r.get_string("preset"); name != preset) r.fail("payload preset '", name, "', expected '", preset, "'");
+        Estimator e;
+        e.m_encoder = features::FeatureEncoder::load(r);
+        e.m_scale = r.get_f64("label scale");
+        const auto in = r.get_i64("input width");
+        if (in != e.m_encoder.num_features()) r.fail("input width ", in, " does not match the encoder's ", e.m_encoder.num_features());
+        Rng rng(0);
+        e.m_model = e.make_model(rng);
+        const auto params = e.m_model->parameters();
+        if (const auto n = r.get_u64("parameter count"); n != params.size())
+            r.fail("holds ", n, " parameter tensors, the model has ", params.size());
+        for (auto* p : params) {
+            r.get_string("parameter name");
+            const auto rows = r.get_i64("parameter rows"), cols = r.get_i64("parameter cols");
+            if (rows != p->value.rows() || cols != p->value.cols())
+                r.fail("parameter '", p->name, "' is ", rows, "x", cols, ", expected ", p->value.rows(), "x", p->value.cols());
+            const auto v = r.get_f32_vector("parameter values");
+            if (static_cast<Index>(v.size()) != p->value.size()) r.fail("parameter '", p->name, "' has ", v.size(), " values");
+            std::copy(v.begin(), v.end(), p->value.data());
+        }
+        e.make_optimizer();
+        if (r.get_bool("has optimiser state")) e.m_opt->load_state(r);
+        r.expect_end();
+        return e;
+    }
+
+private:
+    static std::uint64_t hash_for(std::string_view preset) { return io::fnv1a64(preset, config_hash()); }
+    static void check_data(const estimators::TrainData& d, const char* what) {
+        if (d.graphs.size() != d.targets.size())
+            raise<shape_error>("Estimator: ", what, " data has ", d.graphs.size(), " graphs and ", d.targets.size(), " targets");
+        if (d.graphs.empty()) raise<config_error>("Estimator: empty ", what, " data");
+        for (std::size_t i = 0; i < d.size(); ++i) {
+            if (!d.graphs[i]) raise<config_error>("Estimator: ", what, " graph ", i, " is null");
+            if (!std::isfinite(d.targets[i])) raise<config_error>("Estimator: ", what, " target ", i, " is ", d.targets[i]);
+        }
+    }
+    std::unique_ptr<GnnModel<float>> make_model(Rng& rng) const {
+        return std::make_unique<GnnModel<float>>(C, m_encoder.num_features(), rng, build::conv<float, C.conv>,
+                                                 build::readout<float, C.readout>);
+    }
+    void make_optimizer() {
+        optim::AdamOptions ao;
+        ao.lr = C.train.lr;
+        ao.weight_decay = C.train.weight_decay;
+        ao.decoupled = C.train.weight_decay > 0;
+        m_opt = std::make_unique<optim::Adam<float>>(m_model->parameters(), ao);
+    }
+
+    features::FeatureEncoder m_encoder;
+    double m_scale = 1.0;
+    std::unique_ptr<GnnModel<float>> m_model;
+    std::unique_ptr<optim::Adam<float>> m_opt;
+    // reused per batch, so training allocates nothing per step once shapes settle
+    features::GraphBatch<float> m_batch;
+    std::vector<const features::EncodedGraph*> m_ptrs;
+    Mat<float> m_y, m_dpred, m_dlogits;
+};
+
+}  // namespace dnncost::nn
+
+namespace dnncost {
+using nn::Estimator;
+using nn::GnnConfig;
+}  // namespace dnncost

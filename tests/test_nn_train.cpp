@@ -1,0 +1,214 @@
+// End-to-end training, determinism, save/load, presets.
+#include <doctest/doctest.h>
+
+#include <dnncost/estimators/presets.hpp>
+#include <dnncost/graph/nb201.hpp>
+
+#include "gradcheck.hpp"
+
+using namespace dnncost;
+using namespace dnncost::nn;
+
+namespace {
+// Random graphs whose target is the sum of node attribute 0 (in [0, 1]) over the graph.
+struct SumTask {
+    std::vector<features::EncodedGraph> graphs;
+    std::vector<float> y;
+    explicit SumTask(int n, std::uint64_t seed) {
+        Rng rng(seed);
+        for (int i = 0; i < n; ++i) {
+            auto g = dnncost::test::random_graph(rng, 1 + static_cast<int>(rng.below(12)), 3);
+            float s = 0;
+            for (int v = 0; v < g.num_nodes; ++v) {
+                g.x[static_cast<std::size_t>(v) * 3] = static_cast<float>(rng.uniform());
+                s += g.at(v, 0);
+            }
+            graphs.push_back(std::move(g));
+            y.push_back(s);
+        }
+    }
+};
+
+constexpr GnnConfig small_sum{.conv = Conv::sage, .depth = 2, .width = 32, .residual = true, .readout = Readout::sum,
+                              .head = {.layers = 2, .width = 32}};
+
+double train_sum_task(int epochs, std::uint64_t seed, std::vector<float>* weights_out = nullptr) {
+    SumTask task(64, 3);
+    Rng rng(seed);
+    GnnModel<float> model(small_sum, 3, rng);
+    optim::Adam<float> opt(model.parameters(), {.lr = 3e-3});
+    features::GraphBatch<float> batch;
+    std::vector<const features::EncodedGraph*> all;
+    for (const auto& g : task.graphs) all.push_back(&g);
+    Mat<float> yall(static_cast<Index>(task.y.size()), 1);
+    for (std::size_t i = 0; i < task.y.size(); ++i) yall(static_cast<Index>(i), 0) = task.y[i];
+    const auto full_loss = [&] {
+        batch.build(all);
+        Context<float> c{&batch, false, nullptr, nullptr};
+        Mat<float> g;
+        return static_cast<double>(mse_loss<float>(model.forward(c), yall, g));
+    };
+    const double initial = full_loss();
+    Mat<float> dp;
+    for (int e = 0; e < epochs; ++e)
+        for (std::size_t s = 0; s < all.size(); s += 8) {
+            std::vector<const features::EncodedGraph*> ptrs(all.begin() + static_cast<std::ptrdiff_t>(s),
+                                                            all.begin() + static_cast<std::ptrdiff_t>(s + 8));
+            Mat<float> y = yall.middleRows(static_cast<Index>(s), 8);
+            batch.build(ptrs);
+            Context<float> c{&batch, true, &rng, nullptr};
+            opt.zero_grad();
+            mse_loss<float>(model.forward(c), y, dp);
+            model.backward(dp, nullptr, c);
+            opt.step();
+        }
+    if (weights_out)
+        for (auto* p : model.parameters()) weights_out->insert(weights_out->end(), p->value.data(), p->value.data() + p->value.size());
+    return initial / full_loss();
+}
+
+constexpr GnnConfig tiny_preset{.conv = Conv::sage, .depth = 2, .width = 16, .residual = true, .dropout = 0.1f,
+                                .readout = Readout::lcm_sum, .readout_width = 8, .head = {.layers = 2, .width = 16},
+                                .ranking = {.layers = 2, .width = 8, .dropout = 0.0f, .weight = 1.5f},
+                                .features = {.rw_steps = 4, .self_loops_on_inputs = true},
+                                .train = {.batch_size = 4, .max_epochs = 3, .patience = 5}};
+using Tiny = Estimator<tiny_preset>;
+
+struct Nb201Data {
+    std::vector<graph::Graph> graphs;
+    estimators::TrainData train, val;
+    Nb201Data() {
+        for (int i = 0; i < 12; ++i) graphs.push_back(nb201::build_graph(nb201::from_index(i * 1301 + 17)));
+        for (std::size_t i = 0; i < graphs.size(); ++i) {
+            auto& d = i < 8 ? train : val;
+            d.graphs.push_back(&graphs[i]);
+            d.targets.push_back(static_cast<double>(cost::total_cost(graphs[i]).macs) * 1e-7 + 0.1 * static_cast<double>(i % 3));
+        }
+    }
+};
+}  // namespace
+
+TEST_CASE("end to end: a GNN learns the sum of a node attribute (loss down >= 100x)") {
+    const double ratio = train_sum_task(60, 1);
+    INFO("loss reduction " << ratio);
+    CHECK(ratio >= 100.0);
+}
+
+TEST_CASE("determinism: the same seed gives bit-identical training on one thread") {
+    std::vector<float> a, b, c;
+    train_sum_task(2, 5, &a);
+    train_sum_task(2, 5, &b);
+    train_sum_task(2, 6, &c);
+    CHECK(a == b);
+    CHECK(a != c);
+}
+
+TEST_CASE("feature encoder: vocabulary, unknown slot, scaling, random-walk encoding, options") {
+    const auto g = nb201::build_graph(nb201::from_index(1234));
+    const graph::Graph* gp = &g;
+    features::FeatureEncoder enc({.rw_steps = 3});
+    CHECK_THROWS_AS(enc.encode(g), config_error);
+    enc.fit(std::span<const graph::Graph* const>(&gp, 1));
+    const auto e = enc.encode(g);
+    CHECK(e.num_nodes == static_cast<int>(g.num_nodes()));
+    CHECK(e.num_features == static_cast<int>(enc.vocabulary().size()) + 1 + 9 + 3);
+    const int v = static_cast<int>(enc.vocabulary().size());
+    for (int i = 0; i < e.num_nodes; ++i) {
+        float onehot = 0;
+        for (int j = 0; j <= v; ++j) onehot += e.at(i, j);
+        CHECK(onehot == 1.0f);
+        CHECK(e.at(i, v) == 0.0f);  // every op type is known
+        CHECK(e.at(i, v + 10) == 0.0f);  // a DAG walk cannot return in one step
+    }
+    // standardised attributes: mean ~0 over the fitting graph
+    double mean = 0;
+    for (int i = 0; i < e.num_nodes; ++i) mean += e.at(i, v + 1 + 6);
+    CHECK(std::abs(mean / e.num_nodes) < 1e-3);
+    // fixed vocabulary: unknown ops go to the unknown slot
+    features::FeatureEncoder fixed({.vocabulary = {"Conv"}, .rw_steps = 0, .self_loops_on_inputs = true, .drop_output_nodes = true});
+    fixed.fit(std::span<const graph::Graph* const>(&gp, 1));
+    const auto f = fixed.encode(g);
+    CHECK(f.num_features == 2 + 9);
+    CHECK(f.num_nodes == static_cast<int>(g.num_nodes()) - 1);  // the classifier writes the output
+    int self_loops = 0;
+    for (auto [s, d] : f.edges) self_loops += s == d;
+    CHECK(self_loops == 1);  // the stem conv reads the graph input
+    // random walk on a 2-cycle path a-b: returns after 2 steps with probability 1
+    const auto rw = features::random_walk_encoding(2, {{0, 1}}, 2);
+    CHECK(rw[0] == 0.0f);
+    CHECK(rw[1] == 1.0f);
+    features::EncodeOptions neg;
+    neg.rw_steps = -1;
+    CHECK_THROWS_AS(features::FeatureEncoder{neg}, config_error);
+}
+
+TEST_CASE("Estimator: fit, predict, save/load round trip and bad files") {
+    Nb201Data d;
+    Tiny est;
+    estimators::FitOptions o;
+    o.seed = 3;
+    o.threads = 1;
+    int epochs_seen = 0;
+    o.on_epoch = [&](const std::string&) { return ++epochs_seen >= 2; };
+    const auto r = est.fit(d.train, d.val, o);
+    CHECK(r.epochs == 2);
+    CHECK(epochs_seen == 2);
+    CHECK(std::isfinite(r.best_validation));
+    const auto p = est.predict(d.val.graphs, 1);
+    REQUIRE(p.size() == d.val.size());
+    for (double x : p) CHECK(std::isfinite(x));
+    const std::string bytes = est.save("tiny");
+    auto back = Tiny::load(bytes, "tiny");
+    CHECK(back.predict(d.val.graphs, 1) == p);
+    CHECK(back.label_scale() == est.label_scale());
+    // wrong preset name / configuration, truncation, corruption
+    CHECK_THROWS_AS(Tiny::load(bytes, "other"), parse_error);
+    CHECK_THROWS_AS(estimators::HiFiSage::load(bytes, "tiny"), parse_error);
+    CHECK_THROWS_AS(Tiny::load(std::string_view(bytes).substr(0, bytes.size() / 2), "tiny"), parse_error);
+    std::string bad = bytes;
+    bad[bad.size() / 2] ^= 0x55;
+    CHECK_THROWS_AS(Tiny::load(bad, "tiny"), parse_error);
+    try {
+        (void)estimators::HiFiSage::load(bytes, "tiny");
+    } catch (const parse_error& e) {
+        CHECK(std::string(e.what()).find("configuration") != std::string::npos);
+    }
+    // NaN targets are rejected with a clear error
+    auto nan_train = d.train;
+    nan_train.targets[1] = std::nan("");
+    CHECK_THROWS_AS(est.fit(nan_train, d.val, o), config_error);
+}
+
+TEST_CASE("presets: compile-time structure, run-time adapters and config checks") {
+    static_assert(estimators::hifi_sage.depth == 7 && estimators::hifi_sage.width == 128);
+    static_assert(estimators::brp_nas.conv == Conv::gcn && estimators::brp_nas.width == 600);
+    static_assert(config_valid(estimators::hifi_sage) && config_valid(estimators::brp_nas));
+    CHECK(estimators::HiFiSage::config_hash() != estimators::BrpNas::config_hash());
+    auto h = estimators::make_gnn_estimator("hifisage");
+    REQUIRE(h);
+    CHECK(h->preset() == "hifisage");
+    CHECK(estimators::make_gnn_estimator("brpnas")->preset() == "brpnas");
+    CHECK(estimators::make_gnn_estimator("nope") == nullptr);
+    GnnConfig bad = small_sum;
+    bad.depth = 0;
+    CHECK_FALSE(config_valid(bad));
+    CHECK_THROWS_AS(validate(bad), config_error);
+    Rng rng(1);
+    CHECK_THROWS_AS(GnnModel<float>(bad, 3, rng), config_error);
+    // the run-time path builds every conv and readout kind
+    for (Conv c : {Conv::sage, Conv::gcn, Conv::gin, Conv::edge_conv, Conv::mr_conv})
+        for (Readout ro : {Readout::sum, Readout::mean, Readout::max, Readout::sum_mean_max, Readout::lcm, Readout::lcm_sum}) {
+            GnnConfig cfg = small_sum;
+            cfg.conv = c;
+            cfg.readout = ro;
+            cfg.width = 8;
+            GnnModel<float> m(cfg, 3, rng);
+            dnncost::test::TestBatch tb(3);
+            features::GraphBatch<float> b;
+            std::vector<const features::EncodedGraph*> ptrs;
+            for (const auto& g : tb.graphs) ptrs.push_back(&g);
+            b.build(ptrs);
+            Context<float> ctx{&b, false, nullptr, nullptr};
+            CHECK(m.forward(ctx).rows() == 4);
+        }
+}
