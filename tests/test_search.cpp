@@ -313,7 +313,7 @@ TEST_CASE("infeasible populations rank by total violation") {
         std::array<double, 2> evaluate(const Genome& x) const { return {x[0], 1 - x[0]}; }
         std::array<double, 1> constraints(const Genome& x) const { return {1.0 + x[0]}; }
     } p;
-    Nsga2 nsga(p, {.population = 20, .generations = 30}, 2);
+    Nsga2 nsga(p, {.population = 20, .generations = 30, .archive = true}, 2);
     const auto r = nsga.run();
     CHECK(r.front.size() >= 1);
     CHECK(r.front[0].genome[0] < 0.05);
@@ -323,7 +323,7 @@ TEST_CASE("infeasible populations rank by total violation") {
 
 TEST_CASE("archive holds exactly the non-dominated set of everything evaluated") {
     Recording p;
-    Nsga2 nsga(p, {.population = 30, .generations = 30}, 17);
+    Nsga2 nsga(p, {.population = 30, .generations = 30, .archive = true}, 17);
     const auto r = nsga.run();
     CHECK(p.calls == r.evaluations);
     CHECK(p.seen.size() == 2 * r.evaluations);
@@ -337,7 +337,7 @@ TEST_CASE("archive holds exactly the non-dominated set of everything evaluated")
 
 TEST_CASE("archive in three objectives matches brute force too") {
     Rec3 p;
-    Nsga2 nsga(p, {.population = 24, .generations = 15}, 4);
+    Nsga2 nsga(p, {.population = 24, .generations = 15, .archive = true}, 4);
     const auto r = nsga.run();
     CHECK(pareto_front(objectives_of(r.archive), 3) == pareto_front(p.seen, 3));
 }
@@ -360,6 +360,19 @@ TEST_CASE("integer genomes: uniform operators stay in range, cache and duplicate
     for (const auto& m : r.population) distinct.insert(m.genome);
     CHECK(distinct.size() == r.population.size());  // duplicates removed
     for (const auto& m : r.front) CHECK(m.objectives[0] + m.objectives[1] == doctest::Approx(24.0));
+}
+
+TEST_CASE("real genomes: no cache by default, Cache::on never evaluates a genome twice") {
+    Recording a, b;
+    const auto ra = Nsga2(a, {.population = 20, .generations = 30, .remove_duplicates = false}, 9).run();
+    const auto rb =
+        Nsga2(b, {.population = 20, .generations = 30, .cache = Cache::on, .remove_duplicates = false}, 9).run();
+    CHECK(ra.cache_hits == 0);
+    CHECK(ra.evaluations == 20 * 31);
+    CHECK(rb.cache_hits > 0);  // unmutated copies of parents
+    CHECK(rb.evaluations + rb.cache_hits == 20 * 31);
+    CHECK(b.calls == rb.evaluations);
+    CHECK(objectives_of(ra.front) == objectives_of(rb.front));  // caching changes nothing else
 }
 
 TEST_CASE("tiny spaces: duplicates are accepted once the space is exhausted") {

@@ -25,6 +25,8 @@
 /// for (const auto& ind : result.front) use(ind.genome, ind.objectives);
 /// @endcode
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <concepts>
@@ -50,6 +52,9 @@
 
 namespace dnncost::search {
 
+/// Whether evaluations are cached (see Options::cache).
+enum class Cache { automatic, on, off };
+
 /// Settings of one NSGA-II run. At least one budget (generations, evaluations, seconds) must be
 /// non-zero; the run stops when the first one is reached, at the end of a generation.
 struct Options {
@@ -58,10 +63,15 @@ struct Options {
     std::size_t max_evaluations = 0;   ///< calls of the user's evaluate (cache hits excluded); 0 = no limit
     double max_seconds = 0.0;          ///< wall time; 0 = no limit
     std::size_t threads = 1;           ///< evaluation threads including the caller; 0 = all cores
-    bool cache = true;                 ///< never evaluate the same genome twice (needs a hashable genome)
+    /// Never evaluate the same genome twice (needs a hashable genome). `automatic` caches
+    /// integer, categorical and user-defined genomes; real vectors, where a repeat is almost
+    /// always a copy of a parent that duplicate removal already re-draws, are not cached.
+    Cache cache = Cache::automatic;
     bool remove_duplicates = true;     ///< re-draw offspring equal to a population member or sibling
     std::size_t duplicate_attempts = 10;  ///< re-draws per offspring before a duplicate is accepted
-    bool archive = true;               ///< keep every non-dominated solution seen
+    /// Keep every non-dominated solution seen. Costs a binary search per offspring for two
+    /// objectives, a scan of the archive for more (which can hold many thousands of points).
+    bool archive = false;
     RealOperatorOptions real{};        ///< used when the problem gives bounds()
     IntegerOperatorOptions integer{};  ///< used when the problem gives cardinalities()
 };
@@ -109,12 +119,73 @@ struct GenomeHash {
         } else if constexpr (requires { std::hash<typename P::Genome>{}(g); }) {
             return std::hash<typename P::Genome>{}(g);
         } else {
+            // Element-wise; std::hash<double> hashes bytes out of line, which showed up in profiles.
             using T = std::ranges::range_value_t<typename P::Genome>;
-            std::size_t h = 0x9e3779b97f4a7c15ULL;
-            for (const auto& x : g) h = (h ^ std::hash<T>{}(x)) * 0x100000001b3ULL + (h >> 29);
-            return h;
+            // Two independent lanes halve the dependency chain of the multiply-xorshift mix.
+            std::uint64_t lane[2] = {0x9e3779b97f4a7c15ULL, 0xc2b2ae3d27d4eb4fULL};
+            std::size_t k = 0;
+            for (const auto& x : g) {
+                std::uint64_t v;
+                if constexpr (std::is_floating_point_v<T>) {
+                    const double d = static_cast<double>(x) == 0.0 ? 0.0 : static_cast<double>(x);  // -0 == +0
+                    v = std::bit_cast<std::uint64_t>(d);
+                } else {
+                    v = static_cast<std::uint64_t>(x);
+                }
+                std::uint64_t& h = lane[k++ & 1u];
+                h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
+                h ^= h >> 31;
+            }
+            return static_cast<std::size_t>((lane[0] ^ (lane[1] * 0x94d049bb133111ebULL)) ^ (lane[1] >> 29));
         }
     }
+};
+
+/// Open-addressing set of genome pointers for one batch: no allocation per element.
+template <class P>
+class GenomePtrSet {
+public:
+    GenomePtrSet(std::size_t expected, const P* problem) : m_hash{problem} {
+        std::size_t cap = 16;
+        while (cap < 2 * expected) cap *= 2;
+        m_slots.assign(cap, Slot{});
+    }
+    /// Index stored with an equal genome, or `none` after storing (g, value).
+    std::size_t find_or_insert(const typename P::Genome* g, std::size_t value) {
+        const std::size_t h = m_hash(*g);
+        const std::size_t mask = m_slots.size() - 1;
+        for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+            Slot& s = m_slots[i];
+            if (!s.genome) {
+                s = Slot{h, g, value};
+                if (++m_size * 2 > m_slots.size()) grow();
+                return none;
+            }
+            if (s.hash == h && *s.genome == *g) return s.value;
+        }
+    }
+    static constexpr std::size_t none = static_cast<std::size_t>(-1);
+
+private:
+    struct Slot {
+        std::size_t hash = 0;
+        const typename P::Genome* genome = nullptr;
+        std::size_t value = 0;
+    };
+    void grow() {
+        std::vector<Slot> old(m_slots.size() * 2);
+        old.swap(m_slots);
+        const std::size_t mask = m_slots.size() - 1;
+        for (const Slot& s : old) {
+            if (!s.genome) continue;
+            std::size_t i = s.hash & mask;
+            while (m_slots[i].genome) i = (i + 1) & mask;
+            m_slots[i] = s;
+        }
+    }
+    GenomeHash<P> m_hash;
+    std::vector<Slot> m_slots;
+    std::size_t m_size = 0;
 };
 
 }  // namespace detail
@@ -147,6 +218,10 @@ public:
             raise<config_error>("Nsga2: max_seconds must be >= 0, got ", m_options.max_seconds);
         m_objectives = static_cast<std::size_t>(problem.num_objectives());
         if (m_objectives == 0) raise<config_error>("Nsga2: the problem has 0 objectives");
+        if constexpr (hashable) {
+            m_caching = m_options.cache == Cache::on ||
+                        (m_options.cache == Cache::automatic && !std::same_as<Genome, std::vector<double>>);
+        }
         if constexpr (HasNumConstraints<P>) m_constraints = static_cast<std::size_t>(problem.num_constraints());
         if (m_options.threads != 1 && thread_safety_of<P>() == ThreadSafety::concurrent && !HasBatchEvaluation<P>)
             m_pool = std::make_unique<ThreadPool>(m_options.threads);
@@ -189,9 +264,10 @@ public:
         m_population.clear();
         m_archive.clear();
         std::vector<Genome> genomes = draw_unique(m_options.population, [&] {
-            Genome g = m_variation.random(m_rng);
-            repair(g);
-            return std::vector<Genome>{std::move(g)};
+            std::array<Genome, 2> g{m_variation.random(m_rng), m_variation.random(m_rng)};
+            repair(g[0]);
+            repair(g[1]);
+            return g;
         });
         auto members = evaluate(std::move(genomes));
         update_archive(members);
@@ -209,7 +285,7 @@ public:
             m_variation.mutate(children.second, m_rng);
             repair(children.first);
             repair(children.second);
-            return std::vector<Genome>{std::move(children.first), std::move(children.second)};
+            return std::array<Genome, 2>{std::move(children.first), std::move(children.second)};
         });
         auto members = evaluate(std::move(offspring));
         update_archive(members);
@@ -272,7 +348,7 @@ private:
         return b.crowding > a.crowding ? j : i;
     }
 
-    /// Draw `count` genomes from `make` (which yields one or more per call), re-drawing those
+    /// Draw `count` genomes from `make` (which yields two per call), re-drawing those
     /// equal to a population member or an earlier draw up to duplicate_attempts times each.
     template <class Make>
     std::vector<Genome> draw_unique(std::size_t count, Make make) {
@@ -280,8 +356,9 @@ private:
         out.reserve(count + 1);
         if constexpr (hashable) {
             if (m_options.remove_duplicates) {
-                std::unordered_set<Genome, detail::GenomeHash<P>> seen(2 * count + 1, detail::GenomeHash<P>{m_problem});
-                for (const auto& m : m_population) seen.insert(m.genome);
+                // Pointers into the population and into `out`, which never reallocates (reserved).
+                detail::GenomePtrSet<P> seen(m_population.size() + count, m_problem);
+                for (const auto& m : m_population) seen.find_or_insert(&m.genome, 0);
                 std::vector<Genome> rejected;
                 const std::size_t max_draws = count * (m_options.duplicate_attempts + 1);
                 std::size_t draws = 0;
@@ -289,8 +366,12 @@ private:
                     for (auto& g : make()) {
                         ++draws;
                         if (out.size() >= count) break;
-                        if (seen.insert(g).second) out.push_back(std::move(g));
-                        else if (rejected.size() < count) rejected.push_back(std::move(g));
+                        out.push_back(std::move(g));
+                        if (seen.find_or_insert(&out.back(), 0) == detail::GenomePtrSet<P>::none) continue;
+                        // a duplicate: take it back out (`seen` holds no pointer to it)
+                        g = std::move(out.back());
+                        out.pop_back();
+                        if (rejected.size() < count) rejected.push_back(std::move(g));
                     }
                 }
                 // A space with fewer distinct genomes than the population: accept duplicates.
@@ -343,15 +424,15 @@ private:
         std::vector<std::size_t> source(n);  // where each genome's result comes from
         std::iota(source.begin(), source.end(), std::size_t{0});
         if constexpr (hashable) {
-            if (m_options.cache) {
-                std::unordered_map<Genome, std::size_t, detail::GenomeHash<P>> batch(2 * n + 1, detail::GenomeHash<P>{m_problem});
+            if (m_caching) {
+                detail::GenomePtrSet<P> batch(n, m_problem);
                 for (std::size_t i = 0; i < n; ++i) {
                     if (auto it = m_cache.find(genomes[i]); it != m_cache.end()) {
                         evals[i] = it->second;
                         ++m_cache_hits;
                         source[i] = n;  // done
-                    } else if (auto [jt, fresh] = batch.emplace(genomes[i], i); !fresh) {
-                        source[i] = jt->second;
+                    } else if (const auto j = batch.find_or_insert(&genomes[i], i); j != detail::GenomePtrSet<P>::none) {
+                        source[i] = j;
                         ++m_cache_hits;
                     } else {
                         todo.push_back(i);
@@ -359,7 +440,7 @@ private:
                 }
             }
         }
-        if (todo.empty() && !(hashable && m_options.cache)) {
+        if (todo.empty() && !m_caching) {
             todo.resize(n);
             std::iota(todo.begin(), todo.end(), std::size_t{0});
         }
@@ -394,7 +475,7 @@ private:
             if (source[i] != i && source[i] != n) evals[i] = evals[source[i]];
         }
         if constexpr (hashable) {
-            if (m_options.cache)
+            if (m_caching)
                 for (std::size_t i : todo) m_cache.emplace(genomes[i], evals[i]);
         }
         for (std::size_t i = 0; i < n; ++i) {
@@ -519,6 +600,7 @@ private:
     std::unique_ptr<ThreadPool> m_pool;
     std::unordered_map<Genome, Evaluation, detail::GenomeHash<P>> m_cache;
     std::size_t m_objectives = 0, m_constraints = 0;
+    bool m_caching = false;
     std::vector<Member> m_population, m_archive;
     std::size_t m_generation = 0, m_evaluations = 0, m_cache_hits = 0;
     std::chrono::steady_clock::time_point m_start{};

@@ -19,6 +19,7 @@
 #include <limits>
 #include <numeric>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
@@ -223,19 +224,17 @@ inline std::vector<double> crowding_distance(std::span<const double> values, std
         std::fill(distance.begin(), distance.end(), std::numeric_limits<double>::infinity());
         return distance;
     }
-    std::vector<std::size_t> order(n);
+    // Sort (value, position) pairs rather than positions through an indirection: contiguous.
+    std::vector<std::pair<double, std::size_t>> order(n);
     for (std::size_t k = 0; k < m; ++k) {
-        std::iota(order.begin(), order.end(), std::size_t{0});
-        auto value = [&](std::size_t i) { return values[front[i] * m + k]; };
-        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-            return value(a) < value(b) || (value(a) == value(b) && a < b);
-        });
-        const double lo = value(order.front()), hi = value(order.back());
-        distance[order.front()] = distance[order.back()] = std::numeric_limits<double>::infinity();
+        for (std::size_t i = 0; i < n; ++i) order[i] = {values[front[i] * m + k], i};
+        std::sort(order.begin(), order.end());
+        const double lo = order.front().first, hi = order.back().first;
+        distance[order.front().second] = distance[order.back().second] = std::numeric_limits<double>::infinity();
         if (!(hi > lo)) continue;
         const double scale = 1.0 / (hi - lo);
         for (std::size_t j = 1; j + 1 < n; ++j)
-            distance[order[j]] += (value(order[j + 1]) - value(order[j - 1])) * scale;
+            distance[order[j].second] += (order[j + 1].first - order[j - 1].first) * scale;
     }
     return distance;
 }
