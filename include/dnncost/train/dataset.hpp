@@ -1,0 +1,264 @@
+#pragma once
+/// @file dataset.hpp
+/// A measured data set: a CSV file whose first column (or `key_column`) names a network and
+/// whose other columns hold measured quantities (one column per device or quantity).
+///
+/// The key is either
+/// - `nb201`: a NAS-Bench-201 architecture string, built with nb201::build_graph, or
+/// - `onnx`: the path of a model file relative to the CSV's directory (or absolute), loaded by
+///   the caller-supplied loader (the CLI passes io::import_onnx), so that this header stays
+///   free of protobuf.
+///
+/// Each distinct key's graph is built once (in parallel) and shared by every row naming it.
+/// Rows with a missing, non-numeric, NaN/inf or non-positive value in a used column, a bad
+/// architecture string, an unreadable model file or a wrong field count are either skipped and
+/// reported in `Dataset::skipped` (file, line, reason), or, with `strict`, rejected by a
+/// parse_error naming file and line. A data set left empty is an error either way.
+#include <algorithm>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/parallel.hpp>
+#include <dnncost/estimators/estimator.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/graph/nb201.hpp>
+#include <dnncost/io/csv.hpp>
+
+namespace dnncost::train {
+
+/// How the key column names a network.
+enum class Space { nb201, onnx };
+
+inline Space parse_space(std::string_view s) {
+    if (s == "nb201") return Space::nb201;
+    if (s == "onnx") return Space::onnx;
+    raise<config_error>("unknown space '", s, "' (expected nb201 or onnx)");
+}
+inline std::string_view to_string(Space s) { return s == Space::nb201 ? "nb201" : "onnx"; }
+
+/// Turns a model file path into a graph (e.g. io::import_onnx). Throws on failure.
+using GraphLoader = std::function<graph::Graph(const std::filesystem::path&)>;
+
+struct DatasetOptions {
+    Space space = Space::nb201;
+    /// Measured columns to load and check; empty: every column but the key.
+    std::vector<std::string> columns;
+    /// Column holding the architecture string or model path; empty: the first column.
+    std::string key_column;
+    /// Reject the whole data set at the first bad row instead of skipping it.
+    bool strict = false;
+    /// Required for Space::onnx.
+    GraphLoader loader;
+    nb201::Nb201Options nb201;
+    /// Threads used to build graphs (0: hardware concurrency).
+    unsigned threads = 0;
+};
+
+/// A row that was left out, and why.
+struct SkippedRow {
+    std::size_t line = 0;
+    std::string reason;
+};
+
+class Dataset {
+public:
+    /// File the data came from (used in messages).
+    const std::string& source() const { return m_source; }
+    std::size_t size() const { return m_keys.size(); }
+    bool empty() const { return m_keys.empty(); }
+    /// Architecture string or model path of item i, as written in the CSV.
+    const std::string& key(std::size_t i) const { return m_keys.at(i); }
+    /// 1-based CSV line of item i.
+    std::size_t line(std::size_t i) const { return m_lines.at(i); }
+    const graph::Graph& graph(std::size_t i) const { return *m_graphs.at(i); }
+    const std::vector<std::string>& columns() const { return m_columns; }
+    const std::vector<SkippedRow>& skipped() const { return m_skipped; }
+    /// Number of distinct graphs (rows naming the same network share one).
+    std::size_t distinct_graphs() const { return m_distinct; }
+
+    bool has_column(std::string_view name) const { return find(name).has_value(); }
+    /// Values of a loaded column, one per item. @throws config_error naming the loaded columns.
+    const std::vector<double>& column(std::string_view name) const {
+        if (auto c = find(name)) return m_values[*c];
+        std::string cols;
+        for (const auto& h : m_columns) cols += (cols.empty() ? "" : ", ") + h;
+        raise<config_error>(m_source, ": no loaded column '", name, "' (loaded: ", cols, ")");
+    }
+
+    /// Graph pointers of the given items (valid as long as the data set).
+    std::vector<const graph::Graph*> graphs(std::span<const std::size_t> items) const {
+        std::vector<const graph::Graph*> g;
+        g.reserve(items.size());
+        for (auto i : items) g.push_back(m_graphs.at(i).get());
+        return g;
+    }
+    /// Values of `column` for the given items.
+    std::vector<double> values(std::span<const std::size_t> items, std::string_view col) const {
+        const auto& v = column(col);
+        std::vector<double> out;
+        out.reserve(items.size());
+        for (auto i : items) out.push_back(v.at(i));
+        return out;
+    }
+    /// The estimator's view of a subset: graphs and their values in `column`.
+    estimators::TrainData subset(std::span<const std::size_t> items, std::string_view col) const {
+        return {graphs(items), values(items, col)};
+    }
+    /// Every item index 0..size()-1.
+    std::vector<std::size_t> all_items() const {
+        std::vector<std::size_t> v(size());
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = i;
+        return v;
+    }
+
+private:
+    std::optional<std::size_t> find(std::string_view name) const {
+        for (std::size_t c = 0; c < m_columns.size(); ++c)
+            if (m_columns[c] == name) return c;
+        return std::nullopt;
+    }
+
+    friend Dataset load_dataset_text(std::string_view, std::string, const std::filesystem::path&, const DatasetOptions&);
+
+    std::string m_source;
+    std::vector<std::string> m_keys;
+    std::vector<std::size_t> m_lines;
+    std::vector<std::shared_ptr<const graph::Graph>> m_graphs;
+    std::vector<std::string> m_columns;
+    std::vector<std::vector<double>> m_values;  ///< [column][item]
+    std::vector<SkippedRow> m_skipped;
+    std::size_t m_distinct = 0;
+};
+
+/// Load a data set from CSV text. `base_dir` resolves relative model paths (Space::onnx).
+/// @throws parse_error (bad row under strict, malformed CSV, missing column, empty result),
+///         config_error (onnx without a loader)
+inline Dataset load_dataset_text(std::string_view text, std::string source, const std::filesystem::path& base_dir,
+                                 const DatasetOptions& opt) {
+    if (opt.space == Space::onnx && !opt.loader)
+        raise<config_error>("load_dataset: space 'onnx' needs a model loader (e.g. dnncost::io::import_onnx)");
+    // Rows with a wrong field count are collected, not thrown, so that under `strict` the error
+    // reported is the first bad row in file order, whatever kind of problem it has.
+    const auto table = io::parse_csv(text, source, io::CsvOptions{.skip_bad_rows = true});
+    Dataset ds;
+    ds.m_source = table.source;
+    for (const auto& issue : table.issues) ds.m_skipped.push_back({issue.line, issue.message});
+
+    const std::size_t key_col = opt.key_column.empty() ? 0 : table.column(opt.key_column);
+    std::vector<std::size_t> cols;
+    if (opt.columns.empty()) {
+        for (std::size_t c = 0; c < table.header.size(); ++c)
+            if (c != key_col) cols.push_back(c);
+    } else {
+        for (const auto& name : opt.columns) {
+            const auto c = table.column(name);
+            if (c == key_col) raise<parse_error>(table.source, ": column '", name, "' is the key column, not a measurement");
+            cols.push_back(c);
+        }
+    }
+    if (cols.empty()) raise<parse_error>(table.source, ": no measurement column besides the key column");
+    for (auto c : cols) ds.m_columns.push_back(table.header[c]);
+    ds.m_values.resize(cols.size());
+
+    auto reject = [&](std::size_t row, const std::string& reason) { ds.m_skipped.push_back({table.lines[row], reason}); };
+
+    // Pass 1: values and keys (cheap, serial), so that messages come in line order.
+    std::vector<std::size_t> kept;
+    std::vector<std::vector<double>> row_values;
+    for (std::size_t r = 0; r < table.size(); ++r) {
+        std::vector<double> vals;
+        std::string problem;
+        for (auto c : cols) {
+            const auto p = io::parse_number(table.rows[r][c]);
+            if (!p.ok()) {
+                problem = "column '" + table.header[c] + "': " + std::string(io::to_string(p.status)) + " ('" +
+                          table.rows[r][c] + "')";
+                break;
+            }
+            if (!(p.value > 0)) {
+                problem = "column '" + table.header[c] + "': non-positive value " + table.rows[r][c];
+                break;
+            }
+            vals.push_back(p.value);
+        }
+        if (problem.empty() && table.rows[r][key_col].empty()) problem = "empty key in column '" + table.header[key_col] + "'";
+        if (!problem.empty()) {
+            reject(r, problem);
+            continue;
+        }
+        kept.push_back(r);
+        row_values.push_back(std::move(vals));
+    }
+
+    // Pass 2: one graph per distinct key, built in parallel; failures are per key.
+    std::map<std::string, std::size_t> key_index;
+    std::vector<std::string> distinct;
+    std::vector<std::size_t> row_key(kept.size());
+    for (std::size_t k = 0; k < kept.size(); ++k) {
+        const auto& key = table.rows[kept[k]][key_col];
+        auto [it, inserted] = key_index.try_emplace(key, distinct.size());
+        if (inserted) distinct.push_back(key);
+        row_key[k] = it->second;
+    }
+    std::vector<std::shared_ptr<const graph::Graph>> built(distinct.size());
+    std::vector<std::string> failure(distinct.size());
+    {
+        ThreadPool pool(opt.threads);
+        pool.parallel_for(0, distinct.size(), [&](std::size_t d) {
+            try {
+                if (opt.space == Space::nb201) {
+                    built[d] = std::make_shared<const graph::Graph>(nb201::build_graph(distinct[d], opt.nb201));
+                } else {
+                    std::filesystem::path p(distinct[d]);
+                    if (p.is_relative()) p = base_dir / p;
+                    built[d] = std::make_shared<const graph::Graph>(opt.loader(p));
+                }
+            } catch (const std::exception& e) {
+                failure[d] = e.what();
+            }
+        });
+    }
+    for (std::size_t k = 0; k < kept.size(); ++k) {
+        const auto d = row_key[k];
+        if (!built[d]) {
+            reject(kept[k], (opt.space == Space::nb201 ? "bad architecture: " : "cannot load model: ") + failure[d]);
+            continue;
+        }
+        ds.m_keys.push_back(distinct[d]);
+        ds.m_lines.push_back(table.lines[kept[k]]);
+        ds.m_graphs.push_back(built[d]);
+        for (std::size_t c = 0; c < cols.size(); ++c) ds.m_values[c].push_back(row_values[k][c]);
+    }
+    std::sort(ds.m_skipped.begin(), ds.m_skipped.end(),
+              [](const SkippedRow& a, const SkippedRow& b) { return a.line < b.line; });
+    if (opt.strict && !ds.m_skipped.empty())
+        raise<parse_error>(table.source, ":", ds.m_skipped[0].line, ": ", ds.m_skipped[0].reason,
+                           ds.m_skipped.size() > 1 ? " (and " + std::to_string(ds.m_skipped.size() - 1) + " more bad rows)" : "");
+    std::size_t distinct_used = 0;
+    for (const auto& b : built) distinct_used += b ? 1 : 0;
+    ds.m_distinct = distinct_used;
+    if (ds.empty())
+        raise<parse_error>(table.source, ": no usable rows (", table.size() + table.issues.size(), " data rows, ",
+                           ds.m_skipped.size(), " skipped",
+                           ds.m_skipped.empty() ? std::string() : "; first: line " + std::to_string(ds.m_skipped[0].line) +
+                                                                      ": " + ds.m_skipped[0].reason,
+                           ")");
+    return ds;
+}
+
+/// Load a data set from a CSV file; relative model paths are resolved against its directory.
+inline Dataset load_dataset(const std::filesystem::path& csv, const DatasetOptions& opt) {
+    const auto base = csv.has_parent_path() ? csv.parent_path() : std::filesystem::path(".");
+    return load_dataset_text(io::read_file(csv), csv.string(), base, opt);
+}
+
+}  // namespace dnncost::train

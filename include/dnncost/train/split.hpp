@@ -1,0 +1,103 @@
+#pragma once
+/// @file split.hpp
+/// Train / validation / test splits drawn from a seed.
+///
+/// Strategies for the training set (validation and test are always drawn at random from what
+/// is left):
+/// - random: a uniformly random subset.
+/// - uniform: MAPLE-Edge's targeted uniform sampling. Candidates are ranked by a cheap proxy
+///   (MACs, or the latency measured on another device), the ranking is cut into N bins of
+///   (almost) equal size, and one candidate is drawn at random from each bin, so that the N
+///   training samples cover the whole range of cost instead of clustering around its mode.
+///   Ties in the proxy are ordered by the seeded shuffle, so they do not bias the bins.
+///
+/// The same seed and inputs give the same split on every platform (dnncost::Rng), and the three
+/// parts never overlap.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/rng.hpp>
+
+namespace dnncost::train {
+
+enum class Sampling { random, uniform };
+
+inline Sampling parse_sampling(std::string_view s) {
+    if (s == "random") return Sampling::random;
+    if (s == "uniform") return Sampling::uniform;
+    raise<config_error>("unknown sampling strategy '", s, "' (expected random or uniform)");
+}
+inline std::string_view to_string(Sampling s) { return s == Sampling::random ? "random" : "uniform"; }
+
+struct SplitOptions {
+    std::size_t n_train = 100;
+    std::size_t n_validation = 100;
+    std::size_t n_test = 0;  ///< 0: every item not used for training or validation
+    Sampling sampling = Sampling::random;
+    std::uint64_t seed = 0;
+};
+
+/// Item indices of each part, each sorted ascending.
+struct Split {
+    std::vector<std::size_t> train, validation, test;
+};
+
+/// Draw a split of `n_items` items.
+/// @param proxy one value per item, required for Sampling::uniform (ignored for random)
+/// @throws config_error if the parts do not fit or the proxy is missing / has the wrong size
+inline Split make_split(std::size_t n_items, const SplitOptions& opt, std::span<const double> proxy = {}) {
+    if (opt.n_train == 0) raise<config_error>("make_split: the training set cannot be empty");
+    const std::size_t needed = opt.n_train + opt.n_validation + opt.n_test;
+    if (needed > n_items)
+        raise<config_error>("make_split: ", opt.n_train, " training + ", opt.n_validation, " validation + ", opt.n_test,
+                            " test items requested, but the data set has only ", n_items);
+    if (opt.n_test == 0 && opt.n_train + opt.n_validation == n_items)
+        raise<config_error>("make_split: no item left for the test set (", n_items, " items, ", opt.n_train,
+                            " training, ", opt.n_validation, " validation)");
+    if (opt.sampling == Sampling::uniform && proxy.size() != n_items)
+        raise<config_error>("make_split: uniform sampling needs one proxy value per item (", proxy.size(),
+                            " values for ", n_items, " items)");
+
+    Rng rng(opt.seed);
+    std::vector<std::size_t> order(n_items);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    rng.shuffle(order.begin(), order.end());
+
+    Split s;
+    std::vector<char> used(n_items, 0);
+    if (opt.sampling == Sampling::random) {
+        s.train.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(opt.n_train));
+    } else {
+        std::vector<std::size_t> ranked = order;  // shuffled first: ties keep a random order
+        std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) { return proxy[a] < proxy[b]; });
+        for (std::size_t bin = 0; bin < opt.n_train; ++bin) {
+            const std::size_t lo = bin * n_items / opt.n_train;
+            const std::size_t hi = (bin + 1) * n_items / opt.n_train;
+            s.train.push_back(ranked[lo + static_cast<std::size_t>(rng.below(hi - lo))]);
+        }
+    }
+    for (auto i : s.train) used[i] = 1;
+    for (auto i : order) {
+        if (used[i]) continue;
+        if (s.validation.size() < opt.n_validation) {
+            s.validation.push_back(i);
+        } else if (opt.n_test == 0 || s.test.size() < opt.n_test) {
+            s.test.push_back(i);
+        } else {
+            break;
+        }
+    }
+    std::sort(s.train.begin(), s.train.end());
+    std::sort(s.validation.begin(), s.validation.end());
+    std::sort(s.test.begin(), s.test.end());
+    return s;
+}
+
+}  // namespace dnncost::train

@@ -1,0 +1,85 @@
+// Metrics against hand-computed values (ties included) and a brute-force Kendall.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include <dnncost/core/rng.hpp>
+#include <dnncost/train/metrics.hpp>
+
+using namespace dnncost;
+using doctest::Approx;
+
+TEST_CASE("metrics: MAPE, RMSE and error-bound accuracy by hand") {
+    const std::vector<double> pred{110, 90, 100, 205}, truth{100, 100, 100, 200};
+    CHECK(train::mape(pred, truth) == Approx(0.05625));
+    CHECK(train::rmse(pred, truth) == Approx(7.5));
+    CHECK(train::error_bound_accuracy(pred, truth, 0.01) == Approx(0.25));
+    CHECK(train::error_bound_accuracy(pred, truth, 0.05) == Approx(0.5));
+    CHECK(train::error_bound_accuracy(pred, truth, 0.10) == Approx(1.0));  // a bound is inclusive
+    CHECK(train::error_bound_accuracy(pred, truth, 0.099) == Approx(0.5));
+}
+
+TEST_CASE("metrics: average ranks share tied positions") {
+    const std::vector<double> x{10, 20, 20, 5, 20};
+    CHECK(train::average_ranks(x) == std::vector<double>{2, 4, 4, 1, 4});
+}
+
+TEST_CASE("metrics: Spearman and Kendall with ties, by hand") {
+    // x has one tied pair: ranks (1, 2.5, 2.5, 4) vs (1, 3, 2, 4).
+    const std::vector<double> x{1, 2, 2, 3}, y{1, 3, 2, 4};
+    CHECK(train::spearman(x, y) == Approx(4.5 / std::sqrt(4.5 * 5.0)));
+    // 5 concordant, 0 discordant, one pair tied in x: tau-b = 5 / sqrt(5 * 6).
+    CHECK(train::kendall(x, y) == Approx(5.0 / std::sqrt(30.0)));
+    // y has one tied pair; 7 concordant, 2 discordant: tau-b = 5 / sqrt(10 * 9).
+    const std::vector<double> a{1, 2, 3, 4, 5}, b{2, 1, 2, 5, 3};
+    CHECK(train::kendall(a, b) == Approx(5.0 / std::sqrt(90.0)));
+    CHECK(train::kendall(b, a) == Approx(5.0 / std::sqrt(90.0)));
+    CHECK(train::spearman(a, a) == Approx(1.0));
+    const std::vector<double> rev{5, 4, 3, 2, 1};
+    CHECK(train::kendall(a, rev) == Approx(-1.0));
+    CHECK(train::spearman(a, rev) == Approx(-1.0));
+    CHECK(std::isnan(train::kendall(std::vector<double>{1, 1, 1}, std::vector<double>{1, 2, 3})));
+}
+
+TEST_CASE("metrics: O(n log n) Kendall equals the O(n^2) definition on tied data") {
+    Rng rng(7);
+    std::vector<double> x(300), y(300);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        x[i] = static_cast<double>(rng.below(20));  // many ties
+        y[i] = 0.5 * x[i] + static_cast<double>(rng.below(10));
+    }
+    double c = 0, d = 0, tx = 0, ty = 0, n0 = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        for (std::size_t j = i + 1; j < x.size(); ++j) {
+            ++n0;
+            const double sx = (x[i] > x[j]) - (x[i] < x[j]), sy = (y[i] > y[j]) - (y[i] < y[j]);
+            if (sx == 0) ++tx;
+            if (sy == 0) ++ty;
+            if (sx * sy > 0) ++c;
+            if (sx * sy < 0) ++d;
+        }
+    CHECK(train::kendall(x, y) == Approx((c - d) / std::sqrt((n0 - tx) * (n0 - ty))).epsilon(1e-12));
+}
+
+TEST_CASE("metrics: evaluate excludes items below 5% of the median") {
+    const std::vector<double> truth{100, 100, 100, 200, 1}, pred{110, 90, 100, 205, 50};
+    const auto e = train::evaluate(pred, truth);
+    CHECK(e.degenerate_threshold == Approx(5.0));
+    CHECK(e.n_degenerate == 1);
+    CHECK(e.all.n == 5);
+    CHECK(e.non_degenerate.n == 4);
+    CHECK(e.non_degenerate.mape == Approx(0.05625));
+    CHECK(e.all.mape == Approx((0.225 + 49.0) / 5.0));
+    CHECK(train::median(std::vector<double>{4, 1, 3, 2}) == Approx(2.5));
+}
+
+TEST_CASE("metrics: coverage of mean +- 2 sigma") {
+    const std::vector<double> mean{0, 0, 0, 0}, sigma{1, 1, 1, 1}, truth{1, 2, 2.5, -1.9};
+    CHECK(train::coverage(mean, sigma, truth) == Approx(0.75));
+    CHECK(train::coverage(mean, sigma, truth, 1.0) == Approx(0.25));
+}
+
+TEST_CASE("metrics: size mismatch is a shape_error") {
+    CHECK_THROWS_AS(train::mape(std::vector<double>{1}, std::vector<double>{1, 2}), shape_error);
+}

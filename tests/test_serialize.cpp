@@ -1,0 +1,211 @@
+// Binary container and CSV reader: round trips and every failure mode.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <dnncost/io/csv.hpp>
+#include <dnncost/io/serialize.hpp>
+
+using namespace dnncost;
+
+namespace {
+std::string message_of(auto&& fn) {
+    try {
+        fn();
+    } catch (const parse_error& e) {
+        return e.what();
+    }
+    return "<no parse_error>";
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string sample_payload() {
+    io::BinaryWriter w;
+    w.put_u32(0xdeadbeef);
+    w.put_i64(-42);
+    w.put_f64(-0.0);
+    w.put_f32(3.5f);
+    w.put_bool(true);
+    w.put_string("hello");
+    const std::vector<double> d{1.0, std::numeric_limits<double>::infinity(), -2.5e-300};
+    w.put_f64_vector(d);
+    const std::vector<float> f{0.25f, -1.0f};
+    w.put_f32_vector(f);
+    const std::vector<std::string> s{"a", "", "bc"};
+    w.put_string_vector(s);
+    return w.bytes();
+}
+}  // namespace
+
+TEST_CASE("serialize: scalars are little-endian whatever the host") {
+    io::BinaryWriter w;
+    w.put_u32(0x01020304u);
+    const std::string b = w.bytes();
+    REQUIRE(b.size() == 4);
+    CHECK(b[0] == '\x04');
+    CHECK(b[3] == '\x01');
+}
+
+TEST_CASE("serialize: CRC-32 matches the standard check value") {
+    CHECK(io::crc32("123456789") == 0xCBF43926u);
+    CHECK(io::crc32("") == 0u);
+}
+
+TEST_CASE("serialize: writer/reader round trip") {
+    const auto payload = sample_payload();
+    io::BinaryReader r(payload, "p.bin");
+    CHECK(r.get_u32() == 0xdeadbeefu);
+    CHECK(r.get_i64() == -42);
+    const double z = r.get_f64();
+    CHECK(z == 0.0);
+    CHECK(std::signbit(z));
+    CHECK(r.get_f32() == 3.5f);
+    CHECK(r.get_bool());
+    CHECK(r.get_string() == "hello");
+    const auto d = r.get_f64_vector();
+    REQUIRE(d.size() == 3);
+    CHECK(std::isinf(d[1]));
+    CHECK(d[2] == -2.5e-300);
+    CHECK(r.get_f32_vector() == std::vector<float>{0.25f, -1.0f});
+    CHECK(r.get_string_vector() == std::vector<std::string>{"a", "", "bc"});
+    CHECK(r.at_end());
+    r.expect_end();
+}
+
+TEST_CASE("serialize: reader names the truncated field and the source") {
+    const auto payload = sample_payload();
+    io::BinaryReader r(std::string_view(payload).substr(0, 6), "model.dnnc");
+    r.get_u32("magic word");
+    const auto msg = message_of([&] { r.get_i64("layer count"); });
+    CHECK(contains(msg, "model.dnnc"));
+    CHECK(contains(msg, "layer count"));
+    CHECK(contains(msg, "truncated"));
+}
+
+TEST_CASE("serialize: a huge declared length fails before allocating") {
+    io::BinaryWriter w;
+    w.put_u64(std::numeric_limits<std::uint64_t>::max() / 2);
+    io::BinaryReader r(w.bytes(), "x.dnnc");
+    const auto msg = message_of([&] { r.get_f64_vector("weights"); });
+    CHECK(contains(msg, "weights"));
+    CHECK(contains(msg, "x.dnnc"));
+}
+
+TEST_CASE("serialize: trailing bytes are reported by expect_end") {
+    io::BinaryWriter w;
+    w.put_u32(1);
+    w.put_u8(7);
+    io::BinaryReader r(w.bytes(), "t.dnnc");
+    r.get_u32();
+    CHECK(contains(message_of([&] { r.expect_end("header"); }), "trailing"));
+}
+
+TEST_CASE("container: round trip keeps kind, hash and payload") {
+    const auto payload = sample_payload();
+    const auto bytes = io::write_container("additive", 0x1234567890abcdefULL, payload);
+    const auto c = io::read_container(bytes, "additive", "m.dnnc");
+    CHECK(c.kind == "additive");
+    CHECK(c.config_hash == 0x1234567890abcdefULL);
+    CHECK(c.payload == payload);
+    CHECK(c.version == io::container_format_version);
+    CHECK(io::looks_like_container(bytes));
+}
+
+TEST_CASE("container: every failure mode gives a clear message naming the file") {
+    const auto bytes = io::write_container("additive", 7, sample_payload());
+
+    SUBCASE("wrong magic") {
+        std::string bad = bytes;
+        bad[1] = 'X';
+        const auto msg = message_of([&] { io::read_container(bad, std::nullopt, "a.dnnc"); });
+        CHECK(contains(msg, "a.dnnc"));
+        CHECK(contains(msg, "magic"));
+        CHECK(contains(message_of([&] { io::read_container("arch,latency\n", std::nullopt, "b.csv"); }), "not a dnncost model"));
+    }
+    SUBCASE("newer version") {
+        std::string bad = bytes;
+        bad[8] = static_cast<char>(io::container_format_version + 1);
+        const auto msg = message_of([&] { io::read_container(bad, std::nullopt, "v.dnnc"); });
+        CHECK(contains(msg, "v.dnnc"));
+        CHECK(contains(msg, "newer"));
+    }
+    SUBCASE("checksum mismatch") {
+        std::string bad = bytes;
+        bad[bad.size() - 10] ^= 0x20;  // a payload byte
+        const auto msg = message_of([&] { io::read_container(bad, std::nullopt, "c.dnnc"); });
+        CHECK(contains(msg, "c.dnnc"));
+        CHECK(contains(msg, "checksum"));
+    }
+    SUBCASE("truncation, at every length") {
+        for (std::size_t len = 0; len < bytes.size(); ++len) {
+            const auto msg = message_of([&] { io::read_container(std::string_view(bytes).substr(0, len), std::nullopt, "t.dnnc"); });
+            INFO("length " << len << ": " << msg);
+            CHECK(contains(msg, "t.dnnc"));
+            // Before the magic is complete the file cannot be told from a foreign one.
+            if (len >= 8) CHECK(contains(msg, "truncated"));
+        }
+    }
+    SUBCASE("trailing garbage") {
+        const auto msg = message_of([&] { io::read_container(bytes + "xx", std::nullopt, "g.dnnc"); });
+        CHECK(contains(msg, "unexpected bytes"));
+    }
+    SUBCASE("unexpected kind") {
+        const auto msg = message_of([&] { io::read_container(bytes, "hifisage", "k.dnnc"); });
+        CHECK(contains(msg, "'additive'"));
+        CHECK(contains(msg, "'hifisage'"));
+    }
+}
+
+TEST_CASE("csv: RFC 4180 quoting, CRLF and a missing final newline") {
+    const auto t = io::parse_csv("name,value\r\n\"a,b\",1\r\n\"say \"\"hi\"\"\",2\r\n\"two\nlines\",3", "q.csv");
+    REQUIRE(t.size() == 3);
+    CHECK(t.rows[0][0] == "a,b");
+    CHECK(t.rows[1][0] == "say \"hi\"");
+    CHECK(t.rows[2][0] == "two\nlines");
+    CHECK(t.rows[2][1] == "3");
+    CHECK(t.lines == std::vector<std::size_t>{2, 3, 4});
+    CHECK(t.column("value") == 1);
+    CHECK(contains(message_of([&] { (void)t.column("latency"); }), "no column 'latency'"));
+}
+
+TEST_CASE("csv: blank lines and a trailing newline are tolerated") {
+    const auto t = io::parse_csv("a,b\n1,2\n\n3,4\n\n", "blank.csv");
+    CHECK(t.size() == 2);
+    CHECK(t.lines == std::vector<std::size_t>{2, 4});
+}
+
+TEST_CASE("csv: malformed input names file and line") {
+    CHECK(contains(message_of([] { io::parse_csv("a,b\n1,2\n3\n", "f.csv"); }), "f.csv:3"));
+    CHECK(contains(message_of([] { io::parse_csv("a,b\n1,2\n\"3,4\n", "f.csv"); }), "f.csv:3: unterminated"));
+    CHECK(contains(message_of([] { io::parse_csv("a,b\n1,x\"y\n", "f.csv"); }), "f.csv:2: quote inside"));
+    CHECK(contains(message_of([] { io::parse_csv("a,b\n\"1\"x,2\n", "f.csv"); }), "after closing quote"));
+    CHECK(contains(message_of([] { io::parse_csv("a,a\n1,2\n", "f.csv"); }), "duplicate column"));
+    CHECK(contains(message_of([] { io::parse_csv("", "e.csv"); }), "e.csv: empty"));
+}
+
+TEST_CASE("csv: skip_bad_rows records the row instead of throwing") {
+    const auto t = io::parse_csv("a,b\n1,2\n3\n4,5\n", "s.csv", {.skip_bad_rows = true});
+    CHECK(t.size() == 2);
+    REQUIRE(t.issues.size() == 1);
+    CHECK(t.issues[0].line == 3);
+}
+
+TEST_CASE("csv: numbers via from_chars with NaN / inf / empty detection") {
+    CHECK(io::parse_number("1.5").value == 1.5);
+    CHECK(io::parse_number(" +2e3 ").value == 2000.0);
+    CHECK(io::parse_number("").status == io::NumberStatus::empty);
+    CHECK(io::parse_number("  ").status == io::NumberStatus::empty);
+    CHECK(io::parse_number("nan").status == io::NumberStatus::nan);
+    CHECK(io::parse_number("NaN").status == io::NumberStatus::nan);
+    CHECK(io::parse_number("-inf").status == io::NumberStatus::infinite);
+    CHECK(io::parse_number("1.5ms").status == io::NumberStatus::malformed);
+    CHECK(io::parse_number("1,5").status == io::NumberStatus::malformed);
+    CHECK(io::parse_number("1e999").status == io::NumberStatus::malformed);
+    const auto t = io::parse_csv("arch,lat\nx,abc\n", "n.csv");
+    const auto msg = message_of([&] { io::require_number(t, 0, 1); });
+    CHECK(contains(msg, "n.csv:2"));
+    CHECK(contains(msg, "column 'lat'"));
+}

@@ -1,0 +1,307 @@
+// Data sets, splits, the additive baseline, ensembles and the estimator registry.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <dnncost/core/rng.hpp>
+#include <dnncost/estimators/registry.hpp>
+#include <dnncost/graph/nb201.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/train/dataset.hpp>
+#include <dnncost/train/metrics.hpp>
+#include <dnncost/train/split.hpp>
+
+using namespace dnncost;
+using doctest::Approx;
+
+namespace {
+std::string message_of(auto&& fn) {
+    try {
+        fn();
+    } catch (const error& e) {
+        return e.what();
+    }
+    return "<no error>";
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+/// A latency that is an exact linear function of the per-cell op counts.
+double linear_latency(const nb201::Arch& a) {
+    const auto c = nb201::op_counts(a);
+    return 2.0 + 0.1 * c[1] + 0.4 * c[2] + 1.3 * c[3] + 0.25 * c[4];
+}
+
+/// CSV text of `n` distinct random architectures; the second column follows linear_latency
+/// times (1 + noise * N(0,1)).
+std::string synthetic_csv(std::size_t n, std::uint64_t seed, double noise = 0.0) {
+    Rng rng(seed);
+    std::set<std::int64_t> used;
+    std::string csv = "arch,lat\n";
+    while (used.size() < n) {
+        const auto idx = static_cast<std::int64_t>(rng.below(nb201::num_architectures));
+        if (!used.insert(idx).second) continue;
+        const auto a = nb201::from_index(idx);
+        const double y = linear_latency(a) * (1.0 + noise * rng.normal());
+        csv += nb201::to_string(a) + "," + std::to_string(y) + "\n";
+    }
+    return csv;
+}
+
+train::Dataset synthetic(std::size_t n, std::uint64_t seed, double noise = 0.0) {
+    train::DatasetOptions o;
+    o.threads = 1;
+    return train::load_dataset_text(synthetic_csv(n, seed, noise), "synthetic.csv", ".", o);
+}
+
+std::vector<double> means(const std::vector<estimators::Prediction>& p) {
+    std::vector<double> m;
+    for (const auto& x : p) m.push_back(x.mean);
+    return m;
+}
+
+const std::string good = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|";
+const std::string good2 = "|avg_pool_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|nor_conv_1x1~0|skip_connect~1|skip_connect~2|";
+}  // namespace
+
+TEST_CASE("dataset: bad rows are reported with line and reason, and skipped") {
+    const std::string csv = "arch,a,b\n" +
+                            good + ",1.5,2\n" +              // line 2: fine
+                            good2 + ",nan,2\n" +             // line 3: NaN
+                            good2 + ",-1,2\n" +              // line 4: non-positive
+                            "|bogus~0|,1,2\n" +              // line 5: bad arch
+                            good2 + ",1\n" +                 // line 6: wrong field count
+                            good2 + ",,2\n" +                // line 7: empty
+                            good2 + ",3,4\r\n";              // line 8: fine (CRLF)
+    train::DatasetOptions o;
+    o.threads = 1;
+    const auto ds = train::load_dataset_text(csv, "d.csv", ".", o);
+    CHECK(ds.size() == 2);
+    CHECK(ds.line(0) == 2);
+    CHECK(ds.line(1) == 8);
+    CHECK(ds.column("b") == std::vector<double>{2, 4});
+    REQUIRE(ds.skipped().size() == 5);
+    const std::vector<std::size_t> lines{3, 4, 5, 6, 7};
+    for (std::size_t i = 0; i < lines.size(); ++i) CHECK(ds.skipped()[i].line == lines[i]);
+    CHECK(contains(ds.skipped()[0].reason, "NaN"));
+    CHECK(contains(ds.skipped()[1].reason, "non-positive"));
+    CHECK(contains(ds.skipped()[2].reason, "bad architecture"));
+    CHECK(contains(ds.skipped()[3].reason, "expected 3 fields"));
+    CHECK(contains(ds.skipped()[4].reason, "empty"));
+
+    // Only the columns asked for are checked: column b is fine on lines 3, 4 and 7.
+    o.columns = {"b"};
+    CHECK(train::load_dataset_text(csv, "d.csv", ".", o).size() == 5);
+
+    o.columns = {};
+    o.strict = true;
+    const auto msg = message_of([&] { train::load_dataset_text(csv, "d.csv", ".", o); });
+    CHECK(contains(msg, "d.csv:3"));
+    CHECK(contains(msg, "NaN"));
+    CHECK(contains(msg, "4 more bad rows"));
+}
+
+TEST_CASE("dataset: missing column, empty data set and malformed CSV are errors naming the file") {
+    train::DatasetOptions o;
+    o.threads = 1;
+    o.columns = {"pixel3"};
+    const auto csv = "arch,lat\n" + good + ",1\n";
+    const auto missing = message_of([&] { train::load_dataset_text(csv, "m.csv", ".", o); });
+    CHECK(contains(missing, "m.csv"));
+    CHECK(contains(missing, "pixel3"));
+    o.columns = {};
+    const auto empty = message_of([&] { train::load_dataset_text("arch,lat\n" + good + ",0\n", "e.csv", ".", o); });
+    CHECK(contains(empty, "e.csv: no usable rows"));
+    CHECK(contains(empty, "line 2"));
+    CHECK(contains(message_of([&] { train::load_dataset_text("arch,lat\n\"x,1\n", "q.csv", ".", o); }), "q.csv:2"));
+    CHECK_THROWS_AS(train::load_dataset("/nonexistent/dir/data.csv", o), io_error);
+}
+
+TEST_CASE("dataset: onnx space loads each file once, resolves relative paths, reports failures") {
+    std::atomic<int> calls{0};
+    train::DatasetOptions o;
+    o.space = train::Space::onnx;
+    o.threads = 2;
+    CHECK_THROWS_AS(train::load_dataset_text("model,lat\na.onnx,1\n", "o.csv", "/base", o), config_error);
+    o.loader = [&](const std::filesystem::path& p) {
+        ++calls;
+        if (p.filename() == "broken.onnx") raise<io_error>("cannot open '", p.string(), "'");
+        graph::Graph g(p.string());
+        const int x = g.add_input("x", {1, 4});
+        g.mark_output(g.add_op("Relu", "relu", {x}, {1, 4}));
+        return g;
+    };
+    const auto ds = train::load_dataset_text("model,lat\na.onnx,1\nsub/b.onnx,2\na.onnx,3\nbroken.onnx,4\n", "o.csv", "/base", o);
+    CHECK(calls == 3);
+    CHECK(ds.size() == 3);
+    CHECK(ds.distinct_graphs() == 2);
+    CHECK(&ds.graph(0) == &ds.graph(2));
+    CHECK(ds.graph(1).name() == "/base/sub/b.onnx");
+    REQUIRE(ds.skipped().size() == 1);
+    CHECK(ds.skipped()[0].line == 5);
+    CHECK(contains(ds.skipped()[0].reason, "cannot load model"));
+}
+
+TEST_CASE("split: same seed, same split; parts never overlap") {
+    const train::SplitOptions opt{.n_train = 30, .n_validation = 20, .n_test = 0, .sampling = train::Sampling::random, .seed = 5};
+    const auto a = train::make_split(200, opt);
+    const auto b = train::make_split(200, opt);
+    CHECK(a.train == b.train);
+    CHECK(a.validation == b.validation);
+    CHECK(a.test == b.test);
+    CHECK(a.train.size() == 30);
+    CHECK(a.validation.size() == 20);
+    CHECK(a.test.size() == 150);
+    std::set<std::size_t> all(a.train.begin(), a.train.end());
+    all.insert(a.validation.begin(), a.validation.end());
+    all.insert(a.test.begin(), a.test.end());
+    CHECK(all.size() == 200);
+    auto other = opt;
+    other.seed = 6;
+    CHECK(train::make_split(200, other).train != a.train);
+    other.n_test = 10;
+    CHECK(train::make_split(200, other).test.size() == 10);
+}
+
+TEST_CASE("split: uniform sampling draws one training item per proxy bin") {
+    std::vector<double> proxy(100);
+    for (std::size_t i = 0; i < proxy.size(); ++i) proxy[i] = static_cast<double>((i * 37) % 100);  // a permutation
+    const train::SplitOptions opt{.n_train = 10, .n_validation = 10, .n_test = 0, .sampling = train::Sampling::uniform, .seed = 3};
+    const auto s = train::make_split(100, opt, proxy);
+    std::vector<int> per_bin(10, 0);
+    for (auto i : s.train) ++per_bin[static_cast<std::size_t>(proxy[i]) / 10];
+    CHECK(per_bin == std::vector<int>(10, 1));
+    std::set<std::size_t> all(s.train.begin(), s.train.end());
+    all.insert(s.validation.begin(), s.validation.end());
+    all.insert(s.test.begin(), s.test.end());
+    CHECK(all.size() == 100);
+    CHECK_THROWS_AS(train::make_split(100, opt), config_error);  // no proxy
+}
+
+TEST_CASE("split: impossible sizes are config errors") {
+    CHECK_THROWS_AS(train::make_split(10, {.n_train = 8, .n_validation = 5}), config_error);
+    CHECK_THROWS_AS(train::make_split(10, {.n_train = 5, .n_validation = 5}), config_error);
+    CHECK_THROWS_AS(train::make_split(10, {.n_train = 0, .n_validation = 5}), config_error);
+    CHECK_THROWS_AS(train::parse_sampling("stratified"), config_error);
+}
+
+TEST_CASE("additive: an exact linear function of op counts is recovered") {
+    const auto ds = synthetic(140, 11);
+    const auto s = train::make_split(ds.size(), {.n_train = 60, .n_validation = 30, .seed = 1});
+    estimators::AdditiveEstimator est;
+    int lines = 0;
+    estimators::FitOptions fo;
+    fo.on_epoch = [&](const std::string&) { return ++lines, false; };
+    const auto fit = est.fit(ds.subset(s.train, "lat"), ds.subset(s.validation, "lat"), fo);
+    CHECK(lines == 1);
+    CHECK(fit.epochs == 1);
+    CHECK(fit.best_validation < 1e-4);
+    const auto p = means(est.predict(ds.graphs(s.test)));
+    const auto truth = ds.values(s.test, "lat");
+    for (std::size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(truth[i]).epsilon(1e-4));
+    // Without a validation set lambda comes from leave-one-out, with the same outcome.
+    estimators::AdditiveEstimator loo;
+    loo.fit(ds.subset(s.train, "lat"), {}, {});
+    CHECK(train::mape(means(loo.predict(ds.graphs(s.test))), truth) < 1e-4);
+}
+
+TEST_CASE("additive: rejects bad training data") {
+    const auto ds = synthetic(10, 2);
+    estimators::AdditiveEstimator est;
+    auto d = ds.subset(std::vector<std::size_t>{0, 1, 2}, "lat");
+    d.targets[1] = -1.0;
+    CHECK_THROWS_AS(est.fit(d, {}, {}), config_error);
+    CHECK_THROWS_AS(est.fit(ds.subset(std::vector<std::size_t>{0}, "lat"), {}, {}), config_error);
+    CHECK_THROWS_AS(est.predict(ds.graphs(std::vector<std::size_t>{0})), config_error);
+}
+
+TEST_CASE("additive: a saved model reloads and predicts identically; corruption is a clear error") {
+    const auto ds = synthetic(80, 4, 0.05);
+    const auto s = train::make_split(ds.size(), {.n_train = 40, .n_validation = 20, .seed = 9});
+    auto est = estimators::make_estimator("additive");
+    est->fit(ds.subset(s.train, "lat"), ds.subset(s.validation, "lat"), {});
+    const auto bytes = est->serialize();
+    const auto path = std::filesystem::path(DNNCOST_BINARY_DIR) / "test_train_additive.dnnc";
+    io::write_file_atomic(path, bytes);
+    const auto loaded = estimators::load_estimator_file(path);
+    CHECK(loaded->preset() == "additive");
+    const auto a = est->predict(ds.graphs(s.test));
+    const auto b = loaded->predict(ds.graphs(s.test));
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].mean == b[i].mean);  // bit-identical
+    CHECK(loaded->serialize() == bytes);
+
+    std::string corrupt = bytes;
+    corrupt[corrupt.size() / 2] ^= 0x01;
+    io::write_file_atomic(path, corrupt);
+    const auto msg = message_of([&] { estimators::load_estimator_file(path); });
+    CHECK(contains(msg, path.string()));
+    CHECK(contains(msg, "checksum"));
+    io::write_file_atomic(path, bytes.substr(0, bytes.size() - 9));
+    CHECK(contains(message_of([&] { estimators::load_estimator_file(path); }), "truncated"));
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("registry: names, unknown presets and unknown kinds") {
+    const auto names = estimators::estimator_names();
+    CHECK(std::find(names.begin(), names.end(), "additive") != names.end());
+    CHECK(std::find(names.begin(), names.end(), "hifisage") != names.end());
+    CHECK(std::find(names.begin(), names.end(), "brpnas") != names.end());
+    CHECK(estimators::make_estimator("hifisage")->preset() == "hifisage");
+    const auto msg = message_of([] { estimators::make_estimator("lightgbm"); });
+    CHECK(contains(msg, "lightgbm"));
+    CHECK(contains(msg, "additive"));
+    const auto foreign = io::write_container("mystery", 0, "");
+    CHECK(contains(message_of([&] { estimators::load_estimator(foreign, "x.dnnc"); }), "x.dnnc"));
+    CHECK_THROWS_AS(estimators::load_estimator(foreign, "x.dnnc"), parse_error);
+}
+
+TEST_CASE("ensemble: positive sigma, coverage computed right, save/load identical") {
+    const auto ds = synthetic(120, 21, 0.05);
+    const auto s = train::make_split(ds.size(), {.n_train = 50, .n_validation = 20, .seed = 2});
+    auto ens = estimators::make_ensemble("additive", 4);
+    estimators::FitOptions fo;
+    fo.seed = 17;
+    fo.threads = 2;
+    std::atomic<int> lines{0};
+    fo.on_epoch = [&](const std::string& line) {
+        CHECK(contains(line, "member "));
+        ++lines;
+        return false;
+    };
+    ens->fit(ds.subset(s.train, "lat"), ds.subset(s.validation, "lat"), fo);
+    CHECK(lines == 4);
+    CHECK(ens->size() == 4);
+    const auto pred = ens->predict(ds.graphs(s.test));
+    const auto truth = ds.values(s.test, "lat");
+    std::size_t inside = 0;
+    for (std::size_t i = 0; i < pred.size(); ++i) {
+        CHECK(pred[i].sigma > 0);
+        // The mean is the mean of the members.
+        double m = 0;
+        for (std::size_t k = 0; k < ens->size(); ++k)
+            m += ens->member(k).predict(ds.graphs(std::vector<std::size_t>{s.test[i]}))[0].mean;
+        CHECK(pred[i].mean == Approx(m / 4.0));
+        if (std::abs(truth[i] - pred[i].mean) <= 2 * pred[i].sigma) ++inside;
+    }
+    CHECK(estimators::coverage_2sigma(pred, truth) == Approx(static_cast<double>(inside) / static_cast<double>(pred.size())));
+
+    // Same seed, same members (independent of the thread count).
+    auto again = estimators::make_ensemble("additive", 4);
+    fo.threads = 1;
+    fo.on_epoch = {};
+    again->fit(ds.subset(s.train, "lat"), ds.subset(s.validation, "lat"), fo);
+    CHECK(again->serialize() == ens->serialize());
+
+    const auto loaded = estimators::load_estimator(ens->serialize(), "ens.dnnc");
+    const auto p2 = loaded->predict(ds.graphs(s.test));
+    for (std::size_t i = 0; i < pred.size(); ++i) {
+        CHECK(p2[i].mean == pred[i].mean);
+        CHECK(p2[i].sigma == pred[i].sigma);
+    }
+    CHECK_THROWS_AS(estimators::make_ensemble("additive", 1), config_error);
+}
