@@ -8,3 +8,11 @@
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/nb201.hpp>
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/io/csv.hpp>
+#include <dnncost/io/serialize.hpp>
+#include <dnncost/train/dataset.hpp>
+#include <dnncost/train/metrics.hpp>
+#include <dnncost/train/split.hpp>
+#include <dnncost/estimators/additive.hpp>
+#include <dnncost/estimators/ensemble.hpp>
+#include <dnncost/estimators/registry.hpp>
