@@ -1,6 +1,179 @@
 #pragma once
-// Placeholder: filled in by the moo work.
+// `dnncost moo`: NSGA-II on a standard multi-objective problem, reporting hypervolume, IGD,
+// evaluations and wall time (text or one JSON object), optionally writing the front as CSV.
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dnncost/search/hypervolume.hpp>
+#include <dnncost/search/indicators.hpp>
+#include <dnncost/search/nsga2.hpp>
+#include <dnncost/search/problems.hpp>
+
 #include "common.hpp"
+
 namespace dnncost::cli {
-inline void add_moo_commands(CLI::App&, Context&) {}
+
+namespace moo_detail {
+
+struct MooArgs {
+    std::string problem = "zdt1";
+    std::size_t population = 100;
+    std::size_t generations = 250;
+    std::size_t max_evaluations = 0;
+    double max_seconds = 0.0;
+    std::uint64_t seed = 1;
+    std::size_t threads = 1;
+    double crossover_probability = 0.9;
+    double eta_crossover = 20.0;
+    double eta_mutation = 20.0;
+    double mutation_probability = -1.0;
+    double reference = 1.1;
+    std::size_t igd_points = 1000;
+    bool archive = false;
+    bool json = false;
+    std::string front_csv;
+};
+
+// The analytic front for IGD, or empty where the problem has none here.
+template <class P>
+std::vector<double> reference_front_of(const P& p, std::size_t points) {
+    using namespace search::problems;
+    if constexpr (std::is_same_v<P, Constr>) {
+        std::vector<double> out;
+        for (std::size_t k = 0; k < points; ++k) {
+            const double f1 = 7.0 / 18.0 + (1.0 - 7.0 / 18.0) * static_cast<double>(k) / static_cast<double>(points - 1);
+            out.push_back(f1);
+            out.push_back(Constr::front_f2(f1));
+        }
+        return out;
+    } else if constexpr (std::is_same_v<P, Srn>) {
+        return {};
+    } else {
+        return p.reference_front(points);
+    }
+}
+
+template <class P>
+void run_problem(const P& problem, const MooArgs& a, Context& ctx) {
+    search::Options opt;
+    opt.population = a.population;
+    opt.generations = a.generations;
+    opt.max_evaluations = a.max_evaluations;
+    opt.max_seconds = a.max_seconds;
+    opt.threads = a.threads;
+    opt.archive = a.archive;
+    opt.real.crossover_probability = a.crossover_probability;
+    opt.real.eta_crossover = a.eta_crossover;
+    opt.real.eta_mutation = a.eta_mutation;
+    opt.real.mutation_probability = a.mutation_probability;
+    search::Nsga2 nsga(problem, opt, a.seed);
+    const auto result = nsga.run();
+
+    const std::size_t m = problem.num_objectives();
+    const auto& final_set = a.archive ? result.archive : result.front;
+    std::vector<double> front;
+    for (const auto& ind : final_set) front.insert(front.end(), ind.objectives.begin(), ind.objectives.end());
+    const std::vector<double> ref_point(m, a.reference);
+    const double hv = search::hypervolume(front, ref_point);
+    const auto reference = reference_front_of(problem, a.igd_points);
+    const bool has_igd = !reference.empty();
+    const double igd = has_igd ? search::igd(front, reference, m) : 0.0;
+    std::size_t feasible = 0;
+    for (const auto& ind : final_set) feasible += ind.feasible() ? 1 : 0;
+
+    if (!a.front_csv.empty()) {
+        std::ostringstream csv;
+        csv.precision(17);
+        for (std::size_t k = 0; k < m; ++k) csv << (k ? "," : "") << 'f' << (k + 1);
+        const std::size_t genes = final_set.empty() ? 0 : final_set.front().genome.size();
+        for (std::size_t i = 0; i < genes; ++i) csv << ",x" << i;
+        csv << ",violation\n";
+        for (const auto& ind : final_set) {
+            for (std::size_t k = 0; k < m; ++k) csv << (k ? "," : "") << ind.objectives[k];
+            for (double x : ind.genome) csv << ',' << x;
+            csv << ',' << ind.violation << '\n';
+        }
+        io::write_file_atomic(a.front_csv, csv.str());
+    }
+
+    if (a.json) {
+        json j;
+        j["problem"] = a.problem;
+        j["population"] = a.population;
+        j["generations"] = result.generations;
+        j["seed"] = a.seed;
+        j["threads"] = a.threads;
+        j["front_size"] = final_set.size();
+        j["feasible"] = feasible;
+        j["hv"] = hv;
+        j["hv_reference"] = a.reference;
+        j["igd"] = has_igd ? json(igd) : json(nullptr);
+        j["evaluations"] = result.evaluations;
+        j["seconds"] = result.seconds;
+        if (!a.front_csv.empty()) j["front_csv"] = a.front_csv;
+        print_json(j);
+    } else {
+        std::cout << "problem " << a.problem << ": NSGA-II, population " << a.population << ", "
+                  << result.generations << " generations, seed " << a.seed << ", " << a.threads << " thread(s)\n"
+                  << "front: " << final_set.size() << " points (" << feasible << " feasible)"
+                  << (a.archive ? " from the archive\n" : "\n")
+                  << "hypervolume (reference " << a.reference << " per objective): " << hv << '\n';
+        if (has_igd) std::cout << "IGD (" << a.igd_points << "-point analytic front): " << igd << '\n';
+        else std::cout << "IGD: no analytic front for this problem\n";
+        std::cout << "evaluations: " << result.evaluations << '\n' << "wall time: " << result.seconds << " s\n";
+        if (!a.front_csv.empty()) std::cout << "front written to " << a.front_csv << '\n';
+    }
+    ctx.exit_code = 0;
+}
+
+inline void run_moo(const MooArgs& a, Context& ctx) {
+    namespace pr = search::problems;
+    if (a.igd_points < 2) raise<config_error>("moo: --igd-points must be at least 2, got ", a.igd_points);
+    if (a.problem == "zdt1") return run_problem(pr::Zdt1{}, a, ctx);
+    if (a.problem == "zdt2") return run_problem(pr::Zdt2{}, a, ctx);
+    if (a.problem == "zdt3") return run_problem(pr::Zdt3{}, a, ctx);
+    if (a.problem == "zdt4") return run_problem(pr::Zdt4{}, a, ctx);
+    if (a.problem == "zdt6") return run_problem(pr::Zdt6{}, a, ctx);
+    if (a.problem == "dtlz1") return run_problem(pr::Dtlz1{}, a, ctx);
+    if (a.problem == "dtlz2") return run_problem(pr::Dtlz2{}, a, ctx);
+    if (a.problem == "constr") return run_problem(pr::Constr{}, a, ctx);
+    if (a.problem == "srn") return run_problem(pr::Srn{}, a, ctx);
+    raise<config_error>("moo: unknown problem '", a.problem, "'");
+}
+
+}  // namespace moo_detail
+
+/// Register `dnncost moo`.
+inline void add_moo_commands(CLI::App& app, Context& ctx) {
+    auto args = std::make_shared<moo_detail::MooArgs>();
+    auto* cmd = app.add_subcommand("moo", "Run NSGA-II on a standard problem (ZDT, DTLZ, CONSTR, SRN) and report "
+                                          "hypervolume, IGD, evaluations and wall time");
+    cmd->add_option("--problem", args->problem, "zdt1 | zdt2 | zdt3 | zdt4 | zdt6 | dtlz1 | dtlz2 | constr | srn")
+        ->check(CLI::IsMember({"zdt1", "zdt2", "zdt3", "zdt4", "zdt6", "dtlz1", "dtlz2", "constr", "srn"}))
+        ->capture_default_str();
+    cmd->add_option("--pop", args->population, "population size (>= 2)")->capture_default_str();
+    cmd->add_option("--gens", args->generations, "generations after the initial one (0 = no limit)")
+        ->capture_default_str();
+    cmd->add_option("--max-evals", args->max_evaluations, "evaluation budget (0 = no limit)")->capture_default_str();
+    cmd->add_option("--max-seconds", args->max_seconds, "wall-time budget (0 = no limit)")->capture_default_str();
+    cmd->add_option("--seed", args->seed, "random seed")->capture_default_str();
+    cmd->add_option("--threads", args->threads, "evaluation threads (0 = all cores); the front does not depend on it")
+        ->capture_default_str();
+    cmd->add_option("--pc", args->crossover_probability, "SBX crossover probability")->capture_default_str();
+    cmd->add_option("--eta-c", args->eta_crossover, "SBX distribution index")->capture_default_str();
+    cmd->add_option("--eta-m", args->eta_mutation, "polynomial mutation distribution index")->capture_default_str();
+    cmd->add_option("--pm", args->mutation_probability, "per-gene mutation probability (default 1/n)");
+    cmd->add_option("--ref", args->reference, "hypervolume reference value in every objective")->capture_default_str();
+    cmd->add_option("--igd-points", args->igd_points, "points of the analytic front for IGD")->capture_default_str();
+    cmd->add_flag("--archive", args->archive, "report the archive of every non-dominated solution seen instead of "
+                                              "the final population's front");
+    cmd->add_flag("--json", args->json, "print one JSON object (keys hv, igd, evaluations, seconds, ...)");
+    cmd->add_option("--front", args->front_csv, "write the front (objectives, genes, violation) to this CSV file");
+    cmd->callback([args, &ctx] { moo_detail::run_moo(*args, ctx); });
+}
+
 }  // namespace dnncost::cli

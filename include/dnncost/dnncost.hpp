@@ -16,3 +16,4 @@
 #include <dnncost/estimators/additive.hpp>
 #include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/registry.hpp>
+#include <dnncost/search/search.hpp>
