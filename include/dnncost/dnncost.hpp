@@ -17,3 +17,8 @@
 #include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/search/search.hpp>
+
+#include <dnncost/features/batch.hpp>
+#include <dnncost/features/encode.hpp>
+#include <dnncost/nn/model.hpp>
+#include <dnncost/estimators/presets.hpp>

@@ -5,7 +5,7 @@
 ///
 /// HiFi-SAGE: operator graph with one-hot operator types, scaled attributes and random-walk
 /// positional encoding (self-loops on input nodes); 7 GraphSAGE layers (mean) of width 128
-/// with residual connections and dropout 0.06; LCM readout; latency MLP head of 4 layers,
+/// with residual connections and dropout 0.06; LCM readout (projection to width 32 first); latency MLP head of 4 layers,
 /// width 256; pairwise ranking head (2 layers, dropout 0.01) whose BCE loss is weighted 1.5 and
 /// added to a Huber loss on the latency; Adam, lr 1e-3, batch 8, ReduceLROnPlateau x0.5 after
 /// 10 epochs, at most 300 epochs, early stopping after 50; labels scaled by a power of ten.
@@ -35,7 +35,7 @@ inline constexpr nn::GnnConfig hifi_sage{
     .dropout = 0.06f,
     .act = nn::Act::relu,
     .readout = nn::Readout::lcm_sum,
-    .readout_width = 128,
+    .readout_width = 32,
     .head = {.layers = 4, .width = 256, .dropout = 0.0f},
     .ranking = {.layers = 2, .width = 256, .dropout = 0.01f, .weight = 1.5f},
     .features = {.rw_steps = 8, .self_loops_on_inputs = true, .drop_output_nodes = false},

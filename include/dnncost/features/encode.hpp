@@ -18,7 +18,6 @@
 #include <vector>
 
 #include <Eigen/Core>
-#include <Eigen/SparseCore>
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/cost/analytic.hpp>
@@ -83,29 +82,55 @@ inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g) 
 }
 
 /// Diagonals of the first k powers of the random-walk matrix of an undirected graph with n
-/// nodes; result is n x k row-major. Isolated nodes get zeros.
+/// nodes; result is n x k row-major. Isolated nodes get zeros. Each node's walk distribution
+/// is propagated only over the nodes it can reach in k steps (sparse frontier), so the cost is
+/// O(n x ball size x degree) instead of a dense n x n power.
 inline std::vector<float> random_walk_encoding(int n, const std::vector<std::pair<int, int>>& edges, int k) {
-    std::vector<float> out(static_cast<std::size_t>(n) * std::max(k, 0), 0.0f);
+    std::vector<float> out(static_cast<std::size_t>(n) * static_cast<std::size_t>(std::max(k, 0)), 0.0f);
     if (k <= 0 || n == 0) return out;
-    std::vector<double> deg(static_cast<std::size_t>(n), 0.0);
-    std::vector<Eigen::Triplet<double>> trip;
+    const auto un = static_cast<std::size_t>(n);
+    std::vector<int> ptr(un + 1, 0), adj;
     for (auto [s, d] : edges) {
-        deg[static_cast<std::size_t>(s)] += 1;
-        deg[static_cast<std::size_t>(d)] += 1;
+        ++ptr[static_cast<std::size_t>(s) + 1];
+        ++ptr[static_cast<std::size_t>(d) + 1];
     }
+    for (std::size_t v = 0; v < un; ++v) ptr[v + 1] += ptr[v];
+    adj.resize(static_cast<std::size_t>(ptr[un]));
+    std::vector<int> fill(ptr.begin(), ptr.end() - 1);
     for (auto [s, d] : edges) {
-        trip.emplace_back(s, d, 1.0 / deg[static_cast<std::size_t>(s)]);
-        trip.emplace_back(d, s, 1.0 / deg[static_cast<std::size_t>(d)]);
+        adj[static_cast<std::size_t>(fill[static_cast<std::size_t>(s)]++)] = d;
+        adj[static_cast<std::size_t>(fill[static_cast<std::size_t>(d)]++)] = s;
     }
-    Eigen::SparseMatrix<double, Eigen::RowMajor> p(n, n);
-    p.setFromTriplets(trip.begin(), trip.end());
-    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> m = p.toDense(), next;
-    for (int step = 0; step < k; ++step) {
-        for (int i = 0; i < n; ++i) out[static_cast<std::size_t>(i) * k + step] = static_cast<float>(m(i, i));
-        if (step + 1 < k) {
-            next = m * p;
-            m.swap(next);
+    std::vector<double> cur(un, 0.0), next(un, 0.0);
+    std::vector<int> cur_set, next_set;
+    std::vector<char> in_next(un, 0);
+    for (int i = 0; i < n; ++i) {
+        cur_set.assign(1, i);
+        cur[static_cast<std::size_t>(i)] = 1.0;
+        for (int step = 0; step < k; ++step) {
+            next_set.clear();
+            for (int u : cur_set) {
+                const auto uu = static_cast<std::size_t>(u);
+                const int deg = ptr[uu + 1] - ptr[uu];
+                if (deg == 0) continue;
+                const double w = cur[uu] / deg;
+                for (int e = ptr[uu]; e < ptr[uu + 1]; ++e) {
+                    const auto v = static_cast<std::size_t>(adj[static_cast<std::size_t>(e)]);
+                    if (!in_next[v]) {
+                        in_next[v] = 1;
+                        next_set.push_back(static_cast<int>(v));
+                    }
+                    next[v] += w;
+                }
+            }
+            for (int u : cur_set) cur[static_cast<std::size_t>(u)] = 0.0;
+            out[static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(step)] =
+                static_cast<float>(next[static_cast<std::size_t>(i)]);
+            std::swap(cur, next);
+            std::swap(cur_set, next_set);
+            for (int v : cur_set) in_next[static_cast<std::size_t>(v)] = 0;
         }
+        for (int u : cur_set) cur[static_cast<std::size_t>(u)] = 0.0;
     }
     return out;
 }

@@ -37,9 +37,9 @@ public:
         c.gx.rowwise() += m_bi.value.row(0);
         kernels::gemm<T>(c.gh, h, m_u.value, false, pool);
         c.gh.rowwise() += m_bh.value.row(0);
-        const auto sig = [](T v) { return T(1) / (T(1) + std::exp(-v)); };
-        c.r = (c.gx.leftCols(d) + c.gh.leftCols(d)).unaryExpr(sig);
-        c.z = (c.gx.middleCols(d, d) + c.gh.middleCols(d, d)).unaryExpr(sig);
+        // sigmoid(v) = (1 + tanh(v / 2)) / 2: Eigen vectorises tanh, not a scalar std::exp lambda
+        c.r = (T(0.5) * ((T(0.5) * (c.gx.leftCols(d) + c.gh.leftCols(d)).array()).tanh() + T(1))).matrix();
+        c.z = (T(0.5) * ((T(0.5) * (c.gx.middleCols(d, d) + c.gh.middleCols(d, d)).array()).tanh() + T(1))).matrix();
         c.n = (c.gx.rightCols(d).array() + c.r.array() * c.gh.rightCols(d).array()).tanh().matrix();
         out = ((T(1) - c.z.array()) * c.n.array() + c.z.array() * h.array()).matrix();
     }

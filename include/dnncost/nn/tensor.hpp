@@ -5,6 +5,7 @@
 /// a ThreadPool by rows of the result (or by columns for weight gradients), in a fixed way, so a
 /// given thread count always gives the same bits; one thread is fully deterministic.
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -26,6 +27,17 @@ namespace kernels {
 /// Below this many multiply-adds a GEMM is not worth handing to a second thread.
 inline constexpr double parallel_threshold_macs = 2.0e6;
 
+/// Floating-point operations issued through these GEMM kernels (2 m n k each), for the
+/// benchmarks' GFLOP/s figures. Statistics only: nothing reads it to make decisions.
+inline std::atomic<std::uint64_t>& gemm_flops() {
+    static std::atomic<std::uint64_t> count{0};
+    return count;
+}
+inline void count_flops(Index m, Index n, Index k) {
+    gemm_flops().fetch_add(2u * static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(k),
+                           std::memory_order_relaxed);
+}
+
 inline bool worth_splitting(const ThreadPool* pool, Index m, Index n, Index k) {
     return pool && pool->size() > 1 && static_cast<double>(m) * n * k >= parallel_threshold_macs;
 }
@@ -35,6 +47,7 @@ template <class T, class DA, class DB>
 void gemm(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
           ThreadPool* pool) {
     if (!accumulate) c.resize(a.rows(), b.cols());
+    count_flops(a.rows(), b.cols(), a.cols());
     const Index m = a.rows();
     if (!worth_splitting(pool, m, b.cols(), a.cols()) || m < 64) {
         if (accumulate) c.noalias() += a * b;
@@ -57,6 +70,7 @@ template <class T, class DA, class DB>
 void gemm_tn(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
              ThreadPool* pool) {
     if (!accumulate) c.resize(a.cols(), b.cols());
+    count_flops(a.cols(), b.cols(), a.rows());
     const Index n = b.cols();
     if (!worth_splitting(pool, a.cols(), n, a.rows()) || n < 32) {
         if (accumulate) c.noalias() += a.transpose() * b;

@@ -1,0 +1,134 @@
+// GNN engine benchmarks: this machine's Eigen SGEMM peak (1 and 2 threads), forward/backward
+// per layer kind on 8 NB201 graphs at width 128, a full HiFi-SAGE training epoch on 100 NB201
+// graphs (GFLOP/s and fraction of the SGEMM peak) and batched inference throughput.
+#include <benchmark/benchmark.h>
+
+#include <dnncost/estimators/presets.hpp>
+#include <dnncost/graph/nb201.hpp>
+
+using namespace dnncost;
+using namespace dnncost::nn;
+
+namespace {
+struct Nb201Set {
+    std::vector<graph::Graph> graphs;
+    std::vector<const graph::Graph*> ptrs;
+    std::vector<double> y;
+    explicit Nb201Set(int n) {
+        Rng rng(11);
+        for (int i = 0; i < n; ++i) graphs.push_back(nb201::build_graph(nb201::from_index(static_cast<std::int64_t>(rng.below(15625)))));
+        for (const auto& g : graphs) {
+            ptrs.push_back(&g);
+            y.push_back(static_cast<double>(cost::total_cost(g).macs) * 1e-8);
+        }
+    }
+};
+
+void BM_SgemmPeak(benchmark::State& state) {
+    const auto threads = static_cast<std::size_t>(state.range(0));
+    const Index n = 1536;
+    ThreadPool pool(threads);
+    Mat<float> a = Mat<float>::Random(n, n), b = Mat<float>::Random(n, n), c;
+    for (auto _ : state) {
+        kernels::gemm<float>(c, a, b, false, &pool);
+        benchmark::DoNotOptimize(c.data());
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * static_cast<double>(state.iterations()) / 1e9,
+                                                   benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SgemmPeak)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Per-layer forward+backward on a batch of 8 NB201 graphs, 128 features in and out.
+enum Kind { sage_mean, sage_max, gcn, gin, edge_conv, mr_conv, pool_smm, lcm };
+const char* kind_name(int k) {
+    static const char* names[] = {"sage_mean", "sage_max", "gcn", "gin", "edge_conv", "mr_conv", "sum_mean_max", "lcm"};
+    return names[k];
+}
+void BM_Layer(benchmark::State& state) {
+    const int kind = static_cast<int>(state.range(0));
+    const bool backward = state.range(1) != 0;
+    static Nb201Set set(8);
+    features::FeatureEncoder enc;
+    enc.fit(set.ptrs);
+    std::vector<features::EncodedGraph> e;
+    for (const auto* g : set.ptrs) {
+        auto x = enc.encode(*g);
+        x.num_features = 128;
+        Rng r(1);
+        x.x.resize(static_cast<std::size_t>(x.num_nodes) * 128);
+        for (auto& v : x.x) v = static_cast<float>(r.normal());
+        e.push_back(std::move(x));
+    }
+    std::vector<const features::EncodedGraph*> ptrs;
+    for (const auto& x : e) ptrs.push_back(&x);
+    features::GraphBatch<float> batch(ptrs);
+    Rng rng(2);
+    ModulePtr<float> m;
+    switch (kind) {
+        case sage_mean: m = std::make_unique<SageConv<float>>(128, 128, rng); break;
+        case sage_max: m = std::make_unique<SageConv<float>>(128, 128, rng, Aggr::max); break;
+        case gcn: m = std::make_unique<GcnConv<float>>(128, 128, rng); break;
+        case gin: m = std::make_unique<GinConv<float>>(128, std::vector<Index>{128, 128}, rng); break;
+        case edge_conv: m = std::make_unique<EdgeConv<float>>(128, 128, rng); break;
+        case mr_conv: m = std::make_unique<MrConv<float>>(128, 128, rng); break;
+        case pool_smm: m = std::make_unique<Pooling<float>>(pool_sum | pool_mean | pool_max); break;
+        default: m = std::make_unique<LcmReadout<float>>(128, 128, rng, true); break;
+    }
+    Context<float> ctx{&batch, false, nullptr, nullptr};
+    const Mat<float>& y0 = m->forward(batch.x, ctx);
+    Mat<float> dy = Mat<float>::Ones(y0.rows(), y0.cols());
+    for (auto _ : state) {
+        const Mat<float>& y = m->forward(batch.x, ctx);
+        benchmark::DoNotOptimize(y.data());
+        if (backward) benchmark::DoNotOptimize(m->backward(dy, ctx).data());
+    }
+    state.SetLabel(std::string(kind_name(kind)) + (backward ? " fwd+bwd" : " fwd") + ", " +
+                   std::to_string(batch.num_nodes()) + " nodes");
+}
+BENCHMARK(BM_Layer)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1}})->Unit(benchmark::kMicrosecond);
+
+// One HiFi-SAGE training epoch on 100 NB201 graphs (batch 8).
+void BM_HifiSageEpoch(benchmark::State& state) {
+    const auto threads = static_cast<unsigned>(state.range(0));
+    static Nb201Set set(100);
+    estimators::HiFiSage est;
+    estimators::TrainData d{set.ptrs, set.y};
+    est.prepare(d, 1);
+    const auto x = est.encode(set.ptrs);
+    ThreadPool pool(threads);
+    Rng rng(3);
+    est.train_epoch(x, set.y, rng, &pool);  // warm-up: buffers reach their final shapes
+    const auto f0 = kernels::gemm_flops().load();
+    for (auto _ : state) benchmark::DoNotOptimize(est.train_epoch(x, set.y, rng, &pool));
+    const double flops = static_cast<double>(kernels::gemm_flops().load() - f0);
+    state.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsRate);
+    state.counters["GFLOP/epoch"] = flops / 1e9 / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_HifiSageEpoch)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+// Batched inference throughput of HiFi-SAGE (graphs already encoded).
+void BM_HifiSageInference(benchmark::State& state) {
+    const auto threads = static_cast<unsigned>(state.range(0));
+    static Nb201Set set(256);
+    estimators::HiFiSage est;
+    estimators::TrainData d{set.ptrs, set.y};
+    est.prepare(d, 1);
+    const auto x = est.encode(set.ptrs);
+    ThreadPool pool(threads);
+    for (auto _ : state) benchmark::DoNotOptimize(est.predict_encoded(x, &pool).data());
+    state.counters["graphs/s"] = benchmark::Counter(static_cast<double>(x.size() * state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_HifiSageInference)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Feature encoding cost per graph (operator graph -> node features incl. random walks).
+void BM_Encode(benchmark::State& state) {
+    static Nb201Set set(16);
+    features::FeatureEncoder enc(estimators::HiFiSage::encode_options());
+    enc.fit(set.ptrs);
+    std::size_t i = 0;
+    for (auto _ : state) benchmark::DoNotOptimize(enc.encode(set.graphs[i++ % set.graphs.size()]).x.data());
+}
+BENCHMARK(BM_Encode)->Unit(benchmark::kMicrosecond);
+}  // namespace
+
+BENCHMARK_MAIN();
