@@ -1,6 +1,260 @@
 #pragma once
-// Placeholder: filled in by the train work.
+// `dnncost train`, `dnncost eval`, `dnncost predict`: learn a cost estimator from measurements,
+// evaluate a saved one, predict with it.
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "common.hpp"
+
+#include <dnncost/cost/analytic.hpp>
+#include <dnncost/estimators/registry.hpp>
+#include <dnncost/graph/nb201.hpp>
+#include <dnncost/io/onnx.hpp>
+#include <dnncost/train/dataset.hpp>
+#include <dnncost/train/metrics.hpp>
+#include <dnncost/train/split.hpp>
+
 namespace dnncost::cli {
-inline void add_train_commands(CLI::App&, Context&) {}
+
+namespace train_detail {
+
+inline json metrics_json(const train::Metrics& m) {
+    json j;
+    for (const auto& [name, value] : m.fields()) {
+        if (name == "n") j[name] = m.n;
+        else if (std::isfinite(value)) j[name] = value;
+        else j[name] = nullptr;
+    }
+    return j;
+}
+
+/// Flat report: the metrics on all items at top level, the non-degenerate ones under a key.
+inline json evaluation_json(const train::Evaluation& e) {
+    json j = metrics_json(e.all);
+    j["non_degenerate"] = metrics_json(e.non_degenerate);
+    j["n_degenerate"] = e.n_degenerate;
+    j["degenerate_threshold"] = e.degenerate_threshold;
+    return j;
+}
+
+inline void print_metrics(std::ostream& os, const std::string& label, const train::Metrics& m) {
+    os << std::fixed << std::setprecision(4) << label << " (n=" << m.n << "): spearman " << m.spearman << "  kendall "
+       << m.kendall << "  mape " << std::setprecision(2) << 100 * m.mape << "%  rmse " << std::setprecision(4) << m.rmse
+       << "  within ±1% " << std::setprecision(3) << m.within_1 << "  ±5% " << m.within_5 << "  ±10% " << m.within_10
+       << '\n';
+    os.unsetf(std::ios::floatfield);
+}
+
+inline train::Dataset load(const std::string& path, const std::string& space, std::vector<std::string> columns,
+                           bool strict) {
+    train::DatasetOptions opt;
+    opt.space = train::parse_space(space);
+    opt.columns = std::move(columns);
+    opt.strict = strict;
+    opt.loader = [](const std::filesystem::path& p) { return io::import_onnx(p); };
+    auto ds = train::load_dataset(path, opt);
+    const auto& skipped = ds.skipped();
+    for (std::size_t i = 0; i < skipped.size() && i < 10; ++i)
+        std::cerr << "dnncost: skipped " << ds.source() << ":" << skipped[i].line << ": " << skipped[i].reason << '\n';
+    if (skipped.size() > 10) std::cerr << "dnncost: ... and " << skipped.size() - 10 << " more skipped rows\n";
+    std::cerr << "dnncost: " << ds.size() << " rows (" << ds.distinct_graphs() << " distinct graphs) from " << ds.source()
+              << (skipped.empty() ? "" : ", " + std::to_string(skipped.size()) + " skipped") << '\n';
+    return ds;
+}
+
+inline std::vector<estimators::Prediction> predict_items(const estimators::CostEstimator& est, const train::Dataset& ds,
+                                                         const std::vector<std::size_t>& items) {
+    const auto graphs = ds.graphs(items);
+    return est.predict(graphs);
+}
+
+inline std::vector<double> means(const std::vector<estimators::Prediction>& p) {
+    std::vector<double> m;
+    m.reserve(p.size());
+    for (const auto& x : p) m.push_back(x.mean);
+    return m;
+}
+
+}  // namespace train_detail
+
+inline void add_train_commands(CLI::App& app, Context& ctx) {
+    namespace td = train_detail;
+    // ------------------------------------------------------------------ train
+    struct TrainArgs {
+        std::string data, space = "nb201", target, preset, sampling = "random", proxy = "macs", out, report;
+        std::size_t n_train = 100, n_val = 100, n_test = 0;
+        std::uint64_t seed = 0;
+        int ensemble = 0, epochs = -1, patience = -1;
+        unsigned threads = 0;
+        bool strict = false;
+    };
+    auto targs = std::make_shared<TrainArgs>();
+    auto* train = app.add_subcommand("train", "Train a cost estimator on measured data, evaluate it on a held-out test split");
+    train->add_option("--data", targs->data, "CSV: a key column (arch string or ONNX path) + measured columns")->required();
+    train->add_option("--space", targs->space, "What the key column holds: nb201 | onnx")->check(CLI::IsMember({"nb201", "onnx"}));
+    train->add_option("--target", targs->target, "Column to learn (e.g. pixel3)")->required();
+    train->add_option("--train", targs->n_train, "Number of training samples");
+    train->add_option("--val", targs->n_val, "Number of validation samples (early stopping / model selection)");
+    train->add_option("--test", targs->n_test, "Number of test samples (0: all remaining rows)");
+    train->add_option("--seed", targs->seed, "Seed of the split and of training");
+    train->add_option("--preset", targs->preset, "Estimator preset: " + [] {
+        std::string s;
+        for (const auto& n : estimators::estimator_names()) s += (s.empty() ? "" : " | ") + n;
+        return s;
+    }())->required();
+    train->add_option("--ensemble", targs->ensemble, "Train an ensemble of K members (K >= 2) and report sigma");
+    train->add_option("--sampling", targs->sampling, "Training-set sampling: random | uniform (MAPLE-Edge targeted)")
+        ->check(CLI::IsMember({"random", "uniform"}));
+    train->add_option("--proxy", targs->proxy, "Proxy ranking the candidates for uniform sampling: macs | a column");
+    train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)");
+    train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)");
+    train->add_option("--threads", targs->threads, "Threads (0: all cores)");
+    train->add_flag("--strict", targs->strict, "Reject the data set at the first bad row instead of skipping it");
+    train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required();
+    train->add_option("--report", targs->report, "Write a JSON report of the test metrics");
+    train->callback([targs, &ctx] {
+        const auto& a = *targs;
+        const auto sampling = train::parse_sampling(a.sampling);
+        std::vector<std::string> columns{a.target};
+        const bool proxy_is_column = sampling == train::Sampling::uniform && a.proxy != "macs";
+        if (proxy_is_column && a.proxy != a.target) columns.push_back(a.proxy);
+        auto ds = td::load(a.data, a.space, columns, a.strict);
+
+        std::vector<double> proxy;
+        if (sampling == train::Sampling::uniform) {
+            if (proxy_is_column) {
+                proxy = ds.column(a.proxy);
+            } else {
+                proxy.reserve(ds.size());
+                for (std::size_t i = 0; i < ds.size(); ++i) proxy.push_back(static_cast<double>(cost::total_cost(ds.graph(i)).macs));
+            }
+        }
+        const auto split = train::make_split(ds.size(), {a.n_train, a.n_val, a.n_test, sampling, a.seed}, proxy);
+        std::cerr << "dnncost: split (seed " << a.seed << ", " << train::to_string(sampling) << "): " << split.train.size()
+                  << " train, " << split.validation.size() << " validation, " << split.test.size() << " test\n";
+
+        std::unique_ptr<estimators::CostEstimator> est;
+        if (a.ensemble >= 2) est = estimators::make_ensemble(a.preset, a.ensemble);
+        else if (a.ensemble == 0 || a.ensemble == 1) est = estimators::make_estimator(a.preset);
+        else raise<config_error>("--ensemble must be >= 2 (or 0 for a single model), got ", a.ensemble);
+
+        estimators::FitOptions fo;
+        fo.seed = a.seed;
+        fo.max_epochs = a.epochs;
+        fo.patience = a.patience;
+        fo.threads = a.threads;
+        fo.on_epoch = [](const std::string& line) {
+            std::cerr << line << '\n';
+            return false;
+        };
+        const auto fit = est->fit(ds.subset(split.train, a.target), ds.subset(split.validation, a.target), fo);
+
+        const auto pred = td::predict_items(*est, ds, split.test);
+        const auto truth = ds.values(split.test, a.target);
+        const auto ev = train::evaluate(td::means(pred), truth);
+        io::write_file_atomic(a.out, est->serialize());
+
+        std::cout << "preset " << est->preset() << (a.ensemble >= 2 ? " x" + std::to_string(a.ensemble) + " ensemble" : "")
+                  << ", target " << a.target << ", " << fit.epochs << " epochs, " << std::setprecision(3) << fit.seconds
+                  << " s\n";
+        td::print_metrics(std::cout, "test", ev.all);
+        td::print_metrics(std::cout, "test, non-degenerate", ev.non_degenerate);
+        json report = td::evaluation_json(ev);
+        if (a.ensemble >= 2) {
+            const double cov = estimators::coverage_2sigma(pred, truth);
+            std::cout << "coverage of ±2 sigma: " << cov << '\n';
+            report["coverage_2sigma"] = cov;
+            report["ensemble"] = a.ensemble;
+        }
+        std::cout << "model saved to " << a.out << '\n';
+        if (!a.report.empty()) {
+            report["preset"] = est->preset();
+            report["target"] = a.target;
+            report["data"] = a.data;
+            report["seed"] = a.seed;
+            report["sampling"] = a.sampling;
+            report["n_train"] = split.train.size();
+            report["n_val"] = split.validation.size();
+            report["n_test"] = split.test.size();
+            report["epochs"] = fit.epochs;
+            report["train_seconds"] = fit.seconds;
+            report["validation_metric"] = fit.validation_metric;
+            report["best_validation"] = fit.best_validation;
+            io::write_file_atomic(a.report, report.dump(2) + "\n");
+        }
+        ctx.exit_code = 0;
+    });
+
+    // ------------------------------------------------------------------ eval
+    struct EvalArgs {
+        std::string model, data, space = "nb201", target;
+        bool json_out = false, strict = false;
+    };
+    auto eargs = std::make_shared<EvalArgs>();
+    auto* eval = app.add_subcommand("eval", "Evaluate a saved estimator on every row of a data set");
+    eval->add_option("--model", eargs->model, "Saved model (.dnnc)")->required();
+    eval->add_option("--data", eargs->data, "CSV data set")->required();
+    eval->add_option("--space", eargs->space, "nb201 | onnx")->check(CLI::IsMember({"nb201", "onnx"}));
+    eval->add_option("--target", eargs->target, "Measured column to compare with")->required();
+    eval->add_flag("--strict", eargs->strict, "Reject the data set at the first bad row");
+    eval->add_flag("--json", eargs->json_out, "Print the metrics as JSON");
+    eval->callback([eargs, &ctx] {
+        const auto& a = *eargs;
+        const auto est = estimators::load_estimator_file(a.model);
+        auto ds = td::load(a.data, a.space, {a.target}, a.strict);
+        const auto items = ds.all_items();
+        const auto pred = td::predict_items(*est, ds, items);
+        const auto truth = ds.values(items, a.target);
+        const auto ev = train::evaluate(td::means(pred), truth);
+        const bool has_sigma = std::any_of(pred.begin(), pred.end(), [](const auto& p) { return p.sigma > 0; });
+        if (a.json_out) {
+            json j = td::evaluation_json(ev);
+            j["preset"] = est->preset();
+            j["target"] = a.target;
+            if (has_sigma) j["coverage_2sigma"] = estimators::coverage_2sigma(pred, truth);
+            print_json(j);
+        } else {
+            td::print_metrics(std::cout, "all rows", ev.all);
+            td::print_metrics(std::cout, "non-degenerate", ev.non_degenerate);
+            if (has_sigma) std::cout << "coverage of ±2 sigma: " << estimators::coverage_2sigma(pred, truth) << '\n';
+        }
+        ctx.exit_code = 0;
+    });
+
+    // ------------------------------------------------------------------ predict
+    struct PredictArgs {
+        std::string model, space;
+        std::vector<std::string> inputs;
+    };
+    auto pargs = std::make_shared<PredictArgs>();
+    auto* predict = app.add_subcommand("predict", "Predict with a saved estimator: NB201 arch strings or ONNX files");
+    predict->add_option("--model", pargs->model, "Saved model (.dnnc)")->required();
+    predict->add_option("--space", pargs->space, "nb201 (inputs are arch strings); default: inputs are ONNX files")
+        ->check(CLI::IsMember({"nb201", "onnx"}));
+    predict->add_option("inputs", pargs->inputs, "Architecture strings or ONNX files")->required();
+    predict->callback([pargs, &ctx] {
+        const auto& a = *pargs;
+        const auto est = estimators::load_estimator_file(a.model);
+        std::vector<graph::Graph> graphs;
+        graphs.reserve(a.inputs.size());
+        for (const auto& in : a.inputs)
+            graphs.push_back(a.space == "nb201" ? nb201::build_graph(in) : io::import_onnx(in));
+        std::vector<const graph::Graph*> ptrs;
+        for (const auto& g : graphs) ptrs.push_back(&g);
+        const auto pred = est->predict(ptrs);
+        const bool ensemble = dynamic_cast<const estimators::Ensemble*>(est.get()) != nullptr;
+        for (std::size_t i = 0; i < pred.size(); ++i) {
+            std::cout << a.inputs[i] << '\t' << std::setprecision(6) << pred[i].mean;
+            if (ensemble) std::cout << "\tsigma " << pred[i].sigma;
+            std::cout << '\n';
+        }
+        ctx.exit_code = 0;
+    });
+}
+
 }  // namespace dnncost::cli
