@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -211,4 +212,49 @@ TEST_CASE("IGD and IGD+ on hand-computed sets") {
     CHECK(igd_plus(better, ref, 2) == 0.0);  // dominating every reference point: distance 0
     CHECK(std::isinf(igd(std::vector<double>{}, ref, 2)));
     CHECK_THROWS_AS(igd(approx, std::vector<double>{}, 2), config_error);
+}
+
+TEST_CASE("hypervolume of large sets (radix-sorted paths) equals a slab-by-slab sweep") {
+    // Large enough for the radix sort; coarse values force ties in every objective.
+    Rng rng(12);
+    auto sweep_2d = [](std::vector<std::pair<double, double>> pts, double rx, double ry) {
+        std::sort(pts.begin(), pts.end());
+        double v = 0, h = ry;
+        for (auto [x, y] : pts)
+            if (y < h) {
+                v += (rx - x) * (h - y);
+                h = y;
+            }
+        return v;
+    };
+    for (int levels : {50, 1000000}) {
+        std::vector<double> p2;
+        std::vector<std::pair<double, double>> q2;
+        for (int i = 0; i < 3000; ++i) {
+            const double x = static_cast<double>(rng.below(static_cast<std::uint64_t>(levels))) / levels;
+            const double y = static_cast<double>(rng.below(static_cast<std::uint64_t>(levels))) / levels;
+            p2.insert(p2.end(), {x, y});
+            q2.push_back({x, y});
+        }
+        CHECK(hypervolume(p2, std::vector<double>{1.0, 1.0}) == doctest::Approx(sweep_2d(q2, 1.0, 1.0)).epsilon(1e-12));
+        // 3-d: integrate the 2-d area of the points below each z level over the z slabs.
+        std::vector<double> p3;
+        std::vector<std::array<double, 3>> q3;
+        for (int i = 0; i < 1500; ++i) {
+            std::array<double, 3> a{};
+            for (auto& c : a) c = static_cast<double>(rng.below(static_cast<std::uint64_t>(levels))) / levels;
+            if (i % 7 == 0 && !q3.empty()) a = q3[rng.below(q3.size())];  // exact duplicates
+            q3.push_back(a);
+            p3.insert(p3.end(), a.begin(), a.end());
+        }
+        std::sort(q3.begin(), q3.end(), [](const auto& a, const auto& b) { return a[2] < b[2]; });
+        double expected = 0;
+        std::vector<std::pair<double, double>> below;
+        for (std::size_t i = 0; i < q3.size(); ++i) {
+            below.push_back({q3[i][0], q3[i][1]});
+            const double next = i + 1 < q3.size() ? q3[i + 1][2] : 1.0;
+            if (next > q3[i][2]) expected += sweep_2d(below, 1.0, 1.0) * (next - q3[i][2]);
+        }
+        CHECK(hypervolume(p3, std::vector<double>(3, 1.0)) == doctest::Approx(expected).epsilon(1e-12));
+    }
 }

@@ -4,17 +4,20 @@
 /// reference point), all objectives minimised.
 ///  - m == 2: sort and sweep, O(N log N).
 ///  - m == 3: sweep along objective 3 keeping the 2-d staircase of objectives 1-2 and its area
-///    updated incrementally in a balanced tree (Beume et al. 2009), O(N log N).
+///    updated incrementally (Beume et al. 2009), O(N log N). The staircase is a set of the
+///    points' ranks by objective 1, held in a two-level bitset whose predecessor and successor
+///    queries cost a few word operations, instead of a balanced tree.
 ///  - m >= 4: WFG (While, Bradstreet, Barone 2012): the volume is the sum of every point's
 ///    exclusive contribution, each computed from the non-dominated "limit set" of the points
 ///    after it, recursing down to the 3-d algorithm.
 /// Points that do not strictly dominate the reference point contribute nothing and are dropped.
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <utility>
 #include <cmath>
 #include <cstddef>
-#include <memory_resource>
 #include <numeric>
-#include <set>
 #include <span>
 #include <vector>
 
@@ -25,62 +28,176 @@ namespace dnncost::search {
 
 namespace detail {
 
+/// Unsigned key with the same order as the double (-0 and +0 equal).
+inline std::uint64_t order_key(double d) {
+    const auto bits = std::bit_cast<std::uint64_t>(d == 0.0 ? 0.0 : d);
+    return (bits >> 63) ? ~bits : bits | (std::uint64_t{1} << 63);
+}
+
+/// Stable LSD radix sort of (key, value) pairs by key, 11 bits per pass, skipping passes in
+/// which every key has the same digit. For the sizes where comparison sorts of doubles spend
+/// most of their time on mispredicted branches.
+inline void radix_sort(std::vector<std::pair<std::uint64_t, std::uint32_t>>& items) {
+    const std::size_t n = items.size();
+    if (n < 512) {
+        std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        return;
+    }
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> buffer(n);
+    std::vector<std::size_t> count(2048);
+    for (unsigned shift = 0; shift < 64; shift += 11) {
+        std::fill(count.begin(), count.end(), std::size_t{0});
+        for (const auto& it : items) ++count[(it.first >> shift) & 2047u];
+        if (count[(items[0].first >> shift) & 2047u] == n) continue;
+        std::size_t sum = 0;
+        for (auto& c : count) {
+            const std::size_t here = c;
+            c = sum;
+            sum += here;
+        }
+        for (const auto& it : items) buffer[count[(it.first >> shift) & 2047u]++] = it;
+        items.swap(buffer);
+    }
+}
+
 /// Points are rows of `p` (m values each), already filtered to lie strictly inside the box.
-inline double hv_2d(std::vector<double> p, const double* ref) {
+inline double hv_2d(const std::vector<double>& p, const double* ref) {
     const std::size_t n = p.size() / 2;
-    std::vector<std::size_t> idx(n);
-    std::iota(idx.begin(), idx.end(), std::size_t{0});
-    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-        return p[2 * a] < p[2 * b] || (p[2 * a] == p[2 * b] && p[2 * a + 1] < p[2 * b + 1]);
-    });
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = {order_key(p[2 * i]), static_cast<std::uint32_t>(i)};
+    radix_sort(order);
+    // Points sharing the first objective may come in any order: their slabs add up the same.
+    std::vector<std::pair<double, double>> pts(n);
+    for (std::size_t i = 0; i < n; ++i) pts[i] = {p[2 * order[i].second], p[2 * order[i].second + 1]};
     double volume = 0.0, height = ref[1];
-    for (std::size_t i : idx) {
-        const double y = p[2 * i + 1];
+    for (const auto& [x, y] : pts) {
         if (y < height) {
-            volume += (ref[0] - p[2 * i]) * (height - y);
+            volume += (ref[0] - x) * (height - y);
             height = y;
         }
     }
     return volume;
 }
 
+/// A set of integers in [0, n) with predecessor / successor queries: one bit per value plus a
+/// summary bit per 64-bit word, so each query touches a few words.
+class RankSet {
+public:
+    static constexpr std::size_t none = static_cast<std::size_t>(-1);
+    explicit RankSet(std::size_t n) : m_bits((n + 63) / 64, 0), m_summary((m_bits.size() + 63) / 64, 0) {}
+    void insert(std::size_t r) {
+        m_bits[r / 64] |= bit(r % 64);
+        m_summary[r / 4096] |= bit((r / 64) % 64);
+    }
+    void erase(std::size_t r) {
+        m_bits[r / 64] &= ~bit(r % 64);
+        if (m_bits[r / 64] == 0) m_summary[r / 4096] &= ~bit((r / 64) % 64);
+    }
+    /// Largest member < r, or none.
+    std::size_t predecessor(std::size_t r) const {
+        if (r == 0) return none;
+        --r;
+        std::size_t w = r / 64;
+        const std::uint64_t here = m_bits[w] & low_mask(r % 64 + 1);
+        if (here) return w * 64 + top(here);
+        if (w == 0) return none;
+        // previous non-empty word through the summary
+        std::size_t sw = (w - 1) / 64;
+        std::uint64_t s = m_summary[sw] & low_mask((w - 1) % 64 + 1);
+        for (;;) {
+            if (s) {
+                const std::size_t word = sw * 64 + top(s);
+                return word * 64 + top(m_bits[word]);
+            }
+            if (sw == 0) return none;
+            s = m_summary[--sw];
+        }
+    }
+    /// Smallest member > r, or none.
+    std::size_t successor(std::size_t r) const {
+        ++r;
+        std::size_t w = r / 64;
+        if (w >= m_bits.size()) return none;
+        const std::uint64_t here = m_bits[w] & ~low_mask(r % 64);
+        if (here) return w * 64 + static_cast<std::size_t>(std::countr_zero(here));
+        std::size_t sw = (w + 1) / 64;
+        if (w + 1 >= m_bits.size()) return none;
+        std::uint64_t s = m_summary[sw] & ~low_mask((w + 1) % 64);
+        for (;;) {
+            if (s) {
+                const std::size_t word = sw * 64 + static_cast<std::size_t>(std::countr_zero(s));
+                return word * 64 + static_cast<std::size_t>(std::countr_zero(m_bits[word]));
+            }
+            if (++sw >= m_summary.size()) return none;
+            s = m_summary[sw];
+        }
+    }
+
+private:
+    static std::uint64_t bit(std::size_t i) { return std::uint64_t{1} << i; }
+    static std::uint64_t low_mask(std::size_t count) { return count >= 64 ? ~std::uint64_t{0} : bit(count) - 1; }
+    static std::size_t top(std::uint64_t v) { return 63 - static_cast<std::size_t>(std::countl_zero(v)); }
+    std::vector<std::uint64_t> m_bits, m_summary;
+};
+
 inline double hv_3d(const std::vector<double>& p, const double* ref) {
     const std::size_t n = p.size() / 3;
-    std::vector<std::size_t> idx(n);
-    std::iota(idx.begin(), idx.end(), std::size_t{0});
-    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return p[3 * a + 2] < p[3 * b + 2]; });
     struct Pt {
-        double x, y;
-        bool operator<(const Pt& o) const { return x < o.x; }
+        double x, y, z;
     };
-    // One arena for all tree nodes: the tree only grows and dies with this call.
-    std::pmr::monotonic_buffer_resource arena;
-    std::pmr::set<Pt> stair(&arena);  // x ascending, y strictly descending
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = {order_key(p[3 * i + 2]), static_cast<std::uint32_t>(i)};
+    radix_sort(order);
+    std::vector<Pt> pts(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const double* q = p.data() + 3 * order[i].second;
+        pts[i] = {q[0], q[1], q[2]};
+    }
+    // Rank of each point by (x, y, position): the staircase is a set of ranks, x ascending and y
+    // strictly descending, holding at most one point per x value. Sort by x, then order each
+    // (rare) run of equal x by y.
+    for (std::size_t i = 0; i < n; ++i) order[i] = {order_key(pts[i].x), static_cast<std::uint32_t>(i)};
+    radix_sort(order);
+    for (std::size_t i = 0; i < n;) {
+        std::size_t e = i + 1;
+        while (e < n && order[e].first == order[i].first) ++e;
+        if (e - i > 1)
+            std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(i), order.begin() + static_cast<std::ptrdiff_t>(e),
+                             [&](const auto& a, const auto& b) { return pts[a.second].y < pts[b.second].y; });
+        i = e;
+    }
+    std::vector<std::size_t> rank(n);
+    std::vector<double> xs(n), ys(n);
+    for (std::size_t r = 0; r < n; ++r) {
+        rank[order[r].second] = r;
+        xs[r] = pts[order[r].second].x;
+        ys[r] = pts[order[r].second].y;
+    }
+    RankSet stair(n);
     double area = 0.0, volume = 0.0;
     for (std::size_t j = 0; j < n; ++j) {
-        const double* q = p.data() + 3 * idx[j];
-        if (j > 0) volume += area * (q[2] - p[3 * idx[j - 1] + 2]);
-        const Pt pt{q[0], q[1]};
-        auto right = stair.lower_bound(pt);  // first with x >= q.x
-        if (right != stair.end() && right->x == q[0] && right->y <= q[1]) continue;
-        if (right != stair.begin() && std::prev(right)->y <= q[1]) continue;
-        double upper = right == stair.begin() ? ref[1] : std::prev(right)->y;
-        double x = q[0];
-        double added = 0.0;
-        auto it = right;
-        while (it != stair.end() && it->y >= q[1]) {
-            added += (it->x - x) * (upper - q[1]);
-            x = it->x;
-            upper = it->y;
-            ++it;
+        const Pt& q = pts[j];
+        if (j > 0) volume += area * (q.z - pts[j - 1].z);
+        const std::size_t r = rank[j];
+        const std::size_t left = stair.predecessor(r);  // largest x <= q.x before q: smallest y there
+        if (left != RankSet::none && ys[left] <= q.y) continue;
+        std::size_t right = stair.successor(r);
+        if (right != RankSet::none && xs[right] == q.x && ys[right] <= q.y) continue;  // same projection
+        double upper = left == RankSet::none ? ref[1] : ys[left];
+        double x = q.x, added = 0.0;
+        while (right != RankSet::none && ys[right] >= q.y) {  // q dominates these in the projection
+            added += (xs[right] - x) * (upper - q.y);
+            x = xs[right];
+            upper = ys[right];
+            stair.erase(right);
+            right = stair.successor(right);
         }
-        const double bound = it == stair.end() ? ref[0] : it->x;
-        added += (bound - x) * (upper - q[1]);
+        const double bound = right == RankSet::none ? ref[0] : xs[right];
+        added += (bound - x) * (upper - q.y);
         area += added;
-        stair.erase(right, it);
-        stair.insert(it, pt);
+        stair.insert(r);
     }
-    if (n > 0) volume += area * (ref[2] - p[3 * idx[n - 1] + 2]);
+    if (n > 0) volume += area * (ref[2] - pts[n - 1].z);
     return volume;
 }
 
@@ -123,7 +240,7 @@ inline double hv_any(std::vector<double> p, std::size_t m, const double* ref) {
         for (double v : p) best = std::min(best, v);
         return ref[0] - best;
     }
-    if (m == 2) return hv_2d(std::move(p), ref);
+    if (m == 2) return hv_2d(p, ref);
     if (m == 3) return hv_3d(p, ref);
     if (p.size() == m) {
         double v = 1.0;
