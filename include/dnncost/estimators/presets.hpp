@@ -10,7 +10,8 @@
 /// added to a Huber loss on the latency; Adam, lr 1e-3, batch 8, ReduceLROnPlateau x0.5 after
 /// 10 epochs, at most 300 epochs, early stopping after 50; labels scaled by a power of ten.
 /// dnncost's one change: the readout concatenates a sum readout to the LCM one
-/// (Readout::lcm_sum), because latency is close to a sum of per-operator costs and the GRU
+/// (Readout::lcm_sum, the sum scaled by 1 / mean training graph size), because latency is
+/// close to a sum of per-operator costs and the GRU
 /// monoid alone struggles to express a sum over ~200 nodes (see the README for the comparison).
 ///
 /// BRP-NAS: 4 GCN layers of width 600, global mean pooling, one linear output, the same

@@ -66,29 +66,29 @@ ModulePtr<T> conv_runtime(const GnnConfig& c, Index in, Index out, Rng& rng) {
     raise<config_error>("GnnConfig: unknown conv kind ", int(c.conv));
 }
 template <class T, Readout R>
-ModulePtr<T> readout(const GnnConfig& c, Index in, Rng& rng) {
+ModulePtr<T> readout(const GnnConfig& c, Index in, Rng& rng, double sum_scale = 1.0) {
     const Index lw = c.readout_width > 0 ? c.readout_width : in;
-    if constexpr (R == Readout::sum) return std::make_unique<Pooling<T>>(pool_sum);
+    if constexpr (R == Readout::sum) return std::make_unique<Pooling<T>>(pool_sum, sum_scale);
     else if constexpr (R == Readout::mean) return std::make_unique<Pooling<T>>(pool_mean);
     else if constexpr (R == Readout::max) return std::make_unique<Pooling<T>>(pool_max);
-    else if constexpr (R == Readout::sum_mean_max) return std::make_unique<Pooling<T>>(pool_sum | pool_mean | pool_max);
+    else if constexpr (R == Readout::sum_mean_max) return std::make_unique<Pooling<T>>(pool_sum | pool_mean | pool_max, sum_scale);
     else if constexpr (R == Readout::lcm) return std::make_unique<LcmReadout<T>>(in, lw, rng, true);
     else {
         auto cat = std::make_unique<ConcatReadout<T>>();
         cat->add(std::make_unique<LcmReadout<T>>(in, lw, rng, true));
-        cat->add(std::make_unique<Pooling<T>>(pool_sum));
+        cat->add(std::make_unique<Pooling<T>>(pool_sum, sum_scale));
         return cat;
     }
 }
 template <class T>
-ModulePtr<T> readout_runtime(const GnnConfig& c, Index in, Rng& rng) {
+ModulePtr<T> readout_runtime(const GnnConfig& c, Index in, Rng& rng, double sum_scale = 1.0) {
     switch (c.readout) {
-        case Readout::sum: return readout<T, Readout::sum>(c, in, rng);
-        case Readout::mean: return readout<T, Readout::mean>(c, in, rng);
-        case Readout::max: return readout<T, Readout::max>(c, in, rng);
-        case Readout::sum_mean_max: return readout<T, Readout::sum_mean_max>(c, in, rng);
-        case Readout::lcm: return readout<T, Readout::lcm>(c, in, rng);
-        case Readout::lcm_sum: return readout<T, Readout::lcm_sum>(c, in, rng);
+        case Readout::sum: return readout<T, Readout::sum>(c, in, rng, sum_scale);
+        case Readout::mean: return readout<T, Readout::mean>(c, in, rng, sum_scale);
+        case Readout::max: return readout<T, Readout::max>(c, in, rng, sum_scale);
+        case Readout::sum_mean_max: return readout<T, Readout::sum_mean_max>(c, in, rng, sum_scale);
+        case Readout::lcm: return readout<T, Readout::lcm>(c, in, rng, sum_scale);
+        case Readout::lcm_sum: return readout<T, Readout::lcm_sum>(c, in, rng, sum_scale);
     }
     raise<config_error>("GnnConfig: unknown readout ", int(c.readout));
 }
@@ -100,7 +100,9 @@ class GnnModel {
 public:
     /// Build with factories for the conv and readout (compile-time or run-time choice).
     template <class ConvF, class ReadoutF>
-    GnnModel(const GnnConfig& c, Index in_features, Rng& rng, ConvF&& make_conv, ReadoutF&& make_readout) {
+    /// @param sum_scale factor of sum readouts (the Estimator uses 1 / mean training graph size)
+    GnnModel(const GnnConfig& c, Index in_features, Rng& rng, ConvF&& make_conv, ReadoutF&& make_readout,
+             double sum_scale = 1.0) {
         validate(c);
         if (in_features < 1) raise<config_error>("GnnModel: input feature width must be positive, got ", in_features);
         Index w = in_features;
@@ -114,7 +116,7 @@ public:
             else m_encoder.add(std::move(block));
             w = c.width;
         }
-        m_readout = make_readout(c, w, rng);
+        m_readout = make_readout(c, w, rng, sum_scale);
         const Index e = m_readout->output_width(w);
         m_head = make_regression_head<T>(e, c.head.layers, c.head.width, 1, c.act, c.head.dropout, rng);
         if (c.ranking.layers > 0)
@@ -122,8 +124,8 @@ public:
         m_in = in_features;
     }
     /// Run-time configured model (the CLI path): every layer kind is compiled in.
-    GnnModel(const GnnConfig& c, Index in_features, Rng& rng)
-        : GnnModel(c, in_features, rng, build::conv_runtime<T>, build::readout_runtime<T>) {}
+    GnnModel(const GnnConfig& c, Index in_features, Rng& rng, double sum_scale = 1.0)
+        : GnnModel(c, in_features, rng, build::conv_runtime<T>, build::readout_runtime<T>, sum_scale) {}
 
     /// Predictions (graphs x 1) for ctx.batch; in training also the ranking logits.
     const Mat<T>& forward(const Context<T>& ctx) {
@@ -250,6 +252,9 @@ public:
         std::vector<double> y = train.targets;
         std::nth_element(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(y.size() / 2), y.end());
         m_scale = C.train.pow10_labels ? std::pow(10.0, std::round(std::log10(std::max(std::abs(y[y.size() / 2]), 1e-30)))) : 1.0;
+        double nodes = 0;
+        for (const auto* g : train.graphs) nodes += static_cast<double>(g->num_nodes());
+        m_sum_scale = train.size() / std::max(nodes, 1.0);
         Rng rng(seed);
         m_model = make_model(rng);
         make_optimizer();
@@ -373,6 +378,7 @@ public:
         w.put_string(preset);
         m_encoder.save(w);
         w.put_f64(m_scale);
+        w.put_f64(m_sum_scale);
         w.put_i64(m_model->input_width());
         const auto params = m_model->parameters();
         w.put_u64(params.size());
@@ -399,6 +405,8 @@ public:
         Estimator e;
         e.m_encoder = features::FeatureEncoder::load(r);
         e.m_scale = r.get_f64("label scale");
+        e.m_sum_scale = r.get_f64("sum readout scale");
+        if (!(e.m_sum_scale > 0) || !(e.m_scale > 0)) r.fail("corrupt scales ", e.m_scale, ", ", e.m_sum_scale);
         const auto in = r.get_i64("input width");
         if (in != e.m_encoder.num_features()) r.fail("input width ", in, " does not match the encoder's ", e.m_encoder.num_features());
         Rng rng(0);
@@ -434,7 +442,7 @@ private:
     }
     std::unique_ptr<GnnModel<float>> make_model(Rng& rng) const {
         return std::make_unique<GnnModel<float>>(C, m_encoder.num_features(), rng, build::conv<float, C.conv>,
-                                                 build::readout<float, C.readout>);
+                                                 build::readout<float, C.readout>, m_sum_scale);
     }
     void make_optimizer() {
         optim::AdamOptions ao;
@@ -446,6 +454,7 @@ private:
 
     features::FeatureEncoder m_encoder;
     double m_scale = 1.0;
+    double m_sum_scale = 1.0;  ///< 1 / mean training graph size, for sum readouts
     std::unique_ptr<GnnModel<float>> m_model;
     std::unique_ptr<optim::Adam<float>> m_opt;
     // reused per batch, so training allocates nothing per step once shapes settle

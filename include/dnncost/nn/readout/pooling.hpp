@@ -16,7 +16,10 @@ template <class T>
 class Pooling final : public Module<T> {
 public:
     /// @param modes a non-empty combination of pool_sum, pool_mean, pool_max
-    explicit Pooling(unsigned modes) : m_modes(modes) {
+    /// @param sum_scale multiplies the sum readout (e.g. 1 / mean graph size, so that a sum over
+    ///        hundreds of nodes starts at the scale of one node while staying additive)
+    explicit Pooling(unsigned modes, double sum_scale = 1.0) : m_modes(modes), m_sum_scale(static_cast<T>(sum_scale)) {
+        if (!(sum_scale > 0)) raise<config_error>("Pooling: sum_scale must be positive, got ", sum_scale);
         if (modes == 0 || modes > 7) raise<config_error>("Pooling: modes must combine sum/mean/max, got ", modes);
     }
     const Mat<T>& forward(const Mat<T>& x, const Context<T>& ctx) override {
@@ -31,7 +34,7 @@ public:
             const auto blk = x.middleRows(o, n);
             Index col = 0;
             if (m_modes & pool_sum) {
-                m_y.row(i).segment(col, d) = blk.colwise().sum();
+                m_y.row(i).segment(col, d) = m_sum_scale * blk.colwise().sum();
                 col += d;
             }
             if (m_modes & pool_mean) {
@@ -57,7 +60,7 @@ public:
             const int o = b.offset(static_cast<int>(i)), n = b.graph_size(static_cast<int>(i));
             Index col = 0;
             if (m_modes & pool_sum) {
-                m_dx.middleRows(o, n).rowwise() += dy.row(i).segment(col, d);
+                m_dx.middleRows(o, n).rowwise() += m_sum_scale * dy.row(i).segment(col, d);
                 col += d;
             }
             if (m_modes & pool_mean) {
@@ -75,6 +78,7 @@ public:
 private:
     Index count() const { return ((m_modes & 1u) ? 1 : 0) + ((m_modes & 2u) ? 1 : 0) + ((m_modes & 4u) ? 1 : 0); }
     unsigned m_modes;
+    T m_sum_scale;
     std::vector<int> m_arg;
     Index m_rows = 0;
     Mat<T> m_y, m_dx;
