@@ -1,0 +1,99 @@
+// Quick real-data check of the GNN presets on NAS-Bench-201 latencies: for each device,
+// train on 100 random architectures, validate on 100 others, test on 2,000 more; prints
+// Spearman rho, the fraction within +-10 % and the training time.
+// Usage: gnn_quickcheck [preset=hifisage] [devices=gold_6240,pixel3,1080ti_1] [seeds=1] [test=2000]
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <dnncost/estimators/presets.hpp>
+#include <dnncost/graph/nb201.hpp>
+
+using namespace dnncost;
+
+namespace {
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    for (std::string x; std::getline(ss, x, sep);) out.push_back(x);
+    return out;
+}
+template <class E>
+void run(const std::vector<std::string>& devices, int seeds, int n_test) {
+    std::ifstream in(std::string(DNNCOST_DATA_DIR) + "/nb201/latency_ms.csv");
+    std::string line;
+    std::getline(in, line);
+    const auto header = split(line, ',');
+    std::vector<std::string> archs;
+    std::vector<std::vector<double>> lat;
+    while (std::getline(in, line)) {
+        const auto f = split(line, ',');
+        archs.push_back(f[0]);
+        std::vector<double> v;
+        for (std::size_t i = 1; i < f.size(); ++i) v.push_back(std::stod(f[i]));
+        lat.push_back(v);
+    }
+    for (const auto& dev : devices) {
+        const auto col = static_cast<std::size_t>(std::find(header.begin(), header.end(), dev) - header.begin()) - 1;
+        if (col + 1 >= header.size()) {
+            std::cerr << "unknown device " << dev << "\n";
+            continue;
+        }
+        for (int seed = 0; seed < seeds; ++seed) {
+            Rng rng(static_cast<std::uint64_t>(1000 + seed));
+            std::vector<std::size_t> idx(archs.size());
+            std::iota(idx.begin(), idx.end(), 0);
+            rng.shuffle(idx.begin(), idx.end());
+            std::vector<graph::Graph> graphs;
+            const std::size_t total = 200 + static_cast<std::size_t>(n_test);
+            for (std::size_t i = 0; i < total; ++i) graphs.push_back(nb201::build_graph(archs[idx[i]]));
+            estimators::TrainData tr, va, te;
+            for (std::size_t i = 0; i < total; ++i) {
+                auto& d = i < 100 ? tr : (i < 200 ? va : te);
+                d.graphs.push_back(&graphs[i]);
+                d.targets.push_back(lat[idx[i]][col]);
+            }
+            E est;
+            estimators::FitOptions o;
+            o.seed = static_cast<std::uint64_t>(seed);
+            o.threads = 1;
+            if (const char* e = std::getenv("QC_EPOCHS")) o.max_epochs = std::atoi(e);
+            if (std::getenv("QC_VERBOSE")) o.on_epoch = [](const std::string& line) { std::cerr << line << "\n"; return false; };
+            const auto r = est.fit(tr, va, o);
+            const auto p = est.predict(te.graphs, 2);
+            int within = 0;
+            for (std::size_t i = 0; i < p.size(); ++i) within += std::abs(p[i] - te.targets[i]) <= 0.1 * te.targets[i];
+            std::cout << dev << " seed " << seed << ": spearman " << nn::detail::spearman(p, te.targets) << "  acc10 "
+                      << static_cast<double>(within) / static_cast<double>(p.size()) << "  epochs " << r.epochs
+                      << "  fit " << r.seconds << " s" << std::endl;
+        }
+    }
+}
+}  // namespace
+
+// Variants for a quick ablation (same recipe, one change each).
+constexpr nn::GnnConfig v_lcm = [] { auto c = estimators::hifi_sage; c.readout = nn::Readout::lcm; return c; }();
+constexpr nn::GnnConfig v_sum = [] { auto c = estimators::hifi_sage; c.readout = nn::Readout::sum; return c; }();
+constexpr nn::GnnConfig v_mean = [] { auto c = estimators::hifi_sage; c.readout = nn::Readout::sum_mean_max; return c; }();
+constexpr nn::GnnConfig v_small = [] {
+    auto c = estimators::hifi_sage;
+    c.depth = 3;
+    c.dropout = 0.0f;
+    c.readout = nn::Readout::sum;
+    return c;
+}();
+
+int main(int argc, char** argv) {
+    const std::string preset = argc > 1 ? argv[1] : "hifisage";
+    const auto devices = split(argc > 2 ? argv[2] : "gold_6240,pixel3,1080ti_1", ',');
+    const int seeds = argc > 3 ? std::stoi(argv[3]) : 1;
+    const int n_test = argc > 4 ? std::stoi(argv[4]) : 2000;
+    if (preset == "brpnas") run<estimators::BrpNas>(devices, seeds, n_test);
+    else if (preset == "lcm") run<nn::Estimator<v_lcm>>(devices, seeds, n_test);
+    else if (preset == "sum") run<nn::Estimator<v_sum>>(devices, seeds, n_test);
+    else if (preset == "smm") run<nn::Estimator<v_mean>>(devices, seeds, n_test);
+    else if (preset == "small") run<nn::Estimator<v_small>>(devices, seeds, n_test);
+    else run<estimators::HiFiSage>(devices, seeds, n_test);
+}
