@@ -3,7 +3,8 @@
 // 1000-1009 fixed in advance. HV reference point 1.1 per objective, IGD against 1,000 points of
 // the analytic front (problems.hpp says how they are spread). The thresholds are the figures an
 // established C++ library reaches with the same settings, HV minus 0.002 and IGD plus 0.001.
-// Under sanitizers (3-10x slower) the same runs are done for 2 seeds and only reported.
+// The 60 runs take about 1 s optimised and 6 s under ASan+UBSan, so every build runs and asserts
+// the full table.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -14,25 +15,11 @@
 #include <dnncost/search/nsga2.hpp>
 #include <dnncost/search/problems.hpp>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define DNNCOST_SEARCH_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DNNCOST_SEARCH_SANITIZED 1
-#endif
-#endif
-
 using namespace dnncost;
 using namespace dnncost::search;
 
 namespace {
-#ifdef DNNCOST_SEARCH_SANITIZED
-constexpr int seeds = 2;
-constexpr bool assert_thresholds = false;
-#else
 constexpr int seeds = 10;
-constexpr bool assert_thresholds = true;
-#endif
 
 struct Quality {
     double hv = 0, igd = 0;
@@ -65,12 +52,8 @@ void check_quality(const char* name, const P& problem, const std::vector<double>
     const Quality q = mean_quality(problem, reference);
     std::printf("| %-5s | %.4f | %.4f | %.4f | %.4f |\n", name, q.hv, ref_hv, q.igd, ref_igd);
     CAPTURE(name);
-    if (assert_thresholds) {
-        CHECK(q.hv >= ref_hv - 0.002);
-        CHECK(q.igd <= ref_igd + 0.001);
-    } else {
-        CHECK(q.hv > 0.0);
-    }
+    CHECK(q.hv >= ref_hv - 0.002);
+    CHECK(q.igd <= ref_igd + 0.001);
 }
 }  // namespace
 
