@@ -152,7 +152,10 @@ public:
     }
     /// Index stored with an equal genome, or `none` after storing (g, value).
     std::size_t find_or_insert(const typename P::Genome* g, std::size_t value) {
-        const std::size_t h = m_hash(*g);
+        return find_or_insert(g, value, m_hash(*g));
+    }
+    /// As above with the genome's hash already known.
+    std::size_t find_or_insert(const typename P::Genome* g, std::size_t value, std::size_t h) {
         const std::size_t mask = m_slots.size() - 1;
         for (std::size_t i = h & mask;; i = (i + 1) & mask) {
             Slot& s = m_slots[i];
@@ -165,6 +168,7 @@ public:
         }
     }
     static constexpr std::size_t none = static_cast<std::size_t>(-1);
+    std::size_t hash(const typename P::Genome& g) const { return m_hash(g); }
 
 private:
     struct Slot {
@@ -262,6 +266,7 @@ public:
         if (m_start == std::chrono::steady_clock::time_point{}) m_start = std::chrono::steady_clock::now();
         m_generation = 0;
         m_population.clear();
+        m_hashes.clear();
         m_archive.clear();
         std::vector<Genome> genomes = draw_unique(m_options.population, [&] {
             std::array<Genome, 2> g{m_variation.random(m_rng), m_variation.random(m_rng)};
@@ -271,7 +276,8 @@ public:
         });
         auto members = evaluate(std::move(genomes));
         update_archive(members);
-        survive(std::move(members));
+        std::vector<std::size_t> hashes = std::move(m_draw_hashes);
+        survive(std::move(members), std::move(hashes));
     }
 
     /// One generation: selection, variation, evaluation, survival.
@@ -289,8 +295,14 @@ public:
         });
         auto members = evaluate(std::move(offspring));
         update_archive(members);
+        // Genome hashes travel with their members so that a survivor is never hashed twice.
+        std::vector<std::size_t> hashes = std::move(m_draw_hashes);
+        if (hashes.size() == members.size() && m_hashes.size() == m_population.size())
+            hashes.insert(hashes.end(), m_hashes.begin(), m_hashes.end());
+        else
+            hashes.clear();
         for (auto& m : m_population) members.push_back(std::move(m));
-        survive(std::move(members));
+        survive(std::move(members), std::move(hashes));
         ++m_generation;
     }
 
@@ -358,7 +370,12 @@ private:
             if (m_options.remove_duplicates) {
                 // Pointers into the population and into `out`, which never reallocates (reserved).
                 detail::GenomePtrSet<P> seen(m_population.size() + count, m_problem);
-                for (const auto& m : m_population) seen.find_or_insert(&m.genome, 0);
+                const bool known = m_hashes.size() == m_population.size();
+                for (std::size_t i = 0; i < m_population.size(); ++i)
+                    seen.find_or_insert(&m_population[i].genome, 0,
+                                        known ? m_hashes[i] : seen.hash(m_population[i].genome));
+                m_draw_hashes.clear();
+                m_draw_hashes.reserve(count);
                 std::vector<Genome> rejected;
                 const std::size_t max_draws = count * (m_options.duplicate_attempts + 1);
                 std::size_t draws = 0;
@@ -367,7 +384,11 @@ private:
                         ++draws;
                         if (out.size() >= count) break;
                         out.push_back(std::move(g));
-                        if (seen.find_or_insert(&out.back(), 0) == detail::GenomePtrSet<P>::none) continue;
+                        const std::size_t h = seen.hash(out.back());
+                        if (seen.find_or_insert(&out.back(), 0, h) == detail::GenomePtrSet<P>::none) {
+                            m_draw_hashes.push_back(h);
+                            continue;
+                        }
                         // a duplicate: take it back out (`seen` holds no pointer to it)
                         g = std::move(out.back());
                         out.pop_back();
@@ -379,9 +400,11 @@ private:
                 while (out.size() < count)
                     for (auto& g : make())
                         if (out.size() < count) out.push_back(std::move(g));
+                for (std::size_t k = m_draw_hashes.size(); k < out.size(); ++k) m_draw_hashes.push_back(seen.hash(out[k]));
                 return out;
             }
         }
+        m_draw_hashes.clear();
         while (out.size() < count)
             for (auto& g : make())
                 if (out.size() < count) out.push_back(std::move(g));
@@ -488,7 +511,8 @@ private:
     }
 
     /// Elitist survival: keep the best N by (rank, crowding distance).
-    void survive(std::vector<Member> pool) {
+    /// @param hashes the members' genome hashes, or empty when they are not tracked.
+    void survive(std::vector<Member> pool, std::vector<std::size_t> hashes) {
         const std::size_t n = pool.size(), m = m_objectives;
         std::vector<double> values(n * m);
         std::vector<double> cv;
@@ -522,6 +546,9 @@ private:
         next.reserve(keep);
         for (std::size_t i : chosen) next.push_back(std::move(pool[i]));
         m_population = std::move(next);
+        m_hashes.clear();
+        if (hashes.size() == n)
+            for (std::size_t i : chosen) m_hashes.push_back(hashes[i]);
     }
 
     /// Constrained domination between two members (Deb's rule).
@@ -602,6 +629,8 @@ private:
     std::size_t m_objectives = 0, m_constraints = 0;
     bool m_caching = false;
     std::vector<Member> m_population, m_archive;
+    std::vector<std::size_t> m_hashes;       // genome hash of each population member, if tracked
+    std::vector<std::size_t> m_draw_hashes;  // genome hashes of the last draw_unique result
     std::size_t m_generation = 0, m_evaluations = 0, m_cache_hits = 0;
     std::chrono::steady_clock::time_point m_start{};
 };
