@@ -106,7 +106,7 @@ TEST_CASE("determinism: the same seed gives bit-identical training on one thread
 TEST_CASE("feature encoder: vocabulary, unknown slot, scaling, random-walk encoding, options") {
     const auto g = nb201::build_graph(nb201::from_index(1234));
     const graph::Graph* gp = &g;
-    features::FeatureEncoder enc({.rw_steps = 3});
+    features::FeatureEncoder enc({.vocabulary = {}, .rw_steps = 3});
     CHECK_THROWS_AS(enc.encode(g), config_error);
     enc.fit(std::span<const graph::Graph* const>(&gp, 1));
     const auto e = enc.encode(g);

@@ -8,6 +8,10 @@
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/nb201.hpp>
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/features/batch.hpp>
+#include <dnncost/features/encode.hpp>
+#include <dnncost/nn/model.hpp>
+#include <dnncost/estimators/presets.hpp>
 #include <dnncost/io/csv.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/train/dataset.hpp>
@@ -17,8 +21,3 @@
 #include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/search/search.hpp>
-
-#include <dnncost/features/batch.hpp>
-#include <dnncost/features/encode.hpp>
-#include <dnncost/nn/model.hpp>
-#include <dnncost/estimators/presets.hpp>
