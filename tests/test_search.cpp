@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <dnncost/search/hypervolume.hpp>
@@ -469,4 +470,35 @@ TEST_CASE("operators: SBX and polynomial mutation respect bounds; SBX children c
     CHECK(std::abs(c.first - 0.5) < 0.5);
     CHECK(std::abs(polynomial_mutation_gene(0.5, 0.0, 1.0, 20.0, rng) - 0.5) < 0.5);
     CHECK(polynomial_mutation_gene(3.0, 3.0, 3.0, 20.0, rng) == 3.0);
+}
+
+namespace {
+struct NoOperators {  // evaluates, but has no way to create genomes
+    using Genome = std::vector<double>;
+    std::size_t num_objectives() const { return 2; }
+    std::array<double, 2> evaluate(const Genome&) const { return {0, 0}; }
+};
+struct WrongReturn {
+    using Genome = std::vector<double>;
+    std::size_t num_objectives() const { return 2; }
+    std::vector<Bounds> bounds() const { return {{0, 1}}; }
+    std::string evaluate(const Genome&) const { return "x"; }
+};
+}  // namespace
+
+TEST_CASE("the Problem concept accepts the supported shapes and rejects incomplete ones") {
+    static_assert(Problem<problems::Zdt1>);
+    static_assert(Problem<problems::Dtlz2>);
+    static_assert(Problem<Categorical>);
+    static_assert(Problem<Mixed>);
+    static_assert(Problem<BatchConstr>);
+    static_assert(HasConstraints<problems::Constr> && !HasConstraints<problems::Zdt1>);
+    static_assert(HasOwnOperators<Mixed> && HasRepair<Mixed> && HashableGenome<Mixed>);
+    static_assert(HasBatchEvaluation<BatchConstr>);
+    static_assert(thread_safety_of<Recording>() == ThreadSafety::none);
+    static_assert(thread_safety_of<problems::Zdt1>() == ThreadSafety::concurrent);
+    static_assert(!Problem<NoOperators>);
+    static_assert(!Problem<WrongReturn>);
+    static_assert(!Problem<int>);
+    CHECK(true);
 }
