@@ -63,9 +63,11 @@ enum class ThreadSafety {
     concurrent  ///< yes (default): evaluate() is const and touches no shared mutable state
 };
 
-/// A sized range of doubles: what evaluate() may return besides Evaluation.
+/// A sized range of floating-point values (std::array<double, M>, std::vector<double>, ...): what
+/// evaluate() may return besides Evaluation. Not merely convertible to double, which would let a
+/// std::string through.
 template <class R>
-concept ObjectiveRange = std::ranges::sized_range<R> && std::convertible_to<std::ranges::range_value_t<R>, double>;
+concept ObjectiveRange = std::ranges::sized_range<R> && std::floating_point<std::ranges::range_value_t<R>>;
 
 template <class R>
 concept EvaluationResult = ObjectiveRange<R> || std::same_as<std::remove_cvref_t<R>, Evaluation>;
