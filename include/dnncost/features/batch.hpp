@@ -83,6 +83,21 @@ public:
         build_both(m_nb[2], edges, n);
     }
 
+    /// Become the sub-batch of graphs [g0, g1) of `src` (node ids, CSR entries and weights
+    /// re-based; nothing is validated again). Graphs never share edges, so each range is a
+    /// contiguous block of every array: this is a few memcpys, not a rebuild.
+    void slice(const GraphBatch& src, int g0, int g1) {
+        if (g0 < 0 || g1 > src.num_graphs() || g0 >= g1)
+            raise<shape_error>("GraphBatch::slice: graphs [", g0, ", ", g1, ") of a batch of ", src.num_graphs());
+        const int n0 = src.offset(g0), n1 = src.offset(g1);
+        x = src.x.middleRows(n0, n1 - n0);
+        m_offset.assign(src.m_offset.begin() + g0, src.m_offset.begin() + g1 + 1);
+        for (auto& o : m_offset) o -= n0;
+        m_node_graph.assign(src.m_node_graph.begin() + n0, src.m_node_graph.begin() + n1);
+        for (auto& g : m_node_graph) g -= g0;
+        for (int d = 0; d < 3; ++d) slice_neighbourhood(m_nb[d], src.m_nb[d], n0, n1);
+    }
+
     nn::Index num_nodes() const { return x.rows(); }
     int num_graphs() const { return static_cast<int>(m_offset.size()) - 1; }
     /// Node range of graph g is [offset(g), offset(g + 1)).
@@ -128,6 +143,26 @@ private:
                     T(1) / std::sqrt(static_cast<T>(d + 1) * static_cast<T>(nb.degree(s) + 1));
             }
         }
+    }
+    static void slice_neighbourhood(Neighbourhood<T>& dst, const Neighbourhood<T>& src, int n0, int n1) {
+        const auto u0 = static_cast<std::size_t>(n0), u1 = static_cast<std::size_t>(n1);
+        const int e0 = src.ptr[u0], e1 = src.ptr[u1];
+        const auto rebase = [](std::vector<int>& out, const std::vector<int>& in, std::size_t b, std::size_t e, int by) {
+            out.assign(in.begin() + static_cast<std::ptrdiff_t>(b), in.begin() + static_cast<std::ptrdiff_t>(e));
+            for (auto& v : out) v -= by;
+        };
+        rebase(dst.ptr, src.ptr, u0, u1 + 1, e0);
+        rebase(dst.idx, src.idx, static_cast<std::size_t>(e0), static_cast<std::size_t>(e1), n0);
+        const int t0 = src.tptr[u0], t1 = src.tptr[u1];
+        rebase(dst.tptr, src.tptr, u0, u1 + 1, t0);
+        rebase(dst.tidx, src.tidx, static_cast<std::size_t>(t0), static_cast<std::size_t>(t1), n0);
+        rebase(dst.tentry, src.tentry, static_cast<std::size_t>(t0), static_cast<std::size_t>(t1), e0);
+        const auto copy = [](std::vector<T>& out, const std::vector<T>& in, std::size_t b, std::size_t e) {
+            out.assign(in.begin() + static_cast<std::ptrdiff_t>(b), in.begin() + static_cast<std::ptrdiff_t>(e));
+        };
+        copy(dst.mean_w, src.mean_w, static_cast<std::size_t>(e0), static_cast<std::size_t>(e1));
+        copy(dst.gcn_w, src.gcn_w, static_cast<std::size_t>(e0), static_cast<std::size_t>(e1));
+        copy(dst.gcn_self, src.gcn_self, u0, u1);
     }
     static void build_neighbourhood(Neighbourhood<T>& nb, const std::vector<std::pair<int, int>>& edges, int n,
                                     bool reverse) {

@@ -4,6 +4,7 @@
 /// and a module that applies one elementwise.
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include <dnncost/nn/module.hpp>
 
@@ -52,7 +53,8 @@ class Activation final : public Module<T> {
 public:
     const Mat<T>& forward(const Mat<T>& x, const Context<T>&) override {
         m_x = &x;
-        m_y = x.unaryExpr([](T v) { return P::f(v); });
+        if constexpr (std::is_same_v<P, act::Relu>) m_y = x.cwiseMax(T(0));  // vectorised
+        else m_y = x.unaryExpr([](T v) { return P::f(v); });
         return m_y;
     }
     const Mat<T>& backward(const Mat<T>& dy, const Context<T>&) override {

@@ -1,9 +1,9 @@
 #pragma once
 /// @file dropout.hpp
 /// Inverted dropout: in training, zero each element with probability p and scale the rest by
-/// 1 / (1 - p); at inference the identity. The mask comes from a xorshift stream seeded from
-/// the Context's Rng once per forward (drawing one mt19937 number per element would cost more
-/// than the layer itself); p is resolved to 1/65536.
+/// 1 / (1 - p); at inference the identity. The mask is a hash of the element index keyed by one
+/// draw from the Context's Rng per forward (drawing one mt19937 number per element would cost
+/// more than the layer itself); p is resolved to 1/65536.
 #include <cstdint>
 
 #include <dnncost/nn/module.hpp>
@@ -22,22 +22,29 @@ public:
         m_active = ctx.training && m_p > 0.0;
         if (!m_active) return x;
         if (!ctx.rng) raise<config_error>("Dropout: training needs an Rng in the Context");
-        std::uint64_t s = ctx.rng->split() | 1u;
+        const std::uint64_t seed = ctx.rng->split();
+        const auto key = static_cast<std::uint32_t>(seed ^ (seed >> 32));
         const T scale = T(1) / static_cast<T>(1.0 - static_cast<double>(m_threshold) / 65536.0);
         m_mask.resize(x.rows(), x.cols());
         m_y.resize(x.rows(), x.cols());
         const Index n = x.size();
+        const std::uint32_t threshold = m_threshold;
         T* mk = m_mask.data();
-        for (Index i = 0; i < n; i += 4) {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            for (Index j = 0; j < 4 && i + j < n; ++j) {
-                const auto r = static_cast<std::uint32_t>((s >> (16 * j)) & 0xFFFFu);
-                mk[i + j] = r < m_threshold ? T(0) : scale;
-            }
+        T* y = m_y.data();
+        const T* xs = x.data();
+        // A counter-based hash (murmur3's finaliser of index + key) instead of a sequential
+        // generator: every element is independent, so the loop vectorises.
+        for (Index i = 0; i < n; ++i) {
+            std::uint32_t h = static_cast<std::uint32_t>(i) * 0x9E3779B1u + key;
+            h ^= h >> 16;
+            h *= 0x85EBCA6Bu;
+            h ^= h >> 13;
+            h *= 0xC2B2AE35u;
+            h ^= h >> 16;
+            const T m = (h >> 16) < threshold ? T(0) : scale;
+            mk[i] = m;
+            y[i] = xs[i] * m;
         }
-        m_y.array() = x.array() * m_mask.array();
         return m_y;
     }
     const Mat<T>& backward(const Mat<T>& dy, const Context<T>&) override {
