@@ -1,8 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/graph/analysis.hpp>
 #include <dnncost/graph/nb201.hpp>
 
 using namespace dnncost;
@@ -90,4 +92,66 @@ TEST_CASE("nb201: pruned view removes what cannot influence the output") {
     CHECK(folded.node(0).op_type == "Constant");
     // eager graphs never change with the prune flag off
     CHECK(nb201::build_graph(arch) == eager);
+}
+
+TEST_CASE("graph analysis: the operators a compiler keeps are those of the pruned NB201 graph") {
+    // Every 7th architecture (2,233 of 15,625; covers all op kinds on every edge), one cell per
+    // stage to keep the test fast; plus the full network for a few.
+    const auto signature = [](const graph::Graph& g, const std::vector<char>& keep) {
+        std::multiset<std::string> s;
+        for (std::size_t v = 0; v < g.num_nodes(); ++v) {
+            if (!keep[v]) continue;
+            const auto& nd = g.nodes()[v];
+            if (nd.op_type == "Constant") continue;  // the pruned view's folded output
+            // Add names count the surviving terms, so only their number is compared.
+            s.insert(nd.op_type == "Add" ? std::string("Add") : nd.op_type + ":" + nd.name);
+        }
+        return s;
+    };
+    int checked = 0, disconnected = 0;
+    for (std::int64_t i = 0; i < nb201::num_architectures; i += 7) {
+        const auto arch = nb201::from_index(i);
+        nb201::Nb201Options eager, pruned;
+        eager.cells_per_stage = pruned.cells_per_stage = (i % 700 == 0) ? 5 : 1;
+        pruned.prune = true;
+        const auto ge = nb201::build_graph(arch, eager), gp = nb201::build_graph(arch, pruned);
+        const auto a = graph::analyse(ge);
+        std::vector<char> keep_e(ge.num_nodes()), keep_p(gp.num_nodes(), 1);
+        for (std::size_t v = 0; v < ge.num_nodes(); ++v) keep_e[v] = a[v].kept();
+        INFO(nb201::to_string(arch));
+        REQUIRE(signature(ge, keep_e) == signature(gp, keep_p));
+        // the analysis finds nothing to drop in the pruned graph
+        const auto ap = graph::analyse(gp);
+        for (std::size_t v = 0; v < gp.num_nodes(); ++v)
+            if (gp.nodes()[v].op_type != "Constant") CHECK(ap[v].kept());
+        disconnected += std::none_of(a.begin(), a.end(), [](const graph::NodeAnalysis& x) { return x.live; });
+        ++checked;
+    }
+    CHECK(checked > 2000);
+    CHECK(disconnected > 0);
+}
+
+TEST_CASE("graph analysis: constant propagation rules") {
+    graph::Graph g("t");
+    const int x = g.add_input("x", {1, 4, 8, 8});
+    const int z = g.add_weight("z", {});
+    g.set_data(z, {0.0});
+    const int w = g.add_weight("w", {4, 4, 1, 1});
+    const int m = g.add_op("Mul", "mul", {x, z}, {1, 4, 8, 8});          // zero
+    const int r = g.add_op("Relu", "relu", {m}, {1, 4, 8, 8});           // zero
+    const int c = g.add_op("Conv", "conv", {r, w}, {1, 4, 8, 8});        // zero (no bias)
+    const int y = g.add_op("Relu", "relu_x", {x}, {1, 4, 8, 8});         // live
+    const int s = g.add_op("Add", "add", {y, c}, {1, 4, 8, 8});          // identity-like
+    const int d = g.add_op("Sigmoid", "dead", {y}, {1, 4, 8, 8});        // non-constant, unused
+    (void)d;
+    g.mark_output(s);
+    const auto a = graph::analyse(g);
+    CHECK(a[0].zero);
+    CHECK(a[1].zero);
+    CHECK(a[2].zero);
+    CHECK((a[3].live && a[3].kept()));
+    CHECK((a[4].identity_like && a[4].live && !a[4].kept()));
+    CHECK((!a[5].constant && !a[5].live));
+    CHECK_THROWS_AS(g.set_data(x, {1.0}), config_error);
+    CHECK_THROWS_AS(g.set_data(w, {1.0}), config_error);
 }

@@ -69,6 +69,9 @@ struct Tensor {
     int producer = -1;              ///< node index, -1 for inputs and weights
     std::vector<int> consumers;     ///< node indices, one entry per input slot that reads it
     bool is_output = false;         ///< a graph output
+    /// Values of a small constant (row-major), when known; empty = unknown. Lets graph analyses
+    /// (graph/analysis.hpp) see e.g. a multiplication by zero the way a graph compiler does.
+    std::vector<double> data;
     std::int64_t elements() const { return numel(shape); }
     std::int64_t bytes() const { return numel(shape) * static_cast<std::int64_t>(element_size(dtype)); }
 };
@@ -160,7 +163,7 @@ public:
             raise<config_error>("Graph::add_tensor: duplicate tensor name '", name, "' in graph '", m_name, "'");
         const int id = static_cast<int>(m_tensors.size());
         m_tensor_index.emplace(name, id);
-        m_tensors.push_back(Tensor{std::move(name), std::move(shape), dtype, kind, -1, {}, false});
+        m_tensors.push_back(Tensor{std::move(name), std::move(shape), dtype, kind, -1, {}, false, {}});
         return id;
     }
     int add_input(std::string name, Shape shape, DataType dtype = DataType::float32) {
@@ -203,6 +206,16 @@ public:
         return out;
     }
     void mark_output(int tensor) { m_tensors.at(static_cast<std::size_t>(tensor)).is_output = true; }
+    /// Attach the values of a constant (weight) tensor; `values` must hold one value per element.
+    void set_data(int tensor, std::vector<double> values) {
+        auto& t = m_tensors.at(static_cast<std::size_t>(tensor));
+        if (t.kind != TensorKind::weight)
+            raise<config_error>("Graph::set_data: tensor '", t.name, "' is not a weight/constant");
+        if (!values.empty() && static_cast<std::int64_t>(values.size()) != t.elements())
+            raise<config_error>("Graph::set_data: tensor '", t.name, "' has ", t.elements(), " elements, got ",
+                                values.size(), " values");
+        t.data = std::move(values);
+    }
 
     // ------------------------------------------------------------------ access
     std::size_t num_nodes() const { return m_nodes.size(); }
@@ -351,13 +364,14 @@ public:
                     raise<shape_error>("graph '", m_name, "': tensor '", t.name, "' has unknown shape ", to_string(t.shape));
     }
 
-    /// Structural equality (names, op types, attributes, wiring, shapes, kinds).
+    /// Structural equality (names, op types, attributes, wiring, shapes, kinds, constant data).
     friend bool operator==(const Graph& a, const Graph& b) {
         if (a.m_nodes.size() != b.m_nodes.size() || a.m_tensors.size() != b.m_tensors.size()) return false;
         for (std::size_t i = 0; i < a.m_tensors.size(); ++i) {
             const auto &x = a.m_tensors[i], &y = b.m_tensors[i];
             if (x.name != y.name || x.shape != y.shape || x.dtype != y.dtype || x.kind != y.kind ||
-                x.producer != y.producer || x.consumers != y.consumers || x.is_output != y.is_output)
+                x.producer != y.producer || x.consumers != y.consumers || x.is_output != y.is_output ||
+                x.data != y.data)
                 return false;
         }
         for (std::size_t i = 0; i < a.m_nodes.size(); ++i) {

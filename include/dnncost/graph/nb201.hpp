@@ -307,7 +307,10 @@ private:
         return nodes[3];
     }
     int zero_scalar() {
-        if (m_zero < 0) m_zero = m_g.add_weight("zero", {}, graph::DataType::float32);
+        if (m_zero < 0) {
+            m_zero = m_g.add_weight("zero", {}, graph::DataType::float32);
+            m_g.set_data(m_zero, {0.0});  // a known value: what lets an analysis see `none` as dead
+        }
         return m_zero;
     }
 
@@ -331,6 +334,7 @@ private:
             if (remap[static_cast<std::size_t>(t)] < 0) {
                 const auto& ten = g.tensor(t);
                 remap[static_cast<std::size_t>(t)] = out.add_tensor(ten.name, ten.shape, ten.dtype, ten.kind);
+                if (!ten.data.empty()) out.set_data(remap[static_cast<std::size_t>(t)], ten.data);
             }
             return remap[static_cast<std::size_t>(t)];
         };
