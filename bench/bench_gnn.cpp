@@ -5,6 +5,11 @@
 
 #include <dnncost/estimators/presets.hpp>
 #include <dnncost/graph/nb201.hpp>
+#include <dnncost/io/csv.hpp>
+
+#include <chrono>
+#include <map>
+#include <numeric>
 
 using namespace dnncost;
 using namespace dnncost::nn;
@@ -24,15 +29,28 @@ struct Nb201Set {
     }
 };
 
+// SGEMM GFLOP/s per thread count as measured by BM_SgemmPeak in this run (wall clock), the
+// reference of the epoch's fraction-of-peak figure.
+std::map<unsigned, double>& sgemm_peak() {
+    static std::map<unsigned, double> peak;
+    return peak;
+}
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void BM_SgemmPeak(benchmark::State& state) {
     const auto threads = static_cast<std::size_t>(state.range(0));
     const Index n = 1536;
     ThreadPool pool(threads);
     Mat<float> a = Mat<float>::Random(n, n), b = Mat<float>::Random(n, n), c;
+    kernels::gemm<float>(c, a, b, false, &pool);
+    const auto t0 = std::chrono::steady_clock::now();
     for (auto _ : state) {
         kernels::gemm<float>(c, a, b, false, &pool);
         benchmark::DoNotOptimize(c.data());
     }
+    sgemm_peak()[static_cast<unsigned>(threads)] = 2.0 * n * n * n * static_cast<double>(state.iterations()) / 1e9 / seconds_since(t0);
     state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * static_cast<double>(state.iterations()) / 1e9,
                                                    benchmark::Counter::kIsRate);
 }
@@ -99,26 +117,76 @@ void BM_HifiSageEpoch(benchmark::State& state) {
     Rng rng(3);
     est.train_epoch(x, set.y, rng, &pool);  // warm-up: buffers reach their final shapes
     const auto f0 = kernels::gemm_flops().load();
+    const auto t0 = std::chrono::steady_clock::now();
     for (auto _ : state) benchmark::DoNotOptimize(est.train_epoch(x, set.y, rng, &pool));
+    const double secs = seconds_since(t0);
     const double flops = static_cast<double>(kernels::gemm_flops().load() - f0);
     state.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsRate);
     state.counters["GFLOP/epoch"] = flops / 1e9 / static_cast<double>(state.iterations());
+    if (const auto it = sgemm_peak().find(threads); it != sgemm_peak().end())
+        state.counters["of_peak"] = flops / 1e9 / secs / it->second;  // vs this run's SGEMM peak, same threads
 }
 BENCHMARK(BM_HifiSageEpoch)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
-// Batched inference throughput of HiFi-SAGE (graphs already encoded).
+// Batched inference throughput of HiFi-SAGE on 256 NB201 graphs: arg 0 = threads, arg 1 = 1 to
+// include the feature encoding (Estimator::predict on operator graphs), 0 for encoded graphs.
 void BM_HifiSageInference(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
+    const bool with_encoding = state.range(1) != 0;
     static Nb201Set set(256);
     estimators::HiFiSage est;
     estimators::TrainData d{set.ptrs, set.y};
     est.prepare(d, 1);
-    const auto x = est.encode(set.ptrs);
     ThreadPool pool(threads);
-    for (auto _ : state) benchmark::DoNotOptimize(est.predict_encoded(x, &pool).data());
+    const auto x = est.encode(set.ptrs, &pool);
+    for (auto _ : state) {
+        if (with_encoding) benchmark::DoNotOptimize(est.predict(set.ptrs, threads).data());
+        else benchmark::DoNotOptimize(est.predict_encoded(x, &pool).data());
+    }
     state.counters["graphs/s"] = benchmark::Counter(static_cast<double>(x.size() * state.iterations()), benchmark::Counter::kIsRate);
+    state.SetLabel(with_encoding ? "encoding included" : "encoding excluded");
 }
-BENCHMARK(BM_HifiSageInference)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_HifiSageInference)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+
+// A full HiFi-SAGE training with early stopping (the preset's patience and epoch limit) on 100
+// NB201 architectures, validated on 100 others, against a measured device latency column of
+// data/nb201/latency_ms.csv.
+struct LatencyData {
+    std::vector<graph::Graph> graphs;
+    estimators::TrainData train, val;
+    std::string device;
+    explicit LatencyData(const std::string& column) : device(column) {
+        const auto table = io::read_csv(std::string(DNNCOST_DATA_DIR) + "/nb201/latency_ms.csv");
+        const auto col = table.column(column), arch = table.column("arch");
+        Rng rng(2024);
+        std::vector<std::size_t> idx(table.rows.size());
+        std::iota(idx.begin(), idx.end(), 0);
+        rng.shuffle(idx.begin(), idx.end());
+        graphs.reserve(200);
+        for (std::size_t i = 0; i < 200; ++i) graphs.push_back(nb201::build_graph(table.rows[idx[i]][arch]));
+        for (std::size_t i = 0; i < 200; ++i) {
+            auto& part = i < 100 ? train : val;
+            part.graphs.push_back(&graphs[i]);
+            part.targets.push_back(std::stod(table.rows[idx[i]][col]));
+        }
+    }
+};
+void BM_HifiSageFullTraining(benchmark::State& state) {
+    static LatencyData data("gold_6240");
+    estimators::FitResult r;
+    for (auto _ : state) {
+        estimators::HiFiSage est;
+        estimators::FitOptions o;
+        o.seed = 7;
+        o.threads = static_cast<unsigned>(state.range(0));
+        r = est.fit(data.train, data.val, o);
+    }
+    state.counters["epochs"] = r.epochs;
+    state.counters["s/epoch"] = r.seconds / r.epochs;
+    state.counters["best_val"] = r.best_validation;
+    state.SetLabel(data.device + ", 100 train + 100 validation graphs");
+}
+BENCHMARK(BM_HifiSageFullTraining)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 
 // Feature encoding cost per graph (operator graph -> node features incl. random walks).
 void BM_Encode(benchmark::State& state) {

@@ -11,6 +11,7 @@
 #include <dnncost/nn/gnn/residual.hpp>
 #include <dnncost/nn/gnn/sage.hpp>
 #include <dnncost/nn/layer_norm.hpp>
+#include <dnncost/nn/model.hpp>
 #include <dnncost/nn/mlp.hpp>
 
 using namespace dnncost;
@@ -133,4 +134,66 @@ TEST_CASE("layers reject bad widths and inputs") {
     bad = tb.graphs[0];
     bad.edges.emplace_back(0, 99);
     CHECK_THROWS_AS(features::GraphBatch<double>(std::span<const features::EncodedGraph* const>(&p, 1)), shape_error);
+}
+
+TEST_CASE("GraphBatch::slice equals a batch built from the same graphs") {
+    TestBatch tb(3, 11, {5, 1, 7, 3, 4});
+    std::vector<const features::EncodedGraph*> sub{&tb.graphs[1], &tb.graphs[2], &tb.graphs[3]};
+    features::GraphBatch<double> built(sub), sliced;
+    sliced.slice(tb.batch, 1, 4);
+    CHECK(sliced.x == built.x);
+    CHECK(sliced.num_graphs() == 3);
+    CHECK(sliced.node_graph() == built.node_graph());
+    for (auto d : {features::Direction::predecessors, features::Direction::successors, features::Direction::both}) {
+        const auto &a = sliced.neighbourhood(d), &b = built.neighbourhood(d);
+        CHECK(a.ptr == b.ptr);
+        CHECK(a.idx == b.idx);
+        CHECK(a.tptr == b.tptr);
+        CHECK(a.tidx == b.tidx);
+        CHECK(a.tentry == b.tentry);
+        CHECK(a.mean_w == b.mean_w);
+        CHECK(a.gcn_w == b.gcn_w);
+        CHECK(a.gcn_self == b.gcn_self);
+    }
+    CHECK_THROWS_AS(sliced.slice(tb.batch, 2, 2), shape_error);
+}
+
+TEST_CASE("data parallelism: sharding a batch over replicas changes no prediction or gradient") {
+    TestBatch tb(3, 5, {5, 1, 7, 3, 4, 6, 2});
+    GnnConfig c{.conv = Conv::sage, .depth = 3, .width = 8, .residual = true, .dropout = 0.0f,
+                .readout = Readout::lcm_sum, .readout_width = 4, .head = {.layers = 2, .width = 8},
+                .ranking = {.layers = 2, .width = 4, .dropout = 0.0f, .weight = 1.0f}};
+    const auto run = [&](unsigned threads, float dropout, std::vector<double>& grads) {
+        c.dropout = dropout;
+        Rng init(3);
+        GnnModel<double> m(c, 3, init);
+        if (threads > 1) {
+            std::vector<std::unique_ptr<GnnModel<double>>> r;
+            Rng other(99);  // different initial weights: they must be overwritten from the model
+            for (unsigned i = 1; i < threads; ++i) r.push_back(std::make_unique<GnnModel<double>>(c, 3, other));
+            m.set_replicas(std::move(r));
+        }
+        ThreadPool pool(threads);
+        Rng rng(4);
+        Context<double> ctx{&tb.batch, true, &rng, &pool};
+        const Mat<double> p = m.forward(ctx);
+        Mat<double> dp = Mat<double>::Ones(p.rows(), 1);
+        Mat<double> dl = Mat<double>::Ones(m.rank_logits()->rows(), 1);
+        m.backward(dp, &dl, ctx);
+        grads.clear();
+        for (auto* q : m.parameters()) grads.insert(grads.end(), q->grad.data(), q->grad.data() + q->grad.size());
+        return p;
+    };
+    std::vector<double> g1, g2, g2b, g3;
+    const Mat<double> p1 = run(1, 0.0f, g1), p2 = run(2, 0.0f, g2), p3 = run(3, 0.0f, g3);
+    CHECK((p1 - p2).cwiseAbs().maxCoeff() < 1e-12);
+    CHECK((p1 - p3).cwiseAbs().maxCoeff() < 1e-12);
+    REQUIRE(g1.size() == g2.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < g1.size(); ++i) worst = std::max({worst, std::abs(g1[i] - g2[i]), std::abs(g1[i] - g3[i])});
+    CHECK(worst < 1e-10);
+    // with dropout: the same thread count gives the same bits
+    run(2, 0.3f, g2);
+    run(2, 0.3f, g2b);
+    CHECK(g2 == g2b);
 }

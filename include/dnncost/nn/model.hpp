@@ -362,10 +362,15 @@ public:
     }
 
     /// Encode graphs with the fitted encoder.
-    std::vector<features::EncodedGraph> encode(std::span<const graph::Graph* const> graphs) const {
-        std::vector<features::EncodedGraph> out;
-        out.reserve(graphs.size());
-        for (const auto* g : graphs) out.push_back(m_encoder.encode(*g));
+    std::vector<features::EncodedGraph> encode(std::span<const graph::Graph* const> graphs, ThreadPool* pool = nullptr) const {
+        std::vector<features::EncodedGraph> out(graphs.size());
+        const std::size_t parts = pool ? std::min(pool->size(), graphs.size()) : 1;
+        const auto run = [&](std::size_t t) {  // contiguous ranges; each graph encodes independently
+            for (std::size_t i = graphs.size() * t / parts; i < graphs.size() * (t + 1) / parts; ++i)
+                out[i] = m_encoder.encode(*graphs[i]);
+        };
+        if (parts > 1) pool->parallel_for(0, parts, run);
+        else if (!graphs.empty()) run(0);
         return out;
     }
 
@@ -446,7 +451,7 @@ public:
     }
     std::vector<double> predict(std::span<const graph::Graph* const> graphs, unsigned threads = 0) {
         ThreadPool pool(threads);
-        return predict_encoded(encode(graphs), &pool);
+        return predict_encoded(encode(graphs, &pool), &pool);
     }
 
     /// The whole training recipe of the configuration.
@@ -457,8 +462,8 @@ public:
         if (validation.size() > 0) check_data(validation, "validation");
         ThreadPool pool(o.threads);
         Rng rng(o.seed ^ 0x7261696eULL);
-        const auto xt = encode(train.graphs);
-        const auto xv = encode(validation.graphs);
+        const auto xt = encode(train.graphs, &pool);
+        const auto xv = encode(validation.graphs, &pool);
         const int max_epochs = o.max_epochs > 0 ? o.max_epochs : C.train.max_epochs;
         const int patience = o.patience > 0 ? o.patience : C.train.patience;
         optim::ReduceLROnPlateau plateau(C.train.plateau_factor, C.train.plateau_patience);
