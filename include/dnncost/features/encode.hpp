@@ -8,6 +8,11 @@
 /// log1p-scaled; all are then standardised with the training set's mean and deviation.
 /// Random-walk positional encoding (Dwivedi et al., 2022): the return probabilities
 /// diag(P), diag(P^2), ..., diag(P^k) of the random walk P = D^-1 A on the undirected graph.
+/// With `compiler_view`, the graph-compiler view of graph/analysis.hpp is appended:
+///   [ constant | identity-like | dead | kept x (one-hot operator type, scaled attributes) ]
+/// The last block repeats a node's type and attributes only when a graph compiler keeps the
+/// node, so that a sum over nodes counts both what an eager runtime and what a compiled
+/// runtime executes (e.g. NB201 on TFLite, which folds `none` branches and dead cells).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -21,6 +26,7 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/graph/analysis.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/serialize.hpp>
 
@@ -33,6 +39,7 @@ struct EncodeOptions {
     int rw_steps = 8;                   ///< k of the random-walk encoding (0 disables it)
     bool self_loops_on_inputs = false;  ///< HiFi-SAGE: a self-loop on every node that reads a graph input
     bool drop_output_nodes = false;     ///< HiFi-SAGE: drop the nodes that write graph outputs
+    bool compiler_view = false;         ///< append the graph-compiler flags and kept-node block
 };
 
 /// One encoded graph: a row-major node-feature matrix and directed node-to-node edges.
@@ -178,8 +185,11 @@ public:
     bool fitted() const { return m_fitted; }
     const std::vector<std::string>& vocabulary() const { return m_vocabulary; }
     const EncodeOptions& options() const { return m_options; }
-    /// one-hot (vocabulary + unknown) + 9 attributes + rw_steps
-    int num_features() const { return static_cast<int>(m_vocabulary.size()) + 1 + 9 + m_options.rw_steps; }
+    /// one-hot (vocabulary + unknown) + 9 attributes + rw_steps [+ 3 flags + kept one-hot + 9]
+    int num_features() const {
+        const int base = static_cast<int>(m_vocabulary.size()) + 1 + 9;
+        return base + m_options.rw_steps + (m_options.compiler_view ? 3 + base : 0);
+    }
 
     /// Encode one graph. Throws config_error before fit().
     EncodedGraph encode(const graph::Graph& g) const {
@@ -214,6 +224,9 @@ public:
         const auto raw = raw_attributes(g);
         const auto rw = random_walk_encoding(n, e.edges, m_options.rw_steps);
         const int v = static_cast<int>(m_vocabulary.size());
+        std::vector<graph::NodeAnalysis> flags;
+        if (m_options.compiler_view) flags = graph::analyse(g);
+        const int cv = v + 10 + m_options.rw_steps;  // first compiler-view column
         for (int i = 0; i < n_all; ++i) {
             const int r = keep[static_cast<std::size_t>(i)];
             if (r < 0) continue;
@@ -226,6 +239,13 @@ public:
                     static_cast<float>((raw[static_cast<std::size_t>(i)][j] - m_mean[j]) * m_scale[j]);
             for (int s = 0; s < m_options.rw_steps; ++s)
                 row[v + 10 + s] = rw[static_cast<std::size_t>(r) * m_options.rw_steps + s];
+            if (m_options.compiler_view) {
+                const auto& a = flags[static_cast<std::size_t>(i)];
+                row[cv] = a.constant ? 1.0f : 0.0f;
+                row[cv + 1] = a.identity_like ? 1.0f : 0.0f;
+                row[cv + 2] = a.live ? 0.0f : 1.0f;
+                if (a.kept()) std::copy(row, row + v + 10, row + cv + 3);
+            }
         }
         return e;
     }
@@ -236,6 +256,7 @@ public:
         w.put_i32(m_options.rw_steps);
         w.put_bool(m_options.self_loops_on_inputs);
         w.put_bool(m_options.drop_output_nodes);
+        w.put_bool(m_options.compiler_view);
         w.put_string_vector(m_vocabulary);
         w.put_f64_vector(m_mean);
         w.put_f64_vector(m_scale);
@@ -247,6 +268,7 @@ public:
         o.rw_steps = r.get_i32("encoder rw_steps");
         o.self_loops_on_inputs = r.get_bool("encoder self_loops_on_inputs");
         o.drop_output_nodes = r.get_bool("encoder drop_output_nodes");
+        o.compiler_view = r.get_bool("encoder compiler_view");
         if (o.rw_steps < 0 || o.rw_steps > 64) r.fail("corrupt encoder: rw_steps ", o.rw_steps);
         FeatureEncoder f(o);
         f.m_vocabulary = r.get_string_vector("encoder vocabulary");

@@ -26,6 +26,9 @@ struct HeadConfig {
     int layers = 2;       ///< Linear layers of the regression MLP (1 = a single linear output)
     int width = 128;      ///< hidden width
     float dropout = 0.0f;
+    /// Add a linear function of the per-graph sum of input node features to the prediction,
+    /// warm-started by ridge regression (an additive cost model the GNN then corrects).
+    bool additive_skip = false;
 };
 struct RankingConfig {
     int layers = 0;       ///< 0 disables the pairwise ranking head
@@ -37,6 +40,7 @@ struct FeatureConfig {
     int rw_steps = 8;
     bool self_loops_on_inputs = false;
     bool drop_output_nodes = false;
+    bool compiler_view = false;  ///< graph-compiler node flags (features/encode.hpp)
 };
 struct TrainConfig {
     float lr = 1e-3f;
@@ -104,10 +108,12 @@ inline std::string to_string(const GnnConfig& c) {
     return dnncost::detail::concat("conv=", int(c.conv), ";aggr=", int(c.aggr), ";dir=", int(c.direction), ";depth=", c.depth,
                           ";width=", c.width, ";res=", c.residual, ";drop=", c.dropout, ";act=", int(c.act),
                           ";ln=", c.layer_norm, ";norm=", c.sage_normalize, ";readout=", int(c.readout),
-                          ";rw=", c.readout_width, ";head=", c.head.layers, "/", c.head.width, "/", c.head.dropout,
+                          ";rw=", c.readout_width, ";head=", c.head.layers, "/", c.head.width, "/", c.head.dropout, "/",
+                          c.head.additive_skip,
                           ";rank=", c.ranking.layers, "/", c.ranking.width, "/", c.ranking.dropout, "/",
                           c.ranking.weight, ";feat=", c.features.rw_steps, "/", c.features.self_loops_on_inputs, "/",
-                          c.features.drop_output_nodes, ";train=", c.train.lr, "/", c.train.batch_size, "/",
+                          c.features.drop_output_nodes, "/", c.features.compiler_view, ";train=", c.train.lr, "/",
+                          c.train.batch_size, "/",
                           c.train.plateau_factor, "/", c.train.plateau_patience, "/", c.train.max_epochs, "/",
                           c.train.patience, "/", int(c.train.loss), "/", c.train.loss_param, "/",
                           c.train.pow10_labels, "/", c.train.weight_decay, "/", c.train.clip_norm);

@@ -14,12 +14,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <Eigen/Dense>
 
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/features/encode.hpp>
@@ -119,6 +122,20 @@ public:
         m_readout = make_readout(c, w, rng, sum_scale);
         const Index e = m_readout->output_width(w);
         m_head = make_regression_head<T>(e, c.head.layers, c.head.width, 1, c.act, c.head.dropout, rng);
+        if (c.head.additive_skip) {
+            m_skip_scale = sum_scale;
+            m_skip_w = Parameter<T>("skip.weight", in_features, 1);
+            m_skip_b = Parameter<T>("skip.bias", 1, 1);
+            // The head starts near zero, so that the prediction starts from the additive path
+            // (warm-started by Estimator::fit) and the GNN learns a correction to it.
+            std::vector<Parameter<T>*> hp;
+            m_head->collect_parameters(hp);
+            for (auto it = hp.rbegin(); it != hp.rend(); ++it)
+                if ((*it)->value.rows() > 1) {  // the last layer's weight (its bias is 1 x 1)
+                    (*it)->value *= T(0.01);
+                    break;
+                }
+        }
         if (c.ranking.layers > 0)
             m_rank = std::make_unique<PairwiseRankingHead<T>>(e, c.ranking.layers, c.ranking.width, c.ranking.dropout, rng, c.act);
         m_in = in_features;
@@ -134,12 +151,38 @@ public:
         m_emb = &embed(ctx);
         const Mat<T>& p = m_head->forward(*m_emb, ctx);
         m_logits = (m_rank && ctx.training) ? &m_rank->forward(*m_emb, ctx) : nullptr;
-        return p;
+        if (!has_skip()) return p;
+        skip_inputs(b, m_skip_in);
+        m_pred.noalias() = m_skip_in * m_skip_w.value;
+        m_pred.array() += m_skip_b.value(0, 0);
+        m_pred += p;
+        return m_pred;
     }
+    bool has_skip() const { return m_skip_w.value.size() > 0; }
+    /// Inputs of the additive path: per graph, the sum of its node features x (1 / mean training
+    /// graph size), graphs x features.
+    template <class B>
+    void skip_inputs(const B& b, Mat<T>& out) const {
+        out.setZero(b.num_graphs(), b.x.cols());
+        for (int g = 0; g < b.num_graphs(); ++g)
+            out.row(g) = b.x.middleRows(b.offset(g), b.graph_size(g)).colwise().sum() * static_cast<T>(m_skip_scale);
+    }
+    /// Set the additive path (e.g. to a ridge solution): weight per input feature and bias.
+    void set_skip(const std::vector<double>& w, double bias) {
+        if (!has_skip() || static_cast<Index>(w.size()) != m_skip_w.value.rows())
+            raise<config_error>("GnnModel::set_skip: the model has no additive path of width ", w.size());
+        for (std::size_t j = 0; j < w.size(); ++j) m_skip_w.value(static_cast<Index>(j), 0) = static_cast<T>(w[j]);
+        m_skip_b.value(0, 0) = static_cast<T>(bias);
+    }
+    double skip_scale() const { return m_skip_scale; }
     const Mat<T>* rank_logits() const { return m_logits; }
     bool has_ranking_head() const { return m_rank != nullptr; }
     /// Backward from dLoss/dprediction and (if the ranking head ran) dLoss/dlogits.
     void backward(const Mat<T>& dpred, const Mat<T>* dlogits, const Context<T>& ctx) {
+        if (has_skip()) {
+            m_skip_w.grad.noalias() += m_skip_in.transpose() * dpred;
+            m_skip_b.grad(0, 0) += dpred.sum();
+        }
         m_demb = m_head->backward(dpred, ctx);
         if (dlogits && m_rank) m_demb += m_rank->backward(*dlogits, ctx);
         embed_backward(m_demb, ctx);
@@ -150,6 +193,10 @@ public:
         m_readout->collect_parameters(p);
         m_head->collect_parameters(p);
         if (m_rank) m_rank->collect_parameters(p);
+        if (has_skip()) {
+            p.push_back(&m_skip_w);
+            p.push_back(&m_skip_b);
+        }
         return p;
     }
     Index input_width() const { return m_in; }
@@ -239,7 +286,7 @@ public:
     }
     std::string describe() const {
         return m_encoder.kind() + " -> " + m_readout->kind() + " -> " + m_head->kind() +
-               (m_rank ? " + " + m_rank->kind() : std::string());
+               (has_skip() ? " + additive path" : "") + (m_rank ? " + " + m_rank->kind() : std::string());
     }
 
 private:
@@ -270,6 +317,10 @@ private:
     const Mat<T>* m_emb = nullptr;
     const Mat<T>* m_logits = nullptr;
     Mat<T> m_demb;
+    // additive path: prediction += (sum of node features x m_skip_scale) . w + b
+    double m_skip_scale = 1.0;
+    Parameter<T> m_skip_w, m_skip_b;
+    Mat<T> m_skip_in, m_pred;
 };
 
 namespace detail {
@@ -334,6 +385,7 @@ public:
         o.rw_steps = C.features.rw_steps;
         o.self_loops_on_inputs = C.features.self_loops_on_inputs;
         o.drop_output_nodes = C.features.drop_output_nodes;
+        o.compiler_view = C.features.compiler_view;
         return o;
     }
 
@@ -464,6 +516,7 @@ public:
         Rng rng(o.seed ^ 0x7261696eULL);
         const auto xt = encode(train.graphs, &pool);
         const auto xv = encode(validation.graphs, &pool);
+        if (m_model->has_skip()) warm_start_skip(xt, train.targets, xv, validation.targets);
         const int max_epochs = o.max_epochs > 0 ? o.max_epochs : C.train.max_epochs;
         const int patience = o.patience > 0 ? o.patience : C.train.patience;
         optim::ReduceLROnPlateau plateau(C.train.plateau_factor, C.train.plateau_patience);
@@ -472,6 +525,14 @@ public:
         std::vector<Mat<float>> best;
         estimators::FitResult r;
         r.validation_metric = validation.size() > 0 ? "(1 - spearman) + median relative error" : "training loss";
+        double untrained = 0;
+        if (validation.size() > 0) {
+            // The untrained network is a candidate too: with the additive path it is the ridge
+            // solution, which the GNN must beat on validation data to be kept.
+            untrained = validation_score(predict_encoded(xv, &pool), validation.targets);
+            if (stop.update(untrained, -1))
+                for (auto* p : params) best.push_back(p->value);
+        }
         for (int epoch = 0; epoch < max_epochs; ++epoch) {
             const double loss = train_epoch(xt, train.targets, rng, &pool);
             const double score = validation.size() > 0 ? validation_score(predict_encoded(xv, &pool), validation.targets) : loss;
@@ -484,7 +545,10 @@ public:
             bool user_stop = false;
             if (o.on_epoch)
                 user_stop = o.on_epoch(dnncost::detail::concat("epoch ", epoch + 1, " loss ", loss, " val ", score, " lr ",
-                                                      m_opt->learning_rate()));
+                                                      m_opt->learning_rate(),
+                                                      epoch == 0 && validation.size() > 0
+                                                          ? dnncost::detail::concat(" (untrained: val ", untrained, ")")
+                                                          : std::string()));
             if (stop.should_stop() || user_stop) break;
         }
         for (std::size_t i = 0; i < best.size(); ++i) params[i]->value = best[i];
@@ -551,6 +615,74 @@ public:
         if (r.get_bool("has optimiser state")) e.m_opt->load_state(r);
         r.expect_end();
         return e;
+    }
+
+    /// Ridge regression of the scaled labels on the additive path's inputs (per-graph sums of
+    /// node features), weighted for relative or absolute error and with the penalty chosen by
+    /// the validation score (the training score without validation data); sets the path.
+    void warm_start_skip(const std::vector<features::EncodedGraph>& xt, const std::vector<double>& yt,
+                         const std::vector<features::EncodedGraph>& xv, const std::vector<double>& yv) {
+        const double ss = m_model->skip_scale();
+        const auto sums = [&](const std::vector<features::EncodedGraph>& x) {
+            const Index f = m_encoder.num_features();
+            Eigen::MatrixXd s = Eigen::MatrixXd::Zero(static_cast<Index>(x.size()), f);
+            for (std::size_t i = 0; i < x.size(); ++i)
+                for (int v = 0; v < x[i].num_nodes; ++v)
+                    for (Index j = 0; j < f; ++j) s(static_cast<Index>(i), j) += x[i].at(v, static_cast<int>(j)) * ss;
+            return s;
+        };
+        const Eigen::MatrixXd st = sums(xt);
+        const Eigen::MatrixXd sv = xv.empty() ? st : sums(xv);
+        const std::vector<double>& ysel = xv.empty() ? yt : yv;
+        const Index n = st.rows(), f = st.cols();
+        Eigen::VectorXd y(n);
+        for (Index i = 0; i < n; ++i) y(i) = yt[static_cast<std::size_t>(i)] / m_scale;
+        std::vector<double> sorted(yt);
+        std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+        const double degenerate = 0.05 * sorted[sorted.size() / 2] / m_scale;
+        double best_score = std::numeric_limits<double>::infinity();
+        std::vector<double> best_w(static_cast<std::size_t>(f), 0.0);
+        double best_b = y.mean();
+        for (int relative = 0; relative < 2; ++relative) {
+            Eigen::VectorXd w(n);
+            for (Index i = 0; i < n; ++i)
+                w(i) = relative ? (y(i) > degenerate ? 1.0 / (y(i) * y(i)) : 0.0) : 1.0;
+            if (w.sum() <= 0) continue;
+            w /= w.sum();
+            const Eigen::RowVectorXd mu = w.transpose() * st;
+            Eigen::MatrixXd xc = st.rowwise() - mu;
+            Eigen::RowVectorXd sd = (w.asDiagonal() * xc.array().square().matrix()).colwise().sum().cwiseSqrt();
+            for (Index j = 0; j < f; ++j) sd(j) = sd(j) > 1e-9 ? sd(j) : 0.0;  // constant: left out
+            for (Index j = 0; j < f; ++j) xc.col(j) *= sd(j) > 0 ? 1.0 / sd(j) : 0.0;
+            const double ymu = w.dot(y);
+            const Eigen::MatrixXd gram = xc.transpose() * w.asDiagonal() * xc;
+            const Eigen::VectorXd rhs = xc.transpose() * (w.asDiagonal() * (y.array() - ymu).matrix());
+            for (double lambda = 1e-6; lambda <= 1.01e2; lambda *= std::sqrt(10.0)) {
+                Eigen::MatrixXd a = gram;
+                a.diagonal().array() += lambda;
+                const Eigen::VectorXd beta = a.ldlt().solve(rhs);
+                std::vector<double> coef(static_cast<std::size_t>(f), 0.0);
+                double bias = ymu;
+                for (Index j = 0; j < f; ++j)
+                    if (sd(j) > 0) {
+                        coef[static_cast<std::size_t>(j)] = beta(j) / sd(j);
+                        bias -= coef[static_cast<std::size_t>(j)] * mu(j);
+                    }
+                std::vector<double> pred(static_cast<std::size_t>(sv.rows()));
+                for (Index i = 0; i < sv.rows(); ++i) {
+                    double v = bias;
+                    for (Index j = 0; j < f; ++j) v += sv(i, j) * coef[static_cast<std::size_t>(j)];
+                    pred[static_cast<std::size_t>(i)] = v * m_scale;
+                }
+                const double score = validation_score(pred, ysel);
+                if (std::isfinite(score) && score < best_score) {
+                    best_score = score;
+                    best_w = coef;
+                    best_b = bias;
+                }
+            }
+        }
+        m_model->set_skip(best_w, best_b);
     }
 
 private:
