@@ -2,6 +2,7 @@
 // small fuzz test (truncated and byte-mutated fixtures must import or throw, never crash).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -230,6 +231,12 @@ TEST_CASE("onnx: 100 random NB201 architectures round trip exactly through a fil
         CHECK_NOTHROW(onnx::checker::check_model(m));
         const auto back = io::import_onnx(path);
         CHECK(back == g);
+        // the zero of `none` travels as an initializer with its value (what graph analysis reads)
+        if (const int z = back.find_tensor("zero"); z >= 0) {
+            CHECK(back.tensor(z).data == std::vector<double>{0.0});
+            CHECK(std::any_of(m.graph().initializer().begin(), m.graph().initializer().end(),
+                              [](const auto& t) { return t.name() == "zero"; }));
+        }
     }
     // the pruned all-`none` network is a single Constant: it must survive too
     nb201::Nb201Options pruned;

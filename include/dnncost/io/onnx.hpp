@@ -10,9 +10,11 @@
 /// applied to weights (Identity, Transpose, Reshape, Cast, ... of an initializer) do not appear in
 /// the resulting graph: their outputs become weight tensors of the nodes that read them.
 ///
-/// Export writes weights as *typed graph inputs* marked with the doc string `dnncost:weight`,
-/// never as initializers: the graph carries shapes but no weight values, and an initializer
-/// without data is rejected by `onnx::checker`. The marked inputs are turned back into weights on
+/// Export writes weights as *typed graph inputs* marked with the doc string `dnncost:weight`:
+/// the graph carries shapes but no weight values, and an initializer without data is rejected by
+/// `onnx::checker`. The exception are small constants whose values the graph knows
+/// (graph::Tensor::data, e.g. NB201's zero of `none`): they are written as initializers with
+/// their data, and import keeps the values of such small initializers. The marked inputs are turned back into weights on
 /// import, so export followed by import gives back the same graph (operator==).
 #include <algorithm>
 #include <charconv>
@@ -199,6 +201,17 @@ inline Const read_tensor(const TensorProto& t, std::int64_t max_elements) {
         c.f.clear();
     }
     return c;
+}
+
+/// Small constants whose values the graph keeps (graph::Tensor::data): enough for analyses such
+/// as a multiplication by zero (graph/analysis.hpp), in the element types that read back exactly.
+inline constexpr std::int64_t max_kept_constant_elements = 64;
+inline bool keeps_data_type(int dt) {
+    return dt == TensorProto::FLOAT || dt == TensorProto::DOUBLE || dt == TensorProto::INT64 ||
+           dt == TensorProto::INT32 || dt == TensorProto::BOOL || dt == TensorProto::UINT8 || dt == TensorProto::INT8;
+}
+inline bool keeps_data(const Const& c) {
+    return c.has_data && keeps_data_type(c.dtype) && c.size() <= max_kept_constant_elements;
 }
 
 inline void write_tensor(const Const& c, const std::string& name, TensorProto& t) {
@@ -1129,6 +1142,11 @@ private:
             int t;
             if (c != m_const.end()) {
                 t = out.add_weight(name, c->second.dims, static_cast<graph::DataType>(c->second.dtype));
+                if (keeps_data(c->second)) {
+                    std::vector<double> values(static_cast<std::size_t>(c->second.size()));
+                    for (std::size_t k = 0; k < values.size(); ++k) values[k] = c->second.at_f(k);
+                    out.set_data(t, std::move(values));
+                }
             } else if (inputs.count(name)) {
                 auto s = known_shape(name);
                 if (!s) fail("graph input '", name, "' has no concrete shape");
@@ -1287,6 +1305,19 @@ inline ::onnx::ModelProto to_model(const graph::Graph& g, const OnnxExportOption
     }
     for (const auto& t : g.tensors()) {
         if (t.kind != graph::TensorKind::weight) continue;
+        if (!t.data.empty() && keeps_data_type(static_cast<int>(t.dtype)) &&
+            t.elements() <= max_kept_constant_elements) {
+            // a constant with known values: a real initializer
+            Const c;
+            c.dtype = static_cast<int>(t.dtype);
+            c.dims = t.shape;
+            c.has_data = true;
+            if (is_float_type(c.dtype)) c.f = t.data;
+            else
+                for (double x : t.data) c.i.push_back(static_cast<std::int64_t>(x));
+            write_tensor(c, t.name, *gp.add_initializer());
+            continue;
+        }
         auto& vi = *gp.add_input();
         set_value_info(vi, t);
         vi.set_doc_string(std::string(onnx_weight_marker));
