@@ -10,6 +10,7 @@
 #include <dnncost/nn/gnn/mr_conv.hpp>
 #include <dnncost/nn/gnn/residual.hpp>
 #include <dnncost/nn/gnn/sage.hpp>
+#include <dnncost/nn/gnn/sage_block.hpp>
 #include <dnncost/nn/layer_norm.hpp>
 #include <dnncost/nn/model.hpp>
 #include <dnncost/nn/mlp.hpp>
@@ -196,4 +197,40 @@ TEST_CASE("data parallelism: sharding a batch over replicas changes no predictio
     run(2, 0.3f, g2);
     run(2, 0.3f, g2b);
     CHECK(g2 == g2b);
+}
+
+TEST_CASE("SageResidualBlock: equals Residual(SageConv -> ReLU -> Dropout), gradient") {
+    TestBatch tb(6, 3, {5, 1, 7, 3});
+    for (double p : {0.0, 0.3}) {
+        Rng r1(4), r2(4);
+        auto inner = std::make_unique<Sequential<double>>();
+        inner->add(std::make_unique<SageConv<double>>(6, 6, r1));
+        inner->add(make_activation<double>(Act::relu));
+        if (p > 0) inner->add(std::make_unique<Dropout<double>>(p));
+        Residual<double> ref(std::move(inner), 6, r1);
+        SageResidualBlock<double> fused(6, r2, Aggr::mean, features::Direction::predecessors, p);
+        REQUIRE(ref.parameters().size() == fused.parameters().size());
+        for (std::size_t i = 0; i < fused.parameters().size(); ++i)
+            CHECK(ref.parameters()[i]->value == fused.parameters()[i]->value);  // same initialisation
+        for (bool training : {false, true}) {
+            Rng d1(9), d2(9);
+            Context<double> c1{&tb.batch, training, &d1, nullptr}, c2{&tb.batch, training, &d2, nullptr};
+            const Mat<double> y1 = ref.forward(tb.batch.x, c1), y2 = fused.forward(tb.batch.x, c2);
+            CHECK((y1 - y2).cwiseAbs().maxCoeff() < 1e-12);
+            if (!training) continue;
+            ref.zero_grad();
+            fused.zero_grad();
+            Rng g(1);
+            Mat<double> dy(y1.rows(), y1.cols());
+            for (Index i = 0; i < dy.size(); ++i) dy.data()[i] = g.normal();
+            CHECK((ref.backward(dy, c1) - fused.backward(dy, c2)).cwiseAbs().maxCoeff() < 1e-12);
+            for (std::size_t i = 0; i < fused.parameters().size(); ++i)
+                CHECK((ref.parameters()[i]->grad - fused.parameters()[i]->grad).cwiseAbs().maxCoeff() < 1e-12);
+        }
+        Rng drop(5);
+        gradcheck(fused, tb.batch.x, Context<double>{&tb.batch, true, &drop, nullptr}, [&] { drop = Rng(5); });
+    }
+    Rng rng(1);
+    CHECK_THROWS_AS(SageResidualBlock<double>(4, rng, Aggr::max, features::Direction::predecessors, 0.0), config_error);
+    CHECK_THROWS_AS(SageResidualBlock<double>(4, rng, Aggr::mean, features::Direction::predecessors, 1.0), config_error);
 }

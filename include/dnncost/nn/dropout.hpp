@@ -10,6 +10,26 @@
 
 namespace dnncost::nn {
 
+namespace detail {
+/// 16 pseudo-random bits for element i of a dropout mask with key `key` (murmur3's finaliser of
+/// a Weyl sequence): a counter-based draw, so mask loops vectorise. Element i is dropped when
+/// the bits are below round(p * 65536).
+inline std::uint32_t dropout_bits(std::uint32_t i, std::uint32_t key) {
+    std::uint32_t h = i * 0x9E3779B1u + key;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return h >> 16;
+}
+/// The per-forward key of a dropout mask (one draw from the Context's Rng).
+inline std::uint32_t dropout_key(Rng& rng) {
+    const std::uint64_t seed = rng.split();
+    return static_cast<std::uint32_t>(seed ^ (seed >> 32));
+}
+}  // namespace detail
+
 template <class T>
 class Dropout final : public Module<T> {
 public:
@@ -22,8 +42,7 @@ public:
         m_active = ctx.training && m_p > 0.0;
         if (!m_active) return x;
         if (!ctx.rng) raise<config_error>("Dropout: training needs an Rng in the Context");
-        const std::uint64_t seed = ctx.rng->split();
-        const auto key = static_cast<std::uint32_t>(seed ^ (seed >> 32));
+        const std::uint32_t key = detail::dropout_key(*ctx.rng);
         const T scale = T(1) / static_cast<T>(1.0 - static_cast<double>(m_threshold) / 65536.0);
         m_mask.resize(x.rows(), x.cols());
         m_y.resize(x.rows(), x.cols());
@@ -32,16 +51,8 @@ public:
         T* mk = m_mask.data();
         T* y = m_y.data();
         const T* xs = x.data();
-        // A counter-based hash (murmur3's finaliser of index + key) instead of a sequential
-        // generator: every element is independent, so the loop vectorises.
         for (Index i = 0; i < n; ++i) {
-            std::uint32_t h = static_cast<std::uint32_t>(i) * 0x9E3779B1u + key;
-            h ^= h >> 16;
-            h *= 0x85EBCA6Bu;
-            h ^= h >> 13;
-            h *= 0xC2B2AE35u;
-            h ^= h >> 16;
-            const T m = (h >> 16) < threshold ? T(0) : scale;
+            const T m = detail::dropout_bits(static_cast<std::uint32_t>(i), key) < threshold ? T(0) : scale;
             mk[i] = m;
             y[i] = xs[i] * m;
         }

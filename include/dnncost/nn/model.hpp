@@ -33,6 +33,7 @@
 #include <dnncost/nn/gnn/mr_conv.hpp>
 #include <dnncost/nn/gnn/residual.hpp>
 #include <dnncost/nn/gnn/sage.hpp>
+#include <dnncost/nn/gnn/sage_block.hpp>
 #include <dnncost/nn/heads.hpp>
 #include <dnncost/nn/layer_norm.hpp>
 #include <dnncost/nn/readout/lcm.hpp>
@@ -110,6 +111,10 @@ public:
         if (in_features < 1) raise<config_error>("GnnModel: input feature width must be positive, got ", in_features);
         Index w = in_features;
         for (int d = 0; d < c.depth; ++d) {
+            if (fusable_sage_block(c, w)) {  // same maths, parameters and initialisation, fewer passes
+                m_encoder.add(std::make_unique<SageResidualBlock<T>>(w, rng, c.aggr, c.direction, c.dropout));
+                continue;
+            }
             auto block = std::make_unique<Sequential<T>>();
             block->add(make_conv(c, w, static_cast<Index>(c.width), rng));
             if (c.layer_norm) block->add(std::make_unique<LayerNorm<T>>(c.width));
@@ -295,6 +300,11 @@ private:
     ModulePtr<T> m_readout;
     std::unique_ptr<Sequential<T>> m_head;
     std::unique_ptr<PairwiseRankingHead<T>> m_rank;
+    /// Residual(SageConv -> ReLU -> Dropout) with equal widths runs as one fused module.
+    static bool fusable_sage_block(const GnnConfig& c, Index in) {
+        return c.conv == Conv::sage && c.residual && c.act == Act::relu && !c.layer_norm && !c.sage_normalize &&
+               c.aggr != Aggr::max && in == static_cast<Index>(c.width);
+    }
     // data parallelism (embed / embed_backward)
     struct Shard {
         features::GraphBatch<T> batch;

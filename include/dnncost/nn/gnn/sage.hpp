@@ -29,10 +29,21 @@ public:
         const auto& nb = ctx.graphs("SageConv").neighbourhood(m_dir);
         const Index n = x.rows(), off = m_root ? m_in : 0;
         m_cat.resize(n, off + m_in);
-        if (m_root) m_cat.leftCols(m_in) = x;
-        auto agg = m_cat.middleCols(off, m_in);
-        if (m_aggr == Aggr::max) aggregate::max<T>(nb, x, agg, m_argmax, false);
-        else aggregate::weighted_sum<T>(nb, m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr, x, agg, false);
+        if (m_aggr == Aggr::max) {
+            if (m_root) m_cat.leftCols(m_in) = x;
+            aggregate::max<T>(nb, x, m_cat.middleCols(off, m_in), m_argmax, false);
+        } else {
+            // one pass over the rows: x_v and the (weighted) sum of its neighbours side by side
+            const T* w = m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr;
+            for (Index v = 0; v < n; ++v) {
+                auto row = m_cat.row(v);
+                if (m_root) row.head(m_in) = x.row(v);
+                auto agg = row.segment(off, m_in);
+                agg.setZero();
+                for (int k = nb.ptr[static_cast<std::size_t>(v)]; k < nb.ptr[static_cast<std::size_t>(v) + 1]; ++k)
+                    agg += (w ? w[k] : T(1)) * x.row(nb.idx[static_cast<std::size_t>(k)]);
+            }
+        }
         kernels::gemm<T>(m_y, m_cat, m_w.value, false, ctx.pool);
         m_y.rowwise() += m_b.value.row(0);
         if (m_normalize) {
@@ -60,11 +71,24 @@ public:
         m_b.grad.row(0) += g->colwise().sum();
         kernels::gemm_nt<T>(m_dcat, *g, m_w.value, false, ctx.pool);
         const Index off = m_root ? m_in : 0;
-        if (m_root) m_dx = m_dcat.leftCols(m_in);
-        else m_dx.setZero(dy.rows(), m_in);
-        const auto dagg = m_dcat.middleCols(off, m_in);
-        if (m_aggr == Aggr::max) aggregate::max_t<T>(m_argmax, dagg, m_dx, false);
-        else aggregate::weighted_sum_t<T>(nb, m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr, dagg, m_dx, true);
+        if (m_aggr == Aggr::max) {
+            if (m_root) m_dx = m_dcat.leftCols(m_in);
+            else m_dx.setZero(dy.rows(), m_in);
+            aggregate::max_t<T>(m_argmax, m_dcat.middleCols(off, m_in), m_dx, false);
+            return m_dx;
+        }
+        // one pass: dx_u = d(root half)_u + sum over the receivers v reading u of w * d(agg half)_v
+        const T* w = m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr;
+        m_dx.resize(dy.rows(), m_in);
+        for (Index u = 0; u < dy.rows(); ++u) {
+            auto row = m_dx.row(u);
+            if (m_root) row = m_dcat.row(u).head(m_in);
+            else row.setZero();
+            for (int k = nb.tptr[static_cast<std::size_t>(u)]; k < nb.tptr[static_cast<std::size_t>(u) + 1]; ++k) {
+                const int e = nb.tentry[static_cast<std::size_t>(k)];
+                row += (w ? w[e] : T(1)) * m_dcat.row(nb.tidx[static_cast<std::size_t>(k)]).segment(off, m_in);
+            }
+        }
         return m_dx;
     }
     void collect_parameters(std::vector<Parameter<T>*>& out) override {
