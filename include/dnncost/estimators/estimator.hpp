@@ -30,7 +30,7 @@ struct FitOptions {
     int patience = -1;            ///< early-stopping patience in epochs; -1: the preset's default
     unsigned threads = 0;         ///< 0: hardware concurrency
     /// Called once per epoch with a human-readable progress line; return true to stop.
-    std::function<bool(const std::string&)> on_epoch;
+    std::function<bool(const std::string&)> on_epoch{};
 };
 
 struct FitResult {

@@ -51,14 +51,14 @@ using GraphLoader = std::function<graph::Graph(const std::filesystem::path&)>;
 struct DatasetOptions {
     Space space = Space::nb201;
     /// Measured columns to load and check; empty: every column but the key.
-    std::vector<std::string> columns;
+    std::vector<std::string> columns{};
     /// Column holding the architecture string or model path; empty: the first column.
-    std::string key_column;
+    std::string key_column{};
     /// Reject the whole data set at the first bad row instead of skipping it.
     bool strict = false;
     /// Required for Space::onnx.
-    GraphLoader loader;
-    nb201::Nb201Options nb201;
+    GraphLoader loader{};
+    nb201::Nb201Options nb201{};
     /// Threads used to build graphs (0: hardware concurrency).
     unsigned threads = 0;
 };
