@@ -234,3 +234,34 @@ TEST_CASE("SageResidualBlock: equals Residual(SageConv -> ReLU -> Dropout), grad
     CHECK_THROWS_AS(SageResidualBlock<double>(4, rng, Aggr::max, features::Direction::predecessors, 0.0), config_error);
     CHECK_THROWS_AS(SageResidualBlock<double>(4, rng, Aggr::mean, features::Direction::predecessors, 1.0), config_error);
 }
+
+TEST_CASE("GEMM kernels: float results match a double reference for every shape and split") {
+    Rng rng(8);
+    ThreadPool two(2);
+    for (Index m : {1, 12, 13, 100, 700})
+        for (Index k : {3, 40, 256})
+            for (Index n : {8, 32, 96, 128, 256}) {
+                Mat<float> a(m, k), b(k, n), c0(m, n), g(m, n), w0(k, n);
+                for (Index i = 0; i < a.size(); ++i) a.data()[i] = static_cast<float>(rng.normal());
+                for (Index i = 0; i < b.size(); ++i) b.data()[i] = static_cast<float>(rng.normal());
+                for (Index i = 0; i < c0.size(); ++i) c0.data()[i] = static_cast<float>(rng.normal());
+                for (Index i = 0; i < g.size(); ++i) g.data()[i] = static_cast<float>(rng.normal());
+                for (Index i = 0; i < w0.size(); ++i) w0.data()[i] = static_cast<float>(rng.normal());
+                const Mat<double> ab = a.cast<double>() * b.cast<double>();
+                const Mat<double> atg = a.cast<double>().transpose() * g.cast<double>();
+                const double tol = 1e-4 * static_cast<double>(k + m);
+                for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
+                    Mat<float> c;
+                    kernels::gemm<float>(c, a, b, false, pool);
+                    CHECK((c.cast<double>() - ab).cwiseAbs().maxCoeff() < tol);
+                    c = c0;
+                    kernels::gemm<float>(c, a, b, true, pool);
+                    CHECK((c.cast<double>() - c0.cast<double>() - ab).cwiseAbs().maxCoeff() < tol);
+                    Mat<float> w = w0;
+                    kernels::gemm_tn<float>(w, a, g, true, pool);
+                    CHECK((w.cast<double>() - w0.cast<double>() - atg).cwiseAbs().maxCoeff() < tol);
+                    kernels::gemm_tn<float>(w, a, g, false, pool);
+                    CHECK((w.cast<double>() - atg).cwiseAbs().maxCoeff() < tol);
+                }
+            }
+}
