@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main demo, end to end: inspect the bundled ONNX models and an NB201 architecture.
+# The main demo, end to end: inspect the bundled ONNX models and an NB201 architecture, then
+# learn a device's latency from 100 measurements and predict with the saved model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -13,3 +14,19 @@ done
 arch='|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|'
 echo "== NAS-Bench-201 $arch"
 "$bin" nb201 "$arch" | sed -n 1,12p   # sed reads to the end: no SIGPIPE under pipefail
+
+# Learn a device from 100 measurements (+100 for validation), test on 2,000 other networks,
+# and compare with the additive (per-operator ridge) baseline on the same split.
+device=gold_6240
+out=build/demo
+mkdir -p "$out"
+for preset in additive hifisage; do
+  echo "== train $preset on 100 measured NB201 networks of $device (seed 1)"
+  "$bin" train --data data/nb201/latency_ms.csv --space nb201 --target "$device" --train 100 --val 100 \
+    --test 2000 --seed 1 --preset "$preset" --threads "$(nproc)" --out "$out/$preset.dnnc" \
+    --report "$out/$preset.json" 2>"$out/$preset.log"
+done
+echo "== predict with the saved HiFi-SAGE model (ms on $device)"
+"$bin" predict --model "$out/hifisage.dnnc" --space nb201 "$arch" \
+  '|nor_conv_1x1~0|+|skip_connect~0|none~1|+|avg_pool_3x3~0|nor_conv_3x3~1|nor_conv_1x1~2|' \
+  '|none~0|+|skip_connect~0|none~1|+|skip_connect~0|none~1|nor_conv_3x3~2|'
