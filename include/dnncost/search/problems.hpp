@@ -26,6 +26,12 @@
 namespace dnncost::search::problems {
 
 namespace detail {
+/// g(x) = 1 + 9 * mean(x_2..x_n) of ZDT1, ZDT2 and ZDT3.
+inline double zdt_g(const std::vector<double>& x) {
+    double s = 0.0;
+    for (std::size_t i = 1; i < x.size(); ++i) s += x[i];
+    return 1.0 + 9.0 * s / static_cast<double>(x.size() - 1);
+}
 
 /// Equal arc-length sample of the non-dominated part of the curve (f1, h(f1)), f1 in [a, b].
 inline std::vector<double> curve_front(const std::function<double(double)>& h, double a, double b,
@@ -93,9 +99,7 @@ struct Zdt1 {
         return detail::unit_bounds(variables);
     }
     std::array<double, 2> evaluate(const Genome& x) const {
-        double s = 0.0;
-        for (std::size_t i = 1; i < x.size(); ++i) s += x[i];
-        const double g = 1.0 + 9.0 * s / static_cast<double>(x.size() - 1);
+        const double g = detail::zdt_g(x);
         return {x[0], g * (1.0 - std::sqrt(x[0] / g))};
     }
     static std::vector<double> reference_front(std::size_t points = 1000) {
@@ -112,9 +116,7 @@ struct Zdt2 {
         return detail::unit_bounds(variables);
     }
     std::array<double, 2> evaluate(const Genome& x) const {
-        double s = 0.0;
-        for (std::size_t i = 1; i < x.size(); ++i) s += x[i];
-        const double g = 1.0 + 9.0 * s / static_cast<double>(x.size() - 1);
+        const double g = detail::zdt_g(x);
         const double r = x[0] / g;
         return {x[0], g * (1.0 - r * r)};
     }
@@ -132,9 +134,7 @@ struct Zdt3 {
         return detail::unit_bounds(variables);
     }
     std::array<double, 2> evaluate(const Genome& x) const {
-        double s = 0.0;
-        for (std::size_t i = 1; i < x.size(); ++i) s += x[i];
-        const double g = 1.0 + 9.0 * s / static_cast<double>(x.size() - 1);
+        const double g = detail::zdt_g(x);
         const double r = x[0] / g;
         return {x[0], g * (1.0 - std::sqrt(r) - r * std::sin(10.0 * std::numbers::pi * x[0]))};
     }
