@@ -57,6 +57,9 @@ void BM_SgemmPeak(benchmark::State& state) {
     const auto threads = static_cast<std::size_t>(state.range(0));
     const Index n = 1536;
     ThreadPool pool(threads);
+    const bool bf16 = state.range(1) != 0;
+    if (bf16 && !kernels::amx_available()) return state.SkipWithError("no AMX-BF16 on this CPU");
+    const kernels::PrecisionScope scope(bf16 ? Precision::bf16 : Precision::fp32);
     Mat<float> a = Mat<float>::Random(n, n), b = Mat<float>::Random(n, n), c;
     kernels::gemm<float>(c, a, b, false, &pool);
     const auto t0 = std::chrono::steady_clock::now();
@@ -66,13 +69,16 @@ void BM_SgemmPeak(benchmark::State& state) {
         benchmark::DoNotOptimize(c.data());
     }
     const double gflop = 2.0 * n * n * n * static_cast<double>(state.iterations()) / 1e9;
-    sgemm_peak()[static_cast<unsigned>(threads)] = gflop / seconds_since(t0);
-    sgemm_peak_cpu()[static_cast<unsigned>(threads)] = gflop / (process_cpu_seconds() - cpu0);
+    if (!bf16) {
+        sgemm_peak()[static_cast<unsigned>(threads)] = gflop / seconds_since(t0);
+        sgemm_peak_cpu()[static_cast<unsigned>(threads)] = gflop / (process_cpu_seconds() - cpu0);
+    }
+    state.SetLabel(bf16 ? "bf16 on AMX (packing included)" : "fp32");
     state.counters["GFLOP/cpu-s"] = gflop / (process_cpu_seconds() - cpu0);
     state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * static_cast<double>(state.iterations()) / 1e9,
                                                    benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_SgemmPeak)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SgemmPeak)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Per-layer forward+backward on a batch of 8 NB201 graphs, 128 features in and out.
 enum Kind { sage_mean, sage_max, gcn, gin, edge_conv, mr_conv, pool_smm, lcm };
@@ -126,8 +132,11 @@ BENCHMARK(BM_Layer)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1}})->Unit(bench
 // One HiFi-SAGE training epoch on 100 NB201 graphs (batch 8).
 void BM_HifiSageEpoch(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
+    const bool bf16 = state.range(1) != 0;
+    if (bf16 && !kernels::amx_available()) return state.SkipWithError("no AMX-BF16 on this CPU");
     static Nb201Set set(100);
     estimators::HiFiSage est;
+    est.set_precision(bf16 ? Precision::bf16 : Precision::fp32);
     estimators::TrainData d{set.ptrs, set.y};
     est.prepare(d, 1);
     const auto x = est.encode(set.ptrs);
@@ -143,20 +152,24 @@ void BM_HifiSageEpoch(benchmark::State& state) {
     state.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsRate);
     state.counters["GFLOP/epoch"] = flops / 1e9 / static_cast<double>(state.iterations());
     if (const auto it = sgemm_peak().find(threads); it != sgemm_peak().end())
-        state.counters["of_peak"] = flops / 1e9 / secs / it->second;  // vs this run's SGEMM peak, same threads
+        state.counters["of_peak"] = flops / 1e9 / secs / it->second;  // vs this run's fp32 SGEMM peak, same threads
+    state.SetLabel(bf16 ? "bf16 GEMMs (AMX)" : "fp32");
     state.counters["GFLOP/cpu-s"] = flops / 1e9 / cpu;
     if (const auto it = sgemm_peak_cpu().find(threads); it != sgemm_peak_cpu().end())
         state.counters["of_peak_cpu"] = flops / 1e9 / cpu / it->second;  // the same ratio in CPU time
 }
-BENCHMARK(BM_HifiSageEpoch)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_HifiSageEpoch)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 // Batched inference throughput of HiFi-SAGE on 256 NB201 graphs: arg 0 = threads, arg 1 = 1 to
 // include the feature encoding (Estimator::predict on operator graphs), 0 for encoded graphs.
 void BM_HifiSageInference(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
     const bool with_encoding = state.range(1) != 0;
+    const bool bf16 = state.range(2) != 0;
+    if (bf16 && !kernels::amx_available()) return state.SkipWithError("no AMX-BF16 on this CPU");
     static Nb201Set set(256);
     estimators::HiFiSage est;
+    est.set_precision(bf16 ? Precision::bf16 : Precision::fp32);
     estimators::TrainData d{set.ptrs, set.y};
     est.prepare(d, 1);
     ThreadPool pool(threads);
@@ -171,9 +184,9 @@ void BM_HifiSageInference(benchmark::State& state) {
     state.counters["graphs/s"] = benchmark::Counter(graphs, benchmark::Counter::kIsRate);
     state.counters["graphs/cpu-s"] = graphs / (process_cpu_seconds() - cpu0);
     state.counters["MFLOP/graph"] = static_cast<double>(kernels::gemm_flops().load() - f0) / 1e6 / graphs;
-    state.SetLabel(with_encoding ? "encoding included" : "encoding excluded");
+    state.SetLabel(std::string(with_encoding ? "encoding included" : "encoding excluded") + (bf16 ? ", bf16 GEMMs (AMX)" : ", fp32"));
 }
-BENCHMARK(BM_HifiSageInference)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_HifiSageInference)->ArgsProduct({{1, 2}, {0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 
 // A full HiFi-SAGE training with early stopping (the preset's patience and epoch limit) on 100
 // NB201 architectures, validated on 100 others, against a measured device latency column of
@@ -206,14 +219,15 @@ void BM_HifiSageFullTraining(benchmark::State& state) {
         estimators::FitOptions o;
         o.seed = 7;
         o.threads = static_cast<unsigned>(state.range(0));
+        o.bf16 = state.range(1) != 0;
         r = est.fit(data.train, data.val, o);
     }
     state.counters["epochs"] = r.epochs;
     state.counters["s/epoch"] = r.seconds / r.epochs;
     state.counters["best_val"] = r.best_validation;
-    state.SetLabel(data.device + ", 100 train + 100 validation graphs");
+    state.SetLabel(data.device + ", 100 train + 100 validation graphs" + (state.range(1) ? ", bf16 GEMMs (AMX)" : ", fp32"));
 }
-BENCHMARK(BM_HifiSageFullTraining)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_HifiSageFullTraining)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 
 // Feature encoding cost per graph (operator graph -> node features incl. random walks).
 void BM_Encode(benchmark::State& state) {

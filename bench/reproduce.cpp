@@ -4,7 +4,9 @@
 //   dnncost_reproduce [--data CSV] [--presets additive,hifisage,brpnas] [--devices gold_6240,...]
 //                     [--seeds 10] [--first-seed 0] [--train 100] [--val 100] [--test 0]
 //                     [--sampling random|uniform] [--ensemble K] [--epochs N] [--threads T]
-//                     [--out results.md]
+//                     [--bf16 0|1] [--out results.md]
+// The table is rewritten (atomically) after every device, so a long run can be followed and an
+// interrupted one keeps what it finished.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +67,7 @@ int main(int argc, char** argv) try {
                                            {"--ensemble", "0"},
                                            {"--epochs", "-1"},
                                            {"--threads", "0"},
+                                           {"--bf16", "0"},
                                            {"--out", "reproduce.md"}};
     for (int i = 1; i < argc; ++i) {
         const std::string key = argv[i];
@@ -96,6 +99,34 @@ int main(int argc, char** argv) try {
 
     // results[device][preset][metric]
     std::map<std::string, std::map<std::string, std::map<std::string, Stat>>> results;
+    const auto write_table = [&] {
+        std::ostringstream md;
+        md << "# dnncost: estimator accuracy on " << arg["--data"] << "\n\n"
+           << n_train << " training, " << n_val << " validation samples (" << train::to_string(sampling)
+           << " sampling); test on " << (n_test ? std::to_string(n_test) : std::string("all remaining")) << " rows; "
+           << seeds << " seeds (" << first_seed << ".." << first_seed + seeds - 1
+           << "), the same splits for every preset" << (ensemble >= 2 ? "; ensembles of " + std::to_string(ensemble) : "")
+           << ". Mean ± sample std over seeds. MAPE in %, ±b = fraction of test items within b % of the truth. "
+           << "'nd' = excluding items whose truth is below 5 % of the median (degenerate NB201 cells).\n\n"
+           << "| device | preset | Spearman | Kendall | MAPE % | ±1% | ±5% | ±10% | nd Spearman | nd MAPE % | nd ±10% |"
+           << (ensemble >= 2 ? " cover ±2σ |" : "") << " epochs | train s | GNN kept |\n"
+           << "|---|---|---|---|---|---|---|---|---|---|---|" << (ensemble >= 2 ? "---|" : "") << "---|---|---|\n";
+        for (const auto& [device, per_preset] : results)
+            for (const auto& preset : presets) {
+                auto r = per_preset.at(preset);
+                md << "| " << device << " | " << preset;
+                for (const auto& [name, precision] : columns_shown)
+                    md << " | " << r[name].format(precision, name == "mape" ? 100.0 : 1.0);
+                md << " | " << r["nd_spearman"].format(3) << " | " << r["nd_mape"].format(2, 100.0) << " | "
+                   << r["nd_within_10"].format(3);
+                if (ensemble >= 2) md << " | " << r["coverage_2sigma"].format(3);
+                md << " | " << r["epochs"].format(0) << " | " << r["train_seconds"].format(3) << " | " << r["trained_kept"].format(2) << " |\n";
+            }
+        md << "\n'GNN kept' = fraction of seeds in which the trained network beat the untrained one (for GNN presets with "
+              "an additive path the untrained network is the additive baseline; see nn/model.hpp).\n";
+        io::write_file_atomic(arg["--out"], md.str());
+        return md.str();
+    };
     for (const auto& device : ds.columns()) {
         for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
             const auto split = train::make_split(
@@ -109,6 +140,7 @@ int main(int argc, char** argv) try {
                 fo.seed = static_cast<std::uint64_t>(seed);
                 fo.max_epochs = std::stoi(arg["--epochs"]);
                 fo.threads = dopt.threads;
+                fo.bf16 = arg["--bf16"] == "1";
                 const auto fit = est->fit(ds.subset(split.train, device), ds.subset(split.validation, device), fo);
                 const auto pred = est->predict(ds.graphs(split.test));
                 std::vector<double> mean;
@@ -119,38 +151,17 @@ int main(int argc, char** argv) try {
                 for (const auto& [name, value] : ev.non_degenerate.fields()) r["nd_" + name].v.push_back(value);
                 r["train_seconds"].v.push_back(fit.seconds);
                 r["epochs"].v.push_back(fit.epochs);
+                r["trained_kept"].v.push_back(fit.summary.find("-> trained network kept") != std::string::npos ? 1.0 : 0.0);
                 if (ensemble >= 2) r["coverage_2sigma"].v.push_back(estimators::coverage_2sigma(pred, truth));
                 std::cerr << device << " seed " << seed << " " << preset << ": spearman " << ev.all.spearman << ", ±10% "
                           << ev.all.within_10 << ", mape " << ev.all.mape << ", " << fit.epochs << " epochs, " << fit.seconds
-                          << " s\n";
+                          << " s" << (fit.summary.empty() ? "" : "; " + fit.summary) << "\n";
             }
         }
+        write_table();
     }
 
-    std::ostringstream md;
-    md << "# dnncost: estimator accuracy on " << arg["--data"] << "\n\n"
-       << n_train << " training, " << n_val << " validation samples (" << train::to_string(sampling)
-       << " sampling); test on " << (n_test ? std::to_string(n_test) : std::string("all remaining")) << " rows; "
-       << seeds << " seeds (" << first_seed << ".." << first_seed + seeds - 1
-       << "), the same splits for every preset" << (ensemble >= 2 ? "; ensembles of " + std::to_string(ensemble) : "")
-       << ". Mean ± sample std over seeds. MAPE in %, ±b = fraction of test items within b % of the truth. "
-       << "'nd' = excluding items whose truth is below 5 % of the median (degenerate NB201 cells).\n\n"
-       << "| device | preset | Spearman | Kendall | MAPE % | ±1% | ±5% | ±10% | nd Spearman | nd MAPE % | nd ±10% |"
-       << (ensemble >= 2 ? " cover ±2σ |" : "") << " epochs | train s |\n"
-       << "|---|---|---|---|---|---|---|---|---|---|---|" << (ensemble >= 2 ? "---|" : "") << "---|---|\n";
-    for (const auto& [device, per_preset] : results)
-        for (const auto& preset : presets) {
-            auto r = per_preset.at(preset);
-            md << "| " << device << " | " << preset;
-            for (const auto& [name, precision] : columns_shown)
-                md << " | " << r[name].format(precision, name == "mape" ? 100.0 : 1.0);
-            md << " | " << r["nd_spearman"].format(3) << " | " << r["nd_mape"].format(2, 100.0) << " | "
-               << r["nd_within_10"].format(3);
-            if (ensemble >= 2) md << " | " << r["coverage_2sigma"].format(3);
-            md << " | " << r["epochs"].format(0) << " | " << r["train_seconds"].format(3) << " |\n";
-        }
-    io::write_file_atomic(arg["--out"], md.str());
-    std::cout << md.str();
+    std::cout << write_table();
     return 0;
 } catch (const std::exception& e) {
     std::cerr << "dnncost_reproduce: error: " << e.what() << '\n';

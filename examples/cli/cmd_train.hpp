@@ -91,7 +91,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         std::uint64_t seed = 0;
         int ensemble = 0, epochs = -1, patience = -1;
         unsigned threads = 0;
-        bool strict = false;
+        bool strict = false, bf16 = false;
     };
     auto targs = std::make_shared<TrainArgs>();
     auto* train = app.add_subcommand("train", "Train a cost estimator on measured data, evaluate it on a held-out test split");
@@ -114,6 +114,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)");
     train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)");
     train->add_option("--threads", targs->threads, "Threads (0: all cores)");
+    train->add_flag("--bf16", targs->bf16, "GEMMs in bfloat16 on Intel AMX when the CPU has it (fp32 otherwise): faster, ~0.4 % rounding");
     train->add_flag("--strict", targs->strict, "Reject the data set at the first bad row instead of skipping it");
     train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required();
     train->add_option("--report", targs->report, "Write a JSON report of the test metrics");
@@ -148,11 +149,13 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         fo.max_epochs = a.epochs;
         fo.patience = a.patience;
         fo.threads = a.threads;
+        fo.bf16 = a.bf16;
         fo.on_epoch = [](const std::string& line) {
             std::cerr << line << '\n';
             return false;
         };
         const auto fit = est->fit(ds.subset(split.train, a.target), ds.subset(split.validation, a.target), fo);
+        if (!fit.summary.empty()) std::cerr << fit.summary << '\n';
 
         const auto pred = td::predict_items(*est, ds, split.test);
         const auto truth = ds.values(split.test, a.target);
@@ -185,6 +188,8 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             report["train_seconds"] = fit.seconds;
             report["validation_metric"] = fit.validation_metric;
             report["best_validation"] = fit.best_validation;
+            report["selection"] = fit.summary;
+            report["bf16"] = a.bf16;
             io::write_file_atomic(a.report, report.dump(2) + "\n");
         }
         ctx.exit_code = 0;
@@ -193,7 +198,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     // ------------------------------------------------------------------ eval
     struct EvalArgs {
         std::string model, data, space = "nb201", target;
-        bool json_out = false, strict = false;
+        bool json_out = false, strict = false, bf16 = false;
     };
     auto eargs = std::make_shared<EvalArgs>();
     auto* eval = app.add_subcommand("eval", "Evaluate a saved estimator on every row of a data set");
@@ -203,9 +208,11 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     eval->add_option("--target", eargs->target, "Measured column to compare with")->required();
     eval->add_flag("--strict", eargs->strict, "Reject the data set at the first bad row");
     eval->add_flag("--json", eargs->json_out, "Print the metrics as JSON");
+    eval->add_flag("--bf16", eargs->bf16, "GEMMs in bfloat16 on Intel AMX when the CPU has it (fp32 otherwise): faster, ~0.4 % rounding");
     eval->callback([eargs, &ctx] {
         const auto& a = *eargs;
         const auto est = estimators::load_estimator_file(a.model);
+        est->set_bf16(a.bf16);
         auto ds = td::load(a.data, a.space, {a.target}, a.strict);
         const auto items = ds.all_items();
         const auto pred = td::predict_items(*est, ds, items);
@@ -230,6 +237,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     struct PredictArgs {
         std::string model, space;
         std::vector<std::string> inputs;
+        bool bf16 = false;
     };
     auto pargs = std::make_shared<PredictArgs>();
     auto* predict = app.add_subcommand("predict", "Predict with a saved estimator: NB201 arch strings or ONNX files");
@@ -237,9 +245,11 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     predict->add_option("--space", pargs->space, "nb201 (inputs are arch strings); default: inputs are ONNX files")
         ->check(CLI::IsMember({"nb201", "onnx"}));
     predict->add_option("inputs", pargs->inputs, "Architecture strings or ONNX files")->required();
+    predict->add_flag("--bf16", pargs->bf16, "GEMMs in bfloat16 on Intel AMX when the CPU has it (fp32 otherwise): faster, ~0.4 % rounding");
     predict->callback([pargs, &ctx] {
         const auto& a = *pargs;
         const auto est = estimators::load_estimator_file(a.model);
+        est->set_bf16(a.bf16);
         std::vector<graph::Graph> graphs;
         graphs.reserve(a.inputs.size());
         for (const auto& in : a.inputs)

@@ -28,8 +28,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <memory>
 #include <span>
 #include <sstream>
@@ -42,93 +44,168 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/estimators/estimator.hpp>
+#include <dnncost/graph/analysis.hpp>
 #include <dnncost/io/serialize.hpp>
 
 namespace dnncost::estimators {
 
-class AdditiveEstimator final : public CostEstimator {
-public:
-    /// The fitted error: squared relative error (degenerate items ignored) or plain squared error.
-    enum class Loss : std::uint8_t { relative = 0, absolute = 1 };
-    static std::string loss_name(Loss l) { return l == Loss::relative ? "relative" : "absolute"; }
-    static constexpr std::string_view kind = "additive";
-    /// Per operator type: occurrence count, MACs, bytes moved.
-    static constexpr int features_per_type = 3;
-    static constexpr std::string_view config = "additive/v1;features=count,macs,bytes;loss=relative|absolute;grid=1e-8..1e2x0.5dec";
+/// Per-operator-type aggregates of a graph (occurrence count, MACs, bytes moved, summed over
+/// the nodes of each type), standardised with training-set statistics. The vocabulary is the
+/// sorted set of op types of the training graphs (unseen types contribute nothing); features
+/// that are constant in training are dropped. Shared by the additive baseline and the additive
+/// path of the GNN presets, so that both start from the same lookup-table view of cost.
+/// With `compiled`, the same three aggregates follow over only the operators a graph compiler
+/// keeps (graph/analysis.hpp: live, not constant, not identity-like): the cost a compiled
+/// runtime that prunes dead branches (TFLite) pays.
+struct AdditiveFeatures {
+    static constexpr int per_type = 3;  ///< count, MACs, bytes
+    bool compiled = false;
+    std::vector<std::string> vocabulary;
+    std::vector<std::int64_t> keep;  ///< indices into raw() of the kept features
+    std::vector<std::string> names;
+    std::vector<double> mean, scale;
 
-    std::string preset() const override { return std::string(kind); }
+    std::size_t size() const { return keep.size(); }
 
-    /// Raw (unscaled) features of one graph for a given vocabulary, features_per_type per type.
-    static std::vector<double> raw_features(const graph::Graph& g, const std::vector<std::string>& vocabulary) {
-        std::vector<double> f(vocabulary.size() * features_per_type, 0.0);
+    /// Raw (unscaled) aggregates, per_type per vocabulary entry (then as many again over the
+    /// kept operators when `with_compiled`).
+    static std::vector<double> raw(const graph::Graph& g, const std::vector<std::string>& vocabulary, bool with_compiled = false) {
+        const std::size_t half = vocabulary.size() * per_type;
+        std::vector<double> f(with_compiled ? 2 * half : half, 0.0);
         const auto costs = cost::annotate(g);
+        std::vector<graph::NodeAnalysis> an;
+        if (with_compiled) an = graph::analyse(g);
         for (std::size_t v = 0; v < g.num_nodes(); ++v) {
             const auto& op = g.nodes()[v].op_type;
             const auto it = std::lower_bound(vocabulary.begin(), vocabulary.end(), op);
             if (it == vocabulary.end() || *it != op) continue;
-            const auto t = static_cast<std::size_t>(it - vocabulary.begin()) * features_per_type;
+            const auto t = static_cast<std::size_t>(it - vocabulary.begin()) * per_type;
+            const double macs = static_cast<double>(costs[v].macs), bytes = static_cast<double>(costs[v].bytes());
             f[t] += 1.0;
-            f[t + 1] += static_cast<double>(costs[v].macs);
-            f[t + 2] += static_cast<double>(costs[v].bytes());
+            f[t + 1] += macs;
+            f[t + 2] += bytes;
+            if (with_compiled && an[v].kept() && !an[v].constant) {
+                f[half + t] += 1.0;
+                f[half + t + 1] += macs;
+                f[half + t + 2] += bytes;
+            }
         }
         return f;
     }
+    /// Whether raw feature j is an aggregate over the kept operators only.
+    bool is_compiled_feature(std::int64_t j) const { return j >= static_cast<std::int64_t>(vocabulary.size()) * per_type; }
+    Eigen::MatrixXd raw_matrix(std::span<const graph::Graph* const> graphs) const {
+        const auto width = static_cast<Eigen::Index>(vocabulary.size() * per_type * (compiled ? 2 : 1));
+        Eigen::MatrixXd m(static_cast<Eigen::Index>(graphs.size()), width);
+        for (std::size_t i = 0; i < graphs.size(); ++i) {
+            const auto f = raw(*graphs[i], vocabulary, compiled);
+            for (std::size_t j = 0; j < f.size(); ++j) m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = f[j];
+        }
+        return m;
+    }
 
-    FitResult fit(const TrainData& train, const TrainData& validation, const FitOptions& options) override {
-        const auto start = std::chrono::steady_clock::now();
-        check_data(train, "training");
-        check_data(validation, "validation");
-        if (train.size() < 2) raise<config_error>("additive: needs at least 2 training samples, got ", train.size());
-
-        // Vocabulary: sorted distinct op types of the training graphs.
-        std::vector<std::string> vocab;
-        for (const auto* g : train.graphs)
-            for (const auto& n : g->nodes()) vocab.push_back(n.op_type);
-        std::sort(vocab.begin(), vocab.end());
-        vocab.erase(std::unique(vocab.begin(), vocab.end()), vocab.end());
-
-        const auto raw_train = feature_matrix(train.graphs, vocab);
-        const Eigen::Index n = raw_train.rows(), p_all = raw_train.cols();
-        // Keep features that vary in training; standardise them.
-        std::vector<std::string> names;
-        std::vector<Eigen::Index> keep;
-        std::vector<double> mean, scale;
-        for (Eigen::Index j = 0; j < p_all; ++j) {
+    /// Vocabulary and standardisation from training graphs; returns their raw matrix.
+    Eigen::MatrixXd fit(std::span<const graph::Graph* const> graphs) {
+        vocabulary.clear();
+        for (const auto* g : graphs)
+            for (const auto& n : g->nodes()) vocabulary.push_back(n.op_type);
+        std::sort(vocabulary.begin(), vocabulary.end());
+        vocabulary.erase(std::unique(vocabulary.begin(), vocabulary.end()), vocabulary.end());
+        Eigen::MatrixXd raw_train = raw_matrix(graphs);
+        keep.clear();
+        names.clear();
+        mean.clear();
+        scale.clear();
+        for (Eigen::Index j = 0; j < raw_train.cols(); ++j) {
             const double mu = raw_train.col(j).mean();
             const double var = (raw_train.col(j).array() - mu).square().mean();
             if (!(var > 1e-12 * std::max(1.0, mu * mu))) continue;
             keep.push_back(j);
             mean.push_back(mu);
             scale.push_back(std::sqrt(var));
-            names.push_back(vocab[static_cast<std::size_t>(j / features_per_type)] + ":" +
-                            feature_suffix(static_cast<int>(j % features_per_type)));
+            const auto t = static_cast<std::size_t>(j / per_type) % vocabulary.size();
+            names.push_back(vocabulary[t] + ":" + (is_compiled_feature(j) ? "kept_" : "") + suffix(static_cast<int>(j % per_type)));
         }
-        double y_scale = 0.0;
-        for (double y : train.targets) y_scale += y;
-        y_scale /= static_cast<double>(train.size());
+        return raw_train;
+    }
+    /// Standardised features of a raw matrix (rows = graphs), with a leading column of ones
+    /// when `intercept`.
+    Eigen::MatrixXd standardise(const Eigen::MatrixXd& raw_m, bool intercept) const {
+        const Eigen::Index o = intercept ? 1 : 0;
+        Eigen::MatrixXd x(raw_m.rows(), static_cast<Eigen::Index>(keep.size()) + o);
+        if (intercept) x.col(0).setOnes();
+        for (std::size_t k = 0; k < keep.size(); ++k)
+            x.col(static_cast<Eigen::Index>(k) + o) = (raw_m.col(keep[k]).array() - mean[k]) / scale[k];
+        return x;
+    }
+    Eigen::MatrixXd transform(std::span<const graph::Graph* const> graphs, bool intercept) const {
+        return standardise(raw_matrix(graphs), intercept);
+    }
+    /// Standardised features of one graph (no intercept).
+    std::vector<double> transform(const graph::Graph& g) const {
+        const auto f = raw(g, vocabulary, compiled);
+        std::vector<double> out(keep.size());
+        for (std::size_t k = 0; k < keep.size(); ++k) out[k] = (f[static_cast<std::size_t>(keep[k])] - mean[k]) / scale[k];
+        return out;
+    }
 
-        auto standardise = [&](const Eigen::MatrixXd& raw) {
-            Eigen::MatrixXd x(raw.rows(), static_cast<Eigen::Index>(keep.size()) + 1);
-            x.col(0).setOnes();
-            for (std::size_t k = 0; k < keep.size(); ++k)
-                x.col(static_cast<Eigen::Index>(k) + 1) = (raw.col(keep[k]).array() - mean[k]) / scale[k];
-            return x;
-        };
-        const Eigen::MatrixXd x = standardise(raw_train);
-        Eigen::VectorXd y(n);
-        for (Eigen::Index i = 0; i < n; ++i) y(i) = train.targets[static_cast<std::size_t>(i)] / y_scale;
-        // Items below this (scaled) value are "degenerate" (see train/metrics.hpp): they neither
-        // drive the relative loss nor count in the selection score.
-        const double degenerate = 0.05 * median_of(train.targets) / y_scale;
+    void save(io::BinaryWriter& w) const {
+        w.put_bool(compiled);
+        w.put_string_vector(vocabulary);
+        w.put_i64_vector(keep);
+        w.put_string_vector(names);
+        w.put_f64_vector(mean);
+        w.put_f64_vector(scale);
+    }
+    static AdditiveFeatures load(io::BinaryReader& r) {
+        AdditiveFeatures a;
+        a.compiled = r.get_bool("compiled-view flag");
+        a.vocabulary = r.get_string_vector("vocabulary");
+        a.keep = r.get_i64_vector("feature indices");
+        a.names = r.get_string_vector("feature names");
+        a.mean = r.get_f64_vector("feature means");
+        a.scale = r.get_f64_vector("feature scales");
+        const auto k = a.keep.size();
+        if (a.mean.size() != k || a.scale.size() != k || a.names.size() != k)
+            r.fail("inconsistent additive features: ", k, " indices, ", a.mean.size(), " means, ", a.scale.size(), " scales");
+        const auto limit = static_cast<std::int64_t>(a.vocabulary.size()) * per_type * (a.compiled ? 2 : 1);
+        for (auto j : a.keep)
+            if (j < 0 || j >= limit) r.fail("feature index ", j, " out of range of a vocabulary of ", a.vocabulary.size());
+        for (double s : a.scale)
+            if (!(s > 0) || !std::isfinite(s)) r.fail("non-positive feature scale");
+        for (double m : a.mean)
+            if (!std::isfinite(m)) r.fail("non-finite feature mean");
+        return a;
+    }
+    static std::string suffix(int k) { return k == 0 ? "count" : k == 1 ? "macs" : "bytes"; }
+};
 
-        Eigen::MatrixXd x_val;
-        Eigen::VectorXd y_val;
-        if (validation.size() > 0) {
-            x_val = standardise(feature_matrix(validation.graphs, vocab));
-            y_val = Eigen::Map<const Eigen::VectorXd>(validation.targets.data(), static_cast<Eigen::Index>(validation.size())) / y_scale;
-        }
-        // Selection score: mean absolute relative error (MAPE) over the non-degenerate items;
-        // absolute rather than squared so that a few poorly modelled items do not decide.
+/// The closed-form ridge regression of the additive baseline, shared with the GNN presets'
+/// additive path. Minimises the weighted squared error
+///     (1/n) sum_i w_i (y_i - x_i . beta)^2 + lambda |beta_{1..}|^2   (x_i0 = 1, not penalised)
+/// with w_i = 1 / y_i^2 (relative error; items below `degenerate` get no weight) or w_i = 1
+/// (absolute error), over a log grid of lambda (1e-8 ... 1e2, half decades). Loss and lambda
+/// are chosen together by the mean absolute relative error over the non-degenerate validation
+/// items or, without validation data, over exact leave-one-out predictions of the training set.
+struct RidgeFit {
+    enum class Loss : std::uint8_t { relative = 0, absolute = 1 };
+    Eigen::VectorXd beta;  ///< intercept first
+    double lambda = 0.0;
+    double score = std::numeric_limits<double>::infinity();  ///< the selection MAPE
+    Loss loss = Loss::relative;
+    bool loo = false;  ///< score is leave-one-out (no validation data)
+
+    /// Optional selection score of validation predictions (lower is better) replacing the MAPE.
+    using Scorer = std::function<double(const Eigen::VectorXd& predicted, const Eigen::VectorXd& truth)>;
+
+    /// @param x training design matrix with a leading column of ones
+    /// @param x_val, y_val validation data (nullptr: leave-one-out)
+    /// @param scorer selection score on the validation data (empty: the MAPE over non-degenerate items)
+    /// @throws error when every candidate fails (non-finite data)
+    static RidgeFit select(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const Eigen::MatrixXd* x_val,
+                           const Eigen::VectorXd* y_val, double degenerate, const Scorer& scorer = {}) {
+        const Eigen::Index n = x.rows();
+        // absolute rather than squared relative error, so that a few poorly modelled items do not decide
         auto relative_score = [degenerate](const Eigen::VectorXd& truth, const Eigen::VectorXd& residual) {
             double s = 0.0;
             std::size_t k = 0;
@@ -139,10 +216,8 @@ public:
             }
             return k ? s / static_cast<double>(k) : std::numeric_limits<double>::infinity();
         };
-
-        double best_lambda = 0.0, best_score = std::numeric_limits<double>::infinity();
-        Loss best_loss = Loss::relative;
-        Eigen::VectorXd best_beta;
+        RidgeFit best;
+        best.loo = x_val == nullptr;
         for (Loss loss : {Loss::relative, Loss::absolute}) {
             Eigen::VectorXd w(n);
             for (Eigen::Index i = 0; i < n; ++i)
@@ -160,8 +235,10 @@ public:
                 const Eigen::LDLT<Eigen::MatrixXd> ldlt(a);
                 const Eigen::VectorXd beta = ldlt.solve(xtwy);
                 double score;
-                if (validation.size() > 0) {
-                    score = relative_score(y_val, x_val * beta - y_val);
+                if (x_val && scorer) {
+                    score = scorer(*x_val * beta, *y_val);
+                } else if (x_val) {
+                    score = relative_score(*y_val, *x_val * beta - *y_val);
                 } else {
                     // Exact leave-one-out residuals of weighted ridge: r_i / (1 - h_ii),
                     // h_ii = w_i x_i' A^-1 x_i / n.
@@ -173,31 +250,68 @@ public:
                     }
                     score = relative_score(y, loo);
                 }
-                if (std::isfinite(score) && score < best_score) {
-                    best_score = score;
-                    best_lambda = lambda;
-                    best_loss = loss;
-                    best_beta = beta;
+                if (std::isfinite(score) && score < best.score) {
+                    best.score = score;
+                    best.lambda = lambda;
+                    best.loss = loss;
+                    best.beta = beta;
                 }
             }
         }
-        if (best_beta.size() == 0) raise<error>("additive: ridge regression failed for every lambda (non-finite data?)");
+        if (best.beta.size() == 0) raise<error>("additive: ridge regression failed for every lambda (non-finite data?)");
+        return best;
+    }
+};
 
-        m_vocabulary = std::move(vocab);
-        m_keep.assign(keep.begin(), keep.end());
-        m_feature_names = std::move(names);
-        m_mean = std::move(mean);
-        m_scale = std::move(scale);
-        m_intercept = best_beta(0);
-        m_weights.assign(best_beta.data() + 1, best_beta.data() + best_beta.size());
+class AdditiveEstimator final : public CostEstimator {
+public:
+    /// The fitted error: squared relative error (degenerate items ignored) or plain squared error.
+    using Loss = RidgeFit::Loss;
+    static std::string loss_name(Loss l) { return l == Loss::relative ? "relative" : "absolute"; }
+    static constexpr std::string_view kind = "additive";
+    /// Per operator type: occurrence count, MACs, bytes moved.
+    static constexpr int features_per_type = AdditiveFeatures::per_type;
+    static constexpr std::string_view config = "additive/v2;features=count,macs,bytes;loss=relative|absolute;grid=1e-8..1e2x0.5dec";
+
+    std::string preset() const override { return std::string(kind); }
+
+    /// Raw (unscaled) features of one graph for a given vocabulary, features_per_type per type.
+    static std::vector<double> raw_features(const graph::Graph& g, const std::vector<std::string>& vocabulary) {
+        return AdditiveFeatures::raw(g, vocabulary);
+    }
+
+    FitResult fit(const TrainData& train, const TrainData& validation, const FitOptions& options) override {
+        const auto start = std::chrono::steady_clock::now();
+        check_data(train, "training");
+        check_data(validation, "validation");
+        if (train.size() < 2) raise<config_error>("additive: needs at least 2 training samples, got ", train.size());
+
+        AdditiveFeatures feats;
+        const Eigen::MatrixXd x = feats.standardise(feats.fit(train.graphs), true);
+        const double y_scale = std::accumulate(train.targets.begin(), train.targets.end(), 0.0) / static_cast<double>(train.size());
+        const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(train.targets.data(), static_cast<Eigen::Index>(train.size())) / y_scale;
+        // Items below this (scaled) value are "degenerate" (see train/metrics.hpp): they neither
+        // drive the relative loss nor count in the selection score.
+        const double degenerate = 0.05 * median_of(train.targets) / y_scale;
+        Eigen::MatrixXd x_val;
+        Eigen::VectorXd y_val;
+        if (validation.size() > 0) {
+            x_val = feats.transform(validation.graphs, true);
+            y_val = Eigen::Map<const Eigen::VectorXd>(validation.targets.data(), static_cast<Eigen::Index>(validation.size())) / y_scale;
+        }
+        const RidgeFit best = RidgeFit::select(x, y, validation.size() > 0 ? &x_val : nullptr,
+                                               validation.size() > 0 ? &y_val : nullptr, degenerate);
+        m_features = std::move(feats);
+        m_intercept = best.beta(0);
+        m_weights.assign(best.beta.data() + 1, best.beta.data() + best.beta.size());
         m_target_scale = y_scale;
-        m_lambda = best_lambda;
-        m_loss = best_loss;
+        m_lambda = best.lambda;
+        m_loss = best.loss;
 
         FitResult result;
         result.epochs = 1;
         result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        result.best_validation = best_score;
+        result.best_validation = best.score;
         result.validation_metric = validation.size() > 0 ? "validation MAPE" : "leave-one-out MAPE";
         if (options.on_epoch)
             options.on_epoch("additive: " + std::to_string(m_weights.size()) + " features, " + loss_name(m_loss) + " loss, lambda " +
@@ -212,10 +326,9 @@ public:
         out.reserve(graphs.size());
         for (const auto* g : graphs) {
             if (!g) raise<config_error>("additive: null graph passed to predict");
-            const auto f = raw_features(*g, m_vocabulary);
+            const auto f = m_features.transform(*g);
             double s = m_intercept;
-            for (std::size_t k = 0; k < m_keep.size(); ++k)
-                s += m_weights[k] * (f[static_cast<std::size_t>(m_keep[k])] - m_mean[k]) / m_scale[k];
+            for (std::size_t k = 0; k < f.size(); ++k) s += m_weights[k] * f[k];
             out.push_back({s * m_target_scale, 0.0});
         }
         return out;
@@ -223,11 +336,7 @@ public:
 
     std::string serialize() const override {
         io::BinaryWriter w;
-        w.put_string_vector(m_vocabulary);
-        w.put_i64_vector(m_keep);
-        w.put_string_vector(m_feature_names);
-        w.put_f64_vector(m_mean);
-        w.put_f64_vector(m_scale);
+        m_features.save(w);
         w.put_f64_vector(m_weights);
         w.put_f64(m_intercept);
         w.put_f64(m_target_scale);
@@ -243,11 +352,7 @@ public:
             raise<parse_error>(source, ": additive model written by an incompatible configuration (hash mismatch)");
         io::BinaryReader r(c.payload, std::string(source));
         auto m = std::make_unique<AdditiveEstimator>();
-        m->m_vocabulary = r.get_string_vector("vocabulary");
-        m->m_keep = r.get_i64_vector("feature indices");
-        m->m_feature_names = r.get_string_vector("feature names");
-        m->m_mean = r.get_f64_vector("feature means");
-        m->m_scale = r.get_f64_vector("feature scales");
+        m->m_features = AdditiveFeatures::load(r);
         m->m_weights = r.get_f64_vector("weights");
         m->m_intercept = r.get_f64("intercept");
         m->m_target_scale = r.get_f64("target scale");
@@ -256,14 +361,8 @@ public:
         if (loss > 1) r.fail("unknown loss code ", int(loss));
         m->m_loss = static_cast<Loss>(loss);
         r.expect_end("additive model");
-        const auto k = m->m_keep.size();
-        if (m->m_mean.size() != k || m->m_scale.size() != k || m->m_weights.size() != k || m->m_feature_names.size() != k)
-            r.fail("inconsistent additive model: ", k, " features but ", m->m_weights.size(), " weights");
-        const auto limit = static_cast<std::int64_t>(m->m_vocabulary.size()) * features_per_type;
-        for (auto j : m->m_keep)
-            if (j < 0 || j >= limit) r.fail("feature index ", j, " out of range of a vocabulary of ", m->m_vocabulary.size());
-        for (double s : m->m_scale)
-            if (!(s > 0)) r.fail("non-positive feature scale");
+        if (m->m_weights.size() != m->m_features.size())
+            r.fail("inconsistent additive model: ", m->m_features.size(), " features but ", m->m_weights.size(), " weights");
         if (!(m->m_target_scale > 0)) r.fail("non-positive target scale");
         return m;
     }
@@ -271,8 +370,8 @@ public:
     /// Inspection: the chosen ridge strength, feature names and their standardised weights.
     double lambda() const { return m_lambda; }
     Loss loss() const { return m_loss; }
-    const std::vector<std::string>& vocabulary() const { return m_vocabulary; }
-    const std::vector<std::string>& feature_names() const { return m_feature_names; }
+    const std::vector<std::string>& vocabulary() const { return m_features.vocabulary; }
+    const std::vector<std::string>& feature_names() const { return m_features.names; }
     const std::vector<double>& weights() const { return m_weights; }
 
 private:
@@ -281,7 +380,6 @@ private:
         std::nth_element(v.begin(), mid, v.end());
         return *mid;
     }
-    static std::string feature_suffix(int k) { return k == 0 ? "count" : k == 1 ? "macs" : "bytes"; }
     static std::string fmt(double v) {
         std::ostringstream os;
         os.precision(3);
@@ -297,19 +395,9 @@ private:
                 raise<config_error>("additive: ", what, " target ", i, " is ", d.targets[i], " (must be positive and finite)");
         }
     }
-    static Eigen::MatrixXd feature_matrix(const std::vector<const graph::Graph*>& graphs, const std::vector<std::string>& vocab) {
-        Eigen::MatrixXd m(static_cast<Eigen::Index>(graphs.size()), static_cast<Eigen::Index>(vocab.size() * features_per_type));
-        for (std::size_t i = 0; i < graphs.size(); ++i) {
-            const auto f = raw_features(*graphs[i], vocab);
-            for (std::size_t j = 0; j < f.size(); ++j) m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = f[j];
-        }
-        return m;
-    }
 
-    std::vector<std::string> m_vocabulary;
-    std::vector<std::int64_t> m_keep;  ///< indices into raw_features of the kept features
-    std::vector<std::string> m_feature_names;
-    std::vector<double> m_mean, m_scale, m_weights;
+    AdditiveFeatures m_features;
+    std::vector<double> m_weights;
     double m_intercept = 0.0, m_target_scale = 0.0, m_lambda = 0.0;
     Loss m_loss = Loss::relative;
 };

@@ -78,6 +78,7 @@ public:
     std::string preset() const override { return m_preset; }
     FitResult fit(const TrainData& train, const TrainData& validation, const FitOptions& options) override {
         m_threads = options.threads;
+        m_model.set_precision(options.bf16 ? nn::Precision::bf16 : nn::Precision::fp32);
         return m_model.fit(train, validation, options);
     }
     std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const override {
@@ -97,6 +98,7 @@ public:
         return e;
     }
     nn::Estimator<C>& estimator() { return m_model; }
+    void set_bf16(bool on) override { m_model.set_precision(on ? nn::Precision::bf16 : nn::Precision::fp32); }
 
 private:
     std::string m_preset;

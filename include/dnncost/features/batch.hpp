@@ -44,6 +44,7 @@ public:
     void build(std::span<const EncodedGraph* const> graphs) {
         if (graphs.empty()) raise<shape_error>("GraphBatch: empty batch");
         const int f = graphs[0]->num_features;
+        const auto gf = graphs[0]->graph_x.size();
         int n = 0;
         m_offset.assign(1, 0);
         for (std::size_t g = 0; g < graphs.size(); ++g) {
@@ -51,6 +52,8 @@ public:
             if (e.num_features != f)
                 raise<shape_error>("GraphBatch: graph ", g, " has ", e.num_features, " features, graph 0 has ", f);
             if (e.num_nodes < 1) raise<shape_error>("GraphBatch: graph ", g, " has no nodes");
+            if (e.graph_x.size() != gf)
+                raise<shape_error>("GraphBatch: graph ", g, " has ", e.graph_x.size(), " graph-level features, graph 0 has ", gf);
             if (e.x.size() != static_cast<std::size_t>(e.num_nodes) * f)
                 raise<shape_error>("GraphBatch: graph ", g, " feature buffer holds ", e.x.size(), " values, expected ",
                                    static_cast<std::size_t>(e.num_nodes) * f);
@@ -58,6 +61,13 @@ public:
             m_offset.push_back(n);
         }
         x.resize(n, f);
+        graph_x.resize(static_cast<nn::Index>(graphs.size()), static_cast<nn::Index>(gf));
+        for (std::size_t g = 0; g < graphs.size(); ++g)
+            for (std::size_t j = 0; j < gf; ++j) {
+                const float v = graphs[g]->graph_x[j];
+                if (!std::isfinite(v)) raise<config_error>("GraphBatch: graph ", g, " graph-level feature ", j, " is ", v);
+                graph_x(static_cast<nn::Index>(g), static_cast<nn::Index>(j)) = static_cast<T>(v);
+            }
         m_node_graph.resize(static_cast<std::size_t>(n));
         std::vector<std::pair<int, int>> edges;
         for (std::size_t g = 0; g < graphs.size(); ++g) {
@@ -91,6 +101,7 @@ public:
             raise<shape_error>("GraphBatch::slice: graphs [", g0, ", ", g1, ") of a batch of ", src.num_graphs());
         const int n0 = src.offset(g0), n1 = src.offset(g1);
         x = src.x.middleRows(n0, n1 - n0);
+        graph_x = src.graph_x.middleRows(g0, g1 - g0);
         m_offset.assign(src.m_offset.begin() + g0, src.m_offset.begin() + g1 + 1);
         for (auto& o : m_offset) o -= n0;
         m_node_graph.assign(src.m_node_graph.begin() + n0, src.m_node_graph.begin() + n1);
@@ -107,6 +118,7 @@ public:
     const Neighbourhood<T>& neighbourhood(Direction d) const { return m_nb[static_cast<int>(d)]; }
 
     nn::Mat<T> x;  ///< stacked node features, num_nodes x num_features
+    nn::Mat<T> graph_x;  ///< graph-level features, num_graphs x (0 or more)
 
 private:
     static void finish(Neighbourhood<T>& nb, std::vector<std::pair<int, int>>& pairs, int n) {

@@ -48,6 +48,7 @@ struct EncodedGraph {
     int num_features = 0;
     std::vector<float> x;                      ///< num_nodes x num_features, row-major
     std::vector<std::pair<int, int>> edges;    ///< (src, dst); multi-edges and self-loops allowed
+    std::vector<float> graph_x;                ///< graph-level features (the additive path's inputs); may be empty
     float at(int node, int feature) const { return x[static_cast<std::size_t>(node) * num_features + feature]; }
 };
 

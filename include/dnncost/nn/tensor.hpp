@@ -8,10 +8,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <Eigen/Core>
 
 #include <dnncost/core/parallel.hpp>
+#include <dnncost/nn/bf16.hpp>
 
 namespace dnncost::nn {
 
@@ -42,12 +44,46 @@ inline bool worth_splitting(const ThreadPool* pool, Index m, Index n, Index k) {
     return pool && pool->size() > 1 && static_cast<double>(m) * n * k >= parallel_threshold_macs;
 }
 
+/// Smallest product (m n k) worth packing for the tile unit.
+inline constexpr double bf16_threshold_macs = 32.0 * 32.0 * 32.0;
+
+/// True when this float GEMM runs in bf16 on AMX (this thread asked for bf16, the CPU has it).
+template <class T>
+bool use_bf16(Index m, Index n, Index k) {
+    if constexpr (!std::is_same_v<T, float>) return false;
+    else
+        return precision() == Precision::bf16 && static_cast<double>(m) * n * k >= bf16_threshold_macs && amx_available();
+}
+
+/// C (+)= op(A) * op(B) in bf16 on the tile unit (see bf16.hpp); A and B are packed on the
+/// calling thread, the 32-row blocks of C split over the pool.
+template <class DA, class DB>
+void gemm_bf16(Mat<float>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
+               ThreadPool* pool) {
+    thread_local Bf16Workspace local;
+    Bf16Workspace& ws = local;  // a reference: inside the lambda `local` would name the worker's own
+    const Index m = a.rows(), n = b.cols();
+    pack_a(ws, a);
+    pack_b(ws, b);
+    ws.c.resize(static_cast<std::size_t>(ws.mp * ws.np));
+    const Index parts = worth_splitting(pool, m, n, a.cols()) ? static_cast<Index>(pool->size()) : 1;
+    if (parts > 1)
+        pool->parallel_for(0, static_cast<std::size_t>(parts), [&](std::size_t p) { amx_multiply(ws, static_cast<Index>(p), parts); });
+    else
+        amx_multiply(ws, 0, 1);
+    const Eigen::Map<const Mat<float>, 0, Eigen::OuterStride<>> r(ws.c.data(), m, n, Eigen::OuterStride<>(ws.np));
+    if (accumulate) c += r;
+    else c = r;
+}
+
 /// C (+)= A * B, split by rows of C.
 template <class T, class DA, class DB>
 void gemm(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
           ThreadPool* pool) {
     if (!accumulate) c.resize(a.rows(), b.cols());
     count_flops(a.rows(), b.cols(), a.cols());
+    if constexpr (std::is_same_v<T, float>)
+        if (use_bf16<T>(a.rows(), b.cols(), a.cols())) return gemm_bf16(c, a, b, accumulate, pool);
     const Index m = a.rows();
     if (!worth_splitting(pool, m, b.cols(), a.cols()) || m < 64) {
         if (accumulate) c.noalias() += a * b;
@@ -71,6 +107,8 @@ void gemm_tn(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<
              ThreadPool* pool) {
     if (!accumulate) c.resize(a.cols(), b.cols());
     count_flops(a.cols(), b.cols(), a.rows());
+    if constexpr (std::is_same_v<T, float>)
+        if (use_bf16<T>(a.cols(), b.cols(), a.rows())) return gemm_bf16(c, a.transpose(), b, accumulate, pool);
     const Index n = b.cols();
     if (!worth_splitting(pool, a.cols(), n, a.rows()) || n < 32) {
         if (accumulate) c.noalias() += a.transpose() * b;

@@ -1,0 +1,197 @@
+// The additive path's warm start (shared ridge solver), model selection against the untrained
+// network, and the bf16 GEMM path.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include <dnncost/estimators/additive.hpp>
+#include <dnncost/estimators/presets.hpp>
+#include <dnncost/graph/nb201.hpp>
+
+using namespace dnncost;
+using namespace dnncost::nn;
+
+namespace {
+constexpr GnnConfig skip_preset{.conv = Conv::sage, .depth = 2, .width = 16, .residual = true,
+                                .readout = Readout::lcm_sum, .readout_width = 8,
+                                .head = {.layers = 2, .width = 16, .additive_skip = true},
+                                .features = {.rw_steps = 2, .compiler_view = false},
+                                .train = {.batch_size = 8, .max_epochs = 2, .patience = 5}};
+
+// NB201 architectures with a latency-like label: additive in MACs and op counts plus a
+// deterministic non-additive wiggle, so that no linear model is exact.
+struct Data {
+    std::vector<graph::Graph> graphs;
+    estimators::TrainData train, val;
+    explicit Data(int n_train = 60, int n_val = 40) {
+        nb201::Nb201Options o;
+        o.cells_per_stage = 1;
+        for (int i = 0; i < n_train + n_val; ++i) graphs.push_back(nb201::build_graph(nb201::from_index(i * 151 + 3), o));
+        for (int i = 0; i < n_train + n_val; ++i) {
+            const auto c = nb201::op_counts(nb201::from_index(i * 151 + 3));
+            const double y = 1.0 + 1e-8 * static_cast<double>(cost::total_cost(graphs[static_cast<std::size_t>(i)]).macs) +
+                             0.3 * c[3] + 0.05 * std::sin(1.7 * i);
+            auto& d = i < n_train ? train : val;
+            d.graphs.push_back(&graphs[static_cast<std::size_t>(i)]);
+            d.targets.push_back(y);
+        }
+    }
+};
+}  // namespace
+
+TEST_CASE("additive path: the untrained GNN estimator predicts exactly what the additive baseline predicts") {
+    Data d;
+    estimators::AdditiveEstimator add;
+    add.fit(d.train, d.val, {});
+    Estimator<skip_preset> est;
+    est.prepare(d.train, 1);
+    const auto xt = est.encode(d.train.graphs), xv = est.encode(d.val.graphs);
+    CHECK(est.warm_start_skip(xt, d.train.targets, xv, d.val.targets, 1));  // no compiler view: the baseline alone
+    const auto p = est.predict(d.val.graphs, 1);
+    const auto q = add.predict(d.val.graphs);
+    REQUIRE(p.size() == q.size());
+    for (std::size_t i = 0; i < p.size(); ++i) CHECK(p[i] == doctest::Approx(q[i].mean).epsilon(1e-5));
+}
+
+TEST_CASE("additive path: fit keeps the additive baseline when training cannot beat it out of bag") {
+    Data d;
+    estimators::AdditiveEstimator add;
+    add.fit(d.train, d.val, {});
+    Estimator<skip_preset> est;
+    estimators::FitOptions o;
+    o.threads = 1;
+    const auto r = est.fit(d.train, d.val, o);
+    const std::string& last = r.summary;
+    CHECK(r.epochs == 2);
+    CHECK(last.find("out-of-bag improvement") != std::string::npos);
+    const auto p = est.predict(d.val.graphs, 1);
+    const auto q = add.predict(d.val.graphs);
+    if (last.find("untrained network kept") != std::string::npos) {
+        for (std::size_t i = 0; i < p.size(); ++i) CHECK(p[i] == doctest::Approx(q[i].mean).epsilon(1e-5));
+        CHECK(r.validation_metric.find("untrained") != std::string::npos);
+    } else {
+        CHECK(last.find("trained network kept") != std::string::npos);
+    }
+}
+
+TEST_CASE("model selection: out-of-bag improvement of the best epoch over the untrained network") {
+    Rng rng(4);
+    std::vector<double> y(100), untrained(100), good(100), noise(100);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        y[i] = 1.0 + rng.uniform();
+        untrained[i] = y[i] * (1.0 + 0.15 * rng.normal());  // ~15 % errors
+        good[i] = y[i] * (1.0 + 0.01 * rng.normal());       // ~1 % errors
+        noise[i] = y[i] * (1.0 + 0.30 * rng.normal());      // worse than untrained
+    }
+    // a genuinely better epoch is kept
+    const auto a = selection_improvement(untrained, {noise, good}, y, 1);
+    CHECK(a.mean > 0.3);
+    // epochs that are all worse are rejected even though one of them is "best" on the full set
+    std::vector<std::vector<double>> worse;
+    for (int e = 0; e < 20; ++e) {
+        std::vector<double> p(100);
+        for (std::size_t i = 0; i < y.size(); ++i) p[i] = y[i] * (1.0 + 0.2 * rng.normal());
+        worse.push_back(p);
+    }
+    const auto b = selection_improvement(untrained, worse, y, 1);
+    CHECK(b.mean < 0);
+    // the untrained network against itself: no improvement at all
+    const auto c = selection_improvement(untrained, {untrained}, y, 1);
+    CHECK(c.mean == doctest::Approx(0.0));
+    // paired bootstrap of one comparison
+    const auto d = improvement_over(untrained, good, y, 2);
+    CHECK(d.mean > 0.3);
+    CHECK(d.se > 0);
+    CHECK(d.se < d.mean);
+}
+
+TEST_CASE("shared ridge solver: an exact linear relation is recovered, a custom scorer is used") {
+    Rng rng(3);
+    Eigen::MatrixXd x(50, 3), xv(20, 3);
+    Eigen::VectorXd y(50), yv(20);
+    for (int i = 0; i < 50; ++i) {
+        x.row(i) << 1.0, rng.normal(), rng.normal();
+        y(i) = 2.0 + 0.5 * x(i, 1) - 0.25 * x(i, 2);
+    }
+    for (int i = 0; i < 20; ++i) {
+        xv.row(i) << 1.0, rng.normal(), rng.normal();
+        yv(i) = 2.0 + 0.5 * xv(i, 1) - 0.25 * xv(i, 2);
+    }
+    const auto f = estimators::RidgeFit::select(x, y, &xv, &yv, 0.0);
+    CHECK(f.beta(0) == doctest::Approx(2.0).epsilon(1e-4));
+    CHECK(f.beta(1) == doctest::Approx(0.5).epsilon(1e-3));
+    CHECK(f.beta(2) == doctest::Approx(-0.25).epsilon(1e-3));
+    CHECK(f.lambda <= 1e-6);
+    int calls = 0;
+    const auto g = estimators::RidgeFit::select(x, y, &xv, &yv, 0.0, [&](const Eigen::VectorXd&, const Eigen::VectorXd&) {
+        ++calls;
+        return 1.0;
+    });
+    CHECK(calls == 42);  // 2 losses x 21 penalties
+    CHECK(g.score == 1.0);
+    const auto loo = estimators::RidgeFit::select(x, y, nullptr, nullptr, 0.0);
+    CHECK(loo.loo);
+    CHECK(loo.beta(1) == doctest::Approx(0.5).epsilon(1e-3));
+}
+
+TEST_CASE("bf16 GEMMs on AMX: within bf16 rounding of a double-precision product, all three shapes, threads") {
+    if (!kernels::amx_available()) {
+        MESSAGE("this CPU has no AMX-BF16: the bf16 request falls back to fp32, checked below");
+    }
+    Rng rng(9);
+    const auto rnd = [&](Index r, Index c) {
+        Mat<float> m(r, c);
+        for (Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.normal());
+        return m;
+    };
+    ThreadPool pool(2);
+    for (const auto& [m, k, n] : std::vector<std::array<Index, 3>>{{300, 256, 128}, {37, 71, 45}, {5, 3, 7}, {64, 65, 33}}) {
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+            const Mat<float> a = rnd(m, k), b = rnd(k, n), at = rnd(k, m), bt = rnd(n, k);
+            const Mat<double> ab = a.cast<double>() * b.cast<double>();
+            const Mat<double> atb = at.cast<double>().transpose() * b.cast<double>();
+            const Mat<double> abt = a.cast<double>() * bt.cast<double>().transpose();
+            Mat<float> c, t, u;
+            {
+                const kernels::PrecisionScope scope(Precision::bf16);
+                CHECK(kernels::precision() == Precision::bf16);
+                kernels::gemm<float>(c, a, b, false, p);
+                kernels::gemm<float>(c, a, b, true, p);  // accumulate: 2 A B
+                kernels::gemm_tn<float>(t, at, b, false, p);
+                kernels::gemm_nt<float>(u, a, bt, false, p);
+            }
+            CHECK(kernels::precision() == Precision::fp32);
+            // each product of bf16-rounded N(0,1) inputs errs by ~2^-8 relative; over k terms ~ 2^-8 sqrt(k)
+            const double tol = 0.05 * std::sqrt(static_cast<double>(k));
+            INFO(m << "x" << k << "x" << n);
+            CHECK((c.cast<double>() - 2.0 * ab).cwiseAbs().maxCoeff() < 2 * tol);
+            CHECK((t.cast<double>() - atb).cwiseAbs().maxCoeff() < tol);
+            CHECK((u.cast<double>() - abt).cwiseAbs().maxCoeff() < tol);
+            if (kernels::amx_available() && m * n * k >= 32768)  // really bf16: not bit-identical to fp32
+                CHECK((c.cast<double>() - 2.0 * ab).cwiseAbs().maxCoeff() > 1e-4);
+        }
+    }
+    // rounding to bf16: nearest, ties to even; NaN stays NaN
+    CHECK(kernels::from_bf16(kernels::to_bf16(1.0f)) == 1.0f);
+    CHECK(kernels::from_bf16(kernels::to_bf16(1.0f + 1.0f / 256.0f)) == 1.0f);             // tie -> even (down)
+    CHECK(kernels::from_bf16(kernels::to_bf16(1.0f + 3.0f / 256.0f)) == 1.0f + 4.0f / 256.0f);  // tie -> even (up)
+    CHECK(std::isnan(kernels::from_bf16(kernels::to_bf16(std::nanf("")))));
+}
+
+TEST_CASE("bf16 training: an estimator trained with bf16 GEMMs predicts close to its fp32 twin") {
+    Data d;
+    Estimator<skip_preset> a, b;
+    estimators::FitOptions o;
+    o.threads = 1;
+    o.max_epochs = 2;
+    a.fit(d.train, d.val, o);
+    b.set_precision(Precision::bf16);
+    o.bf16 = true;
+    b.fit(d.train, d.val, o);
+    CHECK(b.precision() == Precision::bf16);
+    const auto pa = a.predict(d.val.graphs, 1), pb = b.predict(d.val.graphs, 1);
+    for (std::size_t i = 0; i < pa.size(); ++i) {
+        CHECK(std::isfinite(pb[i]));
+        CHECK(std::abs(pa[i] - pb[i]) < 0.05 * std::abs(pa[i]));
+    }
+}
