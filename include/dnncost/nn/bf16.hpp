@@ -10,6 +10,7 @@
 /// from FitOptions/predict options); the GEMM kernels of tensor.hpp then route float products
 /// here when `amx_available()`, and keep fp32 otherwise, so a bf16 request is always safe.
 /// Results depend on the precision and, as for fp32, on the machine's kernels, not on timing.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -98,7 +99,6 @@ inline bool amx_available() {
 /// ("VNNI" layout: element (k, n) at ((k / 2) * np + n) * 2 + k % 2).
 struct Bf16Workspace {
     std::vector<std::uint16_t> a, b;
-    std::vector<float> c;
     Eigen::Index mp = 0, np = 0, kp = 0;
 };
 
@@ -181,6 +181,32 @@ void pack_a(Bf16Workspace& ws, const Eigen::MatrixBase<DA>& a) {
         for (Eigen::Index j = 0; j < k; ++j) row[j] = to_bf16(static_cast<float>(a(i, j)));
     }
 }
+/// Pack A = S^T into ws.a, S a row-major float matrix (rows x cols, row stride ld): the
+/// left operand of a weight-gradient product S^T B. 32 x 32 blocks: rows of S are converted
+/// contiguously, then transposed in L1, instead of walking S column by column.
+inline void pack_a_transposed(Bf16Workspace& ws, const float* src, Eigen::Index rows, Eigen::Index cols, Eigen::Index ld) {
+    ws.mp = round_up(cols, 32);
+    ws.kp = round_up(rows, 32);
+    zero_padding(ws.a, cols, rows, ws.mp, ws.kp);
+    alignas(64) std::uint16_t tile[32 * 32];
+    for (Eigen::Index r0 = 0; r0 < rows; r0 += 32) {
+        const Eigen::Index rn = std::min<Eigen::Index>(32, rows - r0);
+        for (Eigen::Index c0 = 0; c0 < cols; c0 += 32) {
+            const Eigen::Index cn = std::min<Eigen::Index>(32, cols - c0);
+            for (Eigen::Index r = 0; r < rn; ++r) {
+#if DNNCOST_HAVE_AMX
+                detail::convert_row(tile + r * 32, src + (r0 + r) * ld + c0, cn);
+#else
+                for (Eigen::Index c = 0; c < cn; ++c) tile[r * 32 + c] = to_bf16(src[(r0 + r) * ld + c0 + c]);
+#endif
+            }
+            for (Eigen::Index c = 0; c < cn; ++c) {
+                std::uint16_t* dst = ws.a.data() + (c0 + c) * ws.kp + r0;
+                for (Eigen::Index r = 0; r < rn; ++r) dst[r] = tile[r * 32 + c];
+            }
+        }
+    }
+}
 /// Pack op(B) (k x n) into ws.b.
 template <class DB>
 void pack_b(Bf16Workspace& ws, const Eigen::MatrixBase<DB>& b) {
@@ -211,25 +237,43 @@ struct alignas(64) TileConfig {
     std::uint16_t colsb[16] = {};
     std::uint8_t rows[16] = {};
 };
-/// Rows [r0, r1) (multiples of 32) of C = A * B on the packed operands: 2 x 2 tiles of 16 x 16
-/// fp32 accumulators per 32 x 32 block, streaming 32-deep slices of A and B.
-__attribute__((target("amx-tile,amx-bf16"))) inline void amx_rows(const Bf16Workspace& ws, float* c, Eigen::Index r0,
-                                                                   Eigen::Index r1) {
+/// Rows [r0, r1) (multiples of 32, r0 < m) of C (+)= A * B on the packed operands: 2 x 2 tiles
+/// of 16 x 16 fp32 accumulators per 32 x 32 block, streaming 32-deep slices of A and B.
+/// Full blocks go straight to/from c (row stride ldc, n a multiple of 32); a block that
+/// overhangs row m or column n goes through the scratch block `tmp` (32 x 32).
+__attribute__((target("amx-tile,amx-bf16"))) inline void amx_rows(const Bf16Workspace& ws, float* c, Eigen::Index ldc,
+                                                                   Eigen::Index m, Eigen::Index n, bool accumulate,
+                                                                   Eigen::Index r0, Eigen::Index r1) {
     TileConfig cfg;
     for (int t = 0; t < 8; ++t) {
         cfg.rows[t] = 16;
         cfg.colsb[t] = 64;
     }
     _tile_loadconfig(&cfg);
+    alignas(64) float tmp[32 * 32];
     const std::uint16_t* A = ws.a.data();
     const std::uint16_t* B = ws.b.data();
     const Eigen::Index kp = ws.kp, np = ws.np;
     for (Eigen::Index i = r0; i < r1; i += 32) {
         for (Eigen::Index j = 0; j < np; j += 32) {
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
+            const bool direct = i + 32 <= m && j + 32 <= n;
+            float* out = direct ? c + i * ldc + j : tmp;
+            const long ld = static_cast<long>((direct ? ldc : 32) * 4);
+            if (!direct && accumulate)
+                for (Eigen::Index r = 0; r < 32; ++r)
+                    for (Eigen::Index q = 0; q < 32; ++q)
+                        tmp[r * 32 + q] = (i + r < m && j + q < n) ? c[(i + r) * ldc + j + q] : 0.0f;
+            if (accumulate) {
+                _tile_loadd(0, out, ld);
+                _tile_loadd(1, out + 16, ld);
+                _tile_loadd(2, out + 16 * (ld / 4), ld);
+                _tile_loadd(3, out + 16 * (ld / 4) + 16, ld);
+            } else {
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+            }
             for (Eigen::Index k = 0; k < kp; k += 32) {
                 _tile_loadd(4, A + i * kp + k, static_cast<long>(kp * 2));
                 _tile_loadd(5, A + (i + 16) * kp + k, static_cast<long>(kp * 2));
@@ -240,10 +284,13 @@ __attribute__((target("amx-tile,amx-bf16"))) inline void amx_rows(const Bf16Work
                 _tile_dpbf16ps(2, 5, 6);
                 _tile_dpbf16ps(3, 5, 7);
             }
-            _tile_stored(0, c + i * np + j, static_cast<long>(np * 4));
-            _tile_stored(1, c + i * np + j + 16, static_cast<long>(np * 4));
-            _tile_stored(2, c + (i + 16) * np + j, static_cast<long>(np * 4));
-            _tile_stored(3, c + (i + 16) * np + j + 16, static_cast<long>(np * 4));
+            _tile_stored(0, out, ld);
+            _tile_stored(1, out + 16, ld);
+            _tile_stored(2, out + 16 * (ld / 4), ld);
+            _tile_stored(3, out + 16 * (ld / 4) + 16, ld);
+            if (!direct)
+                for (Eigen::Index r = 0; r < 32 && i + r < m; ++r)
+                    for (Eigen::Index q = 0; q < 32 && j + q < n; ++q) c[(i + r) * ldc + j + q] = tmp[r * 32 + q];
         }
     }
     _tile_release();
@@ -251,18 +298,17 @@ __attribute__((target("amx-tile,amx-bf16"))) inline void amx_rows(const Bf16Work
 }  // namespace detail
 #endif
 
-/// ws.c (mp x np, fp32) = packed A * packed B on the tile unit; rows split over `parts`
-/// callers of run(part) (each part a contiguous range of 32-row blocks).
+/// C (m x n, row stride ldc) (+)= packed A * packed B on the tile unit, for the part-th of
+/// `parts` contiguous ranges of 32-row blocks (parts run concurrently on disjoint rows).
 /// Precondition: amx_available().
-inline void amx_multiply(Bf16Workspace& ws, Eigen::Index part, Eigen::Index parts) {
+inline void amx_multiply(const Bf16Workspace& ws, float* c, Eigen::Index ldc, Eigen::Index m, Eigen::Index n, bool accumulate,
+                         Eigen::Index part, Eigen::Index parts) {
 #if DNNCOST_HAVE_AMX
     const Eigen::Index blocks = ws.mp / 32;
     const Eigen::Index b0 = blocks * part / parts, b1 = blocks * (part + 1) / parts;
-    if (b1 > b0) detail::amx_rows(ws, ws.c.data(), b0 * 32, b1 * 32);
+    if (b1 > b0) detail::amx_rows(ws, c, ldc, m, n, accumulate, b0 * 32, b1 * 32);
 #else
-    (void)ws;
-    (void)part;
-    (void)parts;
+    (void)ws, (void)c, (void)ldc, (void)m, (void)n, (void)accumulate, (void)part, (void)parts;
 #endif
 }
 

@@ -25,6 +25,9 @@ struct Context {
     bool training = false;
     Rng* rng = nullptr;
     ThreadPool* pool = nullptr;
+    /// Set by pure inference (Estimator::predict*): no backward pass will follow, so layers may
+    /// skip what only backward needs (e.g. the ReLU/dropout mask of the fused SAGE block).
+    bool no_grad = false;
 
     const features::GraphBatch<T>& graphs(const char* who) const {
         if (!batch) raise<config_error>(who, ": needs a graph batch in the Context");

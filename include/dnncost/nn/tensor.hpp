@@ -63,17 +63,16 @@ void gemm_bf16(Mat<float>& c, const Eigen::MatrixBase<DA>& a, const Eigen::Matri
     thread_local Bf16Workspace local;
     Bf16Workspace& ws = local;  // a reference: inside the lambda `local` would name the worker's own
     const Index m = a.rows(), n = b.cols();
-    pack_a(ws, a);
-    pack_b(ws, b);
-    ws.c.resize(static_cast<std::size_t>(ws.mp * ws.np));
-    const Index parts = worth_splitting(pool, m, n, a.cols()) ? static_cast<Index>(pool->size()) : 1;
-    if (parts > 1)
-        pool->parallel_for(0, static_cast<std::size_t>(parts), [&](std::size_t p) { amx_multiply(ws, static_cast<Index>(p), parts); });
+    if constexpr (Eigen::internal::is_same<DA, Eigen::Transpose<const Mat<float>>>::value)  // S^T B: block-transpose S
+        pack_a_transposed(ws, a.derived().nestedExpression().data(), a.cols(), a.rows(), a.derived().nestedExpression().cols());
     else
-        amx_multiply(ws, 0, 1);
-    const Eigen::Map<const Mat<float>, 0, Eigen::OuterStride<>> r(ws.c.data(), m, n, Eigen::OuterStride<>(ws.np));
-    if (accumulate) c += r;
-    else c = r;
+        pack_a(ws, a);
+    pack_b(ws, b);
+    if (!accumulate) c.resize(m, n);
+    const Index parts = worth_splitting(pool, m, n, a.cols()) ? static_cast<Index>(pool->size()) : 1;
+    const auto run = [&](Index p) { amx_multiply(ws, c.data(), c.cols(), m, n, accumulate, p, parts); };
+    if (parts > 1) pool->parallel_for(0, static_cast<std::size_t>(parts), [&](std::size_t p) { run(static_cast<Index>(p)); });
+    else run(0);
 }
 
 /// C (+)= A * B, split by rows of C.

@@ -51,7 +51,11 @@ public:
         const std::uint32_t key = drop ? detail::dropout_key(*ctx.rng) : 0u;
         const std::uint32_t threshold = drop ? m_threshold : 0u;
         const T scale = drop ? T(1) / static_cast<T>(1.0 - static_cast<double>(m_threshold) / 65536.0) : T(1);
-        // the mask is kept at inference too: backward may follow any forward (as for the unfused chain)
+        if (ctx.no_grad && !drop) {  // inference: y = x + relu(y + b), no mask for a backward pass
+            m_y = x + (m_y.rowwise() + m_b.value.row(0)).cwiseMax(T(0));
+            return m_y;
+        }
+        // the mask is kept in eval mode too: backward may follow any forward (as for the unfused chain)
         m_mask.resize(n, d);
         const T* b = m_b.value.data();
         for (Index i = 0; i < n; ++i) {
