@@ -25,6 +25,8 @@ for preset in additive hifisage; do
   "$bin" train --data data/nb201/latency_ms.csv --space nb201 --target "$device" --train 100 --val 100 \
     --test 2000 --seed 1 --preset "$preset" --threads "$(nproc)" --out "$out/$preset.dnnc" \
     --report "$out/$preset.json" 2>"$out/$preset.log"
+  # which candidate the model selection kept (the trained GNN or its additive path), and why
+  grep -E '^best epoch' "$out/$preset.log" | sed 's/^/selection: /' || true
 done
 echo "== predict with the saved HiFi-SAGE model (ms on $device)"
 "$bin" predict --model "$out/hifisage.dnnc" --space nb201 "$arch" \
