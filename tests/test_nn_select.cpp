@@ -74,6 +74,29 @@ TEST_CASE("additive path: fit keeps the additive baseline when training cannot b
     }
 }
 
+TEST_CASE("additive path: training graphs whose aggregates never vary give the mean label, not an error") {
+    nb201::Nb201Options o;
+    o.cells_per_stage = 1;
+    std::vector<graph::Graph> gs(6, nb201::build_graph(nb201::from_index(77), o));
+    estimators::TrainData tr, va;
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+        auto& d = i < 4 ? tr : va;
+        d.graphs.push_back(&gs[i]);
+        d.targets.push_back(1.0 + 0.1 * static_cast<double>(i));
+    }
+    Estimator<skip_preset> est;
+    estimators::FitOptions fo;
+    fo.threads = 1;
+    fo.max_epochs = 1;
+    est.fit(tr, va, fo);
+    for (double p : est.predict(va.graphs, 1)) CHECK(std::isfinite(p));
+    Estimator<skip_preset> cold;
+    cold.prepare(tr, 1);
+    const auto x = cold.encode(tr.graphs);
+    CHECK(cold.warm_start_skip(x, tr.targets, {}, {}));
+    for (double p : cold.predict(va.graphs, 1)) CHECK(p == doctest::Approx(1.15).epsilon(1e-6));
+}
+
 TEST_CASE("model selection: out-of-bag improvement of the best epoch over the untrained network") {
     Rng rng(4);
     std::vector<double> y(100), untrained(100), good(100), noise(100);

@@ -43,6 +43,7 @@
 #include <dnncost/nn/readout/pooling.hpp>
 #include <dnncost/optim/optimizer.hpp>
 #include <dnncost/optim/schedule.hpp>
+#include <dnncost/train/metrics.hpp>
 
 namespace dnncost::nn {
 
@@ -146,9 +147,8 @@ public:
             m_head->collect_parameters(hp);
             for (std::size_t k = hp.size() >= 2 ? hp.size() - 2 : 0; k < hp.size(); ++k) hp[k]->value.setZero();
         }
-        if (c.ranking.layers > 0) {
+        if (c.ranking.layers > 0)
             m_rank = std::make_unique<PairwiseRankingHead<T>>(e, c.ranking.layers, c.ranking.width, c.ranking.dropout, rng, c.act);
-        }
         m_in = in_features;
     }
     /// Run-time configured model (the CLI path): every layer kind is compiled in.
@@ -356,7 +356,8 @@ private:
     const Mat<T>* m_emb = nullptr;
     const Mat<T>* m_logits = nullptr;
     Mat<T> m_demb;
-    // additive path: prediction += (sum of node features x m_skip_scale) . w + b
+    // additive path: prediction += inputs . w + b, inputs = the batch's graph-level features, or
+    // without them the sum of node features x m_skip_scale (skip_inputs)
     double m_skip_scale = 1.0;
     Index m_graph_features = 0;
     Parameter<T> m_skip_w, m_skip_b;
@@ -390,17 +391,11 @@ inline double spearman(const std::vector<double>& a, const std::vector<double>& 
     }
     return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
 }
-/// Fraction of items predicted within +-bound (relative) of the truth.
-inline double within(const std::vector<double>& pred, const std::vector<double>& y, double bound) {
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < y.size(); ++i) k += std::abs(pred[i] - y[i]) <= bound * std::abs(y[i]);
-    return y.empty() ? 0.0 : static_cast<double>(k) / static_cast<double>(y.size());
-}
 }  // namespace detail
 
 /// The validation score (lower is better) documented at the top of this file.
 inline double validation_score(const std::vector<double>& pred, const std::vector<double>& y) {
-    return (1.0 - detail::spearman(pred, y)) + (1.0 - detail::within(pred, y, 0.10));
+    return (1.0 - detail::spearman(pred, y)) + (1.0 - train::error_bound_accuracy(pred, y, 0.10));
 }
 
 /// How much better (lower) the validation score of `trained` is than that of `untrained`, and
@@ -801,9 +796,14 @@ public:
                          const std::vector<features::EncodedGraph>& xv, const std::vector<double>& yv,
                          std::uint64_t seed = 0) {
         const Index k = static_cast<Index>(m_additive.size());
-        if (k == 0 || m_model->graph_features() != k)
-            raise<config_error>("Estimator: the additive path needs the additive features (", k, " fitted, the model reads ",
-                                m_model->graph_features(), ")");
+        if (m_model->graph_features() != k)
+            raise<config_error>("Estimator: the model's additive path reads ", m_model->graph_features(),
+                                " graph-level features, ", k, " were fitted");
+        if (k == 0) {  // no aggregate varies over the training graphs: the path is their mean label
+            const double mean = std::accumulate(yt.begin(), yt.end(), 0.0) / static_cast<double>(yt.size());
+            m_model->set_skip(std::vector<double>(static_cast<std::size_t>(m_encoder.num_features()), 0.0), mean / m_scale);
+            return true;
+        }
         std::vector<Index> eager;  // columns of candidate (a)
         for (Index j = 0; j < k; ++j)
             if (!m_additive.is_compiled_feature(m_additive.keep[static_cast<std::size_t>(j)])) eager.push_back(j);

@@ -63,7 +63,7 @@ void gemm_bf16(Mat<float>& c, const Eigen::MatrixBase<DA>& a, const Eigen::Matri
     thread_local Bf16Workspace local;
     Bf16Workspace& ws = local;  // a reference: inside the lambda `local` would name the worker's own
     const Index m = a.rows(), n = b.cols();
-    if constexpr (Eigen::internal::is_same<DA, Eigen::Transpose<const Mat<float>>>::value)  // S^T B: block-transpose S
+    if constexpr (std::is_same_v<DA, Eigen::Transpose<const Mat<float>>>)  // S^T B: block-transpose S
         pack_a_transposed(ws, a.derived().nestedExpression().data(), a.cols(), a.rows(), a.derived().nestedExpression().cols());
     else
         pack_a(ws, a);
