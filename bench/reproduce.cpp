@@ -120,7 +120,8 @@ int main(int argc, char** argv) try {
                 md << " | " << r["nd_spearman"].format(3) << " | " << r["nd_mape"].format(2, 100.0) << " | "
                    << r["nd_within_10"].format(3);
                 if (ensemble >= 2) md << " | " << r["coverage_2sigma"].format(3);
-                md << " | " << r["epochs"].format(0) << " | " << r["train_seconds"].format(3) << " | " << r["trained_kept"].format(2) << " |\n";
+                md << " | " << r["epochs"].format(0) << " | " << r["train_seconds"].format(3) << " | "
+                   << (r["trained_kept"].v.empty() ? std::string("–") : r["trained_kept"].format(2)) << " |\n";
             }
         md << "\n'GNN kept' = fraction of seeds in which the trained network beat the untrained one (for GNN presets with "
               "an additive path the untrained network is the additive baseline; see nn/model.hpp).\n";
@@ -151,7 +152,8 @@ int main(int argc, char** argv) try {
                 for (const auto& [name, value] : ev.non_degenerate.fields()) r["nd_" + name].v.push_back(value);
                 r["train_seconds"].v.push_back(fit.seconds);
                 r["epochs"].v.push_back(fit.epochs);
-                r["trained_kept"].v.push_back(fit.summary.find("-> trained network kept") != std::string::npos ? 1.0 : 0.0);
+                if (!fit.summary.empty())  // GNN presets with validation data report their model selection
+                    r["trained_kept"].v.push_back(fit.summary.find("-> trained network kept") != std::string::npos ? 1.0 : 0.0);
                 if (ensemble >= 2) r["coverage_2sigma"].v.push_back(estimators::coverage_2sigma(pred, truth));
                 std::cerr << device << " seed " << seed << " " << preset << ": spearman " << ev.all.spearman << ", ±10% "
                           << ev.all.within_10 << ", mape " << ev.all.mape << ", " << fit.epochs << " epochs, " << fit.seconds
