@@ -3,10 +3,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
+
+#include "gradcheck.hpp"
 
 #include <dnncost/estimators/additive.hpp>
 #include <dnncost/estimators/presets.hpp>
 #include <dnncost/graph/nb201.hpp>
+#include <dnncost/nn/gnn/sage_block.hpp>
 
 using namespace dnncost;
 using namespace dnncost::nn;
@@ -230,4 +234,74 @@ TEST_CASE("bf16 training: a GNN trained with bf16 GEMMs predicts close to its fp
     INFO("largest fp32/bf16 difference " << worst << " (mean prediction " << mean << ")");
     CHECK(worst < 0.05 * mean);
     if (kernels::amx_available()) CHECK(worst > 0.0);  // the bf16 path really ran
+}
+
+TEST_CASE("bf16 inference: the SAGE block's direct packing and frozen weights give the unfused bf16 result") {
+    Rng rng(21);
+    const int d = 64;
+    std::vector<features::EncodedGraph> graphs;
+    for (int n : {40, 1, 75, 9}) graphs.push_back(test::random_graph(rng, n, d));  // 125 nodes: not a multiple of 32
+    std::vector<const features::EncodedGraph*> ptrs;
+    for (const auto& g : graphs) ptrs.push_back(&g);
+    features::GraphBatch<float> batch;
+    batch.build(ptrs);
+    SageResidualBlock<float> block(d, rng, Aggr::mean, features::Direction::predecessors, 0.06);
+    const Context<float> eval{&batch, false, nullptr, nullptr, false}, infer{&batch, false, nullptr, nullptr, true};
+    const Mat<float> fp32 = block.forward(batch.x, infer);
+    Mat<float> unfused, direct, frozen1, frozen2;
+    {
+        const kernels::PrecisionScope scope(Precision::bf16);
+        unfused = block.forward(batch.x, eval);  // [x | agg] built in fp32, then packed
+        direct = block.forward(batch.x, infer);  // [x | agg] written straight into the packed operand
+        const kernels::FrozenWeightsScope frozen({block.parameters()[0]->value.data()});
+        frozen1 = block.forward(batch.x, infer);
+        frozen2 = block.forward(batch.x, infer);  // the weight packed by the first call
+    }
+    const double scale = fp32.cwiseAbs().maxCoeff();
+    INFO("output scale " << scale);
+    // the aggregate is summed in another order than Eigen's, so a few inputs may round to the
+    // neighbouring bf16 value: differences of a bf16 ulp of the input, not more
+    CHECK((direct - unfused).cwiseAbs().maxCoeff() < 2e-2 * scale);
+    CHECK((direct - fp32).cwiseAbs().maxCoeff() < 5e-2 * scale);
+    CHECK(frozen1 == direct);
+    CHECK(frozen2 == direct);
+    if (kernels::amx_available()) CHECK((direct - fp32).cwiseAbs().maxCoeff() > 0.0);  // bf16 really ran
+
+    // only listed weights are frozen: a right operand buffer reused with new contents is repacked
+    const Mat<float> a = Mat<float>::Random(70, 96), w = Mat<float>::Random(96, 48);
+    Mat<float> act = Mat<float>::Random(96, 48), c_frozen, c_fresh, c_w1, c_w2;
+    {
+        const kernels::PrecisionScope scope(Precision::bf16);
+        const kernels::FrozenWeightsScope frozen({w.data()});
+        kernels::gemm<float>(c_w1, a, w, false, nullptr);
+        kernels::gemm<float>(c_frozen, a, act, false, nullptr);
+        act.array() += 1.0f;
+        kernels::gemm<float>(c_frozen, a, act, false, nullptr);
+        kernels::gemm<float>(c_w2, a, w, false, nullptr);
+    }
+    {
+        const kernels::PrecisionScope scope(Precision::bf16);
+        kernels::gemm<float>(c_fresh, a, act, false, nullptr);
+    }
+    CHECK(c_frozen == c_fresh);
+    CHECK(c_w1 == c_w2);
+    CHECK((c_fresh.cast<double>() - a.cast<double>() * act.cast<double>()).cwiseAbs().maxCoeff() < 0.05 * std::sqrt(96.0) * 2.0);
+}
+
+TEST_CASE("bf16 packed operands are cache-line aligned") {
+    kernels::Bf16Workspace ws;
+    kernels::pack_a(ws, Mat<float>::Random(33, 40));
+    kernels::pack_b(ws, Mat<float>::Random(40, 17));
+    CHECK(reinterpret_cast<std::uintptr_t>(ws.a.data()) % 64 == 0);
+    CHECK(reinterpret_cast<std::uintptr_t>(ws.b.data()) % 64 == 0);
+    CHECK(ws.mp == 64);
+    CHECK(ws.kp == 64);
+    CHECK(ws.np == 32);
+    // element (i, k) of A sits in tile (i / 16, k / 32) at row i % 16, column k % 32
+    const Mat<float> a = Mat<float>::Random(33, 40);
+    kernels::pack_a(ws, a);
+    CHECK(kernels::from_bf16(ws.a[static_cast<std::size_t>((2 * 2 + 1) * 512 + 0 * 32 + 7)]) ==
+          kernels::from_bf16(kernels::to_bf16(a(32, 39))));
+    CHECK(ws.a[static_cast<std::size_t>((2 * 2 + 1) * 512 + 0 * 32 + 8)] == 0);  // depth padding
+    CHECK(ws.a[static_cast<std::size_t>((2 * 2 + 0) * 512 + 1 * 32 + 0)] == 0);  // row padding
 }

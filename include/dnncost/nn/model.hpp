@@ -624,6 +624,9 @@ public:
         const auto run = [&](std::size_t w) {
             const kernels::PrecisionScope scope(m_precision);
             GnnModel<float>& model = w == 0 ? *m_model : m_model->replica(w - 1);
+            std::vector<const float*> weights;  // unchanged until this call returns: pack them once
+            for (const auto* p : model.parameters()) weights.push_back(p->value.data());
+            const kernels::FrozenWeightsScope frozen(std::move(weights));
             auto& [batch, ptrs] = m_infer[w];
             for (std::size_t c = chunks * w / workers; c < chunks * (w + 1) / workers; ++c) {
                 const std::size_t s = c * inference_chunk, e = std::min(x.size(), s + inference_chunk);

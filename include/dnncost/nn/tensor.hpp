@@ -55,24 +55,44 @@ bool use_bf16(Index m, Index n, Index k) {
         return precision() == Precision::bf16 && static_cast<double>(m) * n * k >= bf16_threshold_macs && amx_available();
 }
 
+/// The right operand of a bf16 product, packed: the frozen copy when B is a weight frozen on
+/// this thread (FrozenWeightsScope), else packed into ws.b.
+template <class DB>
+PackedB packed_right(Bf16Workspace& ws, const Eigen::MatrixBase<DB>& b) {
+    if (FrozenWeights* frozen = frozen_weights())
+        if (const float* p = row_major_data(b))
+            if (const PackedB f = frozen->find(p, b.rows(), b.cols(), row_stride(b)); f.data) return f;
+    pack_b(ws, b);
+    return {ws.b.data(), ws.kp, ws.np};
+}
+
+/// C (+)= A * op(B) on the tile unit, A (m rows) already packed in ws.a (ws.mp, ws.kp set);
+/// the 32-row blocks of C split over the pool.
+template <class DB>
+void gemm_bf16_packed_a(Mat<float>& c, Bf16Workspace& ws, Index m, const Eigen::MatrixBase<DB>& b, bool accumulate,
+                        ThreadPool* pool) {
+    const Index n = b.cols();
+    const PackedB pb = packed_right(ws, b);
+    if (!accumulate) c.resize(m, n);
+    const Index parts = worth_splitting(pool, m, n, b.rows()) ? static_cast<Index>(pool->size()) : 1;
+    const auto run = [&](Index p) { amx_multiply(ws, pb, c.data(), c.cols(), m, n, accumulate, p, parts); };
+    if (parts > 1) pool->parallel_for(0, static_cast<std::size_t>(parts), [&](std::size_t p) { run(static_cast<Index>(p)); });
+    else run(0);
+}
+
 /// C (+)= op(A) * op(B) in bf16 on the tile unit (see bf16.hpp); A and B are packed on the
-/// calling thread, the 32-row blocks of C split over the pool.
+/// calling thread (B only once per FrozenWeightsScope if it is a frozen weight), the 32-row
+/// blocks of C split over the pool.
 template <class DA, class DB>
 void gemm_bf16(Mat<float>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
                ThreadPool* pool) {
     thread_local Bf16Workspace local;
     Bf16Workspace& ws = local;  // a reference: inside the lambda `local` would name the worker's own
-    const Index m = a.rows(), n = b.cols();
     if constexpr (std::is_same_v<DA, Eigen::Transpose<const Mat<float>>>)  // S^T B: block-transpose S
         pack_a_transposed(ws, a.derived().nestedExpression().data(), a.cols(), a.rows(), a.derived().nestedExpression().cols());
     else
         pack_a(ws, a);
-    pack_b(ws, b);
-    if (!accumulate) c.resize(m, n);
-    const Index parts = worth_splitting(pool, m, n, a.cols()) ? static_cast<Index>(pool->size()) : 1;
-    const auto run = [&](Index p) { amx_multiply(ws, c.data(), c.cols(), m, n, accumulate, p, parts); };
-    if (parts > 1) pool->parallel_for(0, static_cast<std::size_t>(parts), [&](std::size_t p) { run(static_cast<Index>(p)); });
-    else run(0);
+    gemm_bf16_packed_a(c, ws, a.rows(), b, accumulate, pool);
 }
 
 /// C (+)= A * B, split by rows of C.

@@ -8,7 +8,10 @@
 /// GEMM, and one pass for bias + ReLU + dropout + skip; backward is one pass for the mask and
 /// the bias gradient, the two GEMMs, and one pass for the skip + root + scattered aggregate
 /// gradients. The unfused chain makes about seven passes over the activations each way.
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include <dnncost/nn/dropout.hpp>
 #include <dnncost/nn/gnn/aggregate.hpp>
@@ -35,6 +38,9 @@ public:
         detail::check_width<T>("SageResidualBlock", m_d, x.cols());
         const auto& nb = ctx.graphs("SageResidualBlock").neighbourhood(m_dir);
         const Index n = x.rows(), d = m_d;
+        if constexpr (std::is_same_v<T, float>)
+            if (ctx.no_grad && !(ctx.training && m_p > 0) && kernels::use_bf16<T>(n, d, 2 * d))
+                return forward_bf16_inference(x, nb, ctx.pool);
         m_cat.resize(n, 2 * d);
         const T* w = m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr;
         for (Index v = 0; v < n; ++v) {
@@ -116,6 +122,33 @@ public:
     std::string kind() const override { return "Residual(SageConv -> ReLU -> Dropout, fused)"; }
 
 private:
+    /// Inference in bf16: [x | agg] is written straight into the tile unit's packed operand
+    /// (no fp32 copy to build and then convert), then y = x + relu([x | agg] W + b).
+    const Mat<float>& forward_bf16_inference(const Mat<float>& x, const features::Neighbourhood<float>& nb, ThreadPool* pool) {
+        const Index n = x.rows(), d = m_d;
+        auto& ws = m_packed;
+        kernels::prepare_a(ws, n, 2 * d);
+        m_agg.resize(d);
+        m_row.assign(static_cast<std::size_t>(ws.kp), 0);  // [x_v | agg_v | 0 padding] in bf16
+        float* agg = m_agg.data();
+        const float* w = m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr;
+        for (Index v = 0; v < n; ++v) {
+            kernels::to_bf16_row(m_row.data(), x.data() + v * d, d);
+            std::fill(agg, agg + d, 0.0f);
+            for (int k = nb.ptr[static_cast<std::size_t>(v)]; k < nb.ptr[static_cast<std::size_t>(v) + 1]; ++k) {
+                const float* xu = x.data() + static_cast<Index>(nb.idx[static_cast<std::size_t>(k)]) * d;
+                const float wk = w ? w[k] : 1.0f;
+                for (Index j = 0; j < d; ++j) agg[j] += wk * xu[j];
+            }
+            kernels::to_bf16_row(m_row.data() + d, agg, d);
+            kernels::store_a_row(ws, v, m_row.data());
+        }
+        kernels::count_flops(n, d, 2 * d);
+        kernels::gemm_bf16_packed_a(m_y, ws, n, m_w.value, false, pool);
+        m_y = x + (m_y.rowwise() + m_b.value.row(0)).cwiseMax(0.0f);
+        return m_y;
+    }
+
     Index m_d;
     Aggr m_aggr;
     features::Direction m_dir;
@@ -123,7 +156,9 @@ private:
     double m_p;
     std::uint32_t m_threshold = 0;
     Mat<T> m_cat, m_y, m_mask, m_g, m_dcat, m_dx;
-    Vec<T> m_gb;
+    Vec<T> m_gb, m_agg;
+    kernels::Bf16Workspace m_packed;
+    std::vector<std::uint16_t> m_row;
 };
 
 }  // namespace dnncost::nn
