@@ -137,6 +137,33 @@ TEST_CASE("feature encoder: vocabulary, unknown slot, scaling, random-walk encod
     const auto rw = features::random_walk_encoding(2, {{0, 1}}, 2);
     CHECK(rw[0] == 0.0f);
     CHECK(rw[1] == 1.0f);
+    // against dense powers of P = D^-1 A (self-loops count twice, multi-edges per copy, an
+    // isolated node), odd and even k
+    Rng rng(12);
+    for (int k : {1, 5, 8}) {
+        const int n = 30;
+        std::vector<std::pair<int, int>> edges;
+        for (int i = 2; i < n; ++i) edges.emplace_back(1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(i - 1))), i);
+        edges.emplace_back(3, 3);
+        edges.emplace_back(4, 9);
+        edges.emplace_back(4, 9);
+        Eigen::MatrixXd a = Eigen::MatrixXd::Zero(n, n);
+        for (auto [s, t] : edges) {
+            a(s, t) += 1;
+            a(t, s) += 1;
+        }
+        Eigen::MatrixXd p = a;
+        for (int i = 0; i < n; ++i)
+            if (a.row(i).sum() > 0) p.row(i) /= a.row(i).sum();
+        const auto enc = features::random_walk_encoding(n, edges, k);
+        Eigen::MatrixXd power = Eigen::MatrixXd::Identity(n, n);
+        for (int s = 0; s < k; ++s) {
+            power = power * p;
+            for (int i = 0; i < n; ++i)
+                CHECK(enc[static_cast<std::size_t>(i * k + s)] == doctest::Approx(power(i, i)).epsilon(1e-6));
+        }
+        CHECK(enc[0] == 0.0f);  // node 0 is isolated
+    }
     features::EncodeOptions neg;
     neg.rw_steps = -1;
     CHECK_THROWS_AS(features::FeatureEncoder{neg}, config_error);

@@ -89,10 +89,15 @@ inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g) 
     return out;
 }
 
-/// Diagonals of the first k powers of the random-walk matrix of an undirected graph with n
-/// nodes; result is n x k row-major. Isolated nodes get zeros. Each node's walk distribution
-/// is propagated only over the nodes it can reach in k steps (sparse frontier), so the cost is
-/// O(n x ball size x degree) instead of a dense n x n power.
+/// Diagonals of the first k powers of the random-walk matrix P = D^-1 A of an undirected graph
+/// with n nodes (a self-loop counts twice in A and D, a multi-edge per copy); result is n x k
+/// row-major, (P^s)_ii in column s - 1. Isolated nodes get zeros.
+///
+/// P is similar to the symmetric S = D^-1/2 A D^-1/2 and similar matrices share diagonals
+/// of powers: (P^s)_ii = (S^s)_ii. With y_t = S^t e_i, (S^2t)_ii = y_t . y_t and
+/// (S^2t+1)_ii = y_t . y_t+1, so a node's k return probabilities need only ceil(k / 2)
+/// propagation steps, each over the nodes reached so far (sparse frontier): on NB201 graphs
+/// about a quarter of the work of walking k steps from every node.
 inline std::vector<float> random_walk_encoding(int n, const std::vector<std::pair<int, int>>& edges, int k) {
     std::vector<float> out(static_cast<std::size_t>(n) * static_cast<std::size_t>(std::max(k, 0)), 0.0f);
     if (k <= 0 || n == 0) return out;
@@ -109,19 +114,23 @@ inline std::vector<float> random_walk_encoding(int n, const std::vector<std::pai
         adj[static_cast<std::size_t>(fill[static_cast<std::size_t>(s)]++)] = d;
         adj[static_cast<std::size_t>(fill[static_cast<std::size_t>(d)]++)] = s;
     }
+    std::vector<double> inv_sqrt_deg(un, 0.0);
+    for (std::size_t v = 0; v < un; ++v)
+        if (ptr[v + 1] > ptr[v]) inv_sqrt_deg[v] = 1.0 / std::sqrt(static_cast<double>(ptr[v + 1] - ptr[v]));
     std::vector<double> cur(un, 0.0), next(un, 0.0);
     std::vector<int> cur_set, next_set;
     std::vector<char> in_next(un, 0);
+    const int steps = (k + 1) / 2;
     for (int i = 0; i < n; ++i) {
+        float* row = out.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(k);
+        if (ptr[static_cast<std::size_t>(i) + 1] == ptr[static_cast<std::size_t>(i)]) continue;  // isolated
         cur_set.assign(1, i);
         cur[static_cast<std::size_t>(i)] = 1.0;
-        for (int step = 0; step < k; ++step) {
+        for (int t = 0; t < steps; ++t) {  // y_t in cur -> y_t+1 in next
             next_set.clear();
             for (int u : cur_set) {
                 const auto uu = static_cast<std::size_t>(u);
-                const int deg = ptr[uu + 1] - ptr[uu];
-                if (deg == 0) continue;
-                const double w = cur[uu] / deg;
+                const double w = cur[uu] * inv_sqrt_deg[uu];
                 for (int e = ptr[uu]; e < ptr[uu + 1]; ++e) {
                     const auto v = static_cast<std::size_t>(adj[static_cast<std::size_t>(e)]);
                     if (!in_next[v]) {
@@ -131,9 +140,13 @@ inline std::vector<float> random_walk_encoding(int n, const std::vector<std::pai
                     next[v] += w;
                 }
             }
+            for (int v : next_set) next[static_cast<std::size_t>(v)] *= inv_sqrt_deg[static_cast<std::size_t>(v)];
+            double odd = 0.0, even = 0.0;  // y_t . y_t+1 and y_t+1 . y_t+1
+            for (int u : cur_set) odd += cur[static_cast<std::size_t>(u)] * next[static_cast<std::size_t>(u)];
+            for (int v : next_set) even += next[static_cast<std::size_t>(v)] * next[static_cast<std::size_t>(v)];
+            row[2 * t] = static_cast<float>(odd);                    // (P^(2t+1))_ii
+            if (2 * t + 1 < k) row[2 * t + 1] = static_cast<float>(even);  // (P^(2t+2))_ii
             for (int u : cur_set) cur[static_cast<std::size_t>(u)] = 0.0;
-            out[static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(step)] =
-                static_cast<float>(next[static_cast<std::size_t>(i)]);
             std::swap(cur, next);
             std::swap(cur_set, next_set);
             for (int v : cur_set) in_next[static_cast<std::size_t>(v)] = 0;
