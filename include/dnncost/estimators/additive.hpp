@@ -70,11 +70,18 @@ struct AdditiveFeatures {
     /// Raw (unscaled) aggregates, per_type per vocabulary entry (then as many again over the
     /// kept operators when `with_compiled`).
     static std::vector<double> raw(const graph::Graph& g, const std::vector<std::string>& vocabulary, bool with_compiled = false) {
+        return raw(g, vocabulary, with_compiled, cost::annotate(g),
+                   with_compiled ? graph::analyse(g) : std::vector<graph::NodeAnalysis>{});
+    }
+    /// The same from g's per-node costs (cost::annotate) and analysis (graph::analyse; used
+    /// only with_compiled) computed by the caller.
+    static std::vector<double> raw(const graph::Graph& g, const std::vector<std::string>& vocabulary, bool with_compiled,
+                                   const std::vector<cost::NodeCost>& costs, const std::vector<graph::NodeAnalysis>& an) {
+        if (costs.size() != g.num_nodes() || (with_compiled && an.size() != g.num_nodes()))
+            raise<shape_error>("AdditiveFeatures: node costs/analyses do not match the ", g.num_nodes(), " nodes of graph '",
+                               g.name(), "'");
         const std::size_t half = vocabulary.size() * per_type;
         std::vector<double> f(with_compiled ? 2 * half : half, 0.0);
-        const auto costs = cost::annotate(g);
-        std::vector<graph::NodeAnalysis> an;
-        if (with_compiled) an = graph::analyse(g);
         for (std::size_t v = 0; v < g.num_nodes(); ++v) {
             const auto& op = g.nodes()[v].op_type;
             const auto it = std::lower_bound(vocabulary.begin(), vocabulary.end(), op);
@@ -142,8 +149,13 @@ struct AdditiveFeatures {
         return standardise(raw_matrix(graphs), intercept);
     }
     /// Standardised features of one graph (no intercept).
-    std::vector<double> transform(const graph::Graph& g) const {
-        const auto f = raw(g, vocabulary, compiled);
+    std::vector<double> transform(const graph::Graph& g) const { return scaled(raw(g, vocabulary, compiled)); }
+    /// The same from g's per-node costs and analysis computed by the caller (see raw()).
+    std::vector<double> transform(const graph::Graph& g, const std::vector<cost::NodeCost>& costs,
+                                  const std::vector<graph::NodeAnalysis>& an) const {
+        return scaled(raw(g, vocabulary, compiled, costs, an));
+    }
+    std::vector<double> scaled(const std::vector<double>& f) const {
         std::vector<double> out(keep.size());
         for (std::size_t k = 0; k < keep.size(); ++k) out[k] = (f[static_cast<std::size_t>(keep[k])] - mean[k]) / scale[k];
         return out;

@@ -56,10 +56,12 @@ struct EncodedGraph {
 inline constexpr std::array<const char*, 9> attribute_names{"kernel", "stride", "groups", "in_channels",
                                                            "out_channels", "spatial", "macs", "params", "bytes"};
 
-/// Raw (unscaled, log where noted) numeric attributes of every node of g.
-inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g) {
+/// Raw (unscaled, log where noted) numeric attributes of every node of g, given its per-node
+/// costs (cost::annotate(g)).
+inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g, const std::vector<cost::NodeCost>& costs) {
+    if (costs.size() != g.num_nodes())
+        raise<shape_error>("raw_attributes: ", costs.size(), " node costs for the ", g.num_nodes(), " nodes of graph '", g.name(), "'");
     std::vector<std::array<double, 9>> out(g.num_nodes());
-    const auto costs = cost::annotate(g);
     for (std::size_t i = 0; i < g.num_nodes(); ++i) {
         const auto& n = g.nodes()[i];
         double kernel = 0;
@@ -88,6 +90,7 @@ inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g) 
     }
     return out;
 }
+inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g) { return raw_attributes(g, cost::annotate(g)); }
 
 /// Diagonals of the first k powers of the random-walk matrix P = D^-1 A of an undirected graph
 /// with n nodes (a self-loop counts twice in A and D, a multi-edge per copy); result is n x k
@@ -207,7 +210,16 @@ public:
 
     /// Encode one graph. Throws config_error before fit().
     EncodedGraph encode(const graph::Graph& g) const {
+        return encode(g, cost::annotate(g), m_options.compiler_view ? graph::analyse(g) : std::vector<graph::NodeAnalysis>{});
+    }
+    /// The same from g's per-node costs (cost::annotate(g)) and, with the compiler view, its
+    /// analysis (graph::analyse(g)), when the caller needs them too and computed them once.
+    EncodedGraph encode(const graph::Graph& g, const std::vector<cost::NodeCost>& costs,
+                        const std::vector<graph::NodeAnalysis>& flags) const {
         if (!m_fitted) raise<config_error>("FeatureEncoder::encode: call fit() first (graph '", g.name(), "')");
+        if (m_options.compiler_view && flags.size() != g.num_nodes())
+            raise<shape_error>("FeatureEncoder::encode: ", flags.size(), " node analyses for the ", g.num_nodes(),
+                               " nodes of graph '", g.name(), "'");
         const int n_all = static_cast<int>(g.num_nodes());
         std::vector<int> keep(static_cast<std::size_t>(n_all), 0);
         int n = 0;
@@ -235,11 +247,9 @@ public:
                     }
             }
         e.x.assign(static_cast<std::size_t>(n) * e.num_features, 0.0f);
-        const auto raw = raw_attributes(g);
+        const auto raw = raw_attributes(g, costs);
         const auto rw = random_walk_encoding(n, e.edges, m_options.rw_steps);
         const int v = static_cast<int>(m_vocabulary.size());
-        std::vector<graph::NodeAnalysis> flags;
-        if (m_options.compiler_view) flags = graph::analyse(g);
         const int cv = v + 10 + m_options.rw_steps;  // first compiler-view column
         for (int i = 0; i < n_all; ++i) {
             const int r = keep[static_cast<std::size_t>(i)];

@@ -549,9 +549,14 @@ public:
         const std::size_t parts = pool ? std::min(pool->size(), graphs.size()) : 1;
         const auto run = [&](std::size_t t) {  // contiguous ranges; each graph encodes independently
             for (std::size_t i = graphs.size() * t / parts; i < graphs.size() * (t + 1) / parts; ++i) {
-                out[i] = m_encoder.encode(*graphs[i]);
+                const graph::Graph& g = *graphs[i];
+                // per-node costs and analysis once, for the node features and the additive aggregates
+                const auto costs = cost::annotate(g);
+                const bool analysed = m_encoder.options().compiler_view || (C.head.additive_skip && m_additive.compiled);
+                const auto flags = analysed ? graph::analyse(g) : std::vector<graph::NodeAnalysis>{};
+                out[i] = m_encoder.encode(g, costs, flags);
                 if constexpr (C.head.additive_skip) {
-                    const auto f = m_additive.transform(*graphs[i]);
+                    const auto f = m_additive.transform(g, costs, flags);
                     out[i].graph_x.assign(f.begin(), f.end());
                 }
             }
