@@ -112,6 +112,14 @@ TEST_CASE("feature encoder: vocabulary, unknown slot, scaling, random-walk encod
     const auto e = enc.encode(g);
     CHECK(e.num_nodes == static_cast<int>(g.num_nodes()));
     CHECK(e.num_features == static_cast<int>(enc.vocabulary().size()) + 1 + 9 + 3);
+    // the same from per-node costs computed by the caller; costs of another graph are an error
+    CHECK(enc.encode(g, cost::annotate(g), {}).x == e.x);
+    const auto other = nb201::build_graph(nb201::from_index(1234), {.cells_per_stage = 1});
+    CHECK_THROWS_AS(enc.encode(g, cost::annotate(other), {}), shape_error);
+    features::FeatureEncoder cv({.vocabulary = {}, .rw_steps = 0, .compiler_view = true});
+    cv.fit(std::span<const graph::Graph* const>(&gp, 1));
+    CHECK(cv.encode(g, cost::annotate(g), graph::analyse(g)).x == cv.encode(g).x);
+    CHECK_THROWS_AS(cv.encode(g, cost::annotate(g), {}), shape_error);  // the compiler view needs the analysis
     const int v = static_cast<int>(enc.vocabulary().size());
     for (int i = 0; i < e.num_nodes; ++i) {
         float onehot = 0;
