@@ -238,34 +238,38 @@ TEST_CASE("bf16 training: a GNN trained with bf16 GEMMs predicts close to its fp
 
 TEST_CASE("bf16 inference: the SAGE block's direct packing and frozen weights give the unfused bf16 result") {
     Rng rng(21);
-    const int d = 64;
-    std::vector<features::EncodedGraph> graphs;
-    for (int n : {40, 1, 75, 9}) graphs.push_back(test::random_graph(rng, n, d));  // 125 nodes: not a multiple of 32
-    std::vector<const features::EncodedGraph*> ptrs;
-    for (const auto& g : graphs) ptrs.push_back(&g);
-    features::GraphBatch<float> batch;
-    batch.build(ptrs);
-    SageResidualBlock<float> block(d, rng, Aggr::mean, features::Direction::predecessors, 0.06);
-    const Context<float> eval{&batch, false, nullptr, nullptr, false}, infer{&batch, false, nullptr, nullptr, true};
-    const Mat<float> fp32 = block.forward(batch.x, infer);
-    Mat<float> unfused, direct, frozen1, frozen2;
-    {
-        const kernels::PrecisionScope scope(Precision::bf16);
-        unfused = block.forward(batch.x, eval);  // [x | agg] built in fp32, then packed
-        direct = block.forward(batch.x, infer);  // [x | agg] written straight into the packed operand
-        const kernels::FrozenWeightsScope frozen({block.parameters()[0]->value.data()});
-        frozen1 = block.forward(batch.x, infer);
-        frozen2 = block.forward(batch.x, infer);  // the weight packed by the first call
+    // 64: one 64-column block; 160: a 128-column block in registers plus a 32-column one;
+    // 40: not a multiple of 32, the generic packing path
+    for (const int d : {64, 160, 40}) {
+        INFO("width " << d);
+        std::vector<features::EncodedGraph> graphs;
+        for (int n : {40, 1, 75, 9}) graphs.push_back(test::random_graph(rng, n, d));  // 125 nodes: not a multiple of 32
+        std::vector<const features::EncodedGraph*> ptrs;
+        for (const auto& g : graphs) ptrs.push_back(&g);
+        features::GraphBatch<float> batch;
+        batch.build(ptrs);
+        SageResidualBlock<float> block(d, rng, Aggr::mean, features::Direction::predecessors, 0.06);
+        const Context<float> eval{&batch, false, nullptr, nullptr, false}, infer{&batch, false, nullptr, nullptr, true};
+        const Mat<float> fp32 = block.forward(batch.x, infer);
+        Mat<float> unfused, direct, frozen1, frozen2;
+        {
+            const kernels::PrecisionScope scope(Precision::bf16);
+            unfused = block.forward(batch.x, eval);  // [x | agg] built in fp32, then packed
+            direct = block.forward(batch.x, infer);  // [x | agg] written straight into the packed operand
+            const kernels::FrozenWeightsScope frozen({block.parameters()[0]->value.data()});
+            frozen1 = block.forward(batch.x, infer);
+            frozen2 = block.forward(batch.x, infer);  // the weight packed by the first call
+        }
+        const double scale = fp32.cwiseAbs().maxCoeff();
+        INFO("output scale " << scale);
+        // the aggregate is summed in another order than Eigen's, so a few inputs may round to the
+        // neighbouring bf16 value: differences of a bf16 ulp of the input, not more
+        CHECK((direct - unfused).cwiseAbs().maxCoeff() < 2e-2 * scale);
+        CHECK((direct - fp32).cwiseAbs().maxCoeff() < 5e-2 * scale);
+        CHECK(frozen1 == direct);
+        CHECK(frozen2 == direct);
+        if (kernels::amx_available()) CHECK((direct - fp32).cwiseAbs().maxCoeff() > 0.0);  // bf16 really ran
     }
-    const double scale = fp32.cwiseAbs().maxCoeff();
-    INFO("output scale " << scale);
-    // the aggregate is summed in another order than Eigen's, so a few inputs may round to the
-    // neighbouring bf16 value: differences of a bf16 ulp of the input, not more
-    CHECK((direct - unfused).cwiseAbs().maxCoeff() < 2e-2 * scale);
-    CHECK((direct - fp32).cwiseAbs().maxCoeff() < 5e-2 * scale);
-    CHECK(frozen1 == direct);
-    CHECK(frozen2 == direct);
-    if (kernels::amx_available()) CHECK((direct - fp32).cwiseAbs().maxCoeff() > 0.0);  // bf16 really ran
 
     // only listed weights are frozen: a right operand buffer reused with new contents is repacked
     const Mat<float> a = Mat<float>::Random(70, 96), w = Mat<float>::Random(96, 48);

@@ -171,6 +171,76 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) inline void interleave_ro
 }  // namespace detail
 #endif
 
+#if DNNCOST_HAVE_AMX
+namespace detail {
+/// Row of a packed left operand (dst = its first 32 entries; the next 32 columns are 512
+/// entries further) = [bf16(xv) | bf16(sum_k w_k x_{idx_k})], d % 32 == 0, 2 d == kp: the
+/// fused SAGE block's inference operand, summed in registers 128 columns at a time and
+/// converted on the way out (no fp32 row is stored and reloaded).
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) inline void pack_sage_row(std::uint16_t* dst, const float* xv,
+                                                                                 const float* x, Eigen::Index d,
+                                                                                 const int* idx, const float* w,
+                                                                                 int count) {
+    for (Eigen::Index c = 0; c < d; c += 32) {
+        const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(xv + c + 16), _mm512_loadu_ps(xv + c));
+        _mm512_store_si512(dst + (c / 32) * 512, reinterpret_cast<const __m512i&>(v));
+    }
+    std::uint16_t* agg_dst = dst + (d / 32) * 512;
+    Eigen::Index c0 = 0;
+    for (; c0 + 128 <= d; c0 += 128) {  // 8 accumulators with fixed indices: they stay in registers
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        for (int k = 0; k < count; ++k) {
+            const float* xu = x + static_cast<Eigen::Index>(idx[k]) * d + c0;
+            const __m512 wk = _mm512_set1_ps(w ? w[k] : 1.0f);
+            a0 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(xu), a0);
+            a1 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(xu + 16), a1);
+            a2 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(xu + 32), a2);
+            a3 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(xu + 48), a3);
+            a4 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(xu + 64), a4);
+            a5 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(xu + 80), a5);
+            a6 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(xu + 96), a6);
+            a7 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(xu + 112), a7);
+        }
+        std::uint16_t* o = agg_dst + (c0 / 32) * 512;
+        __m512bh v = _mm512_cvtne2ps_pbh(a1, a0);
+        _mm512_store_si512(o, reinterpret_cast<const __m512i&>(v));
+        v = _mm512_cvtne2ps_pbh(a3, a2);
+        _mm512_store_si512(o + 512, reinterpret_cast<const __m512i&>(v));
+        v = _mm512_cvtne2ps_pbh(a5, a4);
+        _mm512_store_si512(o + 1024, reinterpret_cast<const __m512i&>(v));
+        v = _mm512_cvtne2ps_pbh(a7, a6);
+        _mm512_store_si512(o + 1536, reinterpret_cast<const __m512i&>(v));
+    }
+    for (; c0 < d; c0 += 32) {  // the rest, 32 columns at a time (d % 32 == 0)
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+        for (int k = 0; k < count; ++k) {
+            const float* xu = x + static_cast<Eigen::Index>(idx[k]) * d + c0;
+            const __m512 wk = _mm512_set1_ps(w ? w[k] : 1.0f);
+            a0 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(xu), a0);
+            a1 = _mm512_fmadd_ps(wk, _mm512_loadu_ps(xu + 16), a1);
+        }
+        const __m512bh v = _mm512_cvtne2ps_pbh(a1, a0);
+        _mm512_store_si512(agg_dst + (c0 / 32) * 512, reinterpret_cast<const __m512i&>(v));
+    }
+}
+}  // namespace detail
+#endif
+
+/// Row i of the packed left operand ws.a (prepare_a done, ws.kp == 2 d, d % 32 == 0) =
+/// [x_v | sum over neighbours k of w_k x_{idx_k}] (w == nullptr: weights 1), x row-major n x d.
+/// Returns false (nothing written) where the fast path does not apply.
+inline bool pack_sage_row(Bf16Workspace& ws, Eigen::Index i, const float* x, Eigen::Index v, Eigen::Index d, const int* idx,
+                          const float* w, int count) {
+#if DNNCOST_HAVE_AMX
+    if (d % 32 != 0 || ws.kp != 2 * d || !amx_available()) return false;
+    detail::pack_sage_row(ws.a.data() + (i / 16) * (ws.kp / 32) * 512 + (i % 16) * 32, x + v * d, x, d, idx, w, count);
+    return true;
+#else
+    (void)ws, (void)i, (void)x, (void)v, (void)d, (void)idx, (void)w, (void)count;
+    return false;
+#endif
+}
+
 /// dst[0, n) = bf16(src[0, n)), rounded to nearest even.
 inline void to_bf16_row(std::uint16_t* dst, const float* src, Eigen::Index n) {
 #if DNNCOST_HAVE_AMX

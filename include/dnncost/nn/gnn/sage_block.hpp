@@ -128,20 +128,30 @@ private:
         const Index n = x.rows(), d = m_d;
         auto& ws = m_packed;
         kernels::prepare_a(ws, n, 2 * d);
-        m_agg.resize(d);
-        m_row.assign(static_cast<std::size_t>(ws.kp), 0);  // [x_v | agg_v | 0 padding] in bf16
-        float* agg = m_agg.data();
         const float* w = m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr;
-        for (Index v = 0; v < n; ++v) {
-            kernels::to_bf16_row(m_row.data(), x.data() + v * d, d);
-            std::fill(agg, agg + d, 0.0f);
-            for (int k = nb.ptr[static_cast<std::size_t>(v)]; k < nb.ptr[static_cast<std::size_t>(v) + 1]; ++k) {
-                const float* xu = x.data() + static_cast<Index>(nb.idx[static_cast<std::size_t>(k)]) * d;
-                const float wk = w ? w[k] : 1.0f;
-                for (Index j = 0; j < d; ++j) agg[j] += wk * xu[j];
+        const auto first = [&](Index v) { return nb.ptr[static_cast<std::size_t>(v)]; };
+        const auto count = [&](Index v) { return nb.ptr[static_cast<std::size_t>(v) + 1] - nb.ptr[static_cast<std::size_t>(v)]; };
+        if (n > 0 && kernels::pack_sage_row(ws, 0, x.data(), 0, d, nb.idx.data() + first(0), w ? w + first(0) : nullptr, count(0))) {
+            for (Index v = 1; v < n; ++v)  // summed in registers, converted on the way out
+                kernels::pack_sage_row(ws, v, x.data(), v, d, nb.idx.data() + first(v), w ? w + first(v) : nullptr, count(v));
+        } else {
+            // generic widths: all aggregates in fp32 first, then one packing pass
+            m_agg.resize(n, d);
+            for (Index v = 0; v < n; ++v) {
+                float* agg = m_agg.data() + v * d;
+                std::fill(agg, agg + d, 0.0f);
+                for (int k = first(v); k < first(v) + count(v); ++k) {
+                    const float* xu = x.data() + static_cast<Index>(nb.idx[static_cast<std::size_t>(k)]) * d;
+                    const float wk = w ? w[k] : 1.0f;
+                    for (Index j = 0; j < d; ++j) agg[j] += wk * xu[j];
+                }
             }
-            kernels::to_bf16_row(m_row.data() + d, agg, d);
-            kernels::store_a_row(ws, v, m_row.data());
+            m_row.assign(static_cast<std::size_t>(ws.kp), 0);  // [x_v | agg_v | 0 padding] in bf16
+            for (Index v = 0; v < n; ++v) {
+                kernels::to_bf16_row(m_row.data(), x.data() + v * d, d);
+                kernels::to_bf16_row(m_row.data() + d, m_agg.data() + v * d, d);
+                kernels::store_a_row(ws, v, m_row.data());
+            }
         }
         kernels::count_flops(n, d, 2 * d);
         kernels::gemm_bf16_packed_a(m_y, ws, n, m_w.value, false, pool);
@@ -156,7 +166,8 @@ private:
     double m_p;
     std::uint32_t m_threshold = 0;
     Mat<T> m_cat, m_y, m_mask, m_g, m_dcat, m_dx;
-    Vec<T> m_gb, m_agg;
+    Vec<T> m_gb;
+    Mat<T> m_agg;
     kernels::Bf16Workspace m_packed;
     std::vector<std::uint16_t> m_row;
 };
