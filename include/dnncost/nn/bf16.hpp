@@ -334,6 +334,22 @@ void pack_b(Bf16Workspace& ws, const Eigen::MatrixBase<DB>& b) {
     const Eigen::Index kt = ws.kp / 32;
     ws.b.resize(static_cast<std::size_t>(ws.kp * ws.np));
     if (n < ws.np || k < ws.kp) std::fill(ws.b.begin(), ws.b.end(), std::uint16_t{0});
+    if constexpr (std::is_same_v<DB, Eigen::Transpose<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>>) {
+        // B = W^T (input gradients): a depth pair (B(2p, j), B(2p + 1, j)) is two adjacent floats
+        // of row j of W, so each row of W is converted once and its pairs moved as 32-bit words
+        const auto& w = b.derived().nestedExpression();  // n x k, row-major
+        std::vector<std::uint16_t> row(static_cast<std::size_t>(ws.kp), 0);
+        for (Eigen::Index j = 0; j < n; ++j) {
+            to_bf16_row(row.data(), w.data() + j * w.cols(), k);
+            const Eigen::Index base = (j / 16) * kt * 256 + j % 16;  // in 32-bit words
+            for (Eigen::Index p = 0; p < ws.kp / 2; ++p) {
+                std::uint32_t pair;
+                std::memcpy(&pair, row.data() + 2 * p, 4);
+                std::memcpy(ws.b.data() + 2 * (base + (p / 16) * 256 + (p % 16) * 16), &pair, 4);
+            }
+        }
+        return;
+    }
     const auto pair_row = [&](Eigen::Index r) { return ws.b.data() + (r / 32) * 512 + ((r % 32) / 2) * 32; };
 #if DNNCOST_HAVE_AMX
     if (const float* p = row_major_data(b); p && amx_available()) {
