@@ -226,21 +226,6 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) inline void pack_sage_row
 }  // namespace detail
 #endif
 
-/// Row i of the packed left operand ws.a (prepare_a done, ws.kp == 2 d, d % 32 == 0) =
-/// [x_v | sum over neighbours k of w_k x_{idx_k}] (w == nullptr: weights 1), x row-major n x d.
-/// Returns false (nothing written) where the fast path does not apply.
-inline bool pack_sage_row(Bf16Workspace& ws, Eigen::Index i, const float* x, Eigen::Index v, Eigen::Index d, const int* idx,
-                          const float* w, int count) {
-#if DNNCOST_HAVE_AMX
-    if (d % 32 != 0 || ws.kp != 2 * d || !amx_available()) return false;
-    detail::pack_sage_row(ws.a.data() + (i / 16) * (ws.kp / 32) * 512 + (i % 16) * 32, x + v * d, x, d, idx, w, count);
-    return true;
-#else
-    (void)ws, (void)i, (void)x, (void)v, (void)d, (void)idx, (void)w, (void)count;
-    return false;
-#endif
-}
-
 /// dst[0, n) = bf16(src[0, n)), rounded to nearest even.
 inline void to_bf16_row(std::uint16_t* dst, const float* src, Eigen::Index n) {
 #if DNNCOST_HAVE_AMX
@@ -277,13 +262,6 @@ inline void prepare_a(Bf16Workspace& ws, Eigen::Index m, Eigen::Index k) {
         for (Eigen::Index t = 0; t < kt; ++t)
             std::fill_n(ws.a.data() + ((i / 16) * kt + t) * 512 + (i % 16) * 32, 32, std::uint16_t{0});
 }
-/// Store row i of A from a bf16 row of ws.kp entries (padding columns included).
-inline void store_a_row(Bf16Workspace& ws, Eigen::Index i, const std::uint16_t* row) {
-    const Eigen::Index kt = ws.kp / 32;
-    std::uint16_t* dst = ws.a.data() + (i / 16) * kt * 512 + (i % 16) * 32;
-    for (Eigen::Index t = 0; t < kt; ++t) std::memcpy(dst + t * 512, row + t * 32, 64);
-}
-
 /// Pack op(A) (m x k, any Eigen expression) into ws.a.
 template <class DA>
 void pack_a(Bf16Workspace& ws, const Eigen::MatrixBase<DA>& a) {
@@ -363,6 +341,26 @@ void pack_b(Bf16Workspace& ws, const Eigen::MatrixBase<DB>& b) {
         std::uint16_t* dst = pair_row(r) + (r % 2);
         for (Eigen::Index j = 0; j < n; ++j) dst[(j / 16) * kt * 512 + (j % 16) * 2] = to_bf16(static_cast<float>(b(r, j)));
     }
+}
+
+/// Packs the fused SAGE block's inference operand into ws.a: row v = [x_v | sum over
+/// k in [ptr[v], ptr[v + 1]) of w_k x_{idx_k}] (w == nullptr: weights 1), x row-major n x d.
+/// Returns false, writing nothing, unless d % 32 == 0 and the CPU has AVX512-BF16 (the
+/// caller then builds the operand in fp32 and packs it with pack_a).
+inline bool pack_sage_rows(Bf16Workspace& ws, const float* x, Eigen::Index n, Eigen::Index d, const int* ptr, const int* idx,
+                           const float* w) {
+#if DNNCOST_HAVE_AMX
+    if (d % 32 != 0 || !amx_available()) return false;
+    prepare_a(ws, n, 2 * d);
+    const Eigen::Index kt = ws.kp / 32;
+    for (Eigen::Index v = 0; v < n; ++v)
+        detail::pack_sage_row(ws.a.data() + (v / 16) * kt * 512 + (v % 16) * 32, x + v * d, x, d, idx + ptr[v],
+                              w ? w + ptr[v] : nullptr, ptr[v + 1] - ptr[v]);
+    return true;
+#else
+    (void)ws, (void)x, (void)n, (void)d, (void)ptr, (void)idx, (void)w;
+    return false;
+#endif
 }
 
 #if DNNCOST_HAVE_AMX
@@ -449,11 +447,6 @@ inline void amx_multiply(const Bf16Workspace& ws, PackedB b, float* c, Eigen::In
 #else
     (void)ws, (void)b, (void)c, (void)ldc, (void)m, (void)n, (void)accumulate, (void)part, (void)parts;
 #endif
-}
-/// The same with both operands in ws.
-inline void amx_multiply(const Bf16Workspace& ws, float* c, Eigen::Index ldc, Eigen::Index m, Eigen::Index n, bool accumulate,
-                         Eigen::Index part, Eigen::Index parts) {
-    amx_multiply(ws, PackedB{ws.b.data(), ws.kp, ws.np}, c, ldc, m, n, accumulate, part, parts);
 }
 
 /// Packed copies of weight matrices for a stretch of forward passes during which the weights

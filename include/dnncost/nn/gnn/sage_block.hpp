@@ -8,10 +8,8 @@
 /// GEMM, and one pass for bias + ReLU + dropout + skip; backward is one pass for the mask and
 /// the bias gradient, the two GEMMs, and one pass for the skip + root + scattered aggregate
 /// gradients. The unfused chain makes about seven passes over the activations each way.
-#include <algorithm>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include <dnncost/nn/dropout.hpp>
 #include <dnncost/nn/gnn/aggregate.hpp>
@@ -41,16 +39,7 @@ public:
         if constexpr (std::is_same_v<T, float>)
             if (ctx.no_grad && !(ctx.training && m_p > 0) && kernels::use_bf16<T>(n, d, 2 * d))
                 return forward_bf16_inference(x, nb, ctx.pool);
-        m_cat.resize(n, 2 * d);
-        const T* w = m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr;
-        for (Index v = 0; v < n; ++v) {
-            auto row = m_cat.row(v);
-            row.head(d) = x.row(v);
-            auto agg = row.tail(d);
-            agg.setZero();
-            for (int k = nb.ptr[static_cast<std::size_t>(v)]; k < nb.ptr[static_cast<std::size_t>(v) + 1]; ++k)
-                agg += (w ? w[k] : T(1)) * x.row(nb.idx[static_cast<std::size_t>(k)]);
-        }
+        build_cat(x, nb);
         kernels::gemm<T>(m_y, m_cat, m_w.value, false, ctx.pool);
         const bool drop = ctx.training && m_p > 0;
         if (drop && !ctx.rng) raise<config_error>("SageResidualBlock: training with dropout needs an Rng in the Context");
@@ -122,39 +111,25 @@ public:
     std::string kind() const override { return "Residual(SageConv -> ReLU -> Dropout, fused)"; }
 
 private:
-    /// Inference in bf16: [x | agg] is written straight into the tile unit's packed operand
-    /// (no fp32 copy to build and then convert), then y = x + relu([x | agg] W + b).
+    /// m_cat = [x | agg_{u in N(v)} x_u].
+    void build_cat(const Mat<T>& x, const features::Neighbourhood<T>& nb) {
+        m_cat.resize(x.rows(), 2 * m_d);
+        m_cat.leftCols(m_d) = x;
+        aggregate::weighted_sum<T>(nb, m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr, x, m_cat.rightCols(m_d), false);
+    }
+
+    /// Inference in bf16: where the width allows, [x | agg] is summed in registers and written
+    /// straight into the tile unit's packed operand (no fp32 copy to build and then convert);
+    /// then y = x + relu([x | agg] W + b).
     const Mat<float>& forward_bf16_inference(const Mat<float>& x, const features::Neighbourhood<float>& nb, ThreadPool* pool) {
         const Index n = x.rows(), d = m_d;
-        auto& ws = m_packed;
-        kernels::prepare_a(ws, n, 2 * d);
-        const float* w = m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr;
-        const auto first = [&](Index v) { return nb.ptr[static_cast<std::size_t>(v)]; };
-        const auto count = [&](Index v) { return nb.ptr[static_cast<std::size_t>(v) + 1] - nb.ptr[static_cast<std::size_t>(v)]; };
-        if (n > 0 && kernels::pack_sage_row(ws, 0, x.data(), 0, d, nb.idx.data() + first(0), w ? w + first(0) : nullptr, count(0))) {
-            for (Index v = 1; v < n; ++v)  // summed in registers, converted on the way out
-                kernels::pack_sage_row(ws, v, x.data(), v, d, nb.idx.data() + first(v), w ? w + first(v) : nullptr, count(v));
-        } else {
-            // generic widths: all aggregates in fp32 first, then one packing pass
-            m_agg.resize(n, d);
-            for (Index v = 0; v < n; ++v) {
-                float* agg = m_agg.data() + v * d;
-                std::fill(agg, agg + d, 0.0f);
-                for (int k = first(v); k < first(v) + count(v); ++k) {
-                    const float* xu = x.data() + static_cast<Index>(nb.idx[static_cast<std::size_t>(k)]) * d;
-                    const float wk = w ? w[k] : 1.0f;
-                    for (Index j = 0; j < d; ++j) agg[j] += wk * xu[j];
-                }
-            }
-            m_row.assign(static_cast<std::size_t>(ws.kp), 0);  // [x_v | agg_v | 0 padding] in bf16
-            for (Index v = 0; v < n; ++v) {
-                kernels::to_bf16_row(m_row.data(), x.data() + v * d, d);
-                kernels::to_bf16_row(m_row.data() + d, m_agg.data() + v * d, d);
-                kernels::store_a_row(ws, v, m_row.data());
-            }
+        if (!kernels::pack_sage_rows(m_packed, x.data(), n, d, nb.ptr.data(), nb.idx.data(),
+                                     m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr)) {
+            build_cat(x, nb);
+            kernels::pack_a(m_packed, m_cat);
         }
         kernels::count_flops(n, d, 2 * d);
-        kernels::gemm_bf16_packed_a(m_y, ws, n, m_w.value, false, pool);
+        kernels::gemm_bf16_packed_a(m_y, m_packed, n, m_w.value, false, pool);
         m_y = x + (m_y.rowwise() + m_b.value.row(0)).cwiseMax(0.0f);
         return m_y;
     }
@@ -167,9 +142,7 @@ private:
     std::uint32_t m_threshold = 0;
     Mat<T> m_cat, m_y, m_mask, m_g, m_dcat, m_dx;
     Vec<T> m_gb;
-    Mat<T> m_agg;
     kernels::Bf16Workspace m_packed;
-    std::vector<std::uint16_t> m_row;
 };
 
 }  // namespace dnncost::nn
