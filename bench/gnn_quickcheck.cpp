@@ -65,7 +65,7 @@ void run(const std::vector<std::string>& devices, int seeds, int n_test) {
             const auto p = est.predict(te.graphs, 2);
             int within = 0;
             for (std::size_t i = 0; i < p.size(); ++i) within += std::abs(p[i] - te.targets[i]) <= 0.1 * te.targets[i];
-            std::cout << dev << " seed " << seed << ": spearman " << nn::detail::spearman(p, te.targets) << "  acc10 "
+            std::cout << dev << " seed " << seed << ": spearman " << train::spearman(p, te.targets) << "  acc10 "
                       << static_cast<double>(within) / static_cast<double>(p.size()) << "  epochs " << r.epochs
                       << "  fit " << r.seconds << " s" << std::endl;
         }

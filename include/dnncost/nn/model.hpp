@@ -364,38 +364,10 @@ private:
     Mat<T> m_skip_in, m_pred;
 };
 
-namespace detail {
-inline std::vector<double> ranks(const std::vector<double>& v) {
-    std::vector<std::size_t> idx(v.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
-    std::vector<double> r(v.size());
-    for (std::size_t i = 0; i < idx.size();) {
-        std::size_t j = i;
-        while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
-        for (std::size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * static_cast<double>(i + j);
-        i = j + 1;
-    }
-    return r;
-}
-/// Spearman rank correlation (0 when either side is constant).
-inline double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-    const auto ra = ranks(a), rb = ranks(b);
-    const double n = static_cast<double>(a.size());
-    const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n, mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
-    double sab = 0, saa = 0, sbb = 0;
-    for (std::size_t i = 0; i < ra.size(); ++i) {
-        sab += (ra[i] - ma) * (rb[i] - mb);
-        saa += (ra[i] - ma) * (ra[i] - ma);
-        sbb += (rb[i] - mb) * (rb[i] - mb);
-    }
-    return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
-}
-}  // namespace detail
-
 /// The validation score (lower is better) documented at the top of this file.
 inline double validation_score(const std::vector<double>& pred, const std::vector<double>& y) {
-    return (1.0 - detail::spearman(pred, y)) + (1.0 - train::error_bound_accuracy(pred, y, 0.10));
+    const double rho = train::spearman(pred, y);  // NaN when either side is constant: no rank information
+    return (1.0 - (std::isnan(rho) ? 0.0 : rho)) + (1.0 - train::error_bound_accuracy(pred, y, 0.10));
 }
 
 /// How much better (lower) the validation score of `trained` is than that of `untrained`, and
