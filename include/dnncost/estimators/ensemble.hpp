@@ -123,10 +123,10 @@ public:
         return out;
     }
 
-    /// Container "ensemble": member preset, resample mode, then each member's own container.
     void set_bf16(bool on) override {
         for (auto& m : m_members) m->set_bf16(on);
     }
+    /// Container "ensemble": member preset, resample mode, then each member's own container.
     std::string serialize() const override {
         if (m_members.empty()) raise<config_error>("Ensemble: serialize called before fit");
         io::BinaryWriter w;
