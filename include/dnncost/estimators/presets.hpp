@@ -78,7 +78,6 @@ public:
     std::string preset() const override { return m_preset; }
     FitResult fit(const TrainData& train, const TrainData& validation, const FitOptions& options) override {
         m_threads = options.threads;
-        m_model.set_precision(options.bf16 ? nn::Precision::bf16 : nn::Precision::fp32);
         return m_model.fit(train, validation, options);
     }
     std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const override {

@@ -629,7 +629,7 @@ public:
                               const estimators::FitOptions& o = {}) {
         const auto t0 = std::chrono::steady_clock::now();
         prepare(train, o.seed);
-        if (o.bf16) m_precision = Precision::bf16;
+        m_precision = o.bf16 ? Precision::bf16 : Precision::fp32;  // for this fit and later predictions
         if (validation.size() > 0) check_data(validation, "validation");
         ThreadPool pool(o.threads);
         Rng rng(o.seed ^ 0x7261696eULL);
