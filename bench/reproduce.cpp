@@ -84,6 +84,8 @@ int main(int argc, char** argv) try {
     const std::size_t n_train = std::stoul(arg["--train"]), n_val = std::stoul(arg["--val"]), n_test = std::stoul(arg["--test"]);
     const int seeds = std::stoi(arg["--seeds"]), first_seed = std::stoi(arg["--first-seed"]);
     const int ensemble = std::stoi(arg["--ensemble"]);
+    if (arg["--bf16"] != "0" && arg["--bf16"] != "1") raise<config_error>("--bf16 takes 0 or 1, got '", arg["--bf16"], "'");
+    const bool bf16 = arg["--bf16"] == "1";
     const auto sampling = train::parse_sampling(arg["--sampling"]);
     for (const auto& p : presets) (void)estimators::make_estimator(p);  // fail early on a typo
 
@@ -106,6 +108,7 @@ int main(int argc, char** argv) try {
            << " sampling); test on " << (n_test ? std::to_string(n_test) : std::string("all remaining")) << " rows; "
            << seeds << " seeds (" << first_seed << ".." << first_seed + seeds - 1
            << "), the same splits for every preset" << (ensemble >= 2 ? "; ensembles of " + std::to_string(ensemble) : "")
+           << (bf16 ? "; GNN GEMMs in bf16 on AMX (--bf16 1)" : "")
            << ". Mean ± sample std over seeds. MAPE in %, ±b = fraction of test items within b % of the truth. "
            << "'nd' = excluding items whose truth is below 5 % of the median (degenerate NB201 cells).\n\n"
            << "| device | preset | Spearman | Kendall | MAPE % | ±1% | ±5% | ±10% | nd Spearman | nd MAPE % | nd ±10% |"
@@ -141,7 +144,7 @@ int main(int argc, char** argv) try {
                 fo.seed = static_cast<std::uint64_t>(seed);
                 fo.max_epochs = std::stoi(arg["--epochs"]);
                 fo.threads = dopt.threads;
-                fo.bf16 = arg["--bf16"] == "1";
+                fo.bf16 = bf16;
                 const auto fit = est->fit(ds.subset(split.train, device), ds.subset(split.validation, device), fo);
                 const auto pred = est->predict(ds.graphs(split.test));
                 std::vector<double> mean;
