@@ -2,6 +2,7 @@
 // network, and the bf16 GEMM path.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 
@@ -308,4 +309,31 @@ TEST_CASE("bf16 packed operands are cache-line aligned") {
           kernels::from_bf16(kernels::to_bf16(a(32, 39))));
     CHECK(ws.a[static_cast<std::size_t>((2 * 2 + 1) * 512 + 0 * 32 + 8)] == 0);  // depth padding
     CHECK(ws.a[static_cast<std::size_t>((2 * 2 + 0) * 512 + 1 * 32 + 0)] == 0);  // row padding
+}
+
+TEST_CASE("bf16 packing of S^T (weight gradients): every element in place, padding zero, odd shapes and strides") {
+    // the packed A of a weight-gradient product S^T B holds A(i, d) = bf16(S(d, i)) in tile
+    // (i / 16, d / 32) at row i % 16, column d % 32; rows of S beyond `rows` and columns beyond
+    // `cols` are zero. On AMX machines this runs the in-register transpose, elsewhere the scalar one.
+    Rng rng(21);
+    for (const auto [rows, cols, ld] : {std::array<Eigen::Index, 3>{1, 1, 1}, {31, 33, 40}, {64, 32, 32}, {100, 128, 130},
+                                        {257, 70, 70}, {5, 96, 200}}) {
+        std::vector<float> s(static_cast<std::size_t>(rows * ld));
+        for (auto& v : s) v = static_cast<float>(rng.normal());
+        kernels::Bf16Workspace ws;
+        ws.a.assign(4096, 0xFFFF);  // stale contents must not leak into padding
+        kernels::pack_a_transposed(ws, s.data(), rows, cols, ld);
+        CAPTURE(rows);
+        CAPTURE(cols);
+        REQUIRE(ws.mp == (cols + 31) / 32 * 32);
+        REQUIRE(ws.kp == (rows + 31) / 32 * 32);
+        const Eigen::Index kt = ws.kp / 32;
+        std::size_t wrong = 0;
+        for (Eigen::Index i = 0; i < ws.mp; ++i)
+            for (Eigen::Index d = 0; d < ws.kp; ++d) {
+                const std::uint16_t want = i < cols && d < rows ? kernels::to_bf16(s[static_cast<std::size_t>(d * ld + i)]) : 0;
+                wrong += ws.a[static_cast<std::size_t>(((i / 16) * kt + d / 32) * 512 + (i % 16) * 32 + d % 32)] != want;
+            }
+        CHECK(wrong == 0);
+    }
 }

@@ -223,6 +223,40 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) inline void pack_sage_row
         _mm512_store_si512(agg_dst + (c0 / 32) * 512, reinterpret_cast<const __m512i&>(v));
     }
 }
+/// Column c of a 32 x 32 tile of bf16 (row-major, 64-byte aligned) to dst(c) for c < cn: a
+/// 16-bit transpose in registers. Interleaving 16-, 32- and 64-bit units of 8 rows leaves, in
+/// 128-bit lane L of register k of row group g, rows 8g..8g+7 of column 8L+k; a 4 x 4
+/// transpose of lanes across the 4 groups then gives each column whole.
+template <class Dst>
+__attribute__((target("avx512f,avx512bw"))) inline void transpose_tile(const std::uint16_t* tile, Eigen::Index cn, Dst&& dst) {
+    __m512i r[4][8];
+    for (int g = 0; g < 4; ++g) {
+        __m512i x[8], p[8], q[8];
+        for (int i = 0; i < 8; ++i) x[i] = _mm512_load_si512(tile + (8 * g + i) * 32);
+        for (int i = 0; i < 8; i += 2) {  // pairs of rows: columns 0-3 (lo) and 4-7 (hi) of each lane
+            p[i] = _mm512_unpacklo_epi16(x[i], x[i + 1]);
+            p[i + 1] = _mm512_unpackhi_epi16(x[i], x[i + 1]);
+        }
+        for (int h = 0; h < 2; ++h) {  // quads of rows (0-3, 4-7): columns {0,1}, {2,3}, {4,5}, {6,7}
+            q[4 * h + 0] = _mm512_unpacklo_epi32(p[4 * h + 0], p[4 * h + 2]);
+            q[4 * h + 1] = _mm512_unpackhi_epi32(p[4 * h + 0], p[4 * h + 2]);
+            q[4 * h + 2] = _mm512_unpacklo_epi32(p[4 * h + 1], p[4 * h + 3]);
+            q[4 * h + 3] = _mm512_unpackhi_epi32(p[4 * h + 1], p[4 * h + 3]);
+        }
+        for (int j = 0; j < 4; ++j) {  // all 8 rows: columns 2j and 2j + 1
+            r[g][2 * j] = _mm512_unpacklo_epi64(q[j], q[4 + j]);
+            r[g][2 * j + 1] = _mm512_unpackhi_epi64(q[j], q[4 + j]);
+        }
+    }
+    for (int k = 0; k < 8; ++k) {
+        const __m512i t0 = _mm512_shuffle_i64x2(r[0][k], r[1][k], 0x44), t1 = _mm512_shuffle_i64x2(r[0][k], r[1][k], 0xEE);
+        const __m512i t2 = _mm512_shuffle_i64x2(r[2][k], r[3][k], 0x44), t3 = _mm512_shuffle_i64x2(r[2][k], r[3][k], 0xEE);
+        const __m512i col[4] = {_mm512_shuffle_i64x2(t0, t2, 0x88), _mm512_shuffle_i64x2(t0, t2, 0xDD),
+                                _mm512_shuffle_i64x2(t1, t3, 0x88), _mm512_shuffle_i64x2(t1, t3, 0xDD)};
+        for (int L = 0; L < 4; ++L)
+            if (8 * L + k < cn) _mm512_store_si512(dst(8 * L + k), col[L]);
+    }
+}
 }  // namespace detail
 #endif
 
@@ -288,17 +322,31 @@ void pack_a(Bf16Workspace& ws, const Eigen::MatrixBase<DA>& a) {
 inline void pack_a_transposed(Bf16Workspace& ws, const float* src, Eigen::Index rows, Eigen::Index cols, Eigen::Index ld) {
     prepare_a(ws, cols, rows);
     const Eigen::Index kt = ws.kp / 32;
-    alignas(64) std::uint16_t tile[32 * 32];
+    alignas(64) std::uint16_t tile[32 * 32]{};
+#if DNNCOST_HAVE_AMX
+    const bool simd = amx_available();  // AMX implies AVX512-BW
+#endif
     for (Eigen::Index r0 = 0; r0 < ws.kp; r0 += 32) {
         const Eigen::Index rn = std::clamp<Eigen::Index>(rows - r0, 0, 32);
         for (Eigen::Index c0 = 0; c0 < cols; c0 += 32) {
             const Eigen::Index cn = std::min<Eigen::Index>(32, cols - c0);
             for (Eigen::Index r = 0; r < rn; ++r) to_bf16_row(tile + r * 32, src + (r0 + r) * ld + c0, cn);
-            for (Eigen::Index c = 0; c < cn; ++c) {  // row c0 + c of A, depth [r0, r0 + 32)
+            // row c0 + c of A, depth [r0, r0 + 32)
+            const auto dst = [&](Eigen::Index c) {
                 const Eigen::Index i = c0 + c;
-                std::uint16_t* dst = ws.a.data() + ((i / 16) * kt + r0 / 32) * 512 + (i % 16) * 32;
-                for (Eigen::Index r = 0; r < rn; ++r) dst[r] = tile[r * 32 + c];
-                std::fill(dst + rn, dst + 32, std::uint16_t{0});
+                return ws.a.data() + ((i / 16) * kt + r0 / 32) * 512 + (i % 16) * 32;
+            };
+#if DNNCOST_HAVE_AMX
+            if (simd) {
+                std::fill(tile + rn * 32, tile + 32 * 32, std::uint16_t{0});  // depth padding
+                detail::transpose_tile(tile, cn, dst);
+                continue;
+            }
+#endif
+            for (Eigen::Index c = 0; c < cn; ++c) {
+                std::uint16_t* d = dst(c);
+                for (Eigen::Index r = 0; r < rn; ++r) d[r] = tile[r * 32 + c];
+                std::fill(d + rn, d + 32, std::uint16_t{0});
             }
         }
     }
