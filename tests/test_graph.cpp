@@ -88,6 +88,42 @@ TEST_CASE("graph: validation names the offending node") {
         g.add_op("Conv", "c", {x, w}, {1, 4, 6, 6});
         CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("input channels"), shape_error);
     }
+    SUBCASE("conv output that does not follow from input, kernel, strides and pads") {
+        Graph g("bad_conv_spatial");
+        const int x = g.add_input("x", {1, 3, 8, 8});
+        const int w = g.add_weight("w", {4, 3, 3, 3});
+        g.add_op("Conv", "c", {x, w}, {1, 4, 8, 8});  // no padding: 6 x 6
+        CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("should be 6"), shape_error);
+        Graph ok("conv_spatial");
+        const int x2 = ok.add_input("x", {1, 3, 9, 9});
+        const int w2 = ok.add_weight("w", {4, 3, 3, 3});
+        // (9 + 1 + 2 - 2 * (3 - 1) - 1) / 2 + 1 = 4 with asymmetric pads, stride 2, dilation 2
+        ok.add_op("Conv", "c", {x2, w2}, {1, 4, 4, 4},
+                  {{"strides", std::vector<std::int64_t>{2, 2}}, {"dilations", std::vector<std::int64_t>{2, 2}},
+                   {"pads", std::vector<std::int64_t>{1, 1, 2, 2}}});
+        CHECK_NOTHROW(ok.validate());
+        Graph same("conv_same");
+        const int x3 = same.add_input("x", {1, 3, 9, 9});
+        const int w3 = same.add_weight("w", {4, 3, 3, 3});
+        same.add_op("Conv", "c", {x3, w3}, {1, 4, 5, 5},
+                    {{"strides", std::vector<std::int64_t>{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}});
+        CHECK_NOTHROW(same.validate());
+    }
+    SUBCASE("conv input smaller than its kernel, zero-sized input") {
+        Graph g("tiny");
+        const int x = g.add_input("x", {1, 3, 0, 0});
+        const int w = g.add_weight("w", {64, 3, 7, 7});
+        g.add_op("Conv", "stem", {x, w}, {1, 64, 1, 1},
+                 {{"strides", std::vector<std::int64_t>{2, 2}}, {"pads", std::vector<std::int64_t>{3, 3, 3, 3}}});
+        CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("smaller than the kernel extent 7"), shape_error);
+    }
+    SUBCASE("a tensor of more than 2^63 bytes") {
+        Graph g("huge");
+        const std::int64_t big = std::int64_t{1} << 40;
+        const int x = g.add_input("x", {big, big});
+        g.add_op("Relu", "r", {x}, {big, big});
+        CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("more than 2^63 bytes"), shape_error);
+    }
     SUBCASE("unknown dimension") {
         Graph g("unk");
         const int x = g.add_input("x", {1, 3});

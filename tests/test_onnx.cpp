@@ -263,6 +263,14 @@ TEST_CASE("onnx: graph comparison after a round trip sees real differences") {
     inconsistent.node(g.find_node("stage0.cell0.edge10.conv")).set_attr("strides", std::vector<std::int64_t>{2, 2});
     CHECK_THROWS_WITH_AS(io::import_onnx_bytes(io::export_onnx_bytes(inconsistent), "x"),
                          doctest::Contains("stage0.cell0.edge10.conv"), onnx_import_error);
+    // a zero stride or dilation would make ONNX's shape inference divide by zero (SIGFPE)
+    for (const char* attr : {"strides", "dilations", "kernel_shape"}) {
+        CAPTURE(attr);
+        auto zero = g;
+        zero.node(g.find_node("stage0.cell0.edge10.conv")).set_attr(attr, std::vector<std::int64_t>{0, 1});
+        CHECK_THROWS_WITH_AS(io::import_onnx_bytes(io::export_onnx_bytes(zero), "x"),
+                             doctest::Contains("non-positive value 0"), onnx_import_error);
+    }
     auto changed_eps = g;
     changed_eps.node(1).set_attr("epsilon", 1e-3);
     CHECK_FALSE(io::import_onnx_bytes(io::export_onnx_bytes(changed_eps), "x") == g);

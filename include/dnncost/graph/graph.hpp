@@ -358,10 +358,16 @@ public:
             }
             check_node_shapes(nd);
         }
-        for (const auto& t : m_tensors)
+        for (const auto& t : m_tensors) {
             for (auto d : t.shape)
                 if (d < 0)
                     raise<shape_error>("graph '", m_name, "': tensor '", t.name, "' has unknown shape ", to_string(t.shape));
+            std::int64_t bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(element_size(t.dtype)));
+            for (auto d : t.shape)
+                if (__builtin_mul_overflow(bytes, d, &bytes))
+                    raise<shape_error>("graph '", m_name, "': tensor '", t.name, "' of shape ", to_string(t.shape),
+                                       " has more than 2^63 bytes");
+        }
     }
 
     /// Structural equality (names, op types, attributes, wiring, shapes, kinds, constant data).
@@ -397,6 +403,42 @@ private:
     const Shape& in_shape(const Node& nd, std::size_t slot) const {
         return m_tensors[static_cast<std::size_t>(nd.inputs[slot])].shape;
     }
+    /// The spatial output size of a Conv follows from input, kernel, strides, dilations and
+    /// padding; an output that disagrees, or an input too small for the kernel, is an error
+    /// (rather than a cost computed for a shape that cannot exist).
+    void check_conv_spatial(const Node& nd, const Shape& x, const Shape& w) const {
+        if (nd.outputs.empty()) return;
+        const Shape& y = m_tensors[static_cast<std::size_t>(nd.outputs[0])].shape;
+        const std::size_t n = x.size() - 2;
+        if (y.size() != x.size()) shape_fail(nd, "output " + to_string(y) + " and input " + to_string(x) + " ranks differ");
+        const auto strides = nd.attr_ints("strides"), dilations = nd.attr_ints("dilations"), pads = nd.attr_ints("pads");
+        const std::string auto_pad = nd.attr_string("auto_pad", "NOTSET");
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::int64_t s = i < strides.size() ? strides[i] : 1, d = i < dilations.size() ? dilations[i] : 1;
+            if (s <= 0 || d <= 0) shape_fail(nd, "strides and dilations must be positive");
+            const std::int64_t in = x[2 + i], k = w[2 + i];
+            std::int64_t span = 0;  // the dilated kernel, d (k - 1) + 1
+            if (k < 1 || __builtin_mul_overflow(d, k - 1, &span) || __builtin_add_overflow(span, 1, &span))
+                shape_fail(nd, "kernel " + to_string(w) + " with dilations " + std::to_string(d) + " is not a valid kernel");
+            std::int64_t out = 0;
+            if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+                out = (in + s - 1) / s;
+            } else {
+                const std::int64_t p0 = auto_pad == "VALID" || i >= pads.size() ? 0 : pads[i];
+                const std::int64_t p1 = auto_pad == "VALID" || i + n >= pads.size() ? 0 : pads[i + n];
+                std::int64_t padded = 0;
+                if (p0 < 0 || p1 < 0 || __builtin_add_overflow(in, p0, &padded) || __builtin_add_overflow(padded, p1, &padded))
+                    shape_fail(nd, "invalid pads");
+                if (padded < span)
+                    shape_fail(nd, "spatial input " + std::to_string(in) + " (padded " + std::to_string(padded) +
+                                       ") is smaller than the kernel extent " + std::to_string(span));
+                out = (padded - span) / s + 1;
+            }
+            if (y[2 + i] != out)
+                shape_fail(nd, "output " + to_string(y) + " does not follow from input " + to_string(x) + " and kernel " +
+                                   to_string(w) + " (spatial axis " + std::to_string(i) + " should be " + std::to_string(out) + ")");
+        }
+    }
     [[noreturn]] void shape_fail(const Node& nd, const std::string& why) const {
         raise<shape_error>("graph '", m_name, "': node '", nd.name, "' (", nd.op_type, "): ", why);
     }
@@ -424,6 +466,7 @@ private:
             if (x[1] != w[1] * group)
                 shape_fail(nd, "input channels " + std::to_string(x[1]) + " != weight channels " +
                                    std::to_string(w[1]) + " x group " + std::to_string(group));
+            check_conv_spatial(nd, x, w);
         } else if (op == "Gemm" && has(0) && has(1)) {
             const auto &a = in_shape(nd, 0), &b = in_shape(nd, 1);
             if (a.size() != 2 || b.size() != 2) shape_fail(nd, "Gemm needs 2-D inputs");

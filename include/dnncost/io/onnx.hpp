@@ -863,6 +863,11 @@ private:
         ctx.set_opset_imports(opsets);
         ::onnx::checker::LexicalScopeContext scope;
         for (const auto& nd : m_model.graph().node()) {
+            // libonnx's conv/pool shape inference divides by these without checking (SIGFPE).
+            for (const auto& a : nd.attribute())
+                if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape")
+                    for (auto v : a.ints())
+                        if (v <= 0) fail_node(nd, "attribute '", a.name(), "' has non-positive value ", v);
             if (!::onnx::OpSchemaRegistry::Schema(nd.op_type(), m_opset, nd.domain())) continue;
             try {
                 ::onnx::checker::check_node(nd, ctx, scope);
@@ -948,6 +953,9 @@ private:
                 if (k == 0) {
                     d->set_dim_value(m_opt.batch_size);
                     changed = true;
+                } else if (d->has_dim_value()) {
+                    fail("graph input '", i.name(), "' has a negative dimension ", k, " (", d->dim_value(),
+                         "); give its shape in OnnxImportOptions::input_shapes");
                 } else {
                     fail("graph input '", i.name(), "' has a symbolic dimension ", k, " ('", d->dim_param(),
                          "'); give its shape in OnnxImportOptions::input_shapes");
