@@ -2,6 +2,8 @@
 // are worked out by hand in the comments, and the roofline latency.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/graph/nb201.hpp>
 
@@ -152,4 +154,27 @@ TEST_CASE("cost: every operator of the NB201 graphs has a rule") {
             for (const auto& n : g.nodes()) CHECK_MESSAGE(cost::is_known_operator(n.op_type), n.op_type);
         }
     }
+}
+
+TEST_CASE("cost: a count that would exceed 64 bits is an error naming the node, not a negative number") {
+    const std::int64_t k20 = std::int64_t{1} << 20, k30 = std::int64_t{1} << 30;
+    // every tensor fits easily (at most 2^52 bytes), and so do the MACs: 2^30 outputs x 2^20
+    graph::Graph fits("fits");
+    fits.add_op("MatMul", "mm", {fits.add_input("a", {k20, k20}), fits.add_input("b", {k20, 1024})}, {k20, 1024});
+    CHECK(cost::node_cost(fits, 0).macs == k30 * k20);
+    CHECK(cost::total_cost(fits).flops == 2 * k30 * k20);
+    // 2^40 outputs x 2^30 = 2^70 MACs
+    graph::Graph big("big");
+    big.add_op("MatMul", "mm", {big.add_input("a", {k20, k30}), big.add_input("b", {k30, k20})}, {k20, k20});
+    CHECK_NOTHROW(big.validate());
+    CHECK_THROWS_WITH_AS(cost::node_cost(big, 0), doctest::Contains("node 'mm' (MatMul)"), shape_error);
+    CHECK_THROWS_AS(cost::total_cost(big), shape_error);
+    // sums over nodes are checked too
+    cost::NodeCost a, one;
+    a.macs = std::numeric_limits<std::int64_t>::max();
+    one.macs = 1;
+    CHECK_THROWS_AS(a += one, shape_error);
+    cost::NodeCost b;
+    b.input_bytes = b.output_bytes = std::numeric_limits<std::int64_t>::max() / 2 + 1;
+    CHECK_THROWS_AS((void)b.bytes(), shape_error);
 }

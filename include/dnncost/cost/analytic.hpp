@@ -29,10 +29,19 @@ struct NodeCost {
     std::int64_t input_bytes = 0;   ///< activation inputs (graph inputs and computed tensors)
     std::int64_t output_bytes = 0;
     std::int64_t weight_bytes = 0;  ///< initializers read by the node
-    std::int64_t bytes() const { return input_bytes + output_bytes + weight_bytes; }
+    std::int64_t bytes() const {
+        std::int64_t b = 0;
+        if (__builtin_add_overflow(input_bytes, output_bytes, &b) || __builtin_add_overflow(b, weight_bytes, &b))
+            raise<shape_error>("cost: byte count exceeds 64 bits (implausible shapes)");
+        return b;
+    }
+    /// Sums field by field. @throws shape_error when a sum exceeds 64 bits (implausible shapes)
     NodeCost& operator+=(const NodeCost& o) {
-        macs += o.macs; flops += o.flops; params += o.params;
-        input_bytes += o.input_bytes; output_bytes += o.output_bytes; weight_bytes += o.weight_bytes;
+        const auto sum = [](std::int64_t& a, std::int64_t b) {
+            if (__builtin_add_overflow(a, b, &a)) raise<shape_error>("cost: a sum over the graph exceeds 64 bits (implausible shapes)");
+        };
+        sum(macs, o.macs); sum(flops, o.flops); sum(params, o.params);
+        sum(input_bytes, o.input_bytes); sum(output_bytes, o.output_bytes); sum(weight_bytes, o.weight_bytes);
         return *this;
     }
 };
@@ -45,11 +54,36 @@ inline bool is_shape_only(const std::string& op) {
 }
 
 namespace detail {
-inline std::int64_t out_elems(const graph::Graph& g, const graph::Node& n) {
-    std::int64_t e = 0;
-    for (int t : n.outputs) e += g.tensor(t).elements();
+/// a * b and a + b for cost counts; an absurd shape (e.g. a batch of 2^62) is a shape_error
+/// naming the node instead of a wrapped, negative count.
+[[noreturn]] inline void overflow(const graph::Node& n) {
+    raise<shape_error>("cost: node '", n.name, "' (", n.op_type, "): operation or byte count exceeds 64 bits (implausible shape)");
+}
+inline std::int64_t mul(const graph::Node& n, std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) overflow(n);
+    return r;
+}
+inline std::int64_t add(const graph::Node& n, std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) overflow(n);
+    return r;
+}
+/// Elements and bytes of a tensor, checked (shapes themselves are checked by Graph::validate).
+inline std::int64_t elems(const graph::Node& n, const graph::Tensor& t) {
+    std::int64_t e = 1;
+    for (auto d : t.shape) e = mul(n, e, d);
     return e;
 }
+inline std::int64_t bytes(const graph::Node& n, const graph::Tensor& t) {
+    return mul(n, elems(n, t), static_cast<std::int64_t>(graph::element_size(t.dtype)));
+}
+inline std::int64_t out_elems(const graph::Graph& g, const graph::Node& n) {
+    std::int64_t e = 0;
+    for (int t : n.outputs) e = add(n, e, elems(n, g.tensor(t)));
+    return e;
+}
+inline std::int64_t first_out_elems(const graph::Graph& g, const graph::Node& n) { return elems(n, g.tensor(n.outputs.at(0))); }
 inline const graph::Shape& in_shape(const graph::Graph& g, const graph::Node& n, std::size_t slot) {
     if (slot >= n.inputs.size() || n.inputs[slot] < 0)
         raise<shape_error>("cost: node '", n.name, "' (", n.op_type, ") lacks input ", slot);
@@ -57,7 +91,8 @@ inline const graph::Shape& in_shape(const graph::Graph& g, const graph::Node& n,
 }
 inline bool has_input(const graph::Node& n, std::size_t slot) { return slot < n.inputs.size() && n.inputs[slot] >= 0; }
 inline std::int64_t in_elems(const graph::Graph& g, const graph::Node& n, std::size_t slot) {
-    return graph::numel(in_shape(g, n, slot));
+    (void)in_shape(g, n, slot);  // the slot must be present
+    return elems(n, g.tensor(n.inputs[slot]));
 }
 
 /// One cost rule per operator type: fills macs and flops of `c` (params and bytes are common).
@@ -66,75 +101,75 @@ using CostRule = void (*)(const graph::Graph&, const graph::Node&, NodeCost&);
 /// FLOPs = k per output element.
 template <int K>
 void per_output(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
-    c.flops = K * out_elems(g, n);
+    c.flops = mul(n, K, out_elems(g, n));
 }
 /// FLOPs = k per element of input 0 (reductions: every input element is read and combined).
 template <int K>
 void per_input(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
-    c.flops = K * (has_input(n, 0) ? in_elems(g, n, 0) : 0);
+    c.flops = mul(n, K, has_input(n, 0) ? in_elems(g, n, 0) : 0);
 }
 /// Variadic elementwise (Sum, Max, ...): one operation per output element and extra operand.
 inline void variadic(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     std::int64_t operands = 0;
     for (int t : n.inputs) operands += t >= 0;
-    c.flops = out_elems(g, n) * std::max<std::int64_t>(1, operands - 1);
+    c.flops = mul(n, out_elems(g, n), std::max<std::int64_t>(1, operands - 1));
 }
 inline void zero_cost(const graph::Graph&, const graph::Node&, NodeCost& c) { c.flops = 0; }
 inline void linear_bias(const graph::Graph& g, const graph::Node& n, NodeCost& c, std::size_t bias_slot) {
-    c.flops = 2 * c.macs + (has_input(n, bias_slot) ? out_elems(g, n) : 0);
+    c.flops = add(n, mul(n, 2, c.macs), has_input(n, bias_slot) ? out_elems(g, n) : 0);
 }
 inline void conv(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     // weight [M, C/group, k...]: every output element is a dot product of C/group * prod(k)
     const auto& w = in_shape(g, n, 1);
     std::int64_t per_out = 1;
-    for (std::size_t i = 1; i < w.size(); ++i) per_out *= w[i];
-    c.macs = g.tensor(n.outputs.at(0)).elements() * per_out;
+    for (std::size_t i = 1; i < w.size(); ++i) per_out = mul(n, per_out, w[i]);
+    c.macs = mul(n, first_out_elems(g, n), per_out);
     linear_bias(g, n, c, 2);
 }
 inline void conv_transpose(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     // weight [C, M/group, k...]: every input element is scattered through M/group * prod(k)
     const auto& w = in_shape(g, n, 1);
     std::int64_t per_in = 1;
-    for (std::size_t i = 1; i < w.size(); ++i) per_in *= w[i];
-    c.macs = in_elems(g, n, 0) * per_in;
+    for (std::size_t i = 1; i < w.size(); ++i) per_in = mul(n, per_in, w[i]);
+    c.macs = mul(n, in_elems(g, n, 0), per_in);
     linear_bias(g, n, c, 2);
 }
 inline void gemm(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     const auto& a = in_shape(g, n, 0);
     if (a.size() != 2) raise<shape_error>("cost: Gemm node '", n.name, "' input is not 2-D");
     const std::int64_t k = n.attr_int("transA", 0) ? a[0] : a[1];
-    c.macs = g.tensor(n.outputs.at(0)).elements() * k;
+    c.macs = mul(n, first_out_elems(g, n), k);
     linear_bias(g, n, c, 2);
 }
 inline void matmul(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     // the output already carries the broadcast batch dimensions; each element is a K-long dot
     const auto& a = in_shape(g, n, 0);
-    c.macs = g.tensor(n.outputs.at(0)).elements() * (a.empty() ? 1 : a.back());
-    c.flops = 2 * c.macs;
+    c.macs = mul(n, first_out_elems(g, n), a.empty() ? 1 : a.back());
+    c.flops = mul(n, 2, c.macs);
 }
 inline void recurrent(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     // X [seq, batch, input] (layout 0) or [batch, seq, input] (layout 1); W [dirs, G*H, input],
     // R [dirs, G*H, H]: per step and batch row every gate row is one dot product with x and h.
     const auto& x = in_shape(g, n, 0);
     if (x.size() != 3) raise<shape_error>("cost: ", n.op_type, " node '", n.name, "' input is not 3-D");
-    const std::int64_t steps_times_batch = x[0] * x[1];
-    c.macs = steps_times_batch * (in_elems(g, n, 1) + in_elems(g, n, 2));
+    const std::int64_t steps_times_batch = mul(n, x[0], x[1]);
+    c.macs = mul(n, steps_times_batch, add(n, in_elems(g, n, 1), in_elems(g, n, 2)));
     const auto& w = in_shape(g, n, 1);
-    const std::int64_t gate_rows = w.size() == 3 ? w[0] * w[1] : 0;
+    const std::int64_t gate_rows = w.size() == 3 ? mul(n, w[0], w[1]) : 0;
     // gate nonlinearities and the state update: ~4 FLOPs per gate element and step
-    c.flops = 2 * c.macs + 4 * steps_times_batch * gate_rows;
+    c.flops = add(n, mul(n, 2, c.macs), mul(n, 4, mul(n, steps_times_batch, gate_rows)));
 }
 inline void pool(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     std::int64_t k = 1;
-    for (auto d : n.attr_ints("kernel_shape")) k *= d;
-    c.flops = out_elems(g, n) * k;
+    for (auto d : n.attr_ints("kernel_shape")) k = mul(n, k, d);
+    c.flops = mul(n, out_elems(g, n), k);
 }
 inline void batch_norm(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
-    c.flops = 2 * g.tensor(n.outputs.at(0)).elements();  // inference: per-channel scale and shift
+    c.flops = mul(n, 2, first_out_elems(g, n));  // inference: per-channel scale and shift
 }
 inline void normalization(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     // statistics: sum and sum of squares (3 per element); normalise, scale, shift (3 per element)
-    c.flops = 6 * in_elems(g, n, 0);
+    c.flops = mul(n, 6, in_elems(g, n, 0));
 }
 inline void resize(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     // nearest: a gather (0 FLOPs); linear: 2 FLOPs per neighbour, 2^d neighbours over the d
@@ -144,12 +179,12 @@ inline void resize(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     const std::int64_t d = std::max<std::int64_t>(0, static_cast<std::int64_t>(out.size()) - 2);
     std::int64_t neighbours = 1;
     if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
-        for (std::int64_t i = 0; i < d; ++i) neighbours *= 2;
+        for (std::int64_t i = 0; i < d; ++i) neighbours = mul(n, neighbours, 2);
     else if (mode == "cubic" || mode == "bicubic")
-        for (std::int64_t i = 0; i < d; ++i) neighbours *= 4;
+        for (std::int64_t i = 0; i < d; ++i) neighbours = mul(n, neighbours, 4);
     else
         neighbours = 0;
-    c.flops = 2 * neighbours * g.tensor(n.outputs.at(0)).elements();
+    c.flops = mul(n, mul(n, 2, neighbours), first_out_elems(g, n));
 }
 
 inline const std::unordered_map<std::string, CostRule>& cost_rules() {
@@ -226,13 +261,14 @@ inline NodeCost node_cost(const graph::Graph& g, int id) {
         if (t < 0) continue;
         const auto& ten = g.tensor(t);
         if (ten.kind == graph::TensorKind::weight) {
-            c.weight_bytes += ten.bytes();
-            c.params += ten.elements();
+            c.weight_bytes = detail::add(n, c.weight_bytes, detail::bytes(n, ten));
+            c.params = detail::add(n, c.params, detail::elems(n, ten));
         } else {
-            c.input_bytes += ten.bytes();
+            c.input_bytes = detail::add(n, c.input_bytes, detail::bytes(n, ten));
         }
     }
-    for (int t : n.outputs) c.output_bytes += g.tensor(t).bytes();
+    for (int t : n.outputs) c.output_bytes = detail::add(n, c.output_bytes, detail::bytes(n, g.tensor(t)));
+    (void)detail::add(n, detail::add(n, c.input_bytes, c.output_bytes), c.weight_bytes);  // bytes() must fit too
     const auto& rules = detail::cost_rules();
     if (auto it = rules.find(n.op_type); it != rules.end())
         it->second(g, n, c);
