@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/core/error.hpp>
+
 namespace dnncost {
 
 /// Fixed-size pool; `parallel_for` blocks until every index ran. Exceptions thrown by the body
@@ -20,21 +22,27 @@ namespace dnncost {
 class ThreadPool {
 public:
     /// @param threads number of workers including the caller; 0 means hardware concurrency.
+    ///        At most 4x the hardware concurrency are started: more never helps, and a huge
+    ///        request (e.g. a -1 wrapped to SIZE_MAX) would exhaust the system's thread limit.
+    /// @throws error when the system refuses a thread (the workers already started are joined)
     explicit ThreadPool(std::size_t threads = 0) {
-        if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+        const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+        if (threads == 0) threads = cores;
+        threads = std::min(threads, 4 * cores);
         m_size = threads;
-        for (std::size_t i = 1; i < threads; ++i) m_workers.emplace_back([this] { worker_loop(); });
+        std::size_t i = 1;
+        try {
+            for (; i < threads; ++i) m_workers.emplace_back([this] { worker_loop(); });
+        } catch (const std::exception& e) {
+            // running workers must be stopped first: the members' destructors would otherwise
+            // block in ~condition_variable or call std::terminate
+            stop_and_join();
+            raise<error>("ThreadPool: cannot start thread ", i + 1, " of ", threads, ": ", e.what());
+        }
     }
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
-    ~ThreadPool() {
-        {
-            std::lock_guard lock(m_mutex);
-            m_stop = true;
-        }
-        m_cv.notify_all();
-        for (auto& w : m_workers) w.join();
-    }
+    ~ThreadPool() { stop_and_join(); }
 
     std::size_t size() const { return m_size; }
 
@@ -62,6 +70,16 @@ public:
     }
 
 private:
+    void stop_and_join() {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stop = true;
+        }
+        m_cv.notify_all();
+        for (auto& w : m_workers)
+            if (w.joinable()) w.join();
+        m_workers.clear();
+    }
     void run_items() {
         std::unique_lock lock(m_mutex);
         while (m_body && m_next < m_end) {

@@ -54,8 +54,10 @@ struct Split {
 /// @throws config_error if the parts do not fit or the proxy is missing / has the wrong size
 inline Split make_split(std::size_t n_items, const SplitOptions& opt, std::span<const double> proxy = {}) {
     if (opt.n_train == 0) raise<config_error>("make_split: the training set cannot be empty");
-    const std::size_t needed = opt.n_train + opt.n_validation + opt.n_test;
-    if (needed > n_items)
+    // each part alone must fit, so that the sum below cannot wrap around
+    const bool fits = opt.n_train <= n_items && opt.n_validation <= n_items && opt.n_test <= n_items &&
+                      opt.n_train + opt.n_validation + opt.n_test <= n_items;
+    if (!fits)
         raise<config_error>("make_split: ", opt.n_train, " training + ", opt.n_validation, " validation + ", opt.n_test,
                             " test items requested, but the data set has only ", n_items);
     if (opt.n_test == 0 && opt.n_train + opt.n_validation == n_items)
