@@ -1,12 +1,17 @@
 // Binary container and CSV reader: round trips and every failure mode.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include <dnncost/io/csv.hpp>
+#include <dnncost/io/file.hpp>
 #include <dnncost/io/serialize.hpp>
 
 using namespace dnncost;
@@ -208,4 +213,70 @@ TEST_CASE("csv: numbers via from_chars with NaN / inf / empty detection") {
     const auto msg = message_of([&] { io::require_number(t, 0, 1); });
     CHECK(contains(msg, "n.csv:2"));
     CHECK(contains(msg, "column 'lat'"));
+}
+
+TEST_CASE("serialize: fields that must be finite reject NaN and infinity, naming the field") {
+    io::BinaryWriter w;
+    w.put_f64(std::numeric_limits<double>::quiet_NaN());
+    const std::vector<float> f{1.0f, std::numeric_limits<float>::infinity()};
+    w.put_f32_vector(f);
+    w.put_f64(2.0);
+    {
+        io::BinaryReader r(w.bytes(), "m.dnnc");
+        const auto msg = message_of([&] { r.get_finite_f64("label scale"); });
+        CHECK(contains(msg, "m.dnnc"));
+        CHECK(contains(msg, "'label scale'"));
+        CHECK(contains(msg, "not a finite number"));
+    }
+    {
+        io::BinaryReader r(w.bytes(), "m.dnnc");
+        CHECK(std::isnan(r.get_f64("any")));  // the plain readers keep every value
+        const auto msg = message_of([&] { r.get_finite_f32_vector("parameter values"); });
+        CHECK(contains(msg, "element 1"));
+        CHECK(r.get_finite_f64("next") == 2.0);
+    }
+}
+
+TEST_CASE("files: special files are refused or written through, symbolic links are followed") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("dnncost_files_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const auto io_message = [](auto&& fn) -> std::string {
+        try {
+            fn();
+        } catch (const io_error& e) {
+            return e.what();
+        }
+        return "<no io_error>";
+    };
+    // reading: only regular files, up to a limit
+    CHECK(contains(io_message([] { io::read_file("/dev/zero"); }), "not a regular file"));
+    CHECK(contains(io_message([&] { io::read_file(dir); }), "is a directory"));
+    REQUIRE(::mkfifo((dir / "pipe").c_str(), 0600) == 0);
+    CHECK(contains(io_message([&] { io::read_file(dir / "pipe"); }), "not a regular file"));  // would block forever
+    io::write_file_atomic(dir / "ten", "0123456789");
+    CHECK(io::read_file(dir / "ten") == "0123456789");
+    CHECK(contains(io_message([&] { io::read_file(dir / "ten", 9); }), "more than the limit of 9"));
+    // writing: a FIFO is refused, a device is written through, a directory is an error
+    CHECK(contains(io_message([&] { io::write_file_atomic(dir / "pipe", "x"); }), "FIFO"));
+    CHECK(fs::is_fifo(dir / "pipe"));
+    io::write_file_atomic("/dev/null", "discarded");
+    CHECK(fs::is_character_file("/dev/null"));
+    CHECK(contains(io_message([&] { io::write_file_atomic(dir, "x"); }), "is a directory"));
+    CHECK(contains(io_message([] { io::write_file_atomic("", "x"); }), "empty output path"));
+    // a symbolic link stays a link; its target gets the new contents
+    fs::create_symlink(dir / "ten", dir / "link");
+    io::write_file_atomic(dir / "link", "new");
+    CHECK(fs::is_symlink(dir / "link"));
+    CHECK(io::read_file(dir / "ten") == "new");
+    // early checks before a long computation
+    CHECK_NOTHROW(io::check_writable(dir / "model.dnnc"));
+    CHECK(!fs::exists(dir / "model.dnnc"));
+    CHECK(contains(io_message([&] { io::check_writable(dir / "missing" / "model.dnnc"); }), "does not exist"));
+    CHECK(contains(io_message([&] { io::check_writable(dir); }), "is a directory"));
+    std::size_t leftovers = 0;  // no temporary or probe file is left behind
+    for (const auto& e : fs::directory_iterator(dir)) leftovers += e.path().filename().string().starts_with(".");
+    CHECK(leftovers == 0);
+    fs::remove_all(dir);
 }

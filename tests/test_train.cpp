@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
+#include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/graph/nb201.hpp>
@@ -121,6 +124,29 @@ TEST_CASE("dataset: missing column, empty data set and malformed CSV are errors 
     CHECK_THROWS_AS(train::load_dataset("/nonexistent/dir/data.csv", o), io_error);
 }
 
+TEST_CASE("dataset: subnormal values are skipped; a huge bad field gives a short message") {
+    train::DatasetOptions o;
+    o.threads = 1;
+    const std::string long_arch(100000, 'x');
+    const auto csv = "arch,lat\n" + good + ",1\n" + good + ",1e-320\n" + long_arch + ",2\n" + good + ",3\n";
+    const auto ds = train::load_dataset_text(csv, "s.csv", ".", o);
+    CHECK(ds.size() == 2);
+    REQUIRE(ds.skipped().size() == 2);
+    CHECK(ds.skipped()[0].line == 3);
+    CHECK(contains(ds.skipped()[0].reason, "subnormal"));
+    CHECK(ds.skipped()[1].line == 4);
+    CHECK(ds.skipped()[1].reason.size() < 400);
+    CHECK(contains(ds.skipped()[1].reason, "characters)"));
+}
+
+TEST_CASE("thread pool: a huge request is capped, not a fork bomb") {
+    ThreadPool pool(std::numeric_limits<std::size_t>::max());
+    CHECK(pool.size() <= 4 * std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<int> hits(100, 0);
+    pool.parallel_for(0, hits.size(), [&](std::size_t i) { ++hits[i]; });
+    CHECK(std::count(hits.begin(), hits.end(), 1) == 100);
+}
+
 TEST_CASE("dataset: onnx space loads each file once, resolves relative paths, reports failures") {
     std::atomic<int> calls{0};
     train::DatasetOptions o;
@@ -187,6 +213,11 @@ TEST_CASE("split: impossible sizes are config errors") {
     CHECK_THROWS_AS(train::make_split(10, {.n_train = 5, .n_validation = 5}), config_error);
     CHECK_THROWS_AS(train::make_split(10, {.n_train = 0, .n_validation = 5}), config_error);
     CHECK_THROWS_AS(train::parse_sampling("stratified"), config_error);
+    // sizes whose sum wraps around (a -1 on a command line becomes SIZE_MAX)
+    constexpr auto huge = std::numeric_limits<std::size_t>::max();
+    CHECK_THROWS_AS(train::make_split(10, {.n_train = 5, .n_validation = huge}), config_error);
+    CHECK_THROWS_AS(train::make_split(10, {.n_train = 2, .n_validation = 2, .n_test = huge - 1}), config_error);
+    CHECK_THROWS_AS(train::make_split(10, {.n_train = huge}), config_error);
 }
 
 TEST_CASE("additive: an exact linear function of op counts is recovered") {

@@ -175,8 +175,8 @@ struct AdditiveFeatures {
         a.vocabulary = r.get_string_vector("vocabulary");
         a.keep = r.get_i64_vector("feature indices");
         a.names = r.get_string_vector("feature names");
-        a.mean = r.get_f64_vector("feature means");
-        a.scale = r.get_f64_vector("feature scales");
+        a.mean = r.get_finite_f64_vector("feature means");
+        a.scale = r.get_finite_f64_vector("feature scales");
         const auto k = a.keep.size();
         if (a.mean.size() != k || a.scale.size() != k || a.names.size() != k)
             r.fail("inconsistent additive features: ", k, " indices, ", a.mean.size(), " means, ", a.scale.size(), " scales");
@@ -365,10 +365,10 @@ public:
         io::BinaryReader r(c.payload, std::string(source));
         auto m = std::make_unique<AdditiveEstimator>();
         m->m_features = AdditiveFeatures::load(r);
-        m->m_weights = r.get_f64_vector("weights");
-        m->m_intercept = r.get_f64("intercept");
-        m->m_target_scale = r.get_f64("target scale");
-        m->m_lambda = r.get_f64("lambda");
+        m->m_weights = r.get_finite_f64_vector("weights");
+        m->m_intercept = r.get_finite_f64("intercept");
+        m->m_target_scale = r.get_finite_f64("target scale");
+        m->m_lambda = r.get_finite_f64("lambda");
         const auto loss = r.get_u8("loss");
         if (loss > 1) r.fail("unknown loss code ", int(loss));
         m->m_loss = static_cast<Loss>(loss);

@@ -296,8 +296,8 @@ public:
         if (o.rw_steps < 0 || o.rw_steps > 64) r.fail("corrupt encoder: rw_steps ", o.rw_steps);
         FeatureEncoder f(o);
         f.m_vocabulary = r.get_string_vector("encoder vocabulary");
-        const auto mean = r.get_f64_vector("encoder attribute mean");
-        const auto scale = r.get_f64_vector("encoder attribute scale");
+        const auto mean = r.get_finite_f64_vector("encoder attribute mean");
+        const auto scale = r.get_finite_f64_vector("encoder attribute scale");
         if (mean.size() != 9 || scale.size() != 9) r.fail("corrupt encoder: ", mean.size(), " attribute means");
         std::copy(mean.begin(), mean.end(), f.m_mean.begin());
         std::copy(scale.begin(), scale.end(), f.m_scale.begin());

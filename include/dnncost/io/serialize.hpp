@@ -19,6 +19,7 @@
 /// naming the source and the field that is truncated.
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -157,6 +158,11 @@ public:
     }
     std::vector<float> get_f32_vector(std::string_view what = "f32 vector") { return get_vector<float>(what); }
     std::vector<double> get_f64_vector(std::string_view what = "f64 vector") { return get_vector<double>(what); }
+    /// The same, for fields that must be finite (model weights, scales): a NaN or infinity is a
+    /// corrupt file whose checksum was recomputed, reported here instead of predicted with.
+    double get_finite_f64(std::string_view what) { return finite(get_f64(what), what); }
+    std::vector<float> get_finite_f32_vector(std::string_view what) { return finite(get_f32_vector(what), what); }
+    std::vector<double> get_finite_f64_vector(std::string_view what) { return finite(get_f64_vector(what), what); }
     std::vector<std::int64_t> get_i64_vector(std::string_view what = "i64 vector") { return get_vector<std::int64_t>(what); }
     std::vector<std::uint32_t> get_u32_vector(std::string_view what = "u32 vector") { return get_vector<std::uint32_t>(what); }
     std::vector<std::string> get_string_vector(std::string_view what = "string vector") {
@@ -203,6 +209,16 @@ private:
             else return get_f64(what);
         } else if constexpr (sizeof(T) == 1) return static_cast<T>(get_u8(what));
         else return static_cast<T>(get_le<std::make_unsigned_t<T>>(what));
+    }
+    template <class F>
+    F finite(F v, std::string_view what) const {
+        if constexpr (std::is_floating_point_v<F>) {
+            if (!std::isfinite(v)) fail("field '", what, "' before offset ", m_pos, " is not a finite number (", v, ")");
+        } else {
+            for (std::size_t i = 0; i < v.size(); ++i)
+                if (!std::isfinite(v[i])) fail("field '", what, "' element ", i, " before offset ", m_pos, " is not a finite number (", v[i], ")");
+        }
+        return v;
     }
     void need(std::size_t n, std::string_view what) const {
         if (n > remaining())

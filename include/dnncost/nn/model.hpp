@@ -738,8 +738,8 @@ public:
         e.m_encoder = features::FeatureEncoder::load(r);
         e.m_additive = estimators::AdditiveFeatures::load(r);
         if (!C.head.additive_skip && e.m_additive.size() > 0) r.fail("additive features stored for a model without an additive path");
-        e.m_scale = r.get_f64("label scale");
-        e.m_sum_scale = r.get_f64("sum readout scale");
+        e.m_scale = r.get_finite_f64("label scale");
+        e.m_sum_scale = r.get_finite_f64("sum readout scale");
         if (!(e.m_sum_scale > 0) || !(e.m_scale > 0)) r.fail("corrupt scales ", e.m_scale, ", ", e.m_sum_scale);
         const auto in = r.get_i64("input width");
         if (in != e.m_encoder.num_features()) r.fail("input width ", in, " does not match the encoder's ", e.m_encoder.num_features());
@@ -753,7 +753,7 @@ public:
             const auto rows = r.get_i64("parameter rows"), cols = r.get_i64("parameter cols");
             if (rows != p->value.rows() || cols != p->value.cols())
                 r.fail("parameter '", p->name, "' is ", rows, "x", cols, ", expected ", p->value.rows(), "x", p->value.cols());
-            const auto v = r.get_f32_vector("parameter values");
+            const auto v = r.get_finite_f32_vector("parameter values");
             if (static_cast<Index>(v.size()) != p->value.size()) r.fail("parameter '", p->name, "' has ", v.size(), " values");
             std::copy(v.begin(), v.end(), p->value.data());
         }

@@ -15,6 +15,7 @@
 /// reported in `Dataset::skipped` (file, line, reason), or, with `strict`, rejected by a
 /// parse_error naming file and line. A data set left empty is an error either way.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -169,7 +170,11 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
     for (auto c : cols) ds.m_columns.push_back(table.header[c]);
     ds.m_values.resize(cols.size());
 
-    auto reject = [&](std::size_t row, const std::string& reason) { ds.m_skipped.push_back({table.lines[row], reason}); };
+    // a 1 MB bad field must not become a 1 MB message
+    auto reject = [&](std::size_t row, std::string reason) {
+        if (reason.size() > 300) reason = reason.substr(0, 300) + "... (" + std::to_string(reason.size()) + " characters)";
+        ds.m_skipped.push_back({table.lines[row], std::move(reason)});
+    };
 
     // Pass 1: values and keys (cheap, serial), so that messages come in line order.
     std::vector<std::size_t> kept;
@@ -186,6 +191,10 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
             }
             if (!(p.value > 0)) {
                 problem = "column '" + table.header[c] + "': non-positive value " + table.rows[r][c];
+                break;
+            }
+            if (!std::isnormal(p.value)) {  // 1e-320: relative errors against it overflow
+                problem = "column '" + table.header[c] + "': subnormal value " + table.rows[r][c];
                 break;
             }
             vals.push_back(p.value);
