@@ -30,13 +30,13 @@ struct RooflineFlags {
 
     void add_to(CLI::App& cmd) {
         auto* p = cmd.add_option("--peak-gflops", peak_gflops, "Device peak compute, GFLOP/s (enables roofline latency)")
-                      ->check(CLI::PositiveNumber);
+                      ->check(check::finite(check::Sign::positive));
         auto* b = cmd.add_option("--bandwidth-gbs", bandwidth_gbs, "Device memory bandwidth, GB/s")
-                      ->check(CLI::PositiveNumber);
+                      ->check(check::finite(check::Sign::positive));
         p->needs(b);
         b->needs(p);
         cmd.add_option("--overhead-us", overhead_us, "Fixed per-operator overhead, microseconds (default 0)")
-            ->check(CLI::NonNegativeNumber);
+            ->check(check::finite(check::Sign::non_negative));
     }
     std::optional<cost::DeviceSpec> device() const {
         if (peak_gflops <= 0.0 || bandwidth_gbs <= 0.0) return std::nullopt;
@@ -206,7 +206,7 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
         cmd->add_option("FILE", opts->file, "ONNX model (.onnx)")->required();
         cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
         cmd->add_option("--batch", opts->batch, "Batch size for a symbolic leading input dimension (default 1)")
-            ->check(CLI::PositiveNumber);
+            ->check(check::integer(1, std::int64_t{1} << 20, "a batch size in [1, 2^20]"));
         opts->roof.add_to(*cmd);
         cmd->callback([opts] {
             io::OnnxImportOptions io_opt;
@@ -232,7 +232,8 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
         cmd->add_option("--onnx", opts->onnx_out, "Also write the network as an ONNX file");
         cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
         cmd->add_flag("--prune", opts->prune, "Graph-compiler view: drop zero and dead operators");
-        cmd->add_option("--batch", opts->batch, "Batch size (default 1)")->check(CLI::PositiveNumber);
+        cmd->add_option("--batch", opts->batch, "Batch size (default 1)")
+            ->check(check::integer(1, std::int64_t{1} << 20, "a batch size in [1, 2^20]"));
         opts->roof.add_to(*cmd);
         cmd->callback([opts] {
             const auto arch = inspect_detail::parse_arch(opts->arch);

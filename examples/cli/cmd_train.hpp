@@ -1,6 +1,8 @@
 #pragma once
 // `dnncost train`, `dnncost eval`, `dnncost predict`: learn a cost estimator from measurements,
 // evaluate a saved one, predict with it.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -73,6 +75,22 @@ inline std::vector<estimators::Prediction> predict_items(const estimators::CostE
     return est.predict(graphs);
 }
 
+/// A non-finite prediction (a corrupted or diverged model) is an error naming the input; a
+/// negative one is reported once on stderr (a linear head extrapolating past its data).
+template <class Name>
+void check_predictions(const std::vector<estimators::Prediction>& p, Name&& name) {
+    std::size_t negative = 0, first = 0;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        if (!std::isfinite(p[i].mean) || !std::isfinite(p[i].sigma))
+            raise<error>("the model predicts a non-finite value (", p[i].mean, ") for '", name(i),
+                         "': the model file is corrupt or the input lies far outside its training data");
+        if (p[i].mean < 0 && negative++ == 0) first = i;
+    }
+    if (negative > 0)
+        std::cerr << "dnncost: warning: " << negative << " negative prediction(s), first for '" << name(first)
+                  << "': the estimator extrapolates outside its training data\n";
+}
+
 inline std::vector<double> means(const std::vector<estimators::Prediction>& p) {
     std::vector<double> m;
     m.reserve(p.size());
@@ -98,29 +116,41 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     train->add_option("--data", targs->data, "CSV: a key column (arch string or ONNX path) + measured columns")->required();
     train->add_option("--space", targs->space, "What the key column holds: nb201 | onnx")->check(CLI::IsMember({"nb201", "onnx"}));
     train->add_option("--target", targs->target, "Column to learn (e.g. pixel3)")->required();
-    train->add_option("--train", targs->n_train, "Number of training samples");
-    train->add_option("--val", targs->n_val, "Number of validation samples (early stopping / model selection)");
-    train->add_option("--test", targs->n_test, "Number of test samples (0: all remaining rows)");
-    train->add_option("--seed", targs->seed, "Seed of the split and of training");
+    train->add_option("--train", targs->n_train, "Number of training samples")->check(check::integer(1, 100000000));
+    train->add_option("--val", targs->n_val, "Number of validation samples (early stopping / model selection)")
+        ->check(check::integer(0, 100000000));
+    train->add_option("--test", targs->n_test, "Number of test samples (0: all remaining rows)")->check(check::integer(0, 100000000));
+    train->add_option("--seed", targs->seed, "Seed of the split and of training")->check(check::seed());
     train->add_option("--preset", targs->preset, "Estimator preset: " + [] {
         std::string s;
         for (const auto& n : estimators::estimator_names()) s += (s.empty() ? "" : " | ") + n;
         return s;
-    }())->required();
-    train->add_option("--ensemble", targs->ensemble, "Train an ensemble of K members (K >= 2) and report sigma");
+    }())->required()->check(CLI::IsMember(estimators::estimator_names()));
+    train->add_option("--ensemble", targs->ensemble, "Train an ensemble of K members (K >= 2) and report sigma")
+        ->check(check::integer(0, 64, "an ensemble size in [0, 64] (0 or 1: a single model)"));
     train->add_option("--sampling", targs->sampling, "Training-set sampling: random | uniform (MAPLE-Edge targeted)")
         ->check(CLI::IsMember({"random", "uniform"}));
-    train->add_option("--proxy", targs->proxy, "Proxy ranking the candidates for uniform sampling: macs | a column");
-    train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)");
-    train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)");
-    train->add_option("--threads", targs->threads, "Threads (0: all cores)");
+    auto* proxy_opt = train->add_option("--proxy", targs->proxy, "Proxy ranking the candidates for uniform sampling: macs | a column");
+    const auto minus_one_or_positive = CLI::Validator(
+        [](std::string& s) -> std::string {
+            return s == "-1" || check::integer(1, 1000000).operator()(s).empty() ? std::string() : "'" + s + "' is not -1 or an integer in [1, 10^6]";
+        },
+        "-1 | INT >= 1");
+    train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)")->check(minus_one_or_positive);
+    train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)")->check(minus_one_or_positive);
+    train->add_option("--threads", targs->threads, "Threads (0: all cores)")->check(check::integer(0, 1024, "a thread count in [0, 1024]"));
     train->add_flag("--bf16", targs->bf16, "GEMMs in bfloat16 on Intel AMX when the CPU has it (fp32 otherwise): faster, ~0.4 % rounding");
     train->add_flag("--strict", targs->strict, "Reject the data set at the first bad row instead of skipping it");
     train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required();
     train->add_option("--report", targs->report, "Write a JSON report of the test metrics");
-    train->callback([targs, &ctx] {
+    train->callback([targs, proxy_opt, &ctx] {
         const auto& a = *targs;
         const auto sampling = train::parse_sampling(a.sampling);
+        if (proxy_opt->count() > 0 && sampling != train::Sampling::uniform)
+            raise<config_error>("--proxy ranks candidates for --sampling uniform only (sampling is '", a.sampling, "')");
+        // fail before loading and training, not after
+        io::check_writable(a.out);
+        if (!a.report.empty()) io::check_writable(a.report);
         std::vector<std::string> columns{a.target};
         const bool proxy_is_column = sampling == train::Sampling::uniform && a.proxy != "macs";
         if (proxy_is_column && a.proxy != a.target) columns.push_back(a.proxy);
@@ -159,8 +189,8 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
 
         const auto pred = td::predict_items(*est, ds, split.test);
         const auto truth = ds.values(split.test, a.target);
+        td::check_predictions(pred, [&](std::size_t i) { return ds.key(split.test[i]); });
         const auto ev = train::evaluate(td::means(pred), truth);
-        io::write_file_atomic(a.out, est->serialize());
 
         std::cout << "preset " << est->preset() << (a.ensemble >= 2 ? " x" + std::to_string(a.ensemble) + " ensemble" : "")
                   << ", target " << a.target << ", " << fit.epochs << " epochs, " << std::setprecision(3) << fit.seconds
@@ -174,7 +204,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             report["coverage_2sigma"] = cov;
             report["ensemble"] = a.ensemble;
         }
-        std::cout << "model saved to " << a.out << '\n';
+        io::write_file_atomic(a.out, est->serialize());
         if (!a.report.empty()) {
             report["preset"] = est->preset();
             report["target"] = a.target;
@@ -192,6 +222,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             report["bf16"] = a.bf16;
             io::write_file_atomic(a.report, report.dump(2) + "\n");
         }
+        std::cout << "model saved to " << a.out << '\n';
         ctx.exit_code = 0;
     });
 
@@ -216,6 +247,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         auto ds = td::load(a.data, a.space, {a.target}, a.strict);
         const auto items = ds.all_items();
         const auto pred = td::predict_items(*est, ds, items);
+        td::check_predictions(pred, [&](std::size_t i) { return ds.key(items[i]); });
         const auto truth = ds.values(items, a.target);
         const auto ev = train::evaluate(td::means(pred), truth);
         const bool has_sigma = std::any_of(pred.begin(), pred.end(), [](const auto& p) { return p.sigma > 0; });
@@ -257,6 +289,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         std::vector<const graph::Graph*> ptrs;
         for (const auto& g : graphs) ptrs.push_back(&g);
         const auto pred = est->predict(ptrs);
+        td::check_predictions(pred, [&](std::size_t i) { return a.inputs[i]; });
         const bool ensemble = dynamic_cast<const estimators::Ensemble*>(est.get()) != nullptr;
         for (std::size_t i = 0; i < pred.size(); ++i) {
             std::cout << a.inputs[i] << '\t' << std::setprecision(6) << pred[i].mean;

@@ -1,5 +1,11 @@
 #pragma once
 // Shared pieces of the `dnncost` command-line tool.
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <system_error>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +18,48 @@ using json = nlohmann::json;
 struct Context {
     int exit_code = 0;
 };
+
+/// Option checks with short messages (CLI11's own number checks print a 300-digit bound and
+/// let an out-of-range integer saturate silently).
+namespace check {
+/// A decimal integer in [lo, hi], nothing else (no sign wrap, no saturation, no trailing text).
+inline CLI::Validator integer(std::int64_t lo, std::int64_t hi, std::string what = {}) {
+    return CLI::Validator(
+        [lo, hi, what](std::string& s) -> std::string {
+            std::int64_t v = 0;
+            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+            if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi)
+                return "'" + s + "' is not " + (what.empty() ? "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" : what);
+            return {};
+        },
+        what.empty() ? "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" : what);
+}
+/// A seed: a decimal integer in [0, 2^64 - 1].
+inline CLI::Validator seed() {
+    return CLI::Validator(
+        [](std::string& s) -> std::string {
+            std::uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+            if (ec != std::errc() || end != s.data() + s.size()) return "'" + s + "' is not a seed (an integer in [0, 2^64 - 1])";
+            return {};
+        },
+        "SEED");
+}
+/// A finite number, optionally > 0 or >= 0.
+enum class Sign { any, positive, non_negative };
+inline CLI::Validator finite(Sign sign = Sign::any) {
+    return CLI::Validator(
+        [sign](std::string& s) -> std::string {
+            double v = 0;
+            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+            if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return "'" + s + "' is not a finite number";
+            if (sign == Sign::positive && !(v > 0)) return "'" + s + "' is not positive";
+            if (sign == Sign::non_negative && !(v >= 0)) return "'" + s + "' is negative";
+            return {};
+        },
+        sign == Sign::positive ? "POSITIVE" : sign == Sign::non_negative ? "NON-NEGATIVE" : "NUMBER");
+}
+}  // namespace check
 
 /// Print JSON to stdout, one object, pretty enough to read.
 inline void print_json(const json& j) { std::cout << j.dump(2) << '\n'; }
