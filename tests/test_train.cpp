@@ -220,6 +220,25 @@ TEST_CASE("split: impossible sizes are config errors") {
     CHECK_THROWS_AS(train::make_split(10, {.n_train = huge}), config_error);
 }
 
+TEST_CASE("vocabulary: operator types a trained estimator never saw are listed") {
+    const auto ds = synthetic(60, 12);
+    const auto s = train::make_split(ds.size(), {.n_train = 30, .n_validation = 10, .seed = 2});
+    estimators::AdditiveEstimator est;
+    CHECK(estimators::unknown_operators(est, ds.graph(0)).empty());  // untrained: no vocabulary
+    est.fit(ds.subset(s.train, "lat"), ds.subset(s.validation, "lat"), {});
+    const auto vocab = est.vocabulary();
+    CHECK(std::is_sorted(vocab.begin(), vocab.end()));
+    CHECK(std::find(vocab.begin(), vocab.end(), "Conv") != vocab.end());
+    CHECK(estimators::unknown_operators(est, ds.graph(0)).empty());
+    graph::Graph g("other");
+    const int x = g.add_input("x", {1, 8});
+    const int y = g.add_op("Softmax", "sm1", {x}, {1, 8});
+    const int z = g.add_op("Softmax", "sm2", {y}, {1, 8});
+    g.add_op("Relu", "r", {g.add_op("Erf", "erf", {z}, {1, 8})}, {1, 8});
+    const auto u = estimators::unknown_operators(est, g);
+    CHECK(u == std::vector<std::string>{"Erf", "Softmax"});  // sorted, each once; Relu is known
+}
+
 TEST_CASE("additive: an exact linear function of op counts is recovered") {
     const auto ds = synthetic(140, 11);
     const auto s = train::make_split(ds.size(), {.n_train = 60, .n_validation = 30, .seed = 1});

@@ -155,7 +155,7 @@ inline void add_moo_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("--problem", args->problem, "zdt1 | zdt2 | zdt3 | zdt4 | zdt6 | dtlz1 | dtlz2 | constr | srn")
         ->check(CLI::IsMember({"zdt1", "zdt2", "zdt3", "zdt4", "zdt6", "dtlz1", "dtlz2", "constr", "srn"}))
         ->capture_default_str();
-    cmd->add_option("--pop", args->population, "population size (>= 2)")->check(check::integer(2, 1000000, "a population size in [2, 10^6]"))->capture_default_str();
+    cmd->add_option("--pop", args->population, "population size (>= 2)")->check(check::integer(2, 100000, "a population size in [2, 10^5]"))->capture_default_str();
     cmd->add_option("--gens", args->generations, "generations after the initial one (0 = no limit)")
         ->capture_default_str();
     cmd->add_option("--max-evals", args->max_evaluations, "evaluation budget (0 = no limit)")->capture_default_str();
@@ -171,7 +171,9 @@ inline void add_moo_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("--ref", args->reference, "hypervolume reference value in every objective")
         ->check(check::finite())
         ->capture_default_str();
-    cmd->add_option("--igd-points", args->igd_points, "points of the analytic front for IGD")->capture_default_str();
+    cmd->add_option("--igd-points", args->igd_points, "points of the analytic front for IGD")
+        ->check(check::integer(1, 10000000, "a point count in [1, 10^7]"))
+        ->capture_default_str();
     cmd->add_flag("--archive", args->archive, "report the archive of every non-dominated solution seen instead of "
                                               "the final population's front");
     cmd->add_flag("--json", args->json, "print one JSON object (keys hv, igd, evaluations, seconds, ...)");

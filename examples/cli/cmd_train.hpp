@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -69,9 +70,29 @@ inline train::Dataset load(const std::string& path, const std::string& space, st
     return ds;
 }
 
+/// One warning listing the operator types the model never saw in training, and how many of
+/// the inputs contain them (their predictions are extrapolations).
+template <class Graphs>
+void warn_unknown_operators(const estimators::CostEstimator& est, const Graphs& graphs) {
+    std::set<std::string> types;
+    std::size_t inputs = 0;
+    for (const graph::Graph* g : graphs) {
+        const auto u = estimators::unknown_operators(est, *g);
+        inputs += !u.empty();
+        types.insert(u.begin(), u.end());
+    }
+    if (types.empty()) return;
+    std::string list;
+    for (const auto& t : types) list += (list.empty() ? "" : ", ") + t;
+    std::cerr << "dnncost: warning: " << inputs << " of " << graphs.size()
+              << " input(s) contain operator types the model never saw in training (" << list
+              << "): their predictions are extrapolations\n";
+}
+
 inline std::vector<estimators::Prediction> predict_items(const estimators::CostEstimator& est, const train::Dataset& ds,
                                                          const std::vector<std::size_t>& items) {
     const auto graphs = ds.graphs(items);
+    warn_unknown_operators(est, graphs);
     return est.predict(graphs);
 }
 
@@ -288,6 +309,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             graphs.push_back(a.space == "nb201" ? nb201::build_graph(in) : io::import_onnx(in));
         std::vector<const graph::Graph*> ptrs;
         for (const auto& g : graphs) ptrs.push_back(&g);
+        td::warn_unknown_operators(*est, ptrs);
         const auto pred = est->predict(ptrs);
         td::check_predictions(pred, [&](std::size_t i) { return a.inputs[i]; });
         const bool ensemble = dynamic_cast<const estimators::Ensemble*>(est.get()) != nullptr;

@@ -47,6 +47,7 @@ check "unknown preset: data not loaded first" bash -c '! grep -q "rows (" err.tx
 expect_fail "test larger than data" "only 40"       "$bin" "${common[@]}" --test 1000 --out m.dnnc
 expect_fail "moo threads -1"   "thread count"        "$bin" moo --problem zdt1 --threads -1
 expect_fail "moo pop -5"       "population size"     "$bin" moo --problem zdt1 --pop -5
+expect_fail "moo igd-points huge" "point count"       "$bin" moo --problem zdt1 --igd-points 100000000000
 expect_fail "moo ref inf"      "finite"              "$bin" moo --problem zdt1 --ref inf
 expect_fail "nb201 batch huge" "batch size"          "$bin" nb201 5 --batch 9223372036854775807
 expect_fail "nb201 overhead nan" "finite"            "$bin" nb201 5 --overhead-us nan --peak-gflops 1 --bandwidth-gbs 1

@@ -346,6 +346,11 @@ public:
         return out;
     }
 
+    std::vector<std::string> vocabulary() const override {
+        auto v = m_features.vocabulary;
+        std::sort(v.begin(), v.end());
+        return v;
+    }
     std::string serialize() const override {
         io::BinaryWriter w;
         m_features.save(w);
@@ -382,7 +387,6 @@ public:
     /// Inspection: the chosen ridge strength, feature names and their standardised weights.
     double lambda() const { return m_lambda; }
     Loss loss() const { return m_loss; }
-    const std::vector<std::string>& vocabulary() const { return m_features.vocabulary; }
     const std::vector<std::string>& feature_names() const { return m_features.names; }
     const std::vector<double>& weights() const { return m_weights; }
 

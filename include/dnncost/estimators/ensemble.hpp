@@ -127,6 +127,7 @@ public:
         for (auto& m : m_members) m->set_bf16(on);
     }
     /// Container "ensemble": member preset, resample mode, then each member's own container.
+    std::vector<std::string> vocabulary() const override { return m_members.empty() ? std::vector<std::string>{} : m_members[0]->vocabulary(); }
     std::string serialize() const override {
         if (m_members.empty()) raise<config_error>("Ensemble: serialize called before fit");
         io::BinaryWriter w;

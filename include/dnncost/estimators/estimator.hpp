@@ -3,6 +3,7 @@
 /// The run-time face of every learned cost estimator (GNN presets, the additive baseline,
 /// ensembles): fit on measured graphs, predict, save. Compile-time configured models implement
 /// it through a thin adapter so that the CLI and the searches can choose a preset by name.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,6 +65,22 @@ public:
     /// Run later predictions with bf16 GEMMs on AMX (see FitOptions::bf16); a no-op for
     /// estimators without GEMMs.
     virtual void set_bf16(bool /*on*/) {}
+    /// Operator types seen in training (sorted); empty when the estimator does not keep one.
+    virtual std::vector<std::string> vocabulary() const { return {}; }
 };
+
+/// Operator types of `g` that `est` never saw in training (sorted, each once): its prediction
+/// for such a graph is an extrapolation (the types share one `unknown` slot or are ignored).
+/// Empty when the estimator keeps no vocabulary.
+inline std::vector<std::string> unknown_operators(const CostEstimator& est, const graph::Graph& g) {
+    const auto vocab = est.vocabulary();
+    std::vector<std::string> out;
+    if (vocab.empty()) return out;
+    for (const auto& n : g.nodes())
+        if (!std::binary_search(vocab.begin(), vocab.end(), n.op_type)) out.push_back(n.op_type);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
 
 }  // namespace dnncost::estimators

@@ -98,6 +98,7 @@ public:
     }
     nn::Estimator<C>& estimator() { return m_model; }
     void set_bf16(bool on) override { m_model.set_precision(on ? nn::Precision::bf16 : nn::Precision::fp32); }
+    std::vector<std::string> vocabulary() const override { return m_model.encoder().vocabulary(); }
 
 private:
     std::string m_preset;
