@@ -26,17 +26,10 @@ int main(int argc, char** argv) try {
 
     // 2. Learn a device's latency from 100 measurements (+100 for validation).
     train::Dataset ds = train::load_dataset(data + "/nb201/latency_ms.csv", {.space = train::Space::nb201});
-    const auto column = ds.column("gold_6240");
     const auto split = train::make_split(ds.size(), {.n_train = 100, .n_validation = 100, .n_test = 1000, .seed = 7});
-    auto pick = [&](const std::vector<std::size_t>& rows) {
-        estimators::TrainData d;
-        for (auto r : rows) {
-            d.graphs.push_back(&ds.graph(r));
-            d.targets.push_back(column[r]);
-        }
-        return d;
-    };
-    const auto tr = pick(split.train), va = pick(split.validation), te = pick(split.test);
+    // graphs and measured latencies of each part (NB201 graphs are built here, on demand)
+    const auto tr = ds.subset(split.train, "gold_6240"), va = ds.subset(split.validation, "gold_6240"),
+               te = ds.subset(split.test, "gold_6240");
     estimators::HiFiSage model;  // compile-time configured preset
     const auto fit = model.fit(tr, va, {.seed = 1, .max_epochs = 60, .threads = 2});
     const auto predicted = model.predict(te.graphs);

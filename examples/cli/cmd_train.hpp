@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -70,30 +71,46 @@ inline train::Dataset load(const std::string& path, const std::string& space, st
     return ds;
 }
 
-/// One warning listing the operator types the model never saw in training, and how many of
-/// the inputs contain them (their predictions are extrapolations).
-template <class Graphs>
-void warn_unknown_operators(const estimators::CostEstimator& est, const Graphs& graphs) {
+/// Operator types a model never saw in training, over many inputs; warn() says it once.
+struct UnknownOperators {
     std::set<std::string> types;
-    std::size_t inputs = 0;
-    for (const graph::Graph* g : graphs) {
-        const auto u = estimators::unknown_operators(est, *g);
-        inputs += !u.empty();
-        types.insert(u.begin(), u.end());
+    std::size_t inputs = 0, total = 0;
+    template <class Graphs>
+    void add(const estimators::CostEstimator& est, const Graphs& graphs) {
+        for (const graph::Graph* g : graphs) {
+            const auto u = estimators::unknown_operators(est, *g);
+            inputs += !u.empty();
+            types.insert(u.begin(), u.end());
+            ++total;
+        }
     }
-    if (types.empty()) return;
-    std::string list;
-    for (const auto& t : types) list += (list.empty() ? "" : ", ") + t;
-    std::cerr << "dnncost: warning: " << inputs << " of " << graphs.size()
-              << " input(s) contain operator types the model never saw in training (" << list
-              << "): their predictions are extrapolations\n";
-}
+    void warn() const {
+        if (types.empty()) return;
+        std::string list;
+        for (const auto& t : types) list += (list.empty() ? "" : ", ") + t;
+        std::cerr << "dnncost: warning: " << inputs << " of " << total
+                  << " input(s) contain operator types the model never saw in training (" << list
+                  << "): their predictions are extrapolations\n";
+    }
+};
 
+/// Predictions for the given items, in chunks, so that a whole NB201 data set (4 GB of graphs)
+/// is never built at once.
 inline std::vector<estimators::Prediction> predict_items(const estimators::CostEstimator& est, const train::Dataset& ds,
                                                          const std::vector<std::size_t>& items) {
-    const auto graphs = ds.graphs(items);
-    warn_unknown_operators(est, graphs);
-    return est.predict(graphs);
+    constexpr std::size_t chunk = 2048;
+    std::vector<estimators::Prediction> out;
+    out.reserve(items.size());
+    UnknownOperators unknown;
+    for (std::size_t s = 0; s < items.size(); s += chunk) {
+        const auto part = std::span(items).subspan(s, std::min(chunk, items.size() - s));
+        const auto graphs = ds.graphs(part);
+        unknown.add(est, graphs);
+        const auto p = est.predict(graphs);
+        out.insert(out.end(), p.begin(), p.end());
+    }
+    unknown.warn();
+    return out;
 }
 
 /// A non-finite prediction (a corrupted or diverged model) is an error naming the input; a
@@ -183,7 +200,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
                 proxy = ds.column(a.proxy);
             } else {
                 proxy.reserve(ds.size());
-                for (std::size_t i = 0; i < ds.size(); ++i) proxy.push_back(static_cast<double>(cost::total_cost(ds.graph(i)).macs));
+                for (std::size_t i = 0; i < ds.size(); ++i) proxy.push_back(static_cast<double>(cost::total_cost(*ds.graph(i)).macs));
             }
         }
         const auto split = train::make_split(ds.size(), {a.n_train, a.n_val, a.n_test, sampling, a.seed}, proxy);
@@ -309,7 +326,9 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             graphs.push_back(a.space == "nb201" ? nb201::build_graph(in) : io::import_onnx(in));
         std::vector<const graph::Graph*> ptrs;
         for (const auto& g : graphs) ptrs.push_back(&g);
-        td::warn_unknown_operators(*est, ptrs);
+        td::UnknownOperators unknown;
+        unknown.add(*est, ptrs);
+        unknown.warn();
         const auto pred = est->predict(ptrs);
         td::check_predictions(pred, [&](std::size_t i) { return a.inputs[i]; });
         const bool ensemble = dynamic_cast<const estimators::Ensemble*>(est.get()) != nullptr;

@@ -20,6 +20,8 @@ namespace dnncost::estimators {
 struct TrainData {
     std::vector<const graph::Graph*> graphs;
     std::vector<double> targets;
+    /// Keeps graphs built on demand alive as long as this object (train::Dataset::subset).
+    std::shared_ptr<const void> keep_alive{};
     std::size_t size() const { return graphs.size(); }
 };
 

@@ -9,7 +9,11 @@
 ///   the caller-supplied loader (the CLI passes io::import_onnx), so that this header stays
 ///   free of protobuf.
 ///
-/// Each distinct key's graph is built once (in parallel) and shared by every row naming it.
+/// ONNX models are loaded once per distinct path (in parallel) when the data set is loaded and
+/// shared by every row naming them. NAS-Bench-201 strings are only parsed then: their graphs
+/// (~250 KB each, 4 GB for the whole space) are built on demand, in parallel, when a subset is
+/// asked for, and live as long as some GraphSet or TrainData holds them; rows naming the same
+/// network share one graph while it lives.
 /// Rows with a missing, non-numeric, NaN/inf or non-positive value in a used column, a bad
 /// architecture string, an unreadable model file or a wrong field count are either skipped and
 /// reported in `Dataset::skipped` (file, line, reason), or, with `strict`, rejected by a
@@ -21,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -70,6 +75,51 @@ struct SkippedRow {
     std::string reason;
 };
 
+/// Graphs of some items of a data set, kept alive as long as this object.
+class GraphSet {
+public:
+    std::size_t size() const { return m_ptrs.size(); }
+    bool empty() const { return m_ptrs.empty(); }
+    const graph::Graph* operator[](std::size_t i) const { return m_ptrs.at(i); }
+    auto begin() const { return m_ptrs.begin(); }
+    auto end() const { return m_ptrs.end(); }
+    /// One pointer per item, valid as long as this object.
+    const std::vector<const graph::Graph*>& pointers() const { return m_ptrs; }
+    operator std::span<const graph::Graph* const>() const { return m_ptrs; }
+
+private:
+    friend class Dataset;
+    std::vector<std::shared_ptr<const graph::Graph>> m_owned;
+    std::vector<const graph::Graph*> m_ptrs;
+};
+
+namespace detail {
+/// The distinct networks of a data set: loaded graphs (onnx), or NB201 strings whose graphs
+/// are built on demand and cached while someone holds them.
+struct GraphStore {
+    Space space = Space::nb201;
+    nb201::Nb201Options nb201{};
+    unsigned threads = 0;
+    std::vector<std::string> keys;
+    std::vector<std::shared_ptr<const graph::Graph>> loaded;  ///< onnx (empty for nb201)
+    std::mutex mutex;
+    std::vector<std::weak_ptr<const graph::Graph>> live;  ///< nb201 graphs somebody still holds
+
+    std::shared_ptr<const graph::Graph> get(std::size_t d) {
+        if (!loaded.empty()) return loaded.at(d);
+        {
+            const std::lock_guard lock(mutex);
+            if (auto g = live.at(d).lock()) return g;
+        }
+        auto built = std::make_shared<const graph::Graph>(nb201::build_graph(keys[d], nb201));
+        const std::lock_guard lock(mutex);
+        if (auto g = live[d].lock()) return g;  // another thread was faster: share its graph
+        live[d] = built;
+        return built;
+    }
+};
+}  // namespace detail
+
 class Dataset {
 public:
     /// File the data came from (used in messages).
@@ -80,7 +130,8 @@ public:
     const std::string& key(std::size_t i) const { return m_keys.at(i); }
     /// 1-based CSV line of item i.
     std::size_t line(std::size_t i) const { return m_lines.at(i); }
-    const graph::Graph& graph(std::size_t i) const { return *m_graphs.at(i); }
+    /// The graph of item i (built now if it is an NB201 network nobody holds).
+    std::shared_ptr<const graph::Graph> graph(std::size_t i) const { return m_store->get(m_item_key.at(i)); }
     const std::vector<std::string>& columns() const { return m_columns; }
     const std::vector<SkippedRow>& skipped() const { return m_skipped; }
     /// Number of distinct graphs (rows naming the same network share one).
@@ -95,12 +146,22 @@ public:
         raise<config_error>(m_source, ": no loaded column '", name, "' (loaded: ", cols, ")");
     }
 
-    /// Graph pointers of the given items (valid as long as the data set).
-    std::vector<const graph::Graph*> graphs(std::span<const std::size_t> items) const {
-        std::vector<const graph::Graph*> g;
-        g.reserve(items.size());
-        for (auto i : items) g.push_back(m_graphs.at(i).get());
-        return g;
+    /// Graphs of the given items, valid as long as the returned set (those not alive yet are
+    /// built in parallel).
+    GraphSet graphs(std::span<const std::size_t> items) const {
+        GraphSet set;
+        set.m_owned.resize(items.size());
+        for (auto i : items) (void)m_item_key.at(i);  // range check before any work
+        const auto fill = [&](std::size_t k) { set.m_owned[k] = m_store->get(m_item_key[items[k]]); };
+        if (m_store->loaded.empty() && items.size() >= 64) {
+            ThreadPool pool(m_store->threads);
+            pool.parallel_for(0, items.size(), fill);
+        } else {
+            for (std::size_t k = 0; k < items.size(); ++k) fill(k);
+        }
+        set.m_ptrs.reserve(items.size());
+        for (const auto& g : set.m_owned) set.m_ptrs.push_back(g.get());
+        return set;
     }
     /// Values of `column` for the given items.
     std::vector<double> values(std::span<const std::size_t> items, std::string_view col) const {
@@ -112,7 +173,8 @@ public:
     }
     /// The estimator's view of a subset: graphs and their values in `column`.
     estimators::TrainData subset(std::span<const std::size_t> items, std::string_view col) const {
-        return {graphs(items), values(items, col)};
+        auto set = std::make_shared<const GraphSet>(graphs(items));
+        return {set->pointers(), values(items, col), set};
     }
     /// Every item index 0..size()-1.
     std::vector<std::size_t> all_items() const {
@@ -133,7 +195,8 @@ private:
     std::string m_source;
     std::vector<std::string> m_keys;
     std::vector<std::size_t> m_lines;
-    std::vector<std::shared_ptr<const graph::Graph>> m_graphs;
+    std::shared_ptr<detail::GraphStore> m_store = std::make_shared<detail::GraphStore>();
+    std::vector<std::size_t> m_item_key;  ///< item -> distinct network in m_store
     std::vector<std::string> m_columns;
     std::vector<std::vector<double>> m_values;  ///< [column][item]
     std::vector<SkippedRow> m_skipped;
@@ -219,32 +282,50 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
         row_key[k] = it->second;
     }
     std::vector<std::shared_ptr<const graph::Graph>> built(distinct.size());
+    std::vector<char> ok(distinct.size(), 0);
     std::vector<std::string> failure(distinct.size());
+    if (opt.space == Space::nb201)  // invalid options are a config_error now, not at first use
+        (void)nb201::build_graph(nb201::from_index(0), opt.nb201);
     {
         ThreadPool pool(opt.threads);
         pool.parallel_for(0, distinct.size(), [&](std::size_t d) {
             try {
                 if (opt.space == Space::nb201) {
-                    built[d] = std::make_shared<const graph::Graph>(nb201::build_graph(distinct[d], opt.nb201));
+                    (void)nb201::parse(distinct[d]);  // the graph is built on demand
+                    ok[d] = 1;
                 } else {
                     std::filesystem::path p(distinct[d]);
                     if (p.is_relative()) p = base_dir / p;
                     built[d] = std::make_shared<const graph::Graph>(opt.loader(p));
+                    ok[d] = 1;
                 }
             } catch (const std::exception& e) {
                 failure[d] = e.what();
             }
         });
     }
+    // the store holds the distinct networks that are used, renumbered
+    auto& store = *ds.m_store;
+    store.space = opt.space;
+    store.nb201 = opt.nb201;
+    store.threads = opt.threads;
+    std::vector<std::size_t> renumber(distinct.size(), 0);
+    for (std::size_t d = 0; d < distinct.size(); ++d) {
+        if (!ok[d]) continue;
+        renumber[d] = store.keys.size();
+        store.keys.push_back(distinct[d]);
+        if (opt.space == Space::onnx) store.loaded.push_back(built[d]);
+    }
+    if (opt.space == Space::nb201) store.live.resize(store.keys.size());
     for (std::size_t k = 0; k < kept.size(); ++k) {
         const auto d = row_key[k];
-        if (!built[d]) {
+        if (!ok[d]) {
             reject(kept[k], (opt.space == Space::nb201 ? "bad architecture: " : "cannot load model: ") + failure[d]);
             continue;
         }
         ds.m_keys.push_back(distinct[d]);
         ds.m_lines.push_back(table.lines[kept[k]]);
-        ds.m_graphs.push_back(built[d]);
+        ds.m_item_key.push_back(renumber[d]);
         for (std::size_t c = 0; c < cols.size(); ++c) ds.m_values[c].push_back(row_values[k][c]);
     }
     std::sort(ds.m_skipped.begin(), ds.m_skipped.end(),
@@ -252,9 +333,7 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
     if (opt.strict && !ds.m_skipped.empty())
         raise<parse_error>(table.source, ":", ds.m_skipped[0].line, ": ", ds.m_skipped[0].reason,
                            ds.m_skipped.size() > 1 ? " (and " + std::to_string(ds.m_skipped.size() - 1) + " more bad rows)" : "");
-    std::size_t distinct_used = 0;
-    for (const auto& b : built) distinct_used += b ? 1 : 0;
-    ds.m_distinct = distinct_used;
+    ds.m_distinct = store.keys.size();
     if (ds.empty())
         raise<parse_error>(table.source, ": no usable rows (", table.size() + table.issues.size(), " data rows, ",
                            ds.m_skipped.size(), " skipped",
