@@ -270,6 +270,16 @@ TEST_CASE("files: special files are refused or written through, symbolic links a
     io::write_file_atomic(dir / "link", "new");
     CHECK(fs::is_symlink(dir / "link"));
     CHECK(io::read_file(dir / "ten") == "new");
+    // ... also when its target does not exist yet (relative target, two links in a chain)
+    fs::create_symlink("later.dnnc", dir / "dangling");
+    fs::create_symlink("dangling", dir / "chain");
+    io::write_file_atomic(dir / "chain", "made");
+    CHECK(fs::is_symlink(dir / "chain"));
+    CHECK(fs::is_symlink(dir / "dangling"));
+    CHECK(io::read_file(dir / "later.dnnc") == "made");
+    fs::create_symlink("loop2", dir / "loop1");
+    fs::create_symlink("loop1", dir / "loop2");
+    CHECK(contains(io_message([&] { io::write_file_atomic(dir / "loop1", "x"); }), "too many levels"));
     // early checks before a long computation
     CHECK_NOTHROW(io::check_writable(dir / "model.dnnc"));
     CHECK(!fs::exists(dir / "model.dnnc"));

@@ -28,6 +28,8 @@ inline constexpr std::uintmax_t max_read_bytes = std::uintmax_t{2} << 30;
 inline std::string read_file(const std::filesystem::path& path, std::uintmax_t limit = max_read_bytes) {
     std::error_code ec;
     const auto st = std::filesystem::status(path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+        raise<io_error>("cannot open '", path.string(), "': ", ec.message());
     if (!std::filesystem::exists(st)) raise<io_error>("cannot open '", path.string(), "': no such file");
     if (std::filesystem::is_directory(st)) raise<io_error>("cannot read '", path.string(), "': is a directory");
     if (!std::filesystem::is_regular_file(st))
@@ -43,14 +45,19 @@ inline std::string read_file(const std::filesystem::path& path, std::uintmax_t l
 }
 
 namespace detail {
-/// Where a write to `path` lands: the final target of a chain of symbolic links.
+/// Where a write to `path` lands: the end of its chain of symbolic links, which need not exist
+/// yet (a link to a file still to be created is followed, not replaced).
 inline std::filesystem::path write_target(const std::filesystem::path& path) {
     if (path.empty()) raise<io_error>("cannot write: empty output path");
-    std::error_code ec;
-    if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) return path;
-    const auto target = std::filesystem::weakly_canonical(path, ec);
-    if (ec) raise<io_error>("cannot write '", path.string(), "': cannot resolve the symbolic link: ", ec.message());
-    return target;
+    std::filesystem::path p = path;
+    for (int hops = 0;; ++hops) {
+        std::error_code ec;
+        if (!std::filesystem::is_symlink(std::filesystem::symlink_status(p, ec))) return p;
+        if (hops == 40) raise<io_error>("cannot write '", path.string(), "': too many levels of symbolic links");
+        const auto next = std::filesystem::read_symlink(p, ec);
+        if (ec) raise<io_error>("cannot write '", path.string(), "': cannot read the symbolic link: ", ec.message());
+        p = next.is_absolute() ? next : p.parent_path() / next;
+    }
 }
 }  // namespace detail
 
