@@ -173,6 +173,11 @@ TEST_CASE("cost: a count that would exceed 64 bits is an error naming the node, 
     cost::NodeCost a, one;
     a.macs = std::numeric_limits<std::int64_t>::max();
     one.macs = 1;
+    cost::NodeCost c = one;
+    c.flops = 5;
+    CHECK_THROWS_AS(c += a, shape_error);
+    CHECK(c.macs == 1);  // unchanged by the failed sum
+    CHECK(c.flops == 5);
     CHECK_THROWS_AS(a += one, shape_error);
     cost::NodeCost b;
     b.input_bytes = b.output_bytes = std::numeric_limits<std::int64_t>::max() / 2 + 1;

@@ -36,13 +36,21 @@ struct NodeCost {
         return b;
     }
     /// Sums field by field. @throws shape_error when a sum exceeds 64 bits (implausible shapes)
+    /// (On overflow *this is left unchanged.)
     NodeCost& operator+=(const NodeCost& o) {
-        const auto sum = [](std::int64_t& a, std::int64_t b) {
-            if (__builtin_add_overflow(a, b, &a)) raise<shape_error>("cost: a sum over the graph exceeds 64 bits (implausible shapes)");
+        const auto sum = [](std::int64_t a, std::int64_t b) {
+            std::int64_t r = 0;
+            if (__builtin_add_overflow(a, b, &r)) raise<shape_error>("cost: a sum over the graph exceeds 64 bits (implausible shapes)");
+            return r;
         };
-        sum(macs, o.macs); sum(flops, o.flops); sum(params, o.params);
-        sum(input_bytes, o.input_bytes); sum(output_bytes, o.output_bytes); sum(weight_bytes, o.weight_bytes);
-        return *this;
+        NodeCost t;
+        t.macs = sum(macs, o.macs);
+        t.flops = sum(flops, o.flops);
+        t.params = sum(params, o.params);
+        t.input_bytes = sum(input_bytes, o.input_bytes);
+        t.output_bytes = sum(output_bytes, o.output_bytes);
+        t.weight_bytes = sum(weight_bytes, o.weight_bytes);
+        return *this = t;
     }
 };
 
