@@ -97,7 +97,7 @@ int main(int argc, char** argv) try {
     std::cerr << ds.size() << " rows, " << ds.skipped().size() << " skipped\n";
     std::vector<double> macs;
     if (sampling == train::Sampling::uniform)
-        for (std::size_t i = 0; i < ds.size(); ++i) macs.push_back(static_cast<double>(cost::total_cost(*ds.graph(i)).macs));
+        macs = ds.map_graphs([](const graph::Graph& g) { return cost::total_cost(g).macs; });
 
     // results[device][preset][metric]
     std::map<std::string, std::map<std::string, std::map<std::string, Stat>>> results;

@@ -152,10 +152,25 @@ TEST_CASE("dataset: NB201 graphs are built on demand, shared while alive, equal 
     CHECK(d.graphs[0]->num_nodes() == nb201::build_graph(good).num_nodes());
     CHECK(d.targets == std::vector<double>{1, 2});
     CHECK(d.graphs[0] == ds.graph(2).get());
-    // many items are built in parallel and match serial builds
-    const auto big = synthetic(80, 4);
+    // many items are built in parallel (2 threads, 200 items naming 50 networks 4 times each,
+    // so threads race to build the same network): duplicates share one graph, every graph
+    // equals a serial build, and map_graphs sees the same graphs
+    std::string rows = "arch,lat\n";
+    for (int rep = 0; rep < 4; ++rep)
+        for (std::int64_t a = 0; a < 50; ++a) rows += nb201::to_string(nb201::from_index(a * 311)) + ",1\n";
+    train::DatasetOptions two;
+    two.threads = 2;
+    const auto big = train::load_dataset_text(rows, "dup.csv", ".", two);
+    REQUIRE(big.size() == 200);
+    CHECK(big.distinct_graphs() == 50);
     const auto all = big.graphs(big.all_items());
+    std::size_t shared = 0;
+    for (std::size_t i = 0; i < 50; ++i)
+        for (int rep = 1; rep < 4; ++rep) shared += all[i] == all[i + 50 * static_cast<std::size_t>(rep)];
+    CHECK(shared == 150);
     for (std::size_t i = 0; i < all.size(); i += 13) CHECK(*all[i] == nb201::build_graph(big.key(i)));
+    const auto nodes = big.map_graphs([](const graph::Graph& g) { return g.num_nodes(); });
+    for (std::size_t i = 0; i < all.size(); ++i) CHECK(nodes[i] == static_cast<double>(all[i]->num_nodes()));
     // bad options fail at load time, not at first use
     o.nb201.batch = 0;
     CHECK_THROWS_AS(train::load_dataset_text(csv, "lazy.csv", ".", o), config_error);
@@ -176,9 +191,13 @@ TEST_CASE("dataset: subnormal values are skipped; a huge bad field gives a short
     CHECK(contains(ds.skipped()[1].reason, "characters)"));
 }
 
-TEST_CASE("thread pool: a huge request is capped, not a fork bomb") {
-    ThreadPool pool(std::numeric_limits<std::size_t>::max());
-    CHECK(pool.size() <= 4 * std::max(1u, std::thread::hardware_concurrency()));
+TEST_CASE("thread pool: a huge request is capped at a fixed size, not a fork bomb") {
+    // a fixed cap, whatever the machine (training shards by pool size)
+    CHECK(ThreadPool::size_for(std::numeric_limits<std::size_t>::max()) == ThreadPool::max_threads);
+    CHECK(ThreadPool::size_for(3) == 3);
+    CHECK(ThreadPool::size_for(0) == std::max(1u, std::thread::hardware_concurrency()));
+    ThreadPool pool(3);
+    CHECK(pool.size() == 3);
     std::vector<int> hits(100, 0);
     pool.parallel_for(0, hits.size(), [&](std::size_t i) { ++hits[i]; });
     CHECK(std::count(hits.begin(), hits.end(), 1) == 100);

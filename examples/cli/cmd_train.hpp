@@ -154,18 +154,18 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     train->add_option("--data", targs->data, "CSV: a key column (arch string or ONNX path) + measured columns")->required();
     train->add_option("--space", targs->space, "What the key column holds: nb201 | onnx")->check(CLI::IsMember({"nb201", "onnx"}));
     train->add_option("--target", targs->target, "Column to learn (e.g. pixel3)")->required();
-    train->add_option("--train", targs->n_train, "Number of training samples")->check(check::integer(1, 100000000));
+    train->add_option("--train", targs->n_train, "Number of training samples")->transform(check::integer(1, 100000000));
     train->add_option("--val", targs->n_val, "Number of validation samples (early stopping / model selection)")
-        ->check(check::integer(0, 100000000));
-    train->add_option("--test", targs->n_test, "Number of test samples (0: all remaining rows)")->check(check::integer(0, 100000000));
-    train->add_option("--seed", targs->seed, "Seed of the split and of training")->check(check::seed());
+        ->transform(check::integer(0, 100000000));
+    train->add_option("--test", targs->n_test, "Number of test samples (0: all remaining rows)")->transform(check::integer(0, 100000000));
+    train->add_option("--seed", targs->seed, "Seed of the split and of training")->transform(check::seed());
     train->add_option("--preset", targs->preset, "Estimator preset: " + [] {
         std::string s;
         for (const auto& n : estimators::estimator_names()) s += (s.empty() ? "" : " | ") + n;
         return s;
     }())->required()->check(CLI::IsMember(estimators::estimator_names()));
     train->add_option("--ensemble", targs->ensemble, "Train an ensemble of K members (K >= 2) and report sigma")
-        ->check(check::integer(0, 64, "an ensemble size in [0, 64] (0 or 1: a single model)"));
+        ->transform(check::integer(0, 64, "an ensemble size in [0, 64] (0 or 1: a single model)"));
     train->add_option("--sampling", targs->sampling, "Training-set sampling: random | uniform (MAPLE-Edge targeted)")
         ->check(CLI::IsMember({"random", "uniform"}));
     auto* proxy_opt = train->add_option("--proxy", targs->proxy, "Proxy ranking the candidates for uniform sampling: macs | a column");
@@ -174,9 +174,9 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             return s == "-1" || check::integer(1, 1000000).operator()(s).empty() ? std::string() : "'" + s + "' is not -1 or an integer in [1, 10^6]";
         },
         "-1 | INT >= 1");
-    train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)")->check(minus_one_or_positive);
-    train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)")->check(minus_one_or_positive);
-    train->add_option("--threads", targs->threads, "Threads (0: all cores)")->check(check::integer(0, 1024, "a thread count in [0, 1024]"));
+    train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)")->transform(minus_one_or_positive);
+    train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)")->transform(minus_one_or_positive);
+    train->add_option("--threads", targs->threads, "Threads (0: all cores)")->transform(check::integer(0, 1024, "a thread count in [0, 1024]"));
     train->add_flag("--bf16", targs->bf16, "GEMMs in bfloat16 on Intel AMX when the CPU has it (fp32 otherwise): faster, ~0.4 % rounding");
     train->add_flag("--strict", targs->strict, "Reject the data set at the first bad row instead of skipping it");
     train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required();
@@ -199,8 +199,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             if (proxy_is_column) {
                 proxy = ds.column(a.proxy);
             } else {
-                proxy.reserve(ds.size());
-                for (std::size_t i = 0; i < ds.size(); ++i) proxy.push_back(static_cast<double>(cost::total_cost(*ds.graph(i)).macs));
+                proxy = ds.map_graphs([](const graph::Graph& g) { return cost::total_cost(g).macs; });
             }
         }
         const auto split = train::make_split(ds.size(), {a.n_train, a.n_val, a.n_test, sampling, a.seed}, proxy);

@@ -127,7 +127,17 @@ public:
         for (auto& m : m_members) m->set_bf16(on);
     }
     /// Container "ensemble": member preset, resample mode, then each member's own container.
-    std::vector<std::string> vocabulary() const override { return m_members.empty() ? std::vector<std::string>{} : m_members[0]->vocabulary(); }
+    /// The union of the members' vocabularies (bootstrap members see different subsets).
+    std::vector<std::string> vocabulary() const override {
+        std::vector<std::string> all;
+        for (const auto& m : m_members) {
+            const auto v = m->vocabulary();
+            all.insert(all.end(), v.begin(), v.end());
+        }
+        std::sort(all.begin(), all.end());
+        all.erase(std::unique(all.begin(), all.end()), all.end());
+        return all;
+    }
     std::string serialize() const override {
         if (m_members.empty()) raise<config_error>("Ensemble: serialize called before fit");
         io::BinaryWriter w;

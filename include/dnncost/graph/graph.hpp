@@ -410,6 +410,8 @@ private:
         if (nd.outputs.empty()) return;
         const Shape& y = m_tensors[static_cast<std::size_t>(nd.outputs[0])].shape;
         const std::size_t n = x.size() - 2;
+        const auto unknown = [](const Shape& s) { return std::any_of(s.begin(), s.end(), [](std::int64_t d) { return d < 0; }); };
+        if (unknown(x) || unknown(w) || unknown(y)) return;  // reported as an unknown shape by validate()
         if (y.size() != x.size()) shape_fail(nd, "output " + to_string(y) + " and input " + to_string(x) + " ranks differ");
         const auto strides = nd.attr_ints("strides"), dilations = nd.attr_ints("dilations"), pads = nd.attr_ints("pads");
         const std::string auto_pad = nd.attr_string("auto_pad", "NOTSET");
@@ -422,7 +424,7 @@ private:
                 shape_fail(nd, "kernel " + to_string(w) + " with dilations " + std::to_string(d) + " is not a valid kernel");
             std::int64_t out = 0;
             if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-                out = (in + s - 1) / s;
+                out = in / s + (in % s != 0);  // ceil(in / s)
             } else {
                 const std::int64_t p0 = auto_pad == "VALID" || i >= pads.size() ? 0 : pads[i];
                 const std::int64_t p1 = auto_pad == "VALID" || i + n >= pads.size() ? 0 : pads[i + n];

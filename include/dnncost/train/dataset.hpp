@@ -83,7 +83,9 @@ public:
     const graph::Graph* operator[](std::size_t i) const { return m_ptrs.at(i); }
     auto begin() const { return m_ptrs.begin(); }
     auto end() const { return m_ptrs.end(); }
-    /// One pointer per item, valid as long as this object.
+    /// One pointer per item, valid as long as this object. (A span taken from a temporary set,
+    /// `std::span<const Graph* const> s = ds.graphs(items);`, dangles; passing the temporary
+    /// straight to a function, `est.predict(ds.graphs(items))`, is fine.)
     const std::vector<const graph::Graph*>& pointers() const { return m_ptrs; }
     operator std::span<const graph::Graph* const>() const { return m_ptrs; }
 
@@ -175,6 +177,21 @@ public:
     estimators::TrainData subset(std::span<const std::size_t> items, std::string_view col) const {
         auto set = std::make_shared<const GraphSet>(graphs(items));
         return {set->pointers(), values(items, col), set};
+    }
+    /// f(graph) for every item, in parallel chunks (NB201 graphs are built and released chunk by
+    /// chunk, so the whole space never sits in memory at once).
+    template <class F>
+    std::vector<double> map_graphs(F&& f) const {
+        constexpr std::size_t chunk = 2048;
+        std::vector<double> out(size());
+        ThreadPool pool(m_store->threads);
+        for (std::size_t s = 0; s < size(); s += chunk) {
+            std::vector<std::size_t> part(std::min(chunk, size() - s));
+            for (std::size_t k = 0; k < part.size(); ++k) part[k] = s + k;
+            const auto set = graphs(part);
+            pool.parallel_for(0, part.size(), [&](std::size_t k) { out[s + k] = static_cast<double>(f(*set[k])); });
+        }
+        return out;
     }
     /// Every item index 0..size()-1.
     std::vector<std::size_t> all_items() const {
