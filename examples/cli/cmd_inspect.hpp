@@ -206,7 +206,7 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
         cmd->add_option("FILE", opts->file, "ONNX model (.onnx)")->required();
         cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
         cmd->add_option("--batch", opts->batch, "Batch size for a symbolic leading input dimension (default 1)")
-            ->check(check::integer(1, std::int64_t{1} << 20, "a batch size in [1, 2^20]"));
+            ->transform(check::integer(1, std::int64_t{1} << 20, "a batch size in [1, 2^20]"));
         opts->roof.add_to(*cmd);
         cmd->callback([opts] {
             io::OnnxImportOptions io_opt;
@@ -233,7 +233,7 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
         cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
         cmd->add_flag("--prune", opts->prune, "Graph-compiler view: drop zero and dead operators");
         cmd->add_option("--batch", opts->batch, "Batch size (default 1)")
-            ->check(check::integer(1, std::int64_t{1} << 20, "a batch size in [1, 2^20]"));
+            ->transform(check::integer(1, std::int64_t{1} << 20, "a batch size in [1, 2^20]"));
         opts->roof.add_to(*cmd);
         cmd->callback([opts] {
             const auto arch = inspect_detail::parse_arch(opts->arch);

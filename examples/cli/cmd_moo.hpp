@@ -155,24 +155,36 @@ inline void add_moo_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("--problem", args->problem, "zdt1 | zdt2 | zdt3 | zdt4 | zdt6 | dtlz1 | dtlz2 | constr | srn")
         ->check(CLI::IsMember({"zdt1", "zdt2", "zdt3", "zdt4", "zdt6", "dtlz1", "dtlz2", "constr", "srn"}))
         ->capture_default_str();
-    cmd->add_option("--pop", args->population, "population size (>= 2)")->check(check::integer(2, 100000, "a population size in [2, 10^5]"))->capture_default_str();
+    cmd->add_option("--pop", args->population, "population size (>= 2)")->transform(check::integer(2, 100000, "a population size in [2, 10^5]"))->capture_default_str();
     cmd->add_option("--gens", args->generations, "generations after the initial one (0 = no limit)")
+        ->transform(check::integer(0, std::int64_t{1} << 40, "a generation count in [0, 2^40]"))
         ->capture_default_str();
-    cmd->add_option("--max-evals", args->max_evaluations, "evaluation budget (0 = no limit)")->capture_default_str();
-    cmd->add_option("--max-seconds", args->max_seconds, "wall-time budget (0 = no limit)")->capture_default_str();
-    cmd->add_option("--seed", args->seed, "random seed")->check(check::seed())->capture_default_str();
+    cmd->add_option("--max-evals", args->max_evaluations, "evaluation budget (0 = no limit)")
+        ->transform(check::integer(0, std::int64_t{1} << 50, "an evaluation budget in [0, 2^50]"))
+        ->capture_default_str();
+    cmd->add_option("--max-seconds", args->max_seconds, "wall-time budget (0 = no limit)")
+        ->check(check::finite(check::Sign::non_negative))
+        ->capture_default_str();
+    cmd->add_option("--seed", args->seed, "random seed")->transform(check::seed())->capture_default_str();
     cmd->add_option("--threads", args->threads, "evaluation threads (0 = all cores); the front does not depend on it")
-        ->check(check::integer(0, 1024, "a thread count in [0, 1024]"))
+        ->transform(check::integer(0, 1024, "a thread count in [0, 1024]"))
         ->capture_default_str();
-    cmd->add_option("--pc", args->crossover_probability, "SBX crossover probability")->capture_default_str();
-    cmd->add_option("--eta-c", args->eta_crossover, "SBX distribution index")->capture_default_str();
-    cmd->add_option("--eta-m", args->eta_mutation, "polynomial mutation distribution index")->capture_default_str();
-    cmd->add_option("--pm", args->mutation_probability, "per-gene mutation probability (default 1/n)");
+    cmd->add_option("--pc", args->crossover_probability, "SBX crossover probability")
+        ->check(check::finite(check::Sign::non_negative))
+        ->capture_default_str();
+    cmd->add_option("--eta-c", args->eta_crossover, "SBX distribution index")
+        ->check(check::finite(check::Sign::non_negative))
+        ->capture_default_str();
+    cmd->add_option("--eta-m", args->eta_mutation, "polynomial mutation distribution index")
+        ->check(check::finite(check::Sign::non_negative))
+        ->capture_default_str();
+    cmd->add_option("--pm", args->mutation_probability, "per-gene mutation probability (default 1/n)")
+        ->check(check::finite(check::Sign::non_negative));
     cmd->add_option("--ref", args->reference, "hypervolume reference value in every objective")
         ->check(check::finite())
         ->capture_default_str();
     cmd->add_option("--igd-points", args->igd_points, "points of the analytic front for IGD")
-        ->check(check::integer(1, 10000000, "a point count in [1, 10^7]"))
+        ->transform(check::integer(1, 10000000, "a point count in [1, 10^7]"))
         ->capture_default_str();
     cmd->add_flag("--archive", args->archive, "report the archive of every non-dominated solution seen instead of "
                                               "the final population's front");

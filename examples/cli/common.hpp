@@ -30,6 +30,7 @@ inline CLI::Validator integer(std::int64_t lo, std::int64_t hi, std::string what
             const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
             if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi)
                 return "'" + s + "' is not " + (what.empty() ? "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" : what);
+            s = std::to_string(v);  // CLI11 converts with base 0 afterwards: "010" would be octal
             return {};
         },
         what.empty() ? "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" : what);
@@ -41,6 +42,7 @@ inline CLI::Validator seed() {
             std::uint64_t v = 0;
             const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
             if (ec != std::errc() || end != s.data() + s.size()) return "'" + s + "' is not a seed (an integer in [0, 2^64 - 1])";
+            s = std::to_string(v);  // decimal, as read here (CLI11 would read "010" as octal)
             return {};
         },
         "SEED");

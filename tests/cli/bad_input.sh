@@ -49,6 +49,10 @@ expect_fail "moo threads -1"   "thread count"        "$bin" moo --problem zdt1 -
 expect_fail "moo pop -5"       "population size"     "$bin" moo --problem zdt1 --pop -5
 expect_fail "moo igd-points huge" "point count"       "$bin" moo --problem zdt1 --igd-points 100000000000
 expect_fail "moo ref inf"      "finite"              "$bin" moo --problem zdt1 --ref inf
+expect_fail "moo gens -1"      "generation count"    "$bin" moo --problem zdt1 --gens -1
+expect_fail "moo pc nan"       "finite"              "$bin" moo --problem zdt1 --pc nan
+"$bin" train --data small.csv --target pixel3 --train 010 --val 10 --preset additive --out octal.dnnc > out.txt 2> err.txt
+check "leading zero is decimal (010 = 10, not octal 8)" grep -q "10 train," err.txt
 expect_fail "nb201 batch huge" "batch size"          "$bin" nb201 5 --batch 9223372036854775807
 expect_fail "nb201 overhead nan" "finite"            "$bin" nb201 5 --overhead-us nan --peak-gflops 1 --bandwidth-gbs 1
 
