@@ -229,30 +229,35 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) inline void pack_sage_row
 /// transpose of lanes across the 4 groups then gives each column whole.
 template <class Dst>
 __attribute__((target("avx512f,avx512bw"))) inline void transpose_tile(const std::uint16_t* tile, Eigen::Index cn, Dst&& dst) {
+    constexpr __mmask32 m32 = 0xFFFFFFFFu;  // all lanes
+    constexpr __mmask16 m16 = 0xFFFF;
+    constexpr __mmask8 m8 = 0xFF;
     __m512i r[4][8];
     for (int g = 0; g < 4; ++g) {
         __m512i x[8], p[8], q[8];
         for (int i = 0; i < 8; ++i) x[i] = _mm512_load_si512(tile + (8 * g + i) * 32);
         for (int i = 0; i < 8; i += 2) {  // pairs of rows: columns 0-3 (lo) and 4-7 (hi) of each lane
-            p[i] = _mm512_unpacklo_epi16(x[i], x[i + 1]);
-            p[i + 1] = _mm512_unpackhi_epi16(x[i], x[i + 1]);
+            p[i] = _mm512_maskz_unpacklo_epi16(m32, x[i], x[i + 1]);
+            p[i + 1] = _mm512_maskz_unpackhi_epi16(m32, x[i], x[i + 1]);
         }
         for (int h = 0; h < 2; ++h) {  // quads of rows (0-3, 4-7): columns {0,1}, {2,3}, {4,5}, {6,7}
-            q[4 * h + 0] = _mm512_unpacklo_epi32(p[4 * h + 0], p[4 * h + 2]);
-            q[4 * h + 1] = _mm512_unpackhi_epi32(p[4 * h + 0], p[4 * h + 2]);
-            q[4 * h + 2] = _mm512_unpacklo_epi32(p[4 * h + 1], p[4 * h + 3]);
-            q[4 * h + 3] = _mm512_unpackhi_epi32(p[4 * h + 1], p[4 * h + 3]);
+            q[4 * h + 0] = _mm512_maskz_unpacklo_epi32(m16, p[4 * h + 0], p[4 * h + 2]);
+            q[4 * h + 1] = _mm512_maskz_unpackhi_epi32(m16, p[4 * h + 0], p[4 * h + 2]);
+            q[4 * h + 2] = _mm512_maskz_unpacklo_epi32(m16, p[4 * h + 1], p[4 * h + 3]);
+            q[4 * h + 3] = _mm512_maskz_unpackhi_epi32(m16, p[4 * h + 1], p[4 * h + 3]);
         }
         for (int j = 0; j < 4; ++j) {  // all 8 rows: columns 2j and 2j + 1
-            r[g][2 * j] = _mm512_unpacklo_epi64(q[j], q[4 + j]);
-            r[g][2 * j + 1] = _mm512_unpackhi_epi64(q[j], q[4 + j]);
+            r[g][2 * j] = _mm512_maskz_unpacklo_epi64(m8, q[j], q[4 + j]);
+            r[g][2 * j + 1] = _mm512_maskz_unpackhi_epi64(m8, q[j], q[4 + j]);
         }
     }
     for (int k = 0; k < 8; ++k) {
-        const __m512i t0 = _mm512_shuffle_i64x2(r[0][k], r[1][k], 0x44), t1 = _mm512_shuffle_i64x2(r[0][k], r[1][k], 0xEE);
-        const __m512i t2 = _mm512_shuffle_i64x2(r[2][k], r[3][k], 0x44), t3 = _mm512_shuffle_i64x2(r[2][k], r[3][k], 0xEE);
-        const __m512i col[4] = {_mm512_shuffle_i64x2(t0, t2, 0x88), _mm512_shuffle_i64x2(t0, t2, 0xDD),
-                                _mm512_shuffle_i64x2(t1, t3, 0x88), _mm512_shuffle_i64x2(t1, t3, 0xDD)};
+        const __m512i t0 = _mm512_maskz_shuffle_i64x2(m8, r[0][k], r[1][k], 0x44);
+        const __m512i t1 = _mm512_maskz_shuffle_i64x2(m8, r[0][k], r[1][k], 0xEE);
+        const __m512i t2 = _mm512_maskz_shuffle_i64x2(m8, r[2][k], r[3][k], 0x44);
+        const __m512i t3 = _mm512_maskz_shuffle_i64x2(m8, r[2][k], r[3][k], 0xEE);
+        const __m512i col[4] = {_mm512_maskz_shuffle_i64x2(m8, t0, t2, 0x88), _mm512_maskz_shuffle_i64x2(m8, t0, t2, 0xDD),
+                                _mm512_maskz_shuffle_i64x2(m8, t1, t3, 0x88), _mm512_maskz_shuffle_i64x2(m8, t1, t3, 0xDD)};
         for (int L = 0; L < 4; ++L)
             if (8 * L + k < cn) _mm512_store_si512(dst(8 * L + k), col[L]);
     }
