@@ -183,3 +183,21 @@ TEST_CASE("cost: a count that would exceed 64 bits is an error naming the node, 
     b.input_bytes = b.output_bytes = std::numeric_limits<std::int64_t>::max() / 2 + 1;
     CHECK_THROWS_AS((void)b.bytes(), shape_error);
 }
+
+TEST_CASE("cost: graphs that were never validated get errors, not negative or NaN costs") {
+    graph::Graph g("unvalidated");
+    const int x = g.add_input("x", {1, -4});
+    g.add_op("Relu", "r", {x}, {1, -4});
+    CHECK_THROWS_WITH_AS(cost::annotate(g), doctest::Contains("unknown shape"), shape_error);
+    graph::Graph h("no_outputs");
+    const int y = h.add_input("y", {1, 8});
+    h.add_node("BatchNormalization", "bn", {y}, {});
+    CHECK_THROWS_WITH_AS(cost::annotate(h), doctest::Contains("no outputs"), shape_error);
+    graph::Graph ok("ok");
+    ok.add_op("Relu", "r", {ok.add_input("z", {1, 8})}, {1, 8});
+    cost::DeviceSpec d{.name = "dev", .peak_flops = 1e9, .bandwidth = 1e9};
+    d.per_op_overhead_s = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_AS(cost::roofline(ok, d), config_error);
+    d.per_op_overhead_s = -1;
+    CHECK_THROWS_AS(cost::roofline(ok, d), config_error);
+}

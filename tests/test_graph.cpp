@@ -117,6 +117,21 @@ TEST_CASE("graph: validation names the offending node") {
                  {{"strides", std::vector<std::int64_t>{2, 2}}, {"pads", std::vector<std::int64_t>{3, 3, 3, 3}}});
         CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("smaller than the kernel extent 7"), shape_error);
     }
+    SUBCASE("a Reshape that changes the element count") {
+        Graph g("bad_reshape");
+        const int x = g.add_input("x", {1, 4});
+        g.add_op("Reshape", "r", {x, g.add_weight("s", {2})}, {3, 3});
+        CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("has 4 elements, output [3,3] has 9"), shape_error);
+    }
+    SUBCASE("conv group that is not positive or overflows") {
+        for (const std::int64_t group : {std::int64_t{0}, std::int64_t{8}}) {
+            Graph g("bad_group");
+            const int x = g.add_input("x", {1, 4, 8, 8});
+            const int w = g.add_weight("w", {4, std::int64_t{1} << 62, 3, 3});
+            g.add_op("Conv", "c", {x, w}, {1, 4, 6, 6}, {{"group", group}});
+            CHECK_THROWS_WITH_AS(g.validate(), doctest::Contains("invalid group"), shape_error);
+        }
+    }
     SUBCASE("a tensor of more than 2^63 bytes") {
         Graph g("huge");
         const std::int64_t big = std::int64_t{1} << 40;

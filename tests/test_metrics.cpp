@@ -83,3 +83,14 @@ TEST_CASE("metrics: coverage of mean +- 2 sigma") {
 TEST_CASE("metrics: size mismatch is a shape_error") {
     CHECK_THROWS_AS(train::mape(std::vector<double>{1}, std::vector<double>{1, 2}), shape_error);
 }
+
+TEST_CASE("metrics: a NaN or infinite value, or a zero truth, is an error, not a silently ranked item") {
+    const std::vector<double> t{1, 2, 3, 4, 5};
+    CHECK_THROWS_WITH_AS(train::compute_metrics(std::vector<double>{1, std::nan(""), 3, 4, 5}, t),
+                         doctest::Contains("prediction 1 is not finite"), config_error);
+    CHECK_THROWS_WITH_AS(train::compute_metrics(t, std::vector<double>{1, 2, HUGE_VAL, 4, 5}),
+                         doctest::Contains("true value 2 is not finite"), config_error);
+    CHECK_THROWS_WITH_AS(train::evaluate(t, std::vector<double>{1, 2, 3, 0, 5}), doctest::Contains("true value 3 is zero"),
+                         config_error);
+    CHECK_NOTHROW(train::compute_metrics(t, t));
+}

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <limits>
 #include <string>
 
 #include <dnncost/core/rng.hpp>
@@ -401,4 +403,65 @@ TEST_CASE("onnx: fuzz - truncated and byte-mutated fixtures import or throw dnnc
     CHECK(imported + rejected == 4 * 80);
     CHECK(rejected > 0);
     MESSAGE("fuzz: ", imported, " imported, ", rejected, " rejected");
+}
+
+TEST_CASE("onnx: shape-folding edge cases are errors or left unfolded, never UB or runaway memory") {
+    // X [1,4] -> Reshape(X, S) with S computed from constants by the case's nodes
+    const auto model = [](const std::function<void(onnx::GraphProto&)>& make_s) {
+        auto m = new_model(13);
+        auto& g = *m.mutable_graph();
+        set_type(*g.add_input(), "X", 1, {1, 4});
+        set_type(*g.add_output(), "Y", 1, {});
+        make_s(g);
+        add_node(g, "Reshape", "reshape", {"X", "S"}, {"Y"});
+        return bytes_of(m);
+    };
+    const auto imports_or_throws = [](const std::string& bytes) {
+        try {
+            (void)io::import_onnx_bytes(bytes, "case.onnx");
+        } catch (const dnncost::error&) {
+        }
+    };
+    SUBCASE("Concat of two scalars") {
+        imports_or_throws(model([](onnx::GraphProto& g) {
+            add_int64_init(g, "a", {2}, true);
+            add_int64_init(g, "b", {2}, true);
+            add_int_attr(add_node(g, "Concat", "cat", {"a", "b"}, {"S"}), "axis", 0);
+        }));
+    }
+    SUBCASE("Slice of a scalar") {
+        imports_or_throws(model([](onnx::GraphProto& g) {
+            add_int64_init(g, "a", {4}, true);
+            add_int64_init(g, "st", {0});
+            add_int64_init(g, "en", {1});
+            add_node(g, "Slice", "sl", {"a", "st", "en"}, {"S"});
+        }));
+    }
+    SUBCASE("Neg of INT64_MIN") {
+        imports_or_throws(model([](onnx::GraphProto& g) {
+            add_int64_init(g, "a", {std::numeric_limits<std::int64_t>::min()});
+            add_node(g, "Neg", "neg", {"a"}, {"S"});
+        }));
+    }
+    SUBCASE("a broadcast whose result would have 2^32 elements") {
+        imports_or_throws(model([](onnx::GraphProto& g) {
+            auto& a = *g.add_initializer();
+            a.set_name("a");
+            a.set_data_type(onnx::TensorProto::INT64);
+            a.add_dims(65536);
+            a.add_dims(1);
+            for (int i = 0; i < 65536; ++i) a.add_int64_data(1);
+            auto& b = *g.add_initializer();
+            b.CopyFrom(a);
+            b.set_name("b");
+            b.clear_dims();
+            b.add_dims(1);
+            b.add_dims(65536);
+            add_node(g, "Add", "add", {"a", "b"}, {"S"});
+        }));
+    }
+    SUBCASE("a Reshape that changes the element count") {
+        CHECK_THROWS_AS(io::import_onnx_bytes(model([](onnx::GraphProto& g) { add_int64_init(g, "S", {3, 3}); }), "case.onnx"),
+                        dnncost::error);
+    }
 }

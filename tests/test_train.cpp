@@ -411,3 +411,20 @@ TEST_CASE("ensemble: positive sigma, coverage computed right, save/load identica
     }
     CHECK_THROWS_AS(estimators::make_ensemble("additive", 1), config_error);
 }
+
+TEST_CASE("estimators: mismatched sizes, null graphs and non-positive targets are clear errors") {
+    const auto ds = synthetic(40, 21);
+    const auto s = train::make_split(ds.size(), {.n_train = 20, .n_validation = 10, .seed = 3});
+    auto d = ds.subset(s.train, "lat");
+    auto short_targets = d;
+    short_targets.targets.resize(2);
+    CHECK_THROWS_AS(estimators::make_ensemble("additive", 3)->fit(short_targets, {}, {}), shape_error);
+    auto negative = d;
+    negative.targets[0] = -1.0;
+    CHECK_THROWS_WITH_AS(estimators::make_estimator("hifisage")->fit(negative, {}, {.max_epochs = 1}),
+                         doctest::Contains("must be positive"), config_error);
+    auto est = estimators::make_estimator("hifisage");
+    est->fit(d, {}, {.max_epochs = 1, .threads = 1});
+    const std::vector<const graph::Graph*> with_null{d.graphs[0], nullptr};
+    CHECK_THROWS_WITH_AS(est->predict(with_null), doctest::Contains("null"), config_error);
+}

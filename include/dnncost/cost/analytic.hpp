@@ -11,6 +11,7 @@
 ///   for everything else (documented at node_cost).
 /// - Memory traffic = bytes of every activation input + every output + every weight read once.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -80,7 +81,12 @@ inline std::int64_t add(const graph::Node& n, std::int64_t a, std::int64_t b) {
 /// Elements and bytes of a tensor, checked (shapes themselves are checked by Graph::validate).
 inline std::int64_t elems(const graph::Node& n, const graph::Tensor& t) {
     std::int64_t e = 1;
-    for (auto d : t.shape) e = mul(n, e, d);
+    for (auto d : t.shape) {
+        if (d < 0)  // a graph that was never validated: no cost for a shape that is not known
+            raise<shape_error>("cost: node '", n.name, "' (", n.op_type, "): tensor '", t.name, "' has unknown shape ",
+                               graph::to_string(t.shape));
+        e = mul(n, e, d);
+    }
     return e;
 }
 inline std::int64_t bytes(const graph::Node& n, const graph::Tensor& t) {
@@ -91,7 +97,10 @@ inline std::int64_t out_elems(const graph::Graph& g, const graph::Node& n) {
     for (int t : n.outputs) e = add(n, e, elems(n, g.tensor(t)));
     return e;
 }
-inline std::int64_t first_out_elems(const graph::Graph& g, const graph::Node& n) { return elems(n, g.tensor(n.outputs.at(0))); }
+inline std::int64_t first_out_elems(const graph::Graph& g, const graph::Node& n) {
+    if (n.outputs.empty()) raise<shape_error>("cost: node '", n.name, "' (", n.op_type, ") has no outputs");
+    return elems(n, g.tensor(n.outputs[0]));
+}
 inline const graph::Shape& in_shape(const graph::Graph& g, const graph::Node& n, std::size_t slot) {
     if (slot >= n.inputs.size() || n.inputs[slot] < 0)
         raise<shape_error>("cost: node '", n.name, "' (", n.op_type, ") lacks input ", slot);
@@ -183,7 +192,8 @@ inline void resize(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     // nearest: a gather (0 FLOPs); linear: 2 FLOPs per neighbour, 2^d neighbours over the d
     // resized (spatial) axes; cubic: 4^d neighbours.
     const std::string mode = n.attr_string("mode", "nearest");
-    const auto& out = g.tensor(n.outputs.at(0)).shape;
+    if (n.outputs.empty()) raise<shape_error>("cost: node '", n.name, "' (", n.op_type, ") has no outputs");
+    const auto& out = g.tensor(n.outputs[0]).shape;
     const std::int64_t d = std::max<std::int64_t>(0, static_cast<std::int64_t>(out.size()) - 2);
     std::int64_t neighbours = 1;
     if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
@@ -313,6 +323,8 @@ struct DeviceSpec {
 inline double roofline_seconds(const NodeCost& c, const DeviceSpec& d) {
     if (!(d.peak_flops > 0) || !(d.bandwidth > 0))
         raise<config_error>("roofline: device '", d.name, "' needs positive peak_flops and bandwidth");
+    if (!(d.per_op_overhead_s >= 0) || !std::isfinite(d.per_op_overhead_s))
+        raise<config_error>("roofline: device '", d.name, "' needs a finite, non-negative per_op_overhead_s, got ", d.per_op_overhead_s);
     const double compute = static_cast<double>(c.flops) / d.peak_flops;
     const double memory = static_cast<double>(c.bytes()) / d.bandwidth;
     return std::max(compute, memory) + d.per_op_overhead_s;

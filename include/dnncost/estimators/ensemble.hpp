@@ -56,6 +56,8 @@ public:
 
     FitResult fit(const TrainData& train, const TrainData& validation, const FitOptions& options) override {
         const auto start = std::chrono::steady_clock::now();
+        if (train.graphs.size() != train.targets.size())
+            raise<shape_error>("Ensemble: training data has ", train.graphs.size(), " graphs but ", train.targets.size(), " targets");
         if (train.size() < 2) raise<config_error>("Ensemble: needs at least 2 training samples, got ", train.size());
         // Seeds and resamples are drawn serially up front: results do not depend on threads.
         Rng rng(options.seed);

@@ -173,6 +173,8 @@ public:
     /// Learn the vocabulary (unless fixed) and the attribute mean/deviation.
     void fit(std::span<const graph::Graph* const> graphs) {
         if (graphs.empty()) raise<config_error>("FeatureEncoder::fit: no training graphs");
+        for (std::size_t i = 0; i < graphs.size(); ++i)
+            if (!graphs[i]) raise<config_error>("FeatureEncoder::fit: training graph ", i, " is null");
         if (m_options.vocabulary.empty()) {
             std::map<std::string, int> seen;
             for (const auto* g : graphs)

@@ -460,12 +460,28 @@ private:
                 if (has(0) && has(i) && !broadcastable(in_shape(nd, 0), in_shape(nd, i)))
                     shape_fail(nd, "inputs " + to_string(in_shape(nd, 0)) + " and " + to_string(in_shape(nd, i)) +
                                        " do not broadcast");
+        } else if ((op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") && has(0) && !nd.outputs.empty()) {
+            // data movement only: the element count must be kept
+            const auto count = [](const Shape& sh) -> std::int64_t {  // -1: unknown or too large
+                std::int64_t e = 1;
+                for (auto d : sh)
+                    if (d < 0 || __builtin_mul_overflow(e, d, &e)) return -1;
+                return e;
+            };
+            const auto& y = m_tensors[static_cast<std::size_t>(nd.outputs[0])].shape;
+            const auto a = count(in_shape(nd, 0)), b = count(y);
+            if (a >= 0 && b >= 0 && a != b)
+                shape_fail(nd, "input " + to_string(in_shape(nd, 0)) + " has " + std::to_string(a) + " elements, output " +
+                                   to_string(y) + " has " + std::to_string(b));
         } else if (op == "Conv" && has(0) && has(1)) {
             const auto &x = in_shape(nd, 0), &w = in_shape(nd, 1);
             if (x.size() < 3 || w.size() != x.size())
                 shape_fail(nd, "input " + to_string(x) + " and weight " + to_string(w) + " ranks differ");
             const auto group = nd.attr_int("group", 1);
-            if (x[1] != w[1] * group)
+            std::int64_t wc = 0;
+            if (group < 1 || __builtin_mul_overflow(w[1], group, &wc))
+                shape_fail(nd, "invalid group " + std::to_string(group) + " for weight " + to_string(w));
+            if (x[1] != wc)
                 shape_fail(nd, "input channels " + std::to_string(x[1]) + " != weight channels " +
                                    std::to_string(w[1]) + " x group " + std::to_string(group));
             check_conv_spatial(nd, x, w);

@@ -97,7 +97,7 @@ struct Const {
     }
     std::int64_t size() const { return graph::numel(dims); }
     double at_f(std::size_t k) const { return is_float() ? f[k] : static_cast<double>(i[k]); }
-    std::int64_t at_i(std::size_t k) const { return is_float() ? static_cast<std::int64_t>(f[k]) : i[k]; }
+    std::int64_t at_i(std::size_t k) const;
 };
 
 inline bool is_float_type(int dt) {
@@ -251,6 +251,13 @@ inline double widen(float x) {
 /// Thrown inside the folder when a node cannot be evaluated; it is then left in the graph.
 struct cannot_fold {};
 
+inline std::int64_t Const::at_i(std::size_t k) const {
+    if (!is_float()) return i[k];
+    // NaN or beyond the int64 range would be undefined behaviour: not shape code, leave it
+    if (!(f[k] > -9.2e18 && f[k] < 9.2e18)) throw cannot_fold{};
+    return static_cast<std::int64_t>(f[k]);
+}
+
 inline std::int64_t norm_axis(std::int64_t axis, std::int64_t rank) {
     if (axis < -rank || axis >= std::max<std::int64_t>(rank, 1)) throw cannot_fold{};
     return axis < 0 ? axis + rank : axis;
@@ -273,7 +280,7 @@ inline std::vector<std::int64_t> strides_of(const graph::Shape& s) {
 
 /// Elementwise binary operation with numpy broadcasting.
 template <class FI, class FF>
-Const broadcast(const Const& a, const Const& b, int out_dtype, FI fi, FF ff) {
+Const broadcast(const Const& a, const Const& b, int out_dtype, FI fi, FF ff, std::int64_t max_elements) {
     const std::size_t rank = std::max(a.dims.size(), b.dims.size());
     graph::Shape out(rank);
     auto dim = [&](const Const& c, std::size_t k) -> std::int64_t {
@@ -285,11 +292,13 @@ Const broadcast(const Const& a, const Const& b, int out_dtype, FI fi, FF ff) {
         if (x != y && x != 1 && y != 1) throw cannot_fold{};
         out[k] = x == 1 ? y : x;
     }
+    const auto count = checked_numel(out);
+    if (!count || *count > max_elements) throw cannot_fold{};  // bounded before it is computed
     Const r;
     r.dtype = out_dtype;
     r.dims = out;
     r.has_data = true;
-    const auto n = graph::numel(out);
+    const auto n = *count;
     const auto so = strides_of(out);
     auto index_in = [&](const Const& c, std::int64_t flat) {
         const std::size_t off = rank - c.dims.size();
@@ -313,7 +322,7 @@ Const broadcast(const Const& a, const Const& b, int out_dtype, FI fi, FF ff) {
 }
 
 /// Gather along `axis` with integer indices.
-inline Const gather(const Const& data, const Const& idx, std::int64_t axis) {
+inline Const gather(const Const& data, const Const& idx, std::int64_t axis, std::int64_t max_elements) {
     const auto rank = static_cast<std::int64_t>(data.dims.size());
     if (rank == 0) throw cannot_fold{};
     axis = norm_axis(axis, rank);
@@ -325,6 +334,10 @@ inline Const gather(const Const& data, const Const& idx, std::int64_t axis) {
     for (std::int64_t k = 0; k < axis; ++k) outer *= data.dims[static_cast<std::size_t>(k)];
     for (std::int64_t k = axis + 1; k < rank; ++k) inner *= data.dims[static_cast<std::size_t>(k)];
     const auto len = data.dims[static_cast<std::size_t>(axis)];
+    {
+        const auto count = checked_numel(out);
+        if (!count || *count > max_elements) throw cannot_fold{};  // bounded before it is computed
+    }
     Const r;
     r.dtype = data.dtype;
     r.dims = out;
@@ -349,6 +362,7 @@ inline Const gather(const Const& data, const Const& idx, std::int64_t axis) {
 inline Const slice(const Const& data, std::vector<std::int64_t> starts, std::vector<std::int64_t> ends,
                    std::vector<std::int64_t> axes, std::vector<std::int64_t> steps) {
     const auto rank = static_cast<std::int64_t>(data.dims.size());
+    if (rank == 0) throw cannot_fold{};  // a scalar has no axis to slice
     if (axes.empty())
         for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
     if (steps.empty()) steps.assign(starts.size(), 1);
@@ -484,7 +498,11 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
             c.f.assign(c.i.begin(), c.i.end());
             c.i.clear();
         } else if (is_int_type(to) && c.is_float()) {
-            for (double x : c.f) c.i.push_back(static_cast<std::int64_t>(x));
+            for (double x : c.f) {
+                // NaN or beyond the int64 range: undefined in C++, not shape code
+                if (!(x > -9.2e18 && x < 9.2e18)) throw cannot_fold{};
+                c.i.push_back(static_cast<std::int64_t>(x));
+            }
             c.f.clear();
         } else if (!is_float_type(to) && !is_int_type(to)) {
             throw cannot_fold{};
@@ -494,7 +512,7 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
         c.dtype = to;
         return {c};
     }
-    if (op == "Gather") return {check(gather(need(0), need(1), attr_i(n, "axis", 0)))};
+    if (op == "Gather") return {check(gather(need(0), need(1), attr_i(n, "axis", 0), max_elements))};
     if (op == "Unsqueeze" || op == "Squeeze") {
         Const c = need(0);
         std::vector<std::int64_t> axes;
@@ -566,6 +584,7 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
         for (std::size_t k = 0; k < in.size(); ++k) parts.push_back(&need(k));
         if (parts.empty()) throw cannot_fold{};
         const auto rank = static_cast<std::int64_t>(parts[0]->dims.size());
+        if (rank == 0) throw cannot_fold{};  // scalars cannot be concatenated
         const auto axis = static_cast<std::size_t>(norm_axis(attr_i(n, "axis", 0), rank));
         Const r;
         r.dtype = parts[0]->dtype;
@@ -577,7 +596,9 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
             for (std::size_t k = 0; k < p->dims.size(); ++k)
                 if (k != axis && p->dims[k] != r.dims[k]) throw cannot_fold{};
             r.dims[axis] += p->dims[axis];
+            if (r.dims[axis] > max_elements) throw cannot_fold{};
         }
+        if (r.size() > max_elements) throw cannot_fold{};
         std::int64_t outer = 1;
         for (std::size_t k = 0; k < axis; ++k) outer *= r.dims[k];
         for (std::int64_t o = 0; o < outer; ++o)
@@ -647,11 +668,14 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
             throw cannot_fold{};
         };
         if (cmp && (a.is_float() || b.is_float())) throw cannot_fold{};
-        return {check(broadcast(a, b, dt, fi, ff))};
+        return {check(broadcast(a, b, dt, fi, ff, max_elements))};
     }
     if (op == "Neg" || op == "Abs") {
         Const c = need(0);
-        for (auto& x : c.i) x = op == "Neg" ? -x : std::abs(x);
+        for (auto& x : c.i) {
+            if (x == std::numeric_limits<std::int64_t>::min()) throw cannot_fold{};
+            x = op == "Neg" ? -x : std::abs(x);
+        }
         for (auto& x : c.f) x = op == "Neg" ? -x : std::abs(x);
         return {c};
     }
@@ -662,13 +686,13 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
         if (x.is_float() || y.is_float() || cond.is_float()) throw cannot_fold{};
         // Broadcast the three operands: first x against y (keeping y), then against cond.
         const Const xy = broadcast(x, y, x.dtype, [](std::int64_t, std::int64_t b) { return b; },
-                                   [](double, double b) { return b; });
+                                   [](double, double b) { return b; }, max_elements);
         const Const full_c = broadcast(cond, xy, TensorProto::INT64, [](std::int64_t c, std::int64_t) { return c; },
-                                       [](double c, double) { return c; });
+                                       [](double c, double) { return c; }, max_elements);
         const Const full_x = broadcast(x, full_c, x.dtype, [](std::int64_t a, std::int64_t) { return a; },
-                                       [](double a, double) { return a; });
+                                       [](double a, double) { return a; }, max_elements);
         const Const full_y = broadcast(y, full_c, y.dtype, [](std::int64_t a, std::int64_t) { return a; },
-                                       [](double a, double) { return a; });
+                                       [](double a, double) { return a; }, max_elements);
         Const r = full_x;
         for (std::size_t k = 0; k < r.i.size(); ++k)
             if (!full_c.i[k]) r.i[k] = full_y.i[k];

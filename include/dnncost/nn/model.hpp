@@ -521,6 +521,7 @@ public:
         const std::size_t parts = pool ? std::min(pool->size(), graphs.size()) : 1;
         const auto run = [&](std::size_t t) {  // contiguous ranges; each graph encodes independently
             for (std::size_t i = graphs.size() * t / parts; i < graphs.size() * (t + 1) / parts; ++i) {
+                if (!graphs[i]) raise<config_error>("Estimator: graph ", i, " passed to predict is null");
                 const graph::Graph& g = *graphs[i];
                 // per-node costs and analysis once, for the node features and the additive aggregates
                 const auto costs = cost::annotate(g);
@@ -836,7 +837,8 @@ private:
         if (d.graphs.empty()) raise<config_error>("Estimator: empty ", what, " data");
         for (std::size_t i = 0; i < d.size(); ++i) {
             if (!d.graphs[i]) raise<config_error>("Estimator: ", what, " graph ", i, " is null");
-            if (!std::isfinite(d.targets[i])) raise<config_error>("Estimator: ", what, " target ", i, " is ", d.targets[i]);
+            if (!std::isfinite(d.targets[i]) || !(d.targets[i] > 0))
+                raise<config_error>("Estimator: ", what, " target ", i, " is ", d.targets[i], " (costs must be positive and finite)");
         }
     }
     /// One model replica per extra pool thread (data parallelism in training and inference).

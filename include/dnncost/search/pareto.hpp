@@ -219,6 +219,9 @@ inline std::vector<double> crowding_distance(std::span<const double> values, std
                                              std::span<const std::size_t> front) {
     detail::check_point_set(values, m, "crowding_distance");
     const std::size_t n = front.size();
+    for (std::size_t i : front)
+        if (i >= values.size() / m)
+            raise<shape_error>("crowding_distance: front index ", i, " out of range of ", values.size() / m, " points");
     std::vector<double> distance(n, 0.0);
     if (n <= 2) {
         std::fill(distance.begin(), distance.end(), std::numeric_limits<double>::infinity());

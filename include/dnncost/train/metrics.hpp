@@ -40,6 +40,16 @@ inline void check_sizes(std::span<const double> a, std::span<const double> b, co
         raise<shape_error>(fn, ": ", a.size(), " predictions but ", b.size(), " true values");
 }
 inline double nan() { return std::numeric_limits<double>::quiet_NaN(); }
+/// The whole-evaluation entry points refuse what would make a metric meaningless: a NaN or
+/// infinite prediction or true value (sorting with NaN is undefined; it would be ranked
+/// anywhere), or a zero true value (relative errors divide by it).
+inline void check_values(std::span<const double> predicted, std::span<const double> truth, const char* fn) {
+    for (std::size_t i = 0; i < truth.size(); ++i) {
+        if (!std::isfinite(predicted[i])) raise<config_error>(fn, ": prediction ", i, " is not finite (", predicted[i], ")");
+        if (!std::isfinite(truth[i])) raise<config_error>(fn, ": true value ", i, " is not finite (", truth[i], ")");
+        if (truth[i] == 0) raise<config_error>(fn, ": true value ", i, " is zero (relative errors are undefined)");
+    }
+}
 }  // namespace detail
 
 /// Mean absolute percentage error as a fraction. True values must be non-zero.
@@ -188,8 +198,10 @@ struct Metrics {
 };
 
 /// Compute every metric on the given items.
+/// @throws shape_error on a size mismatch, config_error on a non-finite value or a zero truth
 inline Metrics compute_metrics(std::span<const double> predicted, std::span<const double> truth) {
     detail::check_sizes(predicted, truth, "compute_metrics");
+    detail::check_values(predicted, truth, "compute_metrics");
     Metrics m;
     m.n = truth.size();
     m.mape = train::mape(predicted, truth);
