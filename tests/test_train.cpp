@@ -146,6 +146,8 @@ TEST_CASE("dataset: NB201 graphs are built on demand, shared while alive, equal 
         CHECK(*set[1] == nb201::build_graph(good2));
     }
     CHECK(first.expired());  // nobody holds it: memory is given back
+    CHECK_THROWS_WITH_AS(ds.subset(std::vector<std::size_t>{5}, "lat"), doctest::Contains("item 5 is out of range (3 items)"),
+                         config_error);
     // a training subset keeps its graphs alive by itself
     estimators::TrainData d = ds.subset(std::vector<std::size_t>{0, 1}, "lat");
     CHECK(d.size() == 2);

@@ -45,6 +45,10 @@ inline void check_point_set(std::span<const double> values, std::size_t m, const
     if (m == 0) raise<config_error>(who, ": number of objectives must be at least 1, got 0");
     if (values.size() % m != 0)
         raise<shape_error>(who, ": ", values.size(), " values do not form points of ", m, " objectives");
+    // NaN compares false both ways: such a point would be silently kept or dropped (infinities
+    // are ordered, and allowed)
+    for (std::size_t i = 0; i < values.size(); ++i)
+        if (std::isnan(values[i])) raise<config_error>(who, ": objective ", i % m, " of point ", i / m, " is NaN");
 }
 
 /// Indices of the selected points sorted lexicographically (ties by index, so deterministic).
@@ -161,6 +165,8 @@ inline std::vector<std::size_t> non_dominated_ranks(std::span<const double> valu
     const std::size_t n = values.size() / m;
     if (!violation.empty() && violation.size() != n)
         raise<shape_error>("non_dominated_ranks: ", violation.size(), " violations for ", n, " points");
+    for (std::size_t i = 0; i < violation.size(); ++i)
+        if (std::isnan(violation[i])) raise<config_error>("non_dominated_ranks: violation of point ", i, " is NaN");
     std::vector<std::size_t> rank(n, 0);
     std::vector<std::size_t> feasible, infeasible;
     feasible.reserve(n);
@@ -234,7 +240,7 @@ inline std::vector<double> crowding_distance(std::span<const double> values, std
         std::sort(order.begin(), order.end());
         const double lo = order.front().first, hi = order.back().first;
         distance[order.front().second] = distance[order.back().second] = std::numeric_limits<double>::infinity();
-        if (!(hi > lo)) continue;
+        if (!(hi > lo) || !std::isfinite(hi - lo)) continue;  // no spread, or an infinite one: boundaries only
         const double scale = 1.0 / (hi - lo);
         for (std::size_t j = 1; j + 1 < n; ++j)
             distance[order[j].second] += (order[j + 1].first - order[j - 1].first) * scale;

@@ -153,7 +153,7 @@ public:
     GraphSet graphs(std::span<const std::size_t> items) const {
         GraphSet set;
         set.m_owned.resize(items.size());
-        for (auto i : items) (void)m_item_key.at(i);  // range check before any work
+        check_items(items);  // before any work
         const auto fill = [&](std::size_t k) { set.m_owned[k] = m_store->get(m_item_key[items[k]]); };
         if (m_store->loaded.empty() && items.size() >= 64) {
             ThreadPool pool(m_store->threads);
@@ -168,9 +168,10 @@ public:
     /// Values of `column` for the given items.
     std::vector<double> values(std::span<const std::size_t> items, std::string_view col) const {
         const auto& v = column(col);
+        check_items(items);
         std::vector<double> out;
         out.reserve(items.size());
-        for (auto i : items) out.push_back(v.at(i));
+        for (auto i : items) out.push_back(v[i]);
         return out;
     }
     /// The estimator's view of a subset: graphs and their values in `column`.
@@ -201,6 +202,10 @@ public:
     }
 
 private:
+    void check_items(std::span<const std::size_t> items) const {
+        for (auto i : items)
+            if (i >= size()) raise<config_error>(m_source, ": item ", i, " is out of range (", size(), " items)");
+    }
     std::optional<std::size_t> find(std::string_view name) const {
         for (std::size_t c = 0; c < m_columns.size(); ++c)
             if (m_columns[c] == name) return c;
