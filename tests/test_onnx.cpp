@@ -465,3 +465,19 @@ TEST_CASE("onnx: shape-folding edge cases are errors or left unfolded, never UB 
                         dnncost::error);
     }
 }
+
+TEST_CASE("onnx: import options that cannot apply are errors, not silently ignored") {
+    const auto bytes = bytes_of(flatten_chain_model(13));
+    io::OnnxImportOptions misspelt;
+    misspelt.input_shapes["X"] = {2, 3, 8, 8};  // the input is "x"
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes, "m.onnx", misspelt), doctest::Contains("'X', which is not a graph input"),
+                         onnx_import_error);
+    io::OnnxImportOptions negative;
+    negative.input_shapes["x"] = {2, -3, 8, 8};
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes, "m.onnx", negative), doctest::Contains("negative dimension -3"),
+                         onnx_import_error);
+    io::OnnxImportOptions zero_batch;
+    zero_batch.batch_size = 0;
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bytes, "m.onnx", zero_batch), doctest::Contains("batch_size must be at least 1"),
+                         onnx_import_error);
+}

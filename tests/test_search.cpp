@@ -1,6 +1,8 @@
 // NSGA-II: option guards, determinism, constraints, archive, genome kinds, callbacks, caching.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -164,6 +166,7 @@ TEST_CASE("option guards name the bad value") {
     };
     CHECK(message({.population = 1}).find("population must be at least 2, got 1") != std::string::npos);
     CHECK(message({.population = 0}).find("got 0") != std::string::npos);
+    CHECK(message({.population = std::numeric_limits<std::size_t>::max()}).find("beyond the supported") != std::string::npos);
     CHECK(message({.generations = 0}).find("no budget") != std::string::npos);
     CHECK(message({.max_seconds = -1.0}).find("max_seconds") != std::string::npos);
     CHECK(message({.real = {.crossover_probability = 1.5}}).find("crossover_probability must be in [0, 1], got 1.5") !=

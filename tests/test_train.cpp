@@ -421,6 +421,7 @@ TEST_CASE("estimators: mismatched sizes, null graphs and non-positive targets ar
     auto short_targets = d;
     short_targets.targets.resize(2);
     CHECK_THROWS_AS(estimators::make_ensemble("additive", 3)->fit(short_targets, {}, {}), shape_error);
+    CHECK_THROWS_AS(estimators::make_ensemble("additive", 2'000'000'000), config_error);  // not an out-of-memory
     auto negative = d;
     negative.targets[0] = -1.0;
     CHECK_THROWS_WITH_AS(estimators::make_estimator("hifisage")->fit(negative, {}, {.max_epochs = 1}),

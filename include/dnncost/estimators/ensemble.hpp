@@ -43,9 +43,12 @@ public:
     /// @param member_preset name of the members' preset (reported by preset())
     /// @param factory       creates one untrained member
     /// @param members       k >= 2
+    /// Every member is a whole model in memory: more than this is a mistake, not an ensemble.
+    static constexpr int max_members = 1024;
     Ensemble(std::string member_preset, EstimatorFactory factory, int members, Resample resample = Resample::bootstrap)
         : m_member_preset(std::move(member_preset)), m_factory(std::move(factory)), m_k(members), m_resample(resample) {
         if (members < 2) raise<config_error>("Ensemble: needs at least 2 members, got ", members);
+        if (members > max_members) raise<config_error>("Ensemble: at most ", max_members, " members, got ", members);
         if (!m_factory) raise<config_error>("Ensemble: no member factory");
     }
 

@@ -958,6 +958,13 @@ private:
     void fix_input_shapes() {
         auto& g = *m_model.mutable_graph();
         bool changed = false;
+        if (m_opt.batch_size < 1) fail("OnnxImportOptions::batch_size must be at least 1, got ", m_opt.batch_size);
+        for (const auto& [name, shape] : m_opt.input_shapes) {  // a misspelt name would be silently ignored
+            const bool known = std::any_of(g.input().begin(), g.input().end(), [&](const auto& i) { return i.name() == name; });
+            if (!known) fail("OnnxImportOptions::input_shapes names '", name, "', which is not a graph input");
+            for (auto d : shape)
+                if (d < 0) fail("OnnxImportOptions::input_shapes gives '", name, "' the negative dimension ", d);
+        }
         for (auto& i : *g.mutable_input()) {
             if (!i.type().has_tensor_type()) fail("graph input '", i.name(), "' is not a tensor");
             auto* tt = i.mutable_type()->mutable_tensor_type();

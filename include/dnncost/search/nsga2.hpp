@@ -216,6 +216,8 @@ public:
           m_cache(0, detail::GenomeHash<P>{&problem}) {
         if (m_options.population < 2)
             raise<config_error>("Nsga2: population must be at least 2, got ", m_options.population);
+        if (m_options.population > (std::size_t{1} << 24))  // the sort is O(M N log N) or worse per generation
+            raise<config_error>("Nsga2: population of ", m_options.population, " is beyond the supported 2^24");
         if (m_options.generations == 0 && m_options.max_evaluations == 0 && !(m_options.max_seconds > 0.0))
             raise<config_error>("Nsga2: no budget: set generations, max_evaluations or max_seconds");
         if (std::isnan(m_options.max_seconds) || m_options.max_seconds < 0.0)
