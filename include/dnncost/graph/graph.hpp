@@ -29,6 +29,15 @@ inline std::int64_t numel(const Shape& s) {
     return n;
 }
 
+/// Number of elements, or nullopt when a dimension is negative (unknown) or the product would
+/// overflow int64 (a corrupt or hostile shape).
+inline std::optional<std::int64_t> checked_numel(const Shape& s) {
+    std::int64_t n = 1;
+    for (auto d : s)
+        if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+    return n;
+}
+
 /// "[1,3,224,224]"
 inline std::string to_string(const Shape& s) {
     std::string out = "[";
@@ -362,11 +371,11 @@ public:
             for (auto d : t.shape)
                 if (d < 0)
                     raise<shape_error>("graph '", m_name, "': tensor '", t.name, "' has unknown shape ", to_string(t.shape));
-            std::int64_t bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(element_size(t.dtype)));
-            for (auto d : t.shape)
-                if (__builtin_mul_overflow(bytes, d, &bytes))
-                    raise<shape_error>("graph '", m_name, "': tensor '", t.name, "' of shape ", to_string(t.shape),
-                                       " has more than 2^63 bytes");
+            const auto elements = checked_numel(t.shape);
+            std::int64_t bytes = 0;
+            if (!elements || __builtin_mul_overflow(*elements, std::max<std::int64_t>(1, static_cast<std::int64_t>(element_size(t.dtype))), &bytes))
+                raise<shape_error>("graph '", m_name, "': tensor '", t.name, "' of shape ", to_string(t.shape),
+                                   " has more than 2^63 bytes");
         }
     }
 
@@ -461,18 +470,12 @@ private:
                     shape_fail(nd, "inputs " + to_string(in_shape(nd, 0)) + " and " + to_string(in_shape(nd, i)) +
                                        " do not broadcast");
         } else if ((op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") && has(0) && !nd.outputs.empty()) {
-            // data movement only: the element count must be kept
-            const auto count = [](const Shape& sh) -> std::int64_t {  // -1: unknown or too large
-                std::int64_t e = 1;
-                for (auto d : sh)
-                    if (d < 0 || __builtin_mul_overflow(e, d, &e)) return -1;
-                return e;
-            };
+            // data movement only: the element count must be kept (unknown shapes are reported later)
             const auto& y = m_tensors[static_cast<std::size_t>(nd.outputs[0])].shape;
-            const auto a = count(in_shape(nd, 0)), b = count(y);
-            if (a >= 0 && b >= 0 && a != b)
-                shape_fail(nd, "input " + to_string(in_shape(nd, 0)) + " has " + std::to_string(a) + " elements, output " +
-                                   to_string(y) + " has " + std::to_string(b));
+            const auto a = checked_numel(in_shape(nd, 0)), b = checked_numel(y);
+            if (a && b && *a != *b)
+                shape_fail(nd, "input " + to_string(in_shape(nd, 0)) + " has " + std::to_string(*a) + " elements, output " +
+                                   to_string(y) + " has " + std::to_string(*b));
         } else if (op == "Conv" && has(0) && has(1)) {
             const auto &x = in_shape(nd, 0), &w = in_shape(nd, 1);
             if (x.size() < 3 || w.size() != x.size())

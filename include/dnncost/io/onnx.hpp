@@ -110,14 +110,7 @@ inline bool is_int_type(int dt) {
            dt == TensorProto::UINT32 || dt == TensorProto::UINT64 || dt == TensorProto::BOOL;
 }
 
-/// Element count, or nullopt when it is negative or would overflow (a corrupt or hostile file).
-inline std::optional<std::int64_t> checked_numel(const graph::Shape& s) {
-    std::int64_t n = 1;
-    for (auto d : s) {
-        if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
-    }
-    return n;
-}
+using graph::checked_numel;
 /// Far beyond any real tensor; keeps byte counts (elements x 8) well inside int64.
 inline constexpr std::int64_t max_plausible_elements = std::int64_t{1} << 50;
 
