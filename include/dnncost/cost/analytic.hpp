@@ -22,6 +22,23 @@
 
 namespace dnncost::cost {
 
+namespace detail {
+/// a + b and a * b for cost counts; on overflow a shape_error "cost: <what> exceeds 64 bits
+/// (implausible shape)" instead of a wrapped, negative count.
+template <class... What>
+std::int64_t add_or_raise(std::int64_t a, std::int64_t b, const What&... what) {
+    std::int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) raise<shape_error>("cost: ", what..., " exceeds 64 bits (implausible shape)");
+    return r;
+}
+template <class... What>
+std::int64_t mul_or_raise(std::int64_t a, std::int64_t b, const What&... what) {
+    std::int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) raise<shape_error>("cost: ", what..., " exceeds 64 bits (implausible shape)");
+    return r;
+}
+}  // namespace detail
+
 /// Cost of one operator.
 struct NodeCost {
     std::int64_t macs = 0;
@@ -31,19 +48,12 @@ struct NodeCost {
     std::int64_t output_bytes = 0;
     std::int64_t weight_bytes = 0;  ///< initializers read by the node
     std::int64_t bytes() const {
-        std::int64_t b = 0;
-        if (__builtin_add_overflow(input_bytes, output_bytes, &b) || __builtin_add_overflow(b, weight_bytes, &b))
-            raise<shape_error>("cost: byte count exceeds 64 bits (implausible shapes)");
-        return b;
+        return detail::add_or_raise(detail::add_or_raise(input_bytes, output_bytes, "byte count"), weight_bytes, "byte count");
     }
-    /// Sums field by field. @throws shape_error when a sum exceeds 64 bits (implausible shapes)
-    /// (On overflow *this is left unchanged.)
+    /// Sums field by field. @throws shape_error when a sum exceeds 64 bits (implausible shapes);
+    /// *this is then left unchanged.
     NodeCost& operator+=(const NodeCost& o) {
-        const auto sum = [](std::int64_t a, std::int64_t b) {
-            std::int64_t r = 0;
-            if (__builtin_add_overflow(a, b, &r)) raise<shape_error>("cost: a sum over the graph exceeds 64 bits (implausible shapes)");
-            return r;
-        };
+        const auto sum = [](std::int64_t a, std::int64_t b) { return detail::add_or_raise(a, b, "a sum over the graph"); };
         NodeCost t;
         t.macs = sum(macs, o.macs);
         t.flops = sum(flops, o.flops);
@@ -63,20 +73,13 @@ inline bool is_shape_only(const std::string& op) {
 }
 
 namespace detail {
-/// a * b and a + b for cost counts; an absurd shape (e.g. a batch of 2^62) is a shape_error
-/// naming the node instead of a wrapped, negative count.
-[[noreturn]] inline void overflow(const graph::Node& n) {
-    raise<shape_error>("cost: node '", n.name, "' (", n.op_type, "): operation or byte count exceeds 64 bits (implausible shape)");
-}
+/// Checked arithmetic for one node's counts: an absurd shape (e.g. a batch of 2^62) is a
+/// shape_error naming the node.
 inline std::int64_t mul(const graph::Node& n, std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    if (__builtin_mul_overflow(a, b, &r)) overflow(n);
-    return r;
+    return mul_or_raise(a, b, "node '", n.name, "' (", n.op_type, "): operation or byte count");
 }
 inline std::int64_t add(const graph::Node& n, std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    if (__builtin_add_overflow(a, b, &r)) overflow(n);
-    return r;
+    return add_or_raise(a, b, "node '", n.name, "' (", n.op_type, "): operation or byte count");
 }
 /// Elements and bytes of a tensor, checked (shapes themselves are checked by Graph::validate).
 inline std::int64_t elems(const graph::Node& n, const graph::Tensor& t) {
