@@ -59,18 +59,26 @@ inline std::filesystem::path write_target(const std::filesystem::path& path) {
         p = next.is_absolute() ? next : p.parent_path() / next;
     }
 }
+/// What a write to `path` (whose link chain ends at `target`) meets there: nothing or a regular
+/// file (written atomically), or a device (written through). A directory, a FIFO or a socket
+/// is an io_error: opening a FIFO would block until a reader appears.
+enum class WriteKind { file, device };
+inline WriteKind write_kind(const std::filesystem::path& path, const std::filesystem::path& target) {
+    std::error_code ec;
+    const auto st = std::filesystem::status(target, ec);
+    if (std::filesystem::is_directory(st)) raise<io_error>("cannot write '", path.string(), "': is a directory");
+    if (std::filesystem::is_fifo(st) || std::filesystem::is_socket(st))
+        raise<io_error>("cannot write '", path.string(), "': is a FIFO or socket, not a file");
+    return std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) ? WriteKind::device : WriteKind::file;
+}
 }  // namespace detail
 
 /// Fail early, before a long computation, if `path` cannot be written: empty, a directory, or
 /// in a directory that does not exist or is not writable. Throws io_error naming the path.
 inline void check_writable(const std::filesystem::path& path) {
     const auto target = detail::write_target(path);
+    if (detail::write_kind(path, target) == detail::WriteKind::device) return;  // written through
     std::error_code ec;
-    const auto st = std::filesystem::status(target, ec);
-    if (std::filesystem::is_directory(st)) raise<io_error>("cannot write '", path.string(), "': is a directory");
-    if (std::filesystem::is_fifo(st) || std::filesystem::is_socket(st))
-        raise<io_error>("cannot write '", path.string(), "': is a FIFO or socket, not a file");
-    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) return;  // a device: written through
     const auto dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
     if (!std::filesystem::is_directory(dir, ec))
         raise<io_error>("cannot write '", path.string(), "': directory '", dir.string(), "' does not exist");
@@ -85,21 +93,12 @@ inline void check_writable(const std::filesystem::path& path) {
 /// Write `data` to `path` atomically: readers see the old file or the new one, never a mix.
 inline void write_file_atomic(const std::filesystem::path& path, std::string_view data) {
     const auto target = detail::write_target(path);
-    {
-        std::error_code sec;
-        const auto st = std::filesystem::status(target, sec);
-        if (std::filesystem::is_directory(st)) raise<io_error>("cannot write '", path.string(), "': is a directory");
-        // Never rename over a device (e.g. /dev/null as root): write through it. A FIFO or a
-        // socket is refused: opening one blocks until a reader appears.
-        if (std::filesystem::is_fifo(st) || std::filesystem::is_socket(st))
-            raise<io_error>("cannot write '", path.string(), "': is a FIFO or socket, not a file");
-        if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
-            std::FILE* f = std::fopen(target.string().c_str(), "wb");
-            if (!f) raise<io_error>("cannot write '", path.string(), "': cannot open for writing");
-            const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
-            if (std::fclose(f) != 0 || !ok) raise<io_error>("cannot write '", path.string(), "': write failed");
-            return;
-        }
+    if (detail::write_kind(path, target) == detail::WriteKind::device) {  // never rename over /dev/null
+        std::FILE* f = std::fopen(target.string().c_str(), "wb");
+        if (!f) raise<io_error>("cannot write '", path.string(), "': cannot open for writing");
+        const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
+        if (std::fclose(f) != 0 || !ok) raise<io_error>("cannot write '", path.string(), "': write failed");
+        return;
     }
     const auto dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
     std::random_device rd;
