@@ -171,9 +171,12 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     auto* proxy_opt = train->add_option("--proxy", targs->proxy, "Proxy ranking the candidates for uniform sampling: macs | a column");
     const auto minus_one_or_positive = CLI::Validator(
         [](std::string& s) -> std::string {
-            return s == "-1" || check::integer(1, 1000000).operator()(s).empty() ? std::string() : "'" + s + "' is not -1 or an integer in [1, 10^6]";
+            const auto v = check::whole<std::int64_t>(s);
+            if (!v || !(*v == -1 || (*v >= 1 && *v <= 1000000))) return "'" + s + "' is not -1 or an integer in [1, 10^6]";
+            s = std::to_string(*v);  // decimal, as for check::integer
+            return {};
         },
-        "-1 | INT >= 1");
+        "-1 | INT in [1, 10^6]");
     train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)")->transform(minus_one_or_positive);
     train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)")->transform(minus_one_or_positive);
     train->add_option("--threads", targs->threads, "Threads (0: all cores)")->transform(check::integer(0, 1024, "a thread count in [0, 1024]"));

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -22,27 +23,34 @@ struct Context {
 /// Option checks with short messages (CLI11's own number checks print a 300-digit bound and
 /// let an out-of-range integer saturate silently).
 namespace check {
-/// A decimal integer in [lo, hi], nothing else (no sign wrap, no saturation, no trailing text).
+/// The whole of `s` as a decimal T, or nullopt (no sign wrap, saturation or trailing text).
+template <class T>
+std::optional<T> whole(const std::string& s) {
+    T v{};
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+/// A decimal integer in [lo, hi]; the value is rewritten in canonical decimal, since CLI11
+/// converts with base 0 afterwards ("010" would be octal 8).
 inline CLI::Validator integer(std::int64_t lo, std::int64_t hi, std::string what = {}) {
+    if (what.empty()) what = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     return CLI::Validator(
         [lo, hi, what](std::string& s) -> std::string {
-            std::int64_t v = 0;
-            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-            if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi)
-                return "'" + s + "' is not " + (what.empty() ? "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" : what);
-            s = std::to_string(v);  // CLI11 converts with base 0 afterwards: "010" would be octal
+            const auto v = whole<std::int64_t>(s);
+            if (!v || *v < lo || *v > hi) return "'" + s + "' is not " + what;
+            s = std::to_string(*v);
             return {};
         },
-        what.empty() ? "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" : what);
+        what);
 }
-/// A seed: a decimal integer in [0, 2^64 - 1].
+/// A seed: a decimal integer in [0, 2^64 - 1], rewritten as for integer().
 inline CLI::Validator seed() {
     return CLI::Validator(
         [](std::string& s) -> std::string {
-            std::uint64_t v = 0;
-            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-            if (ec != std::errc() || end != s.data() + s.size()) return "'" + s + "' is not a seed (an integer in [0, 2^64 - 1])";
-            s = std::to_string(v);  // decimal, as read here (CLI11 would read "010" as octal)
+            const auto v = whole<std::uint64_t>(s);
+            if (!v) return "'" + s + "' is not a seed (an integer in [0, 2^64 - 1])";
+            s = std::to_string(*v);
             return {};
         },
         "SEED");
@@ -52,11 +60,10 @@ enum class Sign { any, positive, non_negative };
 inline CLI::Validator finite(Sign sign = Sign::any) {
     return CLI::Validator(
         [sign](std::string& s) -> std::string {
-            double v = 0;
-            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-            if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return "'" + s + "' is not a finite number";
-            if (sign == Sign::positive && !(v > 0)) return "'" + s + "' is not positive";
-            if (sign == Sign::non_negative && !(v >= 0)) return "'" + s + "' is negative";
+            const auto v = whole<double>(s);
+            if (!v || !std::isfinite(*v)) return "'" + s + "' is not a finite number";
+            if (sign == Sign::positive && !(*v > 0)) return "'" + s + "' is not positive";
+            if (sign == Sign::non_negative && !(*v >= 0)) return "'" + s + "' is negative";
             return {};
         },
         sign == Sign::positive ? "POSITIVE" : sign == Sign::non_negative ? "NON-NEGATIVE" : "NUMBER");
