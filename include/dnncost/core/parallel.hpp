@@ -21,18 +21,17 @@ namespace dnncost {
 /// are captured and the first one is rethrown in the calling thread.
 class ThreadPool {
 public:
-    /// @param threads number of workers including the caller; 0 means hardware concurrency.
-    ///        At most max_threads are started: a huge request (e.g. a -1 wrapped to SIZE_MAX)
-    ///        would exhaust the system's thread limit. The cap is fixed, not tied to the core
-    ///        count, because training shards batches by pool size: a given request must give
-    ///        the same numbers on every machine.
-    /// @throws error when the system refuses a thread (the workers already started are joined)
+    /// Most workers a pool starts: a huge request (e.g. a -1 wrapped to SIZE_MAX) would exhaust
+    /// the system's thread limit. Fixed, not tied to the core count, because training shards
+    /// batches by pool size: a given request must give the same numbers on every machine.
     static constexpr std::size_t max_threads = 1024;
     /// The pool size a request gives: 0 -> hardware concurrency, capped at max_threads.
     static std::size_t size_for(std::size_t threads) {
         if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
         return std::min(threads, max_threads);
     }
+    /// @param threads number of workers including the caller (see size_for)
+    /// @throws error when the system refuses a thread (the workers already started are joined)
     explicit ThreadPool(std::size_t threads = 0) {
         threads = size_for(threads);
         m_size = threads;

@@ -39,12 +39,12 @@ class Ensemble final : public CostEstimator {
 public:
     static constexpr std::string_view kind = "ensemble";
     enum class Resample : std::uint8_t { bootstrap = 0, none = 1 };
+    /// Every member is a whole model in memory: more than this is a mistake, not an ensemble.
+    static constexpr int max_members = 1024;
 
     /// @param member_preset name of the members' preset (reported by preset())
     /// @param factory       creates one untrained member
-    /// @param members       k >= 2
-    /// Every member is a whole model in memory: more than this is a mistake, not an ensemble.
-    static constexpr int max_members = 1024;
+    /// @param members       2 <= k <= max_members
     Ensemble(std::string member_preset, EstimatorFactory factory, int members, Resample resample = Resample::bootstrap)
         : m_member_preset(std::move(member_preset)), m_factory(std::move(factory)), m_k(members), m_resample(resample) {
         if (members < 2) raise<config_error>("Ensemble: needs at least 2 members, got ", members);
@@ -131,7 +131,6 @@ public:
     void set_bf16(bool on) override {
         for (auto& m : m_members) m->set_bf16(on);
     }
-    /// Container "ensemble": member preset, resample mode, then each member's own container.
     /// The union of the members' vocabularies (bootstrap members see different subsets).
     std::vector<std::string> vocabulary() const override {
         std::vector<std::string> all;
@@ -143,6 +142,7 @@ public:
         all.erase(std::unique(all.begin(), all.end()), all.end());
         return all;
     }
+    /// Container "ensemble": member preset, resample mode, then each member's own container.
     std::string serialize() const override {
         if (m_members.empty()) raise<config_error>("Ensemble: serialize called before fit");
         io::BinaryWriter w;

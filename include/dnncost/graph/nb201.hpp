@@ -361,10 +361,14 @@ private:
 }  // namespace detail
 
 /// The operator graph of the full network for one architecture.
-inline graph::Graph build_graph(const Arch& arch, const Nb201Options& opt = {}) {
+/// @throws config_error for options no network can be built with
+inline void check_options(const Nb201Options& opt) {
     if (opt.batch < 1 || opt.input_size < 4 || opt.num_classes < 1 || opt.cells_per_stage < 1)
         raise<config_error>("nb201::build_graph: invalid options (batch ", opt.batch, ", input ", opt.input_size,
                             ", classes ", opt.num_classes, ", cells ", opt.cells_per_stage, ")");
+}
+inline graph::Graph build_graph(const Arch& arch, const Nb201Options& opt = {}) {
+    check_options(opt);
     return detail::Builder(opt, arch).build();
 }
 inline graph::Graph build_graph(std::string_view arch, const Nb201Options& opt = {}) {

@@ -14,7 +14,7 @@
 /// (~250 KB each, 4 GB for the whole space) are built on demand, in parallel, when a subset is
 /// asked for, and live as long as some GraphSet or TrainData holds them; rows naming the same
 /// network share one graph while it lives.
-/// Rows with a missing, non-numeric, NaN/inf or non-positive value in a used column, a bad
+/// Rows with a missing, non-numeric, NaN/inf, non-positive or subnormal value in a used column, a bad
 /// architecture string, an unreadable model file or a wrong field count are either skipped and
 /// reported in `Dataset::skipped` (file, line, reason), or, with `strict`, rejected by a
 /// parse_error naming file and line. A data set left empty is an error either way.
@@ -99,7 +99,6 @@ namespace detail {
 /// The distinct networks of a data set: loaded graphs (onnx), or NB201 strings whose graphs
 /// are built on demand and cached while someone holds them.
 struct GraphStore {
-    Space space = Space::nb201;
     nb201::Nb201Options nb201{};
     unsigned threads = 0;
     std::vector<std::string> keys;
@@ -306,8 +305,7 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
     std::vector<std::shared_ptr<const graph::Graph>> built(distinct.size());
     std::vector<char> ok(distinct.size(), 0);
     std::vector<std::string> failure(distinct.size());
-    if (opt.space == Space::nb201)  // invalid options are a config_error now, not at first use
-        (void)nb201::build_graph(nb201::from_index(0), opt.nb201);
+    if (opt.space == Space::nb201) nb201::check_options(opt.nb201);  // now, not at first use
     {
         ThreadPool pool(opt.threads);
         pool.parallel_for(0, distinct.size(), [&](std::size_t d) {
@@ -328,7 +326,6 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
     }
     // the store holds the distinct networks that are used, renumbered
     auto& store = *ds.m_store;
-    store.space = opt.space;
     store.nb201 = opt.nb201;
     store.threads = opt.threads;
     std::vector<std::size_t> renumber(distinct.size(), 0);
