@@ -58,7 +58,7 @@ void BM_SgemmPeak(benchmark::State& state) {
     const Index n = 1536;
     ThreadPool pool(threads);
     const bool bf16 = state.range(1) != 0;
-    if (bf16 && !kernels::amx_available()) return state.SkipWithError("no AMX-BF16 on this CPU");
+    if (bf16 && !kernels::amx_in_use()) return state.SkipWithError("no AMX-BF16 tile unit in use (bf16 would be emulated)");
     const kernels::PrecisionScope scope(bf16 ? Precision::bf16 : Precision::fp32);
     Mat<float> a = Mat<float>::Random(n, n), b = Mat<float>::Random(n, n), c;
     kernels::gemm<float>(c, a, b, false, &pool);
@@ -133,7 +133,7 @@ BENCHMARK(BM_Layer)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1}})->Unit(bench
 void BM_HifiSageEpoch(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
     const bool bf16 = state.range(1) != 0;
-    if (bf16 && !kernels::amx_available()) return state.SkipWithError("no AMX-BF16 on this CPU");
+    if (bf16 && !kernels::amx_in_use()) return state.SkipWithError("no AMX-BF16 tile unit in use (bf16 would be emulated)");
     static Nb201Set set(100);
     estimators::HiFiSage est;
     est.set_precision(bf16 ? Precision::bf16 : Precision::fp32);
@@ -166,7 +166,7 @@ void BM_HifiSageInference(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
     const bool with_encoding = state.range(1) != 0;
     const bool bf16 = state.range(2) != 0;
-    if (bf16 && !kernels::amx_available()) return state.SkipWithError("no AMX-BF16 on this CPU");
+    if (bf16 && !kernels::amx_in_use()) return state.SkipWithError("no AMX-BF16 tile unit in use (bf16 would be emulated)");
     static Nb201Set set(256);
     estimators::HiFiSage est;
     est.set_precision(bf16 ? Precision::bf16 : Precision::fp32);
@@ -219,7 +219,7 @@ void BM_HifiSageFullTraining(benchmark::State& state) {
         estimators::FitOptions o;
         o.seed = 7;
         o.threads = static_cast<unsigned>(state.range(0));
-        o.bf16 = state.range(1) != 0;
+        o.precision = state.range(1) != 0 ? Precision::bf16 : Precision::fp32;
         r = est.fit(data.train, data.val, o);
     }
     state.counters["epochs"] = r.epochs;

@@ -4,7 +4,7 @@
 //   dnncost_reproduce [--data CSV] [--presets additive,hifisage,brpnas] [--devices gold_6240,...]
 //                     [--seeds 10] [--first-seed 0] [--train 100] [--val 100] [--test 0]
 //                     [--sampling random|uniform] [--ensemble K] [--epochs N] [--threads T]
-//                     [--bf16 0|1] [--out results.md]
+//                     [--precision auto|bf16|fp32] [--out results.md]
 // The table is rewritten (atomically) after every device, so a long run can be followed and an
 // interrupted one keeps what it finished.
 #include <cmath>
@@ -67,7 +67,7 @@ int main(int argc, char** argv) try {
                                            {"--ensemble", "0"},
                                            {"--epochs", "-1"},
                                            {"--threads", "0"},
-                                           {"--bf16", "0"},
+                                           {"--precision", "auto"},
                                            {"--out", "reproduce.md"}};
     for (int i = 1; i < argc; ++i) {
         const std::string key = argv[i];
@@ -84,8 +84,12 @@ int main(int argc, char** argv) try {
     const std::size_t n_train = std::stoul(arg["--train"]), n_val = std::stoul(arg["--val"]), n_test = std::stoul(arg["--test"]);
     const int seeds = std::stoi(arg["--seeds"]), first_seed = std::stoi(arg["--first-seed"]);
     const int ensemble = std::stoi(arg["--ensemble"]);
-    if (arg["--bf16"] != "0" && arg["--bf16"] != "1") raise<config_error>("--bf16 takes 0 or 1, got '", arg["--bf16"], "'");
-    const bool bf16 = arg["--bf16"] == "1";
+    const std::string& prec = arg["--precision"];
+    if (prec != "auto" && prec != "bf16" && prec != "fp32")
+        raise<config_error>("--precision takes auto, bf16 or fp32, got '", prec, "'");
+    const nn::Precision precision =
+        prec == "auto" ? nn::kernels::default_precision() : (prec == "bf16" ? nn::Precision::bf16 : nn::Precision::fp32);
+    const bool bf16 = precision == nn::Precision::bf16;
     const auto sampling = train::parse_sampling(arg["--sampling"]);
     for (const auto& p : presets) (void)estimators::make_estimator(p);  // fail early on a typo
 
@@ -108,7 +112,8 @@ int main(int argc, char** argv) try {
            << " sampling); test on " << (n_test ? std::to_string(n_test) : std::string("all remaining")) << " rows; "
            << seeds << " seeds (" << first_seed << ".." << first_seed + seeds - 1
            << "), the same splits for every preset" << (ensemble >= 2 ? "; ensembles of " + std::to_string(ensemble) : "")
-           << (bf16 ? "; GNN GEMMs in bf16 on AMX (--bf16 1)" : "")
+           << "; GNN GEMMs in " << nn::to_string(precision)
+           << (bf16 ? (nn::kernels::amx_in_use() ? " on AMX" : " (emulated, no AMX)") : "") << " (--precision " << prec << ")"
            << ". Mean ± sample std over seeds. MAPE in %, ±b = fraction of test items within b % of the truth. "
            << "'nd' = excluding items whose truth is below 5 % of the median (degenerate NB201 cells).\n\n"
            << "| device | preset | Spearman | Kendall | MAPE % | ±1% | ±5% | ±10% | nd Spearman | nd MAPE % | nd ±10% |"
@@ -144,7 +149,7 @@ int main(int argc, char** argv) try {
                 fo.seed = static_cast<std::uint64_t>(seed);
                 fo.max_epochs = std::stoi(arg["--epochs"]);
                 fo.threads = dopt.threads;
-                fo.bf16 = bf16;
+                fo.precision = precision;
                 const auto fit = est->fit(ds.subset(split.train, device), ds.subset(split.validation, device), fo);
                 const auto pred = est->predict(ds.graphs(split.test));
                 std::vector<double> mean;

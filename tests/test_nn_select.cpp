@@ -5,6 +5,8 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "gradcheck.hpp"
 
@@ -164,10 +166,31 @@ TEST_CASE("shared ridge solver: an exact linear relation is recovered, a custom 
     CHECK(loo.beta(1) == doctest::Approx(0.5).epsilon(1e-3));
 }
 
-TEST_CASE("bf16 GEMMs on AMX: within bf16 rounding of a double-precision product, all three shapes, threads") {
-    if (!kernels::amx_available()) {
-        MESSAGE("this CPU has no AMX-BF16: the bf16 request falls back to fp32, checked below");
-    }
+namespace {
+/// Forbids the tile unit for its lifetime (bf16 products run emulated, as on a CPU without AMX).
+// no additive path: the trained network itself is kept, so its GEMM arithmetic shows
+constexpr GnnConfig gnn_only = [] {
+    GnnConfig c = skip_preset;
+    c.head.additive_skip = false;
+    c.readout = Readout::sum;
+    return c;
+}();
+
+struct NoAmx {
+    NoAmx() { kernels::set_amx_allowed(false); }
+    ~NoAmx() { kernels::set_amx_allowed(true); }
+    NoAmx(const NoAmx&) = delete;
+    NoAmx& operator=(const NoAmx&) = delete;
+};
+Mat<double> rounded(const Mat<float>& m) {
+    Mat<double> r(m.rows(), m.cols());
+    for (Index i = 0; i < m.size(); ++i) r.data()[i] = kernels::from_bf16(kernels::to_bf16(m.data()[i]));
+    return r;
+}
+}  // namespace
+
+TEST_CASE("bf16 GEMMs, on AMX and emulated: the exact product of the bf16-rounded inputs up to fp32 sums, all shapes, threads") {
+    if (!kernels::amx_available()) MESSAGE("this CPU has no AMX-BF16: only the emulated bf16 path is checked");
     Rng rng(9);
     const auto rnd = [&](Index r, Index c) {
         Mat<float> m(r, c);
@@ -178,27 +201,39 @@ TEST_CASE("bf16 GEMMs on AMX: within bf16 rounding of a double-precision product
     for (const auto& [m, k, n] : std::vector<std::array<Index, 3>>{{300, 256, 128}, {37, 71, 45}, {5, 3, 7}, {64, 65, 33}}) {
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
             const Mat<float> a = rnd(m, k), b = rnd(k, n), at = rnd(k, m), bt = rnd(n, k);
-            const Mat<double> ab = a.cast<double>() * b.cast<double>();
-            const Mat<double> atb = at.cast<double>().transpose() * b.cast<double>();
-            const Mat<double> abt = a.cast<double>() * bt.cast<double>().transpose();
-            Mat<float> c, t, u;
-            {
+            const bool bf16 = static_cast<double>(m) * n * k >= kernels::bf16_threshold_macs;  // smaller products stay fp32
+            // independent truth: double-precision products of the inputs as each path should see them
+            const auto in = [&](const Mat<float>& x) { return bf16 ? rounded(x) : Mat<double>(x.cast<double>()); };
+            const Mat<double> ab = in(a) * in(b), atb = in(at).transpose() * in(b), abt = in(a) * in(bt).transpose();
+            const Mat<double> ab_fp = a.cast<double>() * b.cast<double>();
+            Mat<float> c[2], t[2], u[2];
+            for (int emulated : {0, 1}) {
+                if (emulated == 0 && !kernels::amx_available()) continue;
+                std::optional<NoAmx> no_amx;
+                if (emulated) no_amx.emplace();
                 const kernels::PrecisionScope scope(Precision::bf16);
                 CHECK(kernels::precision() == Precision::bf16);
-                kernels::gemm<float>(c, a, b, false, p);
-                kernels::gemm<float>(c, a, b, true, p);  // accumulate: 2 A B
-                kernels::gemm_tn<float>(t, at, b, false, p);
-                kernels::gemm_nt<float>(u, a, bt, false, p);
+                CHECK(kernels::amx_in_use() == (emulated == 0));
+                kernels::gemm<float>(c[emulated], a, b, false, p);
+                kernels::gemm<float>(c[emulated], a, b, true, p);  // accumulate: 2 A B
+                kernels::gemm_tn<float>(t[emulated], at, b, false, p);
+                kernels::gemm_nt<float>(u[emulated], a, bt, false, p);
             }
             CHECK(kernels::precision() == Precision::fp32);
-            // each product of bf16-rounded N(0,1) inputs errs by ~2^-8 relative; over k terms ~ 2^-8 sqrt(k)
-            const double tol = 0.05 * std::sqrt(static_cast<double>(k));
-            INFO(m << "x" << k << "x" << n);
-            CHECK((c.cast<double>() - 2.0 * ab).cwiseAbs().maxCoeff() < 2 * tol);
-            CHECK((t.cast<double>() - atb).cwiseAbs().maxCoeff() < tol);
-            CHECK((u.cast<double>() - abt).cwiseAbs().maxCoeff() < tol);
-            if (kernels::amx_available() && m * n * k >= 32768)  // really bf16: not bit-identical to fp32
-                CHECK((c.cast<double>() - 2.0 * ab).cwiseAbs().maxCoeff() > 1e-4);
+            CHECK(kernels::amx_in_use() == kernels::amx_available());
+            INFO(m << "x" << k << "x" << n << (bf16 ? ", bf16" : ", below the bf16 threshold: fp32"));
+            // products of bf16 values are exact in fp32: what remains is the rounding of k fp32
+            // additions, at most ~k u sum|a b| with u = 2^-24 and sum|a b| ~ 0.64 k for N(0,1) inputs
+            const double tol = 2.0 * static_cast<double>(k) * 6e-8 * 0.64 * static_cast<double>(k);
+            for (int e : {0, 1}) {
+                if (c[e].size() == 0) continue;
+                INFO((e ? "emulated" : "AMX"));
+                CHECK((c[e].cast<double>() - 2.0 * ab).cwiseAbs().maxCoeff() < 2 * tol);
+                CHECK((t[e].cast<double>() - atb).cwiseAbs().maxCoeff() < tol);
+                CHECK((u[e].cast<double>() - abt).cwiseAbs().maxCoeff() < tol);
+                if (bf16 && m * n * k >= 32768)  // really bf16: the rounding of the inputs shows
+                    CHECK((c[e].cast<double>() - 2.0 * ab_fp).cwiseAbs().maxCoeff() > 1e-3);
+            }
         }
     }
     // rounding to bf16: nearest, ties to even; NaN stays NaN
@@ -208,20 +243,18 @@ TEST_CASE("bf16 GEMMs on AMX: within bf16 rounding of a double-precision product
     CHECK(std::isnan(kernels::from_bf16(kernels::to_bf16(std::nanf("")))));
 }
 
-TEST_CASE("bf16 training: a GNN trained with bf16 GEMMs predicts close to its fp32 twin") {
-    constexpr GnnConfig gnn_only = [] {
-        GnnConfig c = skip_preset;
-        c.head.additive_skip = false;
-        c.readout = Readout::sum;
-        return c;
-    }();
+TEST_CASE("bf16 training: a GNN trained with bf16 GEMMs predicts close to its fp32 twin; the default is bf16 where AMX runs it") {
     Data d;
-    Estimator<gnn_only> a, b;
+    Estimator<gnn_only> a, b, dflt;
     estimators::FitOptions o;
     o.threads = 1;
     o.max_epochs = 3;
+    dflt.fit(d.train, d.val, o);
+    CHECK(dflt.precision() == kernels::default_precision());
+    CHECK(kernels::default_precision() == (kernels::amx_in_use() ? Precision::bf16 : Precision::fp32));
+    o.precision = Precision::fp32;
     a.fit(d.train, d.val, o);
-    o.bf16 = true;
+    o.precision = Precision::bf16;
     b.fit(d.train, d.val, o);
     CHECK(a.precision() == Precision::fp32);
     CHECK(b.precision() == Precision::bf16);
@@ -234,7 +267,55 @@ TEST_CASE("bf16 training: a GNN trained with bf16 GEMMs predicts close to its fp
     }
     INFO("largest fp32/bf16 difference " << worst << " (mean prediction " << mean << ")");
     CHECK(worst < 0.05 * mean);
-    if (kernels::amx_available()) CHECK(worst > 0.0);  // the bf16 path really ran
+    CHECK(worst > 0.0);  // the bf16 arithmetic really ran (on AMX or emulated)
+}
+
+TEST_CASE("bf16 model: saved with its precision, predicts the same numbers without AMX, a version-2 file loads as fp32") {
+    Data d;
+    Estimator<gnn_only> est;
+    estimators::FitOptions o;
+    o.threads = 1;
+    o.max_epochs = 3;
+    o.precision = Precision::bf16;
+    est.fit(d.train, d.val, o);
+    const auto bytes = est.save("skip");
+    auto loaded = Estimator<gnn_only>::load(bytes, "skip");
+    CHECK(loaded.precision() == Precision::bf16);
+    const auto p_amx = est.predict(d.val.graphs, 1);
+    CHECK(loaded.predict(d.val.graphs, 1) == p_amx);  // same machine, same arithmetic: bit-identical
+    std::vector<double> p_emu;
+    {
+        const NoAmx no_amx;
+        p_emu = loaded.predict(d.val.graphs, 1);
+    }
+    // as on a CPU without the tile unit: the same bf16 arithmetic, fp32 sums in another order
+    double worst = 0;
+    for (std::size_t i = 0; i < p_amx.size(); ++i) worst = std::max(worst, std::abs(p_emu[i] - p_amx[i]) / std::abs(p_amx[i]));
+    MESSAGE("largest relative AMX / emulated difference " << worst);
+    CHECK(worst < 1e-4);
+    // and not what the same weights give in fp32 (so the comparison above is not vacuous)
+    loaded.set_precision(Precision::fp32);
+    const auto p_fp32 = loaded.predict(d.val.graphs, 1);
+    double fp32_diff = 0;
+    for (std::size_t i = 0; i < p_amx.size(); ++i) fp32_diff = std::max(fp32_diff, std::abs(p_fp32[i] - p_amx[i]) / std::abs(p_amx[i]));
+    MESSAGE("largest relative bf16 / fp32 difference " << fp32_diff);
+    CHECK(fp32_diff > 10 * worst);
+
+    // a payload of version 2 (before the precision field) loads, as fp32
+    const auto c = io::read_container(bytes, "skip", "<test>");
+    io::BinaryReader r(c.payload, "<test>");
+    REQUIRE(r.get_u32() == 3);
+    const auto preset = r.get_string();
+    const std::size_t at = 4 + 8 + preset.size();
+    std::string v2 = c.payload.substr(0, at) + c.payload.substr(at + 4);
+    v2[0] = 2;
+    const auto old = Estimator<gnn_only>::load(io::write_container("skip", c.config_hash, v2), "skip");
+    CHECK(old.precision() == Precision::fp32);
+    // an unknown precision code is a clear error
+    std::string bad = c.payload;
+    bad[at] = 7;
+    CHECK_THROWS_WITH_AS(Estimator<gnn_only>::load(io::write_container("skip", c.config_hash, bad), "skip", "m.dnnc"),
+                         doctest::Contains("precision code 7"), parse_error);
 }
 
 TEST_CASE("bf16 inference: the SAGE block's direct packing and frozen weights give the unfused bf16 result") {

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <sstream>
@@ -136,6 +137,26 @@ inline std::vector<double> means(const std::vector<estimators::Prediction>& p) {
     return m;
 }
 
+/// "bf16" / "fp32" -> the precision; "auto" (train) or "model" (eval, predict) -> none.
+inline std::optional<nn::Precision> parse_precision(const std::string& s) {
+    if (s == "bf16") return nn::Precision::bf16;
+    if (s == "fp32") return nn::Precision::fp32;
+    return std::nullopt;
+}
+
+/// One stderr line on the GEMM arithmetic an estimator runs with: always when `always`, else
+/// only for emulated bf16 (slow); nothing for an estimator without GEMMs.
+inline void note_precision(const estimators::CostEstimator& est, const char* what, bool always) {
+    const auto p = est.precision();
+    if (!p || !(always || (*p == nn::Precision::bf16 && !nn::kernels::amx_in_use()))) return;
+    std::cerr << "dnncost: " << what << " in " << nn::to_string(*p);
+    if (*p == nn::Precision::bf16)
+        std::cerr << (nn::kernels::amx_in_use() ? " on the AMX tile unit"
+                                                : " emulated (no AMX tile unit in use here: same numbers as on AMX up to "
+                                                  "float rounding, slower than fp32)");
+    std::cerr << '\n';
+}
+
 }  // namespace train_detail
 
 inline void add_train_commands(CLI::App& app, Context& ctx) {
@@ -147,7 +168,8 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         std::uint64_t seed = 0;
         int ensemble = 0, epochs = -1, patience = -1;
         unsigned threads = 0;
-        bool strict = false, bf16 = false;
+        std::string precision = "auto";
+        bool strict = false;
     };
     auto targs = std::make_shared<TrainArgs>();
     auto* train = app.add_subcommand("train", "Train a cost estimator on measured data, evaluate it on a held-out test split");
@@ -180,7 +202,9 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)")->transform(minus_one_or_positive);
     train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)")->transform(minus_one_or_positive);
     train->add_option("--threads", targs->threads, "Threads (0: all cores)")->transform(check::integer(0, 1024, "a thread count in [0, 1024]"));
-    train->add_flag("--bf16", targs->bf16, "GEMMs in bfloat16 on Intel AMX when the CPU has it (fp32 otherwise): faster, ~0.4 % rounding");
+    train->add_option("--precision", targs->precision,
+                      "GEMM arithmetic, saved with the model: auto (bf16 where the CPU has AMX, else fp32) | bf16 (inputs rounded to bfloat16, fp32 accumulation; emulated without AMX) | fp32")
+        ->check(CLI::IsMember({"auto", "bf16", "fp32"}));
     train->add_flag("--strict", targs->strict, "Reject the data set at the first bad row instead of skipping it");
     train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required();
     train->add_option("--report", targs->report, "Write a JSON report of the test metrics");
@@ -219,13 +243,14 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         fo.max_epochs = a.epochs;
         fo.patience = a.patience;
         fo.threads = a.threads;
-        fo.bf16 = a.bf16;
+        fo.precision = td::parse_precision(a.precision);
         fo.on_epoch = [](const std::string& line) {
             std::cerr << line << '\n';
             return false;
         };
         const auto fit = est->fit(ds.subset(split.train, a.target), ds.subset(split.validation, a.target), fo);
         if (!fit.summary.empty()) std::cerr << fit.summary << '\n';
+        td::note_precision(*est, "trained", true);
 
         const auto pred = td::predict_items(*est, ds, split.test);
         const auto truth = ds.values(split.test, a.target);
@@ -259,7 +284,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             report["validation_metric"] = fit.validation_metric;
             report["best_validation"] = fit.best_validation;
             report["selection"] = fit.summary;
-            report["bf16"] = a.bf16;
+            if (const auto p = est->precision()) report["precision"] = nn::to_string(*p);
             io::write_file_atomic(a.report, report.dump(2) + "\n");
         }
         std::cout << "model saved to " << a.out << '\n';
@@ -269,7 +294,8 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     // ------------------------------------------------------------------ eval
     struct EvalArgs {
         std::string model, data, space = "nb201", target;
-        bool json_out = false, strict = false, bf16 = false;
+        std::string precision = "model";
+        bool json_out = false, strict = false;
     };
     auto eargs = std::make_shared<EvalArgs>();
     auto* eval = app.add_subcommand("eval", "Evaluate a saved estimator on every row of a data set");
@@ -279,11 +305,13 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     eval->add_option("--target", eargs->target, "Measured column to compare with")->required();
     eval->add_flag("--strict", eargs->strict, "Reject the data set at the first bad row");
     eval->add_flag("--json", eargs->json_out, "Print the metrics as JSON");
-    eval->add_flag("--bf16", eargs->bf16, "GEMMs in bfloat16 on Intel AMX when the CPU has it (fp32 otherwise): faster, ~0.4 % rounding");
+    eval->add_option("--precision", eargs->precision, "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
+        ->check(CLI::IsMember({"model", "bf16", "fp32"}));
     eval->callback([eargs, &ctx] {
         const auto& a = *eargs;
         const auto est = estimators::load_estimator_file(a.model);
-        est->set_bf16(a.bf16);
+        if (const auto p = td::parse_precision(a.precision)) est->set_precision(*p);
+        td::note_precision(*est, "predicting", false);
         auto ds = td::load(a.data, a.space, {a.target}, a.strict);
         const auto items = ds.all_items();
         const auto pred = td::predict_items(*est, ds, items);
@@ -295,6 +323,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             json j = td::evaluation_json(ev);
             j["preset"] = est->preset();
             j["target"] = a.target;
+            if (const auto p = est->precision()) j["precision"] = nn::to_string(*p);
             if (has_sigma) j["coverage_2sigma"] = estimators::coverage_2sigma(pred, truth);
             print_json(j);
         } else {
@@ -309,7 +338,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     struct PredictArgs {
         std::string model, space;
         std::vector<std::string> inputs;
-        bool bf16 = false;
+        std::string precision = "model";
     };
     auto pargs = std::make_shared<PredictArgs>();
     auto* predict = app.add_subcommand("predict", "Predict with a saved estimator: NB201 arch strings or ONNX files");
@@ -317,11 +346,13 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     predict->add_option("--space", pargs->space, "nb201 (inputs are arch strings); default: inputs are ONNX files")
         ->check(CLI::IsMember({"nb201", "onnx"}));
     predict->add_option("inputs", pargs->inputs, "Architecture strings or ONNX files")->required();
-    predict->add_flag("--bf16", pargs->bf16, "GEMMs in bfloat16 on Intel AMX when the CPU has it (fp32 otherwise): faster, ~0.4 % rounding");
+    predict->add_option("--precision", pargs->precision, "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
+        ->check(CLI::IsMember({"model", "bf16", "fp32"}));
     predict->callback([pargs, &ctx] {
         const auto& a = *pargs;
         const auto est = estimators::load_estimator_file(a.model);
-        est->set_bf16(a.bf16);
+        if (const auto p = td::parse_precision(a.precision)) est->set_precision(*p);
+        td::note_precision(*est, "predicting", false);
         std::vector<graph::Graph> graphs;
         graphs.reserve(a.inputs.size());
         for (const auto& in : a.inputs)

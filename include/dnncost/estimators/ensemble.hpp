@@ -128,8 +128,12 @@ public:
         return out;
     }
 
-    void set_bf16(bool on) override {
-        for (auto& m : m_members) m->set_bf16(on);
+    void set_precision(nn::Precision p) override {
+        for (auto& m : m_members) m->set_precision(p);
+    }
+    /// The members' precision (they are trained alike); empty before fit or without GEMMs.
+    std::optional<nn::Precision> precision() const override {
+        return m_members.empty() ? std::nullopt : m_members.front()->precision();
     }
     /// The union of the members' vocabularies (bootstrap members see different subsets).
     std::vector<std::string> vocabulary() const override {

@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <dnncost/graph/graph.hpp>
+#include <dnncost/nn/bf16.hpp>
 
 namespace dnncost::estimators {
 
@@ -32,9 +34,10 @@ struct FitOptions {
     int max_epochs = -1;          ///< -1: the preset's default
     int patience = -1;            ///< early-stopping patience in epochs; -1: the preset's default
     unsigned threads = 0;         ///< 0: hardware concurrency
-    /// GEMMs in bfloat16 with fp32 accumulation on Intel AMX when the CPU has it (fp32
-    /// otherwise); also used by predict() afterwards. Faster, ~0.4 % rounding per GEMM input.
-    bool bf16 = false;
+    /// Arithmetic of the GEMMs for this fit and the model's later predictions (saved with it).
+    /// Unset: nn::kernels::default_precision(), i.e. bf16 inputs with fp32 accumulation where the
+    /// CPU's AMX tile unit runs them, fp32 elsewhere. Ignored by estimators without GEMMs.
+    std::optional<nn::Precision> precision{};
     /// Called once per epoch with a human-readable progress line; return true to stop.
     std::function<bool(const std::string&)> on_epoch{};
 };
@@ -64,9 +67,11 @@ public:
     virtual std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const = 0;
     /// Everything needed to predict elsewhere (preset, vocabulary, scaling, weights), as bytes.
     virtual std::string serialize() const = 0;
-    /// Run later predictions with bf16 GEMMs on AMX (see FitOptions::bf16); a no-op for
-    /// estimators without GEMMs.
-    virtual void set_bf16(bool /*on*/) {}
+    /// Run later predictions in this GEMM arithmetic instead of the one the model was trained
+    /// with (see FitOptions::precision); a no-op for estimators without GEMMs.
+    virtual void set_precision(nn::Precision /*p*/) {}
+    /// The GEMM arithmetic of predict(); empty for estimators without GEMMs.
+    virtual std::optional<nn::Precision> precision() const { return std::nullopt; }
     /// Operator types seen in training (sorted); empty when the estimator does not keep one.
     virtual std::vector<std::string> vocabulary() const { return {}; }
 };

@@ -97,7 +97,8 @@ public:
         return e;
     }
     nn::Estimator<C>& estimator() { return m_model; }
-    void set_bf16(bool on) override { m_model.set_precision(on ? nn::Precision::bf16 : nn::Precision::fp32); }
+    void set_precision(nn::Precision p) override { m_model.set_precision(p); }
+    std::optional<nn::Precision> precision() const override { return m_model.precision(); }
     std::vector<std::string> vocabulary() const override { return m_model.encoder().vocabulary(); }
 
 private:

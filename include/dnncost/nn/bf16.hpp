@@ -10,12 +10,19 @@
 /// once per predict call (FrozenWeightsScope), and the fused SAGE block writes its
 /// [x | aggregate] operand straight into the packed form at inference.
 ///
-/// Off by default. A caller opts in per thread with `PrecisionScope` (Estimator does this
-/// from FitOptions/predict options); the GEMM kernels of tensor.hpp then route float products
-/// here when `amx_available()`, and keep fp32 otherwise, so a bf16 request is always safe.
-/// Results depend on the precision and, as for fp32, on the machine's kernels, not on timing.
+/// A caller asks for bf16 per thread with `PrecisionScope` (Estimator does this with the
+/// precision it was trained with, which its model file records). The GEMM kernels of
+/// tensor.hpp then run every float product large enough to matter with bf16-rounded inputs:
+/// on the tile unit when `amx_in_use()`, otherwise emulated (inputs rounded to bf16, then an
+/// fp32 product, exact for the products of bf16 values), so a bf16 model computes the same
+/// arithmetic on any CPU, up to the order of the fp32 sums (~1e-6 relative), like fp32 across
+/// SIMD widths. The emulation is slower than plain fp32: without AMX, bf16 is for reproducing
+/// a bf16 model's numbers, not for speed. Results depend on the precision and the machine's
+/// kernels, not on timing.
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -37,6 +44,7 @@ namespace dnncost::nn {
 
 /// Arithmetic of the GEMMs: fp32 everywhere, or bf16 inputs with fp32 accumulation.
 enum class Precision : int { fp32 = 0, bf16 = 1 };
+inline const char* to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
 
 namespace kernels {
 
@@ -98,6 +106,30 @@ inline bool amx_available() {
     return false;
 #endif
 }
+
+namespace detail {
+inline std::atomic<bool>& amx_allowed() {
+    static std::atomic<bool> on{[] {
+        const char* v = std::getenv("DNNCOST_NO_AMX");
+        return v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0;
+    }()};
+    return on;
+}
+}  // namespace detail
+
+/// Allow or forbid the tile unit for this process (default: allowed unless the environment
+/// variable DNNCOST_NO_AMX is set to something other than 0). Forbidden, bf16 products run
+/// emulated: what a CPU without AMX computes, for checking that a bf16 model predicts the
+/// same numbers there.
+inline void set_amx_allowed(bool on) { detail::amx_allowed().store(on, std::memory_order_relaxed); }
+
+/// True when bf16 products run on the tile unit: the CPU has it and it is allowed.
+inline bool amx_in_use() { return amx_available() && detail::amx_allowed().load(std::memory_order_relaxed); }
+
+/// The precision an estimator trains in when the caller does not say: bf16 where the tile unit
+/// runs it (3-4x faster GEMMs at ~0.4 % input rounding), fp32 elsewhere (where bf16 would be
+/// emulated and slower).
+inline Precision default_precision() { return amx_in_use() ? Precision::bf16 : Precision::fp32; }
 
 /// Allocator of cache-line (64-byte) aligned storage: a packed tile row must not straddle two
 /// lines (unaligned packed operands measured at half the kernel rate).

@@ -486,7 +486,8 @@ public:
     }
 
     bool trained() const { return m_model != nullptr; }
-    /// GEMM precision of training and prediction (bf16 runs on AMX when the CPU has it).
+    /// GEMM arithmetic of training and prediction, saved with the model (bf16 runs on the AMX
+    /// tile unit when the CPU has it and is emulated otherwise; see nn/bf16.hpp).
     void set_precision(Precision p) { m_precision = p; }
     Precision precision() const { return m_precision; }
     const features::FeatureEncoder& encoder() const { return m_encoder; }
@@ -630,7 +631,7 @@ public:
                               const estimators::FitOptions& o = {}) {
         const auto t0 = std::chrono::steady_clock::now();
         prepare(train, o.seed);
-        m_precision = o.bf16 ? Precision::bf16 : Precision::fp32;  // for this fit and later predictions
+        m_precision = o.precision.value_or(kernels::default_precision());  // for this fit and later predictions
         if (validation.size() > 0) check_data(validation, "validation");
         ThreadPool pool(o.threads);
         Rng rng(o.seed ^ 0x7261696eULL);
@@ -705,8 +706,9 @@ public:
     std::string save(std::string_view preset, bool with_optimizer = true) const {
         if (!m_model) raise<config_error>("Estimator::save: not trained");
         io::BinaryWriter w;
-        w.put_u32(2);  // payload layout version (2: the additive path's graph-level features)
+        w.put_u32(3);  // payload layout version (2: the additive path's graph-level features; 3: precision)
         w.put_string(preset);
+        w.put_u32(static_cast<std::uint32_t>(m_precision));
         m_encoder.save(w);
         m_additive.save(w);
         w.put_f64(m_scale);
@@ -732,10 +734,16 @@ public:
             raise<parse_error>(source, ": '", preset, "' model was saved with another configuration (config hash 0x",
                                std::hex, c.config_hash, ", this build expects 0x", hash_for(preset), ")");
         io::BinaryReader r(c.payload, std::string(source));
-        if (const auto v = r.get_u32("payload version"); v != 2)
-            r.fail("unsupported payload version ", v, " (this build reads version 2; retrain the model)");
+        const auto version = r.get_u32("payload version");
+        if (version != 2 && version != 3)
+            r.fail("unsupported payload version ", version, " (this build reads versions 2 and 3; retrain the model)");
         if (const auto name = r.get_string("preset"); name != preset) r.fail("payload preset '", name, "', expected '", preset, "'");
         Estimator e;
+        if (version >= 3) {  // version 2 models were trained and predict in fp32
+            const auto p = r.get_u32("precision");
+            if (p > static_cast<std::uint32_t>(Precision::bf16)) r.fail("unknown GEMM precision code ", p);
+            e.m_precision = static_cast<Precision>(p);
+        }
         e.m_encoder = features::FeatureEncoder::load(r);
         e.m_additive = estimators::AdditiveFeatures::load(r);
         if (!C.head.additive_skip && e.m_additive.size() > 0) r.fail("additive features stored for a model without an additive path");

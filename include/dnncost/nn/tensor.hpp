@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -47,12 +48,28 @@ inline bool worth_splitting(const ThreadPool* pool, Index m, Index n, Index k) {
 /// Smallest product (m n k) worth packing for the tile unit.
 inline constexpr double bf16_threshold_macs = 32.0 * 32.0 * 32.0;
 
-/// True when this float GEMM runs in bf16 on AMX (this thread asked for bf16, the CPU has it).
+/// True when this float GEMM multiplies bf16-rounded inputs: this thread asked for bf16 and the
+/// product is large enough. Depends on the shape only, never on the CPU.
 template <class T>
-bool use_bf16(Index m, Index n, Index k) {
+bool bf16_product(Index m, Index n, Index k) {
     if constexpr (!std::is_same_v<T, float>) return false;
-    else
-        return precision() == Precision::bf16 && static_cast<double>(m) * n * k >= bf16_threshold_macs && amx_available();
+    else return precision() == Precision::bf16 && static_cast<double>(m) * n * k >= bf16_threshold_macs;
+}
+/// True when that bf16 product runs on the tile unit (else it is emulated, see gemm).
+template <class T>
+bool use_amx(Index m, Index n, Index k) {
+    return bf16_product<T>(m, n, k) && amx_in_use();
+}
+
+/// dst = src with every element rounded to the nearest bf16 value (kept as float): an operand
+/// of the emulated bf16 product, whose fp32 products are then exact.
+template <class D>
+void round_to_bf16(Mat<float>& dst, const Eigen::MatrixBase<D>& src) {
+    dst = src;
+    thread_local std::vector<std::uint16_t> half;
+    half.resize(static_cast<std::size_t>(dst.size()));
+    to_bf16_row(half.data(), dst.data(), dst.size());
+    for (Index i = 0; i < dst.size(); ++i) dst.data()[i] = from_bf16(half[static_cast<std::size_t>(i)]);
 }
 
 /// The right operand of a bf16 product, packed: the frozen copy when B is a weight frozen on
@@ -95,14 +112,35 @@ void gemm_bf16(Mat<float>& c, const Eigen::MatrixBase<DA>& a, const Eigen::Matri
     gemm_bf16_packed_a(c, ws, a.rows(), b, accumulate, pool);
 }
 
-/// C (+)= A * B, split by rows of C.
+template <class T, class DA, class DB>
+void gemm_fp(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
+             ThreadPool* pool);
+template <class T, class DA, class DB>
+void gemm_tn_fp(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
+                ThreadPool* pool);
+
+/// C (+)= A * B, split by rows of C. In bf16 (bf16_product) on the tile unit, or emulated:
+/// the inputs rounded to bf16, then the fp32 product.
 template <class T, class DA, class DB>
 void gemm(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
           ThreadPool* pool) {
     if (!accumulate) c.resize(a.rows(), b.cols());
     count_flops(a.rows(), b.cols(), a.cols());
     if constexpr (std::is_same_v<T, float>)
-        if (use_bf16<T>(a.rows(), b.cols(), a.cols())) return gemm_bf16(c, a, b, accumulate, pool);
+        if (bf16_product<T>(a.rows(), b.cols(), a.cols())) {
+            if (amx_in_use()) return gemm_bf16(c, a, b, accumulate, pool);
+            thread_local Mat<float> ra, rb;
+            round_to_bf16(ra, a);
+            round_to_bf16(rb, b);
+            return gemm_fp<T>(c, ra, rb, accumulate, pool);
+        }
+    gemm_fp<T>(c, a, b, accumulate, pool);
+}
+
+/// gemm in the arithmetic of T (no bf16).
+template <class T, class DA, class DB>
+void gemm_fp(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
+             ThreadPool* pool) {
     const Index m = a.rows();
     if (!worth_splitting(pool, m, b.cols(), a.cols()) || m < 64) {
         if (accumulate) c.noalias() += a * b;
@@ -127,7 +165,20 @@ void gemm_tn(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<
     if (!accumulate) c.resize(a.cols(), b.cols());
     count_flops(a.cols(), b.cols(), a.rows());
     if constexpr (std::is_same_v<T, float>)
-        if (use_bf16<T>(a.cols(), b.cols(), a.rows())) return gemm_bf16(c, a.transpose(), b, accumulate, pool);
+        if (bf16_product<T>(a.cols(), b.cols(), a.rows())) {
+            if (amx_in_use()) return gemm_bf16(c, a.transpose(), b, accumulate, pool);
+            thread_local Mat<float> ra, rb;
+            round_to_bf16(ra, a);
+            round_to_bf16(rb, b);
+            return gemm_tn_fp<T>(c, ra, rb, accumulate, pool);
+        }
+    gemm_tn_fp<T>(c, a, b, accumulate, pool);
+}
+
+/// gemm_tn in the arithmetic of T (no bf16).
+template <class T, class DA, class DB>
+void gemm_tn_fp(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
+                ThreadPool* pool) {
     const Index n = b.cols();
     if (!worth_splitting(pool, a.cols(), n, a.rows()) || n < 32) {
         if (accumulate) c.noalias() += a.transpose() * b;

@@ -37,7 +37,7 @@ public:
         const auto& nb = ctx.graphs("SageResidualBlock").neighbourhood(m_dir);
         const Index n = x.rows(), d = m_d;
         if constexpr (std::is_same_v<T, float>)
-            if (ctx.no_grad && !(ctx.training && m_p > 0) && kernels::use_bf16<T>(n, d, 2 * d))
+            if (ctx.no_grad && !(ctx.training && m_p > 0) && kernels::use_amx<T>(n, d, 2 * d))
                 return forward_bf16_inference(x, nb, ctx.pool);
         build_cat(x, nb);
         kernels::gemm<T>(m_y, m_cat, m_w.value, false, ctx.pool);
