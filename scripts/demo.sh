@@ -27,6 +27,7 @@ for preset in additive hifisage; do
     --report "$out/$preset.json" 2>"$out/$preset.log"
   # which candidate the model selection kept (the trained GNN or its additive path), and why
   grep -E '^best epoch' "$out/$preset.log" | sed 's/^/selection: /' || true
+  grep -E '^dnncost: trained in' "$out/$preset.log" | sed 's/^dnncost: //' || true  # GEMM precision (GNN presets)
 done
 echo "== predict with the saved HiFi-SAGE model (ms on $device)"
 "$bin" predict --model "$out/hifisage.dnnc" --space nb201 "$arch" \
