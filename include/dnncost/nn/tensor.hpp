@@ -112,6 +112,17 @@ void gemm_bf16(Mat<float>& c, const Eigen::MatrixBase<DA>& a, const Eigen::Matri
     gemm_bf16_packed_a(c, ws, a.rows(), b, accumulate, pool);
 }
 
+/// A bf16 product without the tile unit: `product` (an fp32 kernel) run on copies of A and B
+/// rounded to bf16. Products of bf16 values are exact in fp32, so this differs from the tile
+/// unit only in the order of the fp32 sums.
+template <class DA, class DB, class F>
+void emulated_bf16(const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, F&& product) {
+    thread_local Mat<float> ra, rb;
+    round_to_bf16(ra, a);
+    round_to_bf16(rb, b);
+    product(ra, rb);
+}
+
 template <class T, class DA, class DB>
 void gemm_fp(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
              ThreadPool* pool);
@@ -129,10 +140,7 @@ void gemm(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>
     if constexpr (std::is_same_v<T, float>)
         if (bf16_product<T>(a.rows(), b.cols(), a.cols())) {
             if (amx_in_use()) return gemm_bf16(c, a, b, accumulate, pool);
-            thread_local Mat<float> ra, rb;
-            round_to_bf16(ra, a);
-            round_to_bf16(rb, b);
-            return gemm_fp<T>(c, ra, rb, accumulate, pool);
+            return emulated_bf16(a, b, [&](const Mat<float>& ra, const Mat<float>& rb) { gemm_fp<T>(c, ra, rb, accumulate, pool); });
         }
     gemm_fp<T>(c, a, b, accumulate, pool);
 }
@@ -167,10 +175,7 @@ void gemm_tn(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<
     if constexpr (std::is_same_v<T, float>)
         if (bf16_product<T>(a.cols(), b.cols(), a.rows())) {
             if (amx_in_use()) return gemm_bf16(c, a.transpose(), b, accumulate, pool);
-            thread_local Mat<float> ra, rb;
-            round_to_bf16(ra, a);
-            round_to_bf16(rb, b);
-            return gemm_tn_fp<T>(c, ra, rb, accumulate, pool);
+            return emulated_bf16(a, b, [&](const Mat<float>& ra, const Mat<float>& rb) { gemm_tn_fp<T>(c, ra, rb, accumulate, pool); });
         }
     gemm_tn_fp<T>(c, a, b, accumulate, pool);
 }
