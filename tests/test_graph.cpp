@@ -154,3 +154,15 @@ TEST_CASE("graph: validation names the offending node") {
         CHECK_THROWS_AS(g.add_node("Relu", "b", {0}, {t}), config_error);
     }
 }
+
+TEST_CASE("graph: element and byte counts of a never-validated hostile shape are errors, not overflow") {
+    Graph g("huge");
+    const int x = g.add_input("x", {std::int64_t{1} << 40, std::int64_t{1} << 40});
+    CHECK_THROWS_WITH_AS((void)g.tensor(x).elements(), doctest::Contains("[1099511627776,1099511627776]"), shape_error);
+    CHECK_THROWS_AS((void)g.tensor(x).bytes(), shape_error);
+    const int y = g.add_input("y", {std::int64_t{1} << 61});  // 2^61 elements fit, 2^63 bytes of float do not
+    CHECK(g.tensor(y).elements() == std::int64_t{1} << 61);
+    CHECK_THROWS_WITH_AS((void)g.tensor(y).bytes(), doctest::Contains("tensor 'y'"), shape_error);
+    CHECK(graph::numel({2, 3, 4}) == 24);
+    CHECK(graph::numel({}) == 1);
+}

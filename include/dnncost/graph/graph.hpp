@@ -23,9 +23,13 @@ namespace dnncost::graph {
 using Shape = std::vector<std::int64_t>;
 
 /// Number of elements of a shape (1 for a scalar).
+/// @throws shape_error when the product overflows int64 (a corrupt or hostile shape that
+/// Graph::validate() would have rejected)
+inline std::string to_string(const Shape& s);
 inline std::int64_t numel(const Shape& s) {
     std::int64_t n = 1;
-    for (auto d : s) n *= d;
+    for (auto d : s)
+        if (__builtin_mul_overflow(n, d, &n)) raise<shape_error>("shape ", to_string(s), " has more elements than a 64-bit count holds");
     return n;
 }
 
@@ -82,7 +86,13 @@ struct Tensor {
     /// (graph/analysis.hpp) see e.g. a multiplication by zero the way a graph compiler does.
     std::vector<double> data;
     std::int64_t elements() const { return numel(shape); }
-    std::int64_t bytes() const { return numel(shape) * static_cast<std::int64_t>(element_size(dtype)); }
+    /// @throws shape_error when the size overflows int64 (see numel)
+    std::int64_t bytes() const {
+        std::int64_t b = 0;
+        if (__builtin_mul_overflow(numel(shape), static_cast<std::int64_t>(element_size(dtype)), &b))
+            raise<shape_error>("tensor '", name, "' ", to_string(shape), " has more bytes than a 64-bit count holds");
+        return b;
+    }
 };
 
 /// Attribute value: the ONNX attribute kinds the cost model and the estimators read.
