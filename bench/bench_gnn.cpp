@@ -165,8 +165,18 @@ BENCHMARK(BM_HifiSageEpoch)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMil
 void BM_HifiSageInference(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
     const bool with_encoding = state.range(1) != 0;
-    const bool bf16 = state.range(2) != 0;
-    if (bf16 && !kernels::amx_in_use()) return state.SkipWithError("no AMX-BF16 tile unit in use (bf16 would be emulated)");
+    const bool bf16 = state.range(2) != 0, emulated = state.range(2) == 2;  // 2: bf16 without the tile unit
+    if (bf16 && !emulated && !kernels::amx_in_use())
+        return state.SkipWithError("no AMX-BF16 tile unit in use (bf16 would be emulated)");
+    struct AmxAllowed {  // the emulated variant forbids the tile unit for its own duration only
+        bool forbid;
+        explicit AmxAllowed(bool f) : forbid(f) {
+            if (forbid) kernels::set_amx_allowed(false);
+        }
+        ~AmxAllowed() {
+            if (forbid) kernels::set_amx_allowed(true);
+        }
+    } amx_guard(emulated);
     static Nb201Set set(256);
     estimators::HiFiSage est;
     est.set_precision(bf16 ? Precision::bf16 : Precision::fp32);
@@ -184,9 +194,10 @@ void BM_HifiSageInference(benchmark::State& state) {
     state.counters["graphs/s"] = benchmark::Counter(graphs, benchmark::Counter::kIsRate);
     state.counters["graphs/cpu-s"] = graphs / (process_cpu_seconds() - cpu0);
     state.counters["MFLOP/graph"] = static_cast<double>(kernels::gemm_flops().load() - f0) / 1e6 / graphs;
-    state.SetLabel(std::string(with_encoding ? "encoding included" : "encoding excluded") + (bf16 ? ", bf16 GEMMs (AMX)" : ", fp32"));
+    state.SetLabel(std::string(with_encoding ? "encoding included" : "encoding excluded") +
+                   (emulated ? ", bf16 emulated (no AMX)" : bf16 ? ", bf16 GEMMs (AMX)" : ", fp32"));
 }
-BENCHMARK(BM_HifiSageInference)->ArgsProduct({{1, 2}, {0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_HifiSageInference)->ArgsProduct({{1, 2}, {0, 1}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 
 // A full HiFi-SAGE training with early stopping (the preset's patience and epoch limit) on 100
 // NB201 architectures, validated on 100 others, against a measured device latency column of
