@@ -252,6 +252,13 @@ TEST_CASE("bf16 training: a GNN trained with bf16 GEMMs predicts close to its fp
     dflt.fit(d.train, d.val, o);
     CHECK(dflt.precision() == kernels::default_precision());
     CHECK(kernels::default_precision() == (kernels::amx_in_use() ? Precision::bf16 : Precision::fp32));
+    {  // without the tile unit the default is fp32 (bf16 would only be emulated, slower)
+        const NoAmx no_amx;
+        CHECK(kernels::default_precision() == Precision::fp32);
+        Estimator<gnn_only> plain;
+        plain.fit(d.train, d.val, o);
+        CHECK(plain.precision() == Precision::fp32);
+    }
     o.precision = Precision::fp32;
     a.fit(d.train, d.val, o);
     o.precision = Precision::bf16;
