@@ -155,7 +155,7 @@ TEST_CASE("graph: validation names the offending node") {
     }
 }
 
-TEST_CASE("graph: element and byte counts of a never-validated hostile shape are errors, not overflow") {
+TEST_CASE("graph: element and byte counts of a never-validated unknown or hostile shape are errors, not garbage") {
     Graph g("huge");
     const int x = g.add_input("x", {std::int64_t{1} << 40, std::int64_t{1} << 40});
     CHECK_THROWS_WITH_AS((void)g.tensor(x).elements(), doctest::Contains("[1099511627776,1099511627776]"), shape_error);
@@ -165,4 +165,7 @@ TEST_CASE("graph: element and byte counts of a never-validated hostile shape are
     CHECK_THROWS_WITH_AS((void)g.tensor(y).bytes(), doctest::Contains("tensor 'y'"), shape_error);
     CHECK(graph::numel({2, 3, 4}) == 24);
     CHECK(graph::numel({}) == 1);
+    // an unknown dimension has no element count (not a negative one)
+    const int u = g.add_weight("u", {4, -1});
+    CHECK_THROWS_WITH_AS((void)g.tensor(u).elements(), doctest::Contains("[4,-1] is unknown"), shape_error);
 }

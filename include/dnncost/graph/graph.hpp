@@ -22,16 +22,7 @@ namespace dnncost::graph {
 /// rejected by Graph::validate().
 using Shape = std::vector<std::int64_t>;
 
-/// Number of elements of a shape (1 for a scalar).
-/// @throws shape_error when the product overflows int64 (a corrupt or hostile shape that
-/// Graph::validate() would have rejected)
 inline std::string to_string(const Shape& s);
-inline std::int64_t numel(const Shape& s) {
-    std::int64_t n = 1;
-    for (auto d : s)
-        if (__builtin_mul_overflow(n, d, &n)) raise<shape_error>("shape ", to_string(s), " has more elements than a 64-bit count holds");
-    return n;
-}
 
 /// Number of elements, or nullopt when a dimension is negative (unknown) or the product would
 /// overflow int64 (a corrupt or hostile shape).
@@ -40,6 +31,14 @@ inline std::optional<std::int64_t> checked_numel(const Shape& s) {
     for (auto d : s)
         if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
     return n;
+}
+
+/// Number of elements of a known shape (1 for a scalar).
+/// @throws shape_error for an unknown (negative) dimension or a count beyond int64: shapes
+/// Graph::validate() rejects, met in a graph that was never validated
+inline std::int64_t numel(const Shape& s) {
+    if (const auto n = checked_numel(s)) return *n;
+    raise<shape_error>("shape ", to_string(s), " is unknown or has more elements than a 64-bit count holds");
 }
 
 /// "[1,3,224,224]"
