@@ -244,12 +244,14 @@ inline double widen(float x) {
 /// Thrown inside the folder when a node cannot be evaluated; it is then left in the graph.
 struct cannot_fold {};
 
-inline std::int64_t Const::at_i(std::size_t k) const {
-    if (!is_float()) return i[k];
-    // NaN or beyond the int64 range would be undefined behaviour: not shape code, leave it
-    if (!(f[k] > -9.2e18 && f[k] < 9.2e18)) throw cannot_fold{};
-    return static_cast<std::int64_t>(f[k]);
+/// A float value as an integer, truncated like a C++ cast; NaN or beyond the int64 range would
+/// be undefined behaviour and is no shape code: the node is left unfolded.
+inline std::int64_t to_int_or_unfold(double x) {
+    if (!(x > -9.2e18 && x < 9.2e18)) throw cannot_fold{};
+    return static_cast<std::int64_t>(x);
 }
+
+inline std::int64_t Const::at_i(std::size_t k) const { return is_float() ? to_int_or_unfold(f[k]) : i[k]; }
 
 inline std::int64_t norm_axis(std::int64_t axis, std::int64_t rank) {
     if (axis < -rank || axis >= std::max<std::int64_t>(rank, 1)) throw cannot_fold{};
@@ -491,11 +493,7 @@ inline std::vector<Const> evaluate(const ::onnx::NodeProto& n, int opset, const 
             c.f.assign(c.i.begin(), c.i.end());
             c.i.clear();
         } else if (is_int_type(to) && c.is_float()) {
-            for (double x : c.f) {
-                // NaN or beyond the int64 range: undefined in C++, not shape code
-                if (!(x > -9.2e18 && x < 9.2e18)) throw cannot_fold{};
-                c.i.push_back(static_cast<std::int64_t>(x));
-            }
+            for (double x : c.f) c.i.push_back(to_int_or_unfold(x));
             c.f.clear();
         } else if (!is_float_type(to) && !is_int_type(to)) {
             throw cannot_fold{};
