@@ -150,19 +150,11 @@ public:
     /// Graphs of the given items, valid as long as the returned set (those not alive yet are
     /// built in parallel).
     GraphSet graphs(std::span<const std::size_t> items) const {
-        GraphSet set;
-        set.m_owned.resize(items.size());
-        check_items(items);  // before any work
-        const auto fill = [&](std::size_t k) { set.m_owned[k] = m_store->get(m_item_key[items[k]]); };
         if (m_store->loaded.empty() && items.size() >= 64) {
             ThreadPool pool(m_store->threads);
-            pool.parallel_for(0, items.size(), fill);
-        } else {
-            for (std::size_t k = 0; k < items.size(); ++k) fill(k);
+            return graphs(items, &pool);
         }
-        set.m_ptrs.reserve(items.size());
-        for (const auto& g : set.m_owned) set.m_ptrs.push_back(g.get());
-        return set;
+        return graphs(items, nullptr);
     }
     /// Values of `column` for the given items.
     std::vector<double> values(std::span<const std::size_t> items, std::string_view col) const {
@@ -188,7 +180,7 @@ public:
         for (std::size_t s = 0; s < size(); s += chunk) {
             std::vector<std::size_t> part(std::min(chunk, size() - s));
             for (std::size_t k = 0; k < part.size(); ++k) part[k] = s + k;
-            const auto set = graphs(part);
+            const auto set = graphs(part, &pool);
             pool.parallel_for(0, part.size(), [&](std::size_t k) { out[s + k] = static_cast<double>(f(*set[k])); });
         }
         return out;
@@ -201,6 +193,19 @@ public:
     }
 
 private:
+    /// graphs(items), those not alive yet built on `pool` (serially without one).
+    GraphSet graphs(std::span<const std::size_t> items, ThreadPool* pool) const {
+        GraphSet set;
+        set.m_owned.resize(items.size());
+        check_items(items);  // before any work
+        const auto fill = [&](std::size_t k) { set.m_owned[k] = m_store->get(m_item_key[items[k]]); };
+        if (pool) pool->parallel_for(0, items.size(), fill);
+        else
+            for (std::size_t k = 0; k < items.size(); ++k) fill(k);
+        set.m_ptrs.reserve(items.size());
+        for (const auto& g : set.m_owned) set.m_ptrs.push_back(g.get());
+        return set;
+    }
     void check_items(std::span<const std::size_t> items) const {
         for (auto i : items)
             if (i >= size()) raise<config_error>(m_source, ": item ", i, " is out of range (", size(), " items)");
