@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include <Eigen/Core>
 
@@ -66,10 +65,8 @@ bool use_amx(Index m, Index n, Index k) {
 template <class D>
 void round_to_bf16(Mat<float>& dst, const Eigen::MatrixBase<D>& src) {
     dst = src;
-    thread_local std::vector<std::uint16_t> half;
-    half.resize(static_cast<std::size_t>(dst.size()));
-    to_bf16_row(half.data(), dst.data(), dst.size());
-    for (Index i = 0; i < dst.size(); ++i) dst.data()[i] = from_bf16(half[static_cast<std::size_t>(i)]);
+    float* p = dst.data();
+    for (Index i = 0; i < dst.size(); ++i) p[i] = from_bf16(to_bf16(p[i]));
 }
 
 /// The right operand of a bf16 product, packed: the frozen copy when B is a weight frozen on
