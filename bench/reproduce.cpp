@@ -85,10 +85,9 @@ int main(int argc, char** argv) try {
     const int seeds = std::stoi(arg["--seeds"]), first_seed = std::stoi(arg["--first-seed"]);
     const int ensemble = std::stoi(arg["--ensemble"]);
     const std::string& prec = arg["--precision"];
-    if (prec != "auto" && prec != "bf16" && prec != "fp32")
-        raise<config_error>("--precision takes auto, bf16 or fp32, got '", prec, "'");
-    const nn::Precision precision =
-        prec == "auto" ? nn::kernels::default_precision() : (prec == "bf16" ? nn::Precision::bf16 : nn::Precision::fp32);
+    const auto chosen = nn::precision_from_string(prec);
+    if (!chosen && prec != "auto") raise<config_error>("--precision takes auto, bf16 or fp32, got '", prec, "'");
+    const nn::Precision precision = chosen.value_or(nn::kernels::default_precision());
     const bool bf16 = precision == nn::Precision::bf16;
     const auto sampling = train::parse_sampling(arg["--sampling"]);
     for (const auto& p : presets) (void)estimators::make_estimator(p);  // fail early on a typo

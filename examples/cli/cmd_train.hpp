@@ -137,13 +137,6 @@ inline std::vector<double> means(const std::vector<estimators::Prediction>& p) {
     return m;
 }
 
-/// "bf16" / "fp32" -> the precision; "auto" (train) or "model" (eval, predict) -> none.
-inline std::optional<nn::Precision> parse_precision(const std::string& s) {
-    if (s == "bf16") return nn::Precision::bf16;
-    if (s == "fp32") return nn::Precision::fp32;
-    return std::nullopt;
-}
-
 /// One stderr line on the GEMM arithmetic an estimator runs with: always when `always`, else
 /// only for emulated bf16 (slow); nothing for an estimator without GEMMs.
 inline void note_precision(const estimators::CostEstimator& est, const char* what, bool always) {
@@ -243,7 +236,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         fo.max_epochs = a.epochs;
         fo.patience = a.patience;
         fo.threads = a.threads;
-        fo.precision = td::parse_precision(a.precision);
+        fo.precision = nn::precision_from_string(a.precision);
         fo.on_epoch = [](const std::string& line) {
             std::cerr << line << '\n';
             return false;
@@ -310,7 +303,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     eval->callback([eargs, &ctx] {
         const auto& a = *eargs;
         const auto est = estimators::load_estimator_file(a.model);
-        if (const auto p = td::parse_precision(a.precision)) est->set_precision(*p);
+        if (const auto p = nn::precision_from_string(a.precision)) est->set_precision(*p);
         td::note_precision(*est, "predicting", false);
         auto ds = td::load(a.data, a.space, {a.target}, a.strict);
         const auto items = ds.all_items();
@@ -351,7 +344,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     predict->callback([pargs, &ctx] {
         const auto& a = *pargs;
         const auto est = estimators::load_estimator_file(a.model);
-        if (const auto p = td::parse_precision(a.precision)) est->set_precision(*p);
+        if (const auto p = nn::precision_from_string(a.precision)) est->set_precision(*p);
         td::note_precision(*est, "predicting", false);
         std::vector<graph::Graph> graphs;
         graphs.reserve(a.inputs.size());

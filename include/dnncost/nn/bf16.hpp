@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <optional>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -45,6 +47,12 @@ namespace dnncost::nn {
 /// Arithmetic of the GEMMs: fp32 everywhere, or bf16 inputs with fp32 accumulation.
 enum class Precision : int { fp32 = 0, bf16 = 1 };
 inline const char* to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
+/// "bf16" / "fp32" -> the precision; any other word -> nullopt.
+inline std::optional<Precision> precision_from_string(std::string_view s) {
+    if (s == "bf16") return Precision::bf16;
+    if (s == "fp32") return Precision::fp32;
+    return std::nullopt;
+}
 
 namespace kernels {
 
