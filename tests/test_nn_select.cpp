@@ -2,6 +2,7 @@
 // network, and the bf16 GEMM path.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -79,6 +80,41 @@ TEST_CASE("additive path: fit keeps the additive baseline when training cannot b
     } else {
         CHECK(last.find("trained network kept") != std::string::npos);
     }
+}
+
+TEST_CASE("model selection forced: keep = untrained is the additive baseline, keep = trained the best epoch") {
+    Data d;
+    estimators::AdditiveEstimator add;
+    add.fit(d.train, d.val, {});
+    const auto q = add.predict(d.val.graphs);
+    estimators::FitOptions o;
+    o.threads = 1;
+    o.max_epochs = 3;
+    o.keep = estimators::Keep::untrained;
+    Estimator<skip_preset> untrained;
+    const auto ru = untrained.fit(d.train, d.val, o);
+    CHECK(ru.summary.find("-> untrained network kept (keep = untrained)") != std::string::npos);
+    const auto pu = untrained.predict(d.val.graphs, 1);
+    for (std::size_t i = 0; i < pu.size(); ++i) CHECK(pu[i] == doctest::Approx(q[i].mean).epsilon(1e-5));
+    CHECK(ru.best_validation == doctest::Approx(validation_score(pu, d.val.targets)).epsilon(1e-6));
+
+    // The same seed trains the same epochs; keep = trained ends with the best of them, whose
+    // validation score fit() reports, and which is not the additive baseline.
+    o.keep = estimators::Keep::trained;
+    Estimator<skip_preset> trained;
+    const auto rt = trained.fit(d.train, d.val, o);
+    CHECK(rt.summary.find("-> trained network kept (keep = trained)") != std::string::npos);
+    const auto pt = trained.predict(d.val.graphs, 1);
+    CHECK(rt.best_validation == doctest::Approx(validation_score(pt, d.val.targets)).epsilon(1e-6));
+    double moved = 0;
+    for (std::size_t i = 0; i < pt.size(); ++i) moved = std::max(moved, std::abs(pt[i] / q[i].mean - 1.0));
+    CHECK(moved > 1e-4);
+
+    CHECK(estimators::keep_from_string("auto") == estimators::Keep::automatic);
+    CHECK(estimators::keep_from_string("trained") == estimators::Keep::trained);
+    CHECK(estimators::keep_from_string("untrained") == estimators::Keep::untrained);
+    CHECK_FALSE(estimators::keep_from_string("best").has_value());
+    CHECK(estimators::to_string(estimators::Keep::automatic) == "auto");
 }
 
 TEST_CASE("additive path: training graphs whose aggregates never vary give the mean label, not an error") {

@@ -162,6 +162,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         int ensemble = 0, epochs = -1, patience = -1;
         unsigned threads = 0;
         std::string precision = "auto";
+        std::string keep = "auto";
         bool strict = false;
     };
     auto targs = std::make_shared<TrainArgs>();
@@ -198,6 +199,9 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     train->add_option("--precision", targs->precision,
                       "GEMM arithmetic, saved with the model: auto (bf16 where the CPU has AMX, else fp32) | bf16 (inputs rounded to bfloat16, fp32 accumulation; emulated without AMX) | fp32")
         ->check(CLI::IsMember({"auto", "bf16", "fp32"}));
+    train->add_option("--keep", targs->keep,
+                      "Model selection of GNN presets: auto (the trained network only if it beats the untrained one out of bag) | trained (the best validation epoch) | untrained (the initial network: its additive path, if any)")
+        ->check(CLI::IsMember({"auto", "trained", "untrained"}));
     train->add_flag("--strict", targs->strict, "Reject the data set at the first bad row instead of skipping it");
     train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required();
     train->add_option("--report", targs->report, "Write a JSON report of the test metrics");
@@ -237,6 +241,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         fo.patience = a.patience;
         fo.threads = a.threads;
         fo.precision = nn::precision_from_string(a.precision);
+        fo.keep = estimators::keep_from_string(a.keep).value_or(estimators::Keep::automatic);
         fo.on_epoch = [](const std::string& line) {
             std::cerr << line << '\n';
             return false;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,23 @@ struct TrainData {
 
 /// Options common to every estimator's fit. Preset-specific hyper-parameters live in the
 /// preset's own configuration.
+/// Which weights a GNN fit with validation data ends with (FitOptions::keep).
+enum class Keep : std::uint8_t {
+    automatic,  ///< the trained network only if its bootstrapped out-of-bag gain over the untrained one exceeds its standard error
+    trained,    ///< always the best validation epoch (the published recipe: early stopping on validation)
+    untrained,  ///< always the initial network; with an additive path, its closed-form ridge warm start
+};
+inline std::string_view to_string(Keep k) {
+    return k == Keep::trained ? "trained" : k == Keep::untrained ? "untrained" : "auto";
+}
+/// "auto" | "trained" | "untrained"; nullopt for anything else.
+inline std::optional<Keep> keep_from_string(std::string_view s) {
+    if (s == "auto") return Keep::automatic;
+    if (s == "trained") return Keep::trained;
+    if (s == "untrained") return Keep::untrained;
+    return std::nullopt;
+}
+
 struct FitOptions {
     std::uint64_t seed = 0;
     int max_epochs = -1;          ///< -1: the preset's default
@@ -38,6 +56,9 @@ struct FitOptions {
     /// Unset: nn::kernels::default_precision(), i.e. bf16 inputs with fp32 accumulation where the
     /// CPU's AMX tile unit runs them, fp32 elsewhere. Ignored by estimators without GEMMs.
     std::optional<nn::Precision> precision{};
+    /// Model selection of GNN estimators (see Keep). Ignored by estimators without training epochs
+    /// and by fits without validation data (they keep the epoch of lowest training loss).
+    Keep keep = Keep::automatic;
     /// Called once per epoch with a human-readable progress line; return true to stop.
     std::function<bool(const std::string&)> on_epoch{};
 };

@@ -685,7 +685,8 @@ public:
         double best_score = stop.best();
         if (validation.size() > 0) {
             const auto d = selection_improvement(p_untrained, p_epochs, validation.targets, o.seed);
-            const bool keep_trained = !best.empty() && d.mean > d.se;
+            const bool forced = o.keep != estimators::Keep::automatic;
+            const bool keep_trained = !best.empty() && (forced ? o.keep == estimators::Keep::trained : d.mean > d.se);
             if (!keep_trained) {
                 best = std::move(initial);
                 best_score = untrained;
@@ -693,7 +694,8 @@ public:
             r.validation_metric += keep_trained ? "; trained network kept" : "; untrained network kept";
             r.summary = dnncost::detail::concat("best epoch ", stop.best_epoch() + 1, " val ", stop.best(), " vs untrained ",
                                                 untrained, warm, "; out-of-bag improvement ", d.mean, " (se ", d.se, ") -> ",
-                                                keep_trained ? "trained network kept" : "untrained network kept");
+                                                keep_trained ? "trained network kept" : "untrained network kept",
+                                                forced ? dnncost::detail::concat(" (keep = ", estimators::to_string(o.keep), ")") : std::string());
         }
         for (std::size_t i = 0; i < best.size(); ++i) params[i]->value = best[i];
         r.best_validation = best_score;
