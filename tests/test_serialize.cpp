@@ -7,6 +7,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
+#include <string_view>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -162,6 +165,91 @@ TEST_CASE("container: every failure mode gives a clear message naming the file")
         CHECK(contains(msg, "'additive'"));
         CHECK(contains(msg, "'hifisage'"));
     }
+}
+
+namespace {
+// A container as format version 1 wrote it (no metadata section), assembled field by field.
+std::string version1_container(std::string_view kind, std::uint64_t hash, std::string_view payload) {
+    io::BinaryWriter w;
+    for (char c : io::container_magic) w.put_u8(static_cast<std::uint8_t>(c));
+    w.put_u32(1);
+    w.put_u32(static_cast<std::uint32_t>(kind.size()));
+    std::string bytes = w.bytes();
+    bytes.append(kind);
+    io::BinaryWriter rest;
+    rest.put_u64(hash);
+    rest.put_string(payload);
+    bytes += rest.bytes();
+    io::BinaryWriter crc;
+    crc.put_u32(io::crc32(bytes));
+    return bytes + crc.bytes();
+}
+// A version-2 container whose metadata section is written as given (no validation).
+std::string raw_metadata_container(const std::vector<std::pair<std::string, std::string>>& entries, std::uint32_t count) {
+    io::BinaryWriter w;
+    for (char c : io::container_magic) w.put_u8(static_cast<std::uint8_t>(c));
+    w.put_u32(2);
+    w.put_u32(1);
+    std::string bytes = w.bytes() + "k";
+    io::BinaryWriter rest;
+    rest.put_u64(0);
+    rest.put_string("payload");
+    rest.put_u32(count);
+    for (const auto& [k, v] : entries) {
+        rest.put_string(k);
+        rest.put_string(v);
+    }
+    bytes += rest.bytes();
+    io::BinaryWriter crc;
+    crc.put_u32(io::crc32(bytes));
+    return bytes + crc.bytes();
+}
+}  // namespace
+
+TEST_CASE("container metadata: round trip in order, lookup, replacement; version-1 files load without any") {
+    const auto payload = sample_payload();
+    const io::Metadata meta{{"target", "pixel3"}, {"space", "nb201"}, {"note", ""}};
+    const auto bytes = io::write_container("additive", 99, payload, meta);
+    const auto c = io::read_container(bytes, "additive", "m.dnnc");
+    CHECK(c.version == 2);
+    CHECK(c.payload == payload);
+    CHECK(c.metadata == meta);
+    CHECK(c.meta("target") == std::optional<std::string>("pixel3"));
+    CHECK(c.meta("note") == std::optional<std::string>(""));
+    CHECK_FALSE(c.meta("seed").has_value());
+
+    const auto replaced = io::with_metadata(bytes, {{"target", "gold_6240"}}, "m.dnnc");
+    const auto r = io::read_container(replaced, "additive", "m.dnnc");
+    CHECK(r.payload == payload);
+    CHECK(r.config_hash == 99);
+    CHECK(r.meta("target") == std::optional<std::string>("gold_6240"));
+    CHECK_FALSE(r.meta("space").has_value());
+
+    const auto old = io::read_container(version1_container("additive", 5, payload), "additive", "old.dnnc");
+    CHECK(old.version == 1);
+    CHECK(old.payload == payload);
+    CHECK(old.metadata.empty());
+    // and a version-1 file gains metadata without touching its payload
+    CHECK(io::read_container(io::with_metadata(version1_container("additive", 5, payload), meta), "additive").metadata == meta);
+}
+
+TEST_CASE("container metadata: bad keys are refused when written and reported when read") {
+    CHECK_THROWS_AS(io::write_container("k", 0, "p", {{"", "x"}}), config_error);
+    CHECK_THROWS_AS(io::write_container("k", 0, "p", {{"a", "1"}, {"a", "2"}}), config_error);
+    CHECK(contains(message_of([] { io::read_container(raw_metadata_container({{"a", "1"}, {"a", "2"}}, 2), std::nullopt, "d.dnnc"); }),
+                   "d.dnnc: corrupt metadata: key 'a' twice"));
+    CHECK(contains(message_of([] { io::read_container(raw_metadata_container({{"", "1"}}, 1), std::nullopt, "e.dnnc"); }),
+                   "e.dnnc: corrupt metadata: empty key"));
+    const auto huge = message_of([] { io::read_container(raw_metadata_container({}, 0xffffffffu), std::nullopt, "h.dnnc"); });
+    CHECK(contains(huge, "h.dnnc: corrupt metadata"));
+    // a count larger than what follows is a truncation, not a crash
+    CHECK(contains(message_of([] { io::read_container(raw_metadata_container({{"a", "1"}}, 3), std::nullopt, "t.dnnc"); }),
+                   "truncated"));
+    // truncation anywhere in a metadata section
+    const auto bytes = io::write_container("k", 0, "p", {{"target", "pixel3"}});
+    for (std::size_t len = 8; len < bytes.size(); ++len)
+        CHECK(contains(message_of([&] { io::read_container(std::string_view(bytes).substr(0, len), std::nullopt, "t.dnnc"); }),
+                       "truncated"));
 }
 
 TEST_CASE("csv: RFC 4180 quoting, CRLF and a missing final newline") {

@@ -19,7 +19,9 @@
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/graph/nb201.hpp>
+#include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/io/serialize.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
@@ -150,6 +152,29 @@ inline void note_precision(const estimators::CostEstimator& est, const char* wha
     std::cerr << '\n';
 }
 
+/// A saved model and the metadata `dnncost train` wrote with it (empty for other writers).
+struct LoadedModel {
+    std::unique_ptr<estimators::CostEstimator> est;
+    io::Container container;
+};
+inline LoadedModel load_model(const std::string& path) {
+    const auto bytes = io::read_file(path);
+    LoadedModel m;
+    m.container = io::read_container(bytes, std::nullopt, path);
+    m.est = estimators::load_estimator(bytes, path);
+    return m;
+}
+/// Warn on stderr when a model is used on another search space than it was trained on, or (eval)
+/// compared with another measured column. Not an error: transfer across devices is a use.
+inline void check_model_use(const LoadedModel& m, const std::string& path, const std::string& space, const std::string& target = {}) {
+    if (const auto s = m.container.meta("space"); s && *s != space)
+        std::cerr << "dnncost: warning: " << path << " was trained on " << *s << " graphs; these inputs are " << space
+                  << " (operators it has not seen contribute nothing)\n";
+    if (const auto t = m.container.meta("target"); t && !target.empty() && *t != target)
+        std::cerr << "dnncost: note: " << path << " was trained on column '" << *t << "'; comparing its predictions with '"
+                  << target << "'\n";
+}
+
 }  // namespace train_detail
 
 inline void add_train_commands(CLI::App& app, Context& ctx) {
@@ -267,7 +292,15 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             report["coverage_2sigma"] = cov;
             report["ensemble"] = a.ensemble;
         }
-        io::write_file_atomic(a.out, est->serialize());
+        io::write_file_atomic(a.out, io::with_metadata(est->serialize(),
+                                                       {{"target", a.target},
+                                                        {"space", a.space},
+                                                        {"data", a.data},
+                                                        {"seed", std::to_string(a.seed)},
+                                                        {"sampling", a.sampling},
+                                                        {"n_train", std::to_string(split.train.size())},
+                                                        {"n_val", std::to_string(split.validation.size())}},
+                                                       a.out));
         if (!a.report.empty()) {
             report["preset"] = est->preset();
             report["target"] = a.target;
@@ -307,7 +340,9 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         ->check(CLI::IsMember({"model", "bf16", "fp32"}));
     eval->callback([eargs, &ctx] {
         const auto& a = *eargs;
-        const auto est = estimators::load_estimator_file(a.model);
+        const auto model = td::load_model(a.model);
+        const auto& est = model.est;
+        td::check_model_use(model, a.model, a.space, a.target);
         if (const auto p = nn::precision_from_string(a.precision)) est->set_precision(*p);
         td::note_precision(*est, "predicting", false);
         auto ds = td::load(a.data, a.space, {a.target}, a.strict);
@@ -321,6 +356,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             json j = td::evaluation_json(ev);
             j["preset"] = est->preset();
             j["target"] = a.target;
+            if (const auto t = model.container.meta("target")) j["model_target"] = *t;
             if (const auto p = est->precision()) j["precision"] = nn::to_string(*p);
             if (has_sigma) j["coverage_2sigma"] = estimators::coverage_2sigma(pred, truth);
             print_json(j);
@@ -348,7 +384,9 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         ->check(CLI::IsMember({"model", "bf16", "fp32"}));
     predict->callback([pargs, &ctx] {
         const auto& a = *pargs;
-        const auto est = estimators::load_estimator_file(a.model);
+        const auto model = td::load_model(a.model);
+        const auto& est = model.est;
+        td::check_model_use(model, a.model, a.space == "nb201" ? "nb201" : "onnx");
         if (const auto p = nn::precision_from_string(a.precision)) est->set_precision(*p);
         td::note_precision(*est, "predicting", false);
         std::vector<graph::Graph> graphs;

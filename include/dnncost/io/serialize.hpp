@@ -11,7 +11,13 @@
 ///     12      4+n   kind: u32 length + UTF-8 bytes (e.g. "additive", "ensemble", "hifisage")
 ///     ..      8     config hash (u64): whoever writes the payload decides what it covers
 ///     ..      8+m   payload: u64 length + bytes
+///     ..      4+..  metadata (version >= 2): u32 count, then count (key, value) string pairs
 ///     ..      4     CRC-32 (IEEE 802.3, reflected 0xEDB88320) of every byte before it
+///
+/// The metadata are what the tool that trained a model knows about it and the model itself does
+/// not need to predict: the measured column it learned, the search space, the data file
+/// (`dnncost train` writes them; `eval`/`predict` warn when they are used otherwise). Version 1
+/// files have none and still load.
 ///
 /// The payload is opaque here; BinaryWriter/BinaryReader give it a portable encoding: scalars
 /// little-endian, IEEE-754 floats by bit pattern, strings and vectors length-prefixed (u64).
@@ -27,6 +33,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
@@ -34,7 +41,7 @@
 namespace dnncost::io {
 
 /// Version written by write_container; read_container accepts this and every older version.
-inline constexpr std::uint32_t container_format_version = 1;
+inline constexpr std::uint32_t container_format_version = 2;
 /// The 8 magic bytes that open every container.
 inline constexpr std::array<char, 8> container_magic{'\x89', 'D', 'N', 'N', 'C', '\r', '\n', '\x1a'};
 
@@ -248,15 +255,38 @@ private:
 };
 
 /// What read_container returns: the header fields and the (verified) payload.
+/// Key-value metadata of a container, in the order written (keys unique and non-empty).
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
 struct Container {
     std::uint32_t version = container_format_version;
     std::string kind;
     std::uint64_t config_hash = 0;
     std::string payload;
+    Metadata metadata;
+    /// The value of metadata `key`, if present.
+    std::optional<std::string> meta(std::string_view key) const {
+        for (const auto& [k, v] : metadata)
+            if (k == key) return v;
+        return std::nullopt;
+    }
 };
 
-/// Wrap a payload into a container (magic, version, kind, config hash, payload, CRC-32).
-inline std::string write_container(std::string_view kind, std::uint64_t config_hash, std::string_view payload) {
+/// At most this many metadata entries (a guard against corrupt counts).
+inline constexpr std::uint32_t max_metadata_entries = 1024;
+
+/// Wrap a payload into a container (magic, version, kind, config hash, payload, metadata, CRC-32).
+/// @throws config_error on an empty or repeated metadata key, or too many entries
+inline std::string write_container(std::string_view kind, std::uint64_t config_hash, std::string_view payload,
+                                   const Metadata& metadata = {}) {
+    if (metadata.size() > max_metadata_entries)
+        raise<config_error>("write_container: ", metadata.size(), " metadata entries (at most ", max_metadata_entries, ")");
+    for (std::size_t i = 0; i < metadata.size(); ++i) {
+        if (metadata[i].first.empty()) raise<config_error>("write_container: empty metadata key");
+        for (std::size_t j = 0; j < i; ++j)
+            if (metadata[j].first == metadata[i].first)
+                raise<config_error>("write_container: metadata key '", metadata[i].first, "' given twice");
+    }
     BinaryWriter w;
     for (char c : container_magic) w.put_u8(static_cast<std::uint8_t>(c));
     w.put_u32(container_format_version);
@@ -266,6 +296,11 @@ inline std::string write_container(std::string_view kind, std::uint64_t config_h
     BinaryWriter rest;
     rest.put_u64(config_hash);
     rest.put_string(payload);
+    rest.put_u32(static_cast<std::uint32_t>(metadata.size()));
+    for (const auto& [k, v] : metadata) {
+        rest.put_string(k);
+        rest.put_string(v);
+    }
     bytes += rest.bytes();
     BinaryWriter crc;
     crc.put_u32(crc32(bytes));
@@ -309,6 +344,16 @@ inline Container read_container(std::string_view bytes, std::optional<std::strin
     for (std::uint32_t i = 0; i < kind_size; ++i) r.get_u8("kind");
     c.config_hash = r.get_u64("config hash");
     const auto payload = r.get_string_view("payload");
+    if (c.version >= 2) {
+        const auto n = r.get_u32("metadata count");
+        if (n > max_metadata_entries)
+            raise<parse_error>(source, ": corrupt metadata: ", n, " entries (at most ", max_metadata_entries, ")");
+        for (std::uint32_t i = 0; i < n; ++i) {
+            auto key = r.get_string("metadata key");
+            auto value = r.get_string("metadata value");
+            c.metadata.emplace_back(std::move(key), std::move(value));
+        }
+    }
     const auto checked = r.position();
     const auto stored_crc = r.get_u32("checksum");
     if (!r.at_end())
@@ -320,7 +365,20 @@ inline Container read_container(std::string_view bytes, std::optional<std::strin
     if (expected_kind && c.kind != *expected_kind)
         raise<parse_error>(source, ": holds a '", c.kind, "' model, expected '", *expected_kind, "'");
     c.payload.assign(payload);
+    for (std::size_t i = 0; i < c.metadata.size(); ++i) {
+        if (c.metadata[i].first.empty()) raise<parse_error>(source, ": corrupt metadata: empty key");
+        for (std::size_t j = 0; j < i; ++j)
+            if (c.metadata[j].first == c.metadata[i].first)
+                raise<parse_error>(source, ": corrupt metadata: key '", c.metadata[i].first, "' twice");
+    }
     return c;
+}
+
+/// The same model with its metadata replaced (the payload is not touched; the CRC is recomputed).
+/// @throws parse_error as read_container for `bytes` that are not a valid container
+inline std::string with_metadata(std::string_view bytes, const Metadata& metadata, std::string_view source_name = "<memory>") {
+    const auto c = read_container(bytes, std::nullopt, source_name);
+    return write_container(c.kind, c.config_hash, c.payload, metadata);
 }
 
 }  // namespace dnncost::io
