@@ -168,41 +168,36 @@ TEST_CASE("container: every failure mode gives a clear message naming the file")
 }
 
 namespace {
-// A container as format version 1 wrote it (no metadata section), assembled field by field.
-std::string version1_container(std::string_view kind, std::uint64_t hash, std::string_view payload) {
+// A container assembled field by field, as format `version` lays it out; from version 2 on, its
+// metadata section holds `count` and then `entries` as given (no validation).
+std::string assemble(std::uint32_t version, std::string_view kind, std::uint64_t hash, std::string_view payload,
+                     std::uint32_t count = 0, const io::Metadata& entries = {}) {
     io::BinaryWriter w;
     for (char c : io::container_magic) w.put_u8(static_cast<std::uint8_t>(c));
-    w.put_u32(1);
+    w.put_u32(version);
     w.put_u32(static_cast<std::uint32_t>(kind.size()));
     std::string bytes = w.bytes();
     bytes.append(kind);
     io::BinaryWriter rest;
     rest.put_u64(hash);
     rest.put_string(payload);
-    bytes += rest.bytes();
-    io::BinaryWriter crc;
-    crc.put_u32(io::crc32(bytes));
-    return bytes + crc.bytes();
-}
-// A version-2 container whose metadata section is written as given (no validation).
-std::string raw_metadata_container(const std::vector<std::pair<std::string, std::string>>& entries, std::uint32_t count) {
-    io::BinaryWriter w;
-    for (char c : io::container_magic) w.put_u8(static_cast<std::uint8_t>(c));
-    w.put_u32(2);
-    w.put_u32(1);
-    std::string bytes = w.bytes() + "k";
-    io::BinaryWriter rest;
-    rest.put_u64(0);
-    rest.put_string("payload");
-    rest.put_u32(count);
-    for (const auto& [k, v] : entries) {
-        rest.put_string(k);
-        rest.put_string(v);
+    if (version >= 2) {
+        rest.put_u32(count);
+        for (const auto& [k, v] : entries) {
+            rest.put_string(k);
+            rest.put_string(v);
+        }
     }
     bytes += rest.bytes();
     io::BinaryWriter crc;
     crc.put_u32(io::crc32(bytes));
     return bytes + crc.bytes();
+}
+std::string version1_container(std::string_view kind, std::uint64_t hash, std::string_view payload) {
+    return assemble(1, kind, hash, payload);
+}
+std::string raw_metadata_container(const io::Metadata& entries, std::uint32_t count) {
+    return assemble(2, "k", 0, "payload", count, entries);
 }
 }  // namespace
 
@@ -212,6 +207,7 @@ TEST_CASE("container metadata: round trip in order, lookup, replacement; version
     const auto bytes = io::write_container("additive", 99, payload, meta);
     const auto c = io::read_container(bytes, "additive", "m.dnnc");
     CHECK(c.version == 2);
+    CHECK(bytes == assemble(2, "additive", 99, payload, 3, meta));  // the documented layout, byte for byte
     CHECK(c.payload == payload);
     CHECK(c.metadata == meta);
     CHECK(c.meta("target") == std::optional<std::string>("pixel3"));

@@ -2,11 +2,7 @@
 # A model file records what `dnncost train` learned it from (target column, search space, data);
 # `eval` and `predict` say so when a model is used otherwise, and still run.
 # usage: model_use.sh DNNCOST_BINARY DATA_DIR WORK_DIR
-set -uo pipefail
-bin=$1 data=$2 work=$3
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
 
 head -n 61 "$data/nb201/latency_ms.csv" > small.csv
 arch="$(sed -n 70p "$data/nb201/latency_ms.csv" | cut -d, -f1)"
@@ -28,5 +24,4 @@ grep -q "warning" nb.err && fail "predict on the training space warns: $(cat nb.
 grep -q "m.dnnc was trained on nb201 graphs; these inputs are onnx" onnx.err || fail "predict on ONNX files does not warn: $(cat onnx.err)"
 [ "$(wc -l < onnx.out)" -eq 1 ] || fail "predict onnx: expected one line, got: $(cat onnx.out)"
 
-[ $failures -eq 0 ] && echo "model_use: all checks passed" || echo "model_use: $failures failure(s)"
-[ $failures -eq 0 ]
+finish model_use

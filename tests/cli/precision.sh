@@ -3,11 +3,7 @@
 # predicts the same numbers with the AMX tile unit forbidden (DNNCOST_NO_AMX=1: the emulated
 # bf16 arithmetic of a CPU without AMX) up to float rounding, and visibly different ones in fp32.
 # usage: precision.sh DNNCOST_BINARY DATA_DIR WORK_DIR
-set -uo pipefail
-bin=$1 data=$2 work=$3
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
 
 head -n 61 "$data/nb201/latency_ms.csv" > small.csv
 archs=("$(sed -n 62p "$data/nb201/latency_ms.csv" | cut -d, -f1)" "$(sed -n 63p "$data/nb201/latency_ms.csv" | cut -d, -f1)" \
@@ -43,5 +39,4 @@ else
   grep -q -- "--precision" bad.err || fail "--precision fp16: message does not name the option"
 fi
 
-[ $failures -eq 0 ] && echo "precision: all checks passed" || echo "precision: $failures failure(s)"
-[ $failures -eq 0 ]
+finish precision

@@ -3,11 +3,7 @@
 # ends with its untrained network, whose prediction is its additive path, i.e. exactly what the
 # additive baseline trained on the same split predicts; --keep trained ends with the best epoch.
 # usage: selection.sh DNNCOST_BINARY DATA_DIR WORK_DIR
-set -uo pipefail
-bin=$1 data=$2 work=$3
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
 
 head -n 81 "$data/nb201/latency_ms.csv" > small.csv
 archs=()
@@ -43,5 +39,4 @@ else
   grep -q -- "--keep" bad.err || fail "--keep best: message does not name the option"
 fi
 
-[ $failures -eq 0 ] && echo "selection: all checks passed" || echo "selection: $failures failure(s)"
-[ $failures -eq 0 ]
+finish selection
