@@ -233,7 +233,7 @@ TEST_CASE("container metadata: bad keys are refused when written and reported wh
     CHECK_THROWS_AS(io::write_container("k", 0, "p", {{"", "x"}}), config_error);
     CHECK_THROWS_AS(io::write_container("k", 0, "p", {{"a", "1"}, {"a", "2"}}), config_error);
     CHECK(contains(message_of([] { io::read_container(raw_metadata_container({{"a", "1"}, {"a", "2"}}, 2), std::nullopt, "d.dnnc"); }),
-                   "d.dnnc: corrupt metadata: key 'a' twice"));
+                   "d.dnnc: corrupt metadata: key 'a' given twice"));
     CHECK(contains(message_of([] { io::read_container(raw_metadata_container({{"", "1"}}, 1), std::nullopt, "e.dnnc"); }),
                    "e.dnnc: corrupt metadata: empty key"));
     const auto huge = message_of([] { io::read_container(raw_metadata_container({}, 0xffffffffu), std::nullopt, "h.dnnc"); });

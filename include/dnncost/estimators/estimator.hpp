@@ -28,8 +28,6 @@ struct TrainData {
     std::size_t size() const { return graphs.size(); }
 };
 
-/// Options common to every estimator's fit. Preset-specific hyper-parameters live in the
-/// preset's own configuration.
 /// Which weights a GNN fit with validation data ends with (FitOptions::keep).
 enum class Keep : std::uint8_t {
     automatic,  ///< the trained network only if its bootstrapped out-of-bag gain over the untrained one exceeds its standard error
@@ -47,6 +45,8 @@ inline std::optional<Keep> keep_from_string(std::string_view s) {
     return std::nullopt;
 }
 
+/// Options common to every estimator's fit. Preset-specific hyper-parameters live in the
+/// preset's own configuration.
 struct FitOptions {
     std::uint64_t seed = 0;
     int max_epochs = -1;          ///< -1: the preset's default

@@ -254,10 +254,25 @@ private:
     std::string m_source;
 };
 
-/// What read_container returns: the header fields and the (verified) payload.
 /// Key-value metadata of a container, in the order written (keys unique and non-empty).
 using Metadata = std::vector<std::pair<std::string, std::string>>;
 
+/// At most this many metadata entries (a guard against corrupt counts).
+inline constexpr std::uint32_t max_metadata_entries = 1024;
+
+/// What is wrong with `m` (too many entries, an empty or a repeated key), or "" when nothing is.
+inline std::string metadata_problem(const Metadata& m) {
+    if (m.size() > max_metadata_entries)
+        return std::to_string(m.size()) + " entries (at most " + std::to_string(max_metadata_entries) + ")";
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        if (m[i].first.empty()) return "empty key";
+        for (std::size_t j = 0; j < i; ++j)
+            if (m[j].first == m[i].first) return "key '" + m[i].first + "' given twice";
+    }
+    return {};
+}
+
+/// What read_container returns: the header fields and the (verified) payload.
 struct Container {
     std::uint32_t version = container_format_version;
     std::string kind;
@@ -272,21 +287,11 @@ struct Container {
     }
 };
 
-/// At most this many metadata entries (a guard against corrupt counts).
-inline constexpr std::uint32_t max_metadata_entries = 1024;
-
 /// Wrap a payload into a container (magic, version, kind, config hash, payload, metadata, CRC-32).
 /// @throws config_error on an empty or repeated metadata key, or too many entries
 inline std::string write_container(std::string_view kind, std::uint64_t config_hash, std::string_view payload,
                                    const Metadata& metadata = {}) {
-    if (metadata.size() > max_metadata_entries)
-        raise<config_error>("write_container: ", metadata.size(), " metadata entries (at most ", max_metadata_entries, ")");
-    for (std::size_t i = 0; i < metadata.size(); ++i) {
-        if (metadata[i].first.empty()) raise<config_error>("write_container: empty metadata key");
-        for (std::size_t j = 0; j < i; ++j)
-            if (metadata[j].first == metadata[i].first)
-                raise<config_error>("write_container: metadata key '", metadata[i].first, "' given twice");
-    }
+    if (const auto problem = metadata_problem(metadata); !problem.empty()) raise<config_error>("write_container: metadata: ", problem);
     BinaryWriter w;
     for (char c : container_magic) w.put_u8(static_cast<std::uint8_t>(c));
     w.put_u32(container_format_version);
@@ -365,12 +370,7 @@ inline Container read_container(std::string_view bytes, std::optional<std::strin
     if (expected_kind && c.kind != *expected_kind)
         raise<parse_error>(source, ": holds a '", c.kind, "' model, expected '", *expected_kind, "'");
     c.payload.assign(payload);
-    for (std::size_t i = 0; i < c.metadata.size(); ++i) {
-        if (c.metadata[i].first.empty()) raise<parse_error>(source, ": corrupt metadata: empty key");
-        for (std::size_t j = 0; j < i; ++j)
-            if (c.metadata[j].first == c.metadata[i].first)
-                raise<parse_error>(source, ": corrupt metadata: key '", c.metadata[i].first, "' twice");
-    }
+    if (const auto problem = metadata_problem(c.metadata); !problem.empty()) raise<parse_error>(source, ": corrupt metadata: ", problem);
     return c;
 }
 
