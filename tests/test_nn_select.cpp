@@ -202,6 +202,55 @@ TEST_CASE("shared ridge solver: an exact linear relation is recovered, a custom 
     CHECK(loo.beta(1) == doctest::Approx(0.5).epsilon(1e-3));
 }
 
+TEST_CASE("cross-validated ridge comparison: out-of-fold predictions are refits without the item; real extra aggregates win, noise does not") {
+    Rng rng(11);
+    const int n = 200;
+    Eigen::MatrixXd xa(n, 2), xb(n, 3), xnoise(n, 3);
+    Eigen::VectorXd y(n);
+    for (int i = 0; i < n; ++i) {
+        const double u = rng.normal(), v = rng.normal();
+        xa.row(i) << 1.0, u;
+        xb.row(i) << 1.0, u, v;
+        xnoise.row(i) << 1.0, u, rng.normal();
+        y(i) = 3.0 + 0.5 * u + 0.3 * v + 0.02 * rng.normal();  // v is real: only xb sees it
+    }
+    estimators::RidgeFit fit;
+    fit.loss = estimators::RidgeFit::Loss::absolute;
+    fit.lambda = 1e-2;
+    // n folds = leave-one-out, whatever the fold order: each item predicted by a refit without it
+    const Eigen::VectorXd loo = fit.out_of_fold(xb, y, 0.0, n, 5);
+    for (int i : {0, 17, 199}) {
+        std::vector<Eigen::Index> rest;
+        for (int j = 0; j < n; ++j)
+            if (j != i) rest.push_back(j);
+        const Eigen::MatrixXd xr = xb(rest, Eigen::all);
+        const Eigen::VectorXd yr = y(rest);
+        const Eigen::VectorXd beta = estimators::RidgeFit::solve(xr, yr, fit.loss, fit.lambda, 0.0);
+        CHECK(loo(i) == doctest::Approx(xb.row(i).dot(beta)).epsilon(1e-10));
+    }
+    // 10 folds: every item is predicted, and not by the in-sample fit
+    const Eigen::VectorXd cv = fit.out_of_fold(xb, y, 0.0, 10, 5);
+    const Eigen::VectorXd in_sample = xb * estimators::RidgeFit::solve(xb, y, fit.loss, fit.lambda, 0.0);
+    CHECK(cv.allFinite());
+    CHECK((cv - in_sample).cwiseAbs().maxCoeff() > 0);
+    CHECK((cv - y).cwiseAbs().maxCoeff() < 0.2);
+    CHECK_THROWS_AS((void)fit.out_of_fold(xb.topRows(5), y.head(5), 0.0, 10, 5), config_error);
+
+    const auto real = cv_improvement(xa, fit, xb, fit, y, 0.0, 7);
+    CHECK(real.mean > 0.2);
+    CHECK(real.mean > real.se);  // the richer candidate is taken
+    const auto noise = cv_improvement(xa, fit, xnoise, fit, y, 0.0, 7);
+    CHECK(noise.mean < noise.se);  // a pure-noise column is not
+    const auto same = cv_improvement(xa, fit, xa, fit, y, 0.0, 7);
+    CHECK(same.mean == 0.0);
+    CHECK(same.se == 0.0);
+    // too few items for the folds: no verdict
+    const auto few = cv_improvement(xa.topRows(15), fit, xb.topRows(15), fit, y.head(15), 0.0, 7);
+    CHECK(few.mean == 0.0);
+    CHECK_FALSE(few.mean > few.se);
+    CHECK_THROWS_AS((void)cv_improvement(xa.topRows(10), fit, xb, fit, y, 0.0, 7), shape_error);
+}
+
 namespace {
 /// Forbids the tile unit for its lifetime (bf16 products run emulated, as on a CPU without AMX).
 // no additive path: the trained network itself is kept, so its GEMM arithmetic shows

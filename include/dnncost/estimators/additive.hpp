@@ -31,8 +31,9 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <memory>
+#include <numeric>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <string>
@@ -42,6 +43,7 @@
 #include <Eigen/Dense>
 
 #include <dnncost/core/error.hpp>
+#include <dnncost/core/rng.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/graph/analysis.hpp>
@@ -207,6 +209,70 @@ struct RidgeFit {
     Loss loss = Loss::relative;
     bool loo = false;  ///< score is leave-one-out (no validation data)
 
+    /// The weighted normal equations of one loss, (1/n) X'WX and (1/n) X'Wy, with the weights
+    /// normalised to mean 1 so that one lambda grid fits both losses.
+    struct NormalEquations {
+        Eigen::VectorXd w;
+        Eigen::MatrixXd xtwx;
+        Eigen::VectorXd xtwy;
+        /// nullopt when no item has weight (a relative loss over only degenerate items)
+        static std::optional<NormalEquations> of(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Loss loss, double degenerate) {
+            const Eigen::Index n = x.rows();
+            NormalEquations ne;
+            ne.w.resize(n);
+            for (Eigen::Index i = 0; i < n; ++i)
+                ne.w(i) = loss == Loss::absolute ? 1.0 : (y(i) < degenerate ? 0.0 : 1.0 / (y(i) * y(i)));
+            const double w_mean = n > 0 ? ne.w.mean() : 0.0;
+            if (!(w_mean > 0)) return std::nullopt;
+            ne.w /= w_mean;
+            ne.xtwx = x.transpose() * ne.w.asDiagonal() * x / static_cast<double>(n);
+            ne.xtwy = x.transpose() * (ne.w.asDiagonal() * y) / static_cast<double>(n);
+            return ne;
+        }
+        Eigen::LDLT<Eigen::MatrixXd> factor(double lambda) const {
+            Eigen::MatrixXd a = xtwx;
+            for (Eigen::Index j = 1; j < a.rows(); ++j) a(j, j) += lambda;
+            a(0, 0) += 1e-12;  // keeps the system definite when every weight but few is zero
+            return Eigen::LDLT<Eigen::MatrixXd>(a);
+        }
+    };
+
+    /// Coefficients for a given loss and lambda (intercept first).
+    /// @throws error when no item has weight under the loss
+    static Eigen::VectorXd solve(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Loss loss, double lambda, double degenerate) {
+        const auto ne = NormalEquations::of(x, y, loss, degenerate);
+        if (!ne) raise<error>("additive: no training item has weight under the relative loss (all below the degenerate threshold)");
+        return ne->factor(lambda).solve(ne->xtwy);
+    }
+
+    /// Out-of-fold predictions of `folds`-fold cross-validation with this fit's loss and lambda
+    /// (no re-selection inside the folds): item i is predicted by the ridge fitted on the folds
+    /// that do not contain it. The fold assignment is a seeded shuffle. A fold whose training
+    /// part gives no item weight predicts with the mean label of that part.
+    Eigen::VectorXd out_of_fold(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, double degenerate, int folds,
+                                std::uint64_t seed) const {
+        const Eigen::Index n = x.rows();
+        if (folds < 2 || n < folds) raise<config_error>("additive: ", folds, "-fold cross-validation needs at least ", folds, " items, got ", n);
+        std::vector<Eigen::Index> order(static_cast<std::size_t>(n));
+        std::iota(order.begin(), order.end(), Eigen::Index{0});
+        Rng(seed).shuffle(order.begin(), order.end());
+        Eigen::VectorXd out(n);
+        for (int f = 0; f < folds; ++f) {
+            std::vector<Eigen::Index> in, held;
+            for (std::size_t i = 0; i < order.size(); ++i) (static_cast<int>(i % static_cast<std::size_t>(folds)) == f ? held : in).push_back(order[i]);
+            const Eigen::MatrixXd xi = x(in, Eigen::all);
+            const Eigen::VectorXd yi = y(in);
+            const auto ne = NormalEquations::of(xi, yi, loss, degenerate);
+            if (ne) {
+                const Eigen::VectorXd beta = ne->factor(lambda).solve(ne->xtwy);
+                for (auto h : held) out(h) = x.row(h).dot(beta);
+            } else {
+                for (auto h : held) out(h) = yi.mean();
+            }
+        }
+        return out;
+    }
+
     /// Optional selection score of validation predictions (lower is better) replacing the MAPE.
     using Scorer = std::function<double(const Eigen::VectorXd& predicted, const Eigen::VectorXd& truth)>;
 
@@ -231,21 +297,12 @@ struct RidgeFit {
         RidgeFit best;
         best.loo = x_val == nullptr;
         for (Loss loss : {Loss::relative, Loss::absolute}) {
-            Eigen::VectorXd w(n);
-            for (Eigen::Index i = 0; i < n; ++i)
-                w(i) = loss == Loss::absolute ? 1.0 : (y(i) < degenerate ? 0.0 : 1.0 / (y(i) * y(i)));
-            const double w_mean = w.mean();
-            if (!(w_mean > 0)) continue;
-            w /= w_mean;  // so that one lambda grid fits both losses
-            const Eigen::MatrixXd xtwx = x.transpose() * w.asDiagonal() * x / static_cast<double>(n);
-            const Eigen::VectorXd xtwy = x.transpose() * (w.asDiagonal() * y) / static_cast<double>(n);
+            const auto ne = NormalEquations::of(x, y, loss, degenerate);
+            if (!ne) continue;
             for (int e = -16; e <= 4; ++e) {
                 const double lambda = std::pow(10.0, 0.5 * e);
-                Eigen::MatrixXd a = xtwx;
-                for (Eigen::Index j = 1; j < a.rows(); ++j) a(j, j) += lambda;
-                a(0, 0) += 1e-12;  // keeps the system definite when every weight but few is zero
-                const Eigen::LDLT<Eigen::MatrixXd> ldlt(a);
-                const Eigen::VectorXd beta = ldlt.solve(xtwy);
+                const auto ldlt = ne->factor(lambda);
+                const Eigen::VectorXd beta = ldlt.solve(ne->xtwy);
                 double score;
                 if (x_val && scorer) {
                     score = scorer(*x_val * beta, *y_val);
@@ -257,7 +314,7 @@ struct RidgeFit {
                     Eigen::VectorXd loo = y - x * beta;
                     for (Eigen::Index i = 0; i < n; ++i) {
                         const Eigen::VectorXd xi = x.row(i).transpose();
-                        const double h = w(i) * xi.dot(ldlt.solve(xi)) / static_cast<double>(n);
+                        const double h = ne->w(i) * xi.dot(ldlt.solve(xi)) / static_cast<double>(n);
                         loo(i) /= std::max(1e-12, 1.0 - h);
                     }
                     score = relative_score(y, loo);
