@@ -364,6 +364,9 @@ private:
     Mat<T> m_skip_in, m_pred;
 };
 
+/// An Eigen vector as a std::vector (the metrics take std::vector).
+inline std::vector<double> to_std_vector(const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
+
 /// The validation score (lower is better) documented at the top of this file.
 inline double validation_score(const std::vector<double>& pred, const std::vector<double>& y) {
     const double rho = train::spearman(pred, y);  // NaN when either side is constant: no rank information
@@ -413,7 +416,9 @@ inline Improvement improvement_over(const std::vector<double>& untrained, const 
 /// of +-10 % accuracy; on a device where they are real (NB201 on pixel3, whose runtime prunes
 /// dead branches) a chance loss costs rank correlation. Twice the items, each predicted by a
 /// model that never saw it, make both mistakes rarer (README, Presets, change 2).
+/// With fewer than 2 x `folds` items (or no repeat) there is no verdict: mean and se are 0.
 /// @param xa, xb design matrices (leading column of ones) over the same labelled items
+/// @throws shape_error when the design matrices and labels disagree in rows
 inline Improvement cv_improvement(const Eigen::MatrixXd& xa, const estimators::RidgeFit& a, const Eigen::MatrixXd& xb,
                                   const estimators::RidgeFit& b, const Eigen::VectorXd& y, double degenerate,
                                   std::uint64_t seed, int folds = 10, int repeats = 3) {
@@ -421,13 +426,12 @@ inline Improvement cv_improvement(const Eigen::MatrixXd& xa, const estimators::R
     if (xa.rows() != y.size() || xb.rows() != y.size())
         raise<shape_error>("cv_improvement: ", xa.rows(), " and ", xb.rows(), " design rows for ", y.size(), " labels");
     if (y.size() < 2 * folds || repeats < 1) return r;
-    const std::vector<double> truth(y.data(), y.data() + y.size());
-    const auto as_vector = [](const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); };
+    const auto truth = to_std_vector(y);
     double sum = 0;
     for (int k = 0; k < repeats; ++k) {
         const std::uint64_t fold_seed = seed ^ (0x63766664ULL + static_cast<std::uint64_t>(k));
-        const auto pa = as_vector(a.out_of_fold(xa, y, degenerate, folds, fold_seed));
-        const auto pb = as_vector(b.out_of_fold(xb, y, degenerate, folds, fold_seed));
+        const auto pa = to_std_vector(a.out_of_fold(xa, y, degenerate, folds, fold_seed));
+        const auto pb = to_std_vector(b.out_of_fold(xb, y, degenerate, folds, fold_seed));
         sum += validation_score(pa, truth) - validation_score(pb, truth);
         if (k == 0) r.se = improvement_over(pa, pb, truth, seed).se;
     }
@@ -854,8 +858,7 @@ public:
         bool all = false;
         if (has_val && static_cast<Index>(eager.size()) < k) {
             const Eigen::MatrixXd xb = design(xt, true), xb_val = design(xv, true);
-            const auto as_vector = [](const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); };
-            const auto scorer = [&](const Eigen::VectorXd& p, const Eigen::VectorXd& t) { return validation_score(as_vector(p), as_vector(t)); };
+            const auto scorer = [](const Eigen::VectorXd& p, const Eigen::VectorXd& t) { return validation_score(to_std_vector(p), to_std_vector(t)); };
             const auto fit_b = estimators::RidgeFit::select(xb, y, &xb_val, &y_val, degenerate, scorer);
             const auto stack = [](const Eigen::MatrixXd& top, const Eigen::MatrixXd& bottom) {
                 Eigen::MatrixXd m(top.rows() + bottom.rows(), top.cols());
