@@ -156,6 +156,17 @@ TEST_CASE("container: every failure mode gives a clear message naming the file")
             if (len >= 8) CHECK(contains(msg, "truncated"));
         }
     }
+    SUBCASE("a flipped bit in a length field") {
+        // the payload length (u64 after magic, version, kind length, kind and config hash):
+        // the walk runs past the end, and the message says the file is corrupt or truncated
+        std::string bad = bytes;
+        bad[8 + 4 + 4 + 8 + 8 + 5] ^= 0x01;
+        const auto msg = message_of([&] { io::read_container(bad, std::nullopt, "f.dnnc"); });
+        CHECK(contains(msg, "f.dnnc: corrupt or truncated file (the checksum does not match): truncated: 'payload'"));
+        // an intact file cut short says the same, since the checksum is gone with its end
+        CHECK(contains(message_of([&] { io::read_container(std::string_view(bytes).substr(0, bytes.size() - 1), std::nullopt, "f.dnnc"); }),
+                       "corrupt or truncated"));
+    }
     SUBCASE("trailing garbage") {
         const auto msg = message_of([&] { io::read_container(bytes + "xx", std::nullopt, "g.dnnc"); });
         CHECK(contains(msg, "unexpected bytes"));

@@ -334,39 +334,55 @@ inline Container read_container(std::string_view bytes, std::optional<std::strin
             raise<parse_error>(source, ": truncated: file is ", bytes.size(), " bytes, shorter than the dnncost header");
         raise<parse_error>(source, ": not a dnncost model file (wrong magic number)");
     }
-    BinaryReader r(bytes, source);
-    for (std::size_t i = 0; i < container_magic.size(); ++i) r.get_u8("magic");
+    // A damaged length field sends the walk below past the end of the file, so that a flipped
+    // bit reads as a truncation. When the walk runs out of bytes and the last four are not the
+    // checksum of the rest, the file may be cut short or corrupt, and the message says both.
+    const auto damaged = [&] {
+        if (bytes.size() < 4) return true;
+        BinaryReader tail(bytes.substr(bytes.size() - 4), source);
+        return tail.get_u32("checksum") != crc32(bytes.substr(0, bytes.size() - 4));
+    };
     Container c;
-    c.version = r.get_u32("format version");
-    if (c.version == 0 || c.version > container_format_version)
-        raise<parse_error>(source, ": model format version ", c.version, " is newer than this dnncost supports (",
-                           container_format_version, "); upgrade dnncost to read it");
-    const auto kind_size = r.get_u32("kind length");
-    if (kind_size > r.remaining())
-        raise<parse_error>(source, ": truncated: 'kind' needs ", kind_size, " bytes, only ", r.remaining(), " left");
-    if (kind_size > 256) raise<parse_error>(source, ": corrupt header: kind length ", kind_size, " is implausible");
-    c.kind.assign(bytes.substr(r.position(), kind_size));
-    for (std::uint32_t i = 0; i < kind_size; ++i) r.get_u8("kind");
-    c.config_hash = r.get_u64("config hash");
-    const auto payload = r.get_string_view("payload");
-    if (c.version >= 2) {
-        const auto n = r.get_u32("metadata count");
-        if (n > max_metadata_entries)
-            raise<parse_error>(source, ": corrupt metadata: ", n, " entries (at most ", max_metadata_entries, ")");
-        for (std::uint32_t i = 0; i < n; ++i) {
-            auto key = r.get_string("metadata key");
-            auto value = r.get_string("metadata value");
-            c.metadata.emplace_back(std::move(key), std::move(value));
+    std::string_view payload;
+    try {
+        BinaryReader r(bytes, source);
+        for (std::size_t i = 0; i < container_magic.size(); ++i) r.get_u8("magic");
+        c.version = r.get_u32("format version");
+        if (c.version == 0 || c.version > container_format_version)
+            raise<parse_error>(source, ": model format version ", c.version, " is newer than this dnncost supports (",
+                               container_format_version, "); upgrade dnncost to read it");
+        const auto kind_size = r.get_u32("kind length");
+        if (kind_size > r.remaining())
+            raise<parse_error>(source, ": truncated: 'kind' needs ", kind_size, " bytes, only ", r.remaining(), " left");
+        if (kind_size > 256) raise<parse_error>(source, ": corrupt header: kind length ", kind_size, " is implausible");
+        c.kind.assign(bytes.substr(r.position(), kind_size));
+        for (std::uint32_t i = 0; i < kind_size; ++i) r.get_u8("kind");
+        c.config_hash = r.get_u64("config hash");
+        payload = r.get_string_view("payload");
+        if (c.version >= 2) {
+            const auto n = r.get_u32("metadata count");
+            if (n > max_metadata_entries)
+                raise<parse_error>(source, ": corrupt metadata: ", n, " entries (at most ", max_metadata_entries, ")");
+            for (std::uint32_t i = 0; i < n; ++i) {
+                auto key = r.get_string("metadata key");
+                auto value = r.get_string("metadata value");
+                c.metadata.emplace_back(std::move(key), std::move(value));
+            }
         }
+        const auto checked = r.position();
+        const auto stored_crc = r.get_u32("checksum");
+        if (!r.at_end())
+            raise<parse_error>(source, ": ", r.remaining(), " unexpected bytes after the checksum (concatenated or corrupt file?)");
+        const auto actual_crc = crc32(bytes.substr(0, checked));
+        if (actual_crc != stored_crc)
+            raise<parse_error>(source, ": checksum mismatch (stored 0x", std::hex, stored_crc, ", computed 0x", actual_crc,
+                               "): the file is corrupt");
+    } catch (const parse_error& e) {
+        std::string_view detail = e.what();
+        if (detail.starts_with(source + ": ")) detail.remove_prefix(source.size() + 2);
+        if (!detail.starts_with("truncated") || !damaged()) throw;
+        raise<parse_error>(source, ": corrupt or truncated file (the checksum does not match): ", detail);
     }
-    const auto checked = r.position();
-    const auto stored_crc = r.get_u32("checksum");
-    if (!r.at_end())
-        raise<parse_error>(source, ": ", r.remaining(), " unexpected bytes after the checksum (concatenated or corrupt file?)");
-    const auto actual_crc = crc32(bytes.substr(0, checked));
-    if (actual_crc != stored_crc)
-        raise<parse_error>(source, ": checksum mismatch (stored 0x", std::hex, stored_crc, ", computed 0x", actual_crc,
-                           "): the file is corrupt");
     if (expected_kind && c.kind != *expected_kind)
         raise<parse_error>(source, ": holds a '", c.kind, "' model, expected '", *expected_kind, "'");
     c.payload.assign(payload);
