@@ -160,7 +160,7 @@ void BM_HifiSageEpoch(benchmark::State& state) {
 }
 BENCHMARK(BM_HifiSageEpoch)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
-// Batched inference throughput of HiFi-SAGE on 256 NB201 graphs: arg 0 = threads, arg 1 = 1 to
+// Batched inference throughput of HiFi-SAGE's network on 256 NB201 graphs: arg 0 = threads, arg 1 = 1 to
 // include the feature encoding (Estimator::predict on operator graphs), 0 for encoded graphs.
 void BM_HifiSageInference(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
@@ -184,6 +184,11 @@ void BM_HifiSageInference(benchmark::State& state) {
     est.prepare(d, 1);
     ThreadPool pool(threads);
     const auto x = est.encode(set.ptrs, &pool);
+    // One epoch moves the head's last layer off zero: the network must run. (An untrained or
+    // untrained-kept model predicts through its additive path alone: BM_HifiSageInferenceZeroNetwork.)
+    Rng rng(3);
+    est.train_epoch(x, set.y, rng, &pool);
+    if (est.model().network_is_zero()) return state.SkipWithError("the network's output is still identically zero");
     const auto f0 = kernels::gemm_flops().load();
     const double cpu0 = process_cpu_seconds();
     for (auto _ : state) {
@@ -198,6 +203,27 @@ void BM_HifiSageInference(benchmark::State& state) {
                    (emulated ? ", bf16 emulated (no AMX)" : bf16 ? ", bf16 GEMMs (AMX)" : ", fp32"));
 }
 BENCHMARK(BM_HifiSageInference)->ArgsProduct({{1, 2}, {0, 1}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+
+// The same 256 graphs through a model whose network output is identically zero (before
+// training, or when fit keeps the untrained network, as it did in most of the README table's
+// fits): predictions are the additive path alone (Estimator::predict_additive). Arg: 1 to
+// include the feature encoding.
+void BM_HifiSageInferenceZeroNetwork(benchmark::State& state) {
+    const bool with_encoding = state.range(0) != 0;
+    static Nb201Set set(256);
+    estimators::HiFiSage est;
+    estimators::TrainData d{set.ptrs, set.y};
+    est.prepare(d, 1);
+    if (!est.model().network_is_zero()) return state.SkipWithError("the untrained network's output should be zero");
+    const auto x = est.encode(set.ptrs);
+    for (auto _ : state) {
+        if (with_encoding) benchmark::DoNotOptimize(est.predict(set.ptrs, 1).data());
+        else benchmark::DoNotOptimize(est.predict_encoded(x, nullptr).data());
+    }
+    state.counters["graphs/s"] = benchmark::Counter(static_cast<double>(x.size() * state.iterations()), benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(with_encoding ? "encoding included" : "encoding excluded") + ", 1 thread, additive path only");
+}
+BENCHMARK(BM_HifiSageInferenceZeroNetwork)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // A full HiFi-SAGE training with early stopping (the preset's patience and epoch limit) on 100
 // NB201 architectures, validated on 100 others, against a measured device latency column of

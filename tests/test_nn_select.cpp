@@ -61,6 +61,53 @@ TEST_CASE("additive path: the untrained GNN estimator predicts exactly what the 
     for (std::size_t i = 0; i < p.size(); ++i) CHECK(p[i] == doctest::Approx(q[i].mean).epsilon(1e-5));
 }
 
+TEST_CASE("additive path: a zero network is skipped at prediction, with bit-identical results") {
+    Data d;
+    Estimator<skip_preset> est;
+    est.prepare(d.train, 1);
+    const auto xt = est.encode(d.train.graphs), xv = est.encode(d.val.graphs);
+    est.warm_start_skip(xt, d.train.targets, xv, d.val.targets, 1);
+    // what running the network gives, chunk by chunk as predict_encoded cuts them
+    const auto network = [&] {
+        std::vector<double> out;
+        features::GraphBatch<float> b;
+        for (std::size_t s = 0; s < xv.size(); s += est.inference_chunk) {
+            std::vector<const features::EncodedGraph*> ptrs;
+            for (std::size_t i = s; i < std::min(xv.size(), s + est.inference_chunk); ++i) ptrs.push_back(&xv[i]);
+            b.build(ptrs);
+            const Context<float> ctx{&b, false, nullptr, nullptr, true};
+            const Mat<float>& q = est.model().forward(ctx);
+            for (Index i = 0; i < q.rows(); ++i) out.push_back(static_cast<double>(q(i, 0)) * est.label_scale());
+        }
+        return out;
+    };
+    REQUIRE(est.model().network_is_zero());  // the head's last layer starts at zero
+    const auto skipped = est.predict_encoded(xv, nullptr);
+    const auto full = network();
+    REQUIRE(skipped.size() == full.size());
+    for (std::size_t i = 0; i < full.size(); ++i) CHECK(skipped[i] == full[i]);
+    // a graph whose graph-level features do not fit is an error on this path too
+    auto bad = xv;
+    bad[3].graph_x.pop_back();
+    CHECK_THROWS_AS(est.predict_encoded(bad, nullptr), shape_error);
+    bad = xv;
+    bad[3].graph_x[0] = std::nanf("");
+    CHECK_THROWS_AS(est.predict_encoded(bad, nullptr), config_error);
+
+    // one training step moves the head: the network runs again and its output is no longer zero
+    Rng rng(5);
+    est.train_epoch(xt, d.train.targets, rng, nullptr);
+    CHECK_FALSE(est.model().network_is_zero());
+    const auto trained = est.predict_encoded(xv, nullptr);
+    const auto trained_full = network();
+    double moved = 0;
+    for (std::size_t i = 0; i < trained.size(); ++i) {
+        CHECK(trained[i] == trained_full[i]);
+        moved = std::max(moved, std::abs(trained[i] - skipped[i]));
+    }
+    CHECK(moved > 0);
+}
+
 TEST_CASE("additive path: fit keeps the additive baseline when training cannot beat it out of bag") {
     Data d;
     estimators::AdditiveEstimator add;

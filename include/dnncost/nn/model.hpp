@@ -146,6 +146,10 @@ public:
             std::vector<Parameter<T>*> hp;
             m_head->collect_parameters(hp);
             for (std::size_t k = hp.size() >= 2 ? hp.size() - 2 : 0; k < hp.size(); ++k) hp[k]->value.setZero();
+            if (hp.size() >= 2) {
+                m_out_w = hp[hp.size() - 2];
+                m_out_b = hp[hp.size() - 1];
+            }
         }
         if (c.ranking.layers > 0)
             m_rank = std::make_unique<PairwiseRankingHead<T>>(e, c.ranking.layers, c.ranking.width, c.ranking.dropout, rng, c.act);
@@ -170,6 +174,24 @@ public:
         return m_pred;
     }
     bool has_skip() const { return m_skip_w.value.size() > 0; }
+    /// True when the network adds nothing to any prediction: the additive path reads graph-level
+    /// features and the regression head's last layer (weights and bias) is all zero, as before
+    /// training and whenever Estimator::fit keeps the untrained network. forward() then returns
+    /// what forward_additive() computes (the head's zero output added to it changes no bit), and
+    /// the Estimator predicts with the latter, without running the network.
+    bool network_is_zero() const {
+        return has_skip() && m_graph_features > 0 && m_out_w && m_out_b && m_out_w->value.isZero(0) && m_out_b->value.isZero(0);
+    }
+    /// The additive path alone for graph-level features gx (graphs x graph_features): the same
+    /// products, in the same order, as forward() computes for a batch with those features.
+    /// @throws shape_error on a width other than graph_features()
+    const Mat<T>& forward_additive(const Mat<T>& gx) {
+        if (!has_skip() || gx.cols() != m_graph_features)
+            raise<shape_error>("GnnModel: ", gx.cols(), " graph-level features given, the additive path reads ", m_graph_features);
+        m_pred.noalias() = gx * m_skip_w.value;
+        m_pred.array() += m_skip_b.value(0, 0);
+        return m_pred;
+    }
     /// Inputs of the additive path, one row per graph: the batch's graph-level features when the
     /// model was built with some (the Estimator's per-operator-type aggregates), else the sum of
     /// the graph's node features x (1 / mean training graph size).
@@ -362,6 +384,8 @@ private:
     Index m_graph_features = 0;
     Parameter<T> m_skip_w, m_skip_b;
     Mat<T> m_skip_in, m_pred;
+    const Parameter<T>* m_out_w = nullptr;  ///< the regression head's last layer (zero-initialised with an additive path)
+    const Parameter<T>* m_out_b = nullptr;
 };
 
 /// An Eigen vector as a std::vector (the metrics take std::vector).
@@ -631,6 +655,7 @@ public:
         if (!m_model) raise<config_error>("Estimator::predict: not trained");
         std::vector<double> out(x.size());
         if (x.empty()) return out;
+        if (m_model->network_is_zero()) return predict_additive(x);
         ensure_replicas(pool);
         const std::size_t chunks = (x.size() + inference_chunk - 1) / inference_chunk;
         const std::size_t workers = std::min(chunks, m_model->replica_count() + 1);
@@ -655,6 +680,31 @@ public:
         };
         if (workers > 1) pool->parallel_for(0, workers, run);
         else run(0);
+        return out;
+    }
+    /// predict_encoded() when the network's output is identically zero (GnnModel::network_is_zero,
+    /// e.g. the untrained network kept by fit): the additive path alone, in the same chunks of
+    /// inference_chunk graphs and with the same products, so the same numbers as running the
+    /// network, at the cost of a ridge regression.
+    std::vector<double> predict_additive(const std::vector<features::EncodedGraph>& x) {
+        std::vector<double> out(x.size());
+        const Index k = m_model->graph_features();
+        Mat<float> gx;
+        for (std::size_t s = 0; s < x.size(); s += inference_chunk) {
+            const std::size_t e = std::min(x.size(), s + inference_chunk);
+            gx.resize(static_cast<Index>(e - s), k);
+            for (std::size_t i = s; i < e; ++i) {
+                if (static_cast<Index>(x[i].graph_x.size()) != k)
+                    raise<shape_error>("Estimator::predict: graph ", i, " has ", x[i].graph_x.size(), " graph-level features, the model reads ", k);
+                for (Index j = 0; j < k; ++j) {
+                    const float v = x[i].graph_x[static_cast<std::size_t>(j)];
+                    if (!std::isfinite(v)) raise<config_error>("Estimator::predict: graph ", i, " graph-level feature ", j, " is ", v);
+                    gx(static_cast<Index>(i - s), j) = v;
+                }
+            }
+            const Mat<float>& p = m_model->forward_additive(gx);
+            for (Index i = 0; i < p.rows(); ++i) out[s + static_cast<std::size_t>(i)] = static_cast<double>(p(i, 0)) * m_scale;
+        }
         return out;
     }
     std::vector<double> predict(std::span<const graph::Graph* const> graphs, unsigned threads = 0) {
