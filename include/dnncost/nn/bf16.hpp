@@ -404,7 +404,15 @@ void pack_b(Bf16Workspace& ws, const Eigen::MatrixBase<DB>& b) {
     ws.np = round_up(n, 32);
     const Eigen::Index kt = ws.kp / 32;
     ws.b.resize(static_cast<std::size_t>(ws.kp * ws.np));
-    if (n < ws.np || k < ws.kp) std::fill(ws.b.begin(), ws.b.end(), std::uint16_t{0});
+    if (n < ws.np) {
+        std::fill(ws.b.begin(), ws.b.end(), std::uint16_t{0});
+    } else if (k < ws.kp) {
+        // the padding rows k..kp all lie in the last depth block, one contiguous 16 x 32 tile
+        // per block of 16 columns: zero those tiles only, not the whole operand (a weight
+        // gradient's B is the n x width output gradient, depth n rarely a multiple of 32)
+        for (Eigen::Index jb = 0; jb < ws.np / 16; ++jb)
+            std::fill_n(ws.b.begin() + static_cast<std::ptrdiff_t>((jb * kt + kt - 1) * 512), 512, std::uint16_t{0});
+    }
     if constexpr (std::is_same_v<DB, Eigen::Transpose<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>>) {
         // B = W^T (input gradients): a depth pair (B(2p, j), B(2p + 1, j)) is two adjacent floats
         // of row j of W, so each row of W is converted once and its pairs moved as 32-bit words

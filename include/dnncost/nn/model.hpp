@@ -636,7 +636,7 @@ public:
             if (!std::isfinite(loss)) raise<error>("Estimator: training diverged (loss ", loss, ")");
             m_model->backward(m_dpred, dl, ctx);
             if (C.train.clip_norm > 0) optim::clip_grad_norm(params, C.train.clip_norm);
-            m_opt->step();
+            m_opt->step(pool);
             total += loss;
             ++steps;
         }

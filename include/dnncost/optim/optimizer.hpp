@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/core/parallel.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/nn/parameter.hpp>
 
@@ -38,6 +39,12 @@ public:
     }
     virtual ~Optimizer() = default;
     virtual void step() = 0;
+    /// The same update, spread over a pool where the optimiser supports it (same numbers: every
+    /// element's update is independent of the others); nullptr runs step().
+    virtual void step(ThreadPool* pool) {
+        (void)pool;
+        step();
+    }
     virtual void save_state(io::BinaryWriter& w) const = 0;
     virtual void load_state(io::BinaryReader& r) = 0;
     void zero_grad() {
@@ -93,22 +100,44 @@ public:
             m_v.push_back(Mat<T>::Zero(p->value.rows(), p->value.cols()));
         }
     }
-    void step() override {
+    /// A work item of step(): elements [start, start + len) of parameter `param`.
+    struct Block {
+        std::size_t param;
+        nn::Index start, len;
+    };
+    void step() override { step(nullptr); }
+    /// The parameters are updated in blocks of block_elements elements, in parallel with a pool
+    /// of >= 2 threads (the update is element-wise: the same numbers either way).
+    void step(ThreadPool* pool) override {
         ++m_t;
         const double bc1 = 1 - std::pow(m_o.beta1, static_cast<double>(m_t));
         const double bc2 = 1 - std::pow(m_o.beta2, static_cast<double>(m_t));
         const T b1 = static_cast<T>(m_o.beta1), b2 = static_cast<T>(m_o.beta2);
         const T step = static_cast<T>(this->m_lr / bc1), sbc2 = static_cast<T>(std::sqrt(bc2)), eps = static_cast<T>(m_o.eps);
         const T wd = static_cast<T>(m_o.weight_decay);
-        for (std::size_t i = 0; i < this->m_params.size(); ++i) {
-            auto& p = *this->m_params[i];
-            if (m_o.decoupled && wd > 0) p.value *= T(1) - static_cast<T>(this->m_lr) * wd;
-            if (!m_o.decoupled && wd > 0) p.grad += wd * p.value;
-            m_m[i] = b1 * m_m[i] + (T(1) - b1) * p.grad;
-            m_v[i] = b2 * m_v[i] + (T(1) - b2) * p.grad.cwiseAbs2();
-            p.value.array() -= step * m_m[i].array() / (m_v[i].array().sqrt() / sbc2 + eps);
-        }
+        const T lr = static_cast<T>(this->m_lr);
+        const auto update = [&](const Block& b) {
+            using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+            auto& p = *this->m_params[b.param];
+            Eigen::Map<Arr> value(p.value.data() + b.start, b.len), grad(p.grad.data() + b.start, b.len),
+                m(m_m[b.param].data() + b.start, b.len), v(m_v[b.param].data() + b.start, b.len);
+            if (m_o.decoupled && wd > 0) value *= T(1) - lr * wd;
+            if (!m_o.decoupled && wd > 0) grad += wd * value;
+            m = b1 * m + (T(1) - b1) * grad;
+            v = b2 * v + (T(1) - b2) * grad.square();
+            value -= step * m / (v.sqrt() / sbc2 + eps);
+        };
+        if (m_blocks.empty())
+            for (std::size_t i = 0; i < this->m_params.size(); ++i)
+                for (nn::Index s = 0; s < this->m_params[i]->value.size(); s += block_elements)
+                    m_blocks.push_back({i, s, std::min(block_elements, this->m_params[i]->value.size() - s)});
+        // the same blocks either way, so that the same elements take the vector or scalar path
+        if (pool && pool->size() > 1) pool->parallel_for(0, m_blocks.size(), [&](std::size_t b) { update(m_blocks[b]); });
+        else
+            for (const auto& b : m_blocks) update(b);
     }
+    /// Elements per parallel work item of step(pool): large enough to amortise the dispatch.
+    static constexpr nn::Index block_elements = 16384;
     void save_state(io::BinaryWriter& w) const override {
         w.put_string("adam");
         w.put_f64(this->m_lr);
@@ -130,6 +159,7 @@ private:
     AdamOptions m_o;
     std::int64_t m_t = 0;
     std::vector<Mat<T>> m_m, m_v;
+    std::vector<Block> m_blocks;  ///< the work items of step(), built on first use
 };
 
 struct SgdOptions {
@@ -149,6 +179,7 @@ public:
         this->set_learning_rate(o.lr);
         for (auto* p : this->m_params) m_buf.push_back(Mat<T>::Zero(p->value.rows(), p->value.cols()));
     }
+    using Optimizer<T>::step;
     void step() override {
         const T lr = static_cast<T>(this->m_lr), mu = static_cast<T>(m_o.momentum), wd = static_cast<T>(m_o.weight_decay);
         for (std::size_t i = 0; i < this->m_params.size(); ++i) {
