@@ -235,6 +235,8 @@ struct RidgeFit {
             a(0, 0) += 1e-12;  // keeps the system definite when every weight but few is zero
             return Eigen::LDLT<Eigen::MatrixXd>(a);
         }
+        /// The ridge coefficients for lambda (intercept first).
+        Eigen::VectorXd beta(double lambda) const { return factor(lambda).solve(xtwy); }
     };
 
     /// Coefficients for a given loss and lambda (intercept first).
@@ -242,7 +244,7 @@ struct RidgeFit {
     static Eigen::VectorXd solve(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Loss loss, double lambda, double degenerate) {
         const auto ne = NormalEquations::of(x, y, loss, degenerate);
         if (!ne) raise<error>("additive: no training item has weight under the relative loss (all below the degenerate threshold)");
-        return ne->factor(lambda).solve(ne->xtwy);
+        return ne->beta(lambda);
     }
 
     /// Out-of-fold predictions of `folds`-fold cross-validation with this fit's loss and lambda
@@ -264,7 +266,7 @@ struct RidgeFit {
             const Eigen::VectorXd yi = y(in);
             const auto ne = NormalEquations::of(xi, yi, loss, degenerate);
             if (ne) {
-                const Eigen::VectorXd beta = ne->factor(lambda).solve(ne->xtwy);
+                const Eigen::VectorXd beta = ne->beta(lambda);
                 for (auto h : held) out(h) = x.row(h).dot(beta);
             } else {
                 for (auto h : held) out(h) = yi.mean();

@@ -44,7 +44,6 @@ public:
     void build(std::span<const EncodedGraph* const> graphs) {
         if (graphs.empty()) raise<shape_error>("GraphBatch: empty batch");
         const int f = graphs[0]->num_features;
-        const auto gf = graphs[0]->graph_x.size();
         int n = 0;
         m_offset.assign(1, 0);
         for (std::size_t g = 0; g < graphs.size(); ++g) {
@@ -52,8 +51,6 @@ public:
             if (e.num_features != f)
                 raise<shape_error>("GraphBatch: graph ", g, " has ", e.num_features, " features, graph 0 has ", f);
             if (e.num_nodes < 1) raise<shape_error>("GraphBatch: graph ", g, " has no nodes");
-            if (e.graph_x.size() != gf)
-                raise<shape_error>("GraphBatch: graph ", g, " has ", e.graph_x.size(), " graph-level features, graph 0 has ", gf);
             if (e.x.size() != static_cast<std::size_t>(e.num_nodes) * f)
                 raise<shape_error>("GraphBatch: graph ", g, " feature buffer holds ", e.x.size(), " values, expected ",
                                    static_cast<std::size_t>(e.num_nodes) * f);
@@ -61,13 +58,7 @@ public:
             m_offset.push_back(n);
         }
         x.resize(n, f);
-        graph_x.resize(static_cast<nn::Index>(graphs.size()), static_cast<nn::Index>(gf));
-        for (std::size_t g = 0; g < graphs.size(); ++g)
-            for (std::size_t j = 0; j < gf; ++j) {
-                const float v = graphs[g]->graph_x[j];
-                if (!std::isfinite(v)) raise<config_error>("GraphBatch: graph ", g, " graph-level feature ", j, " is ", v);
-                graph_x(static_cast<nn::Index>(g), static_cast<nn::Index>(j)) = static_cast<T>(v);
-            }
+        stack_graph_features(graphs, graph_x);
         m_node_graph.resize(static_cast<std::size_t>(n));
         std::vector<std::pair<int, int>> edges;
         for (std::size_t g = 0; g < graphs.size(); ++g) {
@@ -107,6 +98,23 @@ public:
         m_node_graph.assign(src.m_node_graph.begin() + n0, src.m_node_graph.begin() + n1);
         for (auto& g : m_node_graph) g -= g0;
         for (int d = 0; d < 3; ++d) slice_neighbourhood(m_nb[d], src.m_nb[d], n0, n1);
+    }
+
+    /// out = the graphs' graph-level features, one row per graph (what build() puts in graph_x).
+    /// @throws shape_error when a graph's width differs from graph 0's, config_error on a NaN or
+    ///         infinite feature
+    static void stack_graph_features(std::span<const EncodedGraph* const> graphs, nn::Mat<T>& out) {
+        const auto gf = graphs.empty() ? std::size_t{0} : graphs[0]->graph_x.size();
+        out.resize(static_cast<nn::Index>(graphs.size()), static_cast<nn::Index>(gf));
+        for (std::size_t g = 0; g < graphs.size(); ++g) {
+            if (graphs[g]->graph_x.size() != gf)
+                raise<shape_error>("GraphBatch: graph ", g, " has ", graphs[g]->graph_x.size(), " graph-level features, graph 0 has ", gf);
+            for (std::size_t j = 0; j < gf; ++j) {
+                const float v = graphs[g]->graph_x[j];
+                if (!std::isfinite(v)) raise<config_error>("GraphBatch: graph ", g, " graph-level feature ", j, " is ", v);
+                out(static_cast<nn::Index>(g), static_cast<nn::Index>(j)) = static_cast<T>(v);
+            }
+        }
     }
 
     nn::Index num_nodes() const { return x.rows(); }

@@ -168,9 +168,7 @@ public:
         m_logits = (m_rank && ctx.training) ? &m_rank->forward(*m_emb, ctx) : nullptr;
         if (!has_skip()) return p;
         skip_inputs(b, m_skip_in);
-        m_pred.noalias() = m_skip_in * m_skip_w.value;
-        m_pred.array() += m_skip_b.value(0, 0);
-        m_pred += p;
+        additive(m_skip_in) += p;
         return m_pred;
     }
     bool has_skip() const { return m_skip_w.value.size() > 0; }
@@ -188,9 +186,7 @@ public:
     const Mat<T>& forward_additive(const Mat<T>& gx) {
         if (!has_skip() || gx.cols() != m_graph_features)
             raise<shape_error>("GnnModel: ", gx.cols(), " graph-level features given, the additive path reads ", m_graph_features);
-        m_pred.noalias() = gx * m_skip_w.value;
-        m_pred.array() += m_skip_b.value(0, 0);
-        return m_pred;
+        return additive(gx);
     }
     /// Inputs of the additive path, one row per graph: the batch's graph-level features when the
     /// model was built with some (the Estimator's per-operator-type aggregates), else the sum of
@@ -351,6 +347,12 @@ private:
     ModulePtr<T> m_readout;
     std::unique_ptr<Sequential<T>> m_head;
     std::unique_ptr<PairwiseRankingHead<T>> m_rank;
+    /// m_pred = the additive path for its inputs (skip_inputs), one row per graph.
+    Mat<T>& additive(const Mat<T>& in) {
+        m_pred.noalias() = in * m_skip_w.value;
+        m_pred.array() += m_skip_b.value(0, 0);
+        return m_pred;
+    }
     /// Residual(SageConv -> ReLU -> Dropout) with equal widths runs as one fused module.
     static bool fusable_sage_block(const GnnConfig& c, Index in) {
         return c.conv == Conv::sage && c.residual && c.act == Act::relu && !c.layer_norm && !c.sage_normalize &&
@@ -688,20 +690,12 @@ public:
     /// network, at the cost of a ridge regression.
     std::vector<double> predict_additive(const std::vector<features::EncodedGraph>& x) {
         std::vector<double> out(x.size());
-        const Index k = m_model->graph_features();
         Mat<float> gx;
         for (std::size_t s = 0; s < x.size(); s += inference_chunk) {
             const std::size_t e = std::min(x.size(), s + inference_chunk);
-            gx.resize(static_cast<Index>(e - s), k);
-            for (std::size_t i = s; i < e; ++i) {
-                if (static_cast<Index>(x[i].graph_x.size()) != k)
-                    raise<shape_error>("Estimator::predict: graph ", i, " has ", x[i].graph_x.size(), " graph-level features, the model reads ", k);
-                for (Index j = 0; j < k; ++j) {
-                    const float v = x[i].graph_x[static_cast<std::size_t>(j)];
-                    if (!std::isfinite(v)) raise<config_error>("Estimator::predict: graph ", i, " graph-level feature ", j, " is ", v);
-                    gx(static_cast<Index>(i - s), j) = v;
-                }
-            }
+            m_ptrs.clear();
+            for (std::size_t i = s; i < e; ++i) m_ptrs.push_back(&x[i]);
+            features::GraphBatch<float>::stack_graph_features(m_ptrs, gx);
             const Mat<float>& p = m_model->forward_additive(gx);
             for (Index i = 0; i < p.rows(); ++i) out[s + static_cast<std::size_t>(i)] = static_cast<double>(p(i, 0)) * m_scale;
         }

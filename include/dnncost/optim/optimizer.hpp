@@ -100,11 +100,6 @@ public:
             m_v.push_back(Mat<T>::Zero(p->value.rows(), p->value.cols()));
         }
     }
-    /// A work item of step(): elements [start, start + len) of parameter `param`.
-    struct Block {
-        std::size_t param;
-        nn::Index start, len;
-    };
     void step() override { step(nullptr); }
     /// The parameters are updated in blocks of block_elements elements, in parallel with a pool
     /// of >= 2 threads (the update is element-wise: the same numbers either way).
@@ -159,6 +154,10 @@ private:
     AdamOptions m_o;
     std::int64_t m_t = 0;
     std::vector<Mat<T>> m_m, m_v;
+    struct Block {  ///< a work item of step(): elements [start, start + len) of parameter `param`
+        std::size_t param;
+        nn::Index start, len;
+    };
     std::vector<Block> m_blocks;  ///< the work items of step(), built on first use
 };
 
