@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/graph/analysis.hpp>
@@ -70,6 +74,95 @@ TEST_CASE("nb201: MACs match the published range of the space (7.78 M to 220.11 
     const auto small = cost::total_cost(nb201::build_graph(kAllSkip));
     CHECK(static_cast<double>(big.macs) / 1e6 == doctest::Approx(220.11).epsilon(0.001));
     CHECK(static_cast<double>(small.macs) / 1e6 == doctest::Approx(7.78).epsilon(0.001));
+}
+
+TEST_CASE("nb201: isomorphic twins are the same network under another string") {
+    // Exchanging nodes 1 and 2 is an isomorphism exactly when edge 2<-1 is none: 5^5 cells,
+    // minus the 125 the exchange maps to themselves, in 1,500 pairs.
+    int with_twin = 0;
+    for (const auto& a : nb201::enumerate()) {
+        const auto t = nb201::isomorphic_twin(a);
+        if (a.ops[2] != nb201::Op::none) {
+            CHECK_FALSE(t.has_value());
+            continue;
+        }
+        if (!t) {
+            CHECK(a.ops[0] == a.ops[1]);
+            CHECK(a.ops[4] == a.ops[5]);
+            continue;
+        }
+        ++with_twin;
+        CHECK(*t != a);
+        CHECK(nb201::isomorphic_twin(*t) == a);
+        CHECK(nb201::op_counts(*t) == nb201::op_counts(a));
+    }
+    CHECK(with_twin == 3000);
+    // The compiled (pruned) networks are isomorphic operator graphs: equal costs and equal
+    // Weisfeiler-Lehman colour multisets (operator type and MACs, refined over predecessors and
+    // successors); another exchange of edges keeps the costs but changes the colours. The eager
+    // networks run the same operators on the same shapes.
+    const auto op_multiset = [](const graph::Graph& g) {
+        std::vector<std::pair<std::string, std::int64_t>> ops;
+        const auto costs = cost::annotate(g);
+        for (std::size_t i = 0; i < g.num_nodes(); ++i) ops.emplace_back(g.node(static_cast<int>(i)).op_type, costs[i].bytes());
+        std::sort(ops.begin(), ops.end());
+        return ops;
+    };
+    const auto colours = [](const graph::Graph& g) {
+        const auto costs = cost::annotate(g);
+        const int n = static_cast<int>(g.num_nodes());
+        std::vector<std::string> c(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i) c[static_cast<std::size_t>(i)] = g.node(i).op_type + ":" + std::to_string(costs[static_cast<std::size_t>(i)].macs);
+        for (int round = 0; round < 12; ++round) {
+            std::vector<std::vector<std::string>> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+            for (const auto& e : g.edges()) {
+                in[static_cast<std::size_t>(e.dst)].push_back(c[static_cast<std::size_t>(e.src)]);
+                out[static_cast<std::size_t>(e.src)].push_back(c[static_cast<std::size_t>(e.dst)]);
+            }
+            std::vector<std::string> next(static_cast<std::size_t>(n));
+            for (std::size_t i = 0; i < next.size(); ++i) {
+                std::sort(in[i].begin(), in[i].end());
+                std::sort(out[i].begin(), out[i].end());
+                std::string k = c[i] + "(";
+                for (const auto& x : in[i]) k += x + ",";
+                k += ")(";
+                for (const auto& x : out[i]) k += x + ",";
+                next[i] = std::to_string(std::hash<std::string>{}(k + ")"));
+            }
+            c = std::move(next);
+        }
+        std::sort(c.begin(), c.end());
+        return c;
+    };
+    for (const char* s : {"|nor_conv_3x3~0|+|avg_pool_3x3~0|none~1|+|skip_connect~0|nor_conv_1x1~1|none~2|",
+                          "|none~0|+|nor_conv_3x3~0|none~1|+|nor_conv_1x1~0|avg_pool_3x3~1|nor_conv_3x3~2|"}) {
+        const auto a = nb201::parse(s);
+        const auto t = nb201::isomorphic_twin(a);
+        REQUIRE(t.has_value());
+        for (bool prune : {false, true}) {
+            nb201::Nb201Options o;
+            o.prune = prune;
+            const auto ga = nb201::build_graph(a, o), gt = nb201::build_graph(*t, o);
+            CHECK(ga.num_nodes() == gt.num_nodes());
+            CHECK(cost::total_cost(ga).macs == cost::total_cost(gt).macs);
+            CHECK(cost::total_cost(ga).params == cost::total_cost(gt).params);
+            auto wrong = a;  // exchanging two edges into node 3 instead changes the network
+            std::swap(wrong.ops[3], wrong.ops[5]);
+            if (prune) {
+                CHECK(colours(ga) == colours(gt));
+                CHECK(colours(nb201::build_graph(wrong, o)) != colours(ga));
+            } else {
+                // eager: the same operators on the same shapes, but the multiplication by zero of
+                // edge 2<-1 reads the other node's output, so the graphs differ in that one edge
+                CHECK(colours(ga) != colours(gt));
+                CHECK(op_multiset(ga) == op_multiset(gt));
+            }
+        }
+        // ... while a cell whose edge 2<-1 carries an operation has no such twin
+        auto b = a;
+        b.ops[2] = nb201::Op::skip_connect;
+        CHECK_FALSE(nb201::isomorphic_twin(b).has_value());
+    }
 }
 
 TEST_CASE("nb201: pruned view removes what cannot influence the output") {

@@ -17,6 +17,7 @@
 /// constant are folded away, and operators that cannot reach the network output are dropped.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -380,6 +381,23 @@ inline std::array<int, 5> op_counts(const Arch& a) {
     std::array<int, 5> c{};
     for (auto op : a.ops) ++c[static_cast<std::size_t>(op)];
     return c;
+}
+
+/// The other string of the same network, if the cell has one: when edge 2<-1 is `none`, nodes 1
+/// and 2 both depend on node 0 alone, and exchanging them (edges 1<-0 with 2<-0, 3<-1 with 3<-2)
+/// computes the same function with the same operators on the same shapes. The compiled
+/// (pruned) graphs are isomorphic; in the eager ones only the multiplication by zero of edge
+/// 2<-1 reads the other node. Returns nullopt when edge 2<-1 is not `none` or the exchange gives
+/// the same string. NAS-Bench-201 lists such twins as separate architectures and the latency
+/// tables measured each, so a twin pair is two measurements of one network (bench/noise.cpp
+/// uses them to estimate the measurement noise, which bounds what any estimator can reach).
+inline std::optional<Arch> isomorphic_twin(const Arch& a) {
+    if (a.ops[2] != Op::none) return std::nullopt;
+    Arch b = a;
+    std::swap(b.ops[0], b.ops[1]);
+    std::swap(b.ops[4], b.ops[5]);
+    if (b == a) return std::nullopt;
+    return b;
 }
 
 }  // namespace dnncost::nb201

@@ -1,0 +1,119 @@
+// dnncost_noise: how much of a device's latency is measurement noise, from the NB201 cells that
+// NAS-Bench-201 lists twice. When edge 2<-1 of a cell is `none`, exchanging nodes 1 and 2 gives
+// another string for the same network (nb201::isomorphic_twin); the latency tables measured each
+// string separately, so every such pair is two measurements of one network. Writes a markdown
+// table: per device, how often the two measurements agree within 1 / 5 / 10 %, the spread of
+// their log ratio, and the +-10 % accuracy a perfect estimator would reach if the noise were
+// independent and log-normal (the "ceiling").
+//
+//   dnncost_noise [--data CSV] [--out noise.md]
+//
+// The ceiling: with log y = log f + e, e ~ N(0, s^2) independent per measurement, the ratio of a
+// pair has log(y1 / y2) ~ N(0, 2 s^2). s is solved from the observed fraction of pairs with
+// y1 / y2 in [0.9, 1.1] (both orders counted, so the window is symmetric in the pair), and the
+// ceiling is P(f / y in [0.9, 1.1]) under N(0, s^2). It uses the agreement fraction, not the
+// variance, so a few wild measurements do not dominate it; it is a model, not a bound.
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dnncost/graph/nb201.hpp>
+#include <dnncost/io/csv.hpp>
+#include <dnncost/io/file.hpp>
+
+using namespace dnncost;
+
+namespace {
+double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+/// P(lo <= X <= hi) for X ~ N(0, s^2).
+double mass(double lo, double hi, double s) { return normal_cdf(hi / s) - normal_cdf(lo / s); }
+
+/// s such that P(log 0.9 <= N(0, 2 s^2) <= log 1.1) = p, by bisection (mass falls as s grows).
+double sigma_from_pair_agreement(double p) {
+    const double lo = std::log(0.9), hi = std::log(1.1);
+    double a = 1e-6, b = 10.0;
+    for (int i = 0; i < 200; ++i) {
+        const double m = 0.5 * (a + b);
+        (mass(lo, hi, std::sqrt(2.0) * m) > p ? a : b) = m;
+    }
+    return 0.5 * (a + b);
+}
+
+double fraction_within(const std::vector<double>& ratios, double tol) {
+    std::size_t n = 0;
+    for (double r : ratios) n += std::abs(r - 1.0) <= tol;
+    return static_cast<double>(n) / static_cast<double>(ratios.size());
+}
+}  // namespace
+
+int main(int argc, char** argv) try {
+    std::map<std::string, std::string> arg{{"--data", DNNCOST_DATA_DIR "/nb201/latency_ms.csv"}, {"--out", "noise.md"}};
+    for (int i = 1; i < argc; ++i) {
+        const std::string key = argv[i];
+        if (key == "--help" || key == "-h") {
+            std::cout << "usage: dnncost_noise [--data CSV] [--out noise.md]\n";
+            return 0;
+        }
+        if (!arg.count(key) || i + 1 >= argc) raise<config_error>("dnncost_noise: unknown option or missing value: ", key);
+        arg[key] = argv[++i];
+    }
+    const auto table = io::read_csv(arg["--data"]);
+    const std::size_t arch_col = table.column("arch");
+    std::map<std::int64_t, std::size_t> row_of;  // architecture index -> row
+    for (std::size_t r = 0; r < table.rows.size(); ++r) {
+        const auto a = nb201::parse(table.rows[r][arch_col]);
+        if (!row_of.emplace(nb201::to_index(a), r).second)
+            raise<parse_error>(arg["--data"], ": row ", r + 2, ": architecture listed twice");
+    }
+    std::vector<std::pair<std::size_t, std::size_t>> pairs;
+    for (const auto& [index, row] : row_of) {
+        const auto twin = nb201::isomorphic_twin(nb201::from_index(index));
+        if (!twin) continue;
+        const auto other = nb201::to_index(*twin);
+        if (other <= index) continue;  // each pair once
+        if (const auto it = row_of.find(other); it != row_of.end()) pairs.emplace_back(row, it->second);
+    }
+    if (pairs.empty()) raise<config_error>(arg["--data"], ": no isomorphic pair of NB201 cells in the table");
+
+    std::ostringstream md;
+    md << "# Measurement noise of the NB201 latency tables\n\n"
+       << "`dnncost_noise --data " << arg["--data"] << "`: " << pairs.size()
+       << " pairs of strings that describe the same network (nb201::isomorphic_twin), each string measured "
+          "separately. \"agree\": the fraction of pairs whose two latencies are within 1 / 5 / 10 % of each other "
+          "(both orders counted); sigma: the log ratio's robust spread (1.4826 MAD / sqrt 2, one measurement); "
+          "ceiling: the +-10 % accuracy of a perfect estimator under independent log-normal noise fitted to the "
+          "+-10 % agreement (see bench/noise.cpp).\n\n"
+       << "| device | pairs | agree ±1 % | agree ±5 % | agree ±10 % | sigma (log) | ceiling ±10 % |\n"
+       << "| --- | --- | --- | --- | --- | --- | --- |\n";
+    for (std::size_t c = 0; c < table.header.size(); ++c) {
+        if (c == arch_col) continue;
+        std::vector<double> ratios, logs;
+        for (const auto& [r1, r2] : pairs) {
+            const double y1 = std::stod(table.rows[r1][c]), y2 = std::stod(table.rows[r2][c]);
+            if (!(y1 > 0) || !(y2 > 0) || !std::isfinite(y1) || !std::isfinite(y2)) continue;
+            ratios.push_back(y1 / y2);
+            ratios.push_back(y2 / y1);
+            logs.push_back(std::abs(std::log(y1 / y2)));
+        }
+        if (logs.empty()) continue;
+        std::nth_element(logs.begin(), logs.begin() + static_cast<std::ptrdiff_t>(logs.size() / 2), logs.end());
+        const double mad_sigma = 1.4826 * logs[logs.size() / 2] / std::sqrt(2.0);  // median |log ratio| is the MAD (median 0)
+        const double agree10 = fraction_within(ratios, 0.1);
+        const double s = sigma_from_pair_agreement(agree10);
+        const double ceiling = mass(std::log(1 / 1.1), std::log(1 / 0.9), s);  // f / y in [0.9, 1.1]
+        md << std::fixed << std::setprecision(3) << "| " << table.header[c] << " | " << logs.size() << " | "
+           << fraction_within(ratios, 0.01) << " | " << fraction_within(ratios, 0.05) << " | " << agree10 << " | "
+           << std::setprecision(4) << mad_sigma << " | " << std::setprecision(3) << ceiling << " |\n";
+    }
+    io::write_file_atomic(arg["--out"], md.str());
+    std::cout << md.str();
+    return 0;
+} catch (const std::exception& e) {
+    std::cerr << "dnncost_noise: " << e.what() << "\n";
+    return 1;
+}
