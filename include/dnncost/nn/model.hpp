@@ -19,6 +19,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -721,6 +722,9 @@ public:
         if (m_model->has_skip()) {
             const bool alone = warm_start_skip(xt, train.targets, xv, validation.targets, o.seed);
             warm = dnncost::detail::concat("; additive path: ", alone ? "additive baseline" : "additive baseline + compiler-kept aggregates");
+            if (m_warm_gain)
+                warm += dnncost::detail::concat(" (cross-validated gain of the compiler-kept aggregates ", m_warm_gain->mean,
+                                                ", se ", m_warm_gain->se, ")");
         }
         const int max_epochs = o.max_epochs > 0 ? o.max_epochs : C.train.max_epochs;
         const int patience = o.patience > 0 ? o.patience : C.train.patience;
@@ -900,6 +904,7 @@ public:
         const Eigen::MatrixXd xa = design(xt, false), xa_val = has_val ? design(xv, false) : Eigen::MatrixXd();
         estimators::RidgeFit best = estimators::RidgeFit::select(xa, y, has_val ? &xa_val : nullptr, has_val ? &y_val : nullptr, degenerate);
         bool all = false;
+        m_warm_gain.reset();
         if (has_val && static_cast<Index>(eager.size()) < k) {
             const Eigen::MatrixXd xb = design(xt, true), xb_val = design(xv, true);
             const auto scorer = [](const Eigen::VectorXd& p, const Eigen::VectorXd& t) { return validation_score(to_std_vector(p), to_std_vector(t)); };
@@ -912,6 +917,7 @@ public:
             Eigen::VectorXd y_all(y.size() + y_val.size());
             y_all << y, y_val;
             const auto d = cv_improvement(stack(xa, xa_val), best, stack(xb, xb_val), fit_b, y_all, degenerate, seed);
+            m_warm_gain = d;
             if (d.mean > d.se) {
                 best = fit_b;
                 all = true;
@@ -965,6 +971,7 @@ private:
     estimators::AdditiveFeatures m_additive;  ///< graph-level inputs of the additive path (empty without one)
     double m_scale = 1.0;
     double m_sum_scale = 1.0;  ///< 1 / mean training graph size, for sum readouts
+    std::optional<Improvement> m_warm_gain;  ///< the last warm start's cross-validated comparison, if it made one
     std::unique_ptr<GnnModel<float>> m_model;
     std::unique_ptr<optim::Adam<float>> m_opt;
     // reused per batch, so training allocates nothing per step once shapes settle
