@@ -44,6 +44,18 @@ double sigma_from_pair_agreement(double p) {
     return 0.5 * (a + b);
 }
 
+/// Cost order of the cell operations: none < skip < 3x3 average pool < 1x1 conv < 3x3 conv.
+int heaviness(nb201::Op op) {
+    switch (op) {
+        case nb201::Op::none: return 0;
+        case nb201::Op::skip_connect: return 1;
+        case nb201::Op::avg_pool_3x3: return 2;
+        case nb201::Op::nor_conv_1x1: return 3;
+        case nb201::Op::nor_conv_3x3: return 4;
+    }
+    return 0;
+}
+
 double fraction_within(const std::vector<double>& ratios, double tol) {
     std::size_t n = 0;
     for (double r : ratios) n += std::abs(r - 1.0) <= tol;
@@ -87,18 +99,30 @@ int main(int argc, char** argv) try {
           "separately. \"agree\": the fraction of pairs whose two latencies are within 1 / 5 / 10 % of each other "
           "(both orders counted); sigma: the log ratio's robust spread (1.4826 MAD / sqrt 2, one measurement); "
           "ceiling: the +-10 % accuracy of a perfect estimator under independent log-normal noise fitted to the "
-          "+-10 % agreement (see bench/noise.cpp).\n\n"
-       << "| device | pairs | agree ±1 % | agree ±5 % | agree ±10 % | sigma (log) | ceiling ±10 % |\n"
-       << "| --- | --- | --- | --- | --- | --- | --- |\n";
+          "+-10 % agreement (see bench/noise.cpp); heavier slower: among the pairs more than 10 % apart, the "
+          "fraction in which the string with the heavier operation on edge 1<-0 (3<-1 if equal) is the slower "
+          "(about 0.5 when the difference is noise, not structure).\n\n"
+       << "| device | pairs | agree ±1 % | agree ±5 % | agree ±10 % | sigma (log) | ceiling ±10 % | heavier slower |\n"
+       << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for (std::size_t c = 0; c < table.header.size(); ++c) {
         if (c == arch_col) continue;
         std::vector<double> ratios, logs;
+        std::size_t apart = 0, heavier_slower = 0;
         for (const auto& [r1, r2] : pairs) {
             const double y1 = std::stod(table.rows[r1][c]), y2 = std::stod(table.rows[r2][c]);
             if (!(y1 > 0) || !(y2 > 0) || !std::isfinite(y1) || !std::isfinite(y2)) continue;
             ratios.push_back(y1 / y2);
             ratios.push_back(y2 / y1);
             logs.push_back(std::abs(std::log(y1 / y2)));
+            if (std::abs(y1 / y2 - 1.0) > 0.1 && std::abs(y2 / y1 - 1.0) > 0.1) {
+                // is the difference a property of the string? orient each pair by the heavier
+                // operation on edge 1<-0 (or, if equal, on edge 3<-1)
+                const auto a = nb201::parse(table.rows[r1][arch_col]);
+                const int d0 = heaviness(a.ops[0]) - heaviness(a.ops[1]);
+                const int d = d0 != 0 ? d0 : heaviness(a.ops[4]) - heaviness(a.ops[5]);
+                ++apart;
+                heavier_slower += (d > 0) == (y1 > y2);
+            }
         }
         if (logs.empty()) continue;
         std::nth_element(logs.begin(), logs.begin() + static_cast<std::ptrdiff_t>(logs.size() / 2), logs.end());
@@ -108,7 +132,10 @@ int main(int argc, char** argv) try {
         const double ceiling = mass(std::log(1 / 1.1), std::log(1 / 0.9), s);  // f / y in [0.9, 1.1]
         md << std::fixed << std::setprecision(3) << "| " << table.header[c] << " | " << logs.size() << " | "
            << fraction_within(ratios, 0.01) << " | " << fraction_within(ratios, 0.05) << " | " << agree10 << " | "
-           << std::setprecision(4) << mad_sigma << " | " << std::setprecision(3) << ceiling << " |\n";
+           << std::setprecision(4) << mad_sigma << " | " << std::setprecision(3) << ceiling << " | ";
+        if (apart > 0) md << static_cast<double>(heavier_slower) / static_cast<double>(apart) << " of " << apart;
+        else md << "-";
+        md << " |\n";
     }
     io::write_file_atomic(arg["--out"], md.str());
     std::cout << md.str();
