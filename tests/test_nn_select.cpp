@@ -93,6 +93,13 @@ TEST_CASE("additive path: a zero network is skipped at prediction, with bit-iden
     bad = xv;
     bad[3].graph_x[0] = std::nanf("");
     CHECK_THROWS_AS(est.predict_encoded(bad, nullptr), config_error);
+    // predict() from graphs encodes only the graph-level aggregates here: the same numbers
+    const auto from_graphs = est.predict(d.val.graphs, 1);
+    REQUIRE(from_graphs.size() == full.size());
+    for (std::size_t i = 0; i < full.size(); ++i) CHECK(from_graphs[i] == full[i]);
+    const auto level = est.encode(d.val.graphs, nullptr, true);
+    CHECK(level[0].x.empty());
+    CHECK(level[0].graph_x == xv[0].graph_x);
 
     // one training step moves the head: the network runs again and its output is no longer zero
     Rng rng(5);
@@ -106,6 +113,21 @@ TEST_CASE("additive path: a zero network is skipped at prediction, with bit-iden
         moved = std::max(moved, std::abs(trained[i] - skipped[i]));
     }
     CHECK(moved > 0);
+}
+
+TEST_CASE("additive path: HiFi-SAGE with the compiler view predicts from graph-level aggregates alone while its network is zero") {
+    Data d;
+    estimators::HiFiSage est;
+    est.prepare(d.train, 1);
+    const auto xt = est.encode(d.train.graphs), xv = est.encode(d.val.graphs);
+    est.warm_start_skip(xt, d.train.targets, xv, d.val.targets, 1);
+    REQUIRE(est.model().network_is_zero());
+    const auto level = est.encode(d.val.graphs, nullptr, true);  // aggregates over all and over compiler-kept operators
+    for (std::size_t i = 0; i < xv.size(); ++i) CHECK(level[i].graph_x == xv[i].graph_x);
+    const auto p = est.predict(d.val.graphs, 2);
+    const auto q = est.predict_encoded(xv, nullptr);
+    REQUIRE(p.size() == q.size());
+    for (std::size_t i = 0; i < p.size(); ++i) CHECK(p[i] == q[i]);
 }
 
 TEST_CASE("additive path: fit keeps the additive baseline when training cannot beat it out of bag") {

@@ -580,7 +580,13 @@ public:
     }
 
     /// Encode graphs with the fitted encoder.
-    std::vector<features::EncodedGraph> encode(std::span<const graph::Graph* const> graphs, ThreadPool* pool = nullptr) const {
+    /// Encoded graphs: node features, edges and (with an additive path) the graph-level
+    /// aggregates. With graph_level_only, the aggregates alone (no node features, no random
+    /// walks): all that predict_additive() reads, for a model whose network adds nothing.
+    std::vector<features::EncodedGraph> encode(std::span<const graph::Graph* const> graphs, ThreadPool* pool = nullptr,
+                                               bool graph_level_only = false) const {
+        if (graph_level_only && !C.head.additive_skip)
+            raise<config_error>("Estimator::encode: graph-level features only, but the model has no additive path");
         std::vector<features::EncodedGraph> out(graphs.size());
         const std::size_t parts = pool ? std::min(pool->size(), graphs.size()) : 1;
         const auto run = [&](std::size_t t) {  // contiguous ranges; each graph encodes independently
@@ -589,9 +595,15 @@ public:
                 const graph::Graph& g = *graphs[i];
                 // per-node costs and analysis once, for the node features and the additive aggregates
                 const auto costs = cost::annotate(g);
-                const bool analysed = m_encoder.options().compiler_view || (C.head.additive_skip && m_additive.compiled);
+                const bool analysed = (m_encoder.options().compiler_view && !graph_level_only) ||
+                                      (C.head.additive_skip && m_additive.compiled);
                 const auto flags = analysed ? graph::analyse(g) : std::vector<graph::NodeAnalysis>{};
-                out[i] = m_encoder.encode(g, costs, flags);
+                if (graph_level_only) {
+                    out[i].num_nodes = static_cast<int>(g.num_nodes());
+                    out[i].num_features = m_encoder.num_features();
+                } else {
+                    out[i] = m_encoder.encode(g, costs, flags);
+                }
                 if constexpr (C.head.additive_skip) {
                     const auto f = m_additive.transform(g, costs, flags);
                     out[i].graph_x.assign(f.begin(), f.end());
@@ -702,8 +714,12 @@ public:
         }
         return out;
     }
+    /// Predictions in the target's unit. A model whose network adds nothing (network_is_zero)
+    /// encodes only the graph-level aggregates its additive path reads.
     std::vector<double> predict(std::span<const graph::Graph* const> graphs, unsigned threads = 0) {
+        if (!m_model) raise<config_error>("Estimator::predict: not trained");
         ThreadPool pool(threads);
+        if (m_model->network_is_zero()) return predict_additive(encode(graphs, &pool, true));
         return predict_encoded(encode(graphs, &pool), &pool);
     }
 
