@@ -78,9 +78,13 @@ int main(int argc, char** argv) try {
     const std::size_t arch_col = table.column("arch");
     std::map<std::int64_t, std::size_t> row_of;  // architecture index -> row
     for (std::size_t r = 0; r < table.rows.size(); ++r) {
-        const auto a = nb201::parse(table.rows[r][arch_col]);
-        if (!row_of.emplace(nb201::to_index(a), r).second)
-            raise<parse_error>(arg["--data"], ": row ", r + 2, ": architecture listed twice");
+        nb201::Arch a;
+        try {
+            a = nb201::parse(table.rows[r][arch_col]);
+        } catch (const parse_error& e) {
+            raise<parse_error>(table.where(r), ": ", e.what());
+        }
+        if (!row_of.emplace(nb201::to_index(a), r).second) raise<parse_error>(table.where(r), ": architecture listed twice");
     }
     std::vector<std::pair<std::size_t, std::size_t>> pairs;
     for (const auto& [index, row] : row_of) {
@@ -107,10 +111,15 @@ int main(int argc, char** argv) try {
     for (std::size_t c = 0; c < table.header.size(); ++c) {
         if (c == arch_col) continue;
         std::vector<double> ratios, logs;
-        std::size_t apart = 0, heavier_slower = 0;
+        std::size_t apart = 0, heavier_slower = 0, skipped = 0;
         for (const auto& [r1, r2] : pairs) {
-            const double y1 = std::stod(table.rows[r1][c]), y2 = std::stod(table.rows[r2][c]);
-            if (!(y1 > 0) || !(y2 > 0) || !std::isfinite(y1) || !std::isfinite(y2)) continue;
+            // a pair with a missing, malformed, NaN, infinite or non-positive value is left out
+            const auto p1 = io::parse_number(table.rows[r1][c]), p2 = io::parse_number(table.rows[r2][c]);
+            const double y1 = p1.value, y2 = p2.value;
+            if (!p1.ok() || !p2.ok() || !(y1 > 0) || !(y2 > 0)) {
+                ++skipped;
+                continue;
+            }
             ratios.push_back(y1 / y2);
             ratios.push_back(y2 / y1);
             logs.push_back(std::abs(std::log(y1 / y2)));
@@ -124,13 +133,17 @@ int main(int argc, char** argv) try {
                 heavier_slower += (d > 0) == (y1 > y2);
             }
         }
+        if (skipped > 0)
+            std::cerr << "dnncost_noise: " << table.header[c] << ": " << skipped
+                      << " pairs left out (a missing, malformed or non-positive latency)\n";
         if (logs.empty()) continue;
         std::nth_element(logs.begin(), logs.begin() + static_cast<std::ptrdiff_t>(logs.size() / 2), logs.end());
         const double mad_sigma = 1.4826 * logs[logs.size() / 2] / std::sqrt(2.0);  // median |log ratio| is the MAD (median 0)
         const double agree10 = fraction_within(ratios, 0.1);
         const double s = sigma_from_pair_agreement(agree10);
         const double ceiling = mass(std::log(1 / 1.1), std::log(1 / 0.9), s);  // f / y in [0.9, 1.1]
-        md << std::fixed << std::setprecision(3) << "| " << table.header[c] << " | " << logs.size() << " | "
+        md << std::fixed << std::setprecision(3) << "| " << table.header[c] << " | " << logs.size()
+           << (skipped > 0 ? " (" + std::to_string(skipped) + " left out)" : std::string()) << " | "
            << fraction_within(ratios, 0.01) << " | " << fraction_within(ratios, 0.05) << " | " << agree10 << " | "
            << std::setprecision(4) << mad_sigma << " | " << std::setprecision(3) << ceiling << " | ";
         if (apart > 0) md << static_cast<double>(heavier_slower) / static_cast<double>(apart) << " of " << apart;
