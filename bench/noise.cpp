@@ -8,11 +8,8 @@
 //
 //   dnncost_noise [--data CSV] [--out noise.md]
 //
-// The ceiling: with log y = log f + e, e ~ N(0, s^2) independent per measurement, the ratio of a
-// pair has log(y1 / y2) ~ N(0, 2 s^2). s is solved from the observed fraction of pairs with
-// y1 / y2 in [0.9, 1.1] (both orders counted, so the window is symmetric in the pair), and the
-// ceiling is P(f / y in [0.9, 1.1]) under N(0, s^2). It uses the agreement fraction, not the
-// variance, so a few wild measurements do not dominate it; it is a model, not a bound.
+// The statistics (agreement, robust spread, log-normal ceiling) are train::pair_noise, see
+// include/dnncost/train/noise.hpp.
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -20,30 +17,17 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dnncost/graph/nb201.hpp>
 #include <dnncost/io/csv.hpp>
 #include <dnncost/io/file.hpp>
+#include <dnncost/train/noise.hpp>
 
 using namespace dnncost;
 
 namespace {
-double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
-/// P(lo <= X <= hi) for X ~ N(0, s^2).
-double mass(double lo, double hi, double s) { return normal_cdf(hi / s) - normal_cdf(lo / s); }
-
-/// s such that P(log 0.9 <= N(0, 2 s^2) <= log 1.1) = p, by bisection (mass falls as s grows).
-double sigma_from_pair_agreement(double p) {
-    const double lo = std::log(0.9), hi = std::log(1.1);
-    double a = 1e-6, b = 10.0;
-    for (int i = 0; i < 200; ++i) {
-        const double m = 0.5 * (a + b);
-        (mass(lo, hi, std::sqrt(2.0) * m) > p ? a : b) = m;
-    }
-    return 0.5 * (a + b);
-}
-
 /// Cost order of the cell operations: none < skip < 3x3 average pool < 1x1 conv < 3x3 conv.
 int heaviness(nb201::Op op) {
     switch (op) {
@@ -54,12 +38,6 @@ int heaviness(nb201::Op op) {
         case nb201::Op::nor_conv_3x3: return 4;
     }
     return 0;
-}
-
-double fraction_within(const std::vector<double>& ratios, double tol) {
-    std::size_t n = 0;
-    for (double r : ratios) n += std::abs(r - 1.0) <= tol;
-    return static_cast<double>(n) / static_cast<double>(ratios.size());
 }
 }  // namespace
 
@@ -110,7 +88,7 @@ int main(int argc, char** argv) try {
        << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for (std::size_t c = 0; c < table.header.size(); ++c) {
         if (c == arch_col) continue;
-        std::vector<double> ratios, logs;
+        std::vector<std::pair<double, double>> values;
         std::size_t apart = 0, heavier_slower = 0, skipped = 0;
         for (const auto& [r1, r2] : pairs) {
             // a pair with a missing, malformed, NaN, infinite or non-positive value is left out
@@ -120,9 +98,7 @@ int main(int argc, char** argv) try {
                 ++skipped;
                 continue;
             }
-            ratios.push_back(y1 / y2);
-            ratios.push_back(y2 / y1);
-            logs.push_back(std::abs(std::log(y1 / y2)));
+            values.emplace_back(y1, y2);
             if (std::abs(y1 / y2 - 1.0) > 0.1 && std::abs(y2 / y1 - 1.0) > 0.1) {
                 // is the difference a property of the string? orient each pair by the heavier
                 // operation on edge 1<-0 (or, if equal, on edge 3<-1)
@@ -136,16 +112,13 @@ int main(int argc, char** argv) try {
         if (skipped > 0)
             std::cerr << "dnncost_noise: " << table.header[c] << ": " << skipped
                       << " pairs left out (a missing, malformed or non-positive latency)\n";
-        if (logs.empty()) continue;
-        std::nth_element(logs.begin(), logs.begin() + static_cast<std::ptrdiff_t>(logs.size() / 2), logs.end());
-        const double mad_sigma = 1.4826 * logs[logs.size() / 2] / std::sqrt(2.0);  // median |log ratio| is the MAD (median 0)
-        const double agree10 = fraction_within(ratios, 0.1);
-        const double s = sigma_from_pair_agreement(agree10);
-        const double ceiling = mass(std::log(1 / 1.1), std::log(1 / 0.9), s);  // f / y in [0.9, 1.1]
-        md << std::fixed << std::setprecision(3) << "| " << table.header[c] << " | " << logs.size()
+        if (values.empty()) continue;
+        const auto noise = train::pair_noise(values, 0.1);
+        md << std::fixed << std::setprecision(3) << "| " << table.header[c] << " | " << values.size()
            << (skipped > 0 ? " (" + std::to_string(skipped) + " left out)" : std::string()) << " | "
-           << fraction_within(ratios, 0.01) << " | " << fraction_within(ratios, 0.05) << " | " << agree10 << " | "
-           << std::setprecision(4) << mad_sigma << " | " << std::setprecision(3) << ceiling << " | ";
+           << train::pair_agreement(values, 0.01) << " | " << train::pair_agreement(values, 0.05) << " | "
+           << noise.agreement << " | " << std::setprecision(4) << noise.sigma << " | " << std::setprecision(3)
+           << noise.ceiling << " | ";
         if (apart > 0) md << static_cast<double>(heavier_slower) / static_cast<double>(apart) << " of " << apart;
         else md << "-";
         md << " |\n";

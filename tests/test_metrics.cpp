@@ -2,10 +2,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
 #include <dnncost/train/metrics.hpp>
+#include <dnncost/train/noise.hpp>
 
 using namespace dnncost;
 using doctest::Approx;
@@ -93,4 +95,63 @@ TEST_CASE("metrics: a NaN or infinite value, or a zero truth, is an error, not a
     CHECK_THROWS_WITH_AS(train::evaluate(t, std::vector<double>{1, 2, 3, 0, 5}), doctest::Contains("true value 3 is zero"),
                          config_error);
     CHECK_NOTHROW(train::compute_metrics(t, t));
+}
+
+TEST_CASE("noise: agreement of measurement pairs by hand, both orders counted") {
+    // (1, 1.105): 1.105 is 10.5 % above, 1 / 1.105 = 0.905 only 9.5 % below: one order of two
+    const std::vector<std::pair<double, double>> pairs{{1, 1}, {1, 1.05}, {1, 1.2}, {2, 1.9}, {1, 1.105}};
+    CHECK(train::pair_agreement(pairs, 0.1) == Approx(7.0 / 10.0));
+    CHECK(train::pair_agreement(pairs, 0.01) == Approx(2.0 / 10.0));
+    CHECK(train::pair_agreement(pairs, 0.25) == Approx(1.0));
+    const auto r = train::pair_noise(pairs, 0.25);
+    CHECK(r.pairs == 5);
+    CHECK(r.ceiling == 1.0);  // everything agrees: no finite log-normal spread, a perfect score
+    // robust spread: the median |log ratio| of the five pairs (0, log 1.05, log(2 / 1.9),
+    // log 1.105, log 1.2) is log(2 / 1.9), times 1.4826 / sqrt 2
+    CHECK(r.sigma == Approx(1.4826 * std::log(2.0 / 1.9) / std::sqrt(2.0)));
+}
+
+TEST_CASE("noise: the log-normal spread is recovered from its agreement") {
+    for (double s : {0.01, 0.05, 0.2}) {
+        // P(log 0.9 <= N(0, 2 s^2) <= log 1.1), written out with erfc
+        const double t = std::sqrt(2.0) * s;
+        const double p = 0.5 * std::erfc(-std::log(1.1) / t / std::sqrt(2.0)) - 0.5 * std::erfc(-std::log(0.9) / t / std::sqrt(2.0));
+        CHECK(train::sigma_from_agreement(p, 0.1) == Approx(s).epsilon(1e-9));
+    }
+    CHECK_THROWS_AS(train::sigma_from_agreement(1.0, 0.1), config_error);
+    CHECK_THROWS_AS(train::sigma_from_agreement(0.5, 0.0), config_error);
+}
+
+TEST_CASE("noise: the ceiling is what a perfect estimator scores on simulated log-normal measurements") {
+    // networks of true cost f, each measured twice with independent log-normal noise; the
+    // perfect estimator predicts f, and its +-10 % accuracy on single measurements is counted
+    Rng rng(17);
+    const double s = 0.07;
+    std::vector<std::pair<double, double>> pairs;
+    std::size_t within = 0, n = 0;
+    for (int i = 0; i < 200000; ++i) {
+        const double f = std::exp(rng.uniform(0.0, 3.0));
+        const double y1 = f * std::exp(rng.normal(0.0, s)), y2 = f * std::exp(rng.normal(0.0, s));
+        pairs.emplace_back(y1, y2);
+        for (double y : {y1, y2}) {
+            within += std::abs(f / y - 1.0) <= 0.1;
+            ++n;
+        }
+    }
+    const auto r = train::pair_noise(pairs, 0.1);
+    CHECK(r.sigma == Approx(s).epsilon(0.02));
+    CHECK(r.ceiling == Approx(static_cast<double>(within) / static_cast<double>(n)).epsilon(0.005));
+    CHECK(r.ceiling > r.agreement);  // one measurement's noise, not two
+}
+
+TEST_CASE("noise: bad input is a clear error") {
+    const std::vector<std::pair<double, double>> none;
+    CHECK_THROWS_AS(train::pair_noise(none), config_error);
+    const std::vector<std::pair<double, double>> nan{{1.0, std::nan("")}};
+    CHECK_THROWS_AS(train::pair_noise(nan), config_error);
+    const std::vector<std::pair<double, double>> negative{{1.0, -2.0}};
+    CHECK_THROWS_AS(train::pair_agreement(negative, 0.1), config_error);
+    const std::vector<std::pair<double, double>> fine{{1.0, 1.2}};
+    CHECK_THROWS_AS(train::pair_noise(fine, 1.5), config_error);
+    CHECK(train::pair_noise(fine, 0.1).ceiling == 0.0);  // nothing agrees
 }

@@ -16,6 +16,7 @@
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
+#include <dnncost/train/noise.hpp>
 #include <dnncost/train/split.hpp>
 #include <dnncost/estimators/additive.hpp>
 #include <dnncost/estimators/ensemble.hpp>
