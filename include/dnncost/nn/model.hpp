@@ -579,10 +579,11 @@ public:
         make_optimizer();
     }
 
-    /// Encode graphs with the fitted encoder.
-    /// Encoded graphs: node features, edges and (with an additive path) the graph-level
-    /// aggregates. With graph_level_only, the aggregates alone (no node features, no random
-    /// walks): all that predict_additive() reads, for a model whose network adds nothing.
+    /// Graphs encoded with the fitted encoder: node features, edges and (with an additive path)
+    /// the graph-level aggregates. With graph_level_only, the aggregates alone (no node features,
+    /// edges or random walks): all that predict_additive() reads, for a model whose network adds
+    /// nothing; such graphs keep their node count but no node data, so a batch built from them
+    /// (the network's path) is a shape_error.
     std::vector<features::EncodedGraph> encode(std::span<const graph::Graph* const> graphs, ThreadPool* pool = nullptr,
                                                bool graph_level_only = false) const {
         if (graph_level_only && !C.head.additive_skip)
