@@ -49,7 +49,7 @@ int main(int argc, char** argv) try {
             std::cout << "usage: dnncost_noise [--data CSV] [--out noise.md]\n";
             return 0;
         }
-        if (!arg.count(key) || i + 1 >= argc) raise<config_error>("dnncost_noise: unknown option or missing value: ", key);
+        if (!arg.count(key) || i + 1 >= argc) raise<config_error>("unknown option or missing value: ", key);
         arg[key] = argv[++i];
     }
     const auto table = io::read_csv(arg["--data"]);
@@ -64,13 +64,18 @@ int main(int argc, char** argv) try {
         }
         if (!row_of.emplace(nb201::to_index(a), r).second) raise<parse_error>(table.where(r), ": architecture listed twice");
     }
-    std::vector<std::pair<std::size_t, std::size_t>> pairs;
+    struct Twins {
+        std::size_t r1, r2;  ///< the rows of the two strings
+        nb201::Arch a;       ///< the first one's cell
+    };
+    std::vector<Twins> pairs;
     for (const auto& [index, row] : row_of) {
-        const auto twin = nb201::isomorphic_twin(nb201::from_index(index));
+        const auto a = nb201::from_index(index);
+        const auto twin = nb201::isomorphic_twin(a);
         if (!twin) continue;
         const auto other = nb201::to_index(*twin);
         if (other <= index) continue;  // each pair once
-        if (const auto it = row_of.find(other); it != row_of.end()) pairs.emplace_back(row, it->second);
+        if (const auto it = row_of.find(other); it != row_of.end()) pairs.push_back({row, it->second, a});
     }
     if (pairs.empty()) raise<config_error>(arg["--data"], ": no isomorphic pair of NB201 cells in the table");
 
@@ -81,7 +86,7 @@ int main(int argc, char** argv) try {
           "separately. \"agree\": the fraction of pairs whose two latencies are within 1 / 5 / 10 % of each other "
           "(both orders counted); sigma: the log ratio's robust spread (1.4826 MAD / sqrt 2, one measurement); "
           "ceiling: the +-10 % accuracy of a perfect estimator under independent log-normal noise fitted to the "
-          "+-10 % agreement (see bench/noise.cpp); heavier slower: among the pairs more than 10 % apart, the "
+          "+-10 % agreement (train::pair_noise, include/dnncost/train/noise.hpp); heavier slower: among the pairs more than 10 % apart, the "
           "fraction in which the string with the heavier operation on edge 1<-0 (3<-1 if equal) is the slower "
           "(about 0.5 when the difference is noise, not structure).\n\n"
        << "| device | pairs | agree ±1 % | agree ±5 % | agree ±10 % | sigma (log) | ceiling ±10 % | heavier slower |\n"
@@ -90,7 +95,7 @@ int main(int argc, char** argv) try {
         if (c == arch_col) continue;
         std::vector<std::pair<double, double>> values;
         std::size_t apart = 0, heavier_slower = 0, skipped = 0;
-        for (const auto& [r1, r2] : pairs) {
+        for (const auto& [r1, r2, a] : pairs) {
             // a pair with a missing, malformed, NaN, infinite or non-positive value is left out
             const auto p1 = io::parse_number(table.rows[r1][c]), p2 = io::parse_number(table.rows[r2][c]);
             const double y1 = p1.value, y2 = p2.value;
@@ -102,7 +107,6 @@ int main(int argc, char** argv) try {
             if (std::abs(y1 / y2 - 1.0) > 0.1 && std::abs(y2 / y1 - 1.0) > 0.1) {
                 // is the difference a property of the string? orient each pair by the heavier
                 // operation on edge 1<-0 (or, if equal, on edge 3<-1)
-                const auto a = nb201::parse(table.rows[r1][arch_col]);
                 const int d0 = heaviness(a.ops[0]) - heaviness(a.ops[1]);
                 const int d = d0 != 0 ? d0 : heaviness(a.ops[4]) - heaviness(a.ops[5]);
                 ++apart;
