@@ -105,6 +105,7 @@ TEST_CASE("additive path: a zero network is skipped at prediction, with bit-iden
     Rng rng(5);
     est.train_epoch(xt, d.train.targets, rng, nullptr);
     CHECK_FALSE(est.model().network_is_zero());
+    CHECK_THROWS_AS(est.predict_encoded(level, nullptr), shape_error);  // no node data for the network
     const auto trained = est.predict_encoded(xv, nullptr);
     const auto trained_full = network();
     double moved = 0;
