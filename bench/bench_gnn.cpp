@@ -53,12 +53,18 @@ std::map<unsigned, double>& sgemm_peak_cpu() {
     return peak;
 }
 
+// Where this run's bf16 products run, for the labels.
+std::string bf16_label() {
+    const auto unit = kernels::bf16_unit();
+    return unit == kernels::Bf16Unit::emulated ? "bf16 emulated (no bf16 unit)" : std::string("bf16 on ") + kernels::to_string(unit);
+}
+
 void BM_SgemmPeak(benchmark::State& state) {
     const auto threads = static_cast<std::size_t>(state.range(0));
     const Index n = 1536;
     ThreadPool pool(threads);
     const bool bf16 = state.range(1) != 0;
-    if (bf16 && !kernels::amx_in_use()) return state.SkipWithError("no AMX-BF16 tile unit in use (bf16 would be emulated)");
+    if (bf16 && !kernels::bf16_in_hardware()) return state.SkipWithError("no bf16 unit (AMX or AVX512-BF16) in use: bf16 would be emulated");
     const kernels::PrecisionScope scope(bf16 ? Precision::bf16 : Precision::fp32);
     Mat<float> a = Mat<float>::Random(n, n), b = Mat<float>::Random(n, n), c;
     kernels::gemm<float>(c, a, b, false, &pool);
@@ -73,7 +79,7 @@ void BM_SgemmPeak(benchmark::State& state) {
         sgemm_peak()[static_cast<unsigned>(threads)] = gflop / seconds_since(t0);
         sgemm_peak_cpu()[static_cast<unsigned>(threads)] = gflop / (process_cpu_seconds() - cpu0);
     }
-    state.SetLabel(bf16 ? "bf16 on AMX (packing included)" : "fp32");
+    state.SetLabel(bf16 ? bf16_label() + " (packing included)" : "fp32");
     state.counters["GFLOP/cpu-s"] = gflop / (process_cpu_seconds() - cpu0);
     state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * static_cast<double>(state.iterations()) / 1e9,
                                                    benchmark::Counter::kIsRate);
@@ -133,7 +139,7 @@ BENCHMARK(BM_Layer)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1}})->Unit(bench
 void BM_HifiSageEpoch(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
     const bool bf16 = state.range(1) != 0;
-    if (bf16 && !kernels::amx_in_use()) return state.SkipWithError("no AMX-BF16 tile unit in use (bf16 would be emulated)");
+    if (bf16 && !kernels::bf16_in_hardware()) return state.SkipWithError("no bf16 unit (AMX or AVX512-BF16) in use: bf16 would be emulated");
     static Nb201Set set(100);
     estimators::HiFiSage est;
     est.set_precision(bf16 ? Precision::bf16 : Precision::fp32);
@@ -153,7 +159,7 @@ void BM_HifiSageEpoch(benchmark::State& state) {
     state.counters["GFLOP/epoch"] = flops / 1e9 / static_cast<double>(state.iterations());
     if (const auto it = sgemm_peak().find(threads); it != sgemm_peak().end())
         state.counters["of_peak"] = flops / 1e9 / secs / it->second;  // vs this run's fp32 SGEMM peak, same threads
-    state.SetLabel(bf16 ? "bf16 GEMMs (AMX)" : "fp32");
+    state.SetLabel(bf16 ? bf16_label() : "fp32");
     state.counters["GFLOP/cpu-s"] = flops / 1e9 / cpu;
     if (const auto it = sgemm_peak_cpu().find(threads); it != sgemm_peak_cpu().end())
         state.counters["of_peak_cpu"] = flops / 1e9 / cpu / it->second;  // the same ratio in CPU time
@@ -166,17 +172,17 @@ void BM_HifiSageInference(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
     const bool with_encoding = state.range(1) != 0;
     const bool bf16 = state.range(2) != 0, emulated = state.range(2) == 2;  // 2: bf16 without the tile unit
-    if (bf16 && !emulated && !kernels::amx_in_use())
-        return state.SkipWithError("no AMX-BF16 tile unit in use (bf16 would be emulated)");
-    struct AmxAllowed {  // the emulated variant forbids the tile unit for its own duration only
+    if (bf16 && !emulated && !kernels::bf16_in_hardware())
+        return state.SkipWithError("no bf16 unit (AMX or AVX512-BF16) in use: bf16 would be emulated");
+    struct UnitsAllowed {  // the emulated variant forbids both bf16 units for its own duration only
         bool forbid;
-        explicit AmxAllowed(bool f) : forbid(f) {
-            if (forbid) kernels::set_amx_allowed(false);
+        explicit UnitsAllowed(bool f) : forbid(f) {
+            if (forbid) kernels::set_amx_allowed(false), kernels::set_avx512bf16_allowed(false);
         }
-        ~AmxAllowed() {
-            if (forbid) kernels::set_amx_allowed(true);
+        ~UnitsAllowed() {
+            if (forbid) kernels::set_amx_allowed(true), kernels::set_avx512bf16_allowed(true);
         }
-    } amx_guard(emulated);
+    } units_guard(emulated);
     static Nb201Set set(256);
     estimators::HiFiSage est;
     est.set_precision(bf16 ? Precision::bf16 : Precision::fp32);
@@ -200,7 +206,7 @@ void BM_HifiSageInference(benchmark::State& state) {
     state.counters["graphs/cpu-s"] = graphs / (process_cpu_seconds() - cpu0);
     state.counters["MFLOP/graph"] = static_cast<double>(kernels::gemm_flops().load() - f0) / 1e6 / graphs;
     state.SetLabel(std::string(with_encoding ? "encoding included" : "encoding excluded") +
-                   (emulated ? ", bf16 emulated (no AMX)" : bf16 ? ", bf16 GEMMs (AMX)" : ", fp32"));
+                   (emulated ? ", bf16 emulated (no bf16 unit)" : bf16 ? ", " + bf16_label() : ", fp32"));
 }
 BENCHMARK(BM_HifiSageInference)->ArgsProduct({{1, 2}, {0, 1}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 
@@ -262,7 +268,7 @@ void BM_HifiSageFullTraining(benchmark::State& state) {
     state.counters["epochs"] = r.epochs;
     state.counters["s/epoch"] = r.seconds / r.epochs;
     state.counters["best_val"] = r.best_validation;
-    state.SetLabel(data.device + ", 100 train + 100 validation graphs" + (state.range(1) ? ", bf16 GEMMs (AMX)" : ", fp32"));
+    state.SetLabel(data.device + ", 100 train + 100 validation graphs" + (state.range(1) ? ", " + bf16_label() : std::string(", fp32")));
 }
 BENCHMARK(BM_HifiSageFullTraining)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 

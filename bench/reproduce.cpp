@@ -116,7 +116,9 @@ int main(int argc, char** argv) try {
            << seeds << " seeds (" << first_seed << ".." << first_seed + seeds - 1
            << "), the same splits for every preset" << (ensemble >= 2 ? "; ensembles of " + std::to_string(ensemble) : "")
            << "; GNN GEMMs in " << nn::to_string(precision)
-           << (bf16 ? (nn::kernels::amx_in_use() ? " on AMX" : " (emulated, no AMX)") : "") << " (--precision " << prec << ")"
+           << (bf16 ? (nn::kernels::bf16_in_hardware() ? std::string(" on ") + nn::kernels::to_string(nn::kernels::bf16_unit())
+                                                      : std::string(" (emulated, no bf16 unit)"))
+                 : std::string()) << " (--precision " << prec << ")"
            << (keep != estimators::Keep::automatic ? "; GNN model selection forced: --keep " + arg["--keep"] : std::string())
            << ". Mean ± sample std over seeds. MAPE in %, ±b = fraction of test items within b % of the truth. "
            << "'nd' = excluding items whose truth is below 5 % of the median (degenerate NB201 cells).\n\n"

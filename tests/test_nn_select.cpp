@@ -322,7 +322,6 @@ TEST_CASE("cross-validated ridge comparison: out-of-fold predictions are refits 
 }
 
 namespace {
-/// Forbids the tile unit for its lifetime (bf16 products run emulated, as on a CPU without AMX).
 // no additive path: the trained network itself is kept, so its GEMM arithmetic shows
 constexpr GnnConfig gnn_only = [] {
     GnnConfig c = skip_preset;
@@ -331,12 +330,26 @@ constexpr GnnConfig gnn_only = [] {
     return c;
 }();
 
-struct NoAmx {
-    NoAmx() { kernels::set_amx_allowed(false); }
-    ~NoAmx() { kernels::set_amx_allowed(true); }
-    NoAmx(const NoAmx&) = delete;
-    NoAmx& operator=(const NoAmx&) = delete;
+/// Runs bf16 products on one unit for its lifetime (amx: the tile unit; avx512: AVX512-BF16
+/// with the tile unit forbidden; emulated: both forbidden, as on a CPU without either).
+struct UseUnit {
+    explicit UseUnit(kernels::Bf16Unit u) {
+        kernels::set_amx_allowed(u == kernels::Bf16Unit::amx);
+        kernels::set_avx512bf16_allowed(u != kernels::Bf16Unit::emulated);
+    }
+    ~UseUnit() {
+        kernels::set_amx_allowed(true);
+        kernels::set_avx512bf16_allowed(true);
+    }
+    UseUnit(const UseUnit&) = delete;
+    UseUnit& operator=(const UseUnit&) = delete;
 };
+bool unit_available(kernels::Bf16Unit u) {
+    return u == kernels::Bf16Unit::amx ? kernels::amx_available()
+           : u == kernels::Bf16Unit::avx512 ? kernels::avx512bf16_available()
+                                             : true;
+}
+constexpr kernels::Bf16Unit all_units[] = {kernels::Bf16Unit::amx, kernels::Bf16Unit::avx512, kernels::Bf16Unit::emulated};
 Mat<double> rounded(const Mat<float>& m) {
     Mat<double> r(m.rows(), m.cols());
     for (Index i = 0; i < m.size(); ++i) r.data()[i] = kernels::from_bf16(kernels::to_bf16(m.data()[i]));
@@ -344,8 +357,9 @@ Mat<double> rounded(const Mat<float>& m) {
 }
 }  // namespace
 
-TEST_CASE("bf16 GEMMs, on AMX and emulated: the exact product of the bf16-rounded inputs up to fp32 sums, all shapes, threads") {
-    if (!kernels::amx_available()) MESSAGE("this CPU has no AMX-BF16: only the emulated bf16 path is checked");
+TEST_CASE("bf16 GEMMs, on AMX, on AVX512-BF16 and emulated: the exact product of the bf16-rounded inputs up to fp32 sums, all shapes, threads") {
+    if (!kernels::amx_available()) MESSAGE("this CPU has no AMX-BF16: the tile unit is not checked");
+    if (!kernels::avx512bf16_available()) MESSAGE("this CPU has no AVX512-BF16: only the emulated bf16 path is checked");
     Rng rng(9);
     const auto rnd = [&](Index r, Index c) {
         Mat<float> m(r, c);
@@ -354,7 +368,8 @@ TEST_CASE("bf16 GEMMs, on AMX and emulated: the exact product of the bf16-rounde
     };
     ThreadPool pool(2);
     // {50, 77, 64} and {40, 1003, 128}: depth padded, width not (pack_b then zeroes only the last
-    // depth block, over what the products before left in the reused buffers)
+    // depth block, over what the products before left in the reused buffers); {64, 65, 33} and
+    // {37, 71, 45}: column blocks that overhang n; {300, 256, 128}: several 32-row blocks per thread
     for (const auto& [m, k, n] : std::vector<std::array<Index, 3>>{{300, 256, 128}, {50, 77, 64}, {37, 71, 45}, {5, 3, 7}, {64, 65, 33}, {40, 1003, 128}}) {
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
             const Mat<float> a = rnd(m, k), b = rnd(k, n), at = rnd(k, m), bt = rnd(n, k);
@@ -363,18 +378,18 @@ TEST_CASE("bf16 GEMMs, on AMX and emulated: the exact product of the bf16-rounde
             const auto in = [&](const Mat<float>& x) { return bf16 ? rounded(x) : Mat<double>(x.cast<double>()); };
             const Mat<double> ab = in(a) * in(b), atb = in(at).transpose() * in(b), abt = in(a) * in(bt).transpose();
             const Mat<double> ab_fp = a.cast<double>() * b.cast<double>();
-            Mat<float> c[2], t[2], u[2];
-            for (int emulated : {0, 1}) {
-                if (emulated == 0 && !kernels::amx_available()) continue;
-                std::optional<NoAmx> no_amx;
-                if (emulated) no_amx.emplace();
+            Mat<float> c[3], t[3], u[3];
+            for (const auto unit : all_units) {
+                if (!unit_available(unit)) continue;
+                const auto e = static_cast<int>(unit);
+                const UseUnit use(unit);
                 const kernels::PrecisionScope scope(Precision::bf16);
                 CHECK(kernels::precision() == Precision::bf16);
-                CHECK(kernels::amx_in_use() == (emulated == 0));
-                kernels::gemm<float>(c[emulated], a, b, false, p);
-                kernels::gemm<float>(c[emulated], a, b, true, p);  // accumulate: 2 A B
-                kernels::gemm_tn<float>(t[emulated], at, b, false, p);
-                kernels::gemm_nt<float>(u[emulated], a, bt, false, p);
+                CHECK(kernels::bf16_unit() == unit);
+                kernels::gemm<float>(c[e], a, b, false, p);
+                kernels::gemm<float>(c[e], a, b, true, p);  // accumulate: 2 A B
+                kernels::gemm_tn<float>(t[e], at, b, false, p);
+                kernels::gemm_nt<float>(u[e], a, bt, false, p);
             }
             CHECK(kernels::precision() == Precision::fp32);
             CHECK(kernels::amx_in_use() == kernels::amx_available());
@@ -382,9 +397,12 @@ TEST_CASE("bf16 GEMMs, on AMX and emulated: the exact product of the bf16-rounde
             // products of bf16 values are exact in fp32: what remains is the rounding of k fp32
             // additions, at most ~k u sum|a b| with u = 2^-24 and sum|a b| ~ 0.64 k for N(0,1) inputs
             const double tol = 2.0 * static_cast<double>(k) * 6e-8 * 0.64 * static_cast<double>(k);
-            for (int e : {0, 1}) {
+            for (const auto unit : all_units) {
+                const auto e = static_cast<int>(unit);
                 if (c[e].size() == 0) continue;
-                INFO((e ? "emulated" : "AMX"));
+                INFO(std::string(kernels::to_string(unit)));
+                REQUIRE(c[e].rows() == m);
+                REQUIRE(c[e].cols() == n);
                 CHECK((c[e].cast<double>() - 2.0 * ab).cwiseAbs().maxCoeff() < 2 * tol);
                 CHECK((t[e].cast<double>() - atb).cwiseAbs().maxCoeff() < tol);
                 CHECK((u[e].cast<double>() - abt).cwiseAbs().maxCoeff() < tol);
@@ -400,7 +418,7 @@ TEST_CASE("bf16 GEMMs, on AMX and emulated: the exact product of the bf16-rounde
     CHECK(std::isnan(kernels::from_bf16(kernels::to_bf16(std::nanf("")))));
 }
 
-TEST_CASE("bf16 training: a GNN trained with bf16 GEMMs predicts close to its fp32 twin; the default is bf16 where AMX runs it") {
+TEST_CASE("bf16 training: a GNN trained with bf16 GEMMs predicts close to its fp32 twin; the default is bf16 where a bf16 unit runs it") {
     Data d;
     Estimator<gnn_only> a, b, dflt;
     estimators::FitOptions o;
@@ -408,9 +426,10 @@ TEST_CASE("bf16 training: a GNN trained with bf16 GEMMs predicts close to its fp
     o.max_epochs = 3;
     dflt.fit(d.train, d.val, o);
     CHECK(dflt.precision() == kernels::default_precision());
-    CHECK(kernels::default_precision() == (kernels::amx_in_use() ? Precision::bf16 : Precision::fp32));
-    {  // without the tile unit the default is fp32 (bf16 would only be emulated, slower)
-        const NoAmx no_amx;
+    CHECK(kernels::default_precision() == (kernels::bf16_in_hardware() ? Precision::bf16 : Precision::fp32));
+    CHECK(kernels::bf16_in_hardware() == (kernels::amx_available() || kernels::avx512bf16_available()));
+    {  // without a bf16 unit the default is fp32 (bf16 would only be emulated, slower)
+        const UseUnit emulated(kernels::Bf16Unit::emulated);
         CHECK(kernels::default_precision() == Precision::fp32);
         Estimator<gnn_only> plain;
         plain.fit(d.train, d.val, o);
@@ -434,7 +453,7 @@ TEST_CASE("bf16 training: a GNN trained with bf16 GEMMs predicts close to its fp
     CHECK(worst > 0.0);  // the bf16 arithmetic really ran (on AMX or emulated)
 }
 
-TEST_CASE("bf16 model: saved with its precision, predicts the same numbers without AMX, a version-2 file loads as fp32") {
+TEST_CASE("bf16 model: saved with its precision, predicts the same numbers on every bf16 unit and emulated, a version-2 file loads as fp32") {
     Data d;
     Estimator<gnn_only> est;
     estimators::FitOptions o;
@@ -445,23 +464,30 @@ TEST_CASE("bf16 model: saved with its precision, predicts the same numbers witho
     const auto bytes = est.save("skip");
     auto loaded = Estimator<gnn_only>::load(bytes, "skip");
     CHECK(loaded.precision() == Precision::bf16);
-    const auto p_amx = est.predict(d.val.graphs, 1);
-    CHECK(loaded.predict(d.val.graphs, 1) == p_amx);  // same machine, same arithmetic: bit-identical
-    std::vector<double> p_emu;
-    {
-        const NoAmx no_amx;
-        p_emu = loaded.predict(d.val.graphs, 1);
-    }
-    // as on a CPU without the tile unit: the same bf16 arithmetic, fp32 sums in another order
+    const auto p_here = est.predict(d.val.graphs, 1);
+    CHECK(loaded.predict(d.val.graphs, 1) == p_here);  // same machine, same arithmetic: bit-identical
+    // as on a CPU with the other unit or with neither: the same bf16 arithmetic, fp32 sums in
+    // another order
     double worst = 0;
-    for (std::size_t i = 0; i < p_amx.size(); ++i) worst = std::max(worst, std::abs(p_emu[i] - p_amx[i]) / std::abs(p_amx[i]));
-    MESSAGE("largest relative AMX / emulated difference " << worst);
-    CHECK(worst < 1e-4);
+    for (const auto unit : all_units) {
+        if (!unit_available(unit)) continue;
+        std::vector<double> p_unit;
+        {
+            const UseUnit use(unit);
+            p_unit = loaded.predict(d.val.graphs, 1);
+        }
+        double w = 0;
+        for (std::size_t i = 0; i < p_here.size(); ++i) w = std::max(w, std::abs(p_unit[i] - p_here[i]) / std::abs(p_here[i]));
+        MESSAGE("largest relative difference, here (" << std::string(kernels::to_string(kernels::bf16_unit())) << ") vs "
+                                                            << std::string(kernels::to_string(unit)) << ": " << w);
+        CHECK(w < 1e-4);
+        worst = std::max(worst, w);
+    }
     // and not what the same weights give in fp32 (so the comparison above is not vacuous)
     loaded.set_precision(Precision::fp32);
     const auto p_fp32 = loaded.predict(d.val.graphs, 1);
     double fp32_diff = 0;
-    for (std::size_t i = 0; i < p_amx.size(); ++i) fp32_diff = std::max(fp32_diff, std::abs(p_fp32[i] - p_amx[i]) / std::abs(p_amx[i]));
+    for (std::size_t i = 0; i < p_here.size(); ++i) fp32_diff = std::max(fp32_diff, std::abs(p_fp32[i] - p_here[i]) / std::abs(p_here[i]));
     MESSAGE("largest relative bf16 / fp32 difference " << fp32_diff);
     CHECK(fp32_diff > 10 * worst);
 
@@ -514,7 +540,7 @@ TEST_CASE("bf16 inference: the SAGE block's direct packing and frozen weights gi
         CHECK((direct - fp32).cwiseAbs().maxCoeff() < 5e-2 * scale);
         CHECK(frozen1 == direct);
         CHECK(frozen2 == direct);
-        if (kernels::amx_available()) CHECK((direct - fp32).cwiseAbs().maxCoeff() > 0.0);  // bf16 really ran
+        if (kernels::bf16_in_hardware()) CHECK((direct - fp32).cwiseAbs().maxCoeff() > 0.0);  // bf16 really ran
     }
 
     // only listed weights are frozen: a right operand buffer reused with new contents is repacked

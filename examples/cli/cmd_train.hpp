@@ -143,12 +143,16 @@ inline std::vector<double> means(const std::vector<estimators::Prediction>& p) {
 /// only for emulated bf16 (slow); nothing for an estimator without GEMMs.
 inline void note_precision(const estimators::CostEstimator& est, const char* what, bool always) {
     const auto p = est.precision();
-    if (!p || !(always || (*p == nn::Precision::bf16 && !nn::kernels::amx_in_use()))) return;
+    if (!p || !(always || (*p == nn::Precision::bf16 && !nn::kernels::bf16_in_hardware()))) return;
     std::cerr << "dnncost: " << what << " in " << nn::to_string(*p);
-    if (*p == nn::Precision::bf16)
-        std::cerr << (nn::kernels::amx_in_use() ? " on the AMX tile unit"
-                                                : " emulated (no AMX tile unit in use here: same numbers as on AMX up to "
-                                                  "float rounding, slower than fp32)");
+    if (*p == nn::Precision::bf16) {
+        const auto unit = nn::kernels::bf16_unit();
+        if (unit == nn::kernels::Bf16Unit::emulated)
+            std::cerr << " emulated (no bf16 unit, AMX or AVX512-BF16, in use here: same numbers as on one up to float "
+                         "rounding, slower than fp32)";
+        else
+            std::cerr << " on " << nn::kernels::to_string(unit);
+    }
     std::cerr << '\n';
 }
 
@@ -222,7 +226,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)")->transform(minus_one_or_positive);
     train->add_option("--threads", targs->threads, "Threads (0: all cores)")->transform(check::integer(0, 1024, "a thread count in [0, 1024]"));
     train->add_option("--precision", targs->precision,
-                      "GEMM arithmetic, saved with the model: auto (bf16 where the CPU has AMX, else fp32) | bf16 (inputs rounded to bfloat16, fp32 accumulation; emulated without AMX) | fp32")
+                      "GEMM arithmetic, saved with the model: auto (bf16 where the CPU has AMX or AVX512-BF16, else fp32) | bf16 (inputs rounded to bfloat16, fp32 accumulation; emulated without either) | fp32")
         ->check(CLI::IsMember({"auto", "bf16", "fp32"}));
     train->add_option("--keep", targs->keep,
                       "Model selection of GNN presets: auto (the trained network only if it beats the untrained one out of bag) | trained (the best validation epoch) | untrained (the initial network: its additive path, if any)")

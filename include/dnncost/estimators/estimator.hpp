@@ -54,7 +54,7 @@ struct FitOptions {
     unsigned threads = 0;         ///< 0: hardware concurrency
     /// Arithmetic of the GEMMs for this fit and the model's later predictions (saved with it).
     /// Unset: nn::kernels::default_precision(), i.e. bf16 inputs with fp32 accumulation where the
-    /// CPU's AMX tile unit runs them, fp32 elsewhere. Ignored by estimators without GEMMs.
+    /// CPU has a bf16 unit (AMX or AVX512-BF16), fp32 elsewhere. Ignored by estimators without GEMMs.
     std::optional<nn::Precision> precision{};
     /// Model selection of GNN estimators (see Keep). Ignored by estimators without training epochs
     /// and by fits without validation data (they keep the epoch of lowest training loss).

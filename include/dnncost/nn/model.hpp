@@ -550,7 +550,8 @@ public:
 
     bool trained() const { return m_model != nullptr; }
     /// GEMM arithmetic of training and prediction, saved with the model (bf16 runs on the AMX
-    /// tile unit when the CPU has it and is emulated otherwise; see nn/bf16.hpp).
+    /// tile unit or with AVX512-BF16 when the CPU has either and is emulated otherwise; see
+    /// nn/bf16.hpp).
     void set_precision(Precision p) { m_precision = p; }
     Precision precision() const { return m_precision; }
     const features::FeatureEncoder& encoder() const { return m_encoder; }

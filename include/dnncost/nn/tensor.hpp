@@ -44,7 +44,7 @@ inline bool worth_splitting(const ThreadPool* pool, Index m, Index n, Index k) {
     return pool && pool->size() > 1 && static_cast<double>(m) * n * k >= parallel_threshold_macs;
 }
 
-/// Smallest product (m n k) worth packing for the tile unit.
+/// Smallest product (m n k) worth packing for a bf16 unit.
 inline constexpr double bf16_threshold_macs = 32.0 * 32.0 * 32.0;
 
 /// True when this float GEMM multiplies bf16-rounded inputs: this thread asked for bf16 and the
@@ -54,10 +54,10 @@ bool bf16_product(Index m, Index n, Index k) {
     if constexpr (!std::is_same_v<T, float>) return false;
     else return precision() == Precision::bf16 && static_cast<double>(m) * n * k >= bf16_threshold_macs;
 }
-/// True when that bf16 product runs on the tile unit (else it is emulated, see gemm).
+/// True when that bf16 product runs on a bf16 unit (else it is emulated, see gemm).
 template <class T>
-bool use_amx(Index m, Index n, Index k) {
-    return bf16_product<T>(m, n, k) && amx_in_use();
+bool use_bf16_unit(Index m, Index n, Index k) {
+    return bf16_product<T>(m, n, k) && bf16_in_hardware();
 }
 
 /// dst = src with every element rounded to the nearest bf16 value (kept as float): an operand
@@ -80,8 +80,8 @@ PackedB packed_right(Bf16Workspace& ws, const Eigen::MatrixBase<DB>& b) {
     return {ws.b.data(), ws.kp, ws.np};
 }
 
-/// C (+)= A * op(B) on the tile unit, A (m rows) already packed in ws.a (ws.mp, ws.kp set);
-/// the 32-row blocks of C split over the pool.
+/// C (+)= A * op(B) on the bf16 unit in use (bf16_unit() != emulated), A (m rows) already
+/// packed in ws.a (ws.mp, ws.kp set); the 32-row blocks of C split over the pool.
 template <class DB>
 void gemm_bf16_packed_a(Mat<float>& c, Bf16Workspace& ws, Index m, const Eigen::MatrixBase<DB>& b, bool accumulate,
                         ThreadPool* pool) {
@@ -89,12 +89,13 @@ void gemm_bf16_packed_a(Mat<float>& c, Bf16Workspace& ws, Index m, const Eigen::
     const PackedB pb = packed_right(ws, b);
     if (!accumulate) c.resize(m, n);
     const Index parts = worth_splitting(pool, m, n, b.rows()) ? static_cast<Index>(pool->size()) : 1;
-    const auto run = [&](Index p) { amx_multiply(ws, pb, c.data(), c.cols(), m, n, accumulate, p, parts); };
+    const Bf16Unit unit = bf16_unit();
+    const auto run = [&](Index p) { bf16_multiply(unit, ws, pb, c.data(), c.cols(), m, n, accumulate, p, parts); };
     if (parts > 1) pool->parallel_for(0, static_cast<std::size_t>(parts), [&](std::size_t p) { run(static_cast<Index>(p)); });
     else run(0);
 }
 
-/// C (+)= op(A) * op(B) in bf16 on the tile unit (see bf16.hpp); A and B are packed on the
+/// C (+)= op(A) * op(B) in bf16 on the bf16 unit in use (see bf16.hpp); A and B are packed on the
 /// calling thread (B only once per FrozenWeightsScope if it is a frozen weight), the 32-row
 /// blocks of C split over the pool.
 template <class DA, class DB>
@@ -109,9 +110,9 @@ void gemm_bf16(Mat<float>& c, const Eigen::MatrixBase<DA>& a, const Eigen::Matri
     gemm_bf16_packed_a(c, ws, a.rows(), b, accumulate, pool);
 }
 
-/// A bf16 product without the tile unit: `product` (an fp32 kernel) run on copies of A and B
-/// rounded to bf16. Products of bf16 values are exact in fp32, so this differs from the tile
-/// unit only in the order of the fp32 sums.
+/// A bf16 product without a bf16 unit: `product` (an fp32 kernel) run on copies of A and B
+/// rounded to bf16. Products of bf16 values are exact in fp32, so this differs from the bf16
+/// units only in the order of the fp32 sums.
 template <class DA, class DB, class F>
 void emulated_bf16(const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, F&& product) {
     thread_local Mat<float> ra, rb;
@@ -127,7 +128,7 @@ template <class T, class DA, class DB>
 void gemm_tn_fp(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
                 ThreadPool* pool);
 
-/// C (+)= A * B, split by rows of C. In bf16 (bf16_product) on the tile unit, or emulated:
+/// C (+)= A * B, split by rows of C. In bf16 (bf16_product) on a bf16 unit, or emulated:
 /// the inputs rounded to bf16, then the fp32 product.
 template <class T, class DA, class DB>
 void gemm(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, bool accumulate,
@@ -136,7 +137,7 @@ void gemm(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>
     count_flops(a.rows(), b.cols(), a.cols());
     if constexpr (std::is_same_v<T, float>)
         if (bf16_product<T>(a.rows(), b.cols(), a.cols())) {
-            if (amx_in_use()) return gemm_bf16(c, a, b, accumulate, pool);
+            if (bf16_in_hardware()) return gemm_bf16(c, a, b, accumulate, pool);
             return emulated_bf16(a, b, [&](const Mat<float>& ra, const Mat<float>& rb) { gemm_fp<T>(c, ra, rb, accumulate, pool); });
         }
     gemm_fp<T>(c, a, b, accumulate, pool);
@@ -171,7 +172,7 @@ void gemm_tn(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<
     count_flops(a.cols(), b.cols(), a.rows());
     if constexpr (std::is_same_v<T, float>)
         if (bf16_product<T>(a.cols(), b.cols(), a.rows())) {
-            if (amx_in_use()) return gemm_bf16(c, a.transpose(), b, accumulate, pool);
+            if (bf16_in_hardware()) return gemm_bf16(c, a.transpose(), b, accumulate, pool);
             return emulated_bf16(a, b, [&](const Mat<float>& ra, const Mat<float>& rb) { gemm_tn_fp<T>(c, ra, rb, accumulate, pool); });
         }
     gemm_tn_fp<T>(c, a, b, accumulate, pool);

@@ -37,7 +37,7 @@ public:
         const auto& nb = ctx.graphs("SageResidualBlock").neighbourhood(m_dir);
         const Index n = x.rows(), d = m_d;
         if constexpr (std::is_same_v<T, float>)
-            if (ctx.no_grad && !(ctx.training && m_p > 0) && kernels::use_amx<T>(n, d, 2 * d))
+            if (ctx.no_grad && !(ctx.training && m_p > 0) && kernels::use_bf16_unit<T>(n, d, 2 * d))
                 return forward_bf16_inference(x, nb, ctx.pool);
         build_cat(x, nb);
         kernels::gemm<T>(m_y, m_cat, m_w.value, false, ctx.pool);
@@ -119,7 +119,7 @@ private:
     }
 
     /// Inference in bf16: where the width allows, [x | agg] is summed in registers and written
-    /// straight into the tile unit's packed operand (no fp32 copy to build and then convert);
+    /// straight into the bf16 units' packed operand (no fp32 copy to build and then convert);
     /// then y = x + relu([x | agg] W + b).
     const Mat<float>& forward_bf16_inference(const Mat<float>& x, const features::Neighbourhood<float>& nb, ThreadPool* pool) {
         const Index n = x.rows(), d = m_d;
