@@ -1,4 +1,5 @@
-// GNN engine benchmarks: this machine's Eigen SGEMM peak (1 and 2 threads), forward/backward
+// GNN engine benchmarks: this machine's Eigen SGEMM and bf16 GEMM peaks (1 and 2 threads), the
+// core's AVX-512 issue peaks (fp32 FMA, bf16 dot product), forward/backward
 // per layer kind on 8 NB201 graphs at width 128, a full HiFi-SAGE training epoch on 100 NB201
 // graphs (GFLOP/s and fraction of the SGEMM peak) and batched inference throughput.
 #include <benchmark/benchmark.h>
@@ -8,6 +9,10 @@
 #include <dnncost/io/csv.hpp>
 
 #include <sys/resource.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <chrono>
 #include <map>
@@ -85,6 +90,50 @@ void BM_SgemmPeak(benchmark::State& state) {
                                                    benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SgemmPeak)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// The core's issue rate of one 512-bit instruction on independent accumulators, one thread:
+// arg 0 = fp32 FMA (VFMADD, 32 FLOP each), 1 = bf16 dot product (VDPBF16PS, 64 FLOP each). 24
+// chains hide the latency, so this is the ceiling any GEMM kernel on that instruction can reach.
+__attribute__((target("avx512f"), noinline)) float fma_chains(long n) {
+    __m512 acc[24];
+    for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(1e-3f * static_cast<float>(i));
+    __m512 a = _mm512_set1_ps(1.0000001f);
+    const __m512 b = _mm512_set1_ps(0.9999999f);
+    for (long i = 0; i < n; ++i) {
+#pragma GCC unroll 24
+        for (int k = 0; k < 24; ++k) acc[k] = _mm512_fmadd_ps(a, acc[k], b);
+        __asm__ volatile("" : "+v"(a));
+    }
+    for (int i = 1; i < 24; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+    return _mm512_reduce_add_ps(acc[0]);
+}
+__attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) float dpbf16_chains(long n) {
+    __m512 acc[24];
+    for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(1e-3f * static_cast<float>(i));
+    __m512i one = _mm512_set1_epi16(0x3f80);  // bf16 1.0
+    for (long i = 0; i < n; ++i) {
+        const __m512bh x = reinterpret_cast<const __m512bh&>(one);
+#pragma GCC unroll 24
+        for (int k = 0; k < 24; ++k) acc[k] = _mm512_dpbf16_ps(acc[k], x, x);
+        __asm__ volatile("" : "+v"(one));
+    }
+    for (int i = 1; i < 24; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+    return _mm512_reduce_add_ps(acc[0]);
+}
+void BM_IssuePeak(benchmark::State& state) {
+    const bool bf16 = state.range(0) != 0;
+    if (bf16 && !kernels::avx512bf16_available()) return state.SkipWithError("no AVX512-BF16 on this CPU");
+    if (!bf16 && !__builtin_cpu_supports("avx512f")) return state.SkipWithError("no AVX-512 on this CPU");
+    const long n = 1'000'000;
+    for (auto _ : state) benchmark::DoNotOptimize(bf16 ? dpbf16_chains(n) : fma_chains(n));
+    state.counters["GFLOP/s"] = benchmark::Counter(24.0 * static_cast<double>(n) * (bf16 ? 64.0 : 32.0) *
+                                                       static_cast<double>(state.iterations()) / 1e9,
+                                                   benchmark::Counter::kIsRate);
+    state.SetLabel(bf16 ? "VDPBF16PS zmm, 1 thread" : "VFMADD zmm fp32, 1 thread");
+}
+BENCHMARK(BM_IssuePeak)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
 
 // Per-layer forward+backward on a batch of 8 NB201 graphs, 128 features in and out.
 enum Kind { sage_mean, sage_max, gcn, gin, edge_conv, mr_conv, pool_smm, lcm };
