@@ -106,7 +106,9 @@ __attribute__((target("avx512f"), noinline)) float fma_chains(long n) {
         __asm__ volatile("" : "+v"(a));
     }
     for (int i = 1; i < 24; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
-    return _mm512_reduce_add_ps(acc[0]);
+    alignas(64) float lanes[16];  // (not _mm512_reduce_add_ps: GCC 12 warns inside it)
+    _mm512_store_ps(lanes, acc[0]);
+    return std::accumulate(lanes, lanes + 16, 0.0f);
 }
 __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) float dpbf16_chains(long n) {
     __m512 acc[24];
@@ -119,7 +121,9 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) float dpbf16_ch
         __asm__ volatile("" : "+v"(one));
     }
     for (int i = 1; i < 24; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
-    return _mm512_reduce_add_ps(acc[0]);
+    alignas(64) float lanes[16];  // (not _mm512_reduce_add_ps: GCC 12 warns inside it)
+    _mm512_store_ps(lanes, acc[0]);
+    return std::accumulate(lanes, lanes + 16, 0.0f);
 }
 void BM_IssuePeak(benchmark::State& state) {
     const bool bf16 = state.range(0) != 0;
