@@ -7,8 +7,8 @@
 /// - Intel AMX (Advanced Matrix Extensions, Sapphire Rapids and later): the tile unit, ~1,300
 ///   GFLOP/s on one core for a SAGE layer's 420 x 256 x 128 product (fp32 AVX-512: ~110);
 /// - AVX512-BF16 (VDPBF16PS: AMD Zen 4 and later, Intel Cooper Lake and later): 16 lanes of
-///   two-term bf16 dot products per instruction, twice the multiply-adds of an fp32 FMA (on a
-///   Zen 5 core measured at 463 vs 231 GFLOP/s).
+///   two-term bf16 dot products per instruction, twice the multiply-adds of an fp32 FMA (issue
+///   rates on a Zen 5 core, bench_gnn's BM_IssuePeak: 478 vs 241 GFLOP/s).
 /// Both read the same packed operands. Packing costs about as much as the multiply on the tile
 /// unit, so the layers avoid it where they can: weights are packed once per predict call
 /// (FrozenWeightsScope), and the fused SAGE block writes its [x | aggregate] operand straight
