@@ -97,19 +97,47 @@ inline float from_bf16(std::uint16_t h) {
     return f;
 }
 
-/// True when this CPU has AMX-BF16 and the kernel granted this process the tile state
-/// (Linux arch_prctl ARCH_REQ_XCOMP_PERM). Checked once.
+#if DNNCOST_HAVE_AMX
+namespace detail {
+struct CpuidRegs {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+};
+inline CpuidRegs cpuid(unsigned leaf, unsigned subleaf) {
+    CpuidRegs r;
+    __asm__ volatile("cpuid" : "=a"(r.a), "=b"(r.b), "=c"(r.c), "=d"(r.d) : "a"(leaf), "c"(subleaf));
+    return r;
+}
+}  // namespace detail
+#endif
+
+/// True when this CPU has AVX512-F, -BW and -BF16 and the operating system saves the
+/// 512-bit register state (XCR0). Checked once.
+inline bool avx512bf16_available() {
+#if DNNCOST_HAVE_AMX
+    static const bool ok = [] {
+        if (detail::cpuid(0, 0).a < 7) return false;
+        if (!((detail::cpuid(1, 0).c >> 27) & 1u)) return false;  // OSXSAVE: XGETBV usable
+        unsigned xlo = 0, xhi = 0;
+        __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+        if ((xlo & 0xE6u) != 0xE6u) return false;  // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM state
+        const unsigned b = detail::cpuid(7, 0).b;
+        if (!((b >> 16) & 1u) || !((b >> 30) & 1u)) return false;  // AVX512-F, AVX512-BW
+        return ((detail::cpuid(7, 1).a >> 5) & 1u) != 0;          // AVX512_BF16
+    }();
+    return ok;
+#else
+    return false;
+#endif
+}
+
+/// True when this CPU has AMX-BF16 (and AVX512-BF16, which packs the operands) and the kernel
+/// granted this process the tile state (Linux arch_prctl ARCH_REQ_XCOMP_PERM). Checked once.
 inline bool amx_available() {
 #if DNNCOST_HAVE_AMX
     static const bool ok = [] {
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
-        if (a < 7) return false;
-        __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
-        const bool bf16 = (d >> 22) & 1u, tile = (d >> 24) & 1u, avx512bw = (b >> 30) & 1u;
-        if (!bf16 || !tile || !avx512bw) return false;
-        __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
-        if (!((a >> 5) & 1u)) return false;  // AVX512_BF16, used to pack the operands
+        if (!avx512bf16_available()) return false;
+        const unsigned d = detail::cpuid(7, 0).d;
+        if (!((d >> 22) & 1u) || !((d >> 24) & 1u)) return false;  // AMX-BF16, AMX-TILE
         constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
         return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
     }();
@@ -119,37 +147,18 @@ inline bool amx_available() {
 #endif
 }
 
-/// True when this CPU has AVX512-F, -BW and -BF16 and the operating system saves the
-/// 512-bit register state (XCR0). Checked once. Implied by amx_available().
-inline bool avx512bf16_available() {
-#if DNNCOST_HAVE_AMX
-    static const bool ok = [] {
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
-        if (a < 7) return false;
-        __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
-        if (!((c >> 27) & 1u)) return false;  // OSXSAVE: XGETBV usable
-        unsigned xlo = 0, xhi = 0;
-        __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
-        if ((xlo & 0xE6u) != 0xE6u) return false;  // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM state
-        __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
-        const bool avx512f = (b >> 16) & 1u, avx512bw = (b >> 30) & 1u;
-        if (!avx512f || !avx512bw) return false;
-        __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
-        return ((a >> 5) & 1u) != 0;  // AVX512_BF16
-    }();
-    return ok;
-#else
-    return false;
-#endif
-}
-
 namespace detail {
+/// False when the environment variable `name` is set to something other than empty or "0".
+inline bool not_forbidden_by(const char* name) {
+    const char* v = std::getenv(name);
+    return v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0;
+}
 inline std::atomic<bool>& amx_allowed() {
-    static std::atomic<bool> on{[] {
-        const char* v = std::getenv("DNNCOST_NO_AMX");
-        return v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0;
-    }()};
+    static std::atomic<bool> on{not_forbidden_by("DNNCOST_NO_AMX")};
+    return on;
+}
+inline std::atomic<bool>& avx512bf16_allowed() {
+    static std::atomic<bool> on{not_forbidden_by("DNNCOST_NO_AVX512BF16")};
     return on;
 }
 }  // namespace detail
@@ -160,23 +169,13 @@ inline std::atomic<bool>& amx_allowed() {
 /// that a bf16 model predicts the same numbers there.
 inline void set_amx_allowed(bool on) { detail::amx_allowed().store(on, std::memory_order_relaxed); }
 
-/// True when bf16 products run on the tile unit: the CPU has it and it is allowed.
-inline bool amx_in_use() { return amx_available() && detail::amx_allowed().load(std::memory_order_relaxed); }
-
-namespace detail {
-inline std::atomic<bool>& avx512bf16_allowed() {
-    static std::atomic<bool> on{[] {
-        const char* v = std::getenv("DNNCOST_NO_AVX512BF16");
-        return v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0;
-    }()};
-    return on;
-}
-}  // namespace detail
-
 /// Allow or forbid the AVX512-BF16 kernel for this process (default: allowed unless the
 /// environment variable DNNCOST_NO_AVX512BF16 is set to something other than 0). With both
 /// units forbidden, bf16 products run emulated.
 inline void set_avx512bf16_allowed(bool on) { detail::avx512bf16_allowed().store(on, std::memory_order_relaxed); }
+
+/// True when bf16 products run on the tile unit: the CPU has it and it is allowed.
+inline bool amx_in_use() { return amx_available() && detail::amx_allowed().load(std::memory_order_relaxed); }
 
 /// Where bf16 products run.
 enum class Bf16Unit : int { amx = 0, avx512 = 1, emulated = 2 };
