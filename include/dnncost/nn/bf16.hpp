@@ -37,6 +37,9 @@
 
 #include <Eigen/Core>
 
+// Compiles in both x86 bf16 kernels, AMX and AVX512-BF16 (each dispatched at run time by
+// CPUID), and the AVX-512 packers they share. Linux only, for the tile-state permission AMX needs
+// (arch_prctl); elsewhere bf16 products are emulated.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__linux__)
 #define DNNCOST_HAVE_AMX 1
 #include <immintrin.h>
