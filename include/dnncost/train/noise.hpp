@@ -12,7 +12,6 @@
 ///   independent per measurement. Then log(y1 / y2) ~ N(0, 2 s^2); s is solved from the observed
 ///   agreement(b), not from the variance, so a few wild measurements do not dominate it, and the
 ///   ceiling is P(f / y in [1 - b, 1 + b]). A model, not a bound: real noise need not be log-normal.
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <span>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include <dnncost/core/error.hpp>
+#include <dnncost/train/metrics.hpp>
 
 namespace dnncost::train {
 
@@ -77,8 +77,7 @@ inline PairNoise pair_noise(std::span<const std::pair<double, double>> pairs, do
     std::vector<double> logs;
     logs.reserve(pairs.size());
     for (const auto& [a, b] : pairs) logs.push_back(std::abs(std::log(a / b)));
-    std::nth_element(logs.begin(), logs.begin() + static_cast<std::ptrdiff_t>(logs.size() / 2), logs.end());
-    r.sigma = 1.4826 * logs[logs.size() / 2] / std::sqrt(2.0);  // the log ratio is symmetric: its MAD is the median |log ratio|
+    r.sigma = 1.4826 * median(logs) / std::sqrt(2.0);  // the log ratio is symmetric: its MAD is the median |log ratio|
     if (r.agreement >= 1.0) r.ceiling = 1.0;
     else if (r.agreement <= 0.0) r.ceiling = 0.0;
     else {
