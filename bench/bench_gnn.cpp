@@ -58,6 +58,7 @@ std::map<unsigned, double>& sgemm_peak_cpu() {
     return peak;
 }
 
+constexpr const char* no_bf16_unit = "no bf16 unit (AMX or AVX512-BF16) in use: bf16 would be emulated";
 // Where this run's bf16 products run, for the labels.
 std::string bf16_label() {
     const auto unit = kernels::bf16_unit();
@@ -69,7 +70,7 @@ void BM_SgemmPeak(benchmark::State& state) {
     const Index n = 1536;
     ThreadPool pool(threads);
     const bool bf16 = state.range(1) != 0;
-    if (bf16 && !kernels::bf16_in_hardware()) return state.SkipWithError("no bf16 unit (AMX or AVX512-BF16) in use: bf16 would be emulated");
+    if (bf16 && !kernels::bf16_in_hardware()) return state.SkipWithError(no_bf16_unit);
     const kernels::PrecisionScope scope(bf16 ? Precision::bf16 : Precision::fp32);
     Mat<float> a = Mat<float>::Random(n, n), b = Mat<float>::Random(n, n), c;
     kernels::gemm<float>(c, a, b, false, &pool);
@@ -95,6 +96,14 @@ BENCHMARK(BM_SgemmPeak)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMillise
 // The core's issue rate of one 512-bit instruction on independent accumulators, one thread:
 // arg 0 = fp32 FMA (VFMADD, 32 FLOP each), 1 = bf16 dot product (VDPBF16PS, 64 FLOP each). 24
 // chains hide the latency, so this is the ceiling any GEMM kernel on that instruction can reach.
+// The sum of the 24 chains' lanes, so that none of them is dead code (not _mm512_reduce_add_ps:
+// GCC 12 warns inside it).
+__attribute__((target("avx512f"))) inline float sum_chains(__m512 (&acc)[24]) {
+    for (int i = 1; i < 24; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[0]);
+    return std::accumulate(lanes, lanes + 16, 0.0f);
+}
 __attribute__((target("avx512f"), noinline)) float fma_chains(long n) {
     __m512 acc[24];
     for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(1e-3f * static_cast<float>(i));
@@ -105,10 +114,7 @@ __attribute__((target("avx512f"), noinline)) float fma_chains(long n) {
         for (int k = 0; k < 24; ++k) acc[k] = _mm512_fmadd_ps(a, acc[k], b);
         __asm__ volatile("" : "+v"(a));
     }
-    for (int i = 1; i < 24; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
-    alignas(64) float lanes[16];  // (not _mm512_reduce_add_ps: GCC 12 warns inside it)
-    _mm512_store_ps(lanes, acc[0]);
-    return std::accumulate(lanes, lanes + 16, 0.0f);
+    return sum_chains(acc);
 }
 __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) float dpbf16_chains(long n) {
     __m512 acc[24];
@@ -120,10 +126,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) float dpbf16_ch
         for (int k = 0; k < 24; ++k) acc[k] = _mm512_dpbf16_ps(acc[k], x, x);
         __asm__ volatile("" : "+v"(one));
     }
-    for (int i = 1; i < 24; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
-    alignas(64) float lanes[16];  // (not _mm512_reduce_add_ps: GCC 12 warns inside it)
-    _mm512_store_ps(lanes, acc[0]);
-    return std::accumulate(lanes, lanes + 16, 0.0f);
+    return sum_chains(acc);
 }
 void BM_IssuePeak(benchmark::State& state) {
     const bool bf16 = state.range(0) != 0;
@@ -192,7 +195,7 @@ BENCHMARK(BM_Layer)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1}})->Unit(bench
 void BM_HifiSageEpoch(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
     const bool bf16 = state.range(1) != 0;
-    if (bf16 && !kernels::bf16_in_hardware()) return state.SkipWithError("no bf16 unit (AMX or AVX512-BF16) in use: bf16 would be emulated");
+    if (bf16 && !kernels::bf16_in_hardware()) return state.SkipWithError(no_bf16_unit);
     static Nb201Set set(100);
     estimators::HiFiSage est;
     est.set_precision(bf16 ? Precision::bf16 : Precision::fp32);
@@ -226,7 +229,7 @@ void BM_HifiSageInference(benchmark::State& state) {
     const bool with_encoding = state.range(1) != 0;
     const bool bf16 = state.range(2) != 0, emulated = state.range(2) == 2;  // 2: bf16 without the tile unit
     if (bf16 && !emulated && !kernels::bf16_in_hardware())
-        return state.SkipWithError("no bf16 unit (AMX or AVX512-BF16) in use: bf16 would be emulated");
+        return state.SkipWithError(no_bf16_unit);
     struct UnitsAllowed {  // the emulated variant forbids both bf16 units for its own duration only
         bool forbid;
         explicit UnitsAllowed(bool f) : forbid(f) {

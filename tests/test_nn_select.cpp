@@ -6,7 +6,6 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "gradcheck.hpp"
