@@ -53,7 +53,7 @@ TEST_CASE("additive path: the untrained GNN estimator predicts exactly what the 
     Estimator<skip_preset> est;
     est.prepare(d.train, 1);
     const auto xt = est.encode(d.train.graphs), xv = est.encode(d.val.graphs);
-    CHECK(est.warm_start_skip(xt, d.train.targets, xv, d.val.targets, 1));  // no compiler view: the baseline alone
+    CHECK(est.warm_start_skip(d.train, xt, d.val, xv));  // no compiler view: the baseline alone
     const auto p = est.predict(d.val.graphs, 1);
     const auto q = add.predict(d.val.graphs);
     REQUIRE(p.size() == q.size());
@@ -65,7 +65,7 @@ TEST_CASE("additive path: a zero network is skipped at prediction, with bit-iden
     Estimator<skip_preset> est;
     est.prepare(d.train, 1);
     const auto xt = est.encode(d.train.graphs), xv = est.encode(d.val.graphs);
-    est.warm_start_skip(xt, d.train.targets, xv, d.val.targets, 1);
+    est.warm_start_skip(d.train, xt, d.val, xv);
     // what running the network gives, chunk by chunk as predict_encoded cuts them
     const auto network = [&] {
         std::vector<double> out;
@@ -120,7 +120,7 @@ TEST_CASE("additive path: HiFi-SAGE with the compiler view predicts from graph-l
     estimators::HiFiSage est;
     est.prepare(d.train, 1);
     const auto xt = est.encode(d.train.graphs), xv = est.encode(d.val.graphs);
-    est.warm_start_skip(xt, d.train.targets, xv, d.val.targets, 1);
+    est.warm_start_skip(d.train, xt, d.val, xv);
     REQUIRE(est.model().network_is_zero());
     const auto level = est.encode(d.val.graphs, nullptr, true);  // aggregates over all and over compiler-kept operators
     for (std::size_t i = 0; i < xv.size(); ++i) CHECK(level[i].graph_x == xv[i].graph_x);
@@ -205,7 +205,7 @@ TEST_CASE("additive path: training graphs whose aggregates never vary give the m
     Estimator<skip_preset> cold;
     cold.prepare(tr, 1);
     const auto x = cold.encode(tr.graphs);
-    CHECK(cold.warm_start_skip(x, tr.targets, {}, {}));
+    CHECK(cold.warm_start_skip(tr, x, {}, {}));
     for (double p : cold.predict(va.graphs, 1)) CHECK(p == doctest::Approx(1.15).epsilon(1e-6));
 }
 

@@ -466,6 +466,62 @@ inline Improvement cv_improvement(const Eigen::MatrixXd& xa, const estimators::R
     return r;
 }
 
+/// The share of the removed operators' cost that a device does not pay, estimated from labelled
+/// networks and the additive baseline's predictions. s_i is what the baseline charges network i
+/// for the operators a graph compiler removes (dead branches, identity-like and constant
+/// operators: its coefficients times the eager-minus-kept aggregates), u_i = s_i / y_i and r_i =
+/// (y_i - baseline_i) / y_i its relative residual. A device that skips those operators leaves the
+/// baseline over-predicting by about s_i, so r falls with u at slope -1; one that runs them gives
+/// slope 0. The ordinary least-squares slope of r on u (with intercept) is minus the unpaid
+/// share; `se` is its usual standard error. Items below `degenerate` are left out. No verdict
+/// (share and se 0, `verdict` false) with fewer than 3 items or when u does not vary (no labelled
+/// network has removed operators).
+/// The warm start uses the compiler-kept aggregates only where share - 2 se > 1/2: a size of
+/// effect, not significance alone, because on GPUs the removed operators' cost is measurably
+/// but negligibly off (README, Presets, change 2).
+struct UnpaidShare {
+    double share = 0.0;
+    double se = 0.0;
+    std::size_t n = 0;     ///< items used
+    bool verdict = false;  ///< false: too few items, or u constant
+    /// The warm start's rule: the device skips most of what a compiler removes, by two standard errors.
+    bool compiled() const { return verdict && share - 2.0 * se > 0.5; }
+};
+/// @throws shape_error when the three inputs differ in length
+inline UnpaidShare unpaid_share(std::span<const double> removed_cost, std::span<const double> predicted,
+                                std::span<const double> y, double degenerate) {
+    if (removed_cost.size() != y.size() || predicted.size() != y.size())
+        raise<shape_error>("unpaid_share: ", removed_cost.size(), " removed costs and ", predicted.size(), " predictions for ",
+                           y.size(), " labels");
+    std::vector<double> u, r;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        if (!(y[i] >= degenerate) || !(y[i] > 0)) continue;
+        u.push_back(removed_cost[i] / y[i]);
+        r.push_back((y[i] - predicted[i]) / y[i]);
+    }
+    UnpaidShare out;
+    out.n = u.size();
+    if (u.size() < 3) return out;
+    const double n = static_cast<double>(u.size());
+    const double mu = std::accumulate(u.begin(), u.end(), 0.0) / n, mr = std::accumulate(r.begin(), r.end(), 0.0) / n;
+    double suu = 0, sur = 0;
+    for (std::size_t i = 0; i < u.size(); ++i) {
+        suu += (u[i] - mu) * (u[i] - mu);
+        sur += (u[i] - mu) * (r[i] - mr);
+    }
+    if (!(suu > 1e-12 * std::max(1.0, mu * mu) * n) || !std::isfinite(suu) || !std::isfinite(sur)) return out;
+    const double slope = sur / suu;
+    double sse = 0;
+    for (std::size_t i = 0; i < u.size(); ++i) {
+        const double e = r[i] - mr - slope * (u[i] - mu);
+        sse += e * e;
+    }
+    out.share = -slope;
+    out.se = std::sqrt(sse / (n - 2.0) / suu);
+    out.verdict = std::isfinite(out.share) && std::isfinite(out.se);
+    return out;
+}
+
 /// Out-of-bag estimate of what training buys over the untrained network, selection included.
 /// Picking the best of a few hundred epochs on ~100 validation items is biased: on a device
 /// whose cost is additive the "best" epoch mostly fits validation noise and is worse on new
@@ -738,11 +794,11 @@ public:
         const auto xv = encode(validation.graphs, &pool);
         std::string warm;
         if (m_model->has_skip()) {
-            const bool alone = warm_start_skip(xt, train.targets, xv, validation.targets, o.seed);
+            const bool alone = warm_start_skip(train, xt, validation, xv);
             warm = dnncost::detail::concat("; additive path: ", alone ? "additive baseline" : "additive baseline + compiler-kept aggregates");
-            if (m_warm_gain)
-                warm += dnncost::detail::concat(" (cross-validated gain of the compiler-kept aggregates ", m_warm_gain->mean,
-                                                ", se ", m_warm_gain->se, ")");
+            if (m_warm_test)
+                warm += dnncost::detail::concat(" (unpaid share of the removed operators' cost ", m_warm_test->share, ", se ",
+                                                m_warm_test->se, ")");
         }
         const int max_epochs = o.max_epochs > 0 ? o.max_epochs : C.train.max_epochs;
         const int patience = o.patience > 0 ? o.patience : C.train.patience;
@@ -881,18 +937,27 @@ public:
     /// Two candidates: (a) the additive baseline itself (aggregates over all operators; loss
     /// and lambda chosen by the validation MAPE, exactly as AdditiveEstimator), and, with the
     /// compiler view, (b) the same plus the aggregates over the operators a graph compiler
-    /// keeps, with loss and lambda chosen by the validation score. (b) replaces (a) only if its
-    /// score on cross-validated predictions of all labelled items (training + validation) is
-    /// better by more than one standard error (cv_improvement).
+    /// keeps, with loss and lambda chosen by the validation score. (b) replaces (a) only if the
+    /// labelled networks (training + validation) show that the device skips most of what a
+    /// compiler removes: unpaid_share() of (a)'s charge for the removed operators, above 1/2 by
+    /// two standard errors (UnpaidShare::compiled).
     /// Without validation data: (a), with leave-one-out selection.
+    /// @param xt, xv the encodings of train.graphs and validation.graphs
     /// @return whether candidate (a), the baseline alone, was kept
-    bool warm_start_skip(const std::vector<features::EncodedGraph>& xt, const std::vector<double>& yt,
-                         const std::vector<features::EncodedGraph>& xv, const std::vector<double>& yv,
-                         std::uint64_t seed = 0) {
+    /// @throws shape_error when an encoding does not match its data
+    bool warm_start_skip(const estimators::TrainData& train, const std::vector<features::EncodedGraph>& xt,
+                         const estimators::TrainData& validation, const std::vector<features::EncodedGraph>& xv) {
+        const auto& yt = train.targets;
+        const auto& yv = validation.targets;
+        if (xt.size() != yt.size() || xv.size() != yv.size() || train.graphs.size() != yt.size() ||
+            validation.graphs.size() != yv.size())
+            raise<shape_error>("Estimator::warm_start_skip: ", xt.size(), " + ", xv.size(), " encoded graphs for ", yt.size(),
+                               " + ", yv.size(), " labels");
         const Index k = static_cast<Index>(m_additive.size());
         if (m_model->graph_features() != k)
             raise<config_error>("Estimator: the model's additive path reads ", m_model->graph_features(),
                                 " graph-level features, ", k, " were fitted");
+        m_warm_test.reset();
         if (k == 0) {  // no aggregate varies over the training graphs: the path is their mean label
             const double mean = std::accumulate(yt.begin(), yt.end(), 0.0) / static_cast<double>(yt.size());
             m_model->set_skip(std::vector<double>(static_cast<std::size_t>(m_encoder.num_features()), 0.0), mean / m_scale);
@@ -922,22 +987,34 @@ public:
         const Eigen::MatrixXd xa = design(xt, false), xa_val = has_val ? design(xv, false) : Eigen::MatrixXd();
         estimators::RidgeFit best = estimators::RidgeFit::select(xa, y, has_val ? &xa_val : nullptr, has_val ? &y_val : nullptr, degenerate);
         bool all = false;
-        m_warm_gain.reset();
         if (has_val && static_cast<Index>(eager.size()) < k) {
-            const Eigen::MatrixXd xb = design(xt, true), xb_val = design(xv, true);
-            const auto scorer = [](const Eigen::VectorXd& p, const Eigen::VectorXd& t) { return validation_score(to_std_vector(p), to_std_vector(t)); };
-            const auto fit_b = estimators::RidgeFit::select(xb, y, &xb_val, &y_val, degenerate, scorer);
-            const auto stack = [](const Eigen::MatrixXd& top, const Eigen::MatrixXd& bottom) {
-                Eigen::MatrixXd m(top.rows() + bottom.rows(), top.cols());
-                m << top, bottom;
-                return m;
+            // what (a) charges each labelled network for the operators a compiler removes
+            const std::size_t half = m_additive.vocabulary.size() * estimators::AdditiveFeatures::per_type;
+            std::vector<double> removed, predicted, truth;
+            const auto charge = [&](const estimators::TrainData& d, const Eigen::MatrixXd& x, const Eigen::VectorXd& yy) {
+                const Eigen::VectorXd p = x * best.beta;
+                for (std::size_t i = 0; i < d.size(); ++i) {
+                    const auto raw = estimators::AdditiveFeatures::raw(*d.graphs[i], m_additive.vocabulary, true);
+                    double s = 0;
+                    for (std::size_t c = 0; c < eager.size(); ++c) {
+                        const auto f = static_cast<std::size_t>(eager[c]);
+                        const auto j = static_cast<std::size_t>(m_additive.keep[f]);
+                        s += best.beta(static_cast<Index>(c) + 1) / m_additive.scale[f] * (raw[j] - raw[half + j]);
+                    }
+                    removed.push_back(s);
+                    predicted.push_back(p(static_cast<Index>(i)));
+                    truth.push_back(yy(static_cast<Index>(i)));
+                }
             };
-            Eigen::VectorXd y_all(y.size() + y_val.size());
-            y_all << y, y_val;
-            const auto d = cv_improvement(stack(xa, xa_val), best, stack(xb, xb_val), fit_b, y_all, degenerate, seed);
-            m_warm_gain = d;
-            if (d.mean > d.se) {
-                best = fit_b;
+            charge(train, xa, y);
+            charge(validation, xa_val, y_val);
+            m_warm_test = unpaid_share(removed, predicted, truth, degenerate);
+            if (m_warm_test->compiled()) {
+                const Eigen::MatrixXd xb = design(xt, true), xb_val = design(xv, true);
+                const auto scorer = [](const Eigen::VectorXd& p, const Eigen::VectorXd& t) {
+                    return validation_score(to_std_vector(p), to_std_vector(t));
+                };
+                best = estimators::RidgeFit::select(xb, y, &xb_val, &y_val, degenerate, scorer);
                 all = true;
             }
         }
@@ -989,7 +1066,7 @@ private:
     estimators::AdditiveFeatures m_additive;  ///< graph-level inputs of the additive path (empty without one)
     double m_scale = 1.0;
     double m_sum_scale = 1.0;  ///< 1 / mean training graph size, for sum readouts
-    std::optional<Improvement> m_warm_gain;  ///< the last warm start's cross-validated comparison, if it made one
+    std::optional<UnpaidShare> m_warm_test;  ///< the last warm start's test of the compiler-kept aggregates, if it made one
     std::unique_ptr<GnnModel<float>> m_model;
     std::unique_ptr<optim::Adam<float>> m_opt;
     // reused per batch, so training allocates nothing per step once shapes settle
