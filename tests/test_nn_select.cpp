@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "gradcheck.hpp"
@@ -14,9 +15,12 @@
 #include <dnncost/estimators/presets.hpp>
 #include <dnncost/graph/nb201.hpp>
 #include <dnncost/nn/gnn/sage_block.hpp>
+#include <dnncost/train/dataset.hpp>
+#include <dnncost/train/split.hpp>
 
 using namespace dnncost;
 using namespace dnncost::nn;
+namespace fs = std::filesystem;
 
 namespace {
 constexpr GnnConfig skip_preset{.conv = Conv::sage, .depth = 2, .width = 16, .residual = true,
@@ -235,11 +239,6 @@ TEST_CASE("model selection: out-of-bag improvement of the best epoch over the un
     // the untrained network against itself: no improvement at all
     const auto c = selection_improvement(untrained, {untrained}, y, 1);
     CHECK(c.mean == doctest::Approx(0.0));
-    // paired bootstrap of one comparison
-    const auto d = improvement_over(untrained, good, y, 2);
-    CHECK(d.mean > 0.3);
-    CHECK(d.se > 0);
-    CHECK(d.se < d.mean);
 }
 
 TEST_CASE("shared ridge solver: an exact linear relation is recovered, a custom scorer is used") {
@@ -271,53 +270,127 @@ TEST_CASE("shared ridge solver: an exact linear relation is recovered, a custom 
     CHECK(loo.beta(1) == doctest::Approx(0.5).epsilon(1e-3));
 }
 
-TEST_CASE("cross-validated ridge comparison: out-of-fold predictions are refits without the item; real extra aggregates win, noise does not") {
-    Rng rng(11);
-    const int n = 200;
-    Eigen::MatrixXd xa(n, 2), xb(n, 3), xnoise(n, 3);
-    Eigen::VectorXd y(n);
-    for (int i = 0; i < n; ++i) {
-        const double u = rng.normal(), v = rng.normal();
-        xa.row(i) << 1.0, u;
-        xb.row(i) << 1.0, u, v;
-        xnoise.row(i) << 1.0, u, rng.normal();
-        y(i) = 3.0 + 0.5 * u + 0.3 * v + 0.02 * rng.normal();  // v is real: only xb sees it
+TEST_CASE("unpaid share: the slope of the baseline's relative residual on its charge for removed operators") {
+    // a synthetic device: a third of the networks contain operators a compiler removes, which the
+    // baseline charges s; the device pays `paid` of that
+    const auto device = [](double paid, std::uint64_t seed) {
+        Rng rng(seed);
+        std::vector<double> s(200), pred(200), y(200);
+        for (std::size_t i = 0; i < y.size(); ++i) {
+            const double base = 1.0 + rng.uniform();
+            s[i] = i % 3 == 0 ? 0.6 * rng.uniform() : 0.0;
+            pred[i] = base + s[i];
+            y[i] = (base + paid * s[i]) * (1.0 + 0.02 * rng.normal());
+        }
+        return std::array{s, pred, y};
+    };
+    for (const double paid : {0.0, 0.2, 0.6, 1.0}) {
+        CAPTURE(paid);
+        const auto [s, pred, y] = device(paid, 9);
+        const auto u = unpaid_share(s, pred, y, 0.0);
+        REQUIRE(u.verdict);
+        CHECK(u.n == 200);
+        CHECK(std::abs(u.share - (1.0 - paid)) < 4 * u.se + 0.02);
+        CHECK(u.se < 0.05);
+        CHECK(u.compiled() == (paid < 0.5));  // the rule: most of the removed cost is skipped
+        // the same slope and standard error from a least-squares solve of r on [1 u]
+        Eigen::MatrixXd x(200, 2);
+        Eigen::VectorXd r(200);
+        for (Eigen::Index i = 0; i < 200; ++i) {
+            const auto k = static_cast<std::size_t>(i);
+            x.row(i) << 1.0, s[k] / y[k];
+            r(i) = (y[k] - pred[k]) / y[k];
+        }
+        const Eigen::MatrixXd xtx_inv = (x.transpose() * x).inverse();
+        const Eigen::VectorXd b = xtx_inv * x.transpose() * r;
+        const double sigma2 = (r - x * b).squaredNorm() / 198.0;
+        CHECK(-u.share == doctest::Approx(b(1)).epsilon(1e-9));
+        CHECK(u.se == doctest::Approx(std::sqrt(sigma2 * xtx_inv(1, 1))).epsilon(1e-9));
     }
-    estimators::RidgeFit fit;
-    fit.loss = estimators::RidgeFit::Loss::absolute;
-    fit.lambda = 1e-2;
-    // n folds = leave-one-out, whatever the fold order: each item predicted by a refit without it
-    const Eigen::VectorXd loo = fit.out_of_fold(xb, y, 0.0, n, 5);
-    for (int i : {0, 17, 199}) {
-        std::vector<Eigen::Index> rest;
-        for (int j = 0; j < n; ++j)
-            if (j != i) rest.push_back(j);
-        const Eigen::MatrixXd xr = xb(rest, Eigen::all);
-        const Eigen::VectorXd yr = y(rest);
-        const Eigen::VectorXd beta = estimators::RidgeFit::solve(xr, yr, fit.loss, fit.lambda, 0.0);
-        CHECK(loo(i) == doctest::Approx(xb.row(i).dot(beta)).epsilon(1e-10));
+    // a share of exactly one half is not "most": the rule needs it above 1/2 by two standard errors
+    {
+        const auto [s, pred, y] = device(0.5, 3);
+        CHECK_FALSE(unpaid_share(s, pred, y, 0.0).compiled());
     }
-    // 10 folds: every item is predicted, and not by the in-sample fit
-    const Eigen::VectorXd cv = fit.out_of_fold(xb, y, 0.0, 10, 5);
-    const Eigen::VectorXd in_sample = xb * estimators::RidgeFit::solve(xb, y, fit.loss, fit.lambda, 0.0);
-    CHECK(cv.allFinite());
-    CHECK((cv - in_sample).cwiseAbs().maxCoeff() > 0);
-    CHECK((cv - y).cwiseAbs().maxCoeff() < 0.2);
-    CHECK_THROWS_AS((void)fit.out_of_fold(xb.topRows(5), y.head(5), 0.0, 10, 5), config_error);
+    auto [s, pred, y] = device(0.0, 5);
+    // degenerate items are left out
+    for (int i = 0; i < 10; ++i) {
+        s.push_back(0.3);
+        pred.push_back(1.3);
+        y.push_back(0.01);
+    }
+    CHECK(unpaid_share(s, pred, y, 0.05).n == 200);
+    // no network with removed operators, or too few items: no verdict, the baseline stays
+    const std::vector<double> none(y.size(), 0.0);
+    const auto flat = unpaid_share(none, pred, y, 0.0);
+    CHECK_FALSE(flat.verdict);
+    CHECK_FALSE(flat.compiled());
+    CHECK_FALSE(unpaid_share(std::span(s).first(2), std::span(pred).first(2), std::span(y).first(2), 0.0).verdict);
+    CHECK_THROWS_AS((void)unpaid_share(std::span(s).first(5), pred, y, 0.0), shape_error);
+}
 
-    const auto real = cv_improvement(xa, fit, xb, fit, y, 0.0, 7);
-    CHECK(real.mean > 0.2);
-    CHECK(real.mean > real.se);  // the richer candidate is taken
-    const auto noise = cv_improvement(xa, fit, xnoise, fit, y, 0.0, 7);
-    CHECK(noise.mean < noise.se);  // a pure-noise column is not
-    const auto same = cv_improvement(xa, fit, xa, fit, y, 0.0, 7);
-    CHECK(same.mean == 0.0);
-    CHECK(same.se == 0.0);
-    // too few items for the folds: no verdict
-    const auto few = cv_improvement(xa.topRows(15), fit, xb.topRows(15), fit, y.head(15), 0.0, 7);
-    CHECK(few.mean == 0.0);
-    CHECK_FALSE(few.mean > few.se);
-    CHECK_THROWS_AS((void)cv_improvement(xa.topRows(10), fit, xb, fit, y, 0.0, 7), shape_error);
+TEST_CASE("warm start: the compiler-kept aggregates are used where the labels skip removed operators, not where they pay them") {
+    nb201::Nb201Options o;
+    Rng rng(7);
+    std::vector<graph::Graph> graphs;
+    for (int i = 0; i < 200; ++i) graphs.push_back(nb201::build_graph(nb201::from_index(static_cast<std::int64_t>(rng.below(nb201::num_architectures))), o));
+    // per-operator cost: MACs plus a small fixed overhead; a compiled runtime pays it only for the
+    // operators a compiler keeps, an eager one for all; 1 % measurement noise
+    const auto label = [&](std::size_t i, bool compiled) {
+        const auto& g = graphs[i];
+        const auto costs = cost::annotate(g);
+        const auto an = graph::analyse(g);
+        double y = 1.0;
+        for (std::size_t v = 0; v < g.num_nodes(); ++v)
+            if (!compiled || (an[v].kept() && !an[v].constant)) y += 1e-8 * static_cast<double>(costs[v].macs) + 0.002;
+        return y * (1.0 + 0.01 * std::sin(1.3 * static_cast<double>(i)));
+    };
+    int removed = 0;  // networks with operators a compiler removes
+    for (std::size_t i = 0; i < graphs.size(); ++i) removed += label(i, true) < label(i, false) - 1e-9;
+    REQUIRE(removed > 50);
+    for (const bool compiled : {true, false}) {
+        CAPTURE(compiled);
+        estimators::TrainData train, val;
+        for (std::size_t i = 0; i < graphs.size(); ++i) {
+            auto& d = i < 100 ? train : val;
+            d.graphs.push_back(&graphs[i]);
+            d.targets.push_back(label(i, compiled));
+        }
+        estimators::HiFiSage est;
+        est.prepare(train, 1);
+        const auto xt = est.encode(train.graphs), xv = est.encode(val.graphs);
+        CHECK(est.warm_start_skip(train, xt, val, xv) == !compiled);  // true: the additive baseline alone
+        const auto r = est.fit(train, val, {.seed = 1, .max_epochs = 1, .threads = 1});
+        CHECK(r.summary.find(compiled ? "additive path: additive baseline + compiler-kept aggregates (unpaid share"
+                                       : "additive path: additive baseline (unpaid share") != std::string::npos);
+    }
+    // mismatched encodings are an error, not a silent misfit
+    estimators::TrainData train;
+    for (std::size_t i = 0; i < 10; ++i) {
+        train.graphs.push_back(&graphs[i]);
+        train.targets.push_back(label(i, false));
+    }
+    estimators::HiFiSage est;
+    est.prepare(train, 1);
+    auto xt = est.encode(train.graphs);
+    xt.pop_back();
+    CHECK_THROWS_AS(est.warm_start_skip(train, xt, {}, {}), shape_error);
+}
+
+TEST_CASE("warm start on measured latencies: TFLite on the Pixel 3 skips removed operators, PyTorch on the Xeon Gold runs them") {
+    train::DatasetOptions dopt;
+    dopt.columns = {"pixel3", "gold_6240"};
+    dopt.threads = 2;
+    const auto ds = train::load_dataset(fs::path(DNNCOST_DATA_DIR) / "nb201" / "latency_ms.csv", dopt);
+    const auto split = train::make_split(ds.size(), {.n_train = 100, .n_validation = 100, .n_test = 1, .seed = 0});
+    for (const std::string device : {"pixel3", "gold_6240"}) {
+        CAPTURE(device);
+        const auto train = ds.subset(split.train, device), val = ds.subset(split.validation, device);
+        estimators::HiFiSage est;
+        est.prepare(train, 0);
+        const auto xt = est.encode(train.graphs), xv = est.encode(val.graphs);
+        CHECK(est.warm_start_skip(train, xt, val, xv) == (device != "pixel3"));
+    }
 }
 
 namespace {

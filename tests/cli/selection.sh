@@ -20,7 +20,7 @@ for keep in untrained trained; do
   grep -q "(keep = $keep)" $keep.json || fail "--keep $keep: the report's selection does not record it"
   # the comparison below needs the plain additive baseline as the additive path (the other
   # candidate adds compiler-view aggregates); with this split the warm start chooses it
-  grep -E -q "additive path: additive baseline( \(cross-validated gain [^)]*\))?;" $keep.err || fail "--keep $keep: warm start did not choose the additive baseline"
+  grep -E -q "additive path: additive baseline( \(unpaid share [^)]*\))?;" $keep.err || fail "--keep $keep: warm start did not choose the additive baseline"
 done
 "$bin" predict --model add.dnnc --space nb201 "${archs[@]}" > add.txt 2> /dev/null || fail "predict, additive"
 "$bin" predict --model untrained.dnnc --space nb201 "${archs[@]}" > untrained.txt 2> /dev/null || fail "predict, untrained"

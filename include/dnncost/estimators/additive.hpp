@@ -43,7 +43,6 @@
 #include <Eigen/Dense>
 
 #include <dnncost/core/error.hpp>
-#include <dnncost/core/rng.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/graph/analysis.hpp>
@@ -245,34 +244,6 @@ struct RidgeFit {
         const auto ne = NormalEquations::of(x, y, loss, degenerate);
         if (!ne) raise<error>("additive: no training item has weight under the relative loss (all below the degenerate threshold)");
         return ne->beta(lambda);
-    }
-
-    /// Out-of-fold predictions of `folds`-fold cross-validation with this fit's loss and lambda
-    /// (no re-selection inside the folds): item i is predicted by the ridge fitted on the folds
-    /// that do not contain it. The fold assignment is a seeded shuffle. A fold whose training
-    /// part gives no item weight predicts with the mean label of that part.
-    Eigen::VectorXd out_of_fold(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, double degenerate, int folds,
-                                std::uint64_t seed) const {
-        const Eigen::Index n = x.rows();
-        if (folds < 2 || n < folds) raise<config_error>("additive: ", folds, "-fold cross-validation needs at least ", folds, " items, got ", n);
-        std::vector<Eigen::Index> order(static_cast<std::size_t>(n));
-        std::iota(order.begin(), order.end(), Eigen::Index{0});
-        Rng(seed).shuffle(order.begin(), order.end());
-        Eigen::VectorXd out(n);
-        for (int f = 0; f < folds; ++f) {
-            std::vector<Eigen::Index> in, held;
-            for (std::size_t i = 0; i < order.size(); ++i) (static_cast<int>(i % static_cast<std::size_t>(folds)) == f ? held : in).push_back(order[i]);
-            const Eigen::MatrixXd xi = x(in, Eigen::all);
-            const Eigen::VectorXd yi = y(in);
-            const auto ne = NormalEquations::of(xi, yi, loss, degenerate);
-            if (ne) {
-                const Eigen::VectorXd beta = ne->beta(lambda);
-                for (auto h : held) out(h) = x.row(h).dot(beta);
-            } else {
-                for (auto h : held) out(h) = yi.mean();
-            }
-        }
-        return out;
     }
 
     /// Optional selection score of validation predictions (lower is better) replacing the MAPE.

@@ -400,71 +400,12 @@ inline double validation_score(const std::vector<double>& pred, const std::vecto
     return (1.0 - (std::isnan(rho) ? 0.0 : rho)) + (1.0 - train::error_bound_accuracy(pred, y, 0.10));
 }
 
-/// How much better (lower) the validation score of `trained` is than that of `untrained`, and
-/// the standard error of that difference from a paired bootstrap over the validation items
-/// (1,000 resamples, seeded). The additive path's warm start keeps the plain additive baseline
-/// unless the richer ridge beats it by more than one standard error (cv_improvement; the
-/// "one-standard-error rule": prefer the simpler model unless the evidence is clear).
+/// How much better (lower) the validation score of the trained network is than that of the
+/// untrained one, and the standard error of that difference (selection_improvement).
 struct Improvement {
-    double mean = 0.0;  ///< score(untrained) - score(trained) on the validation set
-    double se = 0.0;    ///< its bootstrap standard error
+    double mean = 0.0;  ///< score(untrained) - score(trained)
+    double se = 0.0;    ///< its standard error
 };
-inline Improvement improvement_over(const std::vector<double>& untrained, const std::vector<double>& trained,
-                                    const std::vector<double>& y, std::uint64_t seed, int resamples = 1000) {
-    Improvement r;
-    if (trained.size() != y.size() || untrained.size() != y.size() || y.size() < 2) return r;
-    r.mean = validation_score(untrained, y) - validation_score(trained, y);
-    Rng rng(seed ^ 0x626f6f74ULL);
-    std::vector<double> a(y.size()), b(y.size()), t(y.size());
-    double s = 0, s2 = 0;
-    for (int k = 0; k < resamples; ++k) {
-        for (std::size_t i = 0; i < y.size(); ++i) {
-            const auto j = static_cast<std::size_t>(rng.below(y.size()));
-            a[i] = untrained[j];
-            b[i] = trained[j];
-            t[i] = y[j];
-        }
-        const double d = validation_score(a, t) - validation_score(b, t);
-        s += d;
-        s2 += d * d;
-    }
-    const double m = s / resamples;
-    r.se = std::sqrt(std::max(0.0, s2 / resamples - m * m));
-    return r;
-}
-
-/// Cross-validated improvement of ridge candidate b over candidate a (both with the loss and
-/// lambda chosen on the validation set) on all labelled items, training and validation: the
-/// validation score of their out-of-fold predictions, `repeats` times `folds`-fold with the
-/// same folds for both (paired), averaged over the repeats; the standard error is the paired
-/// bootstrap one of the first repeat (improvement_over). Why not the validation score alone:
-/// 100 validation items are a noisy judge. A richer ridge whose extra aggregates carry
-/// nothing (an eager runtime) then wins by chance in some fits, and such a pick costs points
-/// of +-10 % accuracy; on a device where they are real (NB201 on pixel3, whose runtime prunes
-/// dead branches) a chance loss costs rank correlation. Twice the items, each predicted by a
-/// model that never saw it, make both mistakes rarer (README, Presets, change 2).
-/// With fewer than 2 x `folds` items (or no repeat) there is no verdict: mean and se are 0.
-/// @param xa, xb design matrices (leading column of ones) over the same labelled items
-/// @throws shape_error when the design matrices and labels disagree in rows
-inline Improvement cv_improvement(const Eigen::MatrixXd& xa, const estimators::RidgeFit& a, const Eigen::MatrixXd& xb,
-                                  const estimators::RidgeFit& b, const Eigen::VectorXd& y, double degenerate,
-                                  std::uint64_t seed, int folds = 10, int repeats = 3) {
-    Improvement r;
-    if (xa.rows() != y.size() || xb.rows() != y.size())
-        raise<shape_error>("cv_improvement: ", xa.rows(), " and ", xb.rows(), " design rows for ", y.size(), " labels");
-    if (y.size() < 2 * folds || repeats < 1) return r;
-    const auto truth = to_std_vector(y);
-    double sum = 0;
-    for (int k = 0; k < repeats; ++k) {
-        const std::uint64_t fold_seed = seed ^ (0x63766664ULL + static_cast<std::uint64_t>(k));
-        const auto pa = to_std_vector(a.out_of_fold(xa, y, degenerate, folds, fold_seed));
-        const auto pb = to_std_vector(b.out_of_fold(xb, y, degenerate, folds, fold_seed));
-        sum += validation_score(pa, truth) - validation_score(pb, truth);
-        if (k == 0) r.se = improvement_over(pa, pb, truth, seed).se;
-    }
-    r.mean = sum / repeats;
-    return r;
-}
 
 /// The share of the removed operators' cost that a device does not pay, estimated from labelled
 /// networks and the additive baseline's predictions. s_i is what the baseline charges network i
@@ -529,7 +470,8 @@ inline UnpaidShare unpaid_share(std::span<const double> removed_cost, std::span<
 /// best epoch is chosen on the in-bag items, and its score is compared with the untrained
 /// network's on the out-of-bag items (~37 %), which played no part in the choice. fit() keeps
 /// the trained network only if the mean out-of-bag improvement exceeds its standard error (the
-/// spread of the improvement over resamples): the one-standard-error rule, as for the warm start.
+/// spread of the improvement over resamples): the one-standard-error rule, prefer the simpler
+/// model unless the evidence is clear.
 /// @param epochs validation predictions of every epoch
 inline Improvement selection_improvement(const std::vector<double>& untrained, const std::vector<std::vector<double>>& epochs,
                                          const std::vector<double>& y, std::uint64_t seed, int resamples = 200) {
