@@ -327,6 +327,9 @@ TEST_CASE("unpaid share: the slope of the baseline's relative residual on its ch
     CHECK_FALSE(flat.compiled());
     CHECK_FALSE(unpaid_share(std::span(s).first(2), std::span(pred).first(2), std::span(y).first(2), 0.0).verdict);
     CHECK_THROWS_AS((void)unpaid_share(std::span(s).first(5), pred, y, 0.0), shape_error);
+    // a prediction that is not a number gives no verdict rather than a garbage share
+    pred[7] = std::nan("");
+    CHECK_FALSE(unpaid_share(s, pred, y, 0.0).verdict);
 }
 
 TEST_CASE("warm start: the compiler-kept aggregates are used where the labels skip removed operators, not where they pay them") {

@@ -420,9 +420,8 @@ struct Improvement {
 /// So it is near 0 wherever the device pays for the removed operators, and can stay below 1 on
 /// one that skips them (synthetic NB201 labels costing MACs plus 0.002 per kept operator: 0.90;
 /// plus 0.02 per kept operator, overhead-dominated: 0.45-0.52). Items below `degenerate` are
-/// left out. No verdict
-/// (share and se 0, `verdict` false) with fewer than 3 items or when u does not vary (no labelled
-/// network has removed operators).
+/// left out. No verdict (share and se 0, `verdict` false) with fewer than 3 items, when u does
+/// not vary (no labelled network has removed operators) or when a value is not finite.
 /// The warm start uses the compiler-kept aggregates only where share - 2 se > 1/2: a size of
 /// effect, not significance alone, because on GPUs the removed operators' cost is measurably
 /// but negligibly off (README, Presets, change 2).
