@@ -418,8 +418,8 @@ struct Improvement {
 /// baseline's per-type rates cannot absorb: removal that varies within an operator type (dead
 /// branches) shows in full, removal of a steady fraction of a type partly becomes a lower rate.
 /// So it is near 0 wherever the device pays for the removed operators, and can stay below 1 on
-/// one that skips them (synthetic NB201 labels costing MACs plus 0.002 per kept operator: 0.90;
-/// plus 0.02 per kept operator, overhead-dominated: 0.45-0.52). Items below `degenerate` are
+/// one that skips them (tests/test_nn_select.cpp, 200 NB201 networks whose labels cost MACs plus
+/// 0.002 per kept operator: 0.89; plus 0.02 per kept operator, overhead-dominated: 0.44). Items below `degenerate` are
 /// left out. No verdict (share and se 0, `verdict` false) with fewer than 3 items, when u does
 /// not vary (no labelled network has removed operators) or when a value is not finite.
 /// The warm start uses the compiler-kept aggregates only where share - 2 se > 1/2: a size of
@@ -563,6 +563,8 @@ public:
         return *m_model;
     }
     double label_scale() const { return m_scale; }
+    /// The last warm start's test of the compiler-kept aggregates (unpaid_share), if it made one.
+    const std::optional<UnpaidShare>& warm_start_test() const { return m_warm_test; }
 
     /// Fit the encoder and label scale on `train`, build the network from `seed`.
     void prepare(const estimators::TrainData& train, std::uint64_t seed) {
@@ -941,6 +943,7 @@ public:
             const auto charge = [&](const estimators::TrainData& d, const Eigen::MatrixXd& x, const Eigen::VectorXd& yy) {
                 const Eigen::VectorXd p = x * best.beta;
                 for (std::size_t i = 0; i < d.size(); ++i) {
+                    if (!d.graphs[i]) raise<config_error>("Estimator::warm_start_skip: labelled graph ", i, " is null");
                     const auto raw = estimators::AdditiveFeatures::raw(*d.graphs[i], m_additive.vocabulary, true);
                     double s = 0;
                     for (std::size_t c = 0; c < eager.size(); ++c) {
