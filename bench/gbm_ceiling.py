@@ -3,7 +3,7 @@
 networks: gradient-boosted trees on the full cell encoding (6 edges x 5 operations, one-hot),
 trained on log latency, 3 random splits per size, tested on 3,000 other networks.
 
-A side check for bench/results/nb201_noise_ceiling.md, not part of the build or the tests: it
+A side check for bench/results/noise_nb201.md, not part of the build or the tests: it
 needs numpy, scipy and scikit-learn, which scripts/deps.sh does not install.
     python3 bench/gbm_ceiling.py [data/nb201/latency_ms.csv] [device ...]
 """
