@@ -4,6 +4,10 @@
 /// output shape, creating its weight tensors (named `<node>.weight`, `<node>.bias`, ...) and
 /// using ONNX op types and attribute names, so that io::export_onnx writes a valid model.
 /// Shared by the search-space builders (fbnet, ofa, vit, kws).
+///
+/// Tensors are created in the order an ONNX importer meets them (a weight just before the node
+/// that first reads it, a node's outputs after its inputs), so that a graph exported and
+/// imported again is identical, tensor indices included.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -153,10 +157,8 @@ public:
     }
     /// x @ W + b with W [in, out], the transformer's linear layer on [..., in].
     int linear(int x, std::int64_t out, const std::string& name) {
-        const int w = weight(name + ".weight", {shape(x).back(), out});
-        const int b = weight(name + ".bias", {out});
-        const int y = matmul(x, w, name + ".matmul");
-        return add(y, b, name + ".add_bias");
+        const int y = matmul(x, weight(name + ".weight", {shape(x).back(), out}), name + ".matmul");
+        return add(y, weight(name + ".bias", {out}), name + ".add_bias");
     }
     int reshape(int x, graph::Shape to, const std::string& name) {
         const int s = int64_vector(name + ".shape", to);
