@@ -52,7 +52,7 @@ cost::PeakMemory brute_force(const Graph& g) {
 
 TEST_CASE("peak memory: a chain frees each tensor after its consumer") {
     Graph g("chain");
-    const int x = g.add_input("x", {4});  // 16 bytes
+    const int x = g.add_input("x", {4});    // 16 bytes
     const int w = g.add_weight("w", {10});  // 40 bytes
     const int a = act(g, "a", 8), b = act(g, "b", 16), y = act(g, "y", 1);
     g.add_node("A", "A", {x, w}, {a});
@@ -88,7 +88,7 @@ TEST_CASE("peak memory: fan-out keeps the input until its last reader; the sched
     Graph g("fanout");
     const int x = g.add_input("x", {25});  // 100 bytes
     const int a = act(g, "a", 50), b = act(g, "b", 5), c = act(g, "c", 5), d = act(g, "d", 5), y = act(g, "y", 60);
-    g.add_node("A", "A", {x}, {a});        // 200 bytes, read only at the end
+    g.add_node("A", "A", {x}, {a});  // 200 bytes, read only at the end
     g.add_node("B", "B", {x}, {b});
     g.add_node("C", "C", {x}, {c});
     g.add_node("D", "D", {b, c}, {d});

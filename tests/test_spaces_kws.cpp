@@ -36,11 +36,12 @@ TEST_CASE("kws: bad strings name the bad token") {
     CHECK_THROWS_WITH_AS(kws::parse("10x4s2x2c64-3x3c64"), doctest::Contains("found 2 tokens"), parse_error);
     CHECK_THROWS_WITH_AS(kws::parse("10x4s2x2c64-3x3c64-3x3c64-3x3c64-3x3c64-3x3c64-3x3c64-3x3c64"),
                          doctest::Contains("found 8 tokens"), parse_error);
-    CHECK_THROWS_WITH_AS(kws::parse("10x5s2x2c64-3x3c64-3x3c64"), doctest::Contains("token 0 '10x5s2x2c64' has stem kernel 10x5"),
-                         parse_error);
+    CHECK_THROWS_WITH_AS(kws::parse("10x5s2x2c64-3x3c64-3x3c64"),
+                         doctest::Contains("token 0 '10x5s2x2c64' has stem kernel 10x5"), parse_error);
     CHECK_THROWS_WITH_AS(kws::parse("10x4s1x1c64-3x3c64-3x3c64"), doctest::Contains("stem stride 1x1"), parse_error);
     CHECK_THROWS_WITH_AS(kws::parse("10x4s2x2c65-3x3c64-3x3c64"), doctest::Contains("65 channels"), parse_error);
-    CHECK_THROWS_WITH_AS(kws::parse("10x4-3x3c64-3x3c64"), doctest::Contains("token 0 '10x4' is not a stem"), parse_error);
+    CHECK_THROWS_WITH_AS(kws::parse("10x4-3x3c64-3x3c64"), doctest::Contains("token 0 '10x4' is not a stem"),
+                         parse_error);
     CHECK_THROWS_WITH_AS(kws::parse("10x4s2x2c64-3x3c64-4x3c64"), doctest::Contains("token 2 '4x3c64' has kernel 4x3"),
                          parse_error);
     CHECK_THROWS_WITH_AS(kws::parse("10x4s2x2c64-3x3c64-3x3"), doctest::Contains("token 2 '3x3' is not a block"),

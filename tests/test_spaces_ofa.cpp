@@ -19,8 +19,10 @@ using spaces_test::spec_macs;
 using spaces_test::spec_params;
 
 namespace {
-const std::string kRow0 = "r204-d2.2.2.2.3-k7.5.5.5.7.7.5.7.5.7.3.7.5.3.7.3.5.3.5.3-e6.4.4.6.6.3.4.3.3.6.3.3.3.6.3.4.6.4.3.6";
-const std::string kRow1 = "r136-d2.3.4.3.4-k7.3.5.3.3.7.3.7.3.7.3.7.3.7.7.3.5.5.7.3-e4.6.3.4.4.4.4.6.3.6.6.4.4.6.6.4.3.6.6.4";
+const std::string kRow0 =
+    "r204-d2.2.2.2.3-k7.5.5.5.7.7.5.7.5.7.3.7.5.3.7.3.5.3.5.3-e6.4.4.6.6.3.4.3.3.6.3.3.3.6.3.4.6.4.3.6";
+const std::string kRow1 =
+    "r136-d2.3.4.3.4-k7.3.5.3.3.7.3.7.3.7.3.7.3.7.7.3.5.5.7.3-e4.6.3.4.4.4.4.6.3.6.6.4.4.6.6.4.3.6.6.4";
 std::string uniform(int r, int d, int k, int e) {
     ofa::Arch a;
     a.resolution = r;
@@ -219,8 +221,8 @@ TEST_CASE("ofa: all 5,000 strings of data/ofa parse, round trip, are distinct ne
     // SPEC.md: w1.2 min 91.9 M, median 271.8 M, max 635.6 M; w1.0 60.1 M / 178.1 M / 421.1 M
     const auto stats = [](std::vector<std::int64_t> v) {
         std::sort(v.begin(), v.end());
-        return std::array<double, 3>{static_cast<double>(v.front()) / 1e6,
-                                     static_cast<double>(v[2499] + v[2500]) / 2e6, static_cast<double>(v.back()) / 1e6};
+        return std::array<double, 3>{static_cast<double>(v.front()) / 1e6, static_cast<double>(v[2499] + v[2500]) / 2e6,
+                                     static_cast<double>(v.back()) / 1e6};
     };
     const auto s12 = stats(macs12), s10 = stats(macs10);
     CHECK(s12[0] == doctest::Approx(91.9).epsilon(0.0006));

@@ -39,10 +39,10 @@ Expected by_formula(const vit::Arch& a) {
     e.params = 3 * P * P * D + D + T * D + (a.readout == vit::Readout::cls_token ? D : 0) + 2 * D + D * 100 + 100;
     for (const auto& l : a.layers) {
         const std::int64_t A = static_cast<std::int64_t>(l.heads) * l.qkv_width, H = l.mlp_ratio * D;
-        e.macs += T * D * 3 * A                  // queries, keys, values
+        e.macs += T * D * 3 * A                        // queries, keys, values
                   + 2 * l.heads * T * T * l.qkv_width  // scores and context
-                  + T * A * D                    // output projection
-                  + 2 * T * D * H;               // MLP
+                  + T * A * D                          // output projection
+                  + 2 * T * D * H;                     // MLP
         e.params += 4 * D + (D * 3 * A + 3 * A) + (A * D + D) + (D * H + H) + (H * D + D);
     }
     return e;

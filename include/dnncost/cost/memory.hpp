@@ -32,7 +32,8 @@ struct PeakMemory {
 namespace detail {
 inline std::int64_t checked_add(std::int64_t a, std::int64_t b) {
     std::int64_t r = 0;
-    if (__builtin_add_overflow(a, b, &r)) raise<shape_error>("peak_memory: byte count exceeds 64 bits (implausible shape)");
+    if (__builtin_add_overflow(a, b, &r))
+        raise<shape_error>("peak_memory: byte count exceeds 64 bits (implausible shape)");
     return r;
 }
 }  // namespace detail
@@ -42,7 +43,8 @@ inline std::int64_t checked_add(std::int64_t a, std::int64_t b) {
 inline PeakMemory peak_memory(const graph::Graph& g, const std::vector<int>& schedule) {
     const auto n = static_cast<int>(g.num_nodes());
     if (static_cast<int>(schedule.size()) != n)
-        raise<config_error>("peak_memory: schedule of graph '", g.name(), "' lists ", schedule.size(), " nodes, the graph has ", n);
+        raise<config_error>("peak_memory: schedule of graph '", g.name(), "' lists ", schedule.size(),
+                            " nodes, the graph has ", n);
     std::vector<int> step_of(static_cast<std::size_t>(n), -1);
     for (int s = 0; s < n; ++s) {
         const int v = schedule[static_cast<std::size_t>(s)];
@@ -77,7 +79,8 @@ inline PeakMemory peak_memory(const graph::Graph& g, const std::vector<int>& sch
             initially_live = detail::checked_add(initially_live, bytes);
         else
             alloc[static_cast<std::size_t>(first)] = detail::checked_add(alloc[static_cast<std::size_t>(first)], bytes);
-        if (!t.is_output) freed[static_cast<std::size_t>(last)] = detail::checked_add(freed[static_cast<std::size_t>(last)], bytes);
+        if (!t.is_output)
+            freed[static_cast<std::size_t>(last)] = detail::checked_add(freed[static_cast<std::size_t>(last)], bytes);
     }
     std::int64_t live = initially_live;
     r.live_bytes.reserve(static_cast<std::size_t>(n));

@@ -75,14 +75,16 @@ public:
 
     int conv(int x, const ConvSpec& c, const std::string& name) {
         const graph::Shape in = shape(x);  // a copy: adding weights may reallocate the tensor list
-        if (in.size() != 4) raise<shape_error>("NetworkBuilder::conv '", name, "': input ", graph::to_string(in), " is not NCHW");
+        if (in.size() != 4)
+            raise<shape_error>("NetworkBuilder::conv '", name, "': input ", graph::to_string(in), " is not NCHW");
         if (c.group < 1 || in[1] % c.group != 0 || c.out_channels % c.group != 0)
-            raise<shape_error>("NetworkBuilder::conv '", name, "': group ", c.group, " does not divide channels ", in[1],
-                               " -> ", c.out_channels);
+            raise<shape_error>("NetworkBuilder::conv '", name, "': group ", c.group, " does not divide channels ",
+                               in[1], " -> ", c.out_channels);
         std::array<std::int64_t, 2> out{};
         for (std::size_t i = 0; i < 2; ++i)
             out[i] = (in[2 + i] + c.pads[i] + c.pads[i + 2] - c.kernel[i]) / c.stride[i] + 1;
-        std::vector<int> inputs{x, weight(name + ".weight", {c.out_channels, in[1] / c.group, c.kernel[0], c.kernel[1]})};
+        std::vector<int> inputs{x,
+                                weight(name + ".weight", {c.out_channels, in[1] / c.group, c.kernel[0], c.kernel[1]})};
         if (c.bias) inputs.push_back(weight(name + ".bias", {c.out_channels}));
         return m_g.add_op("Conv", name, std::move(inputs), {in[0], c.out_channels, out[0], out[1]},
                           {{"dilations", std::vector<std::int64_t>{1, 1}},
@@ -148,7 +150,8 @@ public:
     int matmul(int a, int b, const std::string& name) {
         const auto sa = shape(a), sb = shape(b);
         if (sa.size() < 2 || sb.size() < 2 || sa.back() != sb[sb.size() - 2])
-            raise<shape_error>("NetworkBuilder::matmul '", name, "': ", graph::to_string(sa), " x ", graph::to_string(sb));
+            raise<shape_error>("NetworkBuilder::matmul '", name, "': ", graph::to_string(sa), " x ",
+                               graph::to_string(sb));
         graph::Shape lead_a(sa.begin(), sa.end() - 2), lead_b(sb.begin(), sb.end() - 2);
         graph::Shape out = broadcast(lead_a, lead_b, name);
         out.push_back(sa[sa.size() - 2]);

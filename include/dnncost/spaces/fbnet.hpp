@@ -1,9 +1,8 @@
 #pragma once
 /// @file fbnet.hpp
 /// The FBNet search space in HW-NAS-Bench's CIFAR-100 variant: architecture strings (the `arch`
-/// column of data/fbnet/latency_ms.csv), seeded sampling, the
-/// size of the space and the operator graph of the network (data/fbnet/SPEC.md is the exact
-/// specification this follows).
+/// column of data/fbnet/latency_ms.csv), seeded sampling, the size of the space and the operator
+/// graph of the network (data/fbnet/SPEC.md is the exact specification this follows).
 ///
 /// Network: stem Conv3x3(3->16)+BN+ReLU; 22 searchable layers in 7 stages (widths 16, 24, 32,
 /// 64, 112, 184, 352; 1, 4, 4, 4, 4, 4, 1 layers; strides 1, 1, 2, 2, 1, 2, 1); head
@@ -29,8 +28,8 @@ namespace dnncost::fbnet {
 
 /// The nine candidates of a layer, numbered as HELP's `op_idx_list` (and HW-NAS-Bench's list).
 enum class Op : std::uint8_t { k3_e1, k3_e1_g2, k3_e3, k3_e6, k5_e1, k5_e1_g2, k5_e3, k5_e6, skip };
-inline constexpr std::array<std::string_view, 9> op_names{"k3_e1", "k3_e1_g2", "k3_e3", "k3_e6", "k5_e1",
-                                                          "k5_e1_g2", "k5_e3", "k5_e6", "skip"};
+inline constexpr std::array<std::string_view, 9> op_names{"k3_e1",    "k3_e1_g2", "k3_e3", "k3_e6", "k5_e1",
+                                                          "k5_e1_g2", "k5_e3",    "k5_e6", "skip"};
 inline constexpr int num_ops = 9;
 inline constexpr int num_layers = 22;
 
@@ -40,15 +39,24 @@ struct OpShape {
 };
 inline constexpr OpShape op_shape(Op op) {
     switch (op) {
-        case Op::k3_e1: return {3, 1, 1};
-        case Op::k3_e1_g2: return {3, 1, 2};
-        case Op::k3_e3: return {3, 3, 1};
-        case Op::k3_e6: return {3, 6, 1};
-        case Op::k5_e1: return {5, 1, 1};
-        case Op::k5_e1_g2: return {5, 1, 2};
-        case Op::k5_e3: return {5, 3, 1};
-        case Op::k5_e6: return {5, 6, 1};
-        case Op::skip: return {};
+        case Op::k3_e1:
+            return {3, 1, 1};
+        case Op::k3_e1_g2:
+            return {3, 1, 2};
+        case Op::k3_e3:
+            return {3, 3, 1};
+        case Op::k3_e6:
+            return {3, 6, 1};
+        case Op::k5_e1:
+            return {5, 1, 1};
+        case Op::k5_e1_g2:
+            return {5, 1, 2};
+        case Op::k5_e3:
+            return {5, 3, 1};
+        case Op::k5_e6:
+            return {5, 6, 1};
+        case Op::skip:
+            return {};
     }
     return {};
 }

@@ -124,14 +124,17 @@ inline Arch parse(std::string_view text) {
         const auto c = detail::take_channels(t);
         if (k[0] < 0 || s[0] < 0 || c < 0) at.fail_token(0, tokens[0], "is not a stem <KH>x<KW>s<SH>x<SW>c<C>");
         if (!detail::one_of(k, stem_kernel_choices))
-            at.fail_token(0, tokens[0], "has stem kernel " + std::to_string(k[0]) + "x" + std::to_string(k[1]) +
-                                            " (expected " + detail::extents(stem_kernel_choices) + ")");
+            at.fail_token(0, tokens[0],
+                          "has stem kernel " + std::to_string(k[0]) + "x" + std::to_string(k[1]) + " (expected " +
+                              detail::extents(stem_kernel_choices) + ")");
         if (!detail::one_of(s, stem_stride_choices))
-            at.fail_token(0, tokens[0], "has stem stride " + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
-                                            " (expected " + detail::extents(stem_stride_choices) + ")");
+            at.fail_token(0, tokens[0],
+                          "has stem stride " + std::to_string(s[0]) + "x" + std::to_string(s[1]) + " (expected " +
+                              detail::extents(stem_stride_choices) + ")");
         if (!detail::one_of(c, channel_choices))
-            at.fail_token(0, tokens[0], "has " + std::to_string(c) + " channels (expected " +
-                                            spaces::list_choices(channel_choices) + ")");
+            at.fail_token(
+                0, tokens[0],
+                "has " + std::to_string(c) + " channels (expected " + spaces::list_choices(channel_choices) + ")");
         a.stem_kernel = {static_cast<int>(k[0]), static_cast<int>(k[1])};
         a.stem_stride = {static_cast<int>(s[0]), static_cast<int>(s[1])};
         a.stem_channels = static_cast<int>(c);
@@ -142,11 +145,13 @@ inline Arch parse(std::string_view text) {
         const auto c = detail::take_channels(t);
         if (k[0] < 0 || c < 0) at.fail_token(i, tokens[i], "is not a block <kh>x<kw>c<c>");
         if (!detail::one_of(k, block_kernel_choices))
-            at.fail_token(i, tokens[i], "has kernel " + std::to_string(k[0]) + "x" + std::to_string(k[1]) +
-                                            " (expected " + detail::extents(block_kernel_choices) + ")");
+            at.fail_token(i, tokens[i],
+                          "has kernel " + std::to_string(k[0]) + "x" + std::to_string(k[1]) + " (expected " +
+                              detail::extents(block_kernel_choices) + ")");
         if (!detail::one_of(c, channel_choices))
-            at.fail_token(i, tokens[i], "has " + std::to_string(c) + " channels (expected " +
-                                            spaces::list_choices(channel_choices) + ")");
+            at.fail_token(
+                i, tokens[i],
+                "has " + std::to_string(c) + " channels (expected " + spaces::list_choices(channel_choices) + ")");
         a.blocks.push_back({{static_cast<int>(k[0]), static_cast<int>(k[1])}, static_cast<int>(c)});
     }
     return a;
@@ -208,10 +213,13 @@ inline graph::Graph build_graph(const Arch& arch, const KwsOptions& opt = {}) {
     if (!ok) raise<config_error>("kws::build_graph: architecture '", to_string(arch), "' is not in the space");
 
     spaces::NetworkBuilder b("kws:" + to_string(arch));
-    const auto same_conv = [&b](int x, std::int64_t cout, Extent k, Extent s, std::int64_t group, const std::string& n) {
+    const auto same_conv = [&b](int x, std::int64_t cout, Extent k, Extent s, std::int64_t group,
+                                const std::string& n) {
         const auto in = b.shape(x);
         const auto ph = spaces::same_pads(in[2], k[0], s[0]), pw = spaces::same_pads(in[3], k[1], s[1]);
-        const int y = b.conv(x, spaces::ConvSpec{cout, {k[0], k[1]}, {s[0], s[1]}, {ph[0], pw[0], ph[1], pw[1]}, group, false}, n + ".conv");
+        const int y =
+            b.conv(x, spaces::ConvSpec{cout, {k[0], k[1]}, {s[0], s[1]}, {ph[0], pw[0], ph[1], pw[1]}, group, false},
+                   n + ".conv");
         return b.unary("Relu", b.batch_norm(y, n + ".bn"), n + ".relu");
     };
     int x = b.input("input", {opt.batch, 1, frames, coefficients});

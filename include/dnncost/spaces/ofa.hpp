@@ -76,15 +76,17 @@ void parse_list(const spaces::ArchText& at, std::string_view field, std::size_t 
         at.fail_token(field_index, field, std::string("should start with '") + tag + "'");
     const auto items = spaces::split(field.substr(1), '.');
     if (items.size() != N)
-        at.fail_token(field_index, field, "should hold " + std::to_string(N) + " values joined by '.', found " +
-                                              std::to_string(items.size()));
+        at.fail_token(
+            field_index, field,
+            "should hold " + std::to_string(N) + " values joined by '.', found " + std::to_string(items.size()));
     for (std::size_t i = 0; i < N; ++i) {
         const auto v = spaces::parse_small_uint(items[i]);
         bool ok = false;
         for (int c : allowed) ok = ok || v == c;
         if (!ok)
-            at.fail_token(field_index, field, "has value '" + std::string(items[i]) + "' at position " +
-                                                  std::to_string(i) + " (expected " + spaces::list_choices(allowed) + ")");
+            at.fail_token(field_index, field,
+                          "has value '" + std::string(items[i]) + "' at position " + std::to_string(i) + " (expected " +
+                              spaces::list_choices(allowed) + ")");
         out[i] = static_cast<int>(v);
     }
 }
@@ -94,7 +96,8 @@ void parse_list(const spaces::ArchText& at, std::string_view field, std::size_t 
 inline Arch parse(std::string_view text) {
     const spaces::ArchText at("ofa", text);
     const auto fields = spaces::split(text, '-');
-    if (fields.size() != 4) at.fail("expected 4 fields r…-d…-k…-e… joined by '-', found " + std::to_string(fields.size()));
+    if (fields.size() != 4)
+        at.fail("expected 4 fields r…-d…-k…-e… joined by '-', found " + std::to_string(fields.size()));
     Arch a;
     if (fields[0].empty() || fields[0][0] != 'r') at.fail_token(0, fields[0], "should start with 'r'");
     const auto r = spaces::parse_small_uint(fields[0].substr(1));
@@ -197,7 +200,8 @@ inline graph::Graph build_graph(const Arch& arch, const OfaOptions& opt = {}) {
     int x = b.input("input", {opt.batch, 3, res, res});
     x = act(b.batch_norm(b.conv(x, w.stem, 3, 2, 1, "stem.conv"), "stem.bn"), true, "stem");
     {  // block 0: depthwise 3x3, projection, residual
-        int y = act(b.batch_norm(b.conv(x, w.stem, 3, 1, w.stem, "block0.dw.conv"), "block0.dw.bn"), false, "block0.dw");
+        int y =
+            act(b.batch_norm(b.conv(x, w.stem, 3, 1, w.stem, "block0.dw.conv"), "block0.dw.bn"), false, "block0.dw");
         y = b.batch_norm(b.conv(y, w.block0, 1, 1, 1, "block0.proj.conv"), "block0.proj.bn");
         x = b.add(y, x, "block0.add");
     }
@@ -211,12 +215,14 @@ inline graph::Graph build_graph(const Arch& arch, const OfaOptions& opt = {}) {
             const std::int64_t k = arch.kernels[slot], stride = j == 0 ? stage_strides[su] : 1;
             const std::int64_t mid = make_divisible(std::round(static_cast<double>(cin * arch.expansions[slot])));
             const std::string n = "stage" + std::to_string(s + 1) + ".block" + std::to_string(j);
-            int y = act(b.batch_norm(b.conv(x, mid, 1, 1, 1, n + ".expand.conv"), n + ".expand.bn"), hswish, n + ".expand");
+            int y =
+                act(b.batch_norm(b.conv(x, mid, 1, 1, 1, n + ".expand.conv"), n + ".expand.bn"), hswish, n + ".expand");
             y = act(b.batch_norm(b.conv(y, mid, k, stride, mid, n + ".dw.conv"), n + ".dw.bn"), hswish, n + ".dw");
             if (stage_has_se[su]) {
                 const std::int64_t r = make_divisible(static_cast<double>(mid / 4));
                 int g = b.global_average_pool(y, n + ".se.pool");
-                g = b.unary("Relu", b.conv(g, spaces::ConvSpec{r, {1, 1}, {1, 1}, {0, 0, 0, 0}, 1, true}, n + ".se.reduce"),
+                g = b.unary("Relu",
+                            b.conv(g, spaces::ConvSpec{r, {1, 1}, {1, 1}, {0, 0, 0, 0}, 1, true}, n + ".se.reduce"),
                             n + ".se.relu");
                 g = b.conv(g, spaces::ConvSpec{mid, {1, 1}, {1, 1}, {0, 0, 0, 0}, 1, true}, n + ".se.expand");
                 g = b.unary("HardSigmoid", g, n + ".se.hsigmoid", {{"alpha", 0.16666667}, {"beta", 0.5}});

@@ -72,14 +72,16 @@ public:
         for (const auto& [k, v] : o) {
             bool ok = false;
             for (auto kn : known) ok = ok || kn == k;
-            if (!ok) raise<config_error>("space '", space, "': unknown option '", k, "' (known: ", list_choices(known), ")");
+            if (!ok)
+                raise<config_error>("space '", space, "': unknown option '", k, "' (known: ", list_choices(known), ")");
         }
     }
     std::int64_t integer(std::string_view key, std::int64_t fallback) const {
         const auto it = m_o.find(key);
         if (it == m_o.end()) return fallback;
         const auto v = parse_small_uint(it->second);
-        if (v < 0) raise<config_error>("space '", m_space, "': option ", key, "='", it->second, "' is not a positive integer");
+        if (v < 0)
+            raise<config_error>("space '", m_space, "': option ", key, "='", it->second, "' is not a positive integer");
         return v;
     }
     bool has(std::string_view key) const { return m_o.find(key) != m_o.end(); }
@@ -88,7 +90,8 @@ public:
         return it == m_o.end() ? fallback : it->second;
     }
     [[noreturn]] void bad(std::string_view key, std::string_view expected) const {
-        raise<config_error>("space '", m_space, "': option ", key, "='", m_o.find(key)->second, "' (expected ", expected, ")");
+        raise<config_error>("space '", m_space, "': option ", key, "='", m_o.find(key)->second, "' (expected ",
+                            expected, ")");
     }
 
 private:

@@ -114,13 +114,16 @@ inline Arch parse(std::string_view text) {
         if (!t.empty() || h < 0 || q < 0 || m < 0)
             at.fail_token(i, tokens[i], "is not a layer h<heads>q<width>m<ratio>");
         if (!detail::one_of(h, head_choices))
-            at.fail_token(i, tokens[i], "has " + std::to_string(h) + " heads (expected " + spaces::list_choices(head_choices) + ")");
+            at.fail_token(i, tokens[i],
+                          "has " + std::to_string(h) + " heads (expected " + spaces::list_choices(head_choices) + ")");
         if (!detail::one_of(q, qkv_choices))
-            at.fail_token(i, tokens[i], "has query/key/value width " + std::to_string(q) + " (expected " +
-                                            spaces::list_choices(qkv_choices) + ")");
+            at.fail_token(i, tokens[i],
+                          "has query/key/value width " + std::to_string(q) + " (expected " +
+                              spaces::list_choices(qkv_choices) + ")");
         if (!detail::one_of(m, mlp_ratio_choices))
-            at.fail_token(i, tokens[i], "has MLP ratio " + std::to_string(m) + " (expected " +
-                                            spaces::list_choices(mlp_ratio_choices) + ")");
+            at.fail_token(
+                i, tokens[i],
+                "has MLP ratio " + std::to_string(m) + " (expected " + spaces::list_choices(mlp_ratio_choices) + ")");
         a.layers.push_back({static_cast<int>(h), static_cast<int>(q), static_cast<int>(m)});
     }
     return a;
@@ -179,7 +182,8 @@ inline void check(const Arch& a) {
     if (a.layers.size() < min_depth || a.layers.size() > max_depth)
         bad("depth " + std::to_string(a.layers.size()) + " is outside 4..12");
     for (const auto& l : a.layers)
-        if (!one_of(l.heads, head_choices) || !one_of(l.qkv_width, qkv_choices) || !one_of(l.mlp_ratio, mlp_ratio_choices))
+        if (!one_of(l.heads, head_choices) || !one_of(l.qkv_width, qkv_choices) ||
+            !one_of(l.mlp_ratio, mlp_ratio_choices))
             bad("a layer (h" + std::to_string(l.heads) + "q" + std::to_string(l.qkv_width) + "m" +
                 std::to_string(l.mlp_ratio) + ") is not in the space");
 }
@@ -222,7 +226,8 @@ private:
         const int centred = m_b.binary("Sub", x, mean, n + ".centre");
         const int sq = m_b.binary("Pow", centred, m_b.scalar("const.two", 2.0), n + ".square");
         const int var = m_b.reduce_mean(sq, {-1}, true, n + ".var");
-        const int sd = m_b.unary("Sqrt", m_b.add(var, m_b.scalar("const.layer_norm_eps", 1e-5), n + ".add_eps"), n + ".sqrt");
+        const int sd =
+            m_b.unary("Sqrt", m_b.add(var, m_b.scalar("const.layer_norm_eps", 1e-5), n + ".add_eps"), n + ".sqrt");
         int y = m_b.binary("Div", centred, sd, n + ".normalise");
         y = m_b.mul(y, m_b.weight(n + ".scale", {d}), n + ".mul_scale");
         return m_b.add(y, m_b.weight(n + ".bias", {d}), n + ".add_bias");
@@ -231,7 +236,8 @@ private:
         int t = m_b.binary("Pow", x, m_b.scalar("const.three", 3.0), n + ".cube");
         t = m_b.mul(t, m_b.scalar("const.gelu_coeff", 0.044715), n + ".mul_coeff");
         t = m_b.add(x, t, n + ".add_x");
-        t = m_b.mul(t, m_b.scalar("const.sqrt_2_over_pi", std::sqrt(2.0 / std::numbers::pi)), n + ".mul_sqrt_2_over_pi");
+        t = m_b.mul(t, m_b.scalar("const.sqrt_2_over_pi", std::sqrt(2.0 / std::numbers::pi)),
+                    n + ".mul_sqrt_2_over_pi");
         t = m_b.unary("Tanh", t, n + ".tanh");
         t = m_b.add(t, m_b.scalar("const.one", 1.0), n + ".add_one");
         t = m_b.mul(x, t, n + ".mul_x");
