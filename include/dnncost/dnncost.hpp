@@ -8,6 +8,8 @@
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/nb201.hpp>
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/cost/memory.hpp>
+#include <dnncost/spaces/registry.hpp>
 #include <dnncost/features/batch.hpp>
 #include <dnncost/features/encode.hpp>
 #include <dnncost/nn/model.hpp>

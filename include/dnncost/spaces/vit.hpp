@@ -1,0 +1,288 @@
+#pragma once
+/// @file vit.hpp
+/// A vision-transformer search space for CIFAR-100 on edge devices, after PerfSAGE's
+/// ViT-CIFAR100 space: architecture strings, seeded sampling, the size of the space and the
+/// operator graph of a network (docs/spaces.md documents the space).
+///
+/// Choices: patch size P (4 or 8; a strided P x P Conv embeds 32x32 images into (32/P)^2
+/// tokens), embedding width D (64 to 192), readout (class token or mean of the tokens), depth
+/// (4 to 12 encoder layers) and, per layer, the number of heads (2, 4, 6, 8), the query/key/value
+/// width of a head (16, 32, 48, 64) and the MLP ratio (1 to 4).
+/// String: `p<P>-e<D>-<cls|mean>-h<h>q<q>m<m>-h<h>q<q>m<m>-…`, one `h…q…m…` token per layer, e.g.
+/// `p4-e128-cls-h4q32m2-h2q64m4-h8q16m1-h4q32m3`.
+///
+/// Encoder layer (pre-norm): LayerNorm; one MatMul for queries, keys and values, Reshape,
+/// Transpose, Split into q, k, v; softmax(q k^T / sqrt(q)) v per head (MatMul, Mul, Softmax,
+/// MatMul); Transpose, Reshape, output projection; residual Add; LayerNorm; MLP of two linear
+/// layers with GELU between, written as 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) with
+/// Pow, Mul, Add, Tanh; residual Add. Then LayerNorm, the readout and Linear(D -> 100).
+/// LayerNormalization is ONNX opset 17; `VitOptions::decompose_layer_norm` writes it as
+/// ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add instead (any opset from 13).
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/rng.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/spaces/builder.hpp>
+#include <dnncost/spaces/count.hpp>
+#include <dnncost/spaces/parse.hpp>
+
+namespace dnncost::vit {
+
+inline constexpr std::int64_t image_size = 32;
+inline constexpr std::int64_t num_classes = 100;
+inline constexpr std::array<int, 2> patch_choices{4, 8};
+inline constexpr std::array<int, 5> embed_choices{64, 96, 128, 160, 192};
+inline constexpr std::array<int, 4> head_choices{2, 4, 6, 8};
+inline constexpr std::array<int, 4> qkv_choices{16, 32, 48, 64};
+inline constexpr std::array<int, 4> mlp_ratio_choices{1, 2, 3, 4};
+inline constexpr int min_depth = 4;
+inline constexpr int max_depth = 12;
+/// The lowest ONNX opset the graphs need (LayerNormalization; 13 with decompose_layer_norm).
+inline constexpr int onnx_opset = 17;
+
+enum class Readout { cls_token, mean };
+
+struct Layer {
+    int heads = 4;
+    int qkv_width = 32;  ///< per head
+    int mlp_ratio = 2;
+    friend bool operator==(const Layer&, const Layer&) = default;
+};
+
+struct Arch {
+    int patch = 4;
+    int embed = 128;
+    Readout readout = Readout::cls_token;
+    std::vector<Layer> layers;  ///< min_depth to max_depth entries
+    friend bool operator==(const Arch&, const Arch&) = default;
+};
+
+namespace detail {
+template <std::size_t N>
+bool one_of(std::int64_t v, const std::array<int, N>& allowed) {
+    for (int c : allowed)
+        if (v == c) return true;
+    return false;
+}
+/// Reads `<tag><number>` from the front of `s`, advancing it; -1 when the tag is missing.
+inline std::int64_t take_field(std::string_view& s, char tag) {
+    if (s.empty() || s[0] != tag) return -1;
+    std::size_t end = 1;
+    while (end < s.size() && s[end] >= '0' && s[end] <= '9') ++end;
+    const auto v = spaces::parse_small_uint(s.substr(1, end - 1));
+    s.remove_prefix(end);
+    return v;
+}
+}  // namespace detail
+
+/// Parses `p<P>-e<D>-<cls|mean>-h<h>q<q>m<m>-…`. @throws parse_error naming the bad token
+inline Arch parse(std::string_view text) {
+    const spaces::ArchText at("vit", text);
+    const auto tokens = spaces::split(text, '-');
+    if (tokens.size() < 3 + min_depth || tokens.size() > 3 + max_depth)
+        at.fail("expected p<P>-e<D>-<cls|mean> and 4 to 12 layer tokens joined by '-', found " +
+                std::to_string(tokens.size()) + " tokens");
+    Arch a;
+    std::string_view t = tokens[0];
+    const auto p = detail::take_field(t, 'p');
+    if (!t.empty() || !detail::one_of(p, patch_choices))
+        at.fail_token(0, tokens[0], "is not a patch size p" + spaces::list_choices(patch_choices));
+    t = tokens[1];
+    const auto e = detail::take_field(t, 'e');
+    if (!t.empty() || !detail::one_of(e, embed_choices))
+        at.fail_token(1, tokens[1], "is not an embedding width e" + spaces::list_choices(embed_choices));
+    a.patch = static_cast<int>(p);
+    a.embed = static_cast<int>(e);
+    if (tokens[2] == "cls")
+        a.readout = Readout::cls_token;
+    else if (tokens[2] == "mean")
+        a.readout = Readout::mean;
+    else
+        at.fail_token(2, tokens[2], "is not a readout (cls or mean)");
+    for (std::size_t i = 3; i < tokens.size(); ++i) {
+        t = tokens[i];
+        const auto h = detail::take_field(t, 'h');
+        const auto q = detail::take_field(t, 'q');
+        const auto m = detail::take_field(t, 'm');
+        if (!t.empty() || h < 0 || q < 0 || m < 0)
+            at.fail_token(i, tokens[i], "is not a layer h<heads>q<width>m<ratio>");
+        if (!detail::one_of(h, head_choices))
+            at.fail_token(i, tokens[i],
+                          "has " + std::to_string(h) + " heads (expected " + spaces::list_choices(head_choices) + ")");
+        if (!detail::one_of(q, qkv_choices))
+            at.fail_token(i, tokens[i],
+                          "has query/key/value width " + std::to_string(q) + " (expected " +
+                              spaces::list_choices(qkv_choices) + ")");
+        if (!detail::one_of(m, mlp_ratio_choices))
+            at.fail_token(
+                i, tokens[i],
+                "has MLP ratio " + std::to_string(m) + " (expected " + spaces::list_choices(mlp_ratio_choices) + ")");
+        a.layers.push_back({static_cast<int>(h), static_cast<int>(q), static_cast<int>(m)});
+    }
+    return a;
+}
+
+inline std::string to_string(const Arch& a) {
+    std::string s = "p";
+    s += std::to_string(a.patch);
+    s += "-e";
+    s += std::to_string(a.embed);
+    s += a.readout == Readout::cls_token ? "-cls" : "-mean";
+    for (const auto& l : a.layers) {
+        s += "-h";
+        s += std::to_string(l.heads);
+        s += 'q';
+        s += std::to_string(l.qkv_width);
+        s += 'm';
+        s += std::to_string(l.mlp_ratio);
+    }
+    return s;
+}
+
+/// The number of architectures: 2 patch sizes x 5 widths x 2 readouts x sum over depths L of 64^L.
+inline spaces::Count size() {
+    const std::uint64_t per_layer = head_choices.size() * qkv_choices.size() * mlp_ratio_choices.size();
+    spaces::Count layers;
+    for (int d = min_depth; d <= max_depth; ++d) layers += spaces::Count::power(per_layer, static_cast<unsigned>(d));
+    return layers * spaces::Count(patch_choices.size() * embed_choices.size() * 2);
+}
+
+/// Every choice drawn independently and uniformly (depth uniform in 4..12, then each layer's
+/// choices), PerfSAGE's sampling: uniform over choices, not over architectures (which would
+/// almost always be 12 layers deep).
+inline Arch sample(Rng& rng) {
+    Arch a;
+    a.patch = patch_choices[rng.below(patch_choices.size())];
+    a.embed = embed_choices[rng.below(embed_choices.size())];
+    a.readout = rng.below(2) == 0 ? Readout::cls_token : Readout::mean;
+    const int depth = min_depth + static_cast<int>(rng.below(max_depth - min_depth + 1));
+    for (int i = 0; i < depth; ++i)
+        a.layers.push_back({head_choices[rng.below(head_choices.size())], qkv_choices[rng.below(qkv_choices.size())],
+                            mlp_ratio_choices[rng.below(mlp_ratio_choices.size())]});
+    return a;
+}
+
+struct VitOptions {
+    std::int64_t batch = 1;
+    bool decompose_layer_norm = false;
+};
+
+namespace detail {
+inline void check(const Arch& a) {
+    const auto bad = [&](const std::string& why) { raise<config_error>("vit::build_graph: ", why); };
+    if (!one_of(a.patch, patch_choices)) bad("patch size " + std::to_string(a.patch) + " is not in the space");
+    if (!one_of(a.embed, embed_choices)) bad("embedding width " + std::to_string(a.embed) + " is not in the space");
+    if (a.layers.size() < min_depth || a.layers.size() > max_depth)
+        bad("depth " + std::to_string(a.layers.size()) + " is outside 4..12");
+    for (const auto& l : a.layers)
+        if (!one_of(l.heads, head_choices) || !one_of(l.qkv_width, qkv_choices) ||
+            !one_of(l.mlp_ratio, mlp_ratio_choices))
+            bad("a layer (h" + std::to_string(l.heads) + "q" + std::to_string(l.qkv_width) + "m" +
+                std::to_string(l.mlp_ratio) + ") is not in the space");
+}
+
+class Builder {
+public:
+    Builder(const Arch& a, const VitOptions& o) : m_a(a), m_o(o), m_b("vit:" + to_string(a)) {}
+
+    graph::Graph build() {
+        const std::int64_t B = m_o.batch, D = m_a.embed, P = m_a.patch, side = image_size / P;
+        int x = m_b.input("input", {B, 3, image_size, image_size});
+        x = m_b.conv(x, spaces::ConvSpec{D, {P, P}, {P, P}, {0, 0, 0, 0}, 1, true}, "patch_embed");
+        x = m_b.reshape(x, {B, D, side * side}, "patch_embed.flatten");
+        x = m_b.transpose(x, {0, 2, 1}, "patch_embed.to_tokens");
+        if (m_a.readout == Readout::cls_token) {
+            int cls = m_b.weight("cls_token", {1, 1, D});
+            if (B > 1) {
+                const int shape = m_b.int64_vector("cls_token.expand.shape", {B, 1, D});
+                cls = m_b.op("Expand", "cls_token.expand", {cls, shape}, {B, 1, D});
+            }
+            x = m_b.concat({cls, x}, 1, "cls_token.concat");
+        }
+        const std::int64_t T = m_b.shape(x)[1];
+        x = m_b.add(x, m_b.weight("pos_embed", {1, T, D}), "pos_embed.add");
+        for (std::size_t i = 0; i < m_a.layers.size(); ++i) x = layer(x, m_a.layers[i], "layer" + std::to_string(i));
+        x = norm(x, "final_norm");
+        if (m_a.readout == Readout::cls_token)
+            x = m_b.gather(x, 1, 0, "readout.cls");
+        else
+            x = m_b.reduce_mean(x, {1}, false, "readout.mean");
+        x = m_b.gemm(x, num_classes, "classifier");
+        return m_b.finish({x});
+    }
+
+private:
+    int norm(int x, const std::string& n) {
+        if (!m_o.decompose_layer_norm) return m_b.layer_norm(x, n);
+        const auto d = m_b.shape(x).back();
+        const int mean = m_b.reduce_mean(x, {-1}, true, n + ".mean");
+        const int centred = m_b.binary("Sub", x, mean, n + ".centre");
+        const int sq = m_b.binary("Pow", centred, m_b.scalar("const.two", 2.0), n + ".square");
+        const int var = m_b.reduce_mean(sq, {-1}, true, n + ".var");
+        const int sd =
+            m_b.unary("Sqrt", m_b.add(var, m_b.scalar("const.layer_norm_eps", 1e-5), n + ".add_eps"), n + ".sqrt");
+        int y = m_b.binary("Div", centred, sd, n + ".normalise");
+        y = m_b.mul(y, m_b.weight(n + ".scale", {d}), n + ".mul_scale");
+        return m_b.add(y, m_b.weight(n + ".bias", {d}), n + ".add_bias");
+    }
+    int gelu(int x, const std::string& n) {
+        int t = m_b.binary("Pow", x, m_b.scalar("const.three", 3.0), n + ".cube");
+        t = m_b.mul(t, m_b.scalar("const.gelu_coeff", 0.044715), n + ".mul_coeff");
+        t = m_b.add(x, t, n + ".add_x");
+        t = m_b.mul(t, m_b.scalar("const.sqrt_2_over_pi", std::sqrt(2.0 / std::numbers::pi)),
+                    n + ".mul_sqrt_2_over_pi");
+        t = m_b.unary("Tanh", t, n + ".tanh");
+        t = m_b.add(t, m_b.scalar("const.one", 1.0), n + ".add_one");
+        t = m_b.mul(x, t, n + ".mul_x");
+        return m_b.mul(t, m_b.scalar("const.half", 0.5), n + ".mul_half");
+    }
+    int layer(int x, const Layer& l, const std::string& n) {
+        const auto s = m_b.shape(x);
+        const std::int64_t B = s[0], T = s[1], D = s[2], h = l.heads, q = l.qkv_width;
+        int y = norm(x, n + ".attn_norm");
+        y = m_b.linear(y, 3 * h * q, n + ".qkv");
+        y = m_b.reshape(y, {B, T, 3 * h, q}, n + ".qkv.split_heads");
+        y = m_b.transpose(y, {0, 2, 1, 3}, n + ".qkv.heads_first");
+        const auto qkv = m_b.split(y, 1, {h, h, h}, n + ".qkv.split");
+        const int kt = m_b.transpose(qkv[1], {0, 1, 3, 2}, n + ".attn.keys_t");
+        int a = m_b.matmul(qkv[0], kt, n + ".attn.scores");
+        a = m_b.mul(a, m_b.scalar("const.attn_scale_q" + std::to_string(q), 1.0 / std::sqrt(static_cast<double>(q))),
+                    n + ".attn.scale");
+        a = m_b.softmax(a, n + ".attn.softmax");
+        a = m_b.matmul(a, qkv[2], n + ".attn.context");
+        a = m_b.transpose(a, {0, 2, 1, 3}, n + ".attn.tokens_first");
+        a = m_b.reshape(a, {B, T, h * q}, n + ".attn.merge_heads");
+        a = m_b.linear(a, D, n + ".attn.proj");
+        x = m_b.add(x, a, n + ".attn.residual");
+        y = norm(x, n + ".mlp_norm");
+        y = m_b.linear(y, l.mlp_ratio * D, n + ".mlp.fc1");
+        y = gelu(y, n + ".mlp.gelu");
+        y = m_b.linear(y, D, n + ".mlp.fc2");
+        return m_b.add(x, y, n + ".mlp.residual");
+    }
+
+    const Arch& m_a;
+    const VitOptions& m_o;
+    spaces::NetworkBuilder m_b;
+};
+}  // namespace detail
+
+/// The operator graph of the network. @throws config_error for a batch below 1 or choices
+/// outside the space
+inline graph::Graph build_graph(const Arch& arch, const VitOptions& opt = {}) {
+    if (opt.batch < 1) raise<config_error>("vit::build_graph: batch must be at least 1, got ", opt.batch);
+    detail::check(arch);
+    return detail::Builder(arch, opt).build();
+}
+inline graph::Graph build_graph(std::string_view arch, const VitOptions& opt = {}) {
+    return build_graph(parse(arch), opt);
+}
+
+}  // namespace dnncost::vit

@@ -1,0 +1,74 @@
+// The registry: every space by name, options as text, errors that name what is wrong.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include <dnncost/cost/analytic.hpp>
+#include <dnncost/spaces/registry.hpp>
+
+using namespace dnncost;
+
+TEST_CASE("registry: every space samples, prints canonically and builds by name") {
+    std::set<std::string> names;
+    for (const auto& s : spaces::all_spaces()) {
+        CAPTURE(s.name);
+        names.insert(std::string(s.name));
+        CHECK(&spaces::find_space(s.name) == &s);
+        Rng a(3), b(3);
+        for (int i = 0; i < 5; ++i) {
+            const auto arch = s.sample(a);
+            CHECK(arch == s.sample(b));
+            CHECK(s.canonical(arch) == arch);
+            const auto g = s.build_graph(arch, {});
+            CHECK_NOTHROW(g.validate());
+            CHECK(g.outputs().size() == 1);
+        }
+        CHECK(s.size().log10() > 12);
+        CHECK(s.onnx_opset >= 13);
+    }
+    CHECK(names == std::set<std::string>{"fbnet", "ofa", "vit", "kws"});
+    CHECK(spaces::find_space("fbnet").size() == fbnet::size());
+    CHECK(spaces::find_space("ofa").size() == ofa::size());
+    CHECK(spaces::find_space("vit").size() == vit::size());
+    CHECK(spaces::find_space("kws").size() == kws::size());
+}
+
+TEST_CASE("registry: options reach the builders") {
+    const auto& ofa = spaces::find_space("ofa");
+    const std::string arch =
+        "r224-d2.2.2.2.2-k3.3.3.3.3.3.3.3.3.3.3.3.3.3.3.3.3.3.3.3-e3.3.3.3.3.3.3.3.3.3.3.3.3.3.3.3.3.3.3.3";
+    const auto g = ofa.build_graph(arch, spaces::space_options("resolution=160,width=1.0,batch=2"));
+    CHECK(g.tensor(g.inputs().at(0)).shape == graph::Shape{2, 3, 160, 160});
+    ofa::OfaOptions o;
+    o.width = ofa::Width::w1_0;
+    o.resolution = 160;
+    o.batch = 2;
+    auto direct = ofa::build_graph(arch, o);
+    CHECK(direct == g);
+    const auto& vit = spaces::find_space("vit");
+    const auto v =
+        vit.build_graph("p8-e64-mean-h2q16m1-h2q16m1-h2q16m1-h2q16m1", spaces::space_options("layer_norm=decomposed"));
+    for (const auto& nd : v.nodes()) CHECK(nd.op_type != "LayerNormalization");
+}
+
+TEST_CASE("registry: errors name the space, option or token") {
+    CHECK_THROWS_WITH_AS(spaces::find_space("nasbench"),
+                         doctest::Contains("unknown search space 'nasbench' (known: fbnet, ofa, vit or kws)"),
+                         config_error);
+    CHECK_THROWS_WITH_AS(spaces::space_options("width"), doctest::Contains("item 'width' is not key=value"),
+                         config_error);
+    CHECK_THROWS_WITH_AS(spaces::space_options("batch=1,batch=2"), doctest::Contains("given twice"), config_error);
+    CHECK(spaces::space_options("").empty());
+    const auto& kws = spaces::find_space("kws");
+    const std::string arch = "10x4s2x2c64-3x3c64-3x3c64";
+    CHECK_THROWS_WITH_AS(kws.build_graph(arch, spaces::space_options("width=1.0")),
+                         doctest::Contains("space 'kws': unknown option 'width' (known: batch)"), config_error);
+    CHECK_THROWS_WITH_AS(kws.build_graph(arch, spaces::space_options("batch=-1")),
+                         doctest::Contains("not a positive integer"), config_error);
+    CHECK_THROWS_AS(kws.build_graph(arch, spaces::space_options("batch=0")), config_error);
+    CHECK_THROWS_WITH_AS(spaces::find_space("ofa").build_graph("r224", spaces::space_options("width=1.1")),
+                         doctest::Contains("width"), error);
+    CHECK_THROWS_WITH_AS(kws.canonical("10x4s2x2c64-3x3c64-3x4c64"), doctest::Contains("token 2 '3x4c64'"),
+                         parse_error);
+}
