@@ -29,6 +29,7 @@ while IFS= read -r line; do
   echo "$model" >> "$state/requests.log"
   case $mode in
     good|silent|slow_device) answer "$id" "$model" "$repeats" ;;
+    slow) sleep 0.2; answer "$id" "$model" "$repeats" ;;
     crash)  # the second request of every process kills it
       if [ $n -ge 2 ]; then echo "fake: simulated crash on request $n" >&2; exit 3; fi
       answer "$id" "$model" "$repeats" ;;

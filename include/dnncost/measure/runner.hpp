@@ -507,7 +507,10 @@ private:
             if (code > 128 && code < 128 + 32)  // how a shell reports a command killed by a signal
                 how += " (killed by signal " + std::to_string(code - 128) + ", " + strsignal(code - 128) + ")";
             m_last_exit_clean = code == 0;
-            if ((code == 126 || code == 127) && m_answered == 0) f = Failure::start_failed;
+            if ((code == 126 || code == 127) && m_answered == 0) {
+                f = Failure::start_failed;
+                how = "the command was not found or is not executable (" + how + ")";
+            }
         } else if (known && WIFSIGNALED(status)) {
             how = "runner killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) +
                   ")";

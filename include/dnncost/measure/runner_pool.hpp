@@ -48,11 +48,8 @@ public:
     const Runner& runner(std::size_t i) const { return *m_runners.at(i); }
 
     /// The device object of the first runner that printed a device line; empty if none did.
-    std::string device() const {
-        for (const auto& r : m_runners)
-            if (!r->device().empty()) return r->device();
-        return {};
-    }
+    /// Safe to call from `on_done` and between batches.
+    const std::string& device() const { return m_device; }
 
     /// Stop every runner; the next request starts fresh processes.
     void restart() {
@@ -81,6 +78,7 @@ public:
                     if (o.ok() || o.failure == Failure::start_failed) break;
                 }
                 const std::lock_guard lock(done_mutex);
+                if (m_device.empty()) m_device = runner.device();
                 if (stop.load()) return;
                 if (o.failure == Failure::start_failed) {
                     error = std::make_exception_ptr(
@@ -114,6 +112,7 @@ private:
     PoolOptions m_options;
     std::vector<std::unique_ptr<Runner>> m_runners;
     std::uint64_t m_next_id = 0;
+    std::string m_device;
 };
 
 }  // namespace dnncost::measure
