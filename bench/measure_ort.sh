@@ -59,7 +59,7 @@ ort=$(grep -o '"version":"[^"]*"' "$out/nb201_all.device.json" | head -1 | sed '
   echo
   echo "| | value |"
   echo "|---|---|"
-  echo "| settings | $(grep -o '"settings": {[^}]*}' "$out/nb201_all.json" | sed 's/"settings": //; s/"//g') |"
+  echo "| settings | $(grep -o '"settings": {[^}]*}' "$out/nb201_all.device.json" | sed 's/"settings": //; s/"//g') |"
   echo "| networks measured / failed | $(json_field "$out/nb201_all.json" measured) / $(json_field "$out/nb201_all.json" failed) |"
   echo "| networks given extra rounds | $(json_field "$out/nb201_all.json" remeasured) |"
   echo "| time per network (s) | $(json_field "$out/nb201_all.json" seconds_per_network) |"
@@ -76,7 +76,7 @@ ort=$(grep -o '"version":"[^"]*"' "$out/nb201_all.device.json" | head -1 | sed '
   echo "| model | disabled (ms) | all (ms) | speed-up |"
   echo "|---|---|---|---|"
   awk -F, 'FNR == 1 { next } NR == FNR { if ($6 == "ok") d[$1] = $3; next }
-           $6 == "ok" && ($1 in d) { printf "| %s | %.3f | %.3f | %.2fx |\n", $2, d[$1], $3, d[$1] / $3 }' \
+           $6 == "ok" && ($1 in d) { n = split($2, p, "/"); printf "| %s | %.3f | %.3f | %.2fx |\n", p[n], d[$1], $3, d[$1] / $3 }' \
     "$out/onnx_disabled.csv" "$out/onnx_all.csv"
   echo
   echo "Weights are exported as graph inputs (fed with random data) until io::export_onnx writes"

@@ -43,12 +43,12 @@ inline Statistic parse_statistic(std::string_view s) {
 inline std::string_view to_string(Statistic s) { return s == Statistic::median ? "median" : "min"; }
 
 struct HarnessOptions {
-    int rounds = 3;    ///< R: rounds per network
+    int rounds = 5;    ///< R: rounds per network
     int warmup = 5;    ///< W: untimed runs per round
     int repeats = 20;  ///< N: timed runs per round
     Statistic statistic = Statistic::median;
-    double remeasure_spread = 0.01;  ///< networks whose spread exceeds this get more rounds...
-    int max_rounds = 7;              ///< ...up to this many in total
+    double remeasure_spread = 0.02;  ///< networks whose spread exceeds this get more rounds...
+    int max_rounds = 10;             ///< ...up to this many in total
     bool force = false;              ///< re-measure networks the store already has
 
     void check() const {
