@@ -19,6 +19,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common.hpp"
@@ -155,26 +156,37 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("--seed", a->seed, "Seed of --sample and of the noise check's choice")->transform(check::seed());
     auto* archs_opt = cmd->add_option("--archs", a->archs, "File of NB201 architecture strings, one per line");
     cmd->add_option("models", a->models, "ONNX files to measure");
-    cmd->add_option("--out", a->out, "Results store (CSV; the device description goes to OUT.device.json)")->required();
+    cmd->add_option("--out", a->out,
+                    "Results store (CSV; the device description goes beside it: results.csv -> results.device.json)")
+        ->required();
     cmd->add_option("--rounds", a->harness.rounds, "Interleaved rounds per network (R)")
-        ->transform(check::integer(1, 1000, "a round count in [1, 1000]"));
+        ->transform(check::integer(1, 1000, "a round count in [1, 1000]"))
+        ->capture_default_str();
     cmd->add_option("--warmup", a->harness.warmup, "Untimed runs per round (W)")
-        ->transform(check::integer(0, 1000000, "a run count in [0, 10^6]"));
+        ->transform(check::integer(0, 1000000, "a run count in [0, 10^6]"))
+        ->capture_default_str();
     cmd->add_option("--repeats", a->harness.repeats, "Timed runs per round (N)")
-        ->transform(check::integer(1, 1000000, "a run count in [1, 10^6]"));
+        ->transform(check::integer(1, 1000000, "a run count in [1, 10^6]"))
+        ->capture_default_str();
     cmd->add_option("--statistic", a->statistic, "Statistic of a round's runs and of the rounds: median | min")
-        ->check(CLI::IsMember({"median", "min"}));
+        ->check(CLI::IsMember({"median", "min"}))
+        ->capture_default_str();
     cmd->add_option("--remeasure-spread", a->harness.remeasure_spread,
                     "Networks whose spread (relative MAD of round statistics) exceeds this get more rounds")
-        ->check(check::finite(check::Sign::non_negative));
+        ->check(check::finite(check::Sign::non_negative))
+        ->capture_default_str();
     cmd->add_option("--max-rounds", a->harness.max_rounds, "Cap on rounds per network, re-measuring included")
-        ->transform(check::integer(1, 1000, "a round count in [1, 1000]"));
+        ->transform(check::integer(1, 1000, "a round count in [1, 1000]"))
+        ->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Seconds one request (load, warm-up, timed runs) may take")
-        ->check(check::finite(check::Sign::positive));
+        ->check(check::finite(check::Sign::positive))
+        ->capture_default_str();
     cmd->add_option("--startup-timeout", a->startup_timeout, "Seconds to wait for a runner's device line at start")
-        ->check(check::finite(check::Sign::non_negative));
+        ->check(check::finite(check::Sign::non_negative))
+        ->capture_default_str();
     cmd->add_option("--retries", a->retries, "Further attempts of a failed request")
-        ->transform(check::integer(0, 100, "a retry count in [0, 100]"));
+        ->transform(check::integer(0, 100, "a retry count in [0, 100]"))
+        ->capture_default_str();
     cmd->add_option("--noise-check", a->noise_check,
                     "Re-measure K of the networks from scratch at the end and report the agreement")
         ->transform(check::integer(0, 15625, "a network count in [0, 15625]"));
@@ -258,6 +270,14 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
         measure::RunnerPool pool(args.runners, po);
         measure::Harness harness(pool, ho);
 
+        // other processes are noise in every measurement of a local device: say so up front
+        if (std::ifstream loadavg("/proc/loadavg"); loadavg) {
+            double load = 0;
+            const auto cpus = std::max(1u, std::thread::hardware_concurrency());
+            if (loadavg >> load && load > 0.5 * cpus)
+                std::cerr << "dnncost: warning: load average " << load << " on " << cpus
+                          << " CPUs: other processes will disturb measurements made on this machine\n";
+        }
         const bool tty = ::isatty(STDERR_FILENO) == 1;
         bool device_saved = !new_info.runner_device.empty();
         measure::HarnessEvents ev;
@@ -290,6 +310,16 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
         };
         const auto summary = harness.run(store, networks, ev);
         if (tty) std::cerr << "\r\033[K" << std::flush;
+        {
+            std::vector<double> spreads;
+            for (const auto& r : summary.results)
+                if (r.ok()) spreads.push_back(r.spread);
+            const double typical = measure::statistic_of(spreads, measure::Statistic::median);
+            if (std::isfinite(typical) && typical > ho.remeasure_spread)
+                std::cerr << "dnncost: warning: the median spread of this run's networks is " << md::percent(typical)
+                          << ", above the re-measure threshold " << md::percent(ho.remeasure_spread)
+                          << ": the device was noisy (see docs/measure.md)\n";
+        }
         if (!device_saved && !pool.device().empty()) {
             new_info.runner_device = pool.device();
             measure::write_store_info(sidecar, new_info);
