@@ -33,3 +33,15 @@ echo "== predict with the saved HiFi-SAGE model (ms on $device)"
 "$bin" predict --model "$out/hifisage.dnnc" --space nb201 "$arch" \
   '|nor_conv_1x1~0|+|skip_connect~0|none~1|+|avg_pool_3x3~0|nor_conv_3x3~1|nor_conv_1x1~2|' \
   '|none~0|+|skip_connect~0|none~1|+|skip_connect~0|none~1|nor_conv_3x3~2|'
+
+# The product's own loop on a real device: measure 120 NB201 networks on this CPU with ONNX
+# Runtime (optimisation "all", 1 thread; resumable: a second run measures nothing), train the
+# additive and HiFi-SAGE estimators on 100 of them and test on the other 20.
+echo "== measure 120 NB201 networks with ONNX Runtime on this CPU (a few minutes)"
+"$bin" measure --runner "runners/onnxruntime/run --optimization all --threads 1" --device onnxruntime-cpu-all-1t \
+  --space nb201 --sample 120 --seed 1 --out "$out/ort_cpu.csv" || [ $? -eq 3 ]  # 3: some networks failed
+for preset in additive hifisage; do
+  echo "== train $preset on 100 of them, test on the other 20"
+  "$bin" train --data "$out/ort_cpu.csv" --target latency_ms --train 100 --val 0 --test 0 --seed 1 --preset "$preset" \
+    --threads "$(nproc)" --out "$out/ort_$preset.dnnc" 2>"$out/ort_$preset.log"
+done

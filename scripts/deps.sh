@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Install the Debian packages dnncost needs, if any are missing (only when run as root).
+# Install the Debian packages dnncost needs, if any are missing (only when run as root), and the
+# npm dependencies of the bundled ONNX Runtime runner (runners/onnxruntime) when they are missing.
 set -euo pipefail
 pkgs=(cmake g++ make libeigen3-dev xtensor-dev doctest-dev libbenchmark-dev libprotobuf-dev
       protobuf-compiler libonnx-dev libcli11-dev nlohmann-json3-dev)
+# Node.js runs the bundled ONNX Runtime runner; an existing node (e.g. from NodeSource) will do.
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -16,4 +20,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "dnncost: missing Debian packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
     exit 1
   fi
+fi
+
+# The runner's pinned npm packages (package-lock.json). --ignore-scripts: onnxruntime-node ships
+# its CPU library in the package; its install script only fetches optional GPU add-ons.
+runner_dir="$(cd "$(dirname "$0")/.." && pwd)/runners/onnxruntime"
+if [ ! -d "$runner_dir/node_modules/onnxruntime-node" ]; then
+  echo "dnncost: installing the ONNX Runtime runner's npm packages (npm ci in $runner_dir)" >&2
+  (cd "$runner_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
 fi

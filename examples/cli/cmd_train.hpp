@@ -22,6 +22,7 @@
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/io/serialize.hpp>
+#include <dnncost/measure/store.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
@@ -64,7 +65,9 @@ inline train::Dataset load(const std::string& path, const std::string& space, st
     opt.columns = std::move(columns);
     opt.strict = strict;
     opt.loader = [](const std::filesystem::path& p) { return io::import_onnx(p); };
-    auto ds = train::load_dataset(path, opt);
+    // a results store of `dnncost measure` (known by its header): its ok rows, keyed by id
+    auto ds = measure::is_results_file(path) ? measure::load_results_dataset(path, opt.columns, strict, opt.loader)
+                                             : train::load_dataset(path, opt);
     const auto& skipped = ds.skipped();
     for (std::size_t i = 0; i < skipped.size() && i < 10; ++i)
         std::cerr << "dnncost: skipped " << ds.source() << ":" << skipped[i].line << ": " << skipped[i].reason << '\n';

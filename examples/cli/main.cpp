@@ -4,6 +4,7 @@
 
 #include "common.hpp"
 #include "cmd_inspect.hpp"
+#include "cmd_measure.hpp"
 #include "cmd_moo.hpp"
 #include "cmd_train.hpp"
 
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
     dnncost::cli::add_inspect_commands(app, ctx);
     dnncost::cli::add_moo_commands(app, ctx);
     dnncost::cli::add_train_commands(app, ctx);
+    dnncost::cli::add_measure_commands(app, ctx);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,0 +1,309 @@
+#pragma once
+/// @file harness.hpp
+/// Measuring many networks well on a noisy device.
+///
+/// A single timing loop per network lets slow drift (thermal state, other processes, frequency
+/// changes) fall on whichever networks happen to run then. The harness instead measures in
+/// rounds: each round sends every pending network once (W untimed warm-up runs, then N timed
+/// runs), round-robin, so drift hits every network alike. A round's statistic is the median
+/// (or minimum) of its N timed runs; a network's value is the median (or minimum) of its round
+/// statistics, and its spread is the median absolute deviation of the round statistics relative
+/// to that value (with one round: of its timed runs). Networks whose spread exceeds a threshold
+/// get further rounds, interleaved among themselves, until the spread falls below it or a cap
+/// on rounds is reached. Every finished round is appended to the store at once, so an
+/// interrupted run resumes where it stopped. noise_check() re-measures networks from scratch
+/// (fresh runner processes) and reports how well the two values agree (train::pair_noise).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/measure/runner_pool.hpp>
+#include <dnncost/measure/store.hpp>
+#include <dnncost/train/noise.hpp>
+
+namespace dnncost::measure {
+
+enum class Statistic { median, minimum };
+
+inline Statistic parse_statistic(std::string_view s) {
+    if (s == "median") return Statistic::median;
+    if (s == "min" || s == "minimum") return Statistic::minimum;
+    raise<config_error>("unknown statistic '", s, "' (expected median or min)");
+}
+inline std::string_view to_string(Statistic s) { return s == Statistic::median ? "median" : "min"; }
+
+struct HarnessOptions {
+    int rounds = 5;    ///< R: rounds per network
+    int warmup = 5;    ///< W: untimed runs per round
+    int repeats = 20;  ///< N: timed runs per round
+    Statistic statistic = Statistic::median;
+    double remeasure_spread = 0.02;  ///< networks whose spread exceeds this get more rounds...
+    int max_rounds = 10;             ///< ...up to this many in total
+    bool force = false;              ///< re-measure networks the store already has
+
+    void check() const {
+        if (rounds < 1 || rounds > 1000) raise<config_error>("rounds must be in [1, 1000], got ", rounds);
+        if (warmup < 0 || warmup > 1000000) raise<config_error>("warm-up runs must be in [0, 10^6], got ", warmup);
+        if (repeats < 1 || repeats > 1000000) raise<config_error>("timed runs must be in [1, 10^6], got ", repeats);
+        if (!(remeasure_spread >= 0) || !std::isfinite(remeasure_spread))
+            raise<config_error>("the re-measure spread threshold must be a finite number >= 0, got ", remeasure_spread);
+        if (max_rounds < rounds)
+            raise<config_error>("the cap on rounds (", max_rounds, ") is below the number of rounds (", rounds, ")");
+    }
+    /// The settings as a JSON object (stored in the sidecar).
+    std::string to_json() const {
+        return "{\"rounds\": " + std::to_string(rounds) + ", \"warmup\": " + std::to_string(warmup) +
+               ", \"repeats\": " + std::to_string(repeats) + ", \"statistic\": \"" +
+               std::string(measure::to_string(statistic)) +
+               "\", \"remeasure_spread\": " + json::number(remeasure_spread) +
+               ", \"max_rounds\": " + std::to_string(max_rounds) + "}";
+    }
+};
+
+/// A network to measure: its store key, its id, and the model file the runner loads.
+struct Network {
+    std::string key;
+    std::string id;
+    std::filesystem::path model;
+};
+
+struct Progress {
+    std::size_t requests_done = 0, requests_total = 0;  ///< total grows when networks are re-measured
+    std::size_t networks_done = 0, networks_total = 0;
+    double elapsed_seconds = 0;
+};
+
+struct HarnessEvents {
+    std::function<void(const Progress&)> on_progress;
+    /// A network's result (ok or failed), as appended to the store.
+    std::function<void(const Network&, const Record&)> on_result;
+};
+
+struct Summary {
+    std::size_t measured = 0, skipped = 0, failed = 0, duplicates = 0;
+    std::size_t remeasured = 0;  ///< networks that needed rounds beyond the first R
+    std::size_t requests = 0;    ///< requests answered or failed (retries not counted)
+    std::map<std::string, std::size_t> failed_by_reason;
+    double seconds = 0;
+    std::vector<Record> results;  ///< this run's results, in network order
+};
+
+struct NoiseReport {
+    std::size_t networks = 0, failed = 0;
+    train::PairNoise within_5, within_10;  ///< pair_noise at bounds 0.05 and 0.10
+    std::vector<std::pair<double, double>> pairs;
+    double seconds = 0;
+};
+
+/// The statistic of some values (median: the mean of the middle two for an even count).
+inline double statistic_of(std::vector<double> v, Statistic s) {
+    if (v.empty()) return std::nan("");
+    if (s == Statistic::minimum) return *std::min_element(v.begin(), v.end());
+    std::sort(v.begin(), v.end());
+    const auto n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// The median absolute deviation from `center`, relative to it.
+inline double relative_spread(const std::vector<double>& v, double center) {
+    if (v.size() < 2 || !(center > 0)) return 0.0;
+    std::vector<double> dev;
+    dev.reserve(v.size());
+    for (double x : v) dev.push_back(std::abs(x - center));
+    return statistic_of(std::move(dev), Statistic::median) / center;
+}
+
+class Harness {
+public:
+    Harness(RunnerPool& pool, HarnessOptions options) : m_pool(pool), m_options(options) { m_options.check(); }
+    const HarnessOptions& options() const { return m_options; }
+
+    /// Measure the networks the store lacks (all with `force`), resuming rounds in progress.
+    /// Every round and result is appended to `store` as it finishes; the store is compacted at
+    /// the end. Failed networks are recorded with their reason and never stop the run.
+    /// @throws config_error when a runner cannot be started; io_error when the store cannot be written
+    Summary run(ResultsStore& store, const std::vector<Network>& networks, const HarnessEvents& events = {}) {
+        Summary summary;
+        const auto start = Clock::now();
+        std::vector<Network> todo;
+        std::vector<std::vector<Record>> resumed;
+        std::set<std::string> seen;
+        for (const auto& n : networks) {
+            if (!seen.insert(n.key).second) {
+                ++summary.duplicates;
+                continue;
+            }
+            const Record* r = store.result(n.key);
+            if (!m_options.force && r && r->ok()) {
+                ++summary.skipped;
+                continue;
+            }
+            todo.push_back(n);
+            resumed.push_back(m_options.force ? std::vector<Record>{} : store.rounds_in_progress(n.key));
+        }
+        const auto results = measure_networks(
+            todo, std::move(resumed), events, [&](const Record& r) { store.append(r); }, summary.requests);
+        for (std::size_t i = 0; i < results.size(); ++i) {
+            const auto& r = results[i];
+            if (r.ok())
+                ++summary.measured;
+            else {
+                ++summary.failed;
+                ++summary.failed_by_reason[r.status];
+            }
+            if (r.rounds > m_options.rounds) ++summary.remeasured;
+        }
+        summary.results = results;
+        store.compact();
+        summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        return summary;
+    }
+
+    /// Re-measure `networks` from scratch with fresh runner processes and compare with
+    /// `first[i]`, their earlier values: the agreement of repeated measurements.
+    /// @throws config_error on a size mismatch or when a runner cannot be started
+    NoiseReport noise_check(const std::vector<Network>& networks, const std::vector<double>& first,
+                            const HarnessEvents& events = {}) {
+        if (first.size() != networks.size())
+            raise<config_error>("noise_check: ", networks.size(), " networks but ", first.size(), " earlier values");
+        NoiseReport report;
+        const auto start = Clock::now();
+        m_pool.restart();
+        std::size_t requests = 0;
+        const auto again = measure_networks(
+            networks, std::vector<std::vector<Record>>(networks.size()), events, [](const Record&) {}, requests);
+        report.networks = networks.size();
+        for (std::size_t i = 0; i < again.size(); ++i) {
+            if (again[i].ok() && first[i] > 0)
+                report.pairs.emplace_back(first[i], again[i].latency_ms);
+            else
+                ++report.failed;
+        }
+        if (!report.pairs.empty()) {
+            report.within_5 = train::pair_noise(report.pairs, 0.05);
+            report.within_10 = train::pair_noise(report.pairs, 0.10);
+        }
+        report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        return report;
+    }
+
+private:
+    /// The result of a network from its finished rounds.
+    Record summarise(const Network& n, const std::vector<Record>& rounds) const {
+        Record r;
+        r.key = n.key;
+        r.id = n.id;
+        r.status = "ok";
+        r.rounds = static_cast<int>(rounds.size());
+        std::vector<double> stats, peaks, energies;
+        for (const auto& x : rounds) {
+            stats.push_back(x.latency_ms);
+            if (x.peak_memory_bytes) peaks.push_back(*x.peak_memory_bytes);
+            if (x.energy_mj) energies.push_back(*x.energy_mj);
+        }
+        r.latency_ms = statistic_of(stats, m_options.statistic);
+        r.spread = rounds.size() == 1 ? (std::isfinite(rounds[0].spread) ? rounds[0].spread : 0.0)
+                                      : relative_spread(stats, r.latency_ms);
+        if (!peaks.empty()) r.peak_memory_bytes = statistic_of(peaks, Statistic::median);
+        if (!energies.empty()) r.energy_mj = statistic_of(energies, Statistic::median);
+        return r;
+    }
+
+    std::vector<Record> measure_networks(const std::vector<Network>& nets, std::vector<std::vector<Record>> rounds,
+                                         const HarnessEvents& events, const std::function<void(const Record&)>& sink,
+                                         std::size_t& requests_done) {
+        const std::size_t n = nets.size();
+        std::vector<Record> results(n);
+        std::vector<int> target(n, m_options.rounds);
+        std::vector<char> done(n, 0);
+        std::size_t networks_done = 0;
+        const auto start = Clock::now();
+        const auto progress = [&] {
+            if (!events.on_progress) return;
+            Progress p;
+            p.requests_done = requests_done;
+            p.requests_total = requests_done;
+            for (std::size_t i = 0; i < n; ++i)
+                if (!done[i])
+                    p.requests_total +=
+                        static_cast<std::size_t>(std::max(0, target[i] - static_cast<int>(rounds[i].size())));
+            p.networks_done = networks_done;
+            p.networks_total = n;
+            p.elapsed_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+            events.on_progress(p);
+        };
+        const auto finish = [&](std::size_t i, Record r) {
+            sink(r);
+            results[i] = r;
+            done[i] = 1;
+            ++networks_done;
+            if (events.on_result) events.on_result(nets[i], r);
+        };
+        // A network whose rounds are complete is finished, or given another round if unstable.
+        const auto settle = [&](std::size_t i) {
+            if (done[i] || static_cast<int>(rounds[i].size()) < target[i]) return;
+            auto r = summarise(nets[i], rounds[i]);
+            if (r.spread > m_options.remeasure_spread && r.rounds < m_options.max_rounds) {
+                ++target[i];
+                return;
+            }
+            finish(i, std::move(r));
+        };
+        for (std::size_t i = 0; i < n; ++i) settle(i);
+        progress();
+        for (;;) {
+            std::vector<std::size_t> pending;
+            for (std::size_t i = 0; i < n; ++i)
+                if (!done[i] && static_cast<int>(rounds[i].size()) < target[i]) pending.push_back(i);
+            if (pending.empty()) break;
+            std::vector<Request> requests;
+            for (const auto i : pending)
+                requests.push_back({0, nets[i].model.string(), m_options.warmup, m_options.repeats});
+            m_pool.run(requests, [&](std::size_t k, const Outcome& o) {
+                const std::size_t i = pending[k];
+                ++requests_done;
+                if (!o.ok()) {
+                    Record f;
+                    f.key = nets[i].key;
+                    f.id = nets[i].id;
+                    f.status = std::string(to_string(o.failure));
+                    f.rounds = static_cast<int>(rounds[i].size());
+                    f.detail = o.detail + " (round " + std::to_string(rounds[i].size() + 1) + ", " +
+                               std::to_string(o.attempts) + (o.attempts == 1 ? " attempt)" : " attempts)");
+                    finish(i, std::move(f));
+                } else {
+                    Record r;
+                    r.key = nets[i].key;
+                    r.id = nets[i].id;
+                    r.status = std::string(round_status);
+                    r.latency_ms = statistic_of(o.answer.latency_ms, m_options.statistic);
+                    r.spread =
+                        relative_spread(o.answer.latency_ms, statistic_of(o.answer.latency_ms, Statistic::median));
+                    r.rounds = static_cast<int>(rounds[i].size()) + 1;
+                    r.peak_memory_bytes = o.answer.peak_memory_bytes;
+                    r.energy_mj = o.answer.energy_mj;
+                    sink(r);
+                    rounds[i].push_back(std::move(r));
+                    settle(i);
+                }
+                progress();
+            });
+        }
+        return results;
+    }
+
+    RunnerPool& m_pool;
+    HarnessOptions m_options;
+};
+
+}  // namespace dnncost::measure

@@ -1,0 +1,513 @@
+#pragma once
+/// @file store.hpp
+/// The results store: one CSV file per (device, runner configuration), plus a sidecar JSON file
+/// describing the device.
+///
+/// Columns: key (graph::canonical_hash of the measured graph), id (NB201 architecture string or
+/// ONNX path, relative to the file's directory when it lies below it), latency_ms (the
+/// network's statistic), spread (relative spread of its round statistics), rounds, status (`ok`,
+/// a failure reason, or `round`), time (UTC, ISO 8601), peak_memory_bytes, energy_mj (empty when
+/// the runner reports none) and detail (the failure's message). A `round` row is one finished
+/// round of a network still being measured (latency_ms is that round's statistic, rounds its
+/// number, spread the spread of its timed runs): it makes an interrupted run resumable without
+/// losing or repeating any round. The last `ok` or failure row of a key is its result; a later
+/// run re-measures keys whose result failed, and `compact()` keeps one row per key.
+///
+/// Durability: every row is appended with one write() and fsync'd; rewrites (compaction,
+/// repairing a torn last line) go to a temporary file that is fsync'd and renamed over the
+/// store, then the directory is fsync'd. A process killed at any moment therefore leaves a
+/// file whose rows up to the last newline are complete; a trailing partial line is ignored
+/// when read and cut off when the store is next opened for writing.
+///
+/// The sidecar (`results.device.json` beside `results.csv`) holds the device name given by the
+/// user, the runner commands, the runner's own device line and the harness settings.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/io/csv.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/measure/json.hpp>
+#include <dnncost/train/dataset.hpp>
+
+namespace dnncost::measure {
+
+/// The status of a finished round of a network still being measured.
+inline constexpr std::string_view round_status = "round";
+
+/// One row of the store.
+struct Record {
+    std::string key;
+    std::string id;
+    double latency_ms = std::nan("");
+    double spread = std::nan("");
+    int rounds = 0;
+    std::string status;
+    std::string time;
+    std::optional<double> peak_memory_bytes;
+    std::optional<double> energy_mj;
+    std::string detail;
+    std::size_t line = 0;  ///< 1-based line in the file (0: not read from a file)
+
+    bool ok() const { return status == "ok"; }
+    bool is_round() const { return status == round_status; }
+    /// An ok or failed result (not a round).
+    bool is_final() const { return !is_round(); }
+};
+
+/// The columns dnncost writes, in order; the first seven are required when reading.
+inline const std::vector<std::string>& store_columns() {
+    static const std::vector<std::string> c{"key",    "id",   "latency_ms",        "spread",    "rounds",
+                                            "status", "time", "peak_memory_bytes", "energy_mj", "detail"};
+    return c;
+}
+inline constexpr std::size_t required_store_columns = 7;
+
+/// Now, as UTC ISO 8601 to the second.
+inline std::string utc_now() {
+    const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+/// The sidecar file of a store: `results.csv` -> `results.device.json`.
+inline std::filesystem::path sidecar_path(const std::filesystem::path& store) {
+    auto p = store;
+    return p.replace_extension(".device.json");
+}
+
+namespace detail {
+inline std::string csv_field(std::string s) {
+    for (auto& c : s)
+        if (c == '\n' || c == '\r') c = ' ';
+    if (s.find_first_of(",\"") == std::string::npos) return s;
+    std::string q = "\"";
+    for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+inline std::string format_number(double v, const char* fmt) {
+    if (!std::isfinite(v)) return "";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, fmt, v);
+    return buf;
+}
+
+/// fsync a directory so that a rename or a new file in it survives a power loss.
+inline void sync_directory(const std::filesystem::path& dir) {
+    const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::fsync(fd);
+    ::close(fd);
+}
+
+inline void write_all(int fd, std::string_view data, const std::filesystem::path& path) {
+    while (!data.empty()) {
+        const auto w = ::write(fd, data.data(), data.size());
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) raise<io_error>("cannot write '", path.string(), "': ", std::strerror(errno));
+        data.remove_prefix(static_cast<std::size_t>(w));
+    }
+}
+
+/// Replace `path` by `data` atomically and durably (temporary file, fsync, rename, fsync dir).
+inline void write_durable(const std::filesystem::path& path, std::string_view data) {
+    const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::random_device rd;
+    const auto tmp = dir / ("." + path.filename().string() + ".tmp" + std::to_string(rd()));
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        raise<io_error>("cannot write '", path.string(), "': cannot create a temporary file in '", dir.string(), "'");
+    try {
+        write_all(fd, data, path);
+        if (::fsync(fd) != 0)
+            raise<io_error>("cannot write '", path.string(), "': fsync failed: ", std::strerror(errno));
+    } catch (...) {
+        ::close(fd);
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        throw;
+    }
+    ::close(fd);
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        const auto reason = ec.message();
+        std::filesystem::remove(tmp, ec);
+        raise<io_error>("cannot write '", path.string(), "': rename failed: ", reason);
+    }
+    sync_directory(dir);
+}
+}  // namespace detail
+
+/// One row as CSV text (with its newline), in the column order `header`.
+inline std::string format_record(const Record& r, const std::vector<std::string>& header = store_columns()) {
+    std::string line;
+    for (std::size_t c = 0; c < header.size(); ++c) {
+        const auto& h = header[c];
+        std::string f;
+        if (h == "key")
+            f = r.key;
+        else if (h == "id")
+            f = r.id;
+        else if (h == "latency_ms")
+            f = detail::format_number(r.latency_ms, "%.6g");
+        else if (h == "spread")
+            f = detail::format_number(r.spread, "%.4g");
+        else if (h == "rounds")
+            f = std::to_string(r.rounds);
+        else if (h == "status")
+            f = r.status;
+        else if (h == "time")
+            f = r.time;
+        else if (h == "peak_memory_bytes")
+            f = r.peak_memory_bytes ? detail::format_number(*r.peak_memory_bytes, "%.0f") : "";
+        else if (h == "energy_mj")
+            f = r.energy_mj ? detail::format_number(*r.energy_mj, "%.6g") : "";
+        else if (h == "detail")
+            f = r.detail;
+        if (c) line += ',';
+        line += detail::csv_field(f);
+    }
+    return line + "\n";
+}
+
+/// What a store file holds: its header, its rows, and the rows or tail that could not be read.
+struct StoreContents {
+    std::vector<std::string> header;
+    std::vector<Record> records;  ///< in file order
+    std::vector<io::CsvIssue> issues;
+    std::size_t torn_bytes = 0;      ///< bytes after the last newline (an interrupted append)
+    std::size_t complete_bytes = 0;  ///< bytes up to and including the last newline
+};
+
+/// Whether CSV text starts with a results-store header (the required columns, in any order).
+inline bool is_results_header(std::string_view text) {
+    const auto nl = text.find('\n');
+    auto first = text.substr(0, nl);
+    if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
+    try {
+        const auto t = io::parse_csv(first, "<header>");
+        for (std::size_t c = 0; c < required_store_columns; ++c)
+            if (!t.find_column(store_columns()[c])) return false;
+        return true;
+    } catch (const parse_error&) {
+        return false;
+    }
+}
+
+/// Whether `path` is a readable results store (by its header), e.g. to route `--data` to
+/// load_results_dataset.
+inline bool is_results_file(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return false;
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return false;
+    char buf[4096];
+    const auto n = std::fread(buf, 1, sizeof buf, f);
+    std::fclose(f);
+    return is_results_header(std::string_view(buf, n));
+}
+
+/// Parse store text. Rows with a wrong field count or unreadable numbers are reported in
+/// `issues`, not thrown; a partial last line is left out (`torn_bytes`).
+/// @throws parse_error when the header lacks a required column or the quoting is broken
+inline StoreContents parse_store(std::string_view text, const std::string& source) {
+    StoreContents s;
+    const auto last_nl = text.rfind('\n');
+    s.complete_bytes = last_nl == std::string_view::npos ? 0 : last_nl + 1;
+    s.torn_bytes = text.size() - s.complete_bytes;
+    const auto complete = text.substr(0, s.complete_bytes);
+    if (complete.empty()) return s;  // nothing but (part of) a header: an empty store
+    const auto t = io::parse_csv(complete, source, io::CsvOptions{.skip_bad_rows = true});
+    s.header = t.header;
+    std::vector<std::size_t> col;
+    for (std::size_t c = 0; c < required_store_columns; ++c) col.push_back(t.column(store_columns()[c]));
+    const auto peak = t.find_column("peak_memory_bytes"), energy = t.find_column("energy_mj"),
+               det = t.find_column("detail");
+    s.issues = t.issues;
+    for (std::size_t r = 0; r < t.size(); ++r) {
+        const auto& row = t.rows[r];
+        Record rec;
+        rec.line = t.lines[r];
+        rec.key = row[col[0]];
+        rec.id = row[col[1]];
+        rec.status = row[col[5]];
+        rec.time = row[col[6]];
+        std::string problem;
+        if (rec.key.empty())
+            problem = "empty key";
+        else if (rec.status.empty())
+            problem = "empty status";
+        const auto number = [&](std::size_t c, bool required) -> std::optional<double> {
+            const auto p = io::parse_number(row[c]);
+            if (p.ok()) return p.value;
+            if (required && problem.empty())
+                problem =
+                    "column '" + t.header[c] + "': " + std::string(io::to_string(p.status)) + " ('" + row[c] + "')";
+            return std::nullopt;
+        };
+        const bool measured = rec.ok() || rec.is_round();
+        if (auto v = number(col[2], measured)) rec.latency_ms = *v;
+        if (auto v = number(col[3], false)) rec.spread = *v;
+        if (auto v = number(col[4], measured)) rec.rounds = static_cast<int>(*v);
+        if (peak) rec.peak_memory_bytes = number(*peak, false);
+        if (energy) rec.energy_mj = number(*energy, false);
+        if (det) rec.detail = row[*det];
+        if (measured && problem.empty() && !(rec.latency_ms > 0)) problem = "non-positive latency_ms";
+        if (!problem.empty()) {
+            s.issues.push_back({rec.line, problem});
+            continue;
+        }
+        s.records.push_back(std::move(rec));
+    }
+    return s;
+}
+
+/// Read a store file without changing it.
+inline StoreContents read_store(const std::filesystem::path& path) {
+    return parse_store(io::read_file(path), path.string());
+}
+
+/// The result of every key (its last ok or failure row), in order of first appearance.
+inline std::vector<Record> final_records(const std::vector<Record>& records) {
+    std::map<std::string, std::size_t> index;
+    std::vector<Record> out;
+    for (const auto& r : records) {
+        if (!r.is_final()) continue;
+        const auto [it, inserted] = index.try_emplace(r.key, out.size());
+        if (inserted)
+            out.push_back(r);
+        else
+            out[it->second] = r;
+    }
+    return out;
+}
+
+/// A results store open for appending (see the file comment).
+class ResultsStore {
+public:
+    /// Open or create the store at `path`; a torn last line is cut off (atomically) first.
+    /// @throws io_error (unwritable), parse_error (an existing file that is not a results store)
+    explicit ResultsStore(std::filesystem::path path) : m_path(std::move(path)) {
+        io::check_writable(m_path);
+        std::error_code ec;
+        if (std::filesystem::exists(m_path, ec)) {
+            const auto text = io::read_file(m_path);
+            if (!text.empty() && !is_results_header(text) && text.find('\n') != std::string::npos)
+                raise<parse_error>(m_path.string(), ": exists and is not a dnncost results store (its header lacks ",
+                                   "key,id,latency_ms,spread,rounds,status,time); refusing to append to it");
+            m_contents = parse_store(text, m_path.string());
+            if (m_contents.torn_bytes > 0) {
+                m_torn_repaired = m_contents.torn_bytes;
+                detail::write_durable(m_path, std::string_view(text).substr(0, m_contents.complete_bytes));
+                m_contents.torn_bytes = 0;
+            }
+        }
+        if (m_contents.header.empty()) m_contents.header = store_columns();
+        m_fd = ::open(m_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (m_fd < 0) raise<io_error>("cannot open '", m_path.string(), "' for appending: ", std::strerror(errno));
+        struct stat st {};
+        if (::fstat(m_fd, &st) == 0 && st.st_size == 0) {
+            write_synced(format_header());
+            detail::sync_directory(parent());
+        }
+    }
+    ~ResultsStore() {
+        if (m_fd >= 0) ::close(m_fd);
+    }
+    ResultsStore(const ResultsStore&) = delete;
+    ResultsStore& operator=(const ResultsStore&) = delete;
+
+    const std::filesystem::path& path() const { return m_path; }
+    const std::vector<Record>& records() const { return m_contents.records; }
+    /// Rows that could not be read (kept in the file until compaction drops them).
+    const std::vector<io::CsvIssue>& issues() const { return m_contents.issues; }
+    /// Bytes of an interrupted append cut off when the store was opened.
+    std::size_t torn_bytes_repaired() const { return m_torn_repaired; }
+
+    /// The current result of `key` (its last ok or failure row), or nullptr.
+    const Record* result(std::string_view key) const {
+        const Record* found = nullptr;
+        for (const auto& r : m_contents.records)
+            if (r.key == key && r.is_final()) found = &r;
+        return found;
+    }
+    /// Rounds of `key` finished after its current result (a measurement in progress).
+    std::vector<Record> rounds_in_progress(std::string_view key) const {
+        std::vector<Record> out;
+        for (const auto& r : m_contents.records) {
+            if (r.key != key) continue;
+            if (r.is_final())
+                out.clear();
+            else
+                out.push_back(r);
+        }
+        return out;
+    }
+
+    /// Append one row durably (one write, then fsync).
+    void append(Record r) {
+        if (r.time.empty()) r.time = utc_now();
+        write_synced(format_record(r, m_contents.header));
+        r.line = 0;
+        m_contents.records.push_back(std::move(r));
+    }
+
+    /// Rewrite the store atomically with one row per key (its result) plus the rounds of
+    /// measurements still in progress; unreadable rows are dropped.
+    void compact() {
+        std::vector<Record> kept;
+        const auto finals = final_records(m_contents.records);
+        kept = finals;
+        std::map<std::string, bool> has_final;
+        for (const auto& r : finals) has_final[r.key] = true;
+        std::map<std::string, std::vector<Record>> progress;
+        for (const auto& r : m_contents.records) {
+            if (r.is_final())
+                progress[r.key].clear();
+            else
+                progress[r.key].push_back(r);
+        }
+        for (const auto& [key, rounds] : progress) kept.insert(kept.end(), rounds.begin(), rounds.end());
+        std::string text = format_header();
+        for (const auto& r : kept) text += format_record(r, m_contents.header);
+        if (m_fd >= 0) ::close(m_fd);
+        m_fd = -1;
+        detail::write_durable(m_path, text);
+        m_fd = ::open(m_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (m_fd < 0) raise<io_error>("cannot reopen '", m_path.string(), "' for appending: ", std::strerror(errno));
+        m_contents.records = std::move(kept);
+        m_contents.issues.clear();
+    }
+
+private:
+    std::filesystem::path parent() const {
+        return m_path.has_parent_path() ? m_path.parent_path() : std::filesystem::path(".");
+    }
+    std::string format_header() const {
+        std::string h;
+        for (std::size_t c = 0; c < m_contents.header.size(); ++c) {
+            if (c) h += ',';
+            h += detail::csv_field(m_contents.header[c]);
+        }
+        return h + "\n";
+    }
+    void write_synced(const std::string& text) {
+        detail::write_all(m_fd, text, m_path);
+        if (::fsync(m_fd) != 0)
+            raise<io_error>("cannot write '", m_path.string(), "': fsync failed: ", std::strerror(errno));
+    }
+
+    std::filesystem::path m_path;
+    StoreContents m_contents;
+    std::size_t m_torn_repaired = 0;
+    int m_fd = -1;
+};
+
+/// The sidecar: what was measured with what.
+struct StoreInfo {
+    std::string device;                ///< the name the user gave (--device)
+    std::vector<std::string> runners;  ///< runner commands
+    std::string runner_device;         ///< the runner's device object (JSON), empty if none
+    std::string settings;              ///< the harness settings (JSON object), informational
+};
+
+inline std::string to_json(const StoreInfo& info) {
+    std::string s =
+        "{\n  \"format\": \"dnncost-results-1\",\n  \"device\": " + json::quote(info.device) + ",\n  \"runners\": [";
+    for (std::size_t i = 0; i < info.runners.size(); ++i) {
+        if (i) s += ", ";
+        s += json::quote(info.runners[i]);
+    }
+    s += "],\n  \"runner_device\": " + (info.runner_device.empty() ? std::string("null") : info.runner_device);
+    s += ",\n  \"settings\": " + (info.settings.empty() ? std::string("null") : info.settings) + "\n}\n";
+    return s;
+}
+
+/// Read a sidecar; nullopt when the file does not exist.
+/// @throws parse_error naming the file when it is not a sidecar
+inline std::optional<StoreInfo> read_store_info(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return std::nullopt;
+    json::Value v;
+    try {
+        v = json::parse(io::read_file(path, 1 << 20));
+    } catch (const parse_error& e) {
+        raise<parse_error>(path.string(), ": not a results sidecar: ", e.what());
+    }
+    const auto* device = v.find("device");
+    const auto* runners = v.find("runners");
+    if (!device || !device->is_string() || !runners || !runners->is_array())
+        raise<parse_error>(path.string(), ": not a results sidecar (needs \"device\" and \"runners\")");
+    StoreInfo info;
+    info.device = device->string;
+    for (const auto& r : runners->items)
+        if (r.is_string()) info.runners.push_back(r.string);
+    if (const auto* d = v.find("runner_device"); d && !d->is_null()) info.runner_device = json::dump(*d);
+    if (const auto* s = v.find("settings"); s && !s->is_null()) info.settings = json::dump(*s);
+    return info;
+}
+
+inline void write_store_info(const std::filesystem::path& path, const StoreInfo& info) {
+    detail::write_durable(path, to_json(info));
+}
+
+/// A results store as a training data set: one item per key whose result is ok, keyed by its
+/// id (NB201 architecture string or ONNX path, resolved against the store's directory), with
+/// the columns latency_ms, spread, rounds, and peak_memory_bytes / energy_mj where measured.
+/// The space is nb201 when every id is an architecture string, else onnx (`loader` needed).
+/// @throws parse_error (not a store, no ok rows, ids of both kinds), and as train::load_dataset_text
+inline train::Dataset load_results_dataset(const std::filesystem::path& path, std::vector<std::string> columns = {},
+                                           bool strict = false, train::GraphLoader loader = {}) {
+    const auto text = io::read_file(path);
+    if (!is_results_header(text))
+        raise<parse_error>(path.string(),
+                           ": not a dnncost results store (header lacks key,id,latency_ms,spread,rounds,status,time)");
+    const auto contents = parse_store(text, path.string());
+    if (strict && !contents.issues.empty())
+        raise<parse_error>(path.string(), ":", contents.issues.front().line, ": ", contents.issues.front().message);
+    std::size_t nb201_ids = 0, ok = 0;
+    std::string csv = "id,latency_ms,spread,rounds,peak_memory_bytes,energy_mj\n";
+    for (const auto& r : final_records(contents.records)) {
+        if (!r.ok()) continue;
+        ++ok;
+        nb201_ids += !r.id.empty() && r.id.front() == '|';
+        csv += detail::csv_field(r.id) + "," + detail::format_number(r.latency_ms, "%.17g") + "," +
+               detail::format_number(r.spread, "%.17g") + "," + std::to_string(r.rounds) + "," +
+               (r.peak_memory_bytes ? detail::format_number(*r.peak_memory_bytes, "%.17g") : "") + "," +
+               (r.energy_mj ? detail::format_number(*r.energy_mj, "%.17g") : "") + "\n";
+    }
+    if (ok == 0) raise<parse_error>(path.string(), ": no network with status ok in this results store");
+    if (nb201_ids != 0 && nb201_ids != ok)
+        raise<parse_error>(
+            path.string(),
+            ": mixes NB201 architecture strings and ONNX paths in column 'id'; a data set holds one kind");
+    train::DatasetOptions opt;
+    opt.space = nb201_ids == ok ? train::Space::nb201 : train::Space::onnx;
+    opt.columns = columns.empty() ? std::vector<std::string>{"latency_ms"} : std::move(columns);
+    opt.key_column = "id";
+    opt.strict = strict;
+    opt.loader = std::move(loader);
+    const auto base = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    return train::load_dataset_text(csv, path.string() + " (status ok rows)", base, opt);
+}
+
+}  // namespace dnncost::measure

@@ -1,0 +1,258 @@
+// dnncost's bundled runner: measures ONNX models with ONNX Runtime (onnxruntime-node, CPU
+// execution provider) on this machine. It speaks the dnncost runner protocol (docs/measure.md):
+// JSON Lines on stdin/stdout, one request per line, one answer per line, a device line first.
+//
+//   run [--optimization disabled|basic|extended|all] [--threads N] [--seed S]
+//
+// Every request creates a fresh inference session and releases it afterwards: each round of a
+// measurement then sees its own memory layout and session state, so the rounds sample the
+// variation a later re-measurement would see instead of repeating one lucky or unlucky layout.
+'use strict';
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+
+function usage(message) {
+  process.stderr.write(`run: ${message}\n` +
+    'usage: run [--optimization disabled|basic|extended|all] [--threads N] [--seed S]\n');
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const opt = { optimization: 'all', threads: 1, seed: 0 };
+  for (let i = 0; i < argv.length; ++i) {
+    const a = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) usage(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--optimization') {
+      opt.optimization = value();
+      if (!['disabled', 'basic', 'extended', 'all'].includes(opt.optimization))
+        usage(`unknown optimization level '${opt.optimization}'`);
+    } else if (a === '--threads') {
+      const v = value();
+      if (!/^[1-9][0-9]{0,3}$/.test(v)) usage(`--threads must be a positive integer, got '${v}'`);
+      opt.threads = Number(v);
+    } else if (a === '--seed') {
+      const v = value();
+      if (!/^[0-9]{1,9}$/.test(v)) usage(`--seed must be an integer in [0, 999999999], got '${v}'`);
+      opt.seed = Number(v);
+    } else if (a === '--help' || a === '-h') {
+      process.stdout.write('run [--optimization disabled|basic|extended|all] [--threads N] [--seed S]\n');
+      process.exit(0);
+    } else {
+      usage(`unknown argument '${a}'`);
+    }
+  }
+  return opt;
+}
+
+const options = parseArgs(process.argv.slice(2));
+
+let ort;
+try {
+  ort = require('onnxruntime-node');
+} catch (e) {
+  process.stderr.write('run: cannot load onnxruntime-node (' + e.message.split('\n')[0] + '); install it with ' +
+    `'npm ci --ignore-scripts' in ${__dirname} (scripts/deps.sh does)\n`);
+  process.exit(3);
+}
+const ortVersion = require('onnxruntime-node/package.json').version;
+
+function cpuModel() {
+  try {
+    const m = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) return m[1].trim();
+  } catch (_) { /* not Linux */ }
+  const cpus = os.cpus();
+  return cpus.length ? cpus[0].model : 'unknown';
+}
+
+// Linux: writing 5 to /proc/self/clear_refs resets the peak resident set size (VmHWM) to the
+// current one, so the peak of one request can be read from /proc/self/status afterwards.
+function statusKb(field) {
+  try {
+    const m = new RegExp(`^${field}:\\s*(\\d+) kB`, 'm').exec(fs.readFileSync('/proc/self/status', 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch (_) {
+    return null;
+  }
+}
+function resetPeak() {
+  try {
+    fs.writeFileSync('/proc/self/clear_refs', '5');
+    return true;
+  } catch (_) {
+    return false;
+  }
+}
+const peakMemorySupported = resetPeak() && statusKb('VmHWM') !== null;
+
+function send(obj) {
+  process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+send({
+  device: {
+    runtime: 'onnxruntime',
+    version: ortVersion,
+    execution_provider: 'cpu',
+    optimization: options.optimization,
+    threads: options.threads,
+    cpu: cpuModel(),
+    logical_cpus: os.cpus().length,
+    host: os.hostname(),
+    node: process.version,
+    peak_memory: peakMemorySupported ? 'VmHWM growth over the resident set at session creation' : 'unavailable',
+  },
+});
+
+// A small seeded generator (mulberry32): inputs are the same for every run of the same model.
+function generator(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+function hashString(s) {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; ++i) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+// Random data of a sensible scale for an input. Weight-free exports make every weight a graph
+// input, so the values must keep activations finite and normal (no overflow, no subnormals):
+// variances positive, scales near 1, small biases, and weights of variance 1 / fan-in.
+function inputRange(name, shape) {
+  const n = name.toLowerCase();
+  if (shape.length <= 1) {
+    if (/var/.test(n)) return [0.5, 1.5];
+    if (/scale|gamma/.test(n)) return [0.9, 1.1];
+    if (shape.length === 1 && /weight/.test(n)) return [0.9, 1.1];
+    return [-0.1, 0.1];
+  }
+  let fanIn = 1;
+  for (let i = 1; i < shape.length; ++i) fanIn *= shape[i];
+  const a = Math.sqrt(3 / Math.max(1, fanIn));
+  return [-a, a];
+}
+
+const typedArrays = {
+  float32: Float32Array, float64: Float64Array, int8: Int8Array, uint8: Uint8Array, int16: Int16Array,
+  uint16: Uint16Array, int32: Int32Array, uint32: Uint32Array, int64: BigInt64Array, uint64: BigUint64Array,
+  bool: Uint8Array,
+};
+
+function makeFeeds(session, modelPath) {
+  const feeds = {};
+  const metadata = session.inputMetadata;
+  session.inputNames.forEach((name, k) => {
+    const md = metadata[k];
+    if (!md || !md.isTensor) throw new Error(`input '${name}' is not a tensor`);
+    // unknown or symbolic dimensions (batch) become 1
+    const shape = md.shape.map((d) => (typeof d === 'number' && d > 0 ? d : 1));
+    const count = shape.reduce((a, b) => a * b, 1);
+    const Array_ = typedArrays[md.type];
+    if (!Array_) throw new Error(`input '${name}' has unsupported element type ${md.type}`);
+    const data = new Array_(count);
+    const rand = generator(hashString(modelPath + '\0' + name) ^ options.seed);
+    if (md.type === 'float32' || md.type === 'float64') {
+      const [lo, hi] = inputRange(name, shape);
+      for (let i = 0; i < count; ++i) data[i] = lo + (hi - lo) * rand();
+    } else if (md.type === 'bool') {
+      for (let i = 0; i < count; ++i) data[i] = rand() < 0.5 ? 1 : 0;
+    }  // integer inputs (indices, shapes) stay zero: the only value valid for every use
+    feeds[name] = new ort.Tensor(md.type, data, shape);
+  });
+  return feeds;
+}
+
+function sessionOptions() {
+  return {
+    graphOptimizationLevel: options.optimization,
+    intraOpNumThreads: options.threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    logSeverityLevel: 3,
+  };
+}
+
+function checkCount(value, what) {
+  if (!Number.isInteger(value) || value < 0 || value > 1000000) throw new Error(`"${what}" must be an integer in [0, 10^6]`);
+  return value;
+}
+
+let primed = false;
+async function measure(request) {
+  const model = request.model;
+  if (typeof model !== 'string' || model === '') throw new Error('"model" must be a file path');
+  const warmup = checkCount(request.warmup ?? 0, 'warmup');
+  const repeats = checkCount(request.repeats ?? 1, 'repeats');
+  if (repeats < 1) throw new Error('"repeats" must be at least 1');
+  if (!fs.existsSync(model)) throw new Error(`no such model file: ${model}`);
+
+  if (!primed) {
+    // The first session of a process also sets up ONNX Runtime itself (thread pools, kernel
+    // registries): done once, unmeasured, so that it is not charged to the first model.
+    const first = await ort.InferenceSession.create(path.resolve(model), sessionOptions());
+    try {
+      await first.run(makeFeeds(first, model));
+    } finally {
+      await first.release();
+    }
+    primed = true;
+  }
+  const rssBefore = peakMemorySupported ? statusKb('VmRSS') : null;
+  if (peakMemorySupported) resetPeak();
+  const session = await ort.InferenceSession.create(path.resolve(model), sessionOptions());
+  try {
+    const feeds = makeFeeds(session, model);
+    for (let i = 0; i < warmup; ++i) await session.run(feeds);
+    const latency = new Array(repeats);
+    for (let i = 0; i < repeats; ++i) {
+      const t0 = process.hrtime.bigint();
+      await session.run(feeds);
+      latency[i] = Number(process.hrtime.bigint() - t0) / 1e6;
+    }
+    const answer = { id: request.id, latency_ms: latency };
+    if (peakMemorySupported) {
+      const hwm = statusKb('VmHWM');
+      if (hwm !== null && rssBefore !== null) answer.peak_memory_bytes = Math.max(0, hwm - rssBefore) * 1024;
+    }
+    return answer;
+  } finally {
+    await session.release();
+  }
+}
+
+// Requests are served one at a time, in order: dnncost sends the next one only after the answer.
+let chain = Promise.resolve();
+const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+lines.on('line', (line) => {
+  if (line.trim() === '') return;
+  chain = chain.then(async () => {
+    let request;
+    try {
+      request = JSON.parse(line);
+      if (request === null || typeof request !== 'object' || Array.isArray(request)) throw new Error('not a JSON object');
+    } catch (e) {
+      send({ id: null, error: `malformed request: ${e.message}` });
+      return;
+    }
+    try {
+      send(await measure(request));
+    } catch (e) {
+      send({ id: request.id ?? null, error: String(e && e.message ? e.message : e).split('\n')[0] });
+    }
+  });
+});
+lines.on('close', () => {
+  chain.then(() => process.exit(0));
+});

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# A few tiny networks measured through the real ONNX Runtime runner (runners/onnxruntime):
+# NB201 networks at optimisation "all", an ONNX model of data/onnx at "disabled", and the
+# store used as a training data set. Skipped (exit 77) only when Node.js is not installed;
+# scripts/test.sh installs it, with the runner's npm dependencies.
+# usage: measure_ort.sh DNNCOST_BINARY DATA_DIR WORK_DIR
+source "$(dirname "$0")/common.sh"
+runner="$(cd "$(dirname "$0")/../../runners/onnxruntime" && pwd)"
+if ! command -v node >/dev/null 2>&1; then
+  echo "SKIP: node (Node.js) is not installed; scripts/deps.sh installs it"
+  exit 77
+fi
+if [ ! -d "$runner/node_modules/onnxruntime-node" ]; then
+  echo "FAIL: $runner/node_modules is missing: run 'npm ci --ignore-scripts' there (scripts/deps.sh does)"
+  exit 1
+fi
+export TMPDIR=$work
+small=(--rounds 2 --max-rounds 2 --warmup 1 --repeats 3 --timeout 120)
+
+timeout 600 "$bin" measure --runner "$runner/run --optimization all --threads 1" --device ort-test --space nb201 --sample 3 \
+  --seed 5 "${small[@]}" --out nb201.csv --json >out.json 2>err.txt
+rc=$?
+[ $rc -eq 0 ] || { fail "nb201 at 'all': exit $rc"; sed 's/^/  | /' err.txt | head -5; }
+grep -q '"measured": 3' out.json || fail "nb201: not 3 measured"
+grep -q '"runtime":"onnxruntime","version":"1.30.0"' nb201.device.json || fail "sidecar lacks the ONNX Runtime version"
+grep -q '"optimization":"all"' nb201.device.json || fail "sidecar lacks the optimisation level"
+awk -F, 'NR > 1 && $6 == "ok" && !($3 > 0) { bad = 1 } END { exit bad }' nb201.csv || fail "a non-positive latency"
+awk -F, 'NR > 1 && $6 == "ok" { n++ } END { exit n != 3 }' nb201.csv || fail "not 3 ok rows"
+cat err.txt
+
+timeout 600 "$bin" measure --runner "$runner/run --optimization disabled --threads 1" --device ort-test-disabled \
+  "$data/onnx/squeezenet1_1.onnx" "${small[@]}" --out onnx.csv >out.txt 2>err.txt
+rc=$?
+[ $rc -eq 0 ] || { fail "squeezenet at 'disabled': exit $rc"; sed 's/^/  | /' err.txt | head -5; }
+grep -q 'squeezenet1_1.onnx' onnx.csv || fail "onnx.csv lacks the model's id"
+cat out.txt
+
+# the store as a data set: the NB201 ids build their graphs
+"$bin" train --data nb201.csv --target latency_ms --preset additive --train 2 --val 0 --out m.dnnc >out.txt 2>err.txt
+grep -q '3 rows (3 distinct graphs) from nb201.csv' err.txt || fail "train --data nb201.csv: '$(grep -m1 rows err.txt)'"
+finish measure_ort

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# A fake runner for the measuring tests: speaks the runner protocol (docs/measure.md) and
+# misbehaves in the way MODE names. Requests come from dnncost, so the fields are found with
+# plain pattern matching.
+#   fake_runner.sh MODE [STATE_DIR]
+# The base latency of a model is the number after "lat" at the start of its file name
+# (lat2.5.onnx -> 2.5 ms), else 1; every timed run reports it.
+mode=$1 state=${2:-/tmp}
+answer() {  # answer ID MODEL REPEATS [SCALE]
+  local id=$1 model=$2 repeats=$3 scale=${4:-1} base=1 name list=""
+  name=$(basename "$model")
+  [[ $name =~ ^lat([0-9]+(\.[0-9]+)?) ]] && base=${BASH_REMATCH[1]}
+  local value
+  value=$(awk -v b="$base" -v s="$scale" 'BEGIN { printf "%.6f", b * s }')
+  for ((k = 0; k < repeats; ++k)); do list+="${list:+,}$value"; done
+  printf '{"id":%s,"latency_ms":[%s]}\n' "$id" "$list"
+}
+case $mode in
+  silent) ;;
+  *) [ "$mode" = slow_device ] && sleep 2
+     echo '{"device":{"name":"fake","mode":"'"$mode"'","pid":'$$'}}' ;;
+esac
+n=0
+while IFS= read -r line; do
+  n=$((n + 1))
+  [[ $line =~ \"id\":([0-9]+) ]] && id=${BASH_REMATCH[1]}
+  [[ $line =~ \"model\":\"([^\"]*)\" ]] && model=${BASH_REMATCH[1]}
+  [[ $line =~ \"repeats\":([0-9]+) ]] && repeats=${BASH_REMATCH[1]}
+  echo "$model" >> "$state/requests.log"
+  case $mode in
+    good|silent|slow_device) answer "$id" "$model" "$repeats" ;;
+    slow) sleep 0.2; answer "$id" "$model" "$repeats" ;;
+    crash)  # the second request of every process kills it
+      if [ $n -ge 2 ]; then echo "fake: simulated crash on request $n" >&2; exit 3; fi
+      answer "$id" "$model" "$repeats" ;;
+    crash_model)  # models named *crash* kill the runner with SIGSEGV
+      if [[ $model == *crash* ]]; then echo "fake: segmentation fault in $model" >&2; kill -SEGV $$; fi
+      answer "$id" "$model" "$repeats" ;;
+    hang_model)  # models named *hang* never answer; a child in the same group sleeps too
+      if [[ $model == *hang* ]]; then sleep 1000 & echo $! > "$state/hang_child.pid"; wait; fi
+      answer "$id" "$model" "$repeats" ;;
+    hang) sleep 1000 & echo $! > "$state/hang_child.pid"; wait ;;
+    garbage) echo "Loading model $model ... done" ;;
+    partial) printf '{"id":%s,"latency_ms":[1.0,' "$id"; exit 0 ;;
+    oneshot) answer "$id" "$model" "$repeats"; exit 0 ;;
+    exit_mid) if [ $n -ge 2 ]; then exit 0; fi; answer "$id" "$model" "$repeats" ;;
+    nan) printf '{"id":%s,"latency_ms":[1.0,NaN]}\n' "$id" ;;
+    negative) printf '{"id":%s,"latency_ms":[1.0,-0.5]}\n' "$id" ;;
+    missing) printf '{"id":%s,"peak_memory_bytes":100}\n' "$id" ;;
+    wrong_id) printf '{"id":%s,"latency_ms":[1.0]}\n' "$((id + 1000))" ;;
+    error) printf '{"id":%s,"error":"cannot load %s"}\n' "$id" "$model" ;;
+    memory) printf '{"id":%s,"latency_ms":[2.0,2.0],"peak_memory_bytes":4096,"energy_mj":1.5}\n' "$id" ;;
+    noisy)  # models named *noisy* cycle through 1x, 1.2x and 1.4x their base, request by request
+      if [[ $model == *noisy* ]]; then
+        c=$(( $(grep -c -F "$model" "$state/requests.log") % 3 ))
+        answer "$id" "$model" "$repeats" "1.$((2 * c))"
+      else
+        answer "$id" "$model" "$repeats"
+      fi ;;
+    barrier)  # the first request of each runner waits until two runners are busy at once
+      touch "$state/busy.$$"
+      for ((w = 0; w < 200; ++w)); do [ "$(ls "$state" | grep -c '^busy\.')" -ge 2 ] && break; sleep 0.05; done
+      if [ "$(ls "$state" | grep -c '^busy\.')" -ge 2 ]; then
+        printf '{"id":%s,"latency_ms":[1.0],"energy_mj":%s}\n' "$id" "$$"
+      else
+        printf '{"id":%s,"error":"no second runner was busy at the same time"}\n' "$id"
+      fi ;;
+    *) echo "fake: unknown mode $mode" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,589 @@
+// The measuring layer: the runner protocol and process control against fake runners that
+// misbehave on purpose (tests/measure/fake_runner.sh), the runner pool, the results store
+// (every truncation of a file still loads), the harness (rounds, re-measuring, resuming).
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dnncost/graph/hash.hpp>
+#include <dnncost/graph/nb201.hpp>
+#include <dnncost/measure/harness.hpp>
+#include <dnncost/measure/json.hpp>
+#include <dnncost/measure/model_file.hpp>
+#include <dnncost/measure/runner.hpp>
+#include <dnncost/measure/runner_pool.hpp>
+#include <dnncost/measure/store.hpp>
+
+namespace fs = std::filesystem;
+using namespace dnncost;
+using namespace dnncost::measure;
+
+namespace {
+const std::string fake = std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh";
+
+/// A fresh scratch directory per test.
+struct Scratch {
+    fs::path dir;
+    explicit Scratch(const std::string& name) {
+        dir = fs::temp_directory_path() / ("dnncost_test_measure_" + name + "_" + std::to_string(::getpid()));
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+    }
+    ~Scratch() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+    std::string runner(const std::string& mode) const {
+        return "bash '" + fake + "' " + mode + " '" + dir.string() + "'";
+    }
+    std::size_t requests() const {
+        std::ifstream in(dir / "requests.log");
+        std::size_t n = 0;
+        for (std::string line; std::getline(in, line);) ++n;
+        return n;
+    }
+};
+
+Request req(const std::string& model, int repeats = 3) { return {1, model, 0, repeats}; }
+
+/// No child process of this test program is left unreaped.
+bool no_children() {
+    int status = 0;
+    return ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;
+}
+/// A process is gone or a zombie (an orphan reparented to an init that has not reaped it yet).
+bool dead(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat) return true;
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    return close != std::string::npos && close + 2 < text.size() && (text[close + 2] == 'Z' || text[close + 2] == 'X');
+}
+}  // namespace
+
+TEST_CASE("json: values, NaN tokens, errors with offsets") {
+    const auto v = json::parse(R"( {"id": 3, "x": [1.5, -2e3, true, null], "s": "a\"b\u00e9\n", "o": {}} )");
+    REQUIRE(v.is_object());
+    CHECK(v.find("id")->number == 3);
+    CHECK(v.find("x")->items.size() == 4);
+    CHECK(v.find("x")->items[1].number == -2000);
+    CHECK(v.find("s")->string == "a\"b\xc3\xa9\n");
+    CHECK(json::dump(v) == R"({"id":3,"x":[1.5,-2000,true,null],"s":"a\"b)"
+                           "\xc3\xa9"
+                           R"(\n","o":{}})");
+    CHECK(std::isnan(json::parse("[NaN]").items[0].number));
+    CHECK(std::isinf(json::parse("-Infinity").number));
+    CHECK_THROWS_AS(json::parse("{\"a\": 1} x"), parse_error);
+    CHECK_THROWS_AS(json::parse("{\"a\": 1"), parse_error);
+    CHECK_THROWS_AS(json::parse("[01]"), parse_error);
+    CHECK_THROWS_AS(json::parse("\"abc"), parse_error);
+    CHECK_THROWS_AS(json::parse(std::string(100, '[') + std::string(100, ']')), parse_error);
+    CHECK(json::quote("a\tb\x01") == "\"a\\tb\\u0001\"");
+}
+
+TEST_CASE("decode_reply: every kind of answer gets its verdict") {
+    CHECK(decode_reply(R"({"id":7,"latency_ms":[1.5,2]})", 7).kind == Reply::Kind::answer);
+    const auto mem = decode_reply(R"({"id":7,"latency_ms":[1],"peak_memory_bytes":10,"energy_mj":0.5})", 7);
+    CHECK(mem.outcome.answer.peak_memory_bytes == 10);
+    CHECK(mem.outcome.answer.energy_mj == 0.5);
+    CHECK(decode_reply(R"({"device":{"name":"x"}})", 7).kind == Reply::Kind::device);
+    CHECK(decode_reply(R"({"device":{"name":"x"}})", 7).device == R"({"name":"x"})");
+    const auto verdict = [](const char* line) { return decode_reply(line, 7).outcome.failure; };
+    CHECK(verdict("hello") == Failure::garbage);
+    CHECK(verdict("[1,2]") == Failure::garbage);
+    CHECK(verdict(R"({"id":7,"latency_ms":[NaN]})") == Failure::bad_latency);
+    CHECK(verdict(R"({"id":7,"latency_ms":[Infinity]})") == Failure::bad_latency);
+    CHECK(verdict(R"({"id":7,"latency_ms":[-1]})") == Failure::bad_latency);
+    CHECK(verdict(R"({"id":7,"latency_ms":[0]})") == Failure::bad_latency);
+    CHECK(verdict(R"({"id":7,"latency_ms":[]})") == Failure::bad_latency);
+    CHECK(verdict(R"({"id":7,"latency_ms":"fast"})") == Failure::bad_latency);
+    CHECK(verdict(R"({"id":7})") == Failure::bad_latency);
+    CHECK(verdict(R"({"id":8,"latency_ms":[1]})") == Failure::bad_answer);
+    CHECK(verdict(R"({"latency_ms":[1]})") == Failure::bad_answer);
+    CHECK(verdict(R"({"id":7,"latency_ms":[1],"peak_memory_bytes":-3})") == Failure::bad_answer);
+    const auto err = decode_reply(R"({"id":7,"error":"out of memory"})", 7);
+    CHECK(err.outcome.failure == Failure::runner_error);
+    CHECK(err.outcome.detail == "out of memory");
+    CHECK(encode_request({12, "/a \"b\".onnx", 2, 5}) ==
+          "{\"id\":12,\"model\":\"/a \\\"b\\\".onnx\",\"warmup\":2,\"repeats\":5}\n");
+}
+
+namespace {
+graph::Graph small_graph(bool renamed, bool reordered, std::int64_t width = 8, std::int64_t kernel = 3) {
+    graph::Graph g(renamed ? "other" : "g");
+    const auto p = [&](const char* a, const char* b) { return std::string(renamed ? b : a); };
+    const int x = g.add_input(p("x", "input0"), {1, 3, 8, 8});
+    const int w1 = g.add_weight(p("w1", "wa"), {width, 3, kernel, kernel});
+    const int w2 = g.add_weight(p("w2", "wb"), {width, 3, 1, 1});
+    const auto conv = [&](int w, const std::string& name, std::int64_t k) {
+        return g.add_op("Conv", name, {x, w}, {1, width, 8, 8},
+                        {{"kernel_shape", std::vector<std::int64_t>{k, k}},
+                         {"pads", std::vector<std::int64_t>{k / 2, k / 2, k / 2, k / 2}}});
+    };
+    int a, b;
+    if (!reordered) {
+        a = conv(w1, p("c1", "n9"), kernel);
+        b = conv(w2, p("c2", "n8"), 1);
+    } else {
+        b = conv(w2, p("c2", "n8"), 1);
+        a = conv(w1, p("c1", "n9"), kernel);
+    }
+    const int y = g.add_op("Add", p("add", "sum"), {a, b}, {1, width, 8, 8});
+    g.mark_output(y);
+    return g;
+}
+}  // namespace
+
+TEST_CASE("canonical_hash: names and node order do not matter; structure, shapes, attributes do") {
+    const auto h = graph::canonical_hash(small_graph(false, false));
+    CHECK(h == graph::canonical_hash(small_graph(true, false)));
+    CHECK(h == graph::canonical_hash(small_graph(true, true)));
+    CHECK(h != graph::canonical_hash(small_graph(false, false, 16)));    // shapes
+    CHECK(h != graph::canonical_hash(small_graph(false, false, 8, 5)));  // kernel: attributes and weight shape
+    auto g = small_graph(false, false);
+    g.node(0).set_attr("strides", std::vector<std::int64_t>{1, 1});
+    CHECK(h != graph::canonical_hash(g));  // an attribute alone
+    CHECK(h.hex().size() == 32);
+    CHECK(h.hex() == graph::canonical_hash(small_graph(true, true)).hex());
+    // the 15,625 NB201 strings name 15,625 different eager graphs (spot check on a slice)
+    std::set<std::string> keys;
+    for (std::int64_t i = 0; i < 200; ++i) keys.insert(network_key(nb201::build_graph(nb201::from_index(i * 78))));
+    CHECK(keys.size() == 200);
+}
+
+TEST_CASE("write_model_for_runner: the file imports back to a graph with the same key") {
+    Scratch s("model");
+    const auto g =
+        nb201::build_graph("|nor_conv_3x3~0|+|skip_connect~0|none~1|+|avg_pool_3x3~0|nor_conv_1x1~1|skip_connect~2|");
+    write_model_for_runner(g, s.dir / "m.onnx", 1);
+    CHECK(network_key(io::import_onnx(s.dir / "m.onnx")) == network_key(g));
+}
+
+TEST_CASE("runner: a well-behaved runner answers, its device line is kept") {
+    Scratch s("good");
+    {
+        Runner r(s.runner("good"));
+        const auto o = r.measure(req("lat2.5.onnx", 4), Millis(10000));
+        REQUIRE(o.ok());
+        CHECK(o.answer.latency_ms == std::vector<double>(4, 2.5));
+        CHECK(r.device().find("\"fake\"") != std::string::npos);
+        CHECK(r.measure(req("b.onnx"), Millis(10000)).answer.latency_ms == std::vector<double>(3, 1.0));
+        CHECK(r.starts() == 1);
+    }
+    CHECK(no_children());
+}
+
+TEST_CASE("runner: every misbehaviour is a failure with its reason, and the next request works") {
+    Scratch s("bad");
+    struct Case {
+        const char* mode;
+        Failure failure;
+        const char* detail;
+    };
+    const Case cases[] = {
+        {"garbage", Failure::garbage, "Loading model"},
+        {"partial", Failure::partial_line, "inside a line"},
+        {"nan", Failure::bad_latency, "NaN"},
+        {"negative", Failure::bad_latency, "not positive"},
+        {"missing", Failure::bad_latency, "neither"},
+        {"wrong_id", Failure::bad_answer, "while waiting for id"},
+        {"error", Failure::runner_error, "cannot load"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.mode);
+        Runner r(s.runner(c.mode));
+        for (int k = 0; k < 2; ++k) {  // twice: the runner is restarted (or still usable) after a failure
+            const auto o = r.measure(req("a.onnx"), Millis(10000));
+            CHECK(o.failure == c.failure);
+            CHECK(o.detail.find(c.detail) != std::string::npos);
+        }
+    }
+    CHECK(no_children());
+}
+
+TEST_CASE("runner: crash by exit status and by signal, with the runner's stderr in the reason") {
+    Scratch s("crash");
+    {
+        Runner r(s.runner("crash"));
+        CHECK(r.measure(req("a.onnx"), Millis(10000)).ok());
+        const auto o = r.measure(req("a.onnx"), Millis(10000));
+        CHECK(o.failure == Failure::crash);
+        CHECK(o.detail.find("status 3") != std::string::npos);
+        CHECK(o.detail.find("simulated crash on request 2") != std::string::npos);
+        CHECK(r.measure(req("a.onnx"), Millis(10000)).ok());  // restarted
+        CHECK(r.starts() == 2);
+    }
+    {
+        Runner r(s.runner("crash_model"));
+        const auto o = r.measure(req("crash.onnx"), Millis(10000));
+        CHECK(o.failure == Failure::crash);
+        CHECK(o.detail.find("signal 11") != std::string::npos);
+        CHECK(r.measure(req("a.onnx"), Millis(10000)).ok());
+    }
+    CHECK(no_children());
+}
+
+TEST_CASE("runner: a hang is killed after the timeout, with the whole process group") {
+    Scratch s("hang");
+    {
+        Runner r(s.runner("hang_model"));
+        const auto o = r.measure(req("hang.onnx"), Millis(1500));
+        CHECK(o.failure == Failure::timeout);
+        CHECK(o.detail.find("no answer within 1.5 s") != std::string::npos);
+        std::ifstream pid_file(s.dir / "hang_child.pid");
+        pid_t child = 0;
+        pid_file >> child;
+        REQUIRE(child > 0);
+        CHECK(dead(child));  // the sleeping grandchild went with the group
+        CHECK(r.measure(req("a.onnx"), Millis(10000)).ok());
+    }
+    CHECK(no_children());
+}
+
+TEST_CASE("runner: one-shot runners are restarted per request; a slow or missing device line is fine") {
+    Scratch s("restart");
+    {
+        Runner r(s.runner("oneshot"));
+        for (int k = 0; k < 4; ++k) CHECK(r.measure(req("a.onnx"), Millis(10000)).ok());
+        CHECK(r.starts() > 1);
+    }
+    {
+        Runner r(s.runner("exit_mid"));  // exits silently when the second request arrives
+        for (int k = 0; k < 3; ++k) CHECK(r.measure(req("a.onnx"), Millis(10000)).ok());
+    }
+    {
+        RunnerOptions ro;
+        ro.startup_timeout = Millis(300);
+        Runner r(s.runner("slow_device"), ro);  // device line after 2 s, after the startup wait
+        CHECK(r.measure(req("a.onnx"), Millis(20000)).ok());
+        CHECK(r.device().find("slow_device") != std::string::npos);
+    }
+    {
+        RunnerOptions ro;
+        ro.startup_timeout = Millis(300);
+        Runner r(s.runner("silent"), ro);
+        CHECK(r.measure(req("a.onnx"), Millis(10000)).ok());
+        CHECK(r.device().empty());
+    }
+    {
+        Runner r("/nonexistent/runner --x");
+        const auto o = r.measure(req("a.onnx"), Millis(10000));
+        CHECK(o.failure == Failure::start_failed);
+        CHECK(o.detail.find("127") != std::string::npos);
+    }
+    CHECK(no_children());
+}
+
+TEST_CASE("runner pool: runners work at the same time, one request each; retries; a broken command stops") {
+    Scratch s("pool");
+    {
+        RunnerPool pool({s.runner("barrier"), s.runner("barrier")});
+        std::vector<Request> batch(6, req("a.onnx"));
+        std::size_t calls = 0;
+        const auto out = pool.run(batch, [&](std::size_t, const Outcome&) { ++calls; });
+        CHECK(calls == 6);
+        std::set<double> pids;
+        for (const auto& o : out) {
+            CHECK(o.ok());
+            if (o.answer.energy_mj) pids.insert(*o.answer.energy_mj);
+        }
+        CHECK(pids.size() == 2);  // both runners measured
+        CHECK(!pool.device().empty());
+    }
+    {
+        PoolOptions po;
+        po.retries = 1;
+        RunnerPool pool({s.runner("crash")}, po);
+        const auto out = pool.run(std::vector<Request>(3, req("a.onnx")));
+        for (const auto& o : out) CHECK(o.ok());
+        CHECK(out[1].attempts == 2);  // the crash on the second request was retried
+    }
+    {
+        PoolOptions po;
+        po.retries = 0;
+        RunnerPool pool({s.runner("crash")}, po);
+        const auto out = pool.run(std::vector<Request>(2, req("a.onnx")));
+        CHECK(out[0].ok());
+        CHECK(out[1].failure == Failure::crash);
+    }
+    {
+        RunnerPool pool({"exec /nonexistent/runner"});
+        CHECK_THROWS_WITH_AS(pool.run({req("a.onnx")}), doctest::Contains("cannot be started"), config_error);
+    }
+    CHECK(no_children());
+}
+
+namespace {
+Record rec(std::string key, std::string id, double latency, int rounds, std::string status) {
+    Record r;
+    r.key = std::move(key);
+    r.id = std::move(id);
+    r.latency_ms = latency;
+    r.spread = 0.01;
+    r.rounds = rounds;
+    r.status = std::move(status);
+    return r;
+}
+std::vector<Record> sample_records() {
+    std::vector<Record> rs;
+    for (int i = 0; i < 5; ++i) {
+        Record r;
+        r.key = "k" + std::to_string(i);
+        r.id = i == 2 ? "model, with \"quotes\".onnx" : "|skip_connect~0|+|none~0|none~1|+|none~0|none~1|none~2|";
+        r.latency_ms = 1.25 + i;
+        r.spread = 0.01 * i;
+        r.rounds = 3;
+        r.status = i == 3 ? "timeout" : i == 4 ? std::string(round_status) : "ok";
+        if (i == 3) {
+            r.latency_ms = std::nan("");
+            r.detail = "no answer within 2 s, \"killed\"\nsecond line";
+        }
+        if (i == 1) r.peak_memory_bytes = 123456;
+        r.time = "2024-01-01T00:00:0" + std::to_string(i) + "Z";
+        rs.push_back(r);
+    }
+    return rs;
+}
+}  // namespace
+
+TEST_CASE("store: rows round-trip; every truncation of the file loads to a prefix of its rows") {
+    Scratch s("store");
+    const auto path = s.dir / "results.csv";
+    const auto rows = sample_records();
+    {
+        ResultsStore store(path);
+        for (const auto& r : rows) store.append(r);
+    }
+    const auto text = io::read_file(path);
+    const auto back = read_store(path);
+    REQUIRE(back.records.size() == rows.size());
+    CHECK(back.issues.empty());
+    CHECK(back.records[2].id == rows[2].id);
+    CHECK(back.records[3].detail == "no answer within 2 s, \"killed\" second line");
+    CHECK(back.records[1].peak_memory_bytes == 123456);
+    CHECK(back.records[0].latency_ms == doctest::Approx(1.25));
+    CHECK(!back.records[0].peak_memory_bytes);
+    for (std::size_t len = 0; len <= text.size(); ++len) {
+        CAPTURE(len);
+        const auto part = parse_store(std::string_view(text).substr(0, len), "cut.csv");
+        CHECK(part.issues.empty());
+        REQUIRE(part.records.size() <= rows.size());
+        for (std::size_t i = 0; i < part.records.size(); ++i) CHECK(part.records[i].key == rows[i].key);
+        if (len % 5 == 0 || len == text.size()) {  // opening for writing cuts the torn tail off
+            const auto cut = s.dir / "cut.csv";
+            { std::ofstream(cut, std::ios::binary) << text.substr(0, len); }
+            ResultsStore st(cut);
+            CHECK(st.records().size() == part.records.size());
+            const auto fixed = io::read_file(cut);
+            CHECK((fixed.empty() || fixed.back() == '\n'));
+            st.append(rows[0]);  // a new row after a repaired tail is read back intact
+            CHECK(read_store(cut).records.back().key == rows[0].key);
+        }
+    }
+}
+
+TEST_CASE("store: results, rounds in progress, compaction, sidecar, refusing foreign files") {
+    Scratch s("store2");
+    const auto path = s.dir / "r.csv";
+    ResultsStore store(path);
+    Record a = rec("a", "x", 1, 1, "round");
+    store.append(a);
+    a.status = "crash";
+    store.append(a);  // a failed result...
+    a.status = "round";
+    a.latency_ms = 2;
+    store.append(a);  // ...then a new measurement in progress
+    Record b = rec("b", "y", 3, 3, "ok");
+    store.append(b);
+    CHECK(store.result("a")->status == "crash");
+    CHECK(store.rounds_in_progress("a").size() == 1);
+    CHECK(store.rounds_in_progress("a")[0].latency_ms == 2);
+    CHECK(store.result("b")->ok());
+    CHECK(store.result("c") == nullptr);
+    store.compact();
+    const auto c = read_store(path);
+    CHECK(c.records.size() == 3);  // a's result, b's result, a's round in progress
+    CHECK(final_records(c.records).size() == 2);
+    store.append(b);
+    CHECK(read_store(path).records.size() == 4);
+
+    StoreInfo info{"ort-cpu", {"run --threads 1"}, R"({"runtime":"onnxruntime"})", R"({"rounds":3})"};
+    write_store_info(sidecar_path(path), info);
+    CHECK(sidecar_path(path).filename() == "r.device.json");
+    const auto back = read_store_info(sidecar_path(path));
+    REQUIRE(back);
+    CHECK(back->device == "ort-cpu");
+    CHECK(back->runners == info.runners);
+    CHECK(back->runner_device == info.runner_device);
+    CHECK(!read_store_info(s.dir / "none.json"));
+
+    { std::ofstream(s.dir / "other.csv") << "arch,pixel3\nx,1\n"; }
+    CHECK_THROWS_AS(ResultsStore(s.dir / "other.csv"), parse_error);
+    CHECK(!is_results_file(s.dir / "other.csv"));
+    CHECK(is_results_file(path));
+}
+
+TEST_CASE("store as a data set: ok results only, by id, the space from the ids") {
+    Scratch s("dataset");
+    const auto path = s.dir / "r.csv";
+    const std::string a1 = "|nor_conv_3x3~0|+|skip_connect~0|none~1|+|avg_pool_3x3~0|nor_conv_1x1~1|skip_connect~2|";
+    const std::string a2 = "|skip_connect~0|+|none~0|none~1|+|none~0|none~1|none~2|";
+    const std::string a3 = "|nor_conv_1x1~0|+|nor_conv_1x1~0|none~1|+|none~0|none~1|none~2|";
+    {
+        ResultsStore store(path);
+        store.append(rec("k1", a1, 4, 3, "ok"));
+        store.append(rec("k2", a2, 1, 3, "timeout"));
+        store.append(rec("k3", a3, 2, 2, "round"));
+        store.append(rec("k1", a1, 5, 3, "ok"));
+    }
+    const auto ds = load_results_dataset(path);
+    REQUIRE(ds.size() == 1);
+    CHECK(ds.key(0) == a1);
+    CHECK(ds.column("latency_ms")[0] == 5);  // the last result of a key
+    CHECK(ds.graph(0)->num_nodes() > 0);
+    { std::ofstream(s.dir / "empty.csv") << "key,id,latency_ms,spread,rounds,status,time\nk,x,,,0,crash,t\n"; }
+    CHECK_THROWS_WITH_AS(load_results_dataset(s.dir / "empty.csv"), doctest::Contains("no network with status ok"),
+                         parse_error);
+}
+
+namespace {
+std::vector<Network> nets(const Scratch& s, std::initializer_list<std::string> names) {
+    std::vector<Network> out;
+    for (const auto& n : names) out.push_back({"key-" + n, n, s.dir / n});
+    return out;
+}
+}  // namespace
+
+TEST_CASE("harness: rounds, statistic, failures by reason, resume without repeating a round") {
+    Scratch s("harness");
+    const auto path = s.dir / "r.csv";
+    HarnessOptions ho;
+    ho.rounds = 3;
+    ho.warmup = 1;
+    ho.repeats = 4;
+    ho.max_rounds = 3;
+    {
+        RunnerPool pool({s.runner("crash_model")});
+        ResultsStore store(path);
+        Harness h(pool, ho);
+        std::size_t progress_calls = 0;
+        HarnessEvents ev;
+        ev.on_progress = [&](const Progress& p) {
+            ++progress_calls;
+            CHECK(p.requests_done <= p.requests_total);
+        };
+        const auto sum = h.run(store, nets(s, {"lat2.onnx", "lat3.5.onnx", "crash.onnx", "lat2.onnx"}), ev);
+        CHECK(sum.measured == 2);
+        CHECK(sum.failed == 1);
+        CHECK(sum.duplicates == 1);
+        CHECK(sum.failed_by_reason.at("crash") == 1);
+        CHECK(progress_calls > 3);
+        CHECK(store.result("key-lat2.onnx")->latency_ms == 2);
+        CHECK(store.result("key-lat2.onnx")->rounds == 3);
+        CHECK(store.result("key-lat3.5.onnx")->latency_ms == 3.5);
+        CHECK(store.result("key-crash.onnx")->status == "crash");
+        CHECK(store.result("key-crash.onnx")->detail.find("signal 11") != std::string::npos);
+        // 3 rounds x 2 networks, and the crash tried twice (one retry) in round 1
+        CHECK(s.requests() == 8);
+    }
+    // a second run skips what is there and retries the failed network only
+    {
+        RunnerPool pool({s.runner("good")});
+        ResultsStore store(path);
+        Harness h(pool, ho);
+        const auto sum = h.run(store, nets(s, {"lat2.onnx", "lat3.5.onnx", "crash.onnx"}));
+        CHECK(sum.skipped == 2);
+        CHECK(sum.measured == 1);
+        CHECK(s.requests() == 8 + 3);
+        CHECK(final_records(read_store(path).records).size() == 3);
+        CHECK(read_store(path).records.size() == 3);  // compacted: one row per network
+    }
+    // rounds already in the store are not measured again
+    {
+        ResultsStore store(path);
+        store.append(rec("key-lat4.onnx", "lat4.onnx", 4, 1, "round"));
+        store.append(rec("key-lat4.onnx", "lat4.onnx", 4, 2, "round"));
+    }
+    {
+        RunnerPool pool({s.runner("good")});
+        ResultsStore store(path);
+        Harness h(pool, ho);
+        const auto before = s.requests();
+        const auto sum = h.run(store, nets(s, {"lat2.onnx", "lat4.onnx"}));
+        CHECK(sum.measured == 1);
+        CHECK(s.requests() == before + 1);
+        CHECK(store.result("key-lat4.onnx")->rounds == 3);
+    }
+    // --force measures again
+    {
+        RunnerPool pool({s.runner("good")});
+        ResultsStore store(path);
+        auto forced = ho;
+        forced.force = true;
+        Harness h(pool, forced);
+        const auto before = s.requests();
+        CHECK(h.run(store, nets(s, {"lat2.onnx"})).measured == 1);
+        CHECK(s.requests() == before + 3);
+    }
+    CHECK(no_children());
+}
+
+TEST_CASE("harness: unstable networks get more rounds up to the cap; stable ones do not") {
+    Scratch s("remeasure");
+    HarnessOptions ho;
+    ho.rounds = 3;
+    ho.warmup = 0;
+    ho.repeats = 2;
+    ho.remeasure_spread = 0.05;
+    ho.max_rounds = 6;
+    RunnerPool pool({s.runner("noisy")});
+    ResultsStore store(s.dir / "r.csv");
+    Harness h(pool, ho);
+    const auto sum = h.run(store, nets(s, {"lat1noisy.onnx", "lat2.onnx"}));
+    CHECK(sum.measured == 2);
+    CHECK(sum.remeasured == 1);
+    const auto* noisy = store.result("key-lat1noisy.onnx");
+    CHECK(noisy->rounds == 6);
+    CHECK(noisy->spread > 0.05);
+    CHECK(noisy->latency_ms == doctest::Approx(1.2));  // rounds 1.2 1.4 1.0 1.2 1.4 1.0
+    CHECK(store.result("key-lat2.onnx")->rounds == 3);
+    CHECK(store.result("key-lat2.onnx")->spread == 0);
+}
+
+TEST_CASE("harness: statistic and spread of rounds (hand-computed)") {
+    CHECK(statistic_of({3, 1, 2}, Statistic::median) == 2);
+    CHECK(statistic_of({4, 1, 2, 3}, Statistic::median) == 2.5);
+    CHECK(statistic_of({4, 1, 2, 3}, Statistic::minimum) == 1);
+    // deviations from 10 of {9, 10, 12}: 1, 0, 2 -> median 1 -> 10 %
+    CHECK(relative_spread({9, 10, 12}, 10) == doctest::Approx(0.1));
+    CHECK(relative_spread({5}, 5) == 0);
+    HarnessOptions bad;
+    bad.max_rounds = 1;
+    CHECK_THROWS_AS(bad.check(), config_error);
+}
+
+TEST_CASE("harness: the noise check re-measures from fresh runners and compares") {
+    Scratch s("noise");
+    HarnessOptions ho;
+    ho.rounds = 2;
+    ho.repeats = 2;
+    RunnerPool pool({s.runner("good")});
+    Harness h(pool, ho);
+    const auto list = nets(s, {"lat2.onnx", "lat3.onnx"});
+    const auto starts_before = pool.runner(0).starts();
+    const auto rep = h.noise_check(list, {2.0, 3.2});
+    CHECK(rep.pairs.size() == 2);
+    CHECK(rep.failed == 0);
+    CHECK(rep.within_5.agreement == 0.5);  // 3.2 vs 3: 6.7 % apart
+    CHECK(rep.within_10.agreement == 1.0);
+    CHECK(pool.runner(0).starts() == starts_before + 1);
+}
