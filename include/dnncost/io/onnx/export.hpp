@@ -2,11 +2,18 @@
 /// @file export.hpp
 /// Writing a graph::Graph as an ONNX model (io::export_onnx, io::export_onnx_bytes).
 ///
-/// Weights are written as *typed graph inputs* marked onnx_weight_marker: the graph carries
-/// shapes but no weight values, and an initializer without data is rejected by onnx::checker.
-/// The exception are small constants whose values the graph knows (graph::Tensor::data, e.g.
-/// NB201's zero of `none`): they are written as initializers with their data. Import turns the
-/// marked inputs back into weights, so export followed by import gives back the same graph.
+/// By default (WeightData::none) weights are written as *typed graph inputs* marked
+/// onnx_weight_marker: the graph carries shapes but no weight values, and an initializer without
+/// data is rejected by onnx::checker. The exception are small constants whose values the graph
+/// knows (graph::Tensor::data, e.g. NB201's zero of `none`): they are written as initializers
+/// with their data. Import turns the marked inputs back into weights, so export followed by
+/// import gives back the same graph.
+///
+/// With WeightData::random or WeightData::model every weight is an initializer with values (raw
+/// data in its own element type), so that a runtime can fold and fuse constants: known values
+/// first (graph::Tensor::data, then OnnxExportOptions::weight_values), then values the shapes
+/// determine, then seeded random values of a trained network's scale (weight_init.hpp). An
+/// integer constant is never random: without known values it is an error naming it.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -20,6 +27,8 @@
 #include <dnncost/io/onnx/options.hpp>
 #include <dnncost/io/onnx/proto.hpp>
 #include <dnncost/io/onnx/tensor_data.hpp>
+#include <dnncost/io/onnx/weight_init.hpp>
+#include <dnncost/io/onnx/weight_values.hpp>
 
 namespace dnncost::io {
 
@@ -79,6 +88,44 @@ inline ConstantTensor constant_of(const graph::Tensor& t, const std::vector<doub
     return c;
 }
 
+/// Write weight `tensor` as an initializer with values (WeightData::random or model).
+inline void write_weight_with_values(const graph::Graph& g, int tensor, const OnnxExportOptions& options,
+                                     TensorProto& proto) {
+    const auto& t = g.tensor(tensor);
+    const int dtype = static_cast<int>(t.dtype);
+    if (!writes_values_of(dtype))
+        raise<config_error>("export_onnx: weight '", t.name, "' of graph '", g.name(), "' has element type ", dtype,
+                            ", which cannot be written with values");
+    const auto count = static_cast<std::size_t>(t.elements());
+    if (!t.data.empty()) {
+        write_values(
+            t.name, dtype, t.shape, count, [&](std::size_t k) { return t.data[k]; }, proto);
+        return;
+    }
+    const bool integer = is_int_type(dtype);
+    if (options.weight_values && (integer || options.weights == WeightData::model)) {
+        const auto it = options.weight_values->find(t.name);
+        if (it != options.weight_values->end() && it->second.size() == count &&
+            (integer ? it->second.reals.empty() : it->second.integers.empty())) {
+            write_values(t.name, dtype, t.shape, it->second, proto);
+            return;
+        }
+    }
+    if (auto derived = values_from_shapes(g, tensor, options.opset)) {
+        write_values(t.name, dtype, t.shape, *derived, proto);
+        return;
+    }
+    if (integer) {
+        const auto use = first_use(g, tensor);
+        raise<config_error>("export_onnx: integer constant '", t.name, "' of graph '", g.name(), "'",
+                            use ? " (read by node '" + use->node->name + "', " + use->node->op_type + ")" : "",
+                            " has no known values, and integer constants are never random: give them in "
+                            "graph::Tensor::data or OnnxExportOptions::weight_values (import the model with "
+                            "OnnxImportOptions::weight_values)");
+    }
+    write_values(t.name, dtype, t.shape, count, random_values(g, tensor, options.seed), proto);
+}
+
 inline ::onnx::ModelProto to_model(const graph::Graph& g, const OnnxExportOptions& options) {
     if (options.opset < 7) raise<config_error>("export_onnx: opset ", options.opset, " is older than the supported 7");
     ::onnx::ModelProto model;
@@ -95,8 +142,15 @@ inline ::onnx::ModelProto to_model(const graph::Graph& g, const OnnxExportOption
     for (const auto& t : g.tensors()) {
         if (t.kind == graph::TensorKind::input) set_value_info(*graph_proto.add_input(), t);
     }
-    for (const auto& t : g.tensors()) {
+    if (options.weights == WeightData::model && !options.weight_values)
+        raise<config_error>("export_onnx: WeightData::model needs OnnxExportOptions::weight_values");
+    for (int index = 0; index < static_cast<int>(g.num_tensors()); ++index) {
+        const auto& t = g.tensor(index);
         if (t.kind != graph::TensorKind::weight) continue;
+        if (options.weights != WeightData::none) {
+            write_weight_with_values(g, index, options, *graph_proto.add_initializer());
+            continue;
+        }
         if (!t.data.empty() && keeps_data_type(static_cast<int>(t.dtype)) &&
             t.elements() <= max_kept_constant_elements) {
             // a constant with known values: a real initializer
@@ -139,9 +193,11 @@ inline ::onnx::ModelProto to_model(const graph::Graph& g, const OnnxExportOption
 }  // namespace detail::onnx_impl
 
 /// Serialise a graph as an ONNX model that passes onnx::checker::check_model. Weights are typed
-/// graph inputs marked onnx_weight_marker (see the file comment).
+/// graph inputs marked onnx_weight_marker, or initializers with values (OnnxExportOptions::weights;
+/// see the file comment).
 /// @throws config_error if the graph cannot be written (e.g. an attribute the checker rejects for
-///         the chosen opset); the message names the graph and ONNX's reason.
+///         the chosen opset, an integer constant without known values when weights are written);
+///         the message names the graph and the reason.
 inline std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOptions& options = {}) {
     auto model = detail::onnx_impl::to_model(g, options);
     try {

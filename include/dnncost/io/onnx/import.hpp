@@ -8,6 +8,8 @@
 /// nodes, Constant nodes and layout operators applied to weights (Identity, Transpose, Reshape,
 /// Cast, ... of an initializer) do not appear in the resulting graph: their outputs become weight
 /// tensors of the nodes that read them. Graph inputs marked onnx_weight_marker become weights.
+/// When asked (OnnxImportOptions::weight_values), the values of the resulting weights are kept
+/// as well, followed through the folded layout operators.
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -26,6 +28,7 @@
 #include <dnncost/io/onnx/options.hpp>
 #include <dnncost/io/onnx/proto.hpp>
 #include <dnncost/io/onnx/tensor_data.hpp>
+#include <dnncost/io/onnx/weight_values.hpp>
 
 namespace dnncost::io {
 
@@ -63,6 +66,8 @@ private:
         for (const auto& t : g.initializer()) {
             if (t.name().empty()) fail("an initializer has no name");
             m_constants[t.name()] = read_tensor(t, m_options.max_fold_elements);
+            if (m_options.weight_values)
+                if (auto values = read_values(t)) m_values.insert_or_assign(t.name(), std::move(*values));
         }
         std::unordered_set<std::string> marked;
         for (const auto& i : g.input())
@@ -291,10 +296,27 @@ private:
             c.dtype = m_types[node.output(0)].dtype;
             if (c.dtype == 0) c.dtype = inputs[0]->dtype;
             c.dims = *shape;
+            if (m_options.weight_values) follow_values(node, *inputs[0], c);
             add_constant(node.output(0), c);
             return true;
         }
         return false;
+    }
+    /// Values of a layout operator's output from its input's values (kept weight values only).
+    void follow_values(const ::onnx::NodeProto& node, const ConstantTensor& input, const ConstantTensor& output) {
+        const auto it = m_values.find(node.input(0));
+        if (it == m_values.end()) return;
+        auto values = layout_values(node, it->second, input.dims, output.dtype);
+        if (values && values->size() == static_cast<std::size_t>(output.size()))
+            m_values.insert_or_assign(node.output(0), std::move(*values));
+    }
+    /// Hand the values of a weight of the built graph to the caller (OnnxImportOptions::weight_values).
+    void keep_values(const std::string& name, const ConstantTensor& c) {
+        if (!m_options.weight_values) return;
+        if (const auto it = m_values.find(name); it != m_values.end())
+            (*m_options.weight_values)[name] = std::move(it->second);  // each weight is built once
+        else if (c.has_data)
+            (*m_options.weight_values)[name] = values_of(c);
     }
     void add_constant(const std::string& name, ConstantTensor c) {
         if (name.empty()) return;
@@ -339,6 +361,7 @@ private:
             if (constant != m_constants.end()) {
                 const ConstantTensor& c = constant->second;
                 t = out.add_weight(name, c.dims, static_cast<graph::DataType>(c.dtype));
+                keep_values(name, c);
                 if (keeps_data(c)) {
                     std::vector<double> values(static_cast<std::size_t>(c.size()));
                     for (std::size_t k = 0; k < values.size(); ++k) values[k] = c.real_at(k);
@@ -388,16 +411,18 @@ private:
                 if (constant == m_constants.end() && !inputs.count(o.name()))
                     fail("graph output '", o.name(), "' is not produced by any node");
                 // A graph output that is an input or a constant: keep it as a tensor.
-                if (constant != m_constants.end())
+                if (constant != m_constants.end()) {
+                    keep_values(o.name(), constant->second);
                     it = tensor_id
                              .emplace(o.name(), out.add_weight(o.name(), constant->second.dims,
                                                                static_cast<graph::DataType>(constant->second.dtype)))
                              .first;
-                else
+                } else {
                     it = tensor_id
                              .emplace(o.name(), out.add_input(o.name(), known_shape(o.name()).value_or(graph::Shape{}),
                                                               dtype_of(o.name())))
                              .first;
+                }
             }
             out.mark_output(it->second);
         }
@@ -437,6 +462,7 @@ private:
     ::onnx::ModelProto m_model;
     int m_opset = 0;
     std::unordered_map<std::string, ConstantTensor> m_constants;
+    std::unordered_map<std::string, TensorValues> m_values;  ///< whole weights, when asked to keep them
     std::unordered_set<std::string> m_weight_inputs;
     std::unordered_set<std::string> m_consumed;
     std::vector<std::string> m_inputs;
