@@ -219,6 +219,8 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
         struct Opts {
             std::string arch;
             std::string onnx_out;
+            std::string weights = "none";
+            std::uint64_t weight_seed = 0;
             bool json = false;
             bool prune = false;
             std::int64_t batch = 1;
@@ -229,7 +231,16 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
         cmd->add_option("ARCH", opts->arch,
                         "Architecture string (|op~0|+|op~0|op~1|+|op~0|op~1|op~2|) or index 0-15624")
             ->required();
-        cmd->add_option("--onnx", opts->onnx_out, "Also write the network as an ONNX file");
+        auto* onnx_option = cmd->add_option("--onnx", opts->onnx_out, "Also write the network as an ONNX file");
+        cmd->add_option("--weights", opts->weights,
+                        "With --onnx: none (shapes only) or random (every weight an initializer with seeded values "
+                        "of a trained network's scale, so a runtime folds and fuses constants)")
+            ->check(CLI::IsMember({"none", "random"}))
+            ->capture_default_str()
+            ->needs(onnx_option);
+        cmd->add_option("--weight-seed", opts->weight_seed, "Seed of the random weights")
+            ->transform(check::seed())
+            ->needs(onnx_option);
         cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
         cmd->add_flag("--prune", opts->prune, "Graph-compiler view: drop zero and dead operators");
         cmd->add_option("--batch", opts->batch, "Batch size (default 1)")
@@ -242,7 +253,10 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
             o.batch = opts->batch;
             const auto g = nb201::build_graph(arch, o);
             if (!opts->onnx_out.empty()) {
-                io::export_onnx(g, opts->onnx_out);
+                io::OnnxExportOptions export_options;
+                export_options.weights = opts->weights == "random" ? io::WeightData::random : io::WeightData::none;
+                export_options.seed = opts->weight_seed;
+                io::export_onnx(g, opts->onnx_out, export_options);
                 std::fprintf(stderr, "dnncost: wrote %s\n", opts->onnx_out.c_str());
             }
             inspect_detail::report(g, nb201::to_string(arch) + (opts->prune ? " (pruned)" : ""), opts->json,

@@ -1,0 +1,508 @@
+#pragma once
+/// @file import.hpp
+/// Reading an ONNX model into a graph::Graph (io::import_onnx, io::import_onnx_bytes).
+///
+/// Import runs ONNX shape inference, then folds the shape computations that exporters emit by
+/// evaluating them on small integer tensors (fold.hpp), feeds the folded values back as
+/// initializers and runs inference again, until every compute node has concrete shapes. Folded
+/// nodes, Constant nodes and layout operators applied to weights (Identity, Transpose, Reshape,
+/// Cast, ... of an initializer) do not appear in the resulting graph: their outputs become weight
+/// tensors of the nodes that read them. Graph inputs marked onnx_weight_marker become weights.
+/// When asked (OnnxImportOptions::weight_values), the values of the resulting weights are kept
+/// as well, followed through the folded layout operators.
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/io/onnx/fold.hpp>
+#include <dnncost/io/onnx/model_checks.hpp>
+#include <dnncost/io/onnx/options.hpp>
+#include <dnncost/io/onnx/proto.hpp>
+#include <dnncost/io/onnx/tensor_data.hpp>
+#include <dnncost/io/onnx/weight_values.hpp>
+
+namespace dnncost::io {
+
+namespace detail::onnx_impl {
+
+class Importer {
+public:
+    Importer(std::string source, const OnnxImportOptions& options) : m_source(std::move(source)), m_options(options) {}
+
+    graph::Graph run(const std::string& bytes) {
+        parse_model(bytes, m_source, m_model);
+        m_opset = default_opset(m_model, m_source);
+        sort_nodes(m_model, m_source);
+        check_nodes(m_model, m_opset, m_source);
+        collect_constants();
+        fix_input_shapes();
+        fold_loop();
+        return build();
+    }
+
+private:
+    template <class... A>
+    [[noreturn]] void fail(A&&... parts) const {
+        fail_import(m_source, std::forward<A>(parts)...);
+    }
+    template <class... A>
+    [[noreturn]] void fail_node(const ::onnx::NodeProto& node, A&&... parts) const {
+        fail_import_node(m_source, node, std::forward<A>(parts)...);
+    }
+
+    void collect_constants() {
+        auto& g = *m_model.mutable_graph();
+        for (const auto& node : g.node())
+            for (const auto& i : node.input()) m_consumed.insert(i);
+        for (const auto& t : g.initializer()) {
+            if (t.name().empty()) fail("an initializer has no name");
+            m_constants[t.name()] = read_tensor(t, m_options.max_fold_elements);
+            if (m_options.weight_values)
+                if (auto values = read_values(t)) m_values.insert_or_assign(t.name(), std::move(*values));
+        }
+        std::unordered_set<std::string> marked;
+        for (const auto& i : g.input())
+            if (i.doc_string() == onnx_weight_marker) marked.insert(i.name());
+        // Graph inputs that are initializers (IR < 4) or carry dnncost's weight marker are weights.
+        for (const auto& i : g.input()) {
+            if (m_constants.count(i.name())) continue;
+            if (marked.count(i.name())) {
+                ConstantTensor c;
+                c.dtype = i.type().tensor_type().elem_type();
+                for (const auto& d : i.type().tensor_type().shape().dim()) {
+                    if (!d.has_dim_value() || d.dim_value() < 0)
+                        fail("weight input '", i.name(), "' has an unknown dimension");
+                    c.dims.push_back(d.dim_value());
+                }
+                const auto count = checked_numel(c.dims);
+                if (!count || *count > max_plausible_elements)
+                    fail("weight input '", i.name(), "' has an implausible shape ", graph::to_string(c.dims));
+                m_constants[i.name()] = c;
+                m_weight_inputs.insert(i.name());
+                continue;
+            }
+            m_inputs.push_back(i.name());
+        }
+        // Shape inference needs IR >= 4 to see initializers that are not graph inputs; the folded
+        // values added below are such initializers.
+        if (m_model.ir_version() < 4) m_model.set_ir_version(4);
+        // Marked weight inputs become initializers (typed, without data) for inference.
+        if (!m_weight_inputs.empty()) {
+            google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> keep;
+            for (const auto& i : g.input())
+                if (!m_weight_inputs.count(i.name())) *keep.Add() = i;
+            for (const auto& name : m_weight_inputs) write_tensor(m_constants[name], name, *g.add_initializer());
+            g.mutable_input()->Swap(&keep);
+        }
+        // Remove initializers from the graph inputs so that shape inference treats them uniformly.
+        google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> real_inputs;
+        for (const auto& i : g.input())
+            if (!m_constants.count(i.name())) *real_inputs.Add() = i;
+        g.mutable_input()->Swap(&real_inputs);
+    }
+
+    void fix_input_shapes() {
+        auto& g = *m_model.mutable_graph();
+        bool changed = false;
+        if (m_options.batch_size < 1)
+            fail("OnnxImportOptions::batch_size must be at least 1, got ", m_options.batch_size);
+        for (const auto& [name, shape] : m_options.input_shapes) {  // a misspelt name would be silently ignored
+            const bool known =
+                std::any_of(g.input().begin(), g.input().end(), [&](const auto& i) { return i.name() == name; });
+            if (!known) fail("OnnxImportOptions::input_shapes names '", name, "', which is not a graph input");
+            for (auto d : shape)
+                if (d < 0) fail("OnnxImportOptions::input_shapes gives '", name, "' the negative dimension ", d);
+        }
+        for (auto& i : *g.mutable_input()) {
+            if (!i.type().has_tensor_type()) fail("graph input '", i.name(), "' is not a tensor");
+            auto* tensor_type = i.mutable_type()->mutable_tensor_type();
+            auto it = m_options.input_shapes.find(i.name());
+            if (it != m_options.input_shapes.end()) {
+                auto* shape = tensor_type->mutable_shape();
+                shape->clear_dim();
+                for (auto d : it->second) shape->add_dim()->set_dim_value(d);
+                changed = true;
+                continue;
+            }
+            if (!tensor_type->has_shape())
+                fail("graph input '", i.name(), "' has no shape (give it in OnnxImportOptions::input_shapes)");
+            auto* shape = tensor_type->mutable_shape();
+            for (int k = 0; k < shape->dim_size(); ++k) {
+                auto* d = shape->mutable_dim(k);
+                if (d->has_dim_value() && d->dim_value() >= 0) continue;
+                if (k == 0) {
+                    d->set_dim_value(m_options.batch_size);
+                    changed = true;
+                } else if (d->has_dim_value()) {
+                    fail("graph input '", i.name(), "' has a negative dimension ", k, " (", d->dim_value(),
+                         "); give its shape in OnnxImportOptions::input_shapes");
+                } else {
+                    fail("graph input '", i.name(), "' has a symbolic dimension ", k, " ('", d->dim_param(),
+                         "'); give its shape in OnnxImportOptions::input_shapes");
+                }
+            }
+        }
+        // Shapes recorded in the file were computed for other input shapes: infer them afresh.
+        if (changed) {
+            g.clear_value_info();
+            for (auto& o : *g.mutable_output())
+                if (o.type().has_tensor_type()) o.mutable_type()->mutable_tensor_type()->clear_shape();
+        }
+    }
+
+    void infer(int error_mode) {
+        try {
+            ::onnx::ShapeInferenceOptions options(false, error_mode, true);
+            ::onnx::shape_inference::InferShapes(m_model, ::onnx::OpSchemaRegistry::Instance(), options);
+        } catch (const std::exception& e) {
+            if (error_mode == 0) fail("ONNX shape inference failed: ", e.what());
+            throw;
+        }
+    }
+
+    /// Element type and shape of a value (-1 for an unknown dimension, nullopt for an unknown rank).
+    struct TypeInfo {
+        int dtype = 0;
+        std::optional<graph::Shape> shape;
+    };
+    void collect_types() {
+        m_types.clear();
+        const auto& g = m_model.graph();
+        auto add = [&](const ::onnx::ValueInfoProto& value) {
+            if (!value.type().has_tensor_type()) return;
+            const auto& tensor_type = value.type().tensor_type();
+            TypeInfo info;
+            info.dtype = tensor_type.elem_type();
+            if (tensor_type.has_shape()) {
+                graph::Shape shape;
+                for (const auto& d : tensor_type.shape().dim()) shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+                info.shape = shape;
+            }
+            auto& slot = m_types[value.name()];
+            if (!slot.shape || (info.shape && known(*info.shape))) slot = info;
+        };
+        for (const auto& value : g.input()) add(value);
+        for (const auto& value : g.value_info()) add(value);
+        for (const auto& value : g.output()) add(value);
+        for (const auto& [name, c] : m_constants) m_types[name] = TypeInfo{c.dtype, c.dims};
+    }
+    static bool known(const graph::Shape& shape) {
+        return std::all_of(shape.begin(), shape.end(), [](std::int64_t d) { return d >= 0; });
+    }
+    std::optional<graph::Shape> known_shape(const std::string& name) const {
+        auto it = m_types.find(name);
+        if (it == m_types.end() || !it->second.shape || !known(*it->second.shape)) return std::nullopt;
+        return it->second.shape;
+    }
+
+    /// Infer, fold what became computable, feed the folded values back, repeat.
+    void fold_loop() {
+        auto& g = *m_model.mutable_graph();
+        for (int round = 0; round < 256; ++round) {
+            infer(0);
+            collect_types();
+            std::vector<char> folded(static_cast<std::size_t>(g.node_size()), 0);
+            bool any = false;
+            for (int v = 0; v < g.node_size(); ++v) {
+                const auto& node = g.node(v);
+                if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
+                if (has_subgraph(node)) continue;
+                if (try_fold(node)) {
+                    folded[static_cast<std::size_t>(v)] = 1;
+                    any = true;
+                }
+            }
+            if (!any) return;
+            google::protobuf::RepeatedPtrField<::onnx::NodeProto> keep;
+            for (int v = 0; v < g.node_size(); ++v)
+                if (!folded[static_cast<std::size_t>(v)]) *keep.Add() = g.node(v);
+            g.mutable_node()->Swap(&keep);
+            // Inferred types of values that are now initializers must not clash with them.
+            google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> value_info;
+            for (const auto& x : g.value_info())
+                if (!m_constants.count(x.name())) *value_info.Add() = x;
+            g.mutable_value_info()->Swap(&value_info);
+            for (const auto& name : m_new_constants) write_tensor(m_constants[name], name, *g.add_initializer());
+            m_new_constants.clear();
+        }
+        fail("shape folding did not converge after 256 rounds");
+    }
+
+    /// True when a node's optional extra outputs (from `first` on, e.g. a Dropout mask) are unused.
+    bool outputs_unused(const ::onnx::NodeProto& node, int first) const {
+        for (int k = first; k < node.output_size(); ++k)
+            if (!node.output(k).empty() && m_consumed.count(node.output(k))) return false;
+        return true;
+    }
+
+    bool try_fold(const ::onnx::NodeProto& node) {
+        // Graph outputs stay computed by a node (a Constant producing the output is kept, so that
+        // the network still has an operator writing its result).
+        for (const auto& o : node.output())
+            if (is_graph_output(o)) return false;
+        if (node.output_size() == 0) return false;
+        std::vector<const ConstantTensor*> inputs;
+        bool all_constant = true, all_data = true;
+        for (const auto& i : node.input()) {
+            if (i.empty()) {
+                inputs.push_back(nullptr);
+                continue;
+            }
+            auto it = m_constants.find(i);
+            if (it == m_constants.end()) {
+                inputs.push_back(nullptr);
+                all_constant = false;
+                all_data = false;
+            } else {
+                inputs.push_back(&it->second);
+                all_data = all_data && it->second.has_data;
+            }
+        }
+        const std::string& op = node.op_type();
+        if (const FoldRule* rule = fold_table().find(op);
+            rule && (rule->reads != FoldReads::input_values || all_data)) {
+            std::optional<graph::Shape> input0_shape;
+            if (rule->reads == FoldReads::input_shape && node.input_size() > 0)
+                input0_shape = known_shape(node.input(0));
+            try {
+                auto outputs = rule->evaluate(
+                    FoldRequest{node, m_opset, inputs, std::move(input0_shape), m_options.max_fold_elements});
+                if (static_cast<int>(outputs.size()) > node.output_size()) return false;
+                for (const auto& out : outputs)
+                    if (out.size() > m_options.max_fold_elements) return false;
+                // Optional extra outputs (e.g. a Dropout mask) must be unused for the fold to be valid.
+                if (!outputs_unused(node, static_cast<int>(outputs.size()))) return false;
+                for (std::size_t k = 0; k < outputs.size(); ++k)
+                    add_constant(node.output(static_cast<int>(k)), std::move(outputs[k]));
+                return true;
+            } catch (const cannot_fold&) {}
+        }
+        // A layout operator applied to a weight without data: the result is a weight whose shape
+        // inference has found.
+        if (all_constant && node.input_size() > 0 && is_weight_layout_op(op) && inputs[0]) {
+            if (!outputs_unused(node, 1)) return false;
+            auto shape = known_shape(node.output(0));
+            if (!shape) return false;
+            ConstantTensor c;
+            c.dtype = m_types[node.output(0)].dtype;
+            if (c.dtype == 0) c.dtype = inputs[0]->dtype;
+            c.dims = *shape;
+            if (m_options.weight_values) follow_values(node, *inputs[0], c);
+            add_constant(node.output(0), c);
+            return true;
+        }
+        return false;
+    }
+    /// Values of a layout operator's output from its input's values (kept weight values only).
+    void follow_values(const ::onnx::NodeProto& node, const ConstantTensor& input, const ConstantTensor& output) {
+        const auto it = m_values.find(node.input(0));
+        if (it == m_values.end()) return;
+        auto values = layout_values(node, it->second, input.dims, output.dtype);
+        if (values && values->size() == static_cast<std::size_t>(output.size()))
+            m_values.insert_or_assign(node.output(0), std::move(*values));
+    }
+    /// Hand the values of a weight of the built graph to the caller (OnnxImportOptions::weight_values).
+    void keep_values(const std::string& name, const ConstantTensor& c) {
+        if (!m_options.weight_values) return;
+        if (const auto it = m_values.find(name); it != m_values.end())
+            (*m_options.weight_values)[name] = std::move(it->second);  // each weight is built once
+        else if (c.has_data)
+            (*m_options.weight_values)[name] = values_of(c);
+    }
+    void add_constant(const std::string& name, ConstantTensor c) {
+        if (name.empty()) return;
+        m_constants[name] = std::move(c);
+        m_new_constants.push_back(name);
+        m_types[name] = TypeInfo{m_constants[name].dtype, m_constants[name].dims};
+    }
+    bool is_graph_output(const std::string& name) const {
+        for (const auto& o : m_model.graph().output())
+            if (o.name() == name) return true;
+        return false;
+    }
+
+    std::string explain(const ::onnx::NodeProto& node) {
+        // Run inference again in strict mode to obtain ONNX's own reason, if it has one.
+        ::onnx::ModelProto copy = m_model;
+        try {
+            ::onnx::ShapeInferenceOptions options(false, 1, true);
+            ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(), options);
+        } catch (const std::exception& e) {
+            return std::string("; ONNX shape inference says: ") + e.what();
+        }
+        const auto* schema = ::onnx::OpSchemaRegistry::Schema(node.op_type(), m_opset, node.domain());
+        if (!schema) return "; the operator is unknown to ONNX opset " + std::to_string(m_opset);
+        return "";
+    }
+
+    graph::Graph build() {
+        const auto& g = m_model.graph();
+        graph::Graph out(g.name().empty() ? std::filesystem::path(m_source).stem().string() : g.name());
+        std::unordered_map<std::string, int> tensor_id;
+        std::unordered_set<std::string> inputs(m_inputs.begin(), m_inputs.end());
+        auto dtype_of = [&](const std::string& name) {
+            auto it = m_types.find(name);
+            return static_cast<graph::DataType>(it == m_types.end() ? 1 : it->second.dtype);
+        };
+        auto tensor_for_input = [&](const ::onnx::NodeProto& node, const std::string& name) -> int {
+            if (name.empty()) return -1;
+            if (auto it = tensor_id.find(name); it != tensor_id.end()) return it->second;
+            auto constant = m_constants.find(name);
+            int t;
+            if (constant != m_constants.end()) {
+                const ConstantTensor& c = constant->second;
+                t = out.add_weight(name, c.dims, static_cast<graph::DataType>(c.dtype));
+                keep_values(name, c);
+                if (keeps_data(c)) {
+                    std::vector<double> values(static_cast<std::size_t>(c.size()));
+                    for (std::size_t k = 0; k < values.size(); ++k) values[k] = c.real_at(k);
+                    out.set_data(t, std::move(values));
+                }
+            } else if (inputs.count(name)) {
+                auto shape = known_shape(name);
+                if (!shape) fail("graph input '", name, "' has no concrete shape");
+                const auto count = checked_numel(*shape);
+                if (!count || *count > max_plausible_elements)
+                    fail("graph input '", name, "' has an implausible shape ", graph::to_string(*shape));
+                t = out.add_input(name, *shape, dtype_of(name));
+            } else {
+                fail_node(node, "reads value '", name, "' that no remaining node produces");
+            }
+            tensor_id.emplace(name, t);
+            return t;
+        };
+        for (const auto& node : g.node()) {
+            std::vector<int> ins, outs;
+            for (const auto& i : node.input()) ins.push_back(tensor_for_input(node, i));
+            for (const auto& o : node.output()) {
+                if (o.empty()) fail_node(node, "has an unnamed output");
+                auto shape = known_shape(o);
+                if (!shape) fail_node(node, "cannot determine the shape of output '", o, "'", explain(node));
+                const auto count = checked_numel(*shape);
+                if (!count || *count > max_plausible_elements)
+                    fail_node(node, "output '", o, "' has an implausible shape ", graph::to_string(*shape));
+                const int t = out.add_tensor(o, *shape, dtype_of(o));
+                tensor_id.emplace(o, t);
+                outs.push_back(t);
+            }
+            std::vector<graph::Attribute> attributes;
+            for (const auto& a : node.attribute()) {
+                if (auto value = convert_attribute(a)) attributes.push_back({a.name(), std::move(*value)});
+            }
+            try {
+                out.add_node(node.op_type(), node.name(), std::move(ins), std::move(outs), std::move(attributes));
+            } catch (const error& e) {
+                fail_node(node, e.what());
+            }
+        }
+        for (const auto& o : g.output()) {
+            auto it = tensor_id.find(o.name());
+            if (it == tensor_id.end()) {
+                auto constant = m_constants.find(o.name());
+                if (constant == m_constants.end() && !inputs.count(o.name()))
+                    fail("graph output '", o.name(), "' is not produced by any node");
+                // A graph output that is an input or a constant: keep it as a tensor.
+                if (constant != m_constants.end()) {
+                    keep_values(o.name(), constant->second);
+                    it = tensor_id
+                             .emplace(o.name(), out.add_weight(o.name(), constant->second.dims,
+                                                               static_cast<graph::DataType>(constant->second.dtype)))
+                             .first;
+                } else {
+                    it = tensor_id
+                             .emplace(o.name(), out.add_input(o.name(), known_shape(o.name()).value_or(graph::Shape{}),
+                                                              dtype_of(o.name())))
+                             .first;
+                }
+            }
+            out.mark_output(it->second);
+        }
+        try {
+            out.validate();
+        } catch (const error& e) {
+            fail(e.what());
+        }
+        return out;
+    }
+
+    static std::optional<graph::AttrValue> convert_attribute(const ::onnx::AttributeProto& a) {
+        using A = ::onnx::AttributeProto;
+        switch (a.type()) {
+            case A::INT:
+                return graph::AttrValue{static_cast<std::int64_t>(a.i())};
+            case A::FLOAT:
+                return graph::AttrValue{widen(a.f())};
+            case A::STRING:
+                return graph::AttrValue{a.s()};
+            case A::INTS:
+                return graph::AttrValue{std::vector<std::int64_t>(a.ints().begin(), a.ints().end())};
+            case A::FLOATS: {
+                std::vector<double> values;
+                for (float x : a.floats()) values.push_back(widen(x));
+                return graph::AttrValue{std::move(values)};
+            }
+            case A::STRINGS:
+                return graph::AttrValue{std::vector<std::string>(a.strings().begin(), a.strings().end())};
+            default:
+                return std::nullopt;  // tensors, graphs, sparse tensors, type protos: not kept
+        }
+    }
+
+    std::string m_source;
+    OnnxImportOptions m_options;
+    ::onnx::ModelProto m_model;
+    int m_opset = 0;
+    std::unordered_map<std::string, ConstantTensor> m_constants;
+    std::unordered_map<std::string, TensorValues> m_values;  ///< whole weights, when asked to keep them
+    std::unordered_set<std::string> m_weight_inputs;
+    std::unordered_set<std::string> m_consumed;
+    std::vector<std::string> m_inputs;
+    std::vector<std::string> m_new_constants;
+    std::unordered_map<std::string, TypeInfo> m_types;
+};
+
+}  // namespace detail::onnx_impl
+
+/// Import an ONNX model held in memory.
+/// @param bytes serialised ModelProto
+/// @param name  what error messages call the model (usually its file name)
+/// @throws onnx_import_error for anything that is not an importable ONNX model, naming `name` and
+///         the offending node
+inline graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& name,
+                                      const OnnxImportOptions& options = {}) {
+    detail::onnx_impl::Importer importer(name, options);
+    try {
+        return importer.run(bytes);
+    } catch (const error&) {
+        throw;
+    } catch (const std::exception& e) {
+        raise<onnx_import_error>("ONNX import of '", name, "': ", e.what());
+    }
+}
+
+/// Import an ONNX file.
+/// @throws io_error when the file cannot be read, onnx_import_error when it is not importable
+inline graph::Graph import_onnx(const std::filesystem::path& path, const OnnxImportOptions& options = {}) {
+    return import_onnx_bytes(read_file(path), path.string(), options);
+}
+
+/// Opset of the default domain of a serialised model (e.g. to export an imported graph again
+/// with the opset its attributes belong to).
+inline int onnx_opset(const std::string& bytes, const std::string& name = "<memory>") {
+    ::onnx::ModelProto model;
+    detail::onnx_impl::parse_model(bytes, name, model);
+    for (const auto& o : model.opset_import())
+        if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
+    raise<onnx_import_error>("ONNX model '", name, "' has no opset for the default domain");
+}
+
+}  // namespace dnncost::io

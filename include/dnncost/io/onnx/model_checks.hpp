@@ -1,0 +1,151 @@
+#pragma once
+/// @file model_checks.hpp
+/// The checks a serialised model passes before the importer reads it: it parses as an ONNX
+/// ModelProto with a graph, its opset is one libonnx knows, its nodes are put in topological
+/// order (no cycles, no reads of undefined values) and each node satisfies its operator schema.
+/// Every failure is an onnx_import_error naming the model and, where there is one, the node.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/io/onnx/proto.hpp>
+
+namespace dnncost::io::detail::onnx_impl {
+
+template <class... A>
+[[noreturn]] void fail_import(const std::string& source, A&&... parts) {
+    raise<onnx_import_error>("ONNX import of '", source, "': ", std::forward<A>(parts)...);
+}
+template <class... A>
+[[noreturn]] void fail_import_node(const std::string& source, const ::onnx::NodeProto& node, A&&... parts) {
+    raise<onnx_import_error>("ONNX import of '", source, "': node '", node.name(), "' (", node.op_type(),
+                             "): ", std::forward<A>(parts)...);
+}
+
+inline bool has_subgraph(const ::onnx::NodeProto& node) {
+    for (const auto& a : node.attribute())
+        if (a.has_g() || a.graphs_size() > 0) return true;
+    return false;
+}
+
+/// Parse `bytes` into `model`; it must have a graph with nodes and an IR version.
+inline void parse_model(const std::string& bytes, const std::string& source, ::onnx::ModelProto& model) {
+    if (bytes.empty()) fail_import(source, "empty file (not an ONNX model)");
+    if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+        fail_import(source, "file too large for protobuf (", bytes.size(), " bytes)");
+    if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+        fail_import(source, "not a valid ONNX model (protobuf parse failed; truncated or not an ONNX file)");
+    if (!model.has_graph() || model.graph().node_size() == 0)
+        fail_import(source, "not a valid ONNX model (no graph or no nodes)");
+    if (model.ir_version() <= 0) fail_import(source, "not a valid ONNX model (missing ir_version)");
+}
+
+/// The opset of the default domain, checked against the opsets this libonnx knows.
+inline int default_opset(const ::onnx::ModelProto& model, const std::string& source) {
+    int opset = -1;
+    for (const auto& o : model.opset_import())
+        if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+    if (opset < 0) {
+        if (model.opset_import_size() == 0)
+            opset = 1;  // IR 1-2 files: opset 1 implied
+        else
+            fail_import(source, "no opset for the default ONNX domain");
+    }
+    const int newest = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(::onnx::ONNX_DOMAIN).second;
+    if (opset < 1 || opset > newest)
+        fail_import(source, "opset ", opset, " is not supported (this libonnx knows opsets 1 to ", newest, ")");
+    return opset;
+}
+
+/// Reorder the node list topologically (ONNX requires it, not every writer obeys) and reject
+/// cycles and reads of undefined values.
+inline void sort_nodes(::onnx::ModelProto& model, const std::string& source) {
+    auto& g = *model.mutable_graph();
+    const int count = g.node_size();
+    std::unordered_map<std::string, int> producer;
+    for (int v = 0; v < count; ++v)
+        for (const auto& o : g.node(v).output())
+            if (!o.empty()) {
+                if (!producer.emplace(o, v).second)
+                    fail_import_node(source, g.node(v), "value '", o, "' is written by more than one node");
+            }
+    std::unordered_set<std::string> defined;
+    for (const auto& i : g.input()) defined.insert(i.name());
+    for (const auto& i : g.initializer()) defined.insert(i.name());
+    std::vector<std::vector<int>> successors(static_cast<std::size_t>(count));
+    std::vector<int> in_degree(static_cast<std::size_t>(count), 0);
+    for (int v = 0; v < count; ++v) {
+        const auto& node = g.node(v);
+        for (const auto& i : node.input()) {
+            if (i.empty()) continue;
+            auto it = producer.find(i);
+            if (it != producer.end()) {
+                successors[static_cast<std::size_t>(it->second)].push_back(v);
+                ++in_degree[static_cast<std::size_t>(v)];
+            } else if (!defined.count(i) && !has_subgraph(node)) {
+                fail_import_node(source, node, "reads value '", i,
+                                 "' that is neither a graph input, an initializer nor a node output");
+            }
+        }
+    }
+    std::vector<int> order, ready;
+    for (int v = count - 1; v >= 0; --v)
+        if (in_degree[static_cast<std::size_t>(v)] == 0) ready.push_back(v);
+    while (!ready.empty()) {
+        const int v = ready.back();
+        ready.pop_back();
+        order.push_back(v);
+        std::vector<int> newly_ready;
+        for (int s : successors[static_cast<std::size_t>(v)])
+            if (--in_degree[static_cast<std::size_t>(s)] == 0) newly_ready.push_back(s);
+        ready.insert(ready.end(), newly_ready.begin(), newly_ready.end());
+        std::sort(ready.begin(), ready.end(), std::greater<>());
+    }
+    if (static_cast<int>(order.size()) != count) {
+        for (int v = 0; v < count; ++v)
+            if (in_degree[static_cast<std::size_t>(v)] > 0)
+                fail_import_node(source, g.node(v), "the graph has a cycle through this node");
+    }
+    bool sorted = true;
+    for (int v = 0; v < count; ++v) sorted = sorted && order[static_cast<std::size_t>(v)] == v;
+    if (!sorted) {
+        google::protobuf::RepeatedPtrField<::onnx::NodeProto> nodes;
+        for (int v : order) *nodes.Add() = g.node(v);
+        g.mutable_node()->Swap(&nodes);
+    }
+}
+
+/// ONNX's own checks of each node against its schema (attribute types, input and output
+/// counts), so that malformed nodes are rejected before shape inference reads them.
+inline void check_nodes(const ::onnx::ModelProto& model, int opset, const std::string& source) {
+    ::onnx::checker::CheckerContext context;
+    context.set_ir_version(static_cast<int>(std::max<std::int64_t>(model.ir_version(), 4)));
+    std::unordered_map<std::string, int> opsets;
+    for (const auto& o : model.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
+    opsets[""] = opset;
+    context.set_opset_imports(opsets);
+    ::onnx::checker::LexicalScopeContext scope;
+    for (const auto& node : model.graph().node()) {
+        // libonnx's conv/pool shape inference divides by these without checking (SIGFPE).
+        for (const auto& a : node.attribute())
+            if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape")
+                for (auto value : a.ints())
+                    if (value <= 0)
+                        fail_import_node(source, node, "attribute '", a.name(), "' has non-positive value ", value);
+        if (!::onnx::OpSchemaRegistry::Schema(node.op_type(), opset, node.domain())) continue;
+        try {
+            ::onnx::checker::check_node(node, context, scope);
+        } catch (const std::exception& e) {
+            fail_import_node(source, node, "invalid node: ", e.what());
+        }
+    }
+}
+
+}  // namespace dnncost::io::detail::onnx_impl
