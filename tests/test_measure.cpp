@@ -152,6 +152,18 @@ TEST_CASE("canonical_hash: names and node order do not matter; structure, shapes
     auto g = small_graph(false, false);
     g.node(0).set_attr("strides", std::vector<std::int64_t>{1, 1});
     CHECK(h != graph::canonical_hash(g));  // an attribute alone
+    // weight values do not make another network; integer constants (shape targets) do
+    auto weighted = small_graph(false, false);
+    weighted.set_data(weighted.find_tensor("w2"), std::vector<double>(24, 0.5));
+    CHECK(h == graph::canonical_hash(weighted));
+    auto with_shape = [](std::vector<double> target) {
+        auto s = small_graph(false, false);
+        const int t = s.add_weight("target", {2}, graph::DataType::int64);
+        s.set_data(t, std::move(target));
+        s.add_op("Reshape", "r", {s.node(2).outputs[0], t}, {8, 64});
+        return graph::canonical_hash(s);
+    };
+    CHECK(with_shape({8, 64}) != with_shape({-1, 64}));
     CHECK(h.hex().size() == 32);
     CHECK(h.hex() == graph::canonical_hash(small_graph(true, true)).hex());
     // the 15,625 NB201 strings name 15,625 different eager graphs (spot check on a slice)

@@ -2,8 +2,10 @@
 /// @file hash.hpp
 /// A canonical hash of an operator graph: what the network computes and on which shapes, not
 /// how it was written down. Two graphs get the same hash when they have the same operators,
-/// attributes, wiring, tensor shapes and element types, and the same known constant values,
-/// whatever their node and tensor names, their graph name, and the order of their nodes.
+/// attributes, wiring, tensor shapes and element types, and the same known integer and boolean
+/// constant values (shape targets, indices, axes), whatever their node and tensor names, their
+/// graph name, the order of their nodes and the values of their floating-point weights: the
+/// same architecture with other weights (stripped, random or trained) is the same network.
 ///
 /// Method: every tensor and node gets a hash of its whole upstream context, computed in
 /// topological order (a node hashes its op type, its attributes sorted by name, and the hashes
@@ -124,6 +126,10 @@ inline void attribute(Hasher& h, const Attribute& a) {
         a.value);
 }
 
+inline bool is_floating_point(DataType t) {
+    return t == DataType::float32 || t == DataType::float64 || t == DataType::float16 || t == DataType::bfloat16;
+}
+
 inline void tensor_type(Hasher& h, const Tensor& t) {
     h.word(static_cast<std::uint64_t>(t.dtype)).word(t.shape.size());
     for (auto d : t.shape) h.integer(d);
@@ -141,8 +147,10 @@ inline GraphHash canonical_hash(const Graph& g) {
         if (ten.kind == TensorKind::activation) continue;
         Hasher h(ten.kind == TensorKind::input ? 1 : 2);
         detail::hashing::tensor_type(h, ten);
-        h.word(ten.data.size());
-        for (double v : ten.data) h.real(v);
+        if (!detail::hashing::is_floating_point(ten.dtype)) {
+            h.word(ten.data.size());
+            for (double v : ten.data) h.real(v);
+        }
         tensor_hash[t] = h.finish();
     }
     const GraphHash omitted = Hasher(3).finish();
