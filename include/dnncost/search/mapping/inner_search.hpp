@@ -126,7 +126,7 @@ inline std::vector<MappingSolution> nondominated(std::vector<MappingSolution> al
     std::sort(all.begin(), all.end(), [](const MappingSolution& a, const MappingSolution& b) {
         if (a.value.t != b.value.t) return a.value.t < b.value.t;
         if (a.value.e != b.value.e) return a.value.e < b.value.e;
-        return a.cus < b.cus;
+        return genes_less(a.cus, b.cus);
     });
     std::vector<MappingSolution> front;
     for (auto& s : all)

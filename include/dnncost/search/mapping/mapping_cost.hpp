@@ -368,6 +368,15 @@ inline Normaliser standalone_normaliser(const MappingEvaluator& ev) {
     return n;
 }
 
+/// Lexicographic order of gene or CU vectors (a plain loop: GCC 12 warns falsely about the
+/// memcmp inside std::vector's operator< on bytes).
+inline bool genes_less(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
+    const std::size_t n = std::min(a.size(), b.size());
+    for (std::size_t i = 0; i < n; ++i)
+        if (a[i] != b[i]) return a[i] < b[i];
+    return a.size() < b.size();
+}
+
 /// Number of CU changes between neighbouring blocks of a mapping given as CU indices.
 inline std::size_t transitions(std::span<const std::uint8_t> cus) {
     std::size_t k = 0;
