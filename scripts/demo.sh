@@ -33,3 +33,10 @@ echo "== predict with the saved HiFi-SAGE model (ms on $device)"
 "$bin" predict --model "$out/hifisage.dnnc" --space nb201 "$arch" \
   '|nor_conv_1x1~0|+|skip_connect~0|none~1|+|avg_pool_3x3~0|nor_conv_3x3~1|nor_conv_1x1~2|' \
   '|none~0|+|skip_connect~0|none~1|+|skip_connect~0|none~1|nor_conv_3x3~2|'
+
+# Mapping: a ViG subnet's blocks onto the GPU and DLA of the Xavier-like platform (front, best P,
+# exact front for comparison), then a short architecture x mapping co-search (accuracy proxy).
+echo "== map a ViG subnet onto GPU + DLA (data/mapping/vig_small_xavier_dvfs.csv, MaxN)"
+"$bin" map --blocks data/mapping/vig_small_xavier_dvfs.csv --exact | awk '!/^  [0-9]/ || n++ < 5'  # 5 front rows
+echo "== co-search on the Xavier-like platform (OOE 40 x 10, IOE 200 x 10)"
+"$bin" cosearch --ooe-pop 40 --ooe-gens 10 --threads "$(nproc)" --top 5

@@ -35,17 +35,39 @@
 
 namespace dnncost::search::mapping {
 
+/// Variation settings of the IOE.
+struct MappingOperators {
+    double crossover_probability = 0.8;  ///< a pair of parents is recombined (uniform crossover)
+    double swap_probability = 0.5;       ///< each gene pair is exchanged, when recombining
+    /// Each gene is resampled with this probability; negative means 1 / number of blocks.
+    /// MaGNAS resamples with 0.4 (Sec. 4.3.2); at its budget of 2,200 evaluations 1/n reached
+    /// a larger hypervolume on the ViG instances (docs/mapping.md), hence the default.
+    double mutation_probability = -1.0;
+    /// Initial mappings drawn with a random preference per CU (each block picks a CU with
+    /// probabilities from a flat Dirichlet draw), so the first population spans the range from
+    /// nearly standalone to evenly mixed mappings instead of clustering at an even mix.
+    bool stratified_initialisation = true;
+};
+
 /// The mapping search as a search::Problem: genes index each block's supporting CUs,
-/// objectives (T, E), constraints the two targets (when set).
+/// objectives (T, E), constraints the two targets (when set), operators MappingOperators.
 class MappingProblem {
 public:
     using Genome = std::vector<std::uint8_t>;
-    MappingProblem(const MappingEvaluator& ev, const Preference& pref) : m_ev(&ev), m_pref(pref) { m_pref.validate(); }
-    MappingProblem(MappingEvaluator&&, const Preference&) = delete;  // the evaluator would dangle
+    /// @throws config_error for probabilities outside [0, 1] or invalid preferences.
+    MappingProblem(const MappingEvaluator& ev, const Preference& pref, const MappingOperators& op = {})
+        : m_ev(&ev), m_pref(pref), m_op(op), m_card(ev.cardinalities()) {
+        m_pref.validate();
+        if (m_op.mutation_probability < 0.0) m_op.mutation_probability = 1.0 / static_cast<double>(m_card.size());
+        for (double p : {m_op.crossover_probability, m_op.swap_probability, m_op.mutation_probability})
+            if (!(p >= 0.0 && p <= 1.0))
+                raise<config_error>("mapping search: probabilities must be in [0, 1], got ", p);
+    }
+    MappingProblem(MappingEvaluator&&, const Preference&, const MappingOperators& = {}) = delete;  // would dangle
 
     std::size_t num_objectives() const { return 2; }
     std::size_t num_constraints() const { return m_pref.constrained() ? 2 : 0; }
-    std::vector<std::size_t> cardinalities() const { return m_ev->cardinalities(); }
+    std::vector<std::size_t> cardinalities() const { return m_card; }
     search::Evaluation evaluate(const Genome& g) const {
         const TimeEnergy v = m_ev->evaluate(g.data());
         search::Evaluation r;
@@ -56,6 +78,36 @@ public:
         }
         return r;
     }
+
+    Genome random_genome(Rng& rng) const {
+        Genome g(m_card.size());
+        if (!m_op.stratified_initialisation) {
+            for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<std::uint8_t>(rng.below(m_card[i]));
+            return g;
+        }
+        std::vector<double> weight(m_ev->num_cus());
+        for (auto& w : weight) w = -std::log1p(-rng.uniform());  // exponential: normalised, a flat Dirichlet
+        for (std::size_t i = 0; i < g.size(); ++i) {
+            const auto& sup = m_ev->supported(i);
+            double total = 0.0;
+            for (auto c : sup) total += weight[c];
+            double u = rng.uniform() * total;
+            std::size_t k = 0;
+            while (k + 1 < sup.size() && (u -= weight[sup[k]]) >= 0.0) ++k;
+            g[i] = static_cast<std::uint8_t>(k);
+        }
+        return g;
+    }
+    std::pair<Genome, Genome> crossover(const Genome& a, const Genome& b, Rng& rng) const {
+        std::pair<Genome, Genome> c{a, b};
+        if (rng.bernoulli(m_op.crossover_probability))
+            search::uniform_crossover<std::uint8_t>(c.first, c.second, m_op.swap_probability, rng);
+        return c;
+    }
+    void mutate(Genome& g, Rng& rng) const {
+        search::uniform_mutation<std::uint8_t>(g, m_card, m_op.mutation_probability, rng);
+    }
+
     /// Genome hash for NSGA-II's duplicate removal: eight genes per multiply-xorshift step.
     std::size_t hash(const Genome& g) const {
         std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ g.size();
@@ -77,18 +129,21 @@ public:
 private:
     const MappingEvaluator* m_ev;
     Preference m_pref;
+    MappingOperators m_op;
+    std::vector<std::size_t> m_card;
 };
 
-/// Settings of the IOE (MaGNAS's budget and operators by default).
+/// Settings of the IOE (MaGNAS's budget by default).
 struct MappingSearchOptions {
     std::size_t population = 200;     ///< mappings per generation
     std::size_t generations = 10;     ///< generations after the initial one
     std::size_t max_evaluations = 0;  ///< additional budget in evaluations (0 = none)
-    /// Uniform crossover and per-gene resampling: pair recombined with probability 0.8, genes
-    /// swapped with probability 0.5, each gene resampled with probability 0.4 (MaGNAS 4.3.2).
-    IntegerOperatorOptions operators{};
+    MappingOperators operators{};
     Preference preference{};
     std::uint64_t seed = 1;
+    /// Enumerate every mapping instead when there are no more of them than the search would
+    /// evaluate (population x (generations + 1), or max_evaluations): exact, and cheaper.
+    bool enumerate_small = true;
 };
 
 /// One mapping as reported: CU of every block, (T, E), P and the DVFS setting.
@@ -108,6 +163,7 @@ struct MappingSearchResult {
     bool fallback = false;                    ///< no mapping met the targets: best is the best standalone
     std::string note;                         ///< says so, when fallback
     Normaliser normaliser;
+    bool enumerated = false;      ///< the instance was small enough to enumerate
     std::size_t evaluations = 0;  ///< mappings evaluated (standalone ones included)
 };
 
@@ -134,14 +190,6 @@ inline std::vector<MappingSolution> nondominated(std::vector<MappingSolution> al
     return front;
 }
 
-inline std::string describe_targets(const Preference& pref) {
-    std::string s;
-    if (std::isfinite(pref.t_target)) s += ::dnncost::detail::concat("T < ", pref.t_target, " ms");
-    if (std::isfinite(pref.e_target))
-        s += ::dnncost::detail::concat(s.empty() ? "" : " and ", "E < ", pref.e_target, " mJ");
-    return s;
-}
-
 /// Choose the best P on the front, or fall back to the best standalone mapping.
 inline void choose_best(MappingSearchResult& r, const Preference& pref, const std::vector<std::string>& cu_names) {
     const bool any_feasible =
@@ -159,19 +207,25 @@ inline void choose_best(MappingSearchResult& r, const Preference& pref, const st
     if (!r.standalone.empty()) {
         r.best = *std::min_element(r.standalone.begin(), r.standalone.end(),
                                    [](const MappingSolution& a, const MappingSolution& b) { return a.p < b.p; });
-        r.note = ::dnncost::detail::concat("no mapping found meets ", describe_targets(pref),
+        r.note = ::dnncost::detail::concat("no mapping found meets ", pref.describe(),
                                            "; returning the best standalone mapping (", cu_names[r.best.cus.front()],
                                            " only)");
     } else {
         r.best = *std::min_element(r.front.begin(), r.front.end(),
                                    [](const MappingSolution& a, const MappingSolution& b) { return a.p < b.p; });
         r.note =
-            ::dnncost::detail::concat("no mapping found meets ", describe_targets(pref),
+            ::dnncost::detail::concat("no mapping found meets ", pref.describe(),
                                       " and no compute unit runs every block; returning the lowest-P mapping found");
     }
 }
 
 }  // namespace detail
+
+/// The non-dominated mappings among `all`: the feasible ones when any is feasible, one per
+/// distinct (T, E), increasing T.
+inline std::vector<MappingSolution> nondominated_solutions(std::vector<MappingSolution> all) {
+    return detail::nondominated(std::move(all));
+}
 
 /// Run the IOE on one instance at one DVFS setting.
 /// @param norm the normaliser of P; empty = the standalone maxima of this instance.
@@ -180,7 +234,7 @@ inline void choose_best(MappingSearchResult& r, const Preference& pref, const st
 inline MappingSearchResult search_mappings(const MappingEvaluator& ev, const MappingSearchOptions& options,
                                            std::optional<Normaliser> norm = std::nullopt, std::size_t dvfs = 0) {
     const Preference& pref = options.preference;
-    MappingProblem problem(ev, pref);
+    MappingProblem problem(ev, pref, options.operators);
     MappingSearchResult r;
     r.normaliser = norm ? *norm : standalone_normaliser(ev);
     std::vector<MappingSolution> candidates;
@@ -189,12 +243,26 @@ inline MappingSearchResult search_mappings(const MappingEvaluator& ev, const Map
         candidates.push_back(r.standalone.back());
         ++r.evaluations;
     }
+    std::size_t budget = options.max_evaluations;
+    if (options.generations > 0) {
+        const std::size_t by_generations = options.population * (options.generations + 1);
+        budget = budget == 0 ? by_generations : std::min(budget, by_generations);
+    }
+    if (options.enumerate_small && ev.num_mappings() <= budget) {
+        const auto ex = exact_front(ev, pref, budget);
+        r.enumerated = true;
+        r.evaluations += ex.evaluations;
+        for (const auto& p : ex.front)
+            candidates.push_back(detail::solution_of(ev, p.genes, p.value, r.normaliser, pref, dvfs));
+        r.front = detail::nondominated(std::move(candidates));
+        detail::choose_best(r, pref, ev.cu_names());
+        return r;
+    }
     search::Options o;
     o.population = options.population;
     o.generations = options.generations;
     o.max_evaluations = options.max_evaluations;
     o.archive = true;
-    o.integer = options.operators;
     // a mapping costs less to evaluate than to look up: no evaluation cache (duplicates of the
     // population are still re-drawn)
     o.cache = search::Cache::off;
@@ -227,6 +295,7 @@ inline MappingSearchResult search_mappings_dvfs(std::span<const MappingEvaluator
         o.seed = seeds.split();
         auto r = search_mappings(evaluators[d], o, norm, d);
         all.evaluations += r.evaluations;
+        all.enumerated = all.enumerated || r.enumerated;
         for (auto& s : r.standalone) all.standalone.push_back(s);
         for (auto& s : r.front) candidates.push_back(std::move(s));
     }

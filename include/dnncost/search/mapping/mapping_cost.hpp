@@ -129,6 +129,13 @@ struct Preference {
     }
     /// T < t_target and E < e_target.
     bool feasible(TimeEnergy v) const { return v.t < t_target && v.e < e_target; }
+    /// "T < 20 ms and E < 150 mJ" (the targets that are set), or "no target".
+    std::string describe() const {
+        std::string s;
+        if (std::isfinite(t_target)) s += ::dnncost::detail::concat("T < ", t_target, " ms");
+        if (std::isfinite(e_target)) s += ::dnncost::detail::concat(s.empty() ? "" : " and ", "E < ", e_target, " mJ");
+        return s.empty() ? "no target" : s;
+    }
     /// Relative violations of the two targets (0 = met; a value equal to the target is a tiny
     /// positive violation, since the constraints are strict).
     std::pair<double, double> violations(TimeEnergy v) const {
@@ -201,6 +208,16 @@ public:
     std::size_t num_blocks() const { return m_n; }
     std::size_t num_cus() const { return m_cus.size(); }
     const std::vector<std::string>& cu_names() const { return m_cus; }
+    /// Number of valid mappings, saturating at 2^64 - 1.
+    std::uint64_t num_mappings() const {
+        std::uint64_t n = 1;
+        for (const auto& s : m_supported) {
+            if (n > std::numeric_limits<std::uint64_t>::max() / s.size())
+                return std::numeric_limits<std::uint64_t>::max();
+            n *= s.size();
+        }
+        return n;
+    }
     /// Number of choices of each gene (the CUs that support each block).
     std::vector<std::size_t> cardinalities() const {
         std::vector<std::size_t> c(m_n);
