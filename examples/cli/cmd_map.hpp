@@ -2,7 +2,8 @@
 // `dnncost map`: the mapping search on one network, from a block-cost file or a ViG subnet on
 // an example platform (Pareto set, standalone mappings, best P, exact front, SVG plot), and
 // `dnncost cosearch`: the nested architecture x mapping search on the ViG space, with a
-// standalone vs distributed comparison in the form of MaGNAS Table 3.
+// standalone vs distributed comparison in the form of MaGNAS Table 3. One file for the two
+// commands (over 600 lines): they share the loaders, the JSON/text output and the SVG writer.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -9,6 +9,9 @@
 /// one CU) are evaluated too: they normalise P, they join the front when non-dominated, and when
 /// no mapping meets the targets the best standalone one is returned, with a note saying so.
 ///
+/// An instance with no more mappings than the search would evaluate is enumerated instead
+/// (exact and cheaper; MappingSearchOptions::enumerate_small).
+///
 /// DVFS (Sec. 4.3.5): the setting is global to the network, so the brute-force option runs one
 /// search per setting and merges the fronts; P is normalised at the platform's reference
 /// setting throughout, so P values compare across settings.
