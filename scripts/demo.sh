@@ -45,3 +45,9 @@ for preset in additive hifisage; do
   "$bin" train --data "$out/ort_cpu.csv" --target latency_ms --train 100 --val 0 --test 0 --seed 1 --preset "$preset" \
     --threads "$(nproc)" --out "$out/ort_$preset.dnnc" 2>"$out/ort_$preset.log"
 done
+# Mapping: a ViG subnet's blocks onto the GPU and DLA of the Xavier-like platform (front, best P,
+# exact front for comparison), then a short architecture x mapping co-search (accuracy proxy).
+echo "== map a ViG subnet onto GPU + DLA (data/mapping/vig_small_xavier_dvfs.csv, MaxN)"
+"$bin" map --blocks data/mapping/vig_small_xavier_dvfs.csv --exact | awk '!/^  [0-9]/ || n++ < 5'  # 5 front rows
+echo "== co-search on the Xavier-like platform (OOE 40 x 10, IOE 200 x 10)"
+"$bin" cosearch --ooe-pop 40 --ooe-gens 10 --threads "$(nproc)" --top 5

@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "cmd_inspect.hpp"
 #include "cmd_measure.hpp"
+#include "cmd_map.hpp"
 #include "cmd_moo.hpp"
 #include "cmd_train.hpp"
 
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "dnncost 0.1.0");
     dnncost::cli::Context ctx;
     dnncost::cli::add_inspect_commands(app, ctx);
+    dnncost::cli::add_map_commands(app, ctx);
     dnncost::cli::add_moo_commands(app, ctx);
     dnncost::cli::add_train_commands(app, ctx);
     dnncost::cli::add_measure_commands(app, ctx);

@@ -24,3 +24,4 @@
 #include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/search/search.hpp>
+#include <dnncost/search/mapping/mapping.hpp>

@@ -1,0 +1,125 @@
+#pragma once
+/// @file roofline.hpp
+/// A platform of compute units costed by the roofline model (cost/analytic.hpp): each layer
+/// takes max(FLOPs / (peak x efficiency), bytes / (bandwidth x efficiency)), where the
+/// efficiency depends on the unit and the layer's operator class (dataflow affinity); energy
+/// is FLOPs x energy per FLOP + bytes x energy per byte + static power x time. A unit with
+/// efficiency 0 for a class does not run blocks containing that class (the support relation).
+/// Transfers between units go through the shared memory at its bandwidth.
+///
+/// three_accelerator_platform() is the example in the spirit of MaGNAS Sec. 5.7.2 (three
+/// MAESTRO accelerators with the kcp_ws, ykp_os and dpt dataflows): a weight-stationary, an
+/// output-stationary and a depthwise-friendly accelerator, each with its own efficiency per
+/// operator class.
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/cost/analytic.hpp>
+#include <dnncost/search/mapping/platform.hpp>
+#include <dnncost/search/mapping/workload.hpp>
+
+namespace dnncost::search::mapping {
+
+/// One compute unit of a roofline platform.
+struct RooflineUnit {
+    std::string name;
+    double peak_flops = 1e12;   ///< FLOP/s
+    double bandwidth = 25.6e9;  ///< B/s between the unit and the shared memory
+    /// Fraction of peak and bandwidth a layer of each OpClass reaches (0 = not supported).
+    std::array<double, num_op_classes> efficiency{1.0, 1.0, 1.0, 1.0};
+    double energy_per_flop = 1e-12;   ///< J
+    double energy_per_byte = 20e-12;  ///< J per byte of memory traffic
+    double static_power = 0.0;        ///< W while the unit runs a block
+};
+
+/// Roofline costs of block workloads on a set of units (one DVFS setting, "nominal").
+class RooflinePlatform {
+public:
+    /// @param transfer_bandwidth B/s of the shared memory for inter-unit transfers
+    /// @param transfer_energy_per_byte J per byte written or read in a transfer
+    /// @throws config_error for no unit, a non-positive peak or bandwidth, an efficiency outside
+    ///         [0, 1], negative energies.
+    RooflinePlatform(std::string name, std::vector<RooflineUnit> units, double transfer_bandwidth,
+                     double transfer_energy_per_byte)
+        : m_units(std::move(units)),
+          m_transfer_bandwidth(transfer_bandwidth),
+          m_transfer_energy(transfer_energy_per_byte) {
+        m_platform.name = std::move(name);
+        for (const auto& u : m_units) {
+            if (!(u.peak_flops > 0.0) || !(u.bandwidth > 0.0) || !std::isfinite(u.peak_flops) ||
+                !std::isfinite(u.bandwidth))
+                raise<config_error>("RooflinePlatform: unit '", u.name, "' needs a positive peak and bandwidth");
+            for (double e : u.efficiency)
+                if (!(e >= 0.0 && e <= 1.0))
+                    raise<config_error>("RooflinePlatform: unit '", u.name, "' has an efficiency ", e,
+                                        " outside [0, 1]");
+            if (!(u.energy_per_flop >= 0.0) || !(u.energy_per_byte >= 0.0) || !(u.static_power >= 0.0))
+                raise<config_error>("RooflinePlatform: unit '", u.name, "' has a negative energy or power");
+            m_platform.cus.push_back(u.name);
+        }
+        if (!(m_transfer_bandwidth > 0.0) || !(m_transfer_energy >= 0.0))
+            raise<config_error>("RooflinePlatform: the transfer bandwidth must be > 0 and its energy >= 0");
+        m_platform.dvfs = {{"nominal", {}}};
+        m_platform.validate();
+    }
+
+    const Platform& platform() const { return m_platform; }
+    const std::vector<RooflineUnit>& units() const { return m_units; }
+
+    /// Cost of a block on unit `cu` (ms, mJ), or nullopt if the unit lacks one of its classes.
+    std::optional<BlockCost> cost(const BlockWork& w, std::size_t cu, std::size_t dvfs) const {
+        if (cu >= m_units.size() || dvfs >= m_platform.num_dvfs())
+            raise<config_error>("RooflinePlatform: unit ", cu, " / DVFS setting ", dvfs, " out of range");
+        const RooflineUnit& u = m_units[cu];
+        double seconds = 0.0, joules = 0.0;
+        for (const auto& l : w.layers) {
+            const double eff = u.efficiency[static_cast<std::size_t>(l.op_class)];
+            if (!(eff > 0.0)) return std::nullopt;
+            cost::NodeCost c;
+            c.flops = std::llround(l.flops);
+            c.input_bytes = std::llround(l.bytes);
+            const cost::DeviceSpec d{u.name, u.peak_flops * eff, u.bandwidth * eff, 0.0};
+            const double t = cost::roofline_seconds(c, d);
+            seconds += t;
+            joules += l.flops * u.energy_per_flop + l.bytes * u.energy_per_byte + u.static_power * t;
+        }
+        BlockCost k;
+        k.t_comp = 1e3 * seconds;
+        k.e_comp = 1e3 * joules;
+        k.t_in = 1e3 * w.input_bytes / m_transfer_bandwidth;
+        k.t_out = 1e3 * w.output_bytes / m_transfer_bandwidth;
+        k.e_in = 1e3 * w.input_bytes * m_transfer_energy;
+        k.e_out = 1e3 * w.output_bytes * m_transfer_energy;
+        return k;
+    }
+
+private:
+    Platform m_platform;
+    std::vector<RooflineUnit> m_units;
+    double m_transfer_bandwidth, m_transfer_energy;
+};
+
+/// Three accelerators sharing a 51.2 GB/s LPDDR memory (efficiencies in class order conv,
+/// dense, gather, elementwise):
+///   DSA-k  weight-stationary, 4 TFLOP/s: 0.55 / 0.85 / 0 (no gather unit: cannot run a
+///          Grapher) / 0.30; 0.5 pJ/FLOP; 0.4 W static
+///   DSA-y  output-stationary, 4 TFLOP/s: 0.85 / 0.55 / 0.25 / 0.40; 0.6 pJ/FLOP; 0.5 W
+///   DSA-d  depthwise-friendly, 2 TFLOP/s: 0.35 / 0.30 / 0.70 / 0.80; 0.35 pJ/FLOP; 0.2 W
+/// 20 pJ per byte of memory traffic on all three; transfers at 51.2 GB/s and 20 pJ/byte.
+/// These are illustrative design points, not a measured chip.
+inline RooflinePlatform three_accelerator_platform() {
+    std::vector<RooflineUnit> u(3);
+    u[0] = {"DSA-k", 4e12, 51.2e9, {0.55, 0.85, 0.0, 0.30}, 0.5e-12, 20e-12, 0.4};
+    u[1] = {"DSA-y", 4e12, 51.2e9, {0.85, 0.55, 0.25, 0.40}, 0.6e-12, 20e-12, 0.5};
+    u[2] = {"DSA-d", 2e12, 51.2e9, {0.35, 0.30, 0.70, 0.80}, 0.35e-12, 20e-12, 0.2};
+    return RooflinePlatform("three-accelerator roofline", std::move(u), 51.2e9, 20e-12);
+}
+
+}  // namespace dnncost::search::mapping
