@@ -5,8 +5,8 @@
 #include <benchmark/benchmark.h>
 
 #include <dnncost/estimators/presets.hpp>
-#include <dnncost/graph/nb201.hpp>
 #include <dnncost/io/csv.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 #include <sys/resource.h>
 
@@ -199,7 +199,7 @@ void BM_HifiSageEpoch(benchmark::State& state) {
     static Nb201Set set(100);
     estimators::HiFiSage est;
     est.set_precision(bf16 ? Precision::bf16 : Precision::fp32);
-    estimators::TrainData d{set.ptrs, set.y};
+    train::TrainData d{set.ptrs, set.y};
     est.prepare(d, 1);
     const auto x = est.encode(set.ptrs);
     ThreadPool pool(threads);
@@ -223,7 +223,7 @@ void BM_HifiSageEpoch(benchmark::State& state) {
 BENCHMARK(BM_HifiSageEpoch)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 // Batched inference throughput of HiFi-SAGE's network on 256 NB201 graphs: arg 0 = threads, arg 1 = 1 to
-// include the feature encoding (Estimator::predict on operator graphs), 0 for encoded graphs.
+// include the feature encoding (GnnEstimator::predict_mean on operator graphs), 0 for encoded graphs.
 void BM_HifiSageInference(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
     const bool with_encoding = state.range(1) != 0;
@@ -242,7 +242,7 @@ void BM_HifiSageInference(benchmark::State& state) {
     static Nb201Set set(256);
     estimators::HiFiSage est;
     est.set_precision(bf16 ? Precision::bf16 : Precision::fp32);
-    estimators::TrainData d{set.ptrs, set.y};
+    train::TrainData d{set.ptrs, set.y};
     est.prepare(d, 1);
     ThreadPool pool(threads);
     const auto x = est.encode(set.ptrs, &pool);
@@ -254,7 +254,7 @@ void BM_HifiSageInference(benchmark::State& state) {
     const auto f0 = kernels::gemm_flops().load();
     const double cpu0 = process_cpu_seconds();
     for (auto _ : state) {
-        if (with_encoding) benchmark::DoNotOptimize(est.predict(set.ptrs, threads).data());
+        if (with_encoding) benchmark::DoNotOptimize(est.predict_mean(set.ptrs, threads).data());
         else benchmark::DoNotOptimize(est.predict_encoded(x, &pool).data());
     }
     const double graphs = static_cast<double>(x.size() * state.iterations());
@@ -267,19 +267,18 @@ void BM_HifiSageInference(benchmark::State& state) {
 BENCHMARK(BM_HifiSageInference)->ArgsProduct({{1, 2}, {0, 1}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 
 // The same 256 graphs through a model whose network output is identically zero (before
-// training, or when fit keeps the untrained network, as it did in most of the README table's
-// fits): predictions are the additive path alone (Estimator::predict_additive). Arg: 1 to
-// include the feature encoding.
+// training, or when fit keeps the untrained network): predictions are the additive path alone
+// (GnnEstimator::predict_additive_path). Arg: 1 to include the feature encoding.
 void BM_HifiSageInferenceZeroNetwork(benchmark::State& state) {
     const bool with_encoding = state.range(0) != 0;
     static Nb201Set set(256);
     estimators::HiFiSage est;
-    estimators::TrainData d{set.ptrs, set.y};
+    train::TrainData d{set.ptrs, set.y};
     est.prepare(d, 1);
     if (!est.model().network_is_zero()) return state.SkipWithError("the untrained network's output should be zero");
     const auto x = est.encode(set.ptrs);
     for (auto _ : state) {
-        if (with_encoding) benchmark::DoNotOptimize(est.predict(set.ptrs, 1).data());
+        if (with_encoding) benchmark::DoNotOptimize(est.predict_mean(set.ptrs, 1).data());
         else benchmark::DoNotOptimize(est.predict_encoded(x, nullptr).data());
     }
     state.counters["graphs/s"] = benchmark::Counter(static_cast<double>(x.size() * state.iterations()), benchmark::Counter::kIsRate);
@@ -292,7 +291,7 @@ BENCHMARK(BM_HifiSageInferenceZeroNetwork)->Arg(0)->Arg(1)->Unit(benchmark::kMic
 // data/nb201/latency_ms.csv.
 struct LatencyData {
     std::vector<graph::Graph> graphs;
-    estimators::TrainData train, val;
+    train::TrainData train, val;
     std::string device;
     explicit LatencyData(const std::string& column) : device(column) {
         const auto table = io::read_csv(std::string(DNNCOST_DATA_DIR) + "/nb201/latency_ms.csv");
@@ -333,7 +332,7 @@ BENCHMARK(BM_HifiSageFullTraining)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmar
 void BM_AdamStep(benchmark::State& state) {
     static Nb201Set set(8);
     estimators::HiFiSage est;
-    est.prepare(estimators::TrainData{set.ptrs, set.y}, 1);
+    est.prepare(train::TrainData{set.ptrs, set.y}, 1);
     auto params = est.model().trainable_parameters();
     std::size_t n = 0;
     Rng rng(4);

@@ -5,7 +5,7 @@
 #include <string>
 
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 

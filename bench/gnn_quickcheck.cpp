@@ -2,14 +2,19 @@
 // train on 100 random architectures, validate on 100 others, test on 2,000 more; prints
 // Spearman rho, the fraction within +-10 % and the training time.
 // Usage: gnn_quickcheck [preset=hifisage] [devices=gold_6240,pixel3,1080ti_1] [seeds=1] [test=2000]
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <dnncost/estimators/presets.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 using namespace dnncost;
 
@@ -49,7 +54,7 @@ void run(const std::vector<std::string>& devices, int seeds, int n_test) {
             std::vector<graph::Graph> graphs;
             const std::size_t total = 200 + static_cast<std::size_t>(n_test);
             for (std::size_t i = 0; i < total; ++i) graphs.push_back(nb201::build_graph(archs[idx[i]]));
-            estimators::TrainData tr, va, te;
+            train::TrainData tr, va, te;
             for (std::size_t i = 0; i < total; ++i) {
                 auto& d = i < 100 ? tr : (i < 200 ? va : te);
                 d.graphs.push_back(&graphs[i]);
@@ -62,7 +67,7 @@ void run(const std::vector<std::string>& devices, int seeds, int n_test) {
             if (const char* e = std::getenv("QC_EPOCHS")) o.max_epochs = std::atoi(e);
             if (std::getenv("QC_VERBOSE")) o.on_epoch = [](const std::string& line) { std::cerr << line << "\n"; return false; };
             const auto r = est.fit(tr, va, o);
-            const auto p = est.predict(te.graphs, 2);
+            const auto p = est.predict_mean(te.graphs, 2);
             int within = 0;
             for (std::size_t i = 0; i < p.size(); ++i) within += std::abs(p[i] - te.targets[i]) <= 0.1 * te.targets[i];
             std::cout << dev << " seed " << seed << ": spearman " << train::spearman(p, te.targets) << "  acc10 "
@@ -91,9 +96,9 @@ int main(int argc, char** argv) {
     const int seeds = argc > 3 ? std::stoi(argv[3]) : 1;
     const int n_test = argc > 4 ? std::stoi(argv[4]) : 2000;
     if (preset == "brpnas") run<estimators::BrpNas>(devices, seeds, n_test);
-    else if (preset == "lcm") run<nn::Estimator<v_lcm>>(devices, seeds, n_test);
-    else if (preset == "sum") run<nn::Estimator<v_sum>>(devices, seeds, n_test);
-    else if (preset == "smm") run<nn::Estimator<v_mean>>(devices, seeds, n_test);
-    else if (preset == "small") run<nn::Estimator<v_small>>(devices, seeds, n_test);
+    else if (preset == "lcm") run<estimators::GnnEstimator<v_lcm>>(devices, seeds, n_test);
+    else if (preset == "sum") run<estimators::GnnEstimator<v_sum>>(devices, seeds, n_test);
+    else if (preset == "smm") run<estimators::GnnEstimator<v_mean>>(devices, seeds, n_test);
+    else if (preset == "small") run<estimators::GnnEstimator<v_small>>(devices, seeds, n_test);
     else run<estimators::HiFiSage>(devices, seeds, n_test);
 }

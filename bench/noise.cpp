@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/csv.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/train/noise.hpp>

@@ -39,13 +39,13 @@ std::vector<std::string> split_list(const std::string& s) {
 struct Stat {
     std::vector<double> v;
     std::string format(int precision, double scale = 1.0) const {
-        double m = 0, s = 0;
-        for (double x : v) m += x;
-        m /= static_cast<double>(v.size());
-        for (double x : v) s += (x - m) * (x - m);
-        s = v.size() > 1 ? std::sqrt(s / static_cast<double>(v.size() - 1)) : 0.0;
+        double mean = 0, squares = 0;
+        for (double x : v) mean += x;
+        mean /= static_cast<double>(v.size());
+        for (double x : v) squares += (x - mean) * (x - mean);
+        const double sd = v.size() > 1 ? std::sqrt(squares / static_cast<double>(v.size() - 1)) : 0.0;
         std::ostringstream os;
-        os << std::fixed << std::setprecision(precision) << m * scale << " ± " << s * scale;
+        os << std::fixed << std::setprecision(precision) << mean * scale << " ± " << sd * scale;
         return os.str();
     }
 };
@@ -139,7 +139,7 @@ int main(int argc, char** argv) try {
             }
         md << "\n'GNN kept' = fraction of seeds in which the fit ended with the trained network rather than the untrained "
               "one (--keep auto: the trained one beat it out of bag; for GNN presets with an additive path the untrained "
-              "network is the additive baseline; see nn/model.hpp).\n";
+              "network is the additive baseline; see estimators/model_selection.hpp).\n";
         io::write_file_atomic(arg["--out"], md.str());
         return md.str();
     };
@@ -149,7 +149,7 @@ int main(int argc, char** argv) try {
                 ds.size(), {n_train, n_val, n_test, sampling, static_cast<std::uint64_t>(seed)}, macs);
             const auto truth = ds.values(split.test, device);
             for (const auto& preset : presets) {
-                std::unique_ptr<estimators::CostEstimator> est;
+                std::unique_ptr<estimators::Estimator> est;
                 if (ensemble >= 2) est = estimators::make_ensemble(preset, ensemble);
                 else est = estimators::make_estimator(preset);
                 estimators::FitOptions fo;

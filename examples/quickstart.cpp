@@ -30,9 +30,9 @@ int main(int argc, char** argv) try {
     // graphs and measured latencies of each part (NB201 graphs are built here, on demand)
     const auto tr = ds.subset(split.train, "gold_6240"), va = ds.subset(split.validation, "gold_6240"),
                te = ds.subset(split.test, "gold_6240");
-    estimators::HiFiSage model;  // compile-time configured preset
+    estimators::HiFiSage model;  // a GnnEstimator configured at compile time
     const auto fit = model.fit(tr, va, {.seed = 1, .max_epochs = 60, .threads = 2});
-    const auto predicted = model.predict(te.graphs);
+    const auto predicted = model.predict_mean(te.graphs);  // one latency per graph, in ms
     const auto m = train::compute_metrics(predicted, te.targets);
     std::printf("HiFi-SAGE on gold_6240: %d epochs in %.1f s; test Spearman %.3f, within 10%% %.2f\n", fit.epochs,
                 fit.seconds, m.spearman, m.within_10);

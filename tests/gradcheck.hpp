@@ -7,13 +7,11 @@
 
 #include <doctest/doctest.h>
 
+#include <dnncost/core/matrix.hpp>
 #include <dnncost/features/batch.hpp>
 #include <dnncost/nn/module.hpp>
 
 namespace dnncost::test {
-
-using nn::Index;
-using nn::Mat;
 
 /// A random graph of n nodes with some edges, a self-loop and a multi-edge; node 0 of a
 /// graph with >= 4 nodes stays isolated.

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 using namespace dnncost;
 using graph::Attribute;

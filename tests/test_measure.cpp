@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <dnncost/graph/hash.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/json.hpp>
 #include <dnncost/measure/model_file.hpp>

@@ -9,7 +9,7 @@
 
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/graph/analysis.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 using namespace dnncost;
 

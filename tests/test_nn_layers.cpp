@@ -12,7 +12,7 @@
 #include <dnncost/nn/gnn/sage.hpp>
 #include <dnncost/nn/gnn/sage_block.hpp>
 #include <dnncost/nn/layer_norm.hpp>
-#include <dnncost/nn/model.hpp>
+#include <dnncost/nn/gnn_model.hpp>
 #include <dnncost/nn/mlp.hpp>
 
 using namespace dnncost;

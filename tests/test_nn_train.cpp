@@ -1,13 +1,17 @@
 // End-to-end training, determinism, save/load, presets.
 #include <doctest/doctest.h>
 
+#include <type_traits>
+
 #include <dnncost/estimators/presets.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/estimators/registry.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 #include "gradcheck.hpp"
 
 using namespace dnncost;
 using namespace dnncost::nn;
+using estimators::GnnEstimator;
 
 namespace {
 // Random graphs whose target is the sum of node attribute 0 (in [0, 1]) over the graph.
@@ -72,11 +76,11 @@ constexpr GnnConfig tiny_preset{.conv = Conv::sage, .depth = 2, .width = 16, .re
                                 .ranking = {.layers = 2, .width = 8, .dropout = 0.0f, .weight = 1.5f},
                                 .features = {.rw_steps = 4, .self_loops_on_inputs = true},
                                 .train = {.batch_size = 4, .max_epochs = 3, .patience = 5}};
-using Tiny = Estimator<tiny_preset>;
+using Tiny = GnnEstimator<tiny_preset>;
 
 struct Nb201Data {
     std::vector<graph::Graph> graphs;
-    estimators::TrainData train, val;
+    train::TrainData train, val;
     Nb201Data() {
         for (int i = 0; i < 12; ++i) graphs.push_back(nb201::build_graph(nb201::from_index(i * 1301 + 17)));
         for (std::size_t i = 0; i < graphs.size(); ++i) {
@@ -224,9 +228,9 @@ TEST_CASE("feature encoder: vocabulary, unknown slot, scaling, random-walk encod
     CHECK_THROWS_AS(features::FeatureEncoder{neg}, config_error);
 }
 
-TEST_CASE("Estimator: fit, predict, save/load round trip and bad files") {
+TEST_CASE("GnnEstimator: fit, predict, save/load round trip and bad files") {
     Nb201Data d;
-    Tiny est;
+    Tiny est("tiny");
     estimators::FitOptions o;
     o.seed = 3;
     o.threads = 1;
@@ -236,12 +240,12 @@ TEST_CASE("Estimator: fit, predict, save/load round trip and bad files") {
     CHECK(r.epochs == 2);
     CHECK(epochs_seen == 2);
     CHECK(std::isfinite(r.best_validation));
-    const auto p = est.predict(d.val.graphs, 1);
+    const auto p = est.predict_mean(d.val.graphs, 1);
     REQUIRE(p.size() == d.val.size());
     for (double x : p) CHECK(std::isfinite(x));
-    const std::string bytes = est.save("tiny");
+    const std::string bytes = est.save();
     auto back = Tiny::load(bytes, "tiny");
-    CHECK(back.predict(d.val.graphs, 1) == p);
+    CHECK(back.predict_mean(d.val.graphs, 1) == p);
     CHECK(back.label_scale() == est.label_scale());
     // wrong preset name / configuration, truncation, corruption
     CHECK_THROWS_AS(Tiny::load(bytes, "other"), parse_error);
@@ -261,16 +265,20 @@ TEST_CASE("Estimator: fit, predict, save/load round trip and bad files") {
     CHECK_THROWS_AS(est.fit(nan_train, d.val, o), config_error);
 }
 
-TEST_CASE("presets: compile-time structure, run-time adapters and config checks") {
+TEST_CASE("presets: compile-time structure, preset names, the run-time interface and config checks") {
     static_assert(estimators::hifi_sage.depth == 7 && estimators::hifi_sage.width == 128);
     static_assert(estimators::brp_nas.conv == Conv::gcn && estimators::brp_nas.width == 600);
     static_assert(config_valid(estimators::hifi_sage) && config_valid(estimators::brp_nas));
+    static_assert(std::is_base_of_v<estimators::Estimator, estimators::HiFiSage>);
     CHECK(estimators::HiFiSage::config_hash() != estimators::BrpNas::config_hash());
-    auto h = estimators::make_gnn_estimator("hifisage");
-    REQUIRE(h);
-    CHECK(h->preset() == "hifisage");
-    CHECK(estimators::make_gnn_estimator("brpnas")->preset() == "brpnas");
-    CHECK(estimators::make_gnn_estimator("nope") == nullptr);
+    // the preset names are the container kinds of saved models and the registry's names
+    CHECK(estimators::HiFiSage().preset() == "hifisage");
+    CHECK(estimators::BrpNas().preset() == "brpnas");
+    CHECK(estimators::GnnEstimator<small_sum>().preset() == "gnn");
+    CHECK(estimators::GnnEstimator<small_sum>("custom").preset() == "custom");
+    const auto h = estimators::make_estimator("hifisage");
+    CHECK(dynamic_cast<const estimators::HiFiSage*>(h.get()) != nullptr);
+    CHECK(dynamic_cast<const estimators::BrpNas*>(estimators::make_estimator("brpnas").get()) != nullptr);
     GnnConfig bad = small_sum;
     bad.depth = 0;
     CHECK_FALSE(config_valid(bad));
@@ -295,22 +303,22 @@ TEST_CASE("presets: compile-time structure, run-time adapters and config checks"
         }
 }
 
-TEST_CASE("additive path: gradients of the whole model (skip weight, skip bias, head, encoder) by central differences") {
+TEST_CASE("additive path: gradients of the whole model (path weight, path bias, head, encoder) by central differences") {
     GnnConfig cfg = small_sum;
-    cfg.head.additive_skip = true;
+    cfg.head.additive_path = true;
     cfg.readout = Readout::lcm_sum;
     cfg.width = 6;
     Rng rng(5);
     GnnModel<double> m(cfg, 4, rng, 0.25);
-    REQUIRE(m.has_skip());
+    REQUIRE(m.has_additive_path());
     std::vector<double> w{0.3, -0.7, 1.1, 0.2};
-    m.set_skip(w, 0.4);
+    m.set_additive_path(w, 0.4);
     dnncost::test::TestBatch tb(4);
     Context<double> ctx{&tb.batch, false, nullptr, nullptr};
     // the path adds sum(x) * scale . w + b to the GNN's prediction
     const Mat<double> full = m.forward(ctx);
     Mat<double> sums;
-    m.skip_inputs(tb.batch, sums);
+    m.additive_path_inputs(tb.batch, sums);
     for (int g = 0; g < 4; ++g) {
         double s = 0;
         for (int v = tb.batch.offset(g); v < tb.batch.offset(g + 1); ++v)
@@ -324,7 +332,7 @@ TEST_CASE("additive path: gradients of the whole model (skip weight, skip bias, 
     for (auto* p : params) p->zero_grad();
     m.forward(ctx);
     m.backward(r, nullptr, ctx);
-    int checked_skip = 0;
+    int checked_path = 0;
     for (auto* p : params) {
         const Index step = std::max<Index>(1, p->value.size() / 10);
         for (Index i = 0; i < p->value.size(); i += step) {
@@ -337,18 +345,18 @@ TEST_CASE("additive path: gradients of the whole model (skip weight, skip bias, 
             const double numeric = (lp - lm) / (2 * eps), analytic = p->grad.data()[i];
             INFO(p->name << "[" << i << "] numeric " << numeric << " analytic " << analytic);
             CHECK(std::abs(numeric - analytic) / std::max({1.0, std::abs(numeric), std::abs(analytic)}) < 1e-6);
-            checked_skip += p->name.rfind("skip.", 0) == 0;
+            checked_path += p->name.rfind("additive.", 0) == 0;
         }
     }
-    CHECK(checked_skip == 5);
-    CHECK_THROWS_AS(m.set_skip({1.0}, 0.0), config_error);
+    CHECK(checked_path == 5);
+    CHECK_THROWS_AS(m.set_additive_path({1.0}, 0.0), config_error);
 }
 
 TEST_CASE("additive path: fit starts from the ridge solution and keeps it unless the GNN beats it") {
     // NB201 graphs whose label is exactly additive in operator counts: the warm start alone fits.
     constexpr GnnConfig cfg = [] {
         GnnConfig c = small_sum;
-        c.head.additive_skip = true;
+        c.head.additive_path = true;
         c.features = {.rw_steps = 2, .self_loops_on_inputs = false, .drop_output_nodes = false, .compiler_view = true};
         return c;
     }();
@@ -362,18 +370,18 @@ TEST_CASE("additive path: fit starts from the ridge solution and keeps it unless
         const auto c = nb201::op_counts(a);
         y.push_back(1.0 + 0.5 * c[2] + 1.5 * c[3] + 0.2 * c[4] + 0.05 * c[1]);
     }
-    estimators::TrainData tr, va;
+    train::TrainData tr, va;
     for (std::size_t i = 0; i < gs.size(); ++i) {
         auto& d = i < 80 ? tr : va;
         d.graphs.push_back(&gs[i]);
         d.targets.push_back(y[i]);
     }
-    Estimator<cfg> est;
+    GnnEstimator<cfg> est;
     estimators::FitOptions fo;
     fo.max_epochs = 3;
     fo.threads = 1;
     const auto r = est.fit(tr, va, fo);
-    const auto p = est.predict(va.graphs, 1);
+    const auto p = est.predict_mean(va.graphs, 1);
     double worst = 0;
     for (std::size_t i = 0; i < p.size(); ++i) worst = std::max(worst, std::abs(p[i] - va.targets[i]) / va.targets[i]);
     CHECK(worst < 0.05);

@@ -11,7 +11,7 @@
 
 #include <dnncost/core/rng.hpp>
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 

@@ -14,7 +14,7 @@
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/estimators/registry.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
@@ -149,7 +149,7 @@ TEST_CASE("dataset: NB201 graphs are built on demand, shared while alive, equal 
     CHECK_THROWS_WITH_AS(ds.subset(std::vector<std::size_t>{5}, "lat"), doctest::Contains("item 5 is out of range (3 items)"),
                          config_error);
     // a training subset keeps its graphs alive by itself
-    estimators::TrainData d = ds.subset(std::vector<std::size_t>{0, 1}, "lat");
+    train::TrainData d = ds.subset(std::vector<std::size_t>{0, 1}, "lat");
     CHECK(d.size() == 2);
     CHECK(d.graphs[0]->num_nodes() == nb201::build_graph(good).num_nodes());
     CHECK(d.targets == std::vector<double>{1, 2});

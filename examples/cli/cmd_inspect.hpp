@@ -15,7 +15,7 @@
 #include "common.hpp"
 
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/onnx.hpp>
 
 namespace dnncost::cli {

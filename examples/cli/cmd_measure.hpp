@@ -25,7 +25,7 @@
 #include "common.hpp"
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/measure/harness.hpp>

@@ -18,11 +18,11 @@
 
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/estimators/registry.hpp>
-#include <dnncost/graph/nb201.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/measure/store.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
@@ -42,7 +42,7 @@ inline json metrics_json(const train::Metrics& m) {
 }
 
 /// Flat report: the metrics on all items at top level, the non-degenerate ones under a key.
-inline json evaluation_json(const train::Evaluation& e) {
+inline json evaluation_json(const train::AccuracyReport& e) {
     json j = metrics_json(e.all);
     j["non_degenerate"] = metrics_json(e.non_degenerate);
     j["n_degenerate"] = e.n_degenerate;
@@ -82,7 +82,7 @@ struct UnknownOperators {
     std::set<std::string> types;
     std::size_t inputs = 0, total = 0;
     template <class Graphs>
-    void add(const estimators::CostEstimator& est, const Graphs& graphs) {
+    void add(const estimators::Estimator& est, const Graphs& graphs) {
         for (const graph::Graph* g : graphs) {
             const auto u = estimators::unknown_operators(est, *g);
             inputs += !u.empty();
@@ -102,7 +102,7 @@ struct UnknownOperators {
 
 /// Predictions for the given items, in chunks, so that a whole NB201 data set (4 GB of graphs)
 /// is never built at once.
-inline std::vector<estimators::Prediction> predict_items(const estimators::CostEstimator& est, const train::Dataset& ds,
+inline std::vector<estimators::Prediction> predict_items(const estimators::Estimator& est, const train::Dataset& ds,
                                                          const std::vector<std::size_t>& items) {
     constexpr std::size_t chunk = 2048;
     std::vector<estimators::Prediction> out;
@@ -144,7 +144,7 @@ inline std::vector<double> means(const std::vector<estimators::Prediction>& p) {
 
 /// One stderr line on the GEMM arithmetic an estimator runs with: always when `always`, else
 /// only for emulated bf16 (slow); nothing for an estimator without GEMMs.
-inline void note_precision(const estimators::CostEstimator& est, const char* what, bool always) {
+inline void note_precision(const estimators::Estimator& est, const char* what, bool always) {
     const auto p = est.precision();
     if (!p || !(always || (*p == nn::Precision::bf16 && !nn::kernels::bf16_in_hardware()))) return;
     std::cerr << "dnncost: " << what << " in " << nn::to_string(*p);
@@ -161,7 +161,7 @@ inline void note_precision(const estimators::CostEstimator& est, const char* wha
 
 /// A saved model and the metadata `dnncost train` wrote with it (empty for other writers).
 struct LoadedModel {
-    std::unique_ptr<estimators::CostEstimator> est;
+    std::unique_ptr<estimators::Estimator> est;
     io::Container container;
 };
 inline LoadedModel load_model(const std::string& path) {
@@ -262,7 +262,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         std::cerr << "dnncost: split (seed " << a.seed << ", " << train::to_string(sampling) << "): " << split.train.size()
                   << " train, " << split.validation.size() << " validation, " << split.test.size() << " test\n";
 
-        std::unique_ptr<estimators::CostEstimator> est;
+        std::unique_ptr<estimators::Estimator> est;
         if (a.ensemble >= 2) est = estimators::make_ensemble(a.preset, a.ensemble);
         else if (a.ensemble == 0 || a.ensemble == 1) est = estimators::make_estimator(a.preset);
         else raise<config_error>("--ensemble must be >= 2 (or 0 for a single model), got ", a.ensemble);
@@ -407,7 +407,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         unknown.warn();
         const auto pred = est->predict(ptrs);
         td::check_predictions(pred, [&](std::size_t i) { return a.inputs[i]; });
-        const bool ensemble = dynamic_cast<const estimators::Ensemble*>(est.get()) != nullptr;
+        const bool ensemble = dynamic_cast<const estimators::EnsembleEstimator*>(est.get()) != nullptr;
         for (std::size_t i = 0; i < pred.size(); ++i) {
             std::cout << a.inputs[i] << '\t' << std::setprecision(6) << pred[i].mean;
             if (ensemble) std::cout << "\tsigma " << pred[i].sigma;

@@ -3,25 +3,32 @@
 /// Umbrella header: the whole header-only core. The ONNX importer is not included here (it
 /// needs protobuf); include <dnncost/io/onnx.hpp> and link dnncost::onnx for it.
 #include <dnncost/core/error.hpp>
+#include <dnncost/core/matrix.hpp>
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
+#include <dnncost/graph/analysis.hpp>
 #include <dnncost/graph/graph.hpp>
-#include <dnncost/graph/nb201.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/memory.hpp>
 #include <dnncost/spaces/registry.hpp>
+#include <dnncost/io/csv.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/io/serialize.hpp>
 #include <dnncost/features/batch.hpp>
 #include <dnncost/features/encode.hpp>
-#include <dnncost/nn/model.hpp>
-#include <dnncost/estimators/presets.hpp>
-#include <dnncost/io/csv.hpp>
-#include <dnncost/io/serialize.hpp>
+#include <dnncost/features/op_aggregates.hpp>
+#include <dnncost/nn/gnn_model.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/noise.hpp>
 #include <dnncost/train/split.hpp>
+#include <dnncost/train/train_data.hpp>
 #include <dnncost/estimators/additive.hpp>
 #include <dnncost/estimators/ensemble.hpp>
+#include <dnncost/estimators/estimator.hpp>
+#include <dnncost/estimators/gnn_estimator.hpp>
+#include <dnncost/estimators/presets.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/search/search.hpp>
 #include <dnncost/search/mapping/mapping.hpp>

@@ -2,14 +2,6 @@
 /// @file analytic.hpp
 /// Analytic per-node cost: MACs, FLOPs, parameters and memory traffic, plus a roofline latency
 /// model `max(FLOPs / peak, bytes / bandwidth)` for a user-supplied device.
-///
-/// Conventions (so that whole-model figures compare with published torchvision numbers):
-/// - MACs count the multiply-accumulates of the linear-algebra operators only (Conv,
-///   ConvTranspose, Gemm, MatMul, Einsum-like). Elementwise, normalisation, pooling and
-///   activation operators have MACs = 0 but non-zero FLOPs.
-/// - FLOPs = 2 x MACs for linear algebra (+1 per output for a bias), and a per-element count
-///   for everything else (documented at node_cost).
-/// - Memory traffic = bytes of every activation input + every output + every weight read once.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -40,6 +32,14 @@ std::int64_t mul_or_raise(std::int64_t a, std::int64_t b, const What&... what) {
 }  // namespace detail
 
 /// Cost of one operator.
+///
+/// Conventions (so that whole-model figures compare with published torchvision numbers):
+/// - MACs count the multiply-accumulates of the linear-algebra operators only (Conv,
+///   ConvTranspose, Gemm, MatMul, Einsum-like). Elementwise, normalisation, pooling and
+///   activation operators have MACs = 0 but non-zero FLOPs.
+/// - FLOPs = 2 x MACs for linear algebra (+1 per output for a bias), and a per-element count
+///   for everything else (documented at node_cost).
+/// - Memory traffic = bytes of every activation input + every output + every weight read once.
 struct NodeCost {
     std::int64_t macs = 0;
     std::int64_t flops = 0;

@@ -1,14 +1,7 @@
 #pragma once
 /// @file ensemble.hpp
-/// An ensemble of k estimators of one preset: each member gets its own seed derived from the
-/// ensemble's seed; members are trained in parallel on a ThreadPool. A prediction is the
-/// members' mean, and its sigma is their sample standard deviation, a cheap uncertainty that
-/// can be checked with coverage_2sigma().
-///
-/// Members whose fit does not depend on the seed (the closed-form additive baseline) would all
-/// be identical, so by default each member trains on a bootstrap resample of the training set
-/// (bagging); `resample = none` trains every member on the full set (deep ensembles, where the
-/// seed alone makes members differ).
+/// An ensemble of k estimators of one preset: a prediction is the members' mean, and its sigma
+/// their sample standard deviation, a cheap uncertainty that coverage_2sigma() checks.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,15 +20,21 @@
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/train/metrics.hpp>
+#include <dnncost/train/train_data.hpp>
 
 namespace dnncost::estimators {
 
 /// Creates an untrained member.
-using EstimatorFactory = std::function<std::unique_ptr<CostEstimator>()>;
+using EstimatorFactory = std::function<std::unique_ptr<Estimator>()>;
 /// Rebuilds a member from its serialized bytes (a container of any kind).
-using EstimatorLoader = std::function<std::unique_ptr<CostEstimator>(std::string_view bytes, std::string_view source)>;
+using EstimatorLoader = std::function<std::unique_ptr<Estimator>(std::string_view bytes, std::string_view source)>;
 
-class Ensemble final : public CostEstimator {
+/// Each member gets its own seed derived from the ensemble's seed; members are trained in
+/// parallel on a ThreadPool. Members whose fit does not depend on the seed (the closed-form
+/// additive baseline) would all be identical, so by default each member trains on a bootstrap
+/// resample of the training set (bagging); `resample = none` trains every member on the full set
+/// (deep ensembles, where the seed alone makes members differ).
+class EnsembleEstimator final : public Estimator {
 public:
     static constexpr std::string_view kind = "ensemble";
     enum class Resample : std::uint8_t { bootstrap = 0, none = 1 };
@@ -45,7 +44,7 @@ public:
     /// @param member_preset name of the members' preset (reported by preset())
     /// @param factory       creates one untrained member
     /// @param members       2 <= k <= max_members
-    Ensemble(std::string member_preset, EstimatorFactory factory, int members, Resample resample = Resample::bootstrap)
+    EnsembleEstimator(std::string member_preset, EstimatorFactory factory, int members, Resample resample = Resample::bootstrap)
         : m_member_preset(std::move(member_preset)), m_factory(std::move(factory)), m_k(members), m_resample(resample) {
         if (members < 2) raise<config_error>("Ensemble: needs at least 2 members, got ", members);
         if (members > max_members) raise<config_error>("Ensemble: at most ", max_members, " members, got ", members);
@@ -54,10 +53,10 @@ public:
 
     std::string preset() const override { return m_member_preset; }
     std::size_t size() const { return m_members.size(); }
-    const CostEstimator& member(std::size_t i) const { return *m_members.at(i); }
+    const Estimator& member(std::size_t i) const { return *m_members.at(i); }
     Resample resample() const { return m_resample; }
 
-    FitResult fit(const TrainData& train, const TrainData& validation, const FitOptions& options) override {
+    FitResult fit(const train::TrainData& train, const train::TrainData& validation, const FitOptions& options) override {
         const auto start = std::chrono::steady_clock::now();
         if (train.graphs.size() != train.targets.size())
             raise<shape_error>("Ensemble: training data has ", train.graphs.size(), " graphs but ", train.targets.size(), " targets");
@@ -65,7 +64,7 @@ public:
         // Seeds and resamples are drawn serially up front: results do not depend on threads.
         Rng rng(options.seed);
         std::vector<std::uint64_t> seeds(static_cast<std::size_t>(m_k));
-        std::vector<TrainData> data(static_cast<std::size_t>(m_k));
+        std::vector<train::TrainData> data(static_cast<std::size_t>(m_k));
         for (std::size_t m = 0; m < seeds.size(); ++m) {
             seeds[m] = rng.split();
             if (m_resample == Resample::bootstrap) {
@@ -79,7 +78,7 @@ public:
                 data[m] = train;
             }
         }
-        std::vector<std::unique_ptr<CostEstimator>> members(seeds.size());
+        std::vector<std::unique_ptr<Estimator>> members(seeds.size());
         std::vector<FitResult> results(seeds.size());
         const unsigned hw = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
         const std::size_t workers = std::min<std::size_t>(hw, seeds.size());
@@ -121,9 +120,9 @@ public:
             double mean = 0.0;
             for (const auto& p : per) mean += p[i].mean;
             mean /= k;
-            double ss = 0.0;
-            for (const auto& p : per) ss += (p[i].mean - mean) * (p[i].mean - mean);
-            out[i] = {mean, std::sqrt(ss / (k - 1.0))};
+            double squares = 0.0;
+            for (const auto& p : per) squares += (p[i].mean - mean) * (p[i].mean - mean);
+            out[i] = {mean, std::sqrt(squares / (k - 1.0))};
         }
         return out;
     }
@@ -159,7 +158,7 @@ public:
 
     /// Rebuild an ensemble; `load_member` decodes each member (e.g. registry's load_estimator),
     /// `factory` is kept for a later re-fit and may be empty.
-    static std::unique_ptr<Ensemble> deserialize(std::string_view bytes, std::string_view source,
+    static std::unique_ptr<EnsembleEstimator> deserialize(std::string_view bytes, std::string_view source,
                                                  const EstimatorLoader& load_member, EstimatorFactory factory = {}) {
         const auto c = io::read_container(bytes, kind, source);
         io::BinaryReader r(c.payload, std::string(source));
@@ -168,7 +167,7 @@ public:
         if (resample > 1) r.fail("unknown resample mode ", int(resample));
         const auto k = r.get_u32("member count");
         if (k < 2) r.fail("an ensemble needs at least 2 members, file has ", k);
-        std::vector<std::unique_ptr<CostEstimator>> members;
+        std::vector<std::unique_ptr<Estimator>> members;
         for (std::uint32_t m = 0; m < k; ++m) {
             const auto bytes_m = r.get_string_view("member " + std::to_string(m + 1));
             auto est = load_member(bytes_m, std::string(source) + " (member " + std::to_string(m + 1) + ")");
@@ -177,10 +176,10 @@ public:
             members.push_back(std::move(est));
         }
         r.expect_end("ensemble");
-        if (!factory) factory = [] () -> std::unique_ptr<CostEstimator> {
+        if (!factory) factory = [] () -> std::unique_ptr<Estimator> {
             raise<config_error>("Ensemble: a loaded ensemble cannot be re-fitted without a member factory");
         };
-        auto e = std::make_unique<Ensemble>(std::move(preset), std::move(factory), static_cast<int>(k),
+        auto e = std::make_unique<EnsembleEstimator>(std::move(preset), std::move(factory), static_cast<int>(k),
                                             static_cast<Resample>(resample));
         e->m_members = std::move(members);
         return e;
@@ -191,7 +190,7 @@ private:
     EstimatorFactory m_factory;
     int m_k;
     Resample m_resample;
-    std::vector<std::unique_ptr<CostEstimator>> m_members;
+    std::vector<std::unique_ptr<Estimator>> m_members;
 };
 
 /// Fraction of items whose true value lies within mean ± 2 sigma of the prediction.

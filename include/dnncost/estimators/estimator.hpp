@@ -1,12 +1,11 @@
 #pragma once
 /// @file estimator.hpp
-/// The run-time face of every learned cost estimator (GNN presets, the additive baseline,
-/// ensembles): fit on measured graphs, predict, save. Compile-time configured models implement
-/// it through a thin adapter so that the CLI and the searches can choose a preset by name.
+/// The run-time interface of every learned cost estimator (GNN estimators, the additive
+/// baseline, ensembles): fit on measured graphs, predict, save. The CLI and the searches pick an
+/// estimator by preset name (registry.hpp) and use it through this interface.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -15,18 +14,10 @@
 #include <vector>
 
 #include <dnncost/graph/graph.hpp>
-#include <dnncost/nn/bf16.hpp>
+#include <dnncost/nn/precision.hpp>
+#include <dnncost/train/train_data.hpp>
 
 namespace dnncost::estimators {
-
-/// Measured graphs: graphs[i] has measured value targets[i] (> 0, e.g. latency in ms).
-struct TrainData {
-    std::vector<const graph::Graph*> graphs;
-    std::vector<double> targets;
-    /// Keeps graphs built on demand alive as long as this object (train::Dataset::subset).
-    std::shared_ptr<const void> keep_alive{};
-    std::size_t size() const { return graphs.size(); }
-};
 
 /// Which weights a GNN fit with validation data ends with (FitOptions::keep).
 enum class Keep : std::uint8_t {
@@ -77,15 +68,23 @@ struct Prediction {
     double sigma = 0.0;
 };
 
-/// Abstract learned estimator.
-class CostEstimator {
+/// A learned cost estimator.
+class Estimator {
 public:
-    virtual ~CostEstimator() = default;
+    virtual ~Estimator() = default;
     /// Preset name as accepted by make_estimator ("hifisage", "brpnas", "additive", ...).
     virtual std::string preset() const = 0;
-    virtual FitResult fit(const TrainData& train, const TrainData& validation, const FitOptions& options) = 0;
+    virtual FitResult fit(const train::TrainData& train, const train::TrainData& validation, const FitOptions& options) = 0;
     /// Predictions in the target's own unit, one per graph.
     virtual std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const = 0;
+    /// The predictions' means alone, one per graph (what the metrics of train/metrics.hpp take).
+    std::vector<double> predict_mean(std::span<const graph::Graph* const> graphs) const {
+        const auto predictions = predict(graphs);
+        std::vector<double> out;
+        out.reserve(predictions.size());
+        for (const auto& p : predictions) out.push_back(p.mean);
+        return out;
+    }
     /// Everything needed to predict elsewhere (preset, vocabulary, scaling, weights), as bytes.
     virtual std::string serialize() const = 0;
     /// Run later predictions in this GEMM arithmetic instead of the one the model was trained
@@ -100,7 +99,7 @@ public:
 /// Operator types of `g` that `est` never saw in training (sorted, each once): its prediction
 /// for such a graph is an extrapolation (the types share one `unknown` slot or are ignored).
 /// Empty when the estimator keeps no vocabulary.
-inline std::vector<std::string> unknown_operators(const CostEstimator& est, const graph::Graph& g) {
+inline std::vector<std::string> unknown_operators(const Estimator& est, const graph::Graph& g) {
     const auto vocab = est.vocabulary();
     std::vector<std::string> out;
     if (vocab.empty()) return out;

@@ -31,7 +31,7 @@ struct RegistryEntry {
 };
 
 namespace detail {
-inline std::unique_ptr<CostEstimator> load_ensemble(std::string_view bytes, std::string_view source);
+inline std::unique_ptr<Estimator> load_ensemble(std::string_view bytes, std::string_view source);
 
 struct Registry {
     std::mutex mutex;
@@ -42,20 +42,20 @@ inline Registry& registry() {
     static Registry r;
     static const bool filled = [] {
         auto& reg = r;
-        reg.entries.emplace("additive", RegistryEntry{
-            [] { return std::unique_ptr<CostEstimator>(std::make_unique<AdditiveEstimator>()); },
-            [](std::string_view b, std::string_view s) { return std::unique_ptr<CostEstimator>(AdditiveEstimator::deserialize(b, s)); },
+        reg.entries.emplace(std::string(AdditiveEstimator::kind), RegistryEntry{
+            [] { return std::unique_ptr<Estimator>(std::make_unique<AdditiveEstimator>()); },
+            [](std::string_view b, std::string_view s) { return std::unique_ptr<Estimator>(AdditiveEstimator::deserialize(b, s)); },
             "ridge regression over per-operator-type counts, MACs and bytes (milliseconds to train)"});
-        reg.entries.emplace("hifisage", RegistryEntry{
-            [] { return std::unique_ptr<CostEstimator>(std::make_unique<HiFiSageEstimator>("hifisage")); },
+        reg.entries.emplace(std::string(preset_name<hifi_sage>), RegistryEntry{
+            [] { return std::unique_ptr<Estimator>(std::make_unique<HiFiSage>()); },
             [](std::string_view b, std::string_view s) {
-                return std::unique_ptr<CostEstimator>(HiFiSageEstimator::deserialize(b, "hifisage", s));
+                return std::unique_ptr<Estimator>(std::make_unique<HiFiSage>(HiFiSage::load(b, preset_name<hifi_sage>, s)));
             },
             "HiFi-SAGE: 7-layer GraphSAGE with LCM readout and a ranking head"});
-        reg.entries.emplace("brpnas", RegistryEntry{
-            [] { return std::unique_ptr<CostEstimator>(std::make_unique<BrpNasEstimator>("brpnas")); },
+        reg.entries.emplace(std::string(preset_name<brp_nas>), RegistryEntry{
+            [] { return std::unique_ptr<Estimator>(std::make_unique<BrpNas>()); },
             [](std::string_view b, std::string_view s) {
-                return std::unique_ptr<CostEstimator>(BrpNasEstimator::deserialize(b, "brpnas", s));
+                return std::unique_ptr<Estimator>(std::make_unique<BrpNas>(BrpNas::load(b, preset_name<brp_nas>, s)));
             },
             "BRP-NAS: 4-layer GCN, mean pooling, linear head"});
         return true;
@@ -67,7 +67,7 @@ inline Registry& registry() {
 
 /// Add (or replace) a preset. Thread-safe.
 inline void register_estimator(std::string name, RegistryEntry entry) {
-    if (name.empty() || name == Ensemble::kind) raise<config_error>("register_estimator: invalid preset name '", name, "'");
+    if (name.empty() || name == EnsembleEstimator::kind) raise<config_error>("register_estimator: invalid preset name '", name, "'");
     if (!entry.make || !entry.load) raise<config_error>("register_estimator: preset '", name, "' needs a factory and a loader");
     auto& r = detail::registry();
     std::lock_guard lock(r.mutex);
@@ -95,22 +95,22 @@ inline RegistryEntry find_entry(std::string_view name, std::string_view context)
 }  // namespace detail
 
 /// A fresh, untrained estimator of the named preset. @throws config_error listing known presets
-inline std::unique_ptr<CostEstimator> make_estimator(std::string_view name) {
+inline std::unique_ptr<Estimator> make_estimator(std::string_view name) {
     return detail::find_entry(name, "make_estimator: ").make();
 }
 
 /// An untrained ensemble of `members` estimators of the named preset.
-inline std::unique_ptr<Ensemble> make_ensemble(std::string_view name, int members,
-                                               Ensemble::Resample resample = Ensemble::Resample::bootstrap) {
+inline std::unique_ptr<EnsembleEstimator> make_ensemble(std::string_view name, int members,
+                                               EnsembleEstimator::Resample resample = EnsembleEstimator::Resample::bootstrap) {
     auto entry = detail::find_entry(name, "make_ensemble: ");
-    return std::make_unique<Ensemble>(std::string(name), entry.make, members, resample);
+    return std::make_unique<EnsembleEstimator>(std::string(name), entry.make, members, resample);
 }
 
 /// Rebuild a saved estimator (any registered preset, or an ensemble of one) from its bytes.
 /// @throws parse_error naming `source` for a corrupt/foreign file or an unknown preset
-inline std::unique_ptr<CostEstimator> load_estimator(std::string_view bytes, std::string_view source = "<memory>") {
+inline std::unique_ptr<Estimator> load_estimator(std::string_view bytes, std::string_view source = "<memory>") {
     const auto c = io::read_container(bytes, std::nullopt, source);
-    if (c.kind == Ensemble::kind) return detail::load_ensemble(bytes, source);
+    if (c.kind == EnsembleEstimator::kind) return detail::load_ensemble(bytes, source);
     RegistryEntry entry;
     try {
         entry = detail::find_entry(c.kind, "");
@@ -121,13 +121,13 @@ inline std::unique_ptr<CostEstimator> load_estimator(std::string_view bytes, std
 }
 
 /// Read and rebuild a saved estimator file.
-inline std::unique_ptr<CostEstimator> load_estimator_file(const std::filesystem::path& path) {
+inline std::unique_ptr<Estimator> load_estimator_file(const std::filesystem::path& path) {
     return load_estimator(io::read_file(path), path.string());
 }
 
 namespace detail {
-inline std::unique_ptr<CostEstimator> load_ensemble(std::string_view bytes, std::string_view source) {
-    auto e = Ensemble::deserialize(bytes, source, [](std::string_view b, std::string_view s) { return load_estimator(b, s); });
+inline std::unique_ptr<Estimator> load_ensemble(std::string_view bytes, std::string_view source) {
+    auto e = EnsembleEstimator::deserialize(bytes, source, [](std::string_view b, std::string_view s) { return load_estimator(b, s); });
     return e;
 }
 }  // namespace detail

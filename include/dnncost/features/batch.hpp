@@ -10,8 +10,8 @@
 #include <vector>
 
 #include <dnncost/core/error.hpp>
+#include <dnncost/core/matrix.hpp>
 #include <dnncost/features/encode.hpp>
-#include <dnncost/nn/tensor.hpp>
 
 namespace dnncost::features {
 
@@ -103,21 +103,21 @@ public:
     /// out = the graphs' graph-level features, one row per graph (what build() puts in graph_x).
     /// @throws shape_error when a graph's width differs from graph 0's, config_error on a NaN or
     ///         infinite feature
-    static void stack_graph_features(std::span<const EncodedGraph* const> graphs, nn::Mat<T>& out) {
+    static void stack_graph_features(std::span<const EncodedGraph* const> graphs, Mat<T>& out) {
         const auto gf = graphs.empty() ? std::size_t{0} : graphs[0]->graph_x.size();
-        out.resize(static_cast<nn::Index>(graphs.size()), static_cast<nn::Index>(gf));
+        out.resize(static_cast<Index>(graphs.size()), static_cast<Index>(gf));
         for (std::size_t g = 0; g < graphs.size(); ++g) {
             if (graphs[g]->graph_x.size() != gf)
                 raise<shape_error>("GraphBatch: graph ", g, " has ", graphs[g]->graph_x.size(), " graph-level features, graph 0 has ", gf);
             for (std::size_t j = 0; j < gf; ++j) {
                 const float v = graphs[g]->graph_x[j];
                 if (!std::isfinite(v)) raise<config_error>("GraphBatch: graph ", g, " graph-level feature ", j, " is ", v);
-                out(static_cast<nn::Index>(g), static_cast<nn::Index>(j)) = static_cast<T>(v);
+                out(static_cast<Index>(g), static_cast<Index>(j)) = static_cast<T>(v);
             }
         }
     }
 
-    nn::Index num_nodes() const { return x.rows(); }
+    Index num_nodes() const { return x.rows(); }
     int num_graphs() const { return static_cast<int>(m_offset.size()) - 1; }
     /// Node range of graph g is [offset(g), offset(g + 1)).
     int offset(int g) const { return m_offset[static_cast<std::size_t>(g)]; }
@@ -125,8 +125,8 @@ public:
     const std::vector<int>& node_graph() const { return m_node_graph; }
     const Neighbourhood<T>& neighbourhood(Direction d) const { return m_nb[static_cast<int>(d)]; }
 
-    nn::Mat<T> x;  ///< stacked node features, num_nodes x num_features
-    nn::Mat<T> graph_x;  ///< graph-level features, num_graphs x (0 or more)
+    Mat<T> x;  ///< stacked node features, num_nodes x num_features
+    Mat<T> graph_x;  ///< graph-level features, num_graphs x (0 or more)
 
 private:
     static void finish(Neighbourhood<T>& nb, std::vector<std::pair<int, int>>& pairs, int n) {

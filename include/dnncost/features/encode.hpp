@@ -1,18 +1,7 @@
 #pragma once
 /// @file encode.hpp
-/// Node features of an operator graph for the GNN estimators:
-///   [ one-hot operator type (vocabulary + an `unknown` slot) | scaled numeric attributes |
-///     random-walk positional encoding ]
-/// Numeric attributes: kernel area, stride, groups, input channels, output channels, output
-/// spatial size, MACs, parameters, bytes moved. Those that span orders of magnitude are
-/// log1p-scaled; all are then standardised with the training set's mean and deviation.
-/// Random-walk positional encoding (Dwivedi et al., 2022): the return probabilities
-/// diag(P), diag(P^2), ..., diag(P^k) of the random walk P = D^-1 A on the undirected graph.
-/// With `compiler_view`, the graph-compiler view of graph/analysis.hpp is appended:
-///   [ constant | identity-like | dead | kept x (one-hot operator type, scaled attributes) ]
-/// The last block repeats a node's type and attributes only when a graph compiler keeps the
-/// node, so that a sum over nodes counts both what an eager runtime and what a compiled
-/// runtime executes (e.g. NB201 on TFLite, which folds `none` branches and dead cells).
+/// Node features of an operator graph for the GNN estimators: one-hot operator type, scaled
+/// numeric attributes, random-walk positional encoding and, optionally, the graph-compiler view.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -160,6 +149,20 @@ inline std::vector<float> random_walk_encoding(int n, const std::vector<std::pai
 }
 
 /// Learns the vocabulary and attribute scaling from training graphs, then encodes any graph.
+///
+/// Features of a node:
+///   [ one-hot operator type (vocabulary + an `unknown` slot) | scaled numeric attributes |
+///     random-walk positional encoding ]
+/// Numeric attributes: kernel area, stride, groups, input channels, output channels, output
+/// spatial size, MACs, parameters, bytes moved. Those that span orders of magnitude are
+/// log1p-scaled; all are then standardised with the training set's mean and deviation.
+/// Random-walk positional encoding (Dwivedi et al., 2022): the return probabilities
+/// diag(P), diag(P^2), ..., diag(P^k) of the random walk P = D^-1 A on the undirected graph.
+/// With `compiler_view`, the graph-compiler view of graph/analysis.hpp is appended:
+///   [ constant | identity-like | dead | kept x (one-hot operator type, scaled attributes) ]
+/// The last block repeats a node's type and attributes only when a graph compiler keeps the
+/// node, so that a sum over nodes counts both what an eager runtime and what a compiled
+/// runtime executes (a compiler folds zero branches and dead cells away).
 class FeatureEncoder {
 public:
     explicit FeatureEncoder(EncodeOptions options = {}) : m_options(std::move(options)) {

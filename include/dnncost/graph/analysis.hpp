@@ -1,7 +1,17 @@
 #pragma once
 /// @file analysis.hpp
-/// What a graph compiler can tell about each operator before running it, found by constant
-/// propagation over the operator graph:
+/// What a graph compiler can tell about each operator before running it (constant, zero,
+/// identity-like, live), found by constant propagation over the operator graph.
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/graph/graph.hpp>
+
+namespace dnncost::graph {
+
+/// Per-node result of analyse().
 ///
 /// - constant: the output does not depend on any graph input (every input is a weight or a
 ///   constant), so a compiler folds the operator away;
@@ -13,18 +23,8 @@
 /// - live: a non-constant operator that can influence a graph output through non-constant
 ///   operators; a compiler removes the others as dead code.
 ///
-/// `kept` = live and not identity-like: the operators a graph compiler (e.g. TFLite) still runs.
-/// For NAS-Bench-201 these are exactly the operators of the pruned graph (tests/test_nb201.cpp).
-#include <algorithm>
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include <dnncost/graph/graph.hpp>
-
-namespace dnncost::graph {
-
-/// Per-node result of analyse().
+/// `kept` = live and not identity-like: the operators a graph compiler still runs. For
+/// NAS-Bench-201 these are exactly the operators of the pruned graph (tests/test_nb201.cpp).
 struct NodeAnalysis {
     bool constant = false;
     bool zero = false;

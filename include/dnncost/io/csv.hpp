@@ -1,17 +1,7 @@
 #pragma once
 /// @file csv.hpp
-/// A small, strict CSV reader (RFC 4180): comma-separated, fields optionally enclosed in double
-/// quotes, a doubled quote inside a quoted field is a literal quote, quoted fields may span
-/// lines. The first record is the header. LF and CRLF line ends are both accepted, a final
-/// line end is optional, and lines that are completely empty are skipped.
-///
-/// Strictness: a quote inside an unquoted field, text after a closing quote, an unterminated
-/// quote, a duplicate or empty column name and a record whose field count differs from the
-/// header are errors that name the file and line. With `CsvOptions::skip_bad_rows` a record
-/// with the wrong field count is recorded in `CsvTable::issues` and skipped instead; lexical
-/// errors (quotes) always throw, because after one the rest of the file cannot be trusted.
-///
-/// Numbers are parsed with std::from_chars (locale independent, exact round trip).
+/// A small, strict CSV reader (RFC 4180) whose errors name the file and line, and locale-free
+/// number parsing.
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -64,6 +54,18 @@ struct CsvTable {
 };
 
 /// Parse CSV text. @throws parse_error naming `source` and the line.
+///
+/// Comma-separated, fields optionally enclosed in double quotes, a doubled quote inside a quoted
+/// field is a literal quote, quoted fields may span lines. The first record is the header. LF and
+/// CRLF line ends are both accepted, a final line end is optional, and lines that are completely
+/// empty are skipped.
+///
+/// Strictness: a quote inside an unquoted field, text after a closing quote, an unterminated
+/// quote, a duplicate or empty column name and a record whose field count differs from the
+/// header are errors that name the file and line. With `CsvOptions::skip_bad_rows` a record
+/// with the wrong field count is recorded in `CsvTable::issues` and skipped instead; lexical
+/// errors (quotes) always throw, because after one the rest of the file cannot be trusted.
+/// Numbers are parsed with std::from_chars (locale independent, exact round trip).
 inline CsvTable parse_csv(std::string_view text, std::string source = "<memory>", const CsvOptions& options = {}) {
     CsvTable table;
     table.source = std::move(source);

@@ -1,8 +1,24 @@
 #pragma once
 /// @file serialize.hpp
-/// A small versioned binary container for saved models and a pair of byte-level writer/reader
-/// classes to fill its payload.
-///
+/// A small versioned, checksummed binary container for saved models, and the byte-level
+/// writer/reader classes that fill its payload portably.
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+
+namespace dnncost::io {
+
 /// Layout of a container (all integers little-endian, whatever the host):
 ///
 ///     offset  size  field
@@ -23,22 +39,6 @@
 /// little-endian, IEEE-754 floats by bit pattern, strings and vectors length-prefixed (u64).
 /// A reader never trusts a length: every read is bounds-checked first and throws parse_error
 /// naming the source and the field that is truncated.
-#include <array>
-#include <bit>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-#include <vector>
-
-#include <dnncost/core/error.hpp>
-
-namespace dnncost::io {
 
 /// Version written by write_container; read_container accepts this and every older version.
 inline constexpr std::uint32_t container_format_version = 2;

@@ -1,7 +1,7 @@
 #pragma once
 /// @file config.hpp
 /// Compile-time model configuration. A GnnConfig is a literal class type, usable as a C++20
-/// template argument: `Estimator<cfg>` instantiates only the layer kinds cfg names, and
+/// template argument: `GnnEstimator<cfg>` instantiates only the layer kinds cfg names, and
 /// `validate()` turns impossible structures into compile errors (static_assert) or, for the
 /// run-time path, config_error.
 #include <cstdint>
@@ -26,9 +26,10 @@ struct HeadConfig {
     int layers = 2;       ///< Linear layers of the regression MLP (1 = a single linear output)
     int width = 128;      ///< hidden width
     float dropout = 0.0f;
-    /// Add a linear function of the per-graph sum of input node features to the prediction,
-    /// warm-started by ridge regression (an additive cost model the GNN then corrects).
-    bool additive_skip = false;
+    /// The additive path: add a linear model of graph-level features (the estimator's
+    /// per-operator-type aggregates) to the prediction, warm-started by ridge regression, so
+    /// that the GNN learns a correction to an additive cost model.
+    bool additive_path = false;
 };
 struct RankingConfig {
     int layers = 0;       ///< 0 disables the pairwise ranking head
@@ -109,7 +110,7 @@ inline std::string to_string(const GnnConfig& c) {
                           ";width=", c.width, ";res=", c.residual, ";drop=", c.dropout, ";act=", int(c.act),
                           ";ln=", c.layer_norm, ";norm=", c.sage_normalize, ";readout=", int(c.readout),
                           ";rw=", c.readout_width, ";head=", c.head.layers, "/", c.head.width, "/", c.head.dropout, "/",
-                          c.head.additive_skip,
+                          c.head.additive_path,
                           ";rank=", c.ranking.layers, "/", c.ranking.width, "/", c.ranking.dropout, "/",
                           c.ranking.weight, ";feat=", c.features.rw_steps, "/", c.features.self_loops_on_inputs, "/",
                           c.features.drop_output_nodes, "/", c.features.compiler_view, ";train=", c.train.lr, "/",

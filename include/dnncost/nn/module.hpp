@@ -25,7 +25,7 @@ struct Context {
     bool training = false;
     Rng* rng = nullptr;
     ThreadPool* pool = nullptr;
-    /// Set by pure inference (Estimator::predict*): no backward pass will follow, so layers may
+    /// Set by pure inference (GnnEstimator::predict_encoded): no backward pass will follow, so layers may
     /// skip what only backward needs (e.g. the ReLU/dropout mask of the fused SAGE block).
     bool no_grad = false;
 

@@ -1,9 +1,14 @@
 #pragma once
 /// @file tensor.hpp
-/// Matrix types and the few dense kernels every layer uses. Activations are row-major
-/// (one row per node or graph) so that a node's features are contiguous. GEMMs are split over
-/// a ThreadPool by rows of the result (or by columns for weight gradients), in a fixed way, so a
-/// given thread count always gives the same bits; one thread is fully deterministic.
+/// The dense GEMM kernels every layer uses. GEMMs are split over a ThreadPool by rows of the
+/// result (or by columns for weight gradients), in a fixed way, so a given thread count always
+/// gives the same bits; one thread is fully deterministic.
+///
+/// At Precision::bf16 (kernels::PrecisionScope) every float product large enough to matter
+/// multiplies bf16-rounded inputs with fp32 accumulation: on the AMX tile unit or with
+/// AVX512-BF16 where the CPU has one (nn/kernels/), else emulated by rounding the inputs and
+/// running the fp32 product, which is exact for products of bf16 values. A bf16 model thus
+/// computes the same arithmetic on any CPU, up to the order of the fp32 sums.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -12,17 +17,17 @@
 
 #include <Eigen/Core>
 
+#include <dnncost/core/matrix.hpp>
 #include <dnncost/core/parallel.hpp>
-#include <dnncost/nn/bf16.hpp>
+#include <dnncost/nn/kernels/bf16_convert.hpp>
+#include <dnncost/nn/kernels/bf16_multiply.hpp>
+#include <dnncost/nn/kernels/bf16_pack.hpp>
+#include <dnncost/nn/kernels/cpu_features.hpp>
+#include <dnncost/nn/kernels/frozen_weights.hpp>
+#include <dnncost/nn/kernels/thread_precision.hpp>
+#include <dnncost/nn/precision.hpp>
 
 namespace dnncost::nn {
-
-using Index = Eigen::Index;
-/// Row-major dynamic matrix: the activation and parameter type.
-template <class T>
-using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using Vec = Eigen::Matrix<T, 1, Eigen::Dynamic, Eigen::RowMajor>;
 
 namespace kernels {
 
@@ -95,7 +100,7 @@ void gemm_bf16_packed_a(Mat<float>& c, Bf16Workspace& ws, Index m, const Eigen::
     else run(0);
 }
 
-/// C (+)= op(A) * op(B) in bf16 on the bf16 unit in use (see bf16.hpp); A and B are packed on the
+/// C (+)= op(A) * op(B) in bf16 on the bf16 unit in use; A and B are packed on the
 /// calling thread (B only once per FrozenWeightsScope if it is a frozen weight), the 32-row
 /// blocks of C split over the pool.
 template <class DA, class DB>

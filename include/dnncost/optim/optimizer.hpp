@@ -14,7 +14,6 @@
 
 namespace dnncost::optim {
 
-using nn::Mat;
 using nn::Parameter;
 
 /// Scale all gradients so that their global L2 norm is at most max_norm; returns the norm
@@ -67,7 +66,7 @@ protected:
         if (n != m_params.size()) r.fail("optimiser state '", what, "' has ", n, " slots, model has ", m_params.size());
         for (std::size_t i = 0; i < n; ++i) {
             const auto v = r.template get_vector<T>(what);
-            if (static_cast<nn::Index>(v.size()) != m_params[i]->value.size())
+            if (static_cast<Index>(v.size()) != m_params[i]->value.size())
                 r.fail("optimiser state '", what, "' slot ", i, " has ", v.size(), " values, expected ", m_params[i]->value.size());
             ms[i] = Eigen::Map<const Mat<T>>(v.data(), m_params[i]->value.rows(), m_params[i]->value.cols());
         }
@@ -124,7 +123,7 @@ public:
         };
         if (m_blocks.empty())
             for (std::size_t i = 0; i < this->m_params.size(); ++i)
-                for (nn::Index s = 0; s < this->m_params[i]->value.size(); s += block_elements)
+                for (Index s = 0; s < this->m_params[i]->value.size(); s += block_elements)
                     m_blocks.push_back({i, s, std::min(block_elements, this->m_params[i]->value.size() - s)});
         // the same blocks either way, so that the same elements take the vector or scalar path
         if (pool && pool->size() > 1) pool->parallel_for(0, m_blocks.size(), [&](std::size_t b) { update(m_blocks[b]); });
@@ -132,7 +131,7 @@ public:
             for (const auto& b : m_blocks) update(b);
     }
     /// Elements per parallel work item of step(pool): large enough to amortise the dispatch.
-    static constexpr nn::Index block_elements = 16384;
+    static constexpr Index block_elements = 16384;
     void save_state(io::BinaryWriter& w) const override {
         w.put_string("adam");
         w.put_f64(this->m_lr);
@@ -156,7 +155,7 @@ private:
     std::vector<Mat<T>> m_m, m_v;
     struct Block {  ///< a work item of step(): elements [start, start + len) of parameter `param`
         std::size_t param;
-        nn::Index start, len;
+        Index start, len;
     };
     std::vector<Block> m_blocks;  ///< the work items of step(), built on first use
 };

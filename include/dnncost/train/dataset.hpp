@@ -2,22 +2,6 @@
 /// @file dataset.hpp
 /// A measured data set: a CSV file whose first column (or `key_column`) names a network and
 /// whose other columns hold measured quantities (one column per device or quantity).
-///
-/// The key is either
-/// - `nb201`: a NAS-Bench-201 architecture string, built with nb201::build_graph, or
-/// - `onnx`: the path of a model file relative to the CSV's directory (or absolute), loaded by
-///   the caller-supplied loader (the CLI passes io::import_onnx), so that this header stays
-///   free of protobuf.
-///
-/// ONNX models are loaded once per distinct path (in parallel) when the data set is loaded and
-/// shared by every row naming them. NAS-Bench-201 strings are only parsed then: their graphs
-/// (~250 KB each, 4 GB for the whole space) are built on demand, in parallel, when a subset is
-/// asked for, and live as long as some GraphSet or TrainData holds them; rows naming the same
-/// network share one graph while it lives.
-/// Rows with a missing, non-numeric, NaN/inf, non-positive or subnormal value in a used column, a bad
-/// architecture string, an unreadable model file or a wrong field count are either skipped and
-/// reported in `Dataset::skipped` (file, line, reason), or, with `strict`, rejected by a
-/// parse_error naming file and line. A data set left empty is an error either way.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -34,10 +18,10 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/parallel.hpp>
-#include <dnncost/estimators/estimator.hpp>
 #include <dnncost/graph/graph.hpp>
-#include <dnncost/graph/nb201.hpp>
 #include <dnncost/io/csv.hpp>
+#include <dnncost/spaces/nb201.hpp>
+#include <dnncost/train/train_data.hpp>
 
 namespace dnncost::train {
 
@@ -121,6 +105,21 @@ struct GraphStore {
 };
 }  // namespace detail
 
+/// The key is either
+/// - `nb201`: a NAS-Bench-201 architecture string, built with nb201::build_graph, or
+/// - `onnx`: the path of a model file relative to the CSV's directory (or absolute), loaded by
+///   the caller-supplied loader (the CLI passes io::import_onnx), so that this header stays
+///   free of protobuf.
+///
+/// ONNX models are loaded once per distinct path (in parallel) when the data set is loaded and
+/// shared by every row naming them. NAS-Bench-201 strings are only parsed then: their graphs
+/// (~250 KB each, 4 GB for the whole space) are built on demand, in parallel, when a subset is
+/// asked for, and live as long as some GraphSet or TrainData holds them; rows naming the same
+/// network share one graph while it lives.
+/// Rows with a missing, non-numeric, NaN/inf, non-positive or subnormal value in a used column, a bad
+/// architecture string, an unreadable model file or a wrong field count are either skipped and
+/// reported in `Dataset::skipped` (file, line, reason), or, with `strict`, rejected by a
+/// parse_error naming file and line. A data set left empty is an error either way.
 class Dataset {
 public:
     /// File the data came from (used in messages).
@@ -166,7 +165,7 @@ public:
         return out;
     }
     /// The estimator's view of a subset: graphs and their values in `column`.
-    estimators::TrainData subset(std::span<const std::size_t> items, std::string_view col) const {
+    TrainData subset(std::span<const std::size_t> items, std::string_view col) const {
         auto set = std::make_shared<const GraphSet>(graphs(items));
         return {set->pointers(), values(items, col), set};
     }

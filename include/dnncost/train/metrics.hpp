@@ -1,21 +1,8 @@
 #pragma once
 /// @file metrics.hpp
 /// Accuracy of a cost estimator on a test set, in the terms the latency-prediction literature
-/// uses (BRP-NAS, HELP, MAPLE-Edge, HiFi-SAGE):
-///
-/// - MAPE: mean of |predicted - true| / true, as a fraction (0.05 = 5 %).
-/// - RMSE: root mean squared error in the target's unit (e.g. ms).
-/// - error-bound accuracy ±b: fraction of items with |predicted - true| / true <= b, for
-///   b = 1 %, 5 %, 10 %.
-/// - Spearman rho: Pearson correlation of the ranks; tied values get the average of the ranks
-///   they span.
-/// - Kendall tau-b: (concordant - discordant) / sqrt((n0 - ties_x)(n0 - ties_y)), computed in
-///   O(n log n) with Knight's merge-sort algorithm, so n = 15,000 takes milliseconds.
-///
-/// Each metric is also reported after excluding "degenerate" items, whose true value is below
-/// 5 % of the median true value: in NAS-Bench-201 the cells whose output is disconnected from
-/// their input run almost nothing and some devices report near-zero latencies for them, which
-/// dominate relative errors without saying anything about the estimator.
+/// uses (BRP-NAS, HELP, MAPLE-Edge, HiFi-SAGE): MAPE, RMSE, error-bound accuracy, Spearman's rho
+/// and Kendall's tau-b, on all items and on the non-degenerate ones.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -32,6 +19,10 @@
 namespace dnncost::train {
 
 /// Default threshold of the degenerate-item exclusion: a fraction of the median true value.
+/// "Degenerate" items are those whose true value is below this fraction of the median true
+/// value: in NAS-Bench-201 the cells whose output is disconnected from their input run almost
+/// nothing and near-zero latencies are recorded for them, which dominate relative errors without
+/// saying anything about the estimator. Each metric is also reported without them.
 inline constexpr double degenerate_fraction_of_median = 0.05;
 
 namespace detail {
@@ -56,18 +47,18 @@ inline void check_values(std::span<const double> predicted, std::span<const doub
 inline double mape(std::span<const double> predicted, std::span<const double> truth) {
     detail::check_sizes(predicted, truth, "mape");
     if (truth.empty()) return detail::nan();
-    double s = 0.0;
-    for (std::size_t i = 0; i < truth.size(); ++i) s += std::abs(predicted[i] - truth[i]) / std::abs(truth[i]);
-    return s / static_cast<double>(truth.size());
+    double total = 0.0;
+    for (std::size_t i = 0; i < truth.size(); ++i) total += std::abs(predicted[i] - truth[i]) / std::abs(truth[i]);
+    return total / static_cast<double>(truth.size());
 }
 
 /// Root mean squared error in the target's unit.
 inline double rmse(std::span<const double> predicted, std::span<const double> truth) {
     detail::check_sizes(predicted, truth, "rmse");
     if (truth.empty()) return detail::nan();
-    double s = 0.0;
-    for (std::size_t i = 0; i < truth.size(); ++i) s += (predicted[i] - truth[i]) * (predicted[i] - truth[i]);
-    return std::sqrt(s / static_cast<double>(truth.size()));
+    double squares = 0.0;
+    for (std::size_t i = 0; i < truth.size(); ++i) squares += (predicted[i] - truth[i]) * (predicted[i] - truth[i]);
+    return std::sqrt(squares / static_cast<double>(truth.size()));
 }
 
 /// Fraction of items whose relative error is at most `bound` (0.1 for ±10 %).
@@ -103,27 +94,26 @@ inline double pearson(std::span<const double> a, std::span<const double> b) {
     detail::check_sizes(a, b, "pearson");
     const std::size_t n = a.size();
     if (n < 2) return detail::nan();
-    const double ma = std::accumulate(a.begin(), a.end(), 0.0) / static_cast<double>(n);
-    const double mb = std::accumulate(b.begin(), b.end(), 0.0) / static_cast<double>(n);
-    double sab = 0, saa = 0, sbb = 0;
+    const double mean_a = std::accumulate(a.begin(), a.end(), 0.0) / static_cast<double>(n);
+    const double mean_b = std::accumulate(b.begin(), b.end(), 0.0) / static_cast<double>(n);
+    double cross = 0, squares_a = 0, squares_b = 0;  // sums of products about the means
     for (std::size_t i = 0; i < n; ++i) {
-        sab += (a[i] - ma) * (b[i] - mb);
-        saa += (a[i] - ma) * (a[i] - ma);
-        sbb += (b[i] - mb) * (b[i] - mb);
+        cross += (a[i] - mean_a) * (b[i] - mean_b);
+        squares_a += (a[i] - mean_a) * (a[i] - mean_a);
+        squares_b += (b[i] - mean_b) * (b[i] - mean_b);
     }
-    if (saa <= 0 || sbb <= 0) return detail::nan();
-    return sab / std::sqrt(saa * sbb);
+    if (squares_a <= 0 || squares_b <= 0) return detail::nan();
+    return cross / std::sqrt(squares_a * squares_b);
 }
 
 /// Spearman's rank correlation with average ranks for ties.
 inline double spearman(std::span<const double> predicted, std::span<const double> truth) {
     detail::check_sizes(predicted, truth, "spearman");
-    const auto ra = average_ranks(predicted);
-    const auto rb = average_ranks(truth);
-    return pearson(ra, rb);
+    return pearson(average_ranks(predicted), average_ranks(truth));
 }
 
-/// Kendall's tau-b (ties handled), O(n log n).
+/// Kendall's tau-b (ties handled): (concordant - discordant) / sqrt((n0 - ties_x)(n0 - ties_y)),
+/// computed in O(n log n) with Knight's merge-sort algorithm.
 inline double kendall(std::span<const double> x, std::span<const double> y) {
     detail::check_sizes(x, y, "kendall");
     const std::size_t n = x.size();
@@ -226,7 +216,7 @@ inline double median(std::span<const double> v) {
 }
 
 /// Metrics on all items and on the non-degenerate ones.
-struct Evaluation {
+struct AccuracyReport {
     Metrics all;
     Metrics non_degenerate;   ///< items with truth >= threshold
     std::size_t n_degenerate = 0;
@@ -235,10 +225,10 @@ struct Evaluation {
 
 /// Evaluate predictions, also excluding items whose true value is below
 /// `fraction_of_median` times the median true value.
-inline Evaluation evaluate(std::span<const double> predicted, std::span<const double> truth,
+inline AccuracyReport evaluate(std::span<const double> predicted, std::span<const double> truth,
                            double fraction_of_median = degenerate_fraction_of_median) {
     detail::check_sizes(predicted, truth, "evaluate");
-    Evaluation e;
+    AccuracyReport e;
     e.all = compute_metrics(predicted, truth);
     e.degenerate_threshold = fraction_of_median * median(truth);
     std::vector<double> p, t;

@@ -1,17 +1,7 @@
 #pragma once
 /// @file noise.hpp
 /// How much of a measured cost is noise, from networks measured twice, and what that leaves for
-/// any estimator. Give it pairs (y1, y2) of two independent measurements of the same network
-/// (NB201 lists 1,500 networks under two strings, see nb201::isomorphic_twin).
-///
-/// - agreement(b): the fraction of pairs whose ratio y1 / y2 lies in [1 - b, 1 + b], both
-///   orders counted (so the figure does not depend on which member comes first).
-/// - sigma: the robust spread of one measurement in log space, 1.4826 MAD(log(y1 / y2)) / sqrt 2.
-/// - ceiling(b): the error-bound accuracy +-b a perfect estimator (one that predicts every
-///   network's typical cost exactly) would reach if log y = log f + e with e ~ N(0, s^2),
-///   independent per measurement. Then log(y1 / y2) ~ N(0, 2 s^2); s is solved from the observed
-///   agreement(b), not from the variance, so a few wild measurements do not dominate it, and the
-///   ceiling is P(f / y in [1 - b, 1 + b]). A model, not a bound: real noise need not be log-normal.
+/// any estimator.
 #include <cmath>
 #include <cstddef>
 #include <span>
@@ -23,6 +13,16 @@
 
 namespace dnncost::train {
 
+/// Noise statistics of pairs (y1, y2) of two independent measurements of the same network (NB201
+/// lists 1,500 networks under two strings, see nb201::isomorphic_twin):
+/// - agreement(b): the fraction of pairs whose ratio y1 / y2 lies in [1 - b, 1 + b], both
+///   orders counted (so the figure does not depend on which member comes first).
+/// - sigma: the robust spread of one measurement in log space, 1.4826 MAD(log(y1 / y2)) / sqrt 2.
+/// - ceiling(b): the error-bound accuracy +-b a perfect estimator (one that predicts every
+///   network's typical cost exactly) would reach if log y = log f + e with e ~ N(0, s^2),
+///   independent per measurement. Then log(y1 / y2) ~ N(0, 2 s^2); s is solved from the observed
+///   agreement(b), not from the variance, so a few wild measurements do not dominate it, and the
+///   ceiling is P(f / y in [1 - b, 1 + b]). A model, not a bound: real noise need not be log-normal.
 struct PairNoise {
     std::size_t pairs = 0;   ///< pairs used
     double agreement = 0.0;  ///< fraction of ratios within +-bound, both orders counted
@@ -58,15 +58,15 @@ inline double sigma_from_agreement(double p, double bound) {
     if (!(p > 0.0 && p < 1.0)) raise<config_error>("sigma_from_agreement: agreement ", p, " is not in (0, 1)");
     if (!(bound > 0.0 && bound < 1.0)) raise<config_error>("sigma_from_agreement: bound ", bound, " is not in (0, 1)");
     const double lo = std::log(1.0 - bound), hi = std::log(1.0 + bound);
-    double a = 1e-9, b = 100.0;  // the mass falls from 1 to ~0 over this range
+    double low = 1e-9, high = 100.0;  // the mass falls from 1 to ~0 over this range
     for (int i = 0; i < 200; ++i) {
-        const double m = 0.5 * (a + b);
-        (detail::normal_mass(lo, hi, std::sqrt(2.0) * m) > p ? a : b) = m;
+        const double middle = 0.5 * (low + high);
+        (detail::normal_mass(lo, hi, std::sqrt(2.0) * middle) > p ? low : high) = middle;
     }
-    return 0.5 * (a + b);
+    return 0.5 * (low + high);
 }
 
-/// Agreement, robust spread and the log-normal ceiling of +-bound accuracy (see the file comment).
+/// Agreement, robust spread and the log-normal ceiling of +-bound accuracy (see PairNoise).
 /// An agreement of 1 (or 0) has no finite log-normal fit: the ceiling is then 1 (or 0).
 /// @throws config_error on no pairs, a bad value or a bound outside (0, 1)
 inline PairNoise pair_noise(std::span<const std::pair<double, double>> pairs, double bound = 0.1) {

@@ -1,18 +1,7 @@
 #pragma once
 /// @file split.hpp
-/// Train / validation / test splits drawn from a seed.
-///
-/// Strategies for the training set (validation and test are always drawn at random from what
-/// is left):
-/// - random: a uniformly random subset.
-/// - uniform: MAPLE-Edge's targeted uniform sampling. Candidates are ranked by a cheap proxy
-///   (MACs, or the latency measured on another device), the ranking is cut into N bins of
-///   (almost) equal size, and one candidate is drawn at random from each bin, so that the N
-///   training samples cover the whole range of cost instead of clustering around its mode.
-///   Ties in the proxy are ordered by the seeded shuffle, so they do not bias the bins.
-///
-/// The same seed and inputs give the same split on every platform (dnncost::Rng), and the three
-/// parts never overlap.
+/// Train / validation / test splits drawn from a seed: the same seed and inputs give the same split
+/// on every platform (dnncost::Rng), and the three parts never overlap.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +16,14 @@
 
 namespace dnncost::train {
 
+/// How the training set is drawn (validation and test are always drawn at random from what is
+/// left):
+/// - random: a uniformly random subset.
+/// - uniform: MAPLE-Edge's targeted uniform sampling. Candidates are ranked by a cheap proxy
+///   (MACs, or the latency measured on another device), the ranking is cut into N bins of
+///   (almost) equal size, and one candidate is drawn at random from each bin, so that the N
+///   training samples cover the whole range of cost instead of clustering around its mode.
+///   Ties in the proxy are ordered by the seeded shuffle, so they do not bias the bins.
 enum class Sampling { random, uniform };
 
 inline Sampling parse_sampling(std::string_view s) {

@@ -2,19 +2,6 @@
 /// @file nb201.hpp
 /// The NAS-Bench-201 search space: architecture strings, a canonical index, enumeration, and
 /// the operator-level graph of the full CIFAR network (32x32 input).
-///
-/// Network (as in the reference implementation): stem Conv3x3(3->16)+BN; three stages of five
-/// cells with C = 16, 32, 64; between stages a ResNet basic block with stride 2
-/// (ReLU-Conv3x3/2-BN, ReLU-Conv3x3-BN, shortcut AvgPool2x2/2 + Conv1x1, Add); then BN, ReLU,
-/// global average pooling, flatten, Linear(64 -> 10).
-/// Cell: node 0 is the input; node i (1..3) is the sum of op(i<-j)(node j) for j < i; node 3 is
-/// the output. nor_conv_KxK = ReLU -> Conv(KxK) -> BN, avg_pool_3x3 = AveragePool(3, stride 1,
-/// pad 1, count_include_pad = 0), skip_connect = identity, none = multiplication by zero.
-///
-/// By default the graph is what an eager runtime executes: every edge operator runs, even when
-/// its input is all zeros or its result is never used. With `Nb201Options::prune` the graph is
-/// what a graph compiler keeps: zero operators are removed, operators whose inputs are all
-/// constant are folded away, and operators that cannot reach the network output are dropped.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -133,6 +120,18 @@ inline std::vector<Arch> enumerate() {
     return all;
 }
 
+/// Network (as in the reference implementation): stem Conv3x3(3->16)+BN; three stages of five
+/// cells with C = 16, 32, 64; between stages a ResNet basic block with stride 2
+/// (ReLU-Conv3x3/2-BN, ReLU-Conv3x3-BN, shortcut AvgPool2x2/2 + Conv1x1, Add); then BN, ReLU,
+/// global average pooling, flatten, Linear(64 -> 10).
+/// Cell: node 0 is the input; node i (1..3) is the sum of op(i<-j)(node j) for j < i; node 3 is
+/// the output. nor_conv_KxK = ReLU -> Conv(KxK) -> BN, avg_pool_3x3 = AveragePool(3, stride 1,
+/// pad 1, count_include_pad = 0), skip_connect = identity, none = multiplication by zero.
+///
+/// By default the graph is what an eager runtime executes: every edge operator runs, even when
+/// its input is all zeros or its result is never used. With `prune` the graph is what a graph
+/// compiler keeps: zero operators are removed, operators whose inputs are all constant are
+/// folded away, and operators that cannot reach the network output are dropped.
 struct Nb201Options {
     std::int64_t batch = 1;
     std::int64_t input_size = 32;

@@ -1,0 +1,168 @@
+#pragma once
+/// @file model_selection.hpp
+/// The statistics a GNN estimator's fit chooses with: the validation score, the bootstrapped
+/// out-of-bag gain of training over the untrained network, and the test of whether a device
+/// pays for the operators a graph compiler removes.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <span>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/rng.hpp>
+#include <dnncost/train/metrics.hpp>
+
+namespace dnncost::estimators {
+
+/// An Eigen vector as a std::vector (the metrics take std::vector).
+inline std::vector<double> to_std_vector(const Eigen::VectorXd& v) {
+    return std::vector<double>(v.data(), v.data() + v.size());
+}
+
+/// The score of validation predictions used for early stopping, the learning-rate schedule and
+/// model selection (lower is better): (1 - Spearman rho) + (1 - fraction of items within
+/// +-10 %), the two figures an estimator of this kind is judged by (ranking and error-bound
+/// accuracy). Not MAPE: a few degenerate architectures have near-zero cost and would dominate
+/// a mean of relative errors. Not the median relative error either: training can lower the
+/// median while pushing more items past 10 %, which the error-bound figure counts against it.
+inline double validation_score(const std::vector<double>& pred, const std::vector<double>& y) {
+    const double rho = train::spearman(pred, y);  // NaN when either side is constant: no rank information
+    return (1.0 - (std::isnan(rho) ? 0.0 : rho)) + (1.0 - train::error_bound_accuracy(pred, y, 0.10));
+}
+
+/// How much better (lower) the validation score of the trained network is than that of the
+/// untrained one, and the standard error of that difference (selection_improvement).
+struct Improvement {
+    double mean = 0.0;  ///< score(untrained) - score(trained)
+    double se = 0.0;    ///< its standard error
+};
+
+/// Out-of-bag estimate of what training buys over the untrained network, selection included.
+/// Picking the best of a few hundred epochs on ~100 validation items is biased: on a device
+/// whose cost is additive the "best" epoch mostly fits validation noise and is worse on new
+/// data than the additive warm start. So the whole selection is bootstrapped: per resample the
+/// best epoch is chosen on the in-bag items, and its score is compared with the untrained
+/// network's on the out-of-bag items (~37 %), which played no part in the choice. fit() keeps
+/// the trained network only if the mean out-of-bag improvement exceeds its standard error (the
+/// spread of the improvement over resamples): the one-standard-error rule, prefer the simpler
+/// model unless the evidence is clear.
+/// @param epochs validation predictions of every epoch
+inline Improvement selection_improvement(const std::vector<double>& untrained,
+                                         const std::vector<std::vector<double>>& epochs, const std::vector<double>& y,
+                                         std::uint64_t seed, int resamples = 200) {
+    Improvement result;
+    const std::size_t n = y.size();
+    if (epochs.empty() || n < 10) return result;
+    Rng rng(seed ^ 0x6f6f6262ULL);
+    std::vector<std::size_t> count(n);
+    std::vector<double> predicted, truth;
+    double sum = 0, sum_squares = 0;
+    int used = 0;
+    for (int k = 0; k < resamples; ++k) {
+        std::fill(count.begin(), count.end(), 0);
+        for (std::size_t i = 0; i < n; ++i) ++count[static_cast<std::size_t>(rng.below(n))];
+        // predictions and labels of the in-bag items (each as often as drawn) or the out-of-bag ones
+        const auto subset = [&](const std::vector<double>& p, bool in_bag) {
+            predicted.clear();
+            truth.clear();
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t c = 0; c < (in_bag ? count[i] : (count[i] == 0 ? 1u : 0u)); ++c) {
+                    predicted.push_back(p[i]);
+                    truth.push_back(y[i]);
+                }
+        };
+        std::size_t best = 0;
+        double best_score = std::numeric_limits<double>::infinity();
+        for (std::size_t e = 0; e < epochs.size(); ++e) {
+            subset(epochs[e], true);
+            const double score = validation_score(predicted, truth);
+            if (score < best_score) {
+                best_score = score;
+                best = e;
+            }
+        }
+        subset(untrained, false);
+        if (predicted.size() < 5) continue;
+        const double untrained_score = validation_score(predicted, truth);
+        subset(epochs[best], false);
+        const double gain = untrained_score - validation_score(predicted, truth);
+        sum += gain;
+        sum_squares += gain * gain;
+        ++used;
+    }
+    if (used == 0) return result;
+    result.mean = sum / used;
+    result.se = std::sqrt(std::max(0.0, sum_squares / used - result.mean * result.mean));
+    return result;
+}
+
+/// The share of the removed operators' cost that a device does not pay, estimated from labelled
+/// networks and the additive baseline's predictions. For network i, removed_i is what the
+/// baseline charges it for the operators a graph compiler removes (dead branches, identity-like
+/// and constant operators: its coefficients times the eager-minus-kept aggregates), its charge
+/// share is removed_i / y_i and its relative residual (y_i - baseline_i) / y_i. A device that
+/// skips those operators leaves the baseline over-predicting by about removed_i, so the residual
+/// falls with the charge share at slope -1; one that runs them gives slope 0. The ordinary
+/// least-squares slope of residual on charge share (with intercept) is minus the unpaid share;
+/// `se` is its usual standard error. The share is the part of the effect that the baseline's
+/// per-type rates cannot absorb: removal that varies within an operator type (dead branches)
+/// shows in full, removal of a steady fraction of a type partly becomes a lower rate. So it is
+/// near 0 wherever the device pays for the removed operators, and can stay below 1 on one that
+/// skips them. Items below `degenerate` are left out. No verdict (share and se 0, `verdict`
+/// false) with fewer than 3 items, when the charge share does not vary (no labelled network has
+/// removed operators) or when a value is not finite.
+struct UnpaidShare {
+    double share = 0.0;
+    double se = 0.0;
+    std::size_t n = 0;     ///< items used
+    bool verdict = false;  ///< false: too few items, or the charge share constant
+    /// The warm start's rule: the device skips most of what a compiler removes, by two standard
+    /// errors. A size of effect, not significance alone: a removed operator's cost can be
+    /// measurably but negligibly off, which is no reason to change the model.
+    bool compiled() const { return verdict && share - 2.0 * se > 0.5; }
+};
+/// @throws shape_error when the three inputs differ in length
+inline UnpaidShare unpaid_share(std::span<const double> removed_cost, std::span<const double> predicted,
+                                std::span<const double> y, double degenerate) {
+    if (removed_cost.size() != y.size() || predicted.size() != y.size())
+        raise<shape_error>("unpaid_share: ", removed_cost.size(), " removed costs and ", predicted.size(),
+                           " predictions for ", y.size(), " labels");
+    std::vector<double> charge, residual;  // per item: charge share and relative residual
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        if (!(y[i] >= degenerate) || !(y[i] > 0)) continue;
+        charge.push_back(removed_cost[i] / y[i]);
+        residual.push_back((y[i] - predicted[i]) / y[i]);
+    }
+    UnpaidShare out;
+    out.n = charge.size();
+    if (charge.size() < 3) return out;
+    const double n = static_cast<double>(charge.size());
+    const double mean_charge = std::accumulate(charge.begin(), charge.end(), 0.0) / n;
+    const double mean_residual = std::accumulate(residual.begin(), residual.end(), 0.0) / n;
+    double charge_variation = 0, covariation = 0;  // sums of squares and cross-products about the means
+    for (std::size_t i = 0; i < charge.size(); ++i) {
+        charge_variation += (charge[i] - mean_charge) * (charge[i] - mean_charge);
+        covariation += (charge[i] - mean_charge) * (residual[i] - mean_residual);
+    }
+    if (!(charge_variation > 1e-12 * std::max(1.0, mean_charge * mean_charge) * n) ||
+        !std::isfinite(charge_variation) || !std::isfinite(covariation))
+        return out;
+    const double slope = covariation / charge_variation;
+    double squared_errors = 0;
+    for (std::size_t i = 0; i < charge.size(); ++i) {
+        const double error = residual[i] - mean_residual - slope * (charge[i] - mean_charge);
+        squared_errors += error * error;
+    }
+    out.share = -slope;
+    out.se = std::sqrt(squared_errors / (n - 2.0) / charge_variation);
+    out.verdict = std::isfinite(out.share) && std::isfinite(out.se);
+    return out;
+}
+
+}  // namespace dnncost::estimators

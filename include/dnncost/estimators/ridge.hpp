@@ -1,0 +1,135 @@
+#pragma once
+/// @file ridge.hpp
+/// Closed-form weighted ridge regression with the loss and the penalty chosen on validation
+/// data (or by exact leave-one-out without any): the solver of additive cost models.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+
+#include <Eigen/Dense>
+
+#include <dnncost/core/error.hpp>
+
+namespace dnncost::estimators {
+
+/// The closed-form ridge regression of the additive baseline, shared with the warm start of the
+/// GNN estimators' additive path. Minimises the weighted squared error
+///     (1/n) sum_i w_i (y_i - x_i . beta)^2 + lambda |beta_{1..}|^2   (x_i0 = 1, not penalised)
+/// with w_i = 1 / y_i^2 (relative error; items below `degenerate` get no weight) or w_i = 1
+/// (absolute error), over a log grid of lambda (1e-8 ... 1e2, half decades). Loss and lambda
+/// are chosen together by the mean absolute relative error over the non-degenerate validation
+/// items or, without validation data, over exact leave-one-out predictions of the training set.
+struct RidgeFit {
+    enum class Loss : std::uint8_t { relative = 0, absolute = 1 };
+    Eigen::VectorXd beta;  ///< intercept first
+    double lambda = 0.0;
+    double score = std::numeric_limits<double>::infinity();  ///< the selection MAPE
+    Loss loss = Loss::relative;
+    bool loo = false;  ///< score is leave-one-out (no validation data)
+
+    /// The weighted normal equations of one loss, (1/n) X'WX and (1/n) X'Wy, with the weights
+    /// normalised to mean 1 so that one lambda grid fits both losses.
+    struct NormalEquations {
+        Eigen::VectorXd w;
+        Eigen::MatrixXd xtwx;
+        Eigen::VectorXd xtwy;
+        /// nullopt when no item has weight (a relative loss over only degenerate items)
+        static std::optional<NormalEquations> of(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Loss loss,
+                                                 double degenerate) {
+            const Eigen::Index n = x.rows();
+            NormalEquations ne;
+            ne.w.resize(n);
+            for (Eigen::Index i = 0; i < n; ++i)
+                ne.w(i) = loss == Loss::absolute ? 1.0 : (y(i) < degenerate ? 0.0 : 1.0 / (y(i) * y(i)));
+            const double w_mean = n > 0 ? ne.w.mean() : 0.0;
+            if (!(w_mean > 0)) return std::nullopt;
+            ne.w /= w_mean;
+            ne.xtwx = x.transpose() * ne.w.asDiagonal() * x / static_cast<double>(n);
+            ne.xtwy = x.transpose() * (ne.w.asDiagonal() * y) / static_cast<double>(n);
+            return ne;
+        }
+        Eigen::LDLT<Eigen::MatrixXd> factor(double lambda) const {
+            Eigen::MatrixXd a = xtwx;
+            for (Eigen::Index j = 1; j < a.rows(); ++j) a(j, j) += lambda;
+            a(0, 0) += 1e-12;  // keeps the system definite when every weight but few is zero
+            return Eigen::LDLT<Eigen::MatrixXd>(a);
+        }
+        /// The ridge coefficients for lambda (intercept first).
+        Eigen::VectorXd beta(double lambda) const { return factor(lambda).solve(xtwy); }
+    };
+
+    /// Coefficients for a given loss and lambda (intercept first).
+    /// @throws error when no item has weight under the loss
+    static Eigen::VectorXd solve(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, Loss loss, double lambda,
+                                 double degenerate) {
+        const auto ne = NormalEquations::of(x, y, loss, degenerate);
+        if (!ne)
+            raise<error>(
+                "additive: no training item has weight under the relative loss (all below the degenerate threshold)");
+        return ne->beta(lambda);
+    }
+
+    /// Optional selection score of validation predictions (lower is better) replacing the MAPE.
+    using Scorer = std::function<double(const Eigen::VectorXd& predicted, const Eigen::VectorXd& truth)>;
+
+    /// @param x training design matrix with a leading column of ones
+    /// @param x_val, y_val validation data (nullptr: leave-one-out)
+    /// @param scorer selection score on the validation data (empty: the MAPE over non-degenerate items)
+    /// @throws error when every candidate fails (non-finite data)
+    static RidgeFit select(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const Eigen::MatrixXd* x_val,
+                           const Eigen::VectorXd* y_val, double degenerate, const Scorer& scorer = {}) {
+        const Eigen::Index n = x.rows();
+        // absolute rather than squared relative error, so that a few poorly modelled items do not decide
+        auto relative_score = [degenerate](const Eigen::VectorXd& truth, const Eigen::VectorXd& residual) {
+            double total = 0.0;
+            std::size_t counted = 0;
+            for (Eigen::Index i = 0; i < truth.size(); ++i) {
+                if (truth(i) < degenerate) continue;
+                total += std::abs(residual(i) / truth(i));
+                ++counted;
+            }
+            return counted ? total / static_cast<double>(counted) : std::numeric_limits<double>::infinity();
+        };
+        RidgeFit best;
+        best.loo = x_val == nullptr;
+        for (Loss loss : {Loss::relative, Loss::absolute}) {
+            const auto ne = NormalEquations::of(x, y, loss, degenerate);
+            if (!ne) continue;
+            for (int half_decade = -16; half_decade <= 4; ++half_decade) {
+                const double lambda = std::pow(10.0, 0.5 * half_decade);
+                const auto ldlt = ne->factor(lambda);
+                const Eigen::VectorXd beta = ldlt.solve(ne->xtwy);
+                double score;
+                if (x_val && scorer) {
+                    score = scorer(*x_val * beta, *y_val);
+                } else if (x_val) {
+                    score = relative_score(*y_val, *x_val * beta - *y_val);
+                } else {
+                    // Exact leave-one-out residuals of weighted ridge: r_i / (1 - h_ii),
+                    // h_ii = w_i x_i' A^-1 x_i / n.
+                    Eigen::VectorXd loo_residual = y - x * beta;
+                    for (Eigen::Index i = 0; i < n; ++i) {
+                        const Eigen::VectorXd xi = x.row(i).transpose();
+                        const double leverage = ne->w(i) * xi.dot(ldlt.solve(xi)) / static_cast<double>(n);
+                        loo_residual(i) /= std::max(1e-12, 1.0 - leverage);
+                    }
+                    score = relative_score(y, loo_residual);
+                }
+                if (std::isfinite(score) && score < best.score) {
+                    best.score = score;
+                    best.lambda = lambda;
+                    best.loss = loss;
+                    best.beta = beta;
+                }
+            }
+        }
+        if (best.beta.size() == 0)
+            raise<error>("additive: ridge regression failed for every lambda (non-finite data?)");
+        return best;
+    }
+};
+
+}  // namespace dnncost::estimators
