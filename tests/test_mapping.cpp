@@ -290,7 +290,7 @@ TEST_CASE("IOE reaches 99% of the exact front's hypervolume within 5% of the enu
     }
 }
 
-TEST_CASE("IOE best P is the exact constrained optimum on a small instance; infeasible targets fall back") {
+TEST_CASE("IOE best P is the exact constrained optimum on a small instance, infeasible targets fall back") {
     const auto inst = random_instance({.blocks = 10, .cus = 2}, 3);
     const MappingEvaluator ev(inst);
     const auto sa = standalone_mappings(ev);
@@ -357,7 +357,7 @@ TEST_CASE("IOE with MaGNAS's operators (resample each gene with 0.4, uniform ini
     CHECK(r.evaluations <= 200 * 11 + 2);
 }
 
-TEST_CASE("same seed, same IOE front; DVFS brute force merges settings and normalises at the reference") {
+TEST_CASE("same seed, same IOE front, DVFS brute force merges settings and normalises at the reference") {
     const auto inst = random_instance({.blocks = 16, .cus = 2}, 5);
     const MappingEvaluator ev(inst);
     MappingSearchOptions o;

@@ -49,7 +49,7 @@ TEST_CASE("Xavier-like platform reproduces MaGNAS Table 2 standalone totals of t
     }
 }
 
-TEST_CASE("Xavier-like transfers come from feature sizes at 136.5 GB/s; the DVFS grid is the paper's") {
+TEST_CASE("Xavier-like transfers come from feature sizes at 136.5 GB/s, the DVFS grid is the paper's") {
     const XavierLikePlatform x;
     const VigSpace space;
     const auto& p = x.platform();

@@ -143,7 +143,7 @@ graph::Graph small_graph(bool renamed, bool reordered, std::int64_t width = 8, s
 }
 }  // namespace
 
-TEST_CASE("canonical_hash: names and node order do not matter; structure, shapes, attributes do") {
+TEST_CASE("canonical_hash: names and node order do not matter, structure, shapes, attributes do") {
     const auto h = graph::canonical_hash(small_graph(false, false));
     CHECK(h == graph::canonical_hash(small_graph(true, false)));
     CHECK(h == graph::canonical_hash(small_graph(true, true)));
@@ -261,7 +261,7 @@ TEST_CASE("runner: a hang is killed after the timeout, with the whole process gr
     CHECK(no_children());
 }
 
-TEST_CASE("runner: one-shot runners are restarted per request; a slow or missing device line is fine") {
+TEST_CASE("runner: one-shot runners are restarted per request, a slow or missing device line is fine") {
     Scratch s("restart");
     {
         Runner r(s.runner("oneshot"));
@@ -295,7 +295,7 @@ TEST_CASE("runner: one-shot runners are restarted per request; a slow or missing
     CHECK(no_children());
 }
 
-TEST_CASE("runner pool: runners work at the same time, one request each; retries; a broken command stops") {
+TEST_CASE("runner pool: runners work at the same time, one request each, retries, a broken command stops") {
     Scratch s("pool");
     {
         RunnerPool pool({s.runner("barrier"), s.runner("barrier")});
@@ -367,7 +367,7 @@ std::vector<Record> sample_records() {
 }
 }  // namespace
 
-TEST_CASE("store: rows round-trip; every truncation of the file loads to a prefix of its rows") {
+TEST_CASE("store: rows round-trip, every truncation of the file loads to a prefix of its rows") {
     Scratch s("store");
     const auto path = s.dir / "results.csv";
     const auto rows = sample_records();
@@ -549,7 +549,7 @@ TEST_CASE("harness: rounds, statistic, failures by reason, resume without repeat
     CHECK(no_children());
 }
 
-TEST_CASE("harness: unstable networks get more rounds up to the cap; stable ones do not") {
+TEST_CASE("harness: unstable networks get more rounds up to the cap, stable ones do not") {
     Scratch s("remeasure");
     HarnessOptions ho;
     ho.rounds = 3;

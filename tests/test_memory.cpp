@@ -84,7 +84,7 @@ TEST_CASE("peak memory: a residual keeps the skipped tensor live until the add")
     CHECK(m.weight_bytes == 0);
 }
 
-TEST_CASE("peak memory: fan-out keeps the input until its last reader; the schedule matters") {
+TEST_CASE("peak memory: fan-out keeps the input until its last reader, the schedule matters") {
     Graph g("fanout");
     const int x = g.add_input("x", {25});  // 100 bytes
     const int a = act(g, "a", 50), b = act(g, "b", 5), c = act(g, "c", 5), d = act(g, "d", 5), y = act(g, "y", 60);

@@ -61,7 +61,7 @@ TEST_CASE("gradcheck: LCM readout (with and without projection) and a concatenat
     CHECK_THROWS_AS(LcmReadout<double>(3, 4, rng, false), config_error);
 }
 
-TEST_CASE("LCM combiner is symmetric in the pair order; one-node graphs pass through") {
+TEST_CASE("LCM combiner is symmetric in the pair order, one-node graphs pass through") {
     Rng rng(3);
     LcmReadout<double> lcm(4, 4, rng, false);
     features::EncodedGraph a;

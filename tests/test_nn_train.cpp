@@ -92,7 +92,7 @@ struct Nb201Data {
 };
 }  // namespace
 
-TEST_CASE("Adam, AdamW and Adam + L2: three steps match the textbook update in double; a pool changes no bit") {
+TEST_CASE("Adam, AdamW and Adam + L2: three steps match the textbook update in double, a pool changes no bit") {
     for (int mode = 0; mode < 3; ++mode) {  // 0 Adam, 1 AdamW (decoupled decay), 2 Adam with L2 decay
         CAPTURE(mode);
         const optim::AdamOptions o{.lr = 1e-2, .weight_decay = mode == 0 ? 0.0 : 0.1, .decoupled = mode == 1};

@@ -204,7 +204,7 @@ TEST_CASE("any population size works, including odd and tiny ones") {
     }
 }
 
-TEST_CASE("same seed gives the same front for 1 and 2 evaluation threads; another seed differs") {
+TEST_CASE("same seed gives the same front for 1 and 2 evaluation threads, another seed differs") {
     problems::Zdt3 p;
     auto front = [&](std::size_t threads, std::uint64_t seed) {
         Nsga2 nsga(p, {.population = 60, .generations = 40, .threads = threads}, seed);
@@ -449,7 +449,7 @@ TEST_CASE("parallel evaluation is used and exceptions propagate") {
     CHECK_THROWS_WITH(nsga.run(), "device unreachable");
 }
 
-TEST_CASE("operators: SBX and polynomial mutation respect bounds; SBX children centred on parents") {
+TEST_CASE("operators: SBX and polynomial mutation respect bounds, SBX children centred on parents") {
     Rng rng(1);
     const std::vector<Bounds> b(8, Bounds{-1.0, 2.0});
     double mean_shift = 0;

@@ -212,7 +212,7 @@ std::string raw_metadata_container(const io::Metadata& entries, std::uint32_t co
 }
 }  // namespace
 
-TEST_CASE("container metadata: round trip in order, lookup, replacement; version-1 files load without any") {
+TEST_CASE("container metadata: round trip in order, lookup, replacement, version-1 files load without any") {
     const auto payload = sample_payload();
     const io::Metadata meta{{"target", "pixel3"}, {"space", "nb201"}, {"note", ""}};
     const auto bytes = io::write_container("additive", 99, payload, meta);

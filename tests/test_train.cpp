@@ -178,7 +178,7 @@ TEST_CASE("dataset: NB201 graphs are built on demand, shared while alive, equal 
     CHECK_THROWS_AS(train::load_dataset_text(csv, "lazy.csv", ".", o), config_error);
 }
 
-TEST_CASE("dataset: subnormal values are skipped; a huge bad field gives a short message") {
+TEST_CASE("dataset: subnormal values are skipped, a huge bad field gives a short message") {
     train::DatasetOptions o;
     o.threads = 1;
     const std::string long_arch(100000, 'x');
@@ -230,7 +230,7 @@ TEST_CASE("dataset: onnx space loads each file once, resolves relative paths, re
     CHECK(contains(ds.skipped()[0].reason, "cannot load model"));
 }
 
-TEST_CASE("split: same seed, same split; parts never overlap") {
+TEST_CASE("split: same seed, same split, parts never overlap") {
     const train::SplitOptions opt{.n_train = 30, .n_validation = 20, .n_test = 0, .sampling = train::Sampling::random, .seed = 5};
     const auto a = train::make_split(200, opt);
     const auto b = train::make_split(200, opt);
@@ -327,7 +327,7 @@ TEST_CASE("additive: rejects bad training data") {
     CHECK_THROWS_AS(est.predict(ds.graphs(std::vector<std::size_t>{0})), config_error);
 }
 
-TEST_CASE("additive: a saved model reloads and predicts identically; corruption is a clear error") {
+TEST_CASE("additive: a saved model reloads and predicts identically, corruption is a clear error") {
     const auto ds = synthetic(80, 4, 0.05);
     const auto s = train::make_split(ds.size(), {.n_train = 40, .n_validation = 20, .seed = 9});
     auto est = estimators::make_estimator("additive");
