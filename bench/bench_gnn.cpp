@@ -28,7 +28,8 @@ struct Nb201Set {
     std::vector<double> y;
     explicit Nb201Set(int n) {
         Rng rng(11);
-        for (int i = 0; i < n; ++i) graphs.push_back(nb201::build_graph(nb201::from_index(static_cast<std::int64_t>(rng.below(15625)))));
+        for (int i = 0; i < n; ++i)
+            graphs.push_back(nb201::build_graph(nb201::from_index(static_cast<std::int64_t>(rng.below(15625)))));
         for (const auto& g : graphs) {
             ptrs.push_back(&g);
             y.push_back(static_cast<double>(cost::total_cost(g).macs) * 1e-8);
@@ -51,7 +52,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 double process_cpu_seconds() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 std::map<unsigned, double>& sgemm_peak_cpu() {
     static std::map<unsigned, double> peak;
@@ -62,7 +64,8 @@ constexpr const char* no_bf16_unit = "no bf16 unit (AMX or AVX512-BF16) in use: 
 // Where this run's bf16 products run, for the labels.
 std::string bf16_label() {
     const auto unit = kernels::bf16_unit();
-    return unit == kernels::Bf16Unit::emulated ? "bf16 emulated (no bf16 unit)" : std::string("bf16 on ") + kernels::to_string(unit);
+    return unit == kernels::Bf16Unit::emulated ? "bf16 emulated (no bf16 unit)"
+                                               : std::string("bf16 on ") + kernels::to_string(unit);
 }
 
 void BM_SgemmPeak(benchmark::State& state) {
@@ -134,9 +137,9 @@ void BM_IssuePeak(benchmark::State& state) {
     if (!bf16 && !__builtin_cpu_supports("avx512f")) return state.SkipWithError("no AVX-512 on this CPU");
     const long n = 1'000'000;
     for (auto _ : state) benchmark::DoNotOptimize(bf16 ? dpbf16_chains(n) : fma_chains(n));
-    state.counters["GFLOP/s"] = benchmark::Counter(24.0 * static_cast<double>(n) * (bf16 ? 64.0 : 32.0) *
-                                                       static_cast<double>(state.iterations()) / 1e9,
-                                                   benchmark::Counter::kIsRate);
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        24.0 * static_cast<double>(n) * (bf16 ? 64.0 : 32.0) * static_cast<double>(state.iterations()) / 1e9,
+        benchmark::Counter::kIsRate);
     state.SetLabel(bf16 ? "VDPBF16PS zmm, 1 thread" : "VFMADD zmm fp32, 1 thread");
 }
 BENCHMARK(BM_IssuePeak)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -169,14 +172,30 @@ void BM_Layer(benchmark::State& state) {
     Rng rng(2);
     ModulePtr<float> m;
     switch (kind) {
-        case sage_mean: m = std::make_unique<SageConv<float>>(128, 128, rng); break;
-        case sage_max: m = std::make_unique<SageConv<float>>(128, 128, rng, Aggr::max); break;
-        case gcn: m = std::make_unique<GcnConv<float>>(128, 128, rng); break;
-        case gin: m = std::make_unique<GinConv<float>>(128, std::vector<Index>{128, 128}, rng); break;
-        case edge_conv: m = std::make_unique<EdgeConv<float>>(128, 128, rng); break;
-        case mr_conv: m = std::make_unique<MrConv<float>>(128, 128, rng); break;
-        case pool_smm: m = std::make_unique<Pooling<float>>(pool_sum | pool_mean | pool_max); break;
-        default: m = std::make_unique<LcmReadout<float>>(128, 128, rng, true); break;
+        case sage_mean:
+            m = std::make_unique<SageConv<float>>(128, 128, rng);
+            break;
+        case sage_max:
+            m = std::make_unique<SageConv<float>>(128, 128, rng, Aggr::max);
+            break;
+        case gcn:
+            m = std::make_unique<GcnConv<float>>(128, 128, rng);
+            break;
+        case gin:
+            m = std::make_unique<GinConv<float>>(128, std::vector<Index>{128, 128}, rng);
+            break;
+        case edge_conv:
+            m = std::make_unique<EdgeConv<float>>(128, 128, rng);
+            break;
+        case mr_conv:
+            m = std::make_unique<MrConv<float>>(128, 128, rng);
+            break;
+        case pool_smm:
+            m = std::make_unique<Pooling<float>>(pool_sum | pool_mean | pool_max);
+            break;
+        default:
+            m = std::make_unique<LcmReadout<float>>(128, 128, rng, true);
+            break;
     }
     Context<float> ctx{&batch, false, nullptr, nullptr};
     const Mat<float>& y0 = m->forward(batch.x, ctx);
@@ -228,8 +247,7 @@ void BM_HifiSageInference(benchmark::State& state) {
     const auto threads = static_cast<unsigned>(state.range(0));
     const bool with_encoding = state.range(1) != 0;
     const bool bf16 = state.range(2) != 0, emulated = state.range(2) == 2;  // 2: bf16 without the tile unit
-    if (bf16 && !emulated && !kernels::bf16_in_hardware())
-        return state.SkipWithError(no_bf16_unit);
+    if (bf16 && !emulated && !kernels::bf16_in_hardware()) return state.SkipWithError(no_bf16_unit);
     struct UnitsAllowed {  // the emulated variant forbids both bf16 units for its own duration only
         bool forbid;
         explicit UnitsAllowed(bool f) : forbid(f) {
@@ -254,17 +272,25 @@ void BM_HifiSageInference(benchmark::State& state) {
     const auto f0 = kernels::gemm_flops().load();
     const double cpu0 = process_cpu_seconds();
     for (auto _ : state) {
-        if (with_encoding) benchmark::DoNotOptimize(est.predict_mean(set.ptrs, threads).data());
-        else benchmark::DoNotOptimize(est.predict_encoded(x, &pool).data());
+        if (with_encoding)
+            benchmark::DoNotOptimize(est.predict_mean(set.ptrs, threads).data());
+        else
+            benchmark::DoNotOptimize(est.predict_encoded(x, &pool).data());
     }
     const double graphs = static_cast<double>(x.size() * state.iterations());
     state.counters["graphs/s"] = benchmark::Counter(graphs, benchmark::Counter::kIsRate);
     state.counters["graphs/cpu-s"] = graphs / (process_cpu_seconds() - cpu0);
     state.counters["MFLOP/graph"] = static_cast<double>(kernels::gemm_flops().load() - f0) / 1e6 / graphs;
     state.SetLabel(std::string(with_encoding ? "encoding included" : "encoding excluded") +
-                   (emulated ? ", bf16 emulated (no bf16 unit)" : bf16 ? ", " + bf16_label() : ", fp32"));
+                   (emulated ? ", bf16 emulated (no bf16 unit)"
+                    : bf16   ? ", " + bf16_label()
+                             : ", fp32"));
 }
-BENCHMARK(BM_HifiSageInference)->ArgsProduct({{1, 2}, {0, 1}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_HifiSageInference)
+    ->ArgsProduct({{1, 2}, {0, 1}, {0, 1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);
 
 // The same 256 graphs through a model whose network output is identically zero (before
 // training, or when fit keeps the untrained network): predictions are the additive path alone
@@ -278,11 +304,15 @@ void BM_HifiSageInferenceZeroNetwork(benchmark::State& state) {
     if (!est.model().network_is_zero()) return state.SkipWithError("the untrained network's output should be zero");
     const auto x = est.encode(set.ptrs);
     for (auto _ : state) {
-        if (with_encoding) benchmark::DoNotOptimize(est.predict_mean(set.ptrs, 1).data());
-        else benchmark::DoNotOptimize(est.predict_encoded(x, nullptr).data());
+        if (with_encoding)
+            benchmark::DoNotOptimize(est.predict_mean(set.ptrs, 1).data());
+        else
+            benchmark::DoNotOptimize(est.predict_encoded(x, nullptr).data());
     }
-    state.counters["graphs/s"] = benchmark::Counter(static_cast<double>(x.size() * state.iterations()), benchmark::Counter::kIsRate);
-    state.SetLabel(std::string(with_encoding ? "encoding included" : "encoding excluded") + ", 1 thread, additive path only");
+    state.counters["graphs/s"] =
+        benchmark::Counter(static_cast<double>(x.size() * state.iterations()), benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(with_encoding ? "encoding included" : "encoding excluded") +
+                   ", 1 thread, additive path only");
 }
 BENCHMARK(BM_HifiSageInferenceZeroNetwork)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
@@ -323,9 +353,14 @@ void BM_HifiSageFullTraining(benchmark::State& state) {
     state.counters["epochs"] = r.epochs;
     state.counters["s/epoch"] = r.seconds / r.epochs;
     state.counters["best_val"] = r.best_validation;
-    state.SetLabel(data.device + ", 100 train + 100 validation graphs" + (state.range(1) ? ", " + bf16_label() : std::string(", fp32")));
+    state.SetLabel(data.device + ", 100 train + 100 validation graphs" +
+                   (state.range(1) ? ", " + bf16_label() : std::string(", fp32")));
 }
-BENCHMARK(BM_HifiSageFullTraining)->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_HifiSageFullTraining)
+    ->ArgsProduct({{1, 2}, {0, 1}})
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 // One Adam step over HiFi-SAGE's trainable parameters (13 per epoch at batch size 8); arg:
 // threads (the update runs in blocks of 16,384 elements across the pool).

@@ -55,10 +55,7 @@ static void BM_Sort(benchmark::State& state) {
     }
     state.counters["fronts"] = static_cast<double>(fronts);
 }
-BENCHMARK(BM_Sort)
-    ->ArgsProduct({{1000, 10000, 100000}, {2, 3}})
-    ->ArgNames({"N", "M"})
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Sort)->ArgsProduct({{1000, 10000, 100000}, {2, 3}})->ArgNames({"N", "M"})->Unit(benchmark::kMillisecond);
 
 // Fronts: the quarter circle (M = 2) and random points on the sphere octant (M = 3).
 static std::vector<double> front_points(std::size_t n, std::size_t m, std::uint64_t seed) {
@@ -88,9 +85,6 @@ static void BM_Hypervolume(benchmark::State& state) {
     const std::vector<double> ref(m, 1.1);
     for (auto _ : state) benchmark::DoNotOptimize(hypervolume(v, ref));
 }
-BENCHMARK(BM_Hypervolume)
-    ->ArgsProduct({{1000, 10000}, {2, 3}})
-    ->ArgNames({"N", "M"})
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Hypervolume)->ArgsProduct({{1000, 10000}, {2, 3}})->ArgNames({"N", "M"})->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -5,9 +5,9 @@
 #include <string>
 
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 namespace {
 
@@ -16,7 +16,8 @@ const std::string& resnet50_bytes() {
         dnncost::io::read_file(std::filesystem::path(DNNCOST_DATA_DIR) / "onnx" / "resnet50.onnx");
     return bytes;
 }
-constexpr const char* kArch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|";
+constexpr const char* kArch =
+    "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|";
 
 // Parse, shape inference, folding, graph construction and validation of the largest fixture.
 void BM_import_resnet50(benchmark::State& state) {

@@ -65,7 +65,11 @@ void run(const std::vector<std::string>& devices, int seeds, int n_test) {
             o.seed = static_cast<std::uint64_t>(seed);
             o.threads = 1;
             if (const char* e = std::getenv("QC_EPOCHS")) o.max_epochs = std::atoi(e);
-            if (std::getenv("QC_VERBOSE")) o.on_epoch = [](const std::string& line) { std::cerr << line << "\n"; return false; };
+            if (std::getenv("QC_VERBOSE"))
+                o.on_epoch = [](const std::string& line) {
+                    std::cerr << line << "\n";
+                    return false;
+                };
             const auto r = est.fit(tr, va, o);
             const auto p = est.predict_mean(te.graphs, 2);
             int within = 0;
@@ -79,9 +83,21 @@ void run(const std::vector<std::string>& devices, int seeds, int n_test) {
 }  // namespace
 
 // Variants for a quick ablation (same recipe, one change each).
-constexpr nn::GnnConfig v_lcm = [] { auto c = estimators::hifi_sage; c.readout = nn::Readout::lcm; return c; }();
-constexpr nn::GnnConfig v_sum = [] { auto c = estimators::hifi_sage; c.readout = nn::Readout::sum; return c; }();
-constexpr nn::GnnConfig v_mean = [] { auto c = estimators::hifi_sage; c.readout = nn::Readout::sum_mean_max; return c; }();
+constexpr nn::GnnConfig v_lcm = [] {
+    auto c = estimators::hifi_sage;
+    c.readout = nn::Readout::lcm;
+    return c;
+}();
+constexpr nn::GnnConfig v_sum = [] {
+    auto c = estimators::hifi_sage;
+    c.readout = nn::Readout::sum;
+    return c;
+}();
+constexpr nn::GnnConfig v_mean = [] {
+    auto c = estimators::hifi_sage;
+    c.readout = nn::Readout::sum_mean_max;
+    return c;
+}();
 constexpr nn::GnnConfig v_small = [] {
     auto c = estimators::hifi_sage;
     c.depth = 3;
@@ -95,10 +111,16 @@ int main(int argc, char** argv) {
     const auto devices = split(argc > 2 ? argv[2] : "gold_6240,pixel3,1080ti_1", ',');
     const int seeds = argc > 3 ? std::stoi(argv[3]) : 1;
     const int n_test = argc > 4 ? std::stoi(argv[4]) : 2000;
-    if (preset == "brpnas") run<estimators::BrpNas>(devices, seeds, n_test);
-    else if (preset == "lcm") run<estimators::GnnEstimator<v_lcm>>(devices, seeds, n_test);
-    else if (preset == "sum") run<estimators::GnnEstimator<v_sum>>(devices, seeds, n_test);
-    else if (preset == "smm") run<estimators::GnnEstimator<v_mean>>(devices, seeds, n_test);
-    else if (preset == "small") run<estimators::GnnEstimator<v_small>>(devices, seeds, n_test);
-    else run<estimators::HiFiSage>(devices, seeds, n_test);
+    if (preset == "brpnas")
+        run<estimators::BrpNas>(devices, seeds, n_test);
+    else if (preset == "lcm")
+        run<estimators::GnnEstimator<v_lcm>>(devices, seeds, n_test);
+    else if (preset == "sum")
+        run<estimators::GnnEstimator<v_sum>>(devices, seeds, n_test);
+    else if (preset == "smm")
+        run<estimators::GnnEstimator<v_mean>>(devices, seeds, n_test);
+    else if (preset == "small")
+        run<estimators::GnnEstimator<v_small>>(devices, seeds, n_test);
+    else
+        run<estimators::HiFiSage>(devices, seeds, n_test);
 }

@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/csv.hpp>
 #include <dnncost/io/file.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/train/noise.hpp>
 
 using namespace dnncost;
@@ -31,11 +31,16 @@ namespace {
 /// Cost order of the cell operations: none < skip < 3x3 average pool < 1x1 conv < 3x3 conv.
 int heaviness(nb201::Op op) {
     switch (op) {
-        case nb201::Op::none: return 0;
-        case nb201::Op::skip_connect: return 1;
-        case nb201::Op::avg_pool_3x3: return 2;
-        case nb201::Op::nor_conv_1x1: return 3;
-        case nb201::Op::nor_conv_3x3: return 4;
+        case nb201::Op::none:
+            return 0;
+        case nb201::Op::skip_connect:
+            return 1;
+        case nb201::Op::avg_pool_3x3:
+            return 2;
+        case nb201::Op::nor_conv_1x1:
+            return 3;
+        case nb201::Op::nor_conv_3x3:
+            return 4;
     }
     return 0;
 }
@@ -62,7 +67,8 @@ int main(int argc, char** argv) try {
         } catch (const parse_error& e) {
             raise<parse_error>(table.where(r), ": ", e.what());
         }
-        if (!row_of.emplace(nb201::to_index(a), r).second) raise<parse_error>(table.where(r), ": architecture listed twice");
+        if (!row_of.emplace(nb201::to_index(a), r).second)
+            raise<parse_error>(table.where(r), ": architecture listed twice");
     }
     struct Twins {
         std::size_t r1, r2;  ///< the rows of the two strings
@@ -86,7 +92,8 @@ int main(int argc, char** argv) try {
           "separately. \"agree\": the fraction of pairs whose two latencies are within 1 / 5 / 10 % of each other "
           "(both orders counted); sigma: the log ratio's robust spread (1.4826 MAD / sqrt 2, one measurement); "
           "ceiling: the +-10 % accuracy of a perfect estimator under independent log-normal noise fitted to the "
-          "+-10 % agreement (train::pair_noise, include/dnncost/train/noise.hpp); heavier slower: among the pairs more than 10 % apart, the "
+          "+-10 % agreement (train::pair_noise, include/dnncost/train/noise.hpp); heavier slower: among the pairs more "
+          "than 10 % apart, the "
           "fraction in which the string with the heavier operation on edge 1<-0 (3<-1 if equal) is the slower "
           "(about 0.5 when the difference is noise, not structure).\n\n"
        << "| device | pairs | agree ±1 % | agree ±5 % | agree ±10 % | sigma (log) | ceiling ±10 % | heavier slower |\n"
@@ -123,8 +130,10 @@ int main(int argc, char** argv) try {
            << train::pair_agreement(values, 0.01) << " | " << train::pair_agreement(values, 0.05) << " | "
            << noise.agreement << " | " << std::setprecision(4) << noise.sigma << " | " << std::setprecision(3)
            << noise.ceiling << " | ";
-        if (apart > 0) md << static_cast<double>(heavier_slower) / static_cast<double>(apart) << " of " << apart;
-        else md << "-";
+        if (apart > 0)
+            md << static_cast<double>(heavier_slower) / static_cast<double>(apart) << " of " << apart;
+        else
+            md << "-";
         md << " |\n";
     }
     io::write_file_atomic(arg["--out"], md.str());

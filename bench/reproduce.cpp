@@ -50,8 +50,8 @@ struct Stat {
     }
 };
 
-const std::vector<std::pair<std::string, int>> columns_shown{
-    {"spearman", 3}, {"kendall", 3}, {"mape", 2}, {"within_1", 3}, {"within_5", 3}, {"within_10", 3}};
+const std::vector<std::pair<std::string, int>> columns_shown{{"spearman", 3}, {"kendall", 3},  {"mape", 2},
+                                                             {"within_1", 3}, {"within_5", 3}, {"within_10", 3}};
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -82,7 +82,8 @@ int main(int argc, char** argv) try {
         arg[key] = argv[++i];
     }
     const auto presets = split_list(arg["--presets"]);
-    const std::size_t n_train = std::stoul(arg["--train"]), n_val = std::stoul(arg["--val"]), n_test = std::stoul(arg["--test"]);
+    const std::size_t n_train = std::stoul(arg["--train"]), n_val = std::stoul(arg["--val"]),
+                      n_test = std::stoul(arg["--test"]);
     const int seeds = std::stoi(arg["--seeds"]), first_seed = std::stoi(arg["--first-seed"]);
     const int ensemble = std::stoi(arg["--ensemble"]);
     const std::string& prec = arg["--precision"];
@@ -114,12 +115,16 @@ int main(int argc, char** argv) try {
            << n_train << " training, " << n_val << " validation samples (" << train::to_string(sampling)
            << " sampling); test on " << (n_test ? std::to_string(n_test) : std::string("all remaining")) << " rows; "
            << seeds << " seeds (" << first_seed << ".." << first_seed + seeds - 1
-           << "), the same splits for every preset" << (ensemble >= 2 ? "; ensembles of " + std::to_string(ensemble) : "")
-           << "; GNN GEMMs in " << nn::to_string(precision)
-           << (bf16 ? (nn::kernels::bf16_in_hardware() ? std::string(" on ") + nn::kernels::to_string(nn::kernels::bf16_unit())
-                                                      : std::string(" (emulated, no bf16 unit)"))
-                 : std::string()) << " (--precision " << prec << ")"
-           << (keep != estimators::Keep::automatic ? "; GNN model selection forced: --keep " + arg["--keep"] : std::string())
+           << "), the same splits for every preset"
+           << (ensemble >= 2 ? "; ensembles of " + std::to_string(ensemble) : "") << "; GNN GEMMs in "
+           << nn::to_string(precision)
+           << (bf16 ? (nn::kernels::bf16_in_hardware()
+                           ? std::string(" on ") + nn::kernels::to_string(nn::kernels::bf16_unit())
+                           : std::string(" (emulated, no bf16 unit)"))
+                    : std::string())
+           << " (--precision " << prec << ")"
+           << (keep != estimators::Keep::automatic ? "; GNN model selection forced: --keep " + arg["--keep"]
+                                                   : std::string())
            << ". Mean ± sample std over seeds. MAPE in %, ±b = fraction of test items within b % of the truth. "
            << "'nd' = excluding items whose truth is below 5 % of the median (degenerate NB201 cells).\n\n"
            << "| device | preset | Spearman | Kendall | MAPE % | ±1% | ±5% | ±10% | nd Spearman | nd MAPE % | nd ±10% |"
@@ -137,8 +142,10 @@ int main(int argc, char** argv) try {
                 md << " | " << r["epochs"].format(0) << " | " << r["train_seconds"].format(3) << " | "
                    << (r["trained_kept"].v.empty() ? std::string("–") : r["trained_kept"].format(2)) << " |\n";
             }
-        md << "\n'GNN kept' = fraction of seeds in which the fit ended with the trained network rather than the untrained "
-              "one (--keep auto: the trained one beat it out of bag; for GNN presets with an additive path the untrained "
+        md << "\n'GNN kept' = fraction of seeds in which the fit ended with the trained network rather than the "
+              "untrained "
+              "one (--keep auto: the trained one beat it out of bag; for GNN presets with an additive path the "
+              "untrained "
               "network is the additive baseline; see estimators/model_selection.hpp).\n";
         io::write_file_atomic(arg["--out"], md.str());
         return md.str();
@@ -150,8 +157,10 @@ int main(int argc, char** argv) try {
             const auto truth = ds.values(split.test, device);
             for (const auto& preset : presets) {
                 std::unique_ptr<estimators::Estimator> est;
-                if (ensemble >= 2) est = estimators::make_ensemble(preset, ensemble);
-                else est = estimators::make_estimator(preset);
+                if (ensemble >= 2)
+                    est = estimators::make_ensemble(preset, ensemble);
+                else
+                    est = estimators::make_estimator(preset);
                 estimators::FitOptions fo;
                 fo.seed = static_cast<std::uint64_t>(seed);
                 fo.max_epochs = std::stoi(arg["--epochs"]);
@@ -169,11 +178,13 @@ int main(int argc, char** argv) try {
                 r["train_seconds"].v.push_back(fit.seconds);
                 r["epochs"].v.push_back(fit.epochs);
                 if (!fit.summary.empty())  // GNN presets with validation data report their model selection
-                    r["trained_kept"].v.push_back(fit.summary.find("-> trained network kept") != std::string::npos ? 1.0 : 0.0);
+                    r["trained_kept"].v.push_back(
+                        fit.summary.find("-> trained network kept") != std::string::npos ? 1.0 : 0.0);
                 if (ensemble >= 2) r["coverage_2sigma"].v.push_back(estimators::coverage_2sigma(pred, truth));
-                std::cerr << device << " seed " << seed << " " << preset << ": spearman " << ev.all.spearman << ", ±10% "
-                          << ev.all.within_10 << ", mape " << ev.all.mape << ", " << fit.epochs << " epochs, " << fit.seconds
-                          << " s" << (fit.summary.empty() ? "" : "; " + fit.summary) << "\n";
+                std::cerr << device << " seed " << seed << " " << preset << ": spearman " << ev.all.spearman
+                          << ", ±10% " << ev.all.within_10 << ", mape " << ev.all.mape << ", " << fit.epochs
+                          << " epochs, " << fit.seconds << " s" << (fit.summary.empty() ? "" : "; " + fit.summary)
+                          << "\n";
             }
         }
         write_table();

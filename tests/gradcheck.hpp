@@ -25,10 +25,11 @@ inline features::EncodedGraph random_graph(Rng& rng, int n, int f) {
     for (int i = first + 1; i < n; ++i) {
         const int src = first + static_cast<int>(rng.below(static_cast<std::uint64_t>(i - first)));
         g.edges.emplace_back(src, i);
-        if (rng.bernoulli(0.3)) g.edges.emplace_back(first + static_cast<int>(rng.below(static_cast<std::uint64_t>(n - first))), i);
+        if (rng.bernoulli(0.3))
+            g.edges.emplace_back(first + static_cast<int>(rng.below(static_cast<std::uint64_t>(n - first))), i);
     }
     if (n >= 3) {
-        g.edges.emplace_back(n - 1, n - 1);   // self-loop
+        g.edges.emplace_back(n - 1, n - 1);  // self-loop
         g.edges.push_back(g.edges.front());  // multi-edge
     }
     return g;

@@ -74,9 +74,11 @@ TEST_CASE("cost: ConvTranspose, Gemm, batched MatMul with broadcasting, LSTM") {
 TEST_CASE("cost: non-linear-algebra operators have zero MACs and documented FLOPs") {
     graph::Graph g("misc");
     const int x = g.add_input("x", {1, 8, 16, 16});  // 2048 elements
-    const int mp = g.add_op("MaxPool", "mp", {x}, {1, 8, 8, 8}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}});
+    const int mp =
+        g.add_op("MaxPool", "mp", {x}, {1, 8, 8, 8}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}});
     g.add_op("GlobalAveragePool", "gap", {x}, {1, 8, 1, 1});
-    const int s = g.add_weight("s", {8}), bb = g.add_weight("bb", {8}), m = g.add_weight("m", {8}), v = g.add_weight("v", {8});
+    const int s = g.add_weight("s", {8}), bb = g.add_weight("bb", {8}), m = g.add_weight("m", {8}),
+              v = g.add_weight("v", {8});
     g.add_op("BatchNormalization", "bn", {x, s, bb, m, v}, {1, 8, 16, 16});
     g.add_op("Relu", "relu", {x}, {1, 8, 16, 16});
     g.add_op("Add", "add", {x, x}, {1, 8, 16, 16});

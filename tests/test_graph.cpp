@@ -11,9 +11,9 @@ Graph diamond() {
     Graph g("diamond");
     const int x = g.add_input("x", {1, 3, 8, 8});
     const int w = g.add_weight("w", {4, 3, 3, 3});
-    const int c = g.add_op("Conv", "conv", {x, w}, {1, 4, 8, 8},
-                           {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
-                            {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
+    const int c =
+        g.add_op("Conv", "conv", {x, w}, {1, 4, 8, 8},
+                 {{"kernel_shape", std::vector<std::int64_t>{3, 3}}, {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
     const int r = g.add_op("Relu", "relu", {c}, {1, 4, 8, 8});
     const int a = g.add_op("Add", "add", {r, c}, {1, 4, 8, 8});
     g.mark_output(a);
@@ -99,7 +99,8 @@ TEST_CASE("graph: validation names the offending node") {
         const int w2 = ok.add_weight("w", {4, 3, 3, 3});
         // (9 + 1 + 2 - 2 * (3 - 1) - 1) / 2 + 1 = 4 with asymmetric pads, stride 2, dilation 2
         ok.add_op("Conv", "c", {x2, w2}, {1, 4, 4, 4},
-                  {{"strides", std::vector<std::int64_t>{2, 2}}, {"dilations", std::vector<std::int64_t>{2, 2}},
+                  {{"strides", std::vector<std::int64_t>{2, 2}},
+                   {"dilations", std::vector<std::int64_t>{2, 2}},
                    {"pads", std::vector<std::int64_t>{1, 1, 2, 2}}});
         CHECK_NOTHROW(ok.validate());
         Graph same("conv_same");

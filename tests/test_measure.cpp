@@ -15,13 +15,13 @@
 #include <vector>
 
 #include <dnncost/graph/hash.hpp>
-#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/json.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 namespace fs = std::filesystem;
 using namespace dnncost;

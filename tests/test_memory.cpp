@@ -8,9 +8,9 @@
 #include <vector>
 
 #include <dnncost/cost/memory.hpp>
-#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/spaces/fbnet.hpp>
 #include <dnncost/spaces/kws.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/spaces/vit.hpp>
 
 using namespace dnncost;

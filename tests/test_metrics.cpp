@@ -92,8 +92,8 @@ TEST_CASE("metrics: a NaN or infinite value, or a zero truth, is an error, not a
                          doctest::Contains("prediction 1 is not finite"), config_error);
     CHECK_THROWS_WITH_AS(train::compute_metrics(t, std::vector<double>{1, 2, HUGE_VAL, 4, 5}),
                          doctest::Contains("true value 2 is not finite"), config_error);
-    CHECK_THROWS_WITH_AS(train::evaluate(t, std::vector<double>{1, 2, 3, 0, 5}), doctest::Contains("true value 3 is zero"),
-                         config_error);
+    CHECK_THROWS_WITH_AS(train::evaluate(t, std::vector<double>{1, 2, 3, 0, 5}),
+                         doctest::Contains("true value 3 is zero"), config_error);
     CHECK_NOTHROW(train::compute_metrics(t, t));
 }
 
@@ -115,7 +115,8 @@ TEST_CASE("noise: the log-normal spread is recovered from its agreement") {
     for (double s : {0.01, 0.05, 0.2}) {
         // P(log 0.9 <= N(0, 2 s^2) <= log 1.1), written out with erfc
         const double t = std::sqrt(2.0) * s;
-        const double p = 0.5 * std::erfc(-std::log(1.1) / t / std::sqrt(2.0)) - 0.5 * std::erfc(-std::log(0.9) / t / std::sqrt(2.0));
+        const double p =
+            0.5 * std::erfc(-std::log(1.1) / t / std::sqrt(2.0)) - 0.5 * std::erfc(-std::log(0.9) / t / std::sqrt(2.0));
         CHECK(train::sigma_from_agreement(p, 0.1) == Approx(s).epsilon(1e-9));
     }
     CHECK_THROWS_AS(train::sigma_from_agreement(1.0, 0.1), config_error);

@@ -20,7 +20,8 @@ int count_op(const graph::Graph& g, const std::string& op) {
     return n;
 }
 const char* kAll3x3 = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|";
-const char* kAllSkip = "|skip_connect~0|+|skip_connect~0|skip_connect~1|+|skip_connect~0|skip_connect~1|skip_connect~2|";
+const char* kAllSkip =
+    "|skip_connect~0|+|skip_connect~0|skip_connect~1|+|skip_connect~0|skip_connect~1|skip_connect~2|";
 const char* kAllNone = "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|";
 }  // namespace
 
@@ -43,8 +44,8 @@ TEST_CASE("nb201: bad strings give clear errors") {
     CHECK_THROWS_WITH_AS(nb201::parse("|nor_conv_3x3~0|+|none~0|"), doctest::Contains("3 groups"), parse_error);
     CHECK_THROWS_WITH_AS(nb201::parse("|conv~0|+|none~0|none~1|+|none~0|none~1|none~2|"),
                          doctest::Contains("unknown operation 'conv'"), parse_error);
-    CHECK_THROWS_WITH_AS(nb201::parse("|none~1|+|none~0|none~1|+|none~0|none~1|none~2|"),
-                         doctest::Contains("node 0"), parse_error);
+    CHECK_THROWS_WITH_AS(nb201::parse("|none~1|+|none~0|none~1|+|none~0|none~1|none~2|"), doctest::Contains("node 0"),
+                         parse_error);
     CHECK_THROWS_AS(nb201::parse(""), parse_error);
     CHECK_THROWS_AS(nb201::from_index(15625), config_error);
     CHECK_THROWS_AS(nb201::from_index(-1), config_error);
@@ -104,7 +105,8 @@ TEST_CASE("nb201: isomorphic twins are the same network under another string") {
     const auto op_multiset = [](const graph::Graph& g) {
         std::vector<std::pair<std::string, std::int64_t>> ops;
         const auto costs = cost::annotate(g);
-        for (std::size_t i = 0; i < g.num_nodes(); ++i) ops.emplace_back(g.node(static_cast<int>(i)).op_type, costs[i].bytes());
+        for (std::size_t i = 0; i < g.num_nodes(); ++i)
+            ops.emplace_back(g.node(static_cast<int>(i)).op_type, costs[i].bytes());
         std::sort(ops.begin(), ops.end());
         return ops;
     };
@@ -112,7 +114,9 @@ TEST_CASE("nb201: isomorphic twins are the same network under another string") {
         const auto costs = cost::annotate(g);
         const int n = static_cast<int>(g.num_nodes());
         std::vector<std::string> c(static_cast<std::size_t>(n));
-        for (int i = 0; i < n; ++i) c[static_cast<std::size_t>(i)] = g.node(i).op_type + ":" + std::to_string(costs[static_cast<std::size_t>(i)].macs);
+        for (int i = 0; i < n; ++i)
+            c[static_cast<std::size_t>(i)] =
+                g.node(i).op_type + ":" + std::to_string(costs[static_cast<std::size_t>(i)].macs);
         for (int round = 0; round < 12; ++round) {
             std::vector<std::vector<std::string>> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
             for (const auto& e : g.edges()) {
@@ -230,12 +234,12 @@ TEST_CASE("graph analysis: constant propagation rules") {
     const int z = g.add_weight("z", {});
     g.set_data(z, {0.0});
     const int w = g.add_weight("w", {4, 4, 1, 1});
-    const int m = g.add_op("Mul", "mul", {x, z}, {1, 4, 8, 8});          // zero
-    const int r = g.add_op("Relu", "relu", {m}, {1, 4, 8, 8});           // zero
-    const int c = g.add_op("Conv", "conv", {r, w}, {1, 4, 8, 8});        // zero (no bias)
-    const int y = g.add_op("Relu", "relu_x", {x}, {1, 4, 8, 8});         // live
-    const int s = g.add_op("Add", "add", {y, c}, {1, 4, 8, 8});          // identity-like
-    const int d = g.add_op("Sigmoid", "dead", {y}, {1, 4, 8, 8});        // non-constant, unused
+    const int m = g.add_op("Mul", "mul", {x, z}, {1, 4, 8, 8});    // zero
+    const int r = g.add_op("Relu", "relu", {m}, {1, 4, 8, 8});     // zero
+    const int c = g.add_op("Conv", "conv", {r, w}, {1, 4, 8, 8});  // zero (no bias)
+    const int y = g.add_op("Relu", "relu_x", {x}, {1, 4, 8, 8});   // live
+    const int s = g.add_op("Add", "add", {y, c}, {1, 4, 8, 8});    // identity-like
+    const int d = g.add_op("Sigmoid", "dead", {y}, {1, 4, 8, 8});  // non-constant, unused
     (void)d;
     g.mark_output(s);
     const auto a = graph::analyse(g);

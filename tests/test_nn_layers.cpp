@@ -11,8 +11,8 @@
 #include <dnncost/nn/gnn/residual.hpp>
 #include <dnncost/nn/gnn/sage.hpp>
 #include <dnncost/nn/gnn/sage_block.hpp>
-#include <dnncost/nn/layer_norm.hpp>
 #include <dnncost/nn/gnn_model.hpp>
+#include <dnncost/nn/layer_norm.hpp>
 #include <dnncost/nn/mlp.hpp>
 
 using namespace dnncost;
@@ -161,8 +161,14 @@ TEST_CASE("GraphBatch::slice equals a batch built from the same graphs") {
 
 TEST_CASE("data parallelism: sharding a batch over replicas changes no prediction or gradient") {
     TestBatch tb(3, 5, {5, 1, 7, 3, 4, 6, 2});
-    GnnConfig c{.conv = Conv::sage, .depth = 3, .width = 8, .residual = true, .dropout = 0.0f,
-                .readout = Readout::lcm_sum, .readout_width = 4, .head = {.layers = 2, .width = 8},
+    GnnConfig c{.conv = Conv::sage,
+                .depth = 3,
+                .width = 8,
+                .residual = true,
+                .dropout = 0.0f,
+                .readout = Readout::lcm_sum,
+                .readout_width = 4,
+                .head = {.layers = 2, .width = 8},
                 .ranking = {.layers = 2, .width = 4, .dropout = 0.0f, .weight = 1.0f}};
     const auto run = [&](unsigned threads, float dropout, std::vector<double>& grads) {
         c.dropout = dropout;
@@ -191,7 +197,8 @@ TEST_CASE("data parallelism: sharding a batch over replicas changes no predictio
     CHECK((p1 - p3).cwiseAbs().maxCoeff() < 1e-12);
     REQUIRE(g1.size() == g2.size());
     double worst = 0;
-    for (std::size_t i = 0; i < g1.size(); ++i) worst = std::max({worst, std::abs(g1[i] - g2[i]), std::abs(g1[i] - g3[i])});
+    for (std::size_t i = 0; i < g1.size(); ++i)
+        worst = std::max({worst, std::abs(g1[i] - g2[i]), std::abs(g1[i] - g3[i])});
     CHECK(worst < 1e-10);
     // with dropout: the same thread count gives the same bits
     run(2, 0.3f, g2);
@@ -232,7 +239,8 @@ TEST_CASE("SageResidualBlock: equals Residual(SageConv -> ReLU -> Dropout), grad
     }
     Rng rng(1);
     CHECK_THROWS_AS(SageResidualBlock<double>(4, rng, Aggr::max, features::Direction::predecessors, 0.0), config_error);
-    CHECK_THROWS_AS(SageResidualBlock<double>(4, rng, Aggr::mean, features::Direction::predecessors, 1.0), config_error);
+    CHECK_THROWS_AS(SageResidualBlock<double>(4, rng, Aggr::mean, features::Direction::predecessors, 1.0),
+                    config_error);
 }
 
 TEST_CASE("GEMM kernels: float results match a double reference for every shape and split") {

@@ -30,7 +30,8 @@ features::EncodedGraph permuted(const features::EncodedGraph& g, Rng& rng) {
         for (int f = 0; f < g.num_features; ++f)
             p.x[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)]) * g.num_features + f] = g.at(i, f);
     p.edges.clear();
-    for (auto [s, d] : g.edges) p.edges.emplace_back(perm[static_cast<std::size_t>(s)], perm[static_cast<std::size_t>(d)]);
+    for (auto [s, d] : g.edges)
+        p.edges.emplace_back(perm[static_cast<std::size_t>(s)], perm[static_cast<std::size_t>(d)]);
     rng.shuffle(p.edges.begin(), p.edges.end());
     return p;
 }
@@ -149,7 +150,8 @@ TEST_CASE("gradcheck: losses and their weighted sum") {
     Mat<double> labels(6, 1);
     labels << 1, 0, 0.5, 1, 0, 1;
     loss_check([&](const Mat<double>& q, Mat<double>& g) { return pairwise_bce_loss(q, labels, g); }, p);
-    const std::vector<LossTerm> terms{{LossKind::huber, 1.0, 1.0}, {LossKind::mape_rmse, 0.5, 2.0}, {LossKind::l1, 0.1, 1.0}};
+    const std::vector<LossTerm> terms{
+        {LossKind::huber, 1.0, 1.0}, {LossKind::mape_rmse, 0.5, 2.0}, {LossKind::l1, 0.1, 1.0}};
     loss_check([&](const Mat<double>& q, Mat<double>& g) { return weighted_loss(terms, q, y, g); }, p);
     Mat<double> g;
     CHECK(mse_loss(y, y, g) == 0.0);

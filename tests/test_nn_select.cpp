@@ -93,7 +93,9 @@ TEST_CASE("additive path: a zero network is skipped at prediction, with bit-iden
     CHECK(moved > 0);
 }
 
-TEST_CASE("additive path: HiFi-SAGE with the compiler view predicts from graph-level aggregates alone while its network is zero") {
+TEST_CASE(
+    "additive path: HiFi-SAGE with the compiler view predicts from graph-level aggregates alone while its network is "
+    "zero") {
     Data d;
     estimators::HiFiSage est;
     est.prepare(d.train, 1);
@@ -233,10 +235,11 @@ TEST_CASE("shared ridge solver: an exact linear relation is recovered, a custom 
     CHECK(f.beta(2) == doctest::Approx(-0.25).epsilon(1e-3));
     CHECK(f.lambda <= 1e-6);
     int calls = 0;
-    const auto g = estimators::RidgeFit::select(x, y, &xv, &yv, 0.0, [&](const Eigen::VectorXd&, const Eigen::VectorXd&) {
-        ++calls;
-        return 1.0;
-    });
+    const auto g =
+        estimators::RidgeFit::select(x, y, &xv, &yv, 0.0, [&](const Eigen::VectorXd&, const Eigen::VectorXd&) {
+            ++calls;
+            return 1.0;
+        });
     CHECK(calls == 42);  // 2 losses x 21 penalties
     CHECK(g.score == 1.0);
     const auto loo = estimators::RidgeFit::select(x, y, nullptr, nullptr, 0.0);
@@ -299,18 +302,23 @@ TEST_CASE("unpaid share: the slope of the baseline's relative residual on its ch
     const auto flat = estimators::unpaid_share(none, pred, y, 0.0);
     CHECK_FALSE(flat.verdict);
     CHECK_FALSE(flat.compiled());
-    CHECK_FALSE(estimators::unpaid_share(std::span(s).first(2), std::span(pred).first(2), std::span(y).first(2), 0.0).verdict);
+    CHECK_FALSE(
+        estimators::unpaid_share(std::span(s).first(2), std::span(pred).first(2), std::span(y).first(2), 0.0).verdict);
     CHECK_THROWS_AS((void)estimators::unpaid_share(std::span(s).first(5), pred, y, 0.0), shape_error);
     // a prediction that is not a number gives no verdict rather than a garbage share
     pred[7] = std::nan("");
     CHECK_FALSE(estimators::unpaid_share(s, pred, y, 0.0).verdict);
 }
 
-TEST_CASE("warm start: the compiler-kept aggregates are used where the labels skip removed operators, not where they pay them") {
+TEST_CASE(
+    "warm start: the compiler-kept aggregates are used where the labels skip removed operators, not where they pay "
+    "them") {
     nb201::Nb201Options o;
     Rng rng(7);
     std::vector<graph::Graph> graphs;
-    for (int i = 0; i < 200; ++i) graphs.push_back(nb201::build_graph(nb201::from_index(static_cast<std::int64_t>(rng.below(nb201::num_architectures))), o));
+    for (int i = 0; i < 200; ++i)
+        graphs.push_back(
+            nb201::build_graph(nb201::from_index(static_cast<std::int64_t>(rng.below(nb201::num_architectures))), o));
     // per-operator cost: MACs plus a small fixed overhead; a compiled runtime pays it only for the
     // operators a compiler keeps, an eager one for all; 1 % measurement noise
     const auto label = [&](std::size_t i, bool compiled, double overhead = 0.002) {
@@ -319,7 +327,8 @@ TEST_CASE("warm start: the compiler-kept aggregates are used where the labels sk
         const auto an = graph::analyse(g);
         double y = 1.0;
         for (std::size_t v = 0; v < g.num_nodes(); ++v)
-            if (!compiled || (an[v].kept() && !an[v].constant)) y += 1e-8 * static_cast<double>(costs[v].macs) + overhead;
+            if (!compiled || (an[v].kept() && !an[v].constant))
+                y += 1e-8 * static_cast<double>(costs[v].macs) + overhead;
         return y * (1.0 + 0.01 * std::sin(1.3 * static_cast<double>(i)));
     };
     const auto split = [&](bool compiled, double overhead) {
@@ -344,7 +353,7 @@ TEST_CASE("warm start: the compiler-kept aggregates are used where the labels sk
         CHECK(std::abs(est.warm_start_test()->share - (compiled ? 1.0 : 0.0)) < 0.2);
         const auto r = est.fit(train, val, {.seed = 1, .max_epochs = 1, .threads = 1});
         CHECK(r.summary.find(compiled ? "additive path: additive baseline + compiler-kept aggregates (unpaid share"
-                                       : "additive path: additive baseline (unpaid share") != std::string::npos);
+                                      : "additive path: additive baseline (unpaid share") != std::string::npos);
     }
     // the documented limit: where the skipped cost is mostly a fixed overhead per operator, the
     // baseline's per-type rates absorb part of it and the share stays well below 1, so the
@@ -378,7 +387,9 @@ TEST_CASE("warm start: the compiler-kept aggregates are used where the labels sk
     CHECK_THROWS_AS(est.warm_start_additive_path(train, xt, null_val, est.encode(val.graphs)), config_error);
 }
 
-TEST_CASE("warm start on measured latencies: TFLite on the Pixel 3 skips removed operators, PyTorch on the Xeon Gold runs them") {
+TEST_CASE(
+    "warm start on measured latencies: TFLite on the Pixel 3 skips removed operators, PyTorch on the Xeon Gold runs "
+    "them") {
     train::DatasetOptions dopt;
     dopt.columns = {"pixel3", "gold_6240"};
     dopt.threads = 2;

@@ -33,7 +33,11 @@ struct SumTask {
     }
 };
 
-constexpr GnnConfig small_sum{.conv = Conv::sage, .depth = 2, .width = 32, .residual = true, .readout = Readout::sum,
+constexpr GnnConfig small_sum{.conv = Conv::sage,
+                              .depth = 2,
+                              .width = 32,
+                              .residual = true,
+                              .readout = Readout::sum,
                               .head = {.layers = 2, .width = 32}};
 
 double train_sum_task(int epochs, std::uint64_t seed, std::vector<float>* weights_out = nullptr) {
@@ -67,12 +71,19 @@ double train_sum_task(int epochs, std::uint64_t seed, std::vector<float>* weight
             opt.step();
         }
     if (weights_out)
-        for (auto* p : model.parameters()) weights_out->insert(weights_out->end(), p->value.data(), p->value.data() + p->value.size());
+        for (auto* p : model.parameters())
+            weights_out->insert(weights_out->end(), p->value.data(), p->value.data() + p->value.size());
     return initial / full_loss();
 }
 
-constexpr GnnConfig tiny_preset{.conv = Conv::sage, .depth = 2, .width = 16, .residual = true, .dropout = 0.1f,
-                                .readout = Readout::lcm_sum, .readout_width = 8, .head = {.layers = 2, .width = 16},
+constexpr GnnConfig tiny_preset{.conv = Conv::sage,
+                                .depth = 2,
+                                .width = 16,
+                                .residual = true,
+                                .dropout = 0.1f,
+                                .readout = Readout::lcm_sum,
+                                .readout_width = 8,
+                                .head = {.layers = 2, .width = 16},
                                 .ranking = {.layers = 2, .width = 8, .dropout = 0.0f, .weight = 1.5f},
                                 .features = {.rw_steps = 4, .self_loops_on_inputs = true},
                                 .train = {.batch_size = 4, .max_epochs = 3, .patience = 5}};
@@ -86,7 +97,8 @@ struct Nb201Data {
         for (std::size_t i = 0; i < graphs.size(); ++i) {
             auto& d = i < 8 ? train : val;
             d.graphs.push_back(&graphs[i]);
-            d.targets.push_back(static_cast<double>(cost::total_cost(graphs[i]).macs) * 1e-7 + 0.1 * static_cast<double>(i % 3));
+            d.targets.push_back(static_cast<double>(cost::total_cost(graphs[i]).macs) * 1e-7 +
+                                0.1 * static_cast<double>(i % 3));
         }
     }
 };
@@ -101,7 +113,8 @@ TEST_CASE("Adam, AdamW and Adam + L2: three steps match the textbook update in d
         Rng rng(21);
         for (const auto& [r, c] : std::vector<std::pair<Index, Index>>{{3, 5}, {200, 100}}) {
             a.emplace_back("w", r, c);
-            for (Index i = 0; i < a.back().value.size(); ++i) a.back().value.data()[i] = static_cast<float>(rng.normal());
+            for (Index i = 0; i < a.back().value.size(); ++i)
+                a.back().value.data()[i] = static_cast<float>(rng.normal());
             b.push_back(a.back());
         }
         std::vector<Parameter<float>*> pa, pb;
@@ -176,7 +189,7 @@ TEST_CASE("feature encoder: vocabulary, unknown slot, scaling, random-walk encod
         float onehot = 0;
         for (int j = 0; j <= v; ++j) onehot += e.at(i, j);
         CHECK(onehot == 1.0f);
-        CHECK(e.at(i, v) == 0.0f);  // every op type is known
+        CHECK(e.at(i, v) == 0.0f);       // every op type is known
         CHECK(e.at(i, v + 10) == 0.0f);  // a DAG walk cannot return in one step
     }
     // standardised attributes: mean ~0 over the fitting graph
@@ -184,7 +197,8 @@ TEST_CASE("feature encoder: vocabulary, unknown slot, scaling, random-walk encod
     for (int i = 0; i < e.num_nodes; ++i) mean += e.at(i, v + 1 + 6);
     CHECK(std::abs(mean / e.num_nodes) < 1e-3);
     // fixed vocabulary: unknown ops go to the unknown slot
-    features::FeatureEncoder fixed({.vocabulary = {"Conv"}, .rw_steps = 0, .self_loops_on_inputs = true, .drop_output_nodes = true});
+    features::FeatureEncoder fixed(
+        {.vocabulary = {"Conv"}, .rw_steps = 0, .self_loops_on_inputs = true, .drop_output_nodes = true});
     fixed.fit(std::span<const graph::Graph* const>(&gp, 1));
     const auto f = fixed.encode(g);
     CHECK(f.num_features == 2 + 9);
@@ -202,7 +216,8 @@ TEST_CASE("feature encoder: vocabulary, unknown slot, scaling, random-walk encod
     for (int k : {1, 5, 8}) {
         const int n = 30;
         std::vector<std::pair<int, int>> edges;
-        for (int i = 2; i < n; ++i) edges.emplace_back(1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(i - 1))), i);
+        for (int i = 2; i < n; ++i)
+            edges.emplace_back(1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(i - 1))), i);
         edges.emplace_back(3, 3);
         edges.emplace_back(4, 9);
         edges.emplace_back(4, 9);
@@ -287,7 +302,8 @@ TEST_CASE("presets: compile-time structure, preset names, the run-time interface
     CHECK_THROWS_AS(GnnModel<float>(bad, 3, rng), config_error);
     // the run-time path builds every conv and readout kind
     for (Conv c : {Conv::sage, Conv::gcn, Conv::gin, Conv::edge_conv, Conv::mr_conv})
-        for (Readout ro : {Readout::sum, Readout::mean, Readout::max, Readout::sum_mean_max, Readout::lcm, Readout::lcm_sum}) {
+        for (Readout ro :
+             {Readout::sum, Readout::mean, Readout::max, Readout::sum_mean_max, Readout::lcm, Readout::lcm_sum}) {
             GnnConfig cfg = small_sum;
             cfg.conv = c;
             cfg.readout = ro;
@@ -303,7 +319,8 @@ TEST_CASE("presets: compile-time structure, preset names, the run-time interface
         }
 }
 
-TEST_CASE("additive path: gradients of the whole model (path weight, path bias, head, encoder) by central differences") {
+TEST_CASE(
+    "additive path: gradients of the whole model (path weight, path bias, head, encoder) by central differences") {
     GnnConfig cfg = small_sum;
     cfg.head.additive_path = true;
     cfg.readout = Readout::lcm_sum;

@@ -11,9 +11,9 @@
 
 #include <dnncost/core/rng.hpp>
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 using namespace dnncost;
 namespace fs = std::filesystem;

@@ -166,7 +166,8 @@ TEST_CASE("option guards name the bad value") {
     };
     CHECK(message({.population = 1}).find("population must be at least 2, got 1") != std::string::npos);
     CHECK(message({.population = 0}).find("got 0") != std::string::npos);
-    CHECK(message({.population = std::numeric_limits<std::size_t>::max()}).find("beyond the supported") != std::string::npos);
+    CHECK(message({.population = std::numeric_limits<std::size_t>::max()}).find("beyond the supported") !=
+          std::string::npos);
     CHECK(message({.generations = 0}).find("no budget") != std::string::npos);
     CHECK(message({.max_seconds = -1.0}).find("max_seconds") != std::string::npos);
     CHECK(message({.real = {.crossover_probability = 1.5}}).find("crossover_probability must be in [0, 1], got 1.5") !=
@@ -176,8 +177,8 @@ TEST_CASE("option guards name the bad value") {
     Categorical c;
     CHECK_THROWS_AS(Nsga2(c, {.integer = {.swap_probability = -0.1}}, 1), config_error);
     CHECK_THROWS_AS(Nsga2(c, {.integer = {.mutation_probability = NAN}}, 1), config_error);
-    CHECK_THROWS_WITH_AS(RealVariation({{1.0, 0.0}}, {}), "RealVariation: bounds of gene 0 are [1, 0]; need finite lower <= upper",
-                         config_error);
+    CHECK_THROWS_WITH_AS(RealVariation({{1.0, 0.0}}, {}),
+                         "RealVariation: bounds of gene 0 are [1, 0]; need finite lower <= upper", config_error);
     CHECK_THROWS_AS(RealVariation({}, {}), config_error);
     CHECK_THROWS_AS(IntegerVariation<int>({3, 0}, {}), config_error);
     const problems::Dtlz2 short_dtlz{.objectives = 3, .variables = 2};
@@ -418,8 +419,12 @@ TEST_CASE("budgets and callbacks: generations, evaluations, wall time, early sto
         std::vector<std::size_t> gens;
         std::size_t logged = 0;
         Nsga2 nsga(p, {.population = 10, .generations = 100}, 1);
-        const auto r = nsga.run([&](const auto& s) { gens.push_back(s.generation()); return s.generation() == 7; },
-                                [&](const auto&) { ++logged; });
+        const auto r = nsga.run(
+            [&](const auto& s) {
+                gens.push_back(s.generation());
+                return s.generation() == 7;
+            },
+            [&](const auto&) { ++logged; });
         CHECK(r.stopped_by_callback);
         CHECK(r.generations == 7);
         CHECK(gens.size() == 8);

@@ -138,15 +138,16 @@ TEST_CASE("sorting rejects malformed input") {
     CHECK(non_dominated_ranks(v, 3, cv) == std::vector<std::size_t>{0});
     // NaN compares false both ways: it would be silently kept or dropped
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    CHECK_THROWS_WITH_AS(non_dominated_ranks(std::vector<double>{1, 2, nan, 0}, 2), "non_dominated_ranks: objective 0 of point 1 is NaN",
-                         config_error);
+    CHECK_THROWS_WITH_AS(non_dominated_ranks(std::vector<double>{1, 2, nan, 0}, 2),
+                         "non_dominated_ranks: objective 0 of point 1 is NaN", config_error);
     CHECK_THROWS_AS(non_dominated_ranks(std::vector<double>{1, 2, 2, 1}, 2, std::vector<double>{0, nan}), config_error);
     CHECK_THROWS_AS(pareto_front(std::vector<double>{nan, 0, 1, 1}, 2), config_error);
     CHECK_THROWS_AS(igd(std::vector<double>{nan, 0, 5, 5}, std::vector<double>{0, 1, 1, 0}, 2), config_error);
     CHECK_THROWS_AS(crowding_distance(std::vector<double>{1, 2, 3, 4}, 2, std::vector<std::size_t>{0, 7}), shape_error);
     // infinite objectives are ordered: the interior keeps a finite (zero) distance, not NaN
     const double inf = std::numeric_limits<double>::infinity();
-    const auto d = crowding_distance(std::vector<double>{-inf, 3, 0, 2, 1, 1, inf, 0}, 2, std::vector<std::size_t>{0, 1, 2, 3});
+    const auto d =
+        crowding_distance(std::vector<double>{-inf, 3, 0, 2, 1, 1, inf, 0}, 2, std::vector<std::size_t>{0, 1, 2, 3});
     for (double x : d) CHECK_FALSE(std::isnan(x));
 }
 

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
-#include <string>
 #include <vector>
 
 #include <dnncost/io/csv.hpp>
@@ -131,7 +131,8 @@ TEST_CASE("container: every failure mode gives a clear message naming the file")
         const auto msg = message_of([&] { io::read_container(bad, std::nullopt, "a.dnnc"); });
         CHECK(contains(msg, "a.dnnc"));
         CHECK(contains(msg, "magic"));
-        CHECK(contains(message_of([&] { io::read_container("arch,latency\n", std::nullopt, "b.csv"); }), "not a dnncost model"));
+        CHECK(contains(message_of([&] { io::read_container("arch,latency\n", std::nullopt, "b.csv"); }),
+                       "not a dnncost model"));
     }
     SUBCASE("newer version") {
         std::string bad = bytes;
@@ -149,7 +150,8 @@ TEST_CASE("container: every failure mode gives a clear message naming the file")
     }
     SUBCASE("truncation, at every length") {
         for (std::size_t len = 0; len < bytes.size(); ++len) {
-            const auto msg = message_of([&] { io::read_container(std::string_view(bytes).substr(0, len), std::nullopt, "t.dnnc"); });
+            const auto msg =
+                message_of([&] { io::read_container(std::string_view(bytes).substr(0, len), std::nullopt, "t.dnnc"); });
             INFO("length " << len << ": " << msg);
             CHECK(contains(msg, "t.dnnc"));
             // Before the magic is complete the file cannot be told from a foreign one.
@@ -164,7 +166,10 @@ TEST_CASE("container: every failure mode gives a clear message naming the file")
         const auto msg = message_of([&] { io::read_container(bad, std::nullopt, "f.dnnc"); });
         CHECK(contains(msg, "f.dnnc: corrupt or truncated file (the checksum does not match): truncated: 'payload'"));
         // an intact file cut short says the same, since the checksum is gone with its end
-        CHECK(contains(message_of([&] { io::read_container(std::string_view(bytes).substr(0, bytes.size() - 1), std::nullopt, "f.dnnc"); }),
+        CHECK(contains(message_of([&] {
+                           io::read_container(std::string_view(bytes).substr(0, bytes.size() - 1), std::nullopt,
+                                              "f.dnnc");
+                       }),
                        "corrupt or truncated"));
     }
     SUBCASE("trailing garbage") {
@@ -237,26 +242,36 @@ TEST_CASE("container metadata: round trip in order, lookup, replacement, version
     CHECK(old.payload == payload);
     CHECK(old.metadata.empty());
     // and a version-1 file gains metadata without touching its payload
-    CHECK(io::read_container(io::with_metadata(version1_container("additive", 5, payload), meta), "additive").metadata == meta);
+    CHECK(
+        io::read_container(io::with_metadata(version1_container("additive", 5, payload), meta), "additive").metadata ==
+        meta);
 }
 
 TEST_CASE("container metadata: bad keys are refused when written and reported when read") {
     CHECK_THROWS_AS(io::write_container("k", 0, "p", {{"", "x"}}), config_error);
     CHECK_THROWS_AS(io::write_container("k", 0, "p", {{"a", "1"}, {"a", "2"}}), config_error);
-    CHECK(contains(message_of([] { io::read_container(raw_metadata_container({{"a", "1"}, {"a", "2"}}, 2), std::nullopt, "d.dnnc"); }),
+    CHECK(contains(message_of([] {
+                       io::read_container(raw_metadata_container({{"a", "1"}, {"a", "2"}}, 2), std::nullopt, "d.dnnc");
+                   }),
                    "d.dnnc: corrupt metadata: key 'a' given twice"));
-    CHECK(contains(message_of([] { io::read_container(raw_metadata_container({{"", "1"}}, 1), std::nullopt, "e.dnnc"); }),
+    CHECK(contains(message_of([] {
+                       io::read_container(raw_metadata_container({{"", "1"}}, 1), std::nullopt, "e.dnnc");
+                   }),
                    "e.dnnc: corrupt metadata: empty key"));
-    const auto huge = message_of([] { io::read_container(raw_metadata_container({}, 0xffffffffu), std::nullopt, "h.dnnc"); });
+    const auto huge =
+        message_of([] { io::read_container(raw_metadata_container({}, 0xffffffffu), std::nullopt, "h.dnnc"); });
     CHECK(contains(huge, "h.dnnc: corrupt metadata"));
     // a count larger than what follows is a truncation, not a crash
-    CHECK(contains(message_of([] { io::read_container(raw_metadata_container({{"a", "1"}}, 3), std::nullopt, "t.dnnc"); }),
+    CHECK(contains(message_of([] {
+                       io::read_container(raw_metadata_container({{"a", "1"}}, 3), std::nullopt, "t.dnnc");
+                   }),
                    "truncated"));
     // truncation anywhere in a metadata section
     const auto bytes = io::write_container("k", 0, "p", {{"target", "pixel3"}});
     for (std::size_t len = 8; len < bytes.size(); ++len)
-        CHECK(contains(message_of([&] { io::read_container(std::string_view(bytes).substr(0, len), std::nullopt, "t.dnnc"); }),
-                       "truncated"));
+        CHECK(contains(
+            message_of([&] { io::read_container(std::string_view(bytes).substr(0, len), std::nullopt, "t.dnnc"); }),
+            "truncated"));
 }
 
 TEST_CASE("csv: RFC 4180 quoting, CRLF and a missing final newline") {

@@ -7,15 +7,15 @@
 #include <limits>
 #include <memory>
 #include <set>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/estimators/registry.hpp>
-#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/file.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
@@ -68,19 +68,20 @@ std::vector<double> means(const std::vector<estimators::Prediction>& p) {
     return m;
 }
 
-const std::string good = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|";
-const std::string good2 = "|avg_pool_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|nor_conv_1x1~0|skip_connect~1|skip_connect~2|";
+const std::string good =
+    "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|";
+const std::string good2 =
+    "|avg_pool_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|nor_conv_1x1~0|skip_connect~1|skip_connect~2|";
 }  // namespace
 
 TEST_CASE("dataset: bad rows are reported with line and reason, and skipped") {
-    const std::string csv = "arch,a,b\n" +
-                            good + ",1.5,2\n" +              // line 2: fine
-                            good2 + ",nan,2\n" +             // line 3: NaN
-                            good2 + ",-1,2\n" +              // line 4: non-positive
-                            "|bogus~0|,1,2\n" +              // line 5: bad arch
-                            good2 + ",1\n" +                 // line 6: wrong field count
-                            good2 + ",,2\n" +                // line 7: empty
-                            good2 + ",3,4\r\n";              // line 8: fine (CRLF)
+    const std::string csv = "arch,a,b\n" + good + ",1.5,2\n" +  // line 2: fine
+                            good2 + ",nan,2\n" +                // line 3: NaN
+                            good2 + ",-1,2\n" +                 // line 4: non-positive
+                            "|bogus~0|,1,2\n" +                 // line 5: bad arch
+                            good2 + ",1\n" +                    // line 6: wrong field count
+                            good2 + ",,2\n" +                   // line 7: empty
+                            good2 + ",3,4\r\n";                 // line 8: fine (CRLF)
     train::DatasetOptions o;
     o.threads = 1;
     const auto ds = train::load_dataset_text(csv, "d.csv", ".", o);
@@ -146,8 +147,8 @@ TEST_CASE("dataset: NB201 graphs are built on demand, shared while alive, equal 
         CHECK(*set[1] == nb201::build_graph(good2));
     }
     CHECK(first.expired());  // nobody holds it: memory is given back
-    CHECK_THROWS_WITH_AS(ds.subset(std::vector<std::size_t>{5}, "lat"), doctest::Contains("item 5 is out of range (3 items)"),
-                         config_error);
+    CHECK_THROWS_WITH_AS(ds.subset(std::vector<std::size_t>{5}, "lat"),
+                         doctest::Contains("item 5 is out of range (3 items)"), config_error);
     // a training subset keeps its graphs alive by itself
     train::TrainData d = ds.subset(std::vector<std::size_t>{0, 1}, "lat");
     CHECK(d.size() == 2);
@@ -219,7 +220,8 @@ TEST_CASE("dataset: onnx space loads each file once, resolves relative paths, re
         g.mark_output(g.add_op("Relu", "relu", {x}, {1, 4}));
         return g;
     };
-    const auto ds = train::load_dataset_text("model,lat\na.onnx,1\nsub/b.onnx,2\na.onnx,3\nbroken.onnx,4\n", "o.csv", "/base", o);
+    const auto ds =
+        train::load_dataset_text("model,lat\na.onnx,1\nsub/b.onnx,2\na.onnx,3\nbroken.onnx,4\n", "o.csv", "/base", o);
     CHECK(calls == 3);
     CHECK(ds.size() == 3);
     CHECK(ds.distinct_graphs() == 2);
@@ -231,7 +233,8 @@ TEST_CASE("dataset: onnx space loads each file once, resolves relative paths, re
 }
 
 TEST_CASE("split: same seed, same split, parts never overlap") {
-    const train::SplitOptions opt{.n_train = 30, .n_validation = 20, .n_test = 0, .sampling = train::Sampling::random, .seed = 5};
+    const train::SplitOptions opt{
+        .n_train = 30, .n_validation = 20, .n_test = 0, .sampling = train::Sampling::random, .seed = 5};
     const auto a = train::make_split(200, opt);
     const auto b = train::make_split(200, opt);
     CHECK(a.train == b.train);
@@ -254,7 +257,8 @@ TEST_CASE("split: same seed, same split, parts never overlap") {
 TEST_CASE("split: uniform sampling draws one training item per proxy bin") {
     std::vector<double> proxy(100);
     for (std::size_t i = 0; i < proxy.size(); ++i) proxy[i] = static_cast<double>((i * 37) % 100);  // a permutation
-    const train::SplitOptions opt{.n_train = 10, .n_validation = 10, .n_test = 0, .sampling = train::Sampling::uniform, .seed = 3};
+    const train::SplitOptions opt{
+        .n_train = 10, .n_validation = 10, .n_test = 0, .sampling = train::Sampling::uniform, .seed = 3};
     const auto s = train::make_split(100, opt, proxy);
     std::vector<int> per_bin(10, 0);
     for (auto i : s.train) ++per_bin[static_cast<std::size_t>(proxy[i]) / 10];
@@ -396,7 +400,8 @@ TEST_CASE("ensemble: positive sigma, coverage computed right, save/load identica
         CHECK(pred[i].mean == Approx(m / 4.0));
         if (std::abs(truth[i] - pred[i].mean) <= 2 * pred[i].sigma) ++inside;
     }
-    CHECK(estimators::coverage_2sigma(pred, truth) == Approx(static_cast<double>(inside) / static_cast<double>(pred.size())));
+    CHECK(estimators::coverage_2sigma(pred, truth) ==
+          Approx(static_cast<double>(inside) / static_cast<double>(pred.size())));
 
     // Same seed, same members (independent of the thread count).
     auto again = estimators::make_ensemble("additive", 4);

@@ -15,8 +15,8 @@
 #include "common.hpp"
 
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 namespace dnncost::cli {
 
@@ -29,8 +29,9 @@ struct RooflineFlags {
     double overhead_us = 0.0;
 
     void add_to(CLI::App& cmd) {
-        auto* p = cmd.add_option("--peak-gflops", peak_gflops, "Device peak compute, GFLOP/s (enables roofline latency)")
-                      ->check(check::finite(check::Sign::positive));
+        auto* p =
+            cmd.add_option("--peak-gflops", peak_gflops, "Device peak compute, GFLOP/s (enables roofline latency)")
+                ->check(check::finite(check::Sign::positive));
         auto* b = cmd.add_option("--bandwidth-gbs", bandwidth_gbs, "Device memory bandwidth, GB/s")
                       ->check(check::finite(check::Sign::positive));
         p->needs(b);
@@ -141,9 +142,9 @@ inline void report(const graph::Graph& g, const std::string& title, bool as_json
     std::vector<std::pair<std::string, int>> hist(ops.begin(), ops.end());
     std::stable_sort(hist.begin(), hist.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     os << "model     " << title << '\n';
-    os << "graph     " << g.num_nodes() << " nodes, " << g.num_edges() << " edges, " << g.num_tensors()
-       << " tensors\n";
-    for (int t : g.inputs()) os << "input     " << g.tensor(t).name << ' ' << graph::to_string(g.tensor(t).shape) << '\n';
+    os << "graph     " << g.num_nodes() << " nodes, " << g.num_edges() << " edges, " << g.num_tensors() << " tensors\n";
+    for (int t : g.inputs())
+        os << "input     " << g.tensor(t).name << ' ' << graph::to_string(g.tensor(t).shape) << '\n';
     os << "MACs      " << si(static_cast<double>(total.macs)) << "\n";
     os << "FLOPs     " << si(static_cast<double>(total.flops)) << "\n";
     os << "params    " << si(static_cast<double>(total.params)) << "\n";
@@ -171,8 +172,8 @@ inline void report(const graph::Graph& g, const std::string& title, bool as_json
         const auto& n = g.nodes()[i];
         os << std::left << std::setw(5) << i << std::setw(static_cast<int>(wname) + 2) << cut(n.name)
            << std::setw(static_cast<int>(wop) + 2) << n.op_type << std::setw(static_cast<int>(wshape) + 2)
-           << out_shape(n) << std::right << std::setw(11) << si(static_cast<double>(per_node[i].macs))
-           << std::setw(11) << si(static_cast<double>(per_node[i].params)) << std::setw(11)
+           << out_shape(n) << std::right << std::setw(11) << si(static_cast<double>(per_node[i].macs)) << std::setw(11)
+           << si(static_cast<double>(per_node[i].params)) << std::setw(11)
            << si(static_cast<double>(per_node[i].bytes()));
         if (device) os << std::setw(12) << ms(latency[i]);
         os << '\n';

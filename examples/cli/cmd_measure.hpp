@@ -25,13 +25,13 @@
 #include "common.hpp"
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 namespace dnncost::cli {
 

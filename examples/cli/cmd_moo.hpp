@@ -45,7 +45,8 @@ std::vector<double> reference_front_of(const P& p, std::size_t points) {
     if constexpr (std::is_same_v<P, Constr>) {
         std::vector<double> out;
         for (std::size_t k = 0; k < points; ++k) {
-            const double f1 = 7.0 / 18.0 + (1.0 - 7.0 / 18.0) * static_cast<double>(k) / static_cast<double>(points - 1);
+            const double f1 =
+                7.0 / 18.0 + (1.0 - 7.0 / 18.0) * static_cast<double>(k) / static_cast<double>(points - 1);
             out.push_back(f1);
             out.push_back(Constr::front_f2(f1));
         }
@@ -117,13 +118,15 @@ void run_problem(const P& problem, const MooArgs& a, Context& ctx) {
         if (!a.front_csv.empty()) j["front_csv"] = a.front_csv;
         print_json(j);
     } else {
-        std::cout << "problem " << a.problem << ": NSGA-II, population " << a.population << ", "
-                  << result.generations << " generations, seed " << a.seed << ", " << a.threads << " thread(s)\n"
+        std::cout << "problem " << a.problem << ": NSGA-II, population " << a.population << ", " << result.generations
+                  << " generations, seed " << a.seed << ", " << a.threads << " thread(s)\n"
                   << "front: " << final_set.size() << " points (" << feasible << " feasible)"
-                  << (a.archive ? " from the archive\n" : "\n")
-                  << "hypervolume (reference " << a.reference << " per objective): " << hv << '\n';
-        if (has_igd) std::cout << "IGD (" << a.igd_points << "-point analytic front): " << igd << '\n';
-        else std::cout << "IGD: no analytic front for this problem\n";
+                  << (a.archive ? " from the archive\n" : "\n") << "hypervolume (reference " << a.reference
+                  << " per objective): " << hv << '\n';
+        if (has_igd)
+            std::cout << "IGD (" << a.igd_points << "-point analytic front): " << igd << '\n';
+        else
+            std::cout << "IGD: no analytic front for this problem\n";
         std::cout << "evaluations: " << result.evaluations << '\n' << "wall time: " << result.seconds << " s\n";
         if (!a.front_csv.empty()) std::cout << "front written to " << a.front_csv << '\n';
     }
@@ -150,12 +153,15 @@ inline void run_moo(const MooArgs& a, Context& ctx) {
 /// Register `dnncost moo`.
 inline void add_moo_commands(CLI::App& app, Context& ctx) {
     auto args = std::make_shared<moo_detail::MooArgs>();
-    auto* cmd = app.add_subcommand("moo", "Run NSGA-II on a standard problem (ZDT, DTLZ, CONSTR, SRN) and report "
-                                          "hypervolume, IGD, evaluations and wall time");
+    auto* cmd = app.add_subcommand("moo",
+                                   "Run NSGA-II on a standard problem (ZDT, DTLZ, CONSTR, SRN) and report "
+                                   "hypervolume, IGD, evaluations and wall time");
     cmd->add_option("--problem", args->problem, "zdt1 | zdt2 | zdt3 | zdt4 | zdt6 | dtlz1 | dtlz2 | constr | srn")
         ->check(CLI::IsMember({"zdt1", "zdt2", "zdt3", "zdt4", "zdt6", "dtlz1", "dtlz2", "constr", "srn"}))
         ->capture_default_str();
-    cmd->add_option("--pop", args->population, "population size (>= 2)")->transform(check::integer(2, 100000, "a population size in [2, 10^5]"))->capture_default_str();
+    cmd->add_option("--pop", args->population, "population size (>= 2)")
+        ->transform(check::integer(2, 100000, "a population size in [2, 10^5]"))
+        ->capture_default_str();
     cmd->add_option("--gens", args->generations, "generations after the initial one (0 = no limit)")
         ->transform(check::integer(0, std::int64_t{1} << 40, "a generation count in [0, 2^40]"))
         ->capture_default_str();
@@ -186,8 +192,9 @@ inline void add_moo_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("--igd-points", args->igd_points, "points of the analytic front for IGD")
         ->transform(check::integer(1, 10000000, "a point count in [1, 10^7]"))
         ->capture_default_str();
-    cmd->add_flag("--archive", args->archive, "report the archive of every non-dominated solution seen instead of "
-                                              "the final population's front");
+    cmd->add_flag("--archive", args->archive,
+                  "report the archive of every non-dominated solution seen instead of "
+                  "the final population's front");
     cmd->add_flag("--json", args->json, "print one JSON object (keys hv, igd, evaluations, seconds, ...)");
     cmd->add_option("--front", args->front_csv, "write the front (objectives, genes, violation) to this CSV file");
     cmd->callback([args, &ctx] { moo_detail::run_moo(*args, ctx); });

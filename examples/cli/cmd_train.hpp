@@ -34,9 +34,12 @@ namespace train_detail {
 inline json metrics_json(const train::Metrics& m) {
     json j;
     for (const auto& [name, value] : m.fields()) {
-        if (name == "n") j[name] = m.n;
-        else if (std::isfinite(value)) j[name] = value;
-        else j[name] = nullptr;
+        if (name == "n")
+            j[name] = m.n;
+        else if (std::isfinite(value))
+            j[name] = value;
+        else
+            j[name] = nullptr;
     }
     return j;
 }
@@ -72,8 +75,8 @@ inline train::Dataset load(const std::string& path, const std::string& space, st
     for (std::size_t i = 0; i < skipped.size() && i < 10; ++i)
         std::cerr << "dnncost: skipped " << ds.source() << ":" << skipped[i].line << ": " << skipped[i].reason << '\n';
     if (skipped.size() > 10) std::cerr << "dnncost: ... and " << skipped.size() - 10 << " more skipped rows\n";
-    std::cerr << "dnncost: " << ds.size() << " rows (" << ds.distinct_graphs() << " distinct graphs) from " << ds.source()
-              << (skipped.empty() ? "" : ", " + std::to_string(skipped.size()) + " skipped") << '\n';
+    std::cerr << "dnncost: " << ds.size() << " rows (" << ds.distinct_graphs() << " distinct graphs) from "
+              << ds.source() << (skipped.empty() ? "" : ", " + std::to_string(skipped.size()) + " skipped") << '\n';
     return ds;
 }
 
@@ -173,13 +176,14 @@ inline LoadedModel load_model(const std::string& path) {
 }
 /// Warn on stderr when a model is used on another search space than it was trained on, or (eval)
 /// compared with another measured column. Not an error: transfer across devices is a use.
-inline void check_model_use(const LoadedModel& m, const std::string& path, const std::string& space, const std::string& target = {}) {
+inline void check_model_use(const LoadedModel& m, const std::string& path, const std::string& space,
+                            const std::string& target = {}) {
     if (const auto s = m.container.meta("space"); s && *s != space)
         std::cerr << "dnncost: warning: " << path << " was trained on " << *s << " graphs; these inputs are " << space
                   << " (operators it has not seen contribute nothing)\n";
     if (const auto t = m.container.meta("target"); t && !target.empty() && *t != target)
-        std::cerr << "dnncost: note: " << path << " was trained on column '" << *t << "'; comparing its predictions with '"
-                  << target << "'\n";
+        std::cerr << "dnncost: note: " << path << " was trained on column '" << *t
+                  << "'; comparing its predictions with '" << target << "'\n";
 }
 
 }  // namespace train_detail
@@ -198,41 +202,61 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         bool strict = false;
     };
     auto targs = std::make_shared<TrainArgs>();
-    auto* train = app.add_subcommand("train", "Train a cost estimator on measured data, evaluate it on a held-out test split");
-    train->add_option("--data", targs->data, "CSV: a key column (arch string or ONNX path) + measured columns")->required();
-    train->add_option("--space", targs->space, "What the key column holds: nb201 | onnx")->check(CLI::IsMember({"nb201", "onnx"}));
+    auto* train =
+        app.add_subcommand("train", "Train a cost estimator on measured data, evaluate it on a held-out test split");
+    train->add_option("--data", targs->data, "CSV: a key column (arch string or ONNX path) + measured columns")
+        ->required();
+    train->add_option("--space", targs->space, "What the key column holds: nb201 | onnx")
+        ->check(CLI::IsMember({"nb201", "onnx"}));
     train->add_option("--target", targs->target, "Column to learn (e.g. pixel3)")->required();
     train->add_option("--train", targs->n_train, "Number of training samples")->transform(check::integer(1, 100000000));
     train->add_option("--val", targs->n_val, "Number of validation samples (early stopping / model selection)")
         ->transform(check::integer(0, 100000000));
-    train->add_option("--test", targs->n_test, "Number of test samples (0: all remaining rows)")->transform(check::integer(0, 100000000));
+    train->add_option("--test", targs->n_test, "Number of test samples (0: all remaining rows)")
+        ->transform(check::integer(0, 100000000));
     train->add_option("--seed", targs->seed, "Seed of the split and of training")->transform(check::seed());
-    train->add_option("--preset", targs->preset, "Estimator preset: " + [] {
-        std::string s;
-        for (const auto& n : estimators::estimator_names()) s += (s.empty() ? "" : " | ") + n;
-        return s;
-    }())->required()->check(CLI::IsMember(estimators::estimator_names()));
+    train
+        ->add_option(
+            "--preset", targs->preset,
+            "Estimator preset: " +
+                [] {
+                    std::string s;
+                    for (const auto& n : estimators::estimator_names()) s += (s.empty() ? "" : " | ") + n;
+                    return s;
+                }())
+        ->required()
+        ->check(CLI::IsMember(estimators::estimator_names()));
     train->add_option("--ensemble", targs->ensemble, "Train an ensemble of K members (K >= 2) and report sigma")
         ->transform(check::integer(0, 64, "an ensemble size in [0, 64] (0 or 1: a single model)"));
     train->add_option("--sampling", targs->sampling, "Training-set sampling: random | uniform (MAPLE-Edge targeted)")
         ->check(CLI::IsMember({"random", "uniform"}));
-    auto* proxy_opt = train->add_option("--proxy", targs->proxy, "Proxy ranking the candidates for uniform sampling: macs | a column");
+    auto* proxy_opt = train->add_option("--proxy", targs->proxy,
+                                        "Proxy ranking the candidates for uniform sampling: macs | a column");
     const auto minus_one_or_positive = CLI::Validator(
         [](std::string& s) -> std::string {
             const auto v = check::whole<std::int64_t>(s);
-            if (!v || !(*v == -1 || (*v >= 1 && *v <= 1000000))) return "'" + s + "' is not -1 or an integer in [1, 10^6]";
+            if (!v || !(*v == -1 || (*v >= 1 && *v <= 1000000)))
+                return "'" + s + "' is not -1 or an integer in [1, 10^6]";
             s = std::to_string(*v);  // decimal, as for check::integer
             return {};
         },
         "-1 | INT in [1, 10^6]");
-    train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)")->transform(minus_one_or_positive);
-    train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)")->transform(minus_one_or_positive);
-    train->add_option("--threads", targs->threads, "Threads (0: all cores)")->transform(check::integer(0, 1024, "a thread count in [0, 1024]"));
-    train->add_option("--precision", targs->precision,
-                      "GEMM arithmetic, saved with the model: auto (bf16 where the CPU has AMX or AVX512-BF16, else fp32) | bf16 (inputs rounded to bfloat16, fp32 accumulation; emulated without either) | fp32")
+    train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)")
+        ->transform(minus_one_or_positive);
+    train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)")
+        ->transform(minus_one_or_positive);
+    train->add_option("--threads", targs->threads, "Threads (0: all cores)")
+        ->transform(check::integer(0, 1024, "a thread count in [0, 1024]"));
+    train
+        ->add_option("--precision", targs->precision,
+                     "GEMM arithmetic, saved with the model: auto (bf16 where the CPU has AMX or AVX512-BF16, else "
+                     "fp32) | bf16 (inputs rounded to bfloat16, fp32 accumulation; emulated without either) | fp32")
         ->check(CLI::IsMember({"auto", "bf16", "fp32"}));
-    train->add_option("--keep", targs->keep,
-                      "Model selection of GNN presets: auto (the trained network only if it beats the untrained one out of bag) | trained (the best validation epoch) | untrained (the initial network: its additive path, if any)")
+    train
+        ->add_option(
+            "--keep", targs->keep,
+            "Model selection of GNN presets: auto (the trained network only if it beats the untrained one out of bag) "
+            "| trained (the best validation epoch) | untrained (the initial network: its additive path, if any)")
         ->check(CLI::IsMember({"auto", "trained", "untrained"}));
     train->add_flag("--strict", targs->strict, "Reject the data set at the first bad row instead of skipping it");
     train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required();
@@ -241,7 +265,8 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         const auto& a = *targs;
         const auto sampling = train::parse_sampling(a.sampling);
         if (proxy_opt->count() > 0 && sampling != train::Sampling::uniform)
-            raise<config_error>("--proxy ranks candidates for --sampling uniform only (sampling is '", a.sampling, "')");
+            raise<config_error>("--proxy ranks candidates for --sampling uniform only (sampling is '", a.sampling,
+                                "')");
         // fail before loading and training, not after
         io::check_writable(a.out);
         if (!a.report.empty()) io::check_writable(a.report);
@@ -259,13 +284,17 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             }
         }
         const auto split = train::make_split(ds.size(), {a.n_train, a.n_val, a.n_test, sampling, a.seed}, proxy);
-        std::cerr << "dnncost: split (seed " << a.seed << ", " << train::to_string(sampling) << "): " << split.train.size()
-                  << " train, " << split.validation.size() << " validation, " << split.test.size() << " test\n";
+        std::cerr << "dnncost: split (seed " << a.seed << ", " << train::to_string(sampling)
+                  << "): " << split.train.size() << " train, " << split.validation.size() << " validation, "
+                  << split.test.size() << " test\n";
 
         std::unique_ptr<estimators::Estimator> est;
-        if (a.ensemble >= 2) est = estimators::make_ensemble(a.preset, a.ensemble);
-        else if (a.ensemble == 0 || a.ensemble == 1) est = estimators::make_estimator(a.preset);
-        else raise<config_error>("--ensemble must be >= 2 (or 0 for a single model), got ", a.ensemble);
+        if (a.ensemble >= 2)
+            est = estimators::make_ensemble(a.preset, a.ensemble);
+        else if (a.ensemble == 0 || a.ensemble == 1)
+            est = estimators::make_estimator(a.preset);
+        else
+            raise<config_error>("--ensemble must be >= 2 (or 0 for a single model), got ", a.ensemble);
 
         estimators::FitOptions fo;
         fo.seed = a.seed;
@@ -287,9 +316,9 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         td::check_predictions(pred, [&](std::size_t i) { return ds.key(split.test[i]); });
         const auto ev = train::evaluate(td::means(pred), truth);
 
-        std::cout << "preset " << est->preset() << (a.ensemble >= 2 ? " x" + std::to_string(a.ensemble) + " ensemble" : "")
-                  << ", target " << a.target << ", " << fit.epochs << " epochs, " << std::setprecision(3) << fit.seconds
-                  << " s\n";
+        std::cout << "preset " << est->preset()
+                  << (a.ensemble >= 2 ? " x" + std::to_string(a.ensemble) + " ensemble" : "") << ", target " << a.target
+                  << ", " << fit.epochs << " epochs, " << std::setprecision(3) << fit.seconds << " s\n";
         td::print_metrics(std::cout, "test", ev.all);
         td::print_metrics(std::cout, "test, non-degenerate", ev.non_degenerate);
         json report = td::evaluation_json(ev);
@@ -343,7 +372,8 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     eval->add_option("--target", eargs->target, "Measured column to compare with")->required();
     eval->add_flag("--strict", eargs->strict, "Reject the data set at the first bad row");
     eval->add_flag("--json", eargs->json_out, "Print the metrics as JSON");
-    eval->add_option("--precision", eargs->precision, "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
+    eval->add_option("--precision", eargs->precision,
+                     "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
         ->check(CLI::IsMember({"model", "bf16", "fp32"}));
     eval->callback([eargs, &ctx] {
         const auto& a = *eargs;
@@ -387,7 +417,9 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     predict->add_option("--space", pargs->space, "nb201 (inputs are arch strings); default: inputs are ONNX files")
         ->check(CLI::IsMember({"nb201", "onnx"}));
     predict->add_option("inputs", pargs->inputs, "Architecture strings or ONNX files")->required();
-    predict->add_option("--precision", pargs->precision, "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
+    predict
+        ->add_option("--precision", pargs->precision,
+                     "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
         ->check(CLI::IsMember({"model", "bf16", "fp32"}));
     predict->callback([pargs, &ctx] {
         const auto& a = *pargs;

@@ -66,7 +66,9 @@ inline CLI::Validator finite(Sign sign = Sign::any) {
             if (sign == Sign::non_negative && !(*v >= 0)) return "'" + s + "' is negative";
             return {};
         },
-        sign == Sign::positive ? "POSITIVE" : sign == Sign::non_negative ? "NON-NEGATIVE" : "NUMBER");
+        sign == Sign::positive       ? "POSITIVE"
+        : sign == Sign::non_negative ? "NON-NEGATIVE"
+                                     : "NUMBER");
 }
 }  // namespace check
 

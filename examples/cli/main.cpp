@@ -2,12 +2,12 @@
 #include <exception>
 #include <iostream>
 
-#include "common.hpp"
 #include "cmd_inspect.hpp"
-#include "cmd_measure.hpp"
 #include "cmd_map.hpp"
+#include "cmd_measure.hpp"
 #include "cmd_moo.hpp"
 #include "cmd_train.hpp"
+#include "common.hpp"
 
 int main(int argc, char** argv) {
     CLI::App app{"dnncost: cost of deep networks on devices (latency, energy, memory) and search over it"};

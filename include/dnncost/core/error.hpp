@@ -64,10 +64,10 @@ template <class E = error, class... Args>
 
 /// Internal invariant check. Override by defining DNNCOST_ASSERT before including dnncost.
 #ifndef DNNCOST_ASSERT
-#define DNNCOST_ASSERT(cond)                                                                  \
-    do {                                                                                      \
-        if (!(cond))                                                                          \
-            ::dnncost::raise<::dnncost::error>("internal invariant violated: ", #cond, " at ", \
-                                               __FILE__, ":", __LINE__);                      \
+#define DNNCOST_ASSERT(cond)                                                                                  \
+    do {                                                                                                      \
+        if (!(cond))                                                                                          \
+            ::dnncost::raise<::dnncost::error>("internal invariant violated: ", #cond, " at ", __FILE__, ":", \
+                                               __LINE__);                                                     \
     } while (false)
 #endif

@@ -1,8 +1,8 @@
 #pragma once
 /// @file rng.hpp
 /// A seeded random engine that is always passed in explicitly: no global state anywhere.
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <random>
 
 namespace dnncost {

@@ -44,16 +44,19 @@ struct NodeCost {
     std::int64_t macs = 0;
     std::int64_t flops = 0;
     std::int64_t params = 0;
-    std::int64_t input_bytes = 0;   ///< activation inputs (graph inputs and computed tensors)
+    std::int64_t input_bytes = 0;  ///< activation inputs (graph inputs and computed tensors)
     std::int64_t output_bytes = 0;
     std::int64_t weight_bytes = 0;  ///< initializers read by the node
     std::int64_t bytes() const {
-        return detail::add_or_raise(detail::add_or_raise(input_bytes, output_bytes, "byte count"), weight_bytes, "byte count");
+        return detail::add_or_raise(detail::add_or_raise(input_bytes, output_bytes, "byte count"), weight_bytes,
+                                    "byte count");
     }
     /// Sums field by field. @throws shape_error when a sum exceeds 64 bits (implausible shapes);
     /// *this is then left unchanged.
     NodeCost& operator+=(const NodeCost& o) {
-        const auto sum = [](std::int64_t a, std::int64_t b) { return detail::add_or_raise(a, b, "a sum over the graph"); };
+        const auto sum = [](std::int64_t a, std::int64_t b) {
+            return detail::add_or_raise(a, b, "a sum over the graph");
+        };
         NodeCost t;
         t.macs = sum(macs, o.macs);
         t.flops = sum(flops, o.flops);
@@ -220,41 +223,88 @@ inline const std::unordered_map<std::string, CostRule>& cost_rules() {
         r["RNN"] = recurrent;
         for (const char* op : {"AveragePool", "MaxPool", "LpPool"}) r[op] = pool;
         r["BatchNormalization"] = batch_norm;
-        for (const char* op : {"LayerNormalization", "InstanceNormalization", "GroupNormalization",
-                               "LpNormalization", "MeanVarianceNormalization"})
+        for (const char* op : {"LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
+                               "MeanVarianceNormalization"})
             r[op] = normalization;
         r["Resize"] = resize;
         r["Upsample"] = resize;
         // reductions: one operation per input element
-        for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "ReduceMean", "ReduceSum",
-                               "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceSumSquare", "ArgMax",
-                               "ArgMin", "CumSum"})
+        for (const char* op :
+             {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
+              "ReduceProd", "ReduceL1", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum"})
             r[op] = per_input<1>;
         for (const char* op : {"ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}) r[op] = per_input<2>;
         // binary and variadic elementwise
-        for (const char* op : {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Pow", "Mod", "Mean", "PRelu",
-                               "And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-                               "BitShift", "Where"})
+        for (const char* op : {"Add",
+                               "Sub",
+                               "Mul",
+                               "Div",
+                               "Sum",
+                               "Max",
+                               "Min",
+                               "Pow",
+                               "Mod",
+                               "Mean",
+                               "PRelu",
+                               "And",
+                               "Or",
+                               "Xor",
+                               "Equal",
+                               "Less",
+                               "Greater",
+                               "LessOrEqual",
+                               "GreaterOrEqual",
+                               "BitShift",
+                               "Where"})
             r[op] = variadic;
         // cheap unary: one operation per element
-        for (const char* op : {"Relu", "LeakyRelu", "Abs", "Neg", "Sign", "Not", "Floor", "Ceil", "Round",
-                               "Reciprocal", "ThresholdedRelu", "IsNaN", "IsInf"})
+        for (const char* op : {"Relu", "LeakyRelu", "Abs", "Neg", "Sign", "Not", "Floor", "Ceil", "Round", "Reciprocal",
+                               "ThresholdedRelu", "IsNaN", "IsInf"})
             r[op] = per_output<1>;
         r["Clip"] = per_output<2>;  // a min and a max
         // transcendental unary: ~4 FLOPs per element (an exp/log/sqrt costs several instructions)
-        for (const char* op : {"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "HardSigmoid", "HardSwish", "Elu",
-                               "Selu", "Celu", "Softplus", "Softsign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
-                               "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Mish", "Shrink"})
+        for (const char* op :
+             {"Sigmoid", "Tanh", "Exp",      "Log",      "Sqrt",  "Erf",   "HardSigmoid", "HardSwish", "Elu",
+              "Selu",    "Celu", "Softplus", "Softsign", "Sin",   "Cos",   "Tan",         "Asin",      "Acos",
+              "Atan",    "Sinh", "Cosh",     "Asinh",    "Acosh", "Atanh", "Mish",        "Shrink"})
             r[op] = per_output<4>;
         r["Gelu"] = per_output<8>;  // erf or tanh approximation plus 3 multiplies and an add
         // Softmax: max, subtract, exp (4), sum, divide = 8 per element
         for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) r[op] = per_output<8>;
         // data movement only: no arithmetic (memory traffic still counted)
-        for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape", "Size",
-                               "Constant", "ConstantOfShape", "Dropout", "Transpose", "Concat", "Split", "Slice",
-                               "Gather", "GatherElements", "GatherND", "ScatterElements", "ScatterND", "Pad",
-                               "Expand", "Tile", "Cast", "CastLike", "DepthToSpace", "SpaceToDepth", "Range",
-                               "OneHot", "NonZero", "TopK", "Trilu", "ReverseSequence", "EyeLike"})
+        for (const char* op : {"Reshape",
+                               "Flatten",
+                               "Squeeze",
+                               "Unsqueeze",
+                               "Identity",
+                               "Shape",
+                               "Size",
+                               "Constant",
+                               "ConstantOfShape",
+                               "Dropout",
+                               "Transpose",
+                               "Concat",
+                               "Split",
+                               "Slice",
+                               "Gather",
+                               "GatherElements",
+                               "GatherND",
+                               "ScatterElements",
+                               "ScatterND",
+                               "Pad",
+                               "Expand",
+                               "Tile",
+                               "Cast",
+                               "CastLike",
+                               "DepthToSpace",
+                               "SpaceToDepth",
+                               "Range",
+                               "OneHot",
+                               "NonZero",
+                               "TopK",
+                               "Trilu",
+                               "ReverseSequence",
+                               "EyeLike"})
             r[op] = zero_cost;
         return r;
     }();
@@ -327,7 +377,8 @@ inline double roofline_seconds(const NodeCost& c, const DeviceSpec& d) {
     if (!(d.peak_flops > 0) || !(d.bandwidth > 0))
         raise<config_error>("roofline: device '", d.name, "' needs positive peak_flops and bandwidth");
     if (!(d.per_op_overhead_s >= 0) || !std::isfinite(d.per_op_overhead_s))
-        raise<config_error>("roofline: device '", d.name, "' needs a finite, non-negative per_op_overhead_s, got ", d.per_op_overhead_s);
+        raise<config_error>("roofline: device '", d.name, "' needs a finite, non-negative per_op_overhead_s, got ",
+                            d.per_op_overhead_s);
     const double compute = static_cast<double>(c.flops) / d.peak_flops;
     const double memory = static_cast<double>(c.bytes()) / d.bandwidth;
     return std::max(compute, memory) + d.per_op_overhead_s;

@@ -44,7 +44,8 @@ public:
     /// @param member_preset name of the members' preset (reported by preset())
     /// @param factory       creates one untrained member
     /// @param members       2 <= k <= max_members
-    EnsembleEstimator(std::string member_preset, EstimatorFactory factory, int members, Resample resample = Resample::bootstrap)
+    EnsembleEstimator(std::string member_preset, EstimatorFactory factory, int members,
+                      Resample resample = Resample::bootstrap)
         : m_member_preset(std::move(member_preset)), m_factory(std::move(factory)), m_k(members), m_resample(resample) {
         if (members < 2) raise<config_error>("Ensemble: needs at least 2 members, got ", members);
         if (members > max_members) raise<config_error>("Ensemble: at most ", max_members, " members, got ", members);
@@ -56,10 +57,12 @@ public:
     const Estimator& member(std::size_t i) const { return *m_members.at(i); }
     Resample resample() const { return m_resample; }
 
-    FitResult fit(const train::TrainData& train, const train::TrainData& validation, const FitOptions& options) override {
+    FitResult fit(const train::TrainData& train, const train::TrainData& validation,
+                  const FitOptions& options) override {
         const auto start = std::chrono::steady_clock::now();
         if (train.graphs.size() != train.targets.size())
-            raise<shape_error>("Ensemble: training data has ", train.graphs.size(), " graphs but ", train.targets.size(), " targets");
+            raise<shape_error>("Ensemble: training data has ", train.graphs.size(), " graphs but ",
+                               train.targets.size(), " targets");
         if (train.size() < 2) raise<config_error>("Ensemble: needs at least 2 training samples, got ", train.size());
         // Seeds and resamples are drawn serially up front: results do not depend on threads.
         Rng rng(options.seed);
@@ -94,7 +97,8 @@ public:
             if (options.on_epoch)
                 o.on_epoch = [&, m](const std::string& line) {
                     std::lock_guard lock(log_mutex);
-                    return options.on_epoch("member " + std::to_string(m + 1) + "/" + std::to_string(m_k) + ": " + line);
+                    return options.on_epoch("member " + std::to_string(m + 1) + "/" + std::to_string(m_k) + ": " +
+                                            line);
                 };
             results[m] = est->fit(data[m], validation, o);
             members[m] = std::move(est);
@@ -159,7 +163,8 @@ public:
     /// Rebuild an ensemble; `load_member` decodes each member (e.g. registry's load_estimator),
     /// `factory` is kept for a later re-fit and may be empty.
     static std::unique_ptr<EnsembleEstimator> deserialize(std::string_view bytes, std::string_view source,
-                                                 const EstimatorLoader& load_member, EstimatorFactory factory = {}) {
+                                                          const EstimatorLoader& load_member,
+                                                          EstimatorFactory factory = {}) {
         const auto c = io::read_container(bytes, kind, source);
         io::BinaryReader r(c.payload, std::string(source));
         auto preset = r.get_string("member preset");
@@ -176,11 +181,12 @@ public:
             members.push_back(std::move(est));
         }
         r.expect_end("ensemble");
-        if (!factory) factory = [] () -> std::unique_ptr<Estimator> {
-            raise<config_error>("Ensemble: a loaded ensemble cannot be re-fitted without a member factory");
-        };
+        if (!factory)
+            factory = []() -> std::unique_ptr<Estimator> {
+                raise<config_error>("Ensemble: a loaded ensemble cannot be re-fitted without a member factory");
+            };
         auto e = std::make_unique<EnsembleEstimator>(std::move(preset), std::move(factory), static_cast<int>(k),
-                                            static_cast<Resample>(resample));
+                                                     static_cast<Resample>(resample));
         e->m_members = std::move(members);
         return e;
     }

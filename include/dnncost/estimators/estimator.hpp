@@ -40,9 +40,9 @@ inline std::optional<Keep> keep_from_string(std::string_view s) {
 /// preset's own configuration.
 struct FitOptions {
     std::uint64_t seed = 0;
-    int max_epochs = -1;          ///< -1: the preset's default
-    int patience = -1;            ///< early-stopping patience in epochs; -1: the preset's default
-    unsigned threads = 0;         ///< 0: hardware concurrency
+    int max_epochs = -1;   ///< -1: the preset's default
+    int patience = -1;     ///< early-stopping patience in epochs; -1: the preset's default
+    unsigned threads = 0;  ///< 0: hardware concurrency
     /// Arithmetic of the GEMMs for this fit and the model's later predictions (saved with it).
     /// Unset: nn::kernels::default_precision(), i.e. bf16 inputs with fp32 accumulation where the
     /// CPU has a bf16 unit (AMX or AVX512-BF16), fp32 elsewhere. Ignored by estimators without GEMMs.
@@ -74,7 +74,8 @@ public:
     virtual ~Estimator() = default;
     /// Preset name as accepted by make_estimator ("hifisage", "brpnas", "additive", ...).
     virtual std::string preset() const = 0;
-    virtual FitResult fit(const train::TrainData& train, const train::TrainData& validation, const FitOptions& options) = 0;
+    virtual FitResult fit(const train::TrainData& train, const train::TrainData& validation,
+                          const FitOptions& options) = 0;
     /// Predictions in the target's own unit, one per graph.
     virtual std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const = 0;
     /// The predictions' means alone, one per graph (what the metrics of train/metrics.hpp take).

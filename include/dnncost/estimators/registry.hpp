@@ -42,22 +42,27 @@ inline Registry& registry() {
     static Registry r;
     static const bool filled = [] {
         auto& reg = r;
-        reg.entries.emplace(std::string(AdditiveEstimator::kind), RegistryEntry{
-            [] { return std::unique_ptr<Estimator>(std::make_unique<AdditiveEstimator>()); },
-            [](std::string_view b, std::string_view s) { return std::unique_ptr<Estimator>(AdditiveEstimator::deserialize(b, s)); },
-            "ridge regression over per-operator-type counts, MACs and bytes (milliseconds to train)"});
-        reg.entries.emplace(std::string(preset_name<hifi_sage>), RegistryEntry{
-            [] { return std::unique_ptr<Estimator>(std::make_unique<HiFiSage>()); },
-            [](std::string_view b, std::string_view s) {
-                return std::unique_ptr<Estimator>(std::make_unique<HiFiSage>(HiFiSage::load(b, preset_name<hifi_sage>, s)));
-            },
-            "HiFi-SAGE: 7-layer GraphSAGE with LCM readout and a ranking head"});
-        reg.entries.emplace(std::string(preset_name<brp_nas>), RegistryEntry{
-            [] { return std::unique_ptr<Estimator>(std::make_unique<BrpNas>()); },
-            [](std::string_view b, std::string_view s) {
-                return std::unique_ptr<Estimator>(std::make_unique<BrpNas>(BrpNas::load(b, preset_name<brp_nas>, s)));
-            },
-            "BRP-NAS: 4-layer GCN, mean pooling, linear head"});
+        reg.entries.emplace(
+            std::string(AdditiveEstimator::kind),
+            RegistryEntry{[] { return std::unique_ptr<Estimator>(std::make_unique<AdditiveEstimator>()); },
+                          [](std::string_view b, std::string_view s) {
+                              return std::unique_ptr<Estimator>(AdditiveEstimator::deserialize(b, s));
+                          },
+                          "ridge regression over per-operator-type counts, MACs and bytes (milliseconds to train)"});
+        reg.entries.emplace(std::string(preset_name<hifi_sage>),
+                            RegistryEntry{[] { return std::unique_ptr<Estimator>(std::make_unique<HiFiSage>()); },
+                                          [](std::string_view b, std::string_view s) {
+                                              return std::unique_ptr<Estimator>(std::make_unique<HiFiSage>(
+                                                  HiFiSage::load(b, preset_name<hifi_sage>, s)));
+                                          },
+                                          "HiFi-SAGE: 7-layer GraphSAGE with LCM readout and a ranking head"});
+        reg.entries.emplace(std::string(preset_name<brp_nas>),
+                            RegistryEntry{[] { return std::unique_ptr<Estimator>(std::make_unique<BrpNas>()); },
+                                          [](std::string_view b, std::string_view s) {
+                                              return std::unique_ptr<Estimator>(
+                                                  std::make_unique<BrpNas>(BrpNas::load(b, preset_name<brp_nas>, s)));
+                                          },
+                                          "BRP-NAS: 4-layer GCN, mean pooling, linear head"});
         return true;
     }();
     (void)filled;
@@ -67,8 +72,10 @@ inline Registry& registry() {
 
 /// Add (or replace) a preset. Thread-safe.
 inline void register_estimator(std::string name, RegistryEntry entry) {
-    if (name.empty() || name == EnsembleEstimator::kind) raise<config_error>("register_estimator: invalid preset name '", name, "'");
-    if (!entry.make || !entry.load) raise<config_error>("register_estimator: preset '", name, "' needs a factory and a loader");
+    if (name.empty() || name == EnsembleEstimator::kind)
+        raise<config_error>("register_estimator: invalid preset name '", name, "'");
+    if (!entry.make || !entry.load)
+        raise<config_error>("register_estimator: preset '", name, "' needs a factory and a loader");
     auto& r = detail::registry();
     std::lock_guard lock(r.mutex);
     r.entries.insert_or_assign(std::move(name), std::move(entry));
@@ -100,8 +107,8 @@ inline std::unique_ptr<Estimator> make_estimator(std::string_view name) {
 }
 
 /// An untrained ensemble of `members` estimators of the named preset.
-inline std::unique_ptr<EnsembleEstimator> make_ensemble(std::string_view name, int members,
-                                               EnsembleEstimator::Resample resample = EnsembleEstimator::Resample::bootstrap) {
+inline std::unique_ptr<EnsembleEstimator> make_ensemble(
+    std::string_view name, int members, EnsembleEstimator::Resample resample = EnsembleEstimator::Resample::bootstrap) {
     auto entry = detail::find_entry(name, "make_ensemble: ");
     return std::make_unique<EnsembleEstimator>(std::string(name), entry.make, members, resample);
 }
@@ -127,7 +134,8 @@ inline std::unique_ptr<Estimator> load_estimator_file(const std::filesystem::pat
 
 namespace detail {
 inline std::unique_ptr<Estimator> load_ensemble(std::string_view bytes, std::string_view source) {
-    auto e = EnsembleEstimator::deserialize(bytes, source, [](std::string_view b, std::string_view s) { return load_estimator(b, s); });
+    auto e = EnsembleEstimator::deserialize(
+        bytes, source, [](std::string_view b, std::string_view s) { return load_estimator(b, s); });
     return e;
 }
 }  // namespace detail

@@ -75,7 +75,8 @@ public:
             }
             for (auto [s, d] : e.edges) {
                 if (s < 0 || d < 0 || s >= e.num_nodes || d >= e.num_nodes)
-                    raise<shape_error>("GraphBatch: graph ", g, " edge (", s, ", ", d, ") outside [0, ", e.num_nodes, ")");
+                    raise<shape_error>("GraphBatch: graph ", g, " edge (", s, ", ", d, ") outside [0, ", e.num_nodes,
+                                       ")");
                 edges.emplace_back(base + s, base + d);
             }
         }
@@ -108,10 +109,12 @@ public:
         out.resize(static_cast<Index>(graphs.size()), static_cast<Index>(gf));
         for (std::size_t g = 0; g < graphs.size(); ++g) {
             if (graphs[g]->graph_x.size() != gf)
-                raise<shape_error>("GraphBatch: graph ", g, " has ", graphs[g]->graph_x.size(), " graph-level features, graph 0 has ", gf);
+                raise<shape_error>("GraphBatch: graph ", g, " has ", graphs[g]->graph_x.size(),
+                                   " graph-level features, graph 0 has ", gf);
             for (std::size_t j = 0; j < gf; ++j) {
                 const float v = graphs[g]->graph_x[j];
-                if (!std::isfinite(v)) raise<config_error>("GraphBatch: graph ", g, " graph-level feature ", j, " is ", v);
+                if (!std::isfinite(v))
+                    raise<config_error>("GraphBatch: graph ", g, " graph-level feature ", j, " is ", v);
                 out(static_cast<Index>(g), static_cast<Index>(j)) = static_cast<T>(v);
             }
         }
@@ -125,7 +128,7 @@ public:
     const std::vector<int>& node_graph() const { return m_node_graph; }
     const Neighbourhood<T>& neighbourhood(Direction d) const { return m_nb[static_cast<int>(d)]; }
 
-    Mat<T> x;  ///< stacked node features, num_nodes x num_features
+    Mat<T> x;        ///< stacked node features, num_nodes x num_features
     Mat<T> graph_x;  ///< graph-level features, num_graphs x (0 or more)
 
 private:
@@ -167,7 +170,8 @@ private:
     static void slice_neighbourhood(Neighbourhood<T>& dst, const Neighbourhood<T>& src, int n0, int n1) {
         const auto u0 = static_cast<std::size_t>(n0), u1 = static_cast<std::size_t>(n1);
         const int e0 = src.ptr[u0], e1 = src.ptr[u1];
-        const auto rebase = [](std::vector<int>& out, const std::vector<int>& in, std::size_t b, std::size_t e, int by) {
+        const auto rebase = [](std::vector<int>& out, const std::vector<int>& in, std::size_t b, std::size_t e,
+                               int by) {
             out.assign(in.begin() + static_cast<std::ptrdiff_t>(b), in.begin() + static_cast<std::ptrdiff_t>(e));
             for (auto& v : out) v -= by;
         };

@@ -35,21 +35,23 @@ struct EncodeOptions {
 struct EncodedGraph {
     int num_nodes = 0;
     int num_features = 0;
-    std::vector<float> x;                      ///< num_nodes x num_features, row-major
-    std::vector<std::pair<int, int>> edges;    ///< (src, dst); multi-edges and self-loops allowed
-    std::vector<float> graph_x;                ///< graph-level features (the additive path's inputs); may be empty
+    std::vector<float> x;                    ///< num_nodes x num_features, row-major
+    std::vector<std::pair<int, int>> edges;  ///< (src, dst); multi-edges and self-loops allowed
+    std::vector<float> graph_x;              ///< graph-level features (the additive path's inputs); may be empty
     float at(int node, int feature) const { return x[static_cast<std::size_t>(node) * num_features + feature]; }
 };
 
 /// Names of the numeric attributes, in feature order.
-inline constexpr std::array<const char*, 9> attribute_names{"kernel", "stride", "groups", "in_channels",
-                                                           "out_channels", "spatial", "macs", "params", "bytes"};
+inline constexpr std::array<const char*, 9> attribute_names{
+    "kernel", "stride", "groups", "in_channels", "out_channels", "spatial", "macs", "params", "bytes"};
 
 /// Raw (unscaled, log where noted) numeric attributes of every node of g, given its per-node
 /// costs (cost::annotate(g)).
-inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g, const std::vector<cost::NodeCost>& costs) {
+inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g,
+                                                         const std::vector<cost::NodeCost>& costs) {
     if (costs.size() != g.num_nodes())
-        raise<shape_error>("raw_attributes: ", costs.size(), " node costs for the ", g.num_nodes(), " nodes of graph '", g.name(), "'");
+        raise<shape_error>("raw_attributes: ", costs.size(), " node costs for the ", g.num_nodes(), " nodes of graph '",
+                           g.name(), "'");
     std::vector<std::array<double, 9>> out(g.num_nodes());
     for (std::size_t i = 0; i < g.num_nodes(); ++i) {
         const auto& n = g.nodes()[i];
@@ -73,13 +75,21 @@ inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g, 
             for (std::size_t d = 2; d < s.size(); ++d) spatial *= static_cast<double>(s[d]);
         }
         const auto& c = costs[i];
-        out[i] = {std::log1p(kernel), stride, groups, std::log1p(cin), std::log1p(cout), std::log1p(spatial),
-                  std::log1p(static_cast<double>(c.macs)), std::log1p(static_cast<double>(c.params)),
+        out[i] = {std::log1p(kernel),
+                  stride,
+                  groups,
+                  std::log1p(cin),
+                  std::log1p(cout),
+                  std::log1p(spatial),
+                  std::log1p(static_cast<double>(c.macs)),
+                  std::log1p(static_cast<double>(c.params)),
                   std::log1p(static_cast<double>(c.bytes()))};
     }
     return out;
 }
-inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g) { return raw_attributes(g, cost::annotate(g)); }
+inline std::vector<std::array<double, 9>> raw_attributes(const graph::Graph& g) {
+    return raw_attributes(g, cost::annotate(g));
+}
 
 /// Diagonals of the first k powers of the random-walk matrix P = D^-1 A of an undirected graph
 /// with n nodes (a self-loop counts twice in A and D, a multi-edge per copy); result is n x k
@@ -136,7 +146,7 @@ inline std::vector<float> random_walk_encoding(int n, const std::vector<std::pai
             double odd = 0.0, even = 0.0;  // y_t . y_t+1 and y_t+1 . y_t+1
             for (int u : cur_set) odd += cur[static_cast<std::size_t>(u)] * next[static_cast<std::size_t>(u)];
             for (int v : next_set) even += next[static_cast<std::size_t>(v)] * next[static_cast<std::size_t>(v)];
-            row[2 * t] = static_cast<float>(odd);                    // (P^(2t+1))_ii
+            row[2 * t] = static_cast<float>(odd);                          // (P^(2t+1))_ii
             if (2 * t + 1 < k) row[2 * t + 1] = static_cast<float>(even);  // (P^(2t+2))_ii
             for (int u : cur_set) cur[static_cast<std::size_t>(u)] = 0.0;
             std::swap(cur, next);
@@ -215,7 +225,8 @@ public:
 
     /// Encode one graph. Throws config_error before fit().
     EncodedGraph encode(const graph::Graph& g) const {
-        return encode(g, cost::annotate(g), m_options.compiler_view ? graph::analyse(g) : std::vector<graph::NodeAnalysis>{});
+        return encode(g, cost::annotate(g),
+                      m_options.compiler_view ? graph::analyse(g) : std::vector<graph::NodeAnalysis>{});
     }
     /// The same from g's per-node costs (cost::annotate(g)) and, with the compiler view, its
     /// analysis (graph::analyse(g)), when the caller needs them too and computed them once.

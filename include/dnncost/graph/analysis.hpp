@@ -39,11 +39,13 @@ inline bool one_of(std::string_view op, std::initializer_list<std::string_view> 
 }
 /// Operators f with f(0) = 0 elementwise or by construction (pooling, layout changes).
 inline bool preserves_zero(std::string_view op) {
-    return one_of(op, {"Relu", "LeakyRelu", "PRelu", "Tanh", "Neg", "Abs", "Sin", "Sqrt", "Elu", "Selu", "Softsign",
-                       "AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "Flatten",
-                       "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Resize", "Upsample",
-                       "DepthToSpace", "SpaceToDepth", "Slice", "Gather", "ReduceSum", "ReduceMean", "ReduceMax",
-                       "Cast", "Expand", "Tile"});
+    return one_of(
+        op,
+        {"Relu",          "LeakyRelu", "PRelu",      "Tanh",      "Neg",          "Abs",          "Sin",
+         "Sqrt",          "Elu",       "Selu",       "Softsign",  "AveragePool",  "MaxPool",      "GlobalAveragePool",
+         "GlobalMaxPool", "LpPool",    "Flatten",    "Reshape",   "Transpose",    "Squeeze",      "Unsqueeze",
+         "Identity",      "Dropout",   "Resize",     "Upsample",  "DepthToSpace", "SpaceToDepth", "Slice",
+         "Gather",        "ReduceSum", "ReduceMean", "ReduceMax", "Cast",         "Expand",       "Tile"});
 }
 }  // namespace detail
 
@@ -57,7 +59,8 @@ inline std::vector<NodeAnalysis> analyse(const Graph& g) {
         const auto& ten = g.tensors()[t];
         if (ten.kind != TensorKind::weight) continue;
         t_const[t] = 1;
-        t_zero[t] = !ten.data.empty() && std::all_of(ten.data.begin(), ten.data.end(), [](double v) { return v == 0.0; });
+        t_zero[t] =
+            !ten.data.empty() && std::all_of(ten.data.begin(), ten.data.end(), [](double v) { return v == 0.0; });
     }
     const auto is_zero = [&](int t) { return t >= 0 && t_zero[static_cast<std::size_t>(t)]; };
     const auto is_const = [&](int t) { return t < 0 || t_const[static_cast<std::size_t>(t)]; };

@@ -53,18 +53,45 @@ inline std::string to_string(const Shape& s) {
 
 /// Element types, numbered as in ONNX's TensorProto.DataType so that import/export is 1:1.
 enum class DataType : int {
-    undefined = 0, float32 = 1, uint8 = 2, int8 = 3, uint16 = 4, int16 = 5, int32 = 6, int64 = 7,
-    string = 8, boolean = 9, float16 = 10, float64 = 11, uint32 = 12, uint64 = 13, bfloat16 = 16
+    undefined = 0,
+    float32 = 1,
+    uint8 = 2,
+    int8 = 3,
+    uint16 = 4,
+    int16 = 5,
+    int32 = 6,
+    int64 = 7,
+    string = 8,
+    boolean = 9,
+    float16 = 10,
+    float64 = 11,
+    uint32 = 12,
+    uint64 = 13,
+    bfloat16 = 16
 };
 
 /// Bytes per element (0 for undefined/string).
 inline std::size_t element_size(DataType t) {
     switch (t) {
-        case DataType::boolean: case DataType::uint8: case DataType::int8: return 1;
-        case DataType::uint16: case DataType::int16: case DataType::float16: case DataType::bfloat16: return 2;
-        case DataType::float32: case DataType::int32: case DataType::uint32: return 4;
-        case DataType::int64: case DataType::float64: case DataType::uint64: return 8;
-        default: return 0;
+        case DataType::boolean:
+        case DataType::uint8:
+        case DataType::int8:
+            return 1;
+        case DataType::uint16:
+        case DataType::int16:
+        case DataType::float16:
+        case DataType::bfloat16:
+            return 2;
+        case DataType::float32:
+        case DataType::int32:
+        case DataType::uint32:
+            return 4;
+        case DataType::int64:
+        case DataType::float64:
+        case DataType::uint64:
+            return 8;
+        default:
+            return 0;
     }
 }
 
@@ -78,9 +105,9 @@ struct Tensor {
     Shape shape;
     DataType dtype = DataType::float32;
     TensorKind kind = TensorKind::activation;
-    int producer = -1;              ///< node index, -1 for inputs and weights
-    std::vector<int> consumers;     ///< node indices, one entry per input slot that reads it
-    bool is_output = false;         ///< a graph output
+    int producer = -1;           ///< node index, -1 for inputs and weights
+    std::vector<int> consumers;  ///< node indices, one entry per input slot that reads it
+    bool is_output = false;      ///< a graph output
     /// Values of a small constant (row-major), when known; empty = unknown. Lets graph analyses
     /// (graph/analysis.hpp) see e.g. a multiplication by zero the way a graph compiler does.
     std::vector<double> data;
@@ -95,8 +122,8 @@ struct Tensor {
 };
 
 /// Attribute value: the ONNX attribute kinds the cost model and the estimators read.
-using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>,
-                               std::vector<double>, std::vector<std::string>>;
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, std::vector<double>,
+                               std::vector<std::string>>;
 
 struct Attribute {
     std::string name;
@@ -211,8 +238,8 @@ public:
         }
         for (int t : inputs)
             if (t >= 0) m_tensors[static_cast<std::size_t>(t)].consumers.push_back(id);
-        m_nodes.push_back(Node{std::move(op_type), std::move(name), std::move(attributes), std::move(inputs),
-                               std::move(outputs)});
+        m_nodes.push_back(
+            Node{std::move(op_type), std::move(name), std::move(attributes), std::move(inputs), std::move(outputs)});
         return id;
     }
     /// Convenience: add a node with one fresh output tensor named after the node; returns the
@@ -364,25 +391,28 @@ public:
                 if (t < 0) continue;
                 const auto& ten = m_tensors[static_cast<std::size_t>(t)];
                 if (ten.kind == TensorKind::activation && ten.producer < 0)
-                    raise<shape_error>("graph '", m_name, "': node '", nd.name, "' (", nd.op_type,
-                                       ") reads tensor '", ten.name, "' that no node produces and is not a graph input");
+                    raise<shape_error>("graph '", m_name, "': node '", nd.name, "' (", nd.op_type, ") reads tensor '",
+                                       ten.name, "' that no node produces and is not a graph input");
             }
             for (int t : nd.outputs) {
                 const auto& ten = m_tensors[static_cast<std::size_t>(t)];
                 for (auto d : ten.shape)
                     if (d < 0)
-                        raise<shape_error>("graph '", m_name, "': node '", nd.name, "' (", nd.op_type,
-                                           ") output '", ten.name, "' has unknown shape ", to_string(ten.shape));
+                        raise<shape_error>("graph '", m_name, "': node '", nd.name, "' (", nd.op_type, ") output '",
+                                           ten.name, "' has unknown shape ", to_string(ten.shape));
             }
             check_node_shapes(nd);
         }
         for (const auto& t : m_tensors) {
             for (auto d : t.shape)
                 if (d < 0)
-                    raise<shape_error>("graph '", m_name, "': tensor '", t.name, "' has unknown shape ", to_string(t.shape));
+                    raise<shape_error>("graph '", m_name, "': tensor '", t.name, "' has unknown shape ",
+                                       to_string(t.shape));
             const auto elements = checked_numel(t.shape);
             std::int64_t bytes = 0;
-            if (!elements || __builtin_mul_overflow(*elements, std::max<std::int64_t>(1, static_cast<std::int64_t>(element_size(t.dtype))), &bytes))
+            if (!elements ||
+                __builtin_mul_overflow(
+                    *elements, std::max<std::int64_t>(1, static_cast<std::int64_t>(element_size(t.dtype))), &bytes))
                 raise<shape_error>("graph '", m_name, "': tensor '", t.name, "' of shape ", to_string(t.shape),
                                    " has more than 2^63 bytes");
         }
@@ -428,10 +458,14 @@ private:
         if (nd.outputs.empty()) return;
         const Shape& y = m_tensors[static_cast<std::size_t>(nd.outputs[0])].shape;
         const std::size_t n = x.size() - 2;
-        const auto unknown = [](const Shape& s) { return std::any_of(s.begin(), s.end(), [](std::int64_t d) { return d < 0; }); };
+        const auto unknown = [](const Shape& s) {
+            return std::any_of(s.begin(), s.end(), [](std::int64_t d) { return d < 0; });
+        };
         if (unknown(x) || unknown(w) || unknown(y)) return;  // reported as an unknown shape by validate()
-        if (y.size() != x.size()) shape_fail(nd, "output " + to_string(y) + " and input " + to_string(x) + " ranks differ");
-        const auto strides = nd.attr_ints("strides"), dilations = nd.attr_ints("dilations"), pads = nd.attr_ints("pads");
+        if (y.size() != x.size())
+            shape_fail(nd, "output " + to_string(y) + " and input " + to_string(x) + " ranks differ");
+        const auto strides = nd.attr_ints("strides"), dilations = nd.attr_ints("dilations"),
+                   pads = nd.attr_ints("pads");
         const std::string auto_pad = nd.attr_string("auto_pad", "NOTSET");
         for (std::size_t i = 0; i < n; ++i) {
             const std::int64_t s = i < strides.size() ? strides[i] : 1, d = i < dilations.size() ? dilations[i] : 1;
@@ -439,7 +473,8 @@ private:
             const std::int64_t in = x[2 + i], k = w[2 + i];
             std::int64_t span = 0;  // the dilated kernel, d (k - 1) + 1
             if (k < 1 || __builtin_mul_overflow(d, k - 1, &span) || __builtin_add_overflow(span, 1, &span))
-                shape_fail(nd, "kernel " + to_string(w) + " with dilations " + std::to_string(d) + " is not a valid kernel");
+                shape_fail(
+                    nd, "kernel " + to_string(w) + " with dilations " + std::to_string(d) + " is not a valid kernel");
             std::int64_t out = 0;
             if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
                 out = in / s + (in % s != 0);  // ceil(in / s)
@@ -447,7 +482,8 @@ private:
                 const std::int64_t p0 = auto_pad == "VALID" || i >= pads.size() ? 0 : pads[i];
                 const std::int64_t p1 = auto_pad == "VALID" || i + n >= pads.size() ? 0 : pads[i + n];
                 std::int64_t padded = 0;
-                if (p0 < 0 || p1 < 0 || __builtin_add_overflow(in, p0, &padded) || __builtin_add_overflow(padded, p1, &padded))
+                if (p0 < 0 || p1 < 0 || __builtin_add_overflow(in, p0, &padded) ||
+                    __builtin_add_overflow(padded, p1, &padded))
                     shape_fail(nd, "invalid pads");
                 if (padded < span)
                     shape_fail(nd, "spatial input " + std::to_string(in) + " (padded " + std::to_string(padded) +
@@ -455,8 +491,9 @@ private:
                 out = (padded - span) / s + 1;
             }
             if (y[2 + i] != out)
-                shape_fail(nd, "output " + to_string(y) + " does not follow from input " + to_string(x) + " and kernel " +
-                                   to_string(w) + " (spatial axis " + std::to_string(i) + " should be " + std::to_string(out) + ")");
+                shape_fail(nd, "output " + to_string(y) + " does not follow from input " + to_string(x) +
+                                   " and kernel " + to_string(w) + " (spatial axis " + std::to_string(i) +
+                                   " should be " + std::to_string(out) + ")");
         }
     }
     [[noreturn]] void shape_fail(const Node& nd, const std::string& why) const {
@@ -472,19 +509,20 @@ private:
     void check_node_shapes(const Node& nd) const {
         const auto has = [&](std::size_t slot) { return nd.inputs.size() > slot && nd.inputs[slot] >= 0; };
         const std::string& op = nd.op_type;
-        if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" ||
-            op == "Min" || op == "Sum") {
+        if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" || op == "Min" ||
+            op == "Sum") {
             for (std::size_t i = 1; i < nd.inputs.size(); ++i)
                 if (has(0) && has(i) && !broadcastable(in_shape(nd, 0), in_shape(nd, i)))
                     shape_fail(nd, "inputs " + to_string(in_shape(nd, 0)) + " and " + to_string(in_shape(nd, i)) +
                                        " do not broadcast");
-        } else if ((op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") && has(0) && !nd.outputs.empty()) {
+        } else if ((op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") && has(0) &&
+                   !nd.outputs.empty()) {
             // data movement only: the element count must be kept (unknown shapes are reported later)
             const auto& y = m_tensors[static_cast<std::size_t>(nd.outputs[0])].shape;
             const auto a = checked_numel(in_shape(nd, 0)), b = checked_numel(y);
             if (a && b && *a != *b)
-                shape_fail(nd, "input " + to_string(in_shape(nd, 0)) + " has " + std::to_string(*a) + " elements, output " +
-                                   to_string(y) + " has " + std::to_string(*b));
+                shape_fail(nd, "input " + to_string(in_shape(nd, 0)) + " has " + std::to_string(*a) +
+                                   " elements, output " + to_string(y) + " has " + std::to_string(*b));
         } else if (op == "Conv" && has(0) && has(1)) {
             const auto &x = in_shape(nd, 0), &w = in_shape(nd, 1);
             if (x.size() < 3 || w.size() != x.size())
@@ -502,12 +540,14 @@ private:
             if (a.size() != 2 || b.size() != 2) shape_fail(nd, "Gemm needs 2-D inputs");
             const auto ka = nd.attr_int("transA", 0) ? a[0] : a[1];
             const auto kb = nd.attr_int("transB", 0) ? b[1] : b[0];
-            if (ka != kb) shape_fail(nd, "inner dimensions " + std::to_string(ka) + " and " + std::to_string(kb) + " differ");
+            if (ka != kb)
+                shape_fail(nd, "inner dimensions " + std::to_string(ka) + " and " + std::to_string(kb) + " differ");
         } else if (op == "MatMul" && has(0) && has(1)) {
             const auto &a = in_shape(nd, 0), &b = in_shape(nd, 1);
             if (a.empty() || b.empty()) shape_fail(nd, "MatMul of a scalar");
             const auto ka = a.back(), kb = b.size() == 1 ? b[0] : b[b.size() - 2];
-            if (ka != kb) shape_fail(nd, "inner dimensions " + std::to_string(ka) + " and " + std::to_string(kb) + " differ");
+            if (ka != kb)
+                shape_fail(nd, "inner dimensions " + std::to_string(ka) + " and " + std::to_string(kb) + " differ");
         } else if (op == "Concat" && !nd.inputs.empty() && has(0)) {
             const auto& s0 = in_shape(nd, 0);
             auto axis = nd.attr_int("axis", 1);
@@ -518,7 +558,8 @@ private:
                 if (si.size() != s0.size()) shape_fail(nd, "inputs of different rank");
                 for (std::size_t d = 0; d < s0.size(); ++d)
                     if (static_cast<std::int64_t>(d) != axis && si[d] != s0[d])
-                        shape_fail(nd, "inputs " + to_string(s0) + " and " + to_string(si) + " differ off the concat axis");
+                        shape_fail(nd,
+                                   "inputs " + to_string(s0) + " and " + to_string(si) + " differ off the concat axis");
             }
         }
     }

@@ -30,11 +30,11 @@ struct CsvIssue {
 
 /// A parsed CSV file: header, records (all of header size) and their line numbers.
 struct CsvTable {
-    std::string source;                       ///< file name used in messages
+    std::string source;  ///< file name used in messages
     std::vector<std::string> header;
     std::vector<std::vector<std::string>> rows;
-    std::vector<std::size_t> lines;           ///< 1-based line where rows[i] starts
-    std::vector<CsvIssue> issues;             ///< rows skipped under CsvOptions::skip_bad_rows
+    std::vector<std::size_t> lines;  ///< 1-based line where rows[i] starts
+    std::vector<CsvIssue> issues;    ///< rows skipped under CsvOptions::skip_bad_rows
 
     std::size_t size() const { return rows.size(); }
     std::optional<std::size_t> find_column(std::string_view name) const {
@@ -128,8 +128,10 @@ inline CsvTable parse_csv(std::string_view text, std::string source = "<memory>"
             } else if (text[pos] == ',') {
                 ++pos;
             } else if (text[pos] == '\r') {
-                if (pos + 1 < n && text[pos + 1] == '\n') ++pos;
-                else fail(line, "bare carriage return (expected CRLF or LF line ends)");
+                if (pos + 1 < n && text[pos + 1] == '\n')
+                    ++pos;
+                else
+                    fail(line, "bare carriage return (expected CRLF or LF line ends)");
                 ++pos;
                 ++line;
                 record_done = true;
@@ -143,15 +145,16 @@ inline CsvTable parse_csv(std::string_view text, std::string source = "<memory>"
             for (std::size_t i = 0; i < fields.size(); ++i) {
                 if (fields[i].empty()) fail(record_line, "empty name of column ", i + 1, " in the header");
                 for (std::size_t j = 0; j < i; ++j)
-                    if (fields[j] == fields[i]) fail(record_line, "duplicate column name '", fields[i], "' in the header");
+                    if (fields[j] == fields[i])
+                        fail(record_line, "duplicate column name '", fields[i], "' in the header");
             }
             table.header = std::move(fields);
             have_header = true;
             continue;
         }
         if (fields.size() != table.header.size()) {
-            std::string msg = "expected " + std::to_string(table.header.size()) + " fields, found " +
-                              std::to_string(fields.size());
+            std::string msg =
+                "expected " + std::to_string(table.header.size()) + " fields, found " + std::to_string(fields.size());
             if (!options.skip_bad_rows) fail(record_line, msg);
             table.issues.push_back({record_line, std::move(msg)});
             continue;
@@ -173,11 +176,16 @@ enum class NumberStatus { ok, empty, malformed, nan, infinite };
 
 inline std::string_view to_string(NumberStatus s) {
     switch (s) {
-        case NumberStatus::ok: return "ok";
-        case NumberStatus::empty: return "empty value";
-        case NumberStatus::malformed: return "not a number";
-        case NumberStatus::nan: return "NaN";
-        case NumberStatus::infinite: return "infinite value";
+        case NumberStatus::ok:
+            return "ok";
+        case NumberStatus::empty:
+            return "empty value";
+        case NumberStatus::malformed:
+            return "not a number";
+        case NumberStatus::nan:
+            return "NaN";
+        case NumberStatus::infinite:
+            return "infinite value";
     }
     return "?";
 }

@@ -105,7 +105,8 @@ inline void write_file_atomic(const std::filesystem::path& path, std::string_vie
     const auto tmp = dir / ("." + target.filename().string() + ".tmp" + std::to_string(rd()));
     {
         std::FILE* f = std::fopen(tmp.string().c_str(), "wb");
-        if (!f) raise<io_error>("cannot write '", path.string(), "': cannot create temporary file in '", dir.string(), "'");
+        if (!f)
+            raise<io_error>("cannot write '", path.string(), "': cannot create temporary file in '", dir.string(), "'");
         const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() && std::fflush(f) == 0;
         const bool closed = std::fclose(f) == 0;
         if (!ok || !closed) {

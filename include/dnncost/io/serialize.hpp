@@ -97,7 +97,7 @@ public:
     }
     /// Length-prefixed vector of any fixed-size arithmetic type.
     template <class T>
-        requires std::is_arithmetic_v<T>
+    requires std::is_arithmetic_v<T>
     void put_vector(std::span<const T> v) {
         put_u64(v.size());
         for (const T& x : v) put_scalar(x);
@@ -110,13 +110,18 @@ public:
 private:
     template <class T>
     void put_scalar(T x) {
-        if constexpr (std::is_same_v<T, bool>) put_bool(x);
+        if constexpr (std::is_same_v<T, bool>)
+            put_bool(x);
         else if constexpr (std::is_floating_point_v<T>) {
             static_assert(sizeof(T) == 4 || sizeof(T) == 8, "only float and double are portable");
-            if constexpr (sizeof(T) == 4) put_f32(x);
-            else put_f64(x);
-        } else if constexpr (sizeof(T) == 1) put_u8(static_cast<std::uint8_t>(x));
-        else put_le(static_cast<std::make_unsigned_t<T>>(x));
+            if constexpr (sizeof(T) == 4)
+                put_f32(x);
+            else
+                put_f64(x);
+        } else if constexpr (sizeof(T) == 1)
+            put_u8(static_cast<std::uint8_t>(x));
+        else
+            put_le(static_cast<std::make_unsigned_t<T>>(x));
     }
     template <class U>
     void put_le(U v) {
@@ -145,8 +150,12 @@ public:
     }
     std::uint32_t get_u32(std::string_view what = "u32") { return get_le<std::uint32_t>(what); }
     std::uint64_t get_u64(std::string_view what = "u64") { return get_le<std::uint64_t>(what); }
-    std::int32_t get_i32(std::string_view what = "i32") { return static_cast<std::int32_t>(get_le<std::uint32_t>(what)); }
-    std::int64_t get_i64(std::string_view what = "i64") { return static_cast<std::int64_t>(get_le<std::uint64_t>(what)); }
+    std::int32_t get_i32(std::string_view what = "i32") {
+        return static_cast<std::int32_t>(get_le<std::uint32_t>(what));
+    }
+    std::int64_t get_i64(std::string_view what = "i64") {
+        return static_cast<std::int64_t>(get_le<std::uint64_t>(what));
+    }
     float get_f32(std::string_view what = "f32") { return std::bit_cast<float>(get_le<std::uint32_t>(what)); }
     double get_f64(std::string_view what = "f64") { return std::bit_cast<double>(get_le<std::uint64_t>(what)); }
 
@@ -170,8 +179,12 @@ public:
     double get_finite_f64(std::string_view what) { return finite(get_f64(what), what); }
     std::vector<float> get_finite_f32_vector(std::string_view what) { return finite(get_f32_vector(what), what); }
     std::vector<double> get_finite_f64_vector(std::string_view what) { return finite(get_f64_vector(what), what); }
-    std::vector<std::int64_t> get_i64_vector(std::string_view what = "i64 vector") { return get_vector<std::int64_t>(what); }
-    std::vector<std::uint32_t> get_u32_vector(std::string_view what = "u32 vector") { return get_vector<std::uint32_t>(what); }
+    std::vector<std::int64_t> get_i64_vector(std::string_view what = "i64 vector") {
+        return get_vector<std::int64_t>(what);
+    }
+    std::vector<std::uint32_t> get_u32_vector(std::string_view what = "u32 vector") {
+        return get_vector<std::uint32_t>(what);
+    }
     std::vector<std::string> get_string_vector(std::string_view what = "string vector") {
         // every string costs at least its 8-byte length prefix
         const auto n = get_length(what, 8);
@@ -181,8 +194,7 @@ public:
         return v;
     }
     template <class T>
-        requires std::is_arithmetic_v<T>
-    std::vector<T> get_vector(std::string_view what) {
+    requires std::is_arithmetic_v<T> std::vector<T> get_vector(std::string_view what) {
         const auto n = get_length(what, scalar_size<T>());
         std::vector<T> v(n);
         for (auto& x : v) x = get_scalar<T>(what);
@@ -210,20 +222,28 @@ private:
     }
     template <class T>
     T get_scalar(std::string_view what) {
-        if constexpr (std::is_same_v<T, bool>) return get_bool(what);
+        if constexpr (std::is_same_v<T, bool>)
+            return get_bool(what);
         else if constexpr (std::is_floating_point_v<T>) {
-            if constexpr (sizeof(T) == 4) return get_f32(what);
-            else return get_f64(what);
-        } else if constexpr (sizeof(T) == 1) return static_cast<T>(get_u8(what));
-        else return static_cast<T>(get_le<std::make_unsigned_t<T>>(what));
+            if constexpr (sizeof(T) == 4)
+                return get_f32(what);
+            else
+                return get_f64(what);
+        } else if constexpr (sizeof(T) == 1)
+            return static_cast<T>(get_u8(what));
+        else
+            return static_cast<T>(get_le<std::make_unsigned_t<T>>(what));
     }
     template <class F>
     F finite(F v, std::string_view what) const {
         if constexpr (std::is_floating_point_v<F>) {
-            if (!std::isfinite(v)) fail("field '", what, "' before offset ", m_pos, " is not a finite number (", v, ")");
+            if (!std::isfinite(v))
+                fail("field '", what, "' before offset ", m_pos, " is not a finite number (", v, ")");
         } else {
             for (std::size_t i = 0; i < v.size(); ++i)
-                if (!std::isfinite(v[i])) fail("field '", what, "' element ", i, " before offset ", m_pos, " is not a finite number (", v[i], ")");
+                if (!std::isfinite(v[i]))
+                    fail("field '", what, "' element ", i, " before offset ", m_pos, " is not a finite number (", v[i],
+                         ")");
         }
         return v;
     }
@@ -235,8 +255,8 @@ private:
     std::size_t get_length(std::string_view what, std::size_t element_bytes) {
         const auto n = get_u64(what);
         if (element_bytes > 0 && n > remaining() / element_bytes)
-            fail("truncated: '", what, "' declares ", n, " elements (", element_bytes, " bytes each) at offset ",
-                 m_pos, ", only ", remaining(), " bytes left");
+            fail("truncated: '", what, "' declares ", n, " elements (", element_bytes, " bytes each) at offset ", m_pos,
+                 ", only ", remaining(), " bytes left");
         return static_cast<std::size_t>(n);
     }
     template <class U>
@@ -291,7 +311,8 @@ struct Container {
 /// @throws config_error on an empty or repeated metadata key, or too many entries
 inline std::string write_container(std::string_view kind, std::uint64_t config_hash, std::string_view payload,
                                    const Metadata& metadata = {}) {
-    if (const auto problem = metadata_problem(metadata); !problem.empty()) raise<config_error>("write_container: metadata: ", problem);
+    if (const auto problem = metadata_problem(metadata); !problem.empty())
+        raise<config_error>("write_container: metadata: ", problem);
     BinaryWriter w;
     for (char c : container_magic) w.put_u8(static_cast<std::uint8_t>(c));
     w.put_u32(container_format_version);
@@ -331,7 +352,8 @@ inline Container read_container(std::string_view bytes, std::optional<std::strin
     if (!looks_like_container(bytes)) {
         if (bytes.size() < container_magic.size() &&
             std::memcmp(bytes.data(), container_magic.data(), bytes.size()) == 0)
-            raise<parse_error>(source, ": truncated: file is ", bytes.size(), " bytes, shorter than the dnncost header");
+            raise<parse_error>(source, ": truncated: file is ", bytes.size(),
+                               " bytes, shorter than the dnncost header");
         raise<parse_error>(source, ": not a dnncost model file (wrong magic number)");
     }
     // A damaged length field sends the walk below past the end of the file, so that a flipped
@@ -353,7 +375,8 @@ inline Container read_container(std::string_view bytes, std::optional<std::strin
                                container_format_version, "); upgrade dnncost to read it");
         const auto kind_size = r.get_u32("kind length");
         if (kind_size > r.remaining())
-            raise<parse_error>(source, ": truncated: 'kind' needs ", kind_size, " bytes, only ", r.remaining(), " left");
+            raise<parse_error>(source, ": truncated: 'kind' needs ", kind_size, " bytes, only ", r.remaining(),
+                               " left");
         if (kind_size > 256) raise<parse_error>(source, ": corrupt header: kind length ", kind_size, " is implausible");
         c.kind.assign(bytes.substr(r.position(), kind_size));
         for (std::uint32_t i = 0; i < kind_size; ++i) r.get_u8("kind");
@@ -372,11 +395,12 @@ inline Container read_container(std::string_view bytes, std::optional<std::strin
         const auto checked = r.position();
         const auto stored_crc = r.get_u32("checksum");
         if (!r.at_end())
-            raise<parse_error>(source, ": ", r.remaining(), " unexpected bytes after the checksum (concatenated or corrupt file?)");
+            raise<parse_error>(source, ": ", r.remaining(),
+                               " unexpected bytes after the checksum (concatenated or corrupt file?)");
         const auto actual_crc = crc32(bytes.substr(0, checked));
         if (actual_crc != stored_crc)
-            raise<parse_error>(source, ": checksum mismatch (stored 0x", std::hex, stored_crc, ", computed 0x", actual_crc,
-                               "): the file is corrupt");
+            raise<parse_error>(source, ": checksum mismatch (stored 0x", std::hex, stored_crc, ", computed 0x",
+                               actual_crc, "): the file is corrupt");
     } catch (const parse_error& e) {
         std::string_view detail = e.what();
         if (detail.starts_with(source + ": ")) detail.remove_prefix(source.size() + 2);
@@ -386,13 +410,15 @@ inline Container read_container(std::string_view bytes, std::optional<std::strin
     if (expected_kind && c.kind != *expected_kind)
         raise<parse_error>(source, ": holds a '", c.kind, "' model, expected '", *expected_kind, "'");
     c.payload.assign(payload);
-    if (const auto problem = metadata_problem(c.metadata); !problem.empty()) raise<parse_error>(source, ": corrupt metadata: ", problem);
+    if (const auto problem = metadata_problem(c.metadata); !problem.empty())
+        raise<parse_error>(source, ": corrupt metadata: ", problem);
     return c;
 }
 
 /// The same model with its metadata replaced (the payload is not touched; the CRC is recomputed).
 /// @throws parse_error as read_container for `bytes` that are not a valid container
-inline std::string with_metadata(std::string_view bytes, const Metadata& metadata, std::string_view source_name = "<memory>") {
+inline std::string with_metadata(std::string_view bytes, const Metadata& metadata,
+                                 std::string_view source_name = "<memory>") {
     const auto c = read_container(bytes, std::nullopt, source_name);
     return write_container(c.kind, c.config_hash, c.payload, metadata);
 }

@@ -23,8 +23,8 @@ inline std::string network_key(const graph::Graph& g) { return graph::canonical_
 /// `opset` as in io::OnnxExportOptions (a graph imported from an
 /// older file keeps its own, see io::onnx_opset).
 /// @throws config_error, io_error as io::export_onnx
-inline void write_model_for_runner(const graph::Graph& g, const std::filesystem::path& path,
-                                   std::uint64_t seed, int opset = 13) {
+inline void write_model_for_runner(const graph::Graph& g, const std::filesystem::path& path, std::uint64_t seed,
+                                   int opset = 13) {
     io::OnnxExportOptions options;
     options.opset = opset;
     options.weights = io::WeightData::random;

@@ -23,8 +23,8 @@ enum class Conv : int { sage, gcn, gin, edge_conv, mr_conv };
 enum class Readout : int { sum, mean, max, sum_mean_max, lcm, lcm_sum };
 
 struct HeadConfig {
-    int layers = 2;       ///< Linear layers of the regression MLP (1 = a single linear output)
-    int width = 128;      ///< hidden width
+    int layers = 2;   ///< Linear layers of the regression MLP (1 = a single linear output)
+    int width = 128;  ///< hidden width
     float dropout = 0.0f;
     /// The additive path: add a linear model of graph-level features (the estimator's
     /// per-operator-type aggregates) to the prediction, warm-started by ridge regression, so
@@ -32,7 +32,7 @@ struct HeadConfig {
     bool additive_path = false;
 };
 struct RankingConfig {
-    int layers = 0;       ///< 0 disables the pairwise ranking head
+    int layers = 0;  ///< 0 disables the pairwise ranking head
     int width = 128;
     float dropout = 0.0f;
     float weight = 0.0f;  ///< weight of the pairwise BCE loss
@@ -106,18 +106,16 @@ inline void validate(const GnnConfig& c) {
 
 /// Canonical text of every field; its hash identifies a configuration in saved files.
 inline std::string to_string(const GnnConfig& c) {
-    return dnncost::detail::concat("conv=", int(c.conv), ";aggr=", int(c.aggr), ";dir=", int(c.direction), ";depth=", c.depth,
-                          ";width=", c.width, ";res=", c.residual, ";drop=", c.dropout, ";act=", int(c.act),
-                          ";ln=", c.layer_norm, ";norm=", c.sage_normalize, ";readout=", int(c.readout),
-                          ";rw=", c.readout_width, ";head=", c.head.layers, "/", c.head.width, "/", c.head.dropout, "/",
-                          c.head.additive_path,
-                          ";rank=", c.ranking.layers, "/", c.ranking.width, "/", c.ranking.dropout, "/",
-                          c.ranking.weight, ";feat=", c.features.rw_steps, "/", c.features.self_loops_on_inputs, "/",
-                          c.features.drop_output_nodes, "/", c.features.compiler_view, ";train=", c.train.lr, "/",
-                          c.train.batch_size, "/",
-                          c.train.plateau_factor, "/", c.train.plateau_patience, "/", c.train.max_epochs, "/",
-                          c.train.patience, "/", int(c.train.loss), "/", c.train.loss_param, "/",
-                          c.train.pow10_labels, "/", c.train.weight_decay, "/", c.train.clip_norm);
+    return dnncost::detail::concat(
+        "conv=", int(c.conv), ";aggr=", int(c.aggr), ";dir=", int(c.direction), ";depth=", c.depth, ";width=", c.width,
+        ";res=", c.residual, ";drop=", c.dropout, ";act=", int(c.act), ";ln=", c.layer_norm, ";norm=", c.sage_normalize,
+        ";readout=", int(c.readout), ";rw=", c.readout_width, ";head=", c.head.layers, "/", c.head.width, "/",
+        c.head.dropout, "/", c.head.additive_path, ";rank=", c.ranking.layers, "/", c.ranking.width, "/",
+        c.ranking.dropout, "/", c.ranking.weight, ";feat=", c.features.rw_steps, "/", c.features.self_loops_on_inputs,
+        "/", c.features.drop_output_nodes, "/", c.features.compiler_view, ";train=", c.train.lr, "/",
+        c.train.batch_size, "/", c.train.plateau_factor, "/", c.train.plateau_patience, "/", c.train.max_epochs, "/",
+        c.train.patience, "/", int(c.train.loss), "/", c.train.loss_param, "/", c.train.pow10_labels, "/",
+        c.train.weight_decay, "/", c.train.clip_norm);
 }
 inline std::uint64_t config_hash(const GnnConfig& c) { return io::fnv1a64(to_string(c)); }
 

@@ -20,8 +20,11 @@ public:
     };
 
     GruCell(Index in, Index hidden, Rng& rng)
-        : m_d((detail::widths_ok("GruCell", in, hidden), hidden)), m_w("gru.w_ih", in, 3 * hidden), m_u("gru.w_hh", hidden, 3 * hidden),
-          m_bi("gru.b_ih", 1, 3 * hidden), m_bh("gru.b_hh", 1, 3 * hidden) {
+        : m_d((detail::widths_ok("GruCell", in, hidden), hidden)),
+          m_w("gru.w_ih", in, 3 * hidden),
+          m_u("gru.w_hh", hidden, 3 * hidden),
+          m_bi("gru.b_ih", 1, 3 * hidden),
+          m_bh("gru.b_hh", 1, 3 * hidden) {
         if (in < 1 || hidden < 1) raise<config_error>("GruCell: widths must be positive, got ", in, ", ", hidden);
         xavier_uniform(m_w.value, rng);
         xavier_uniform(m_u.value, rng);

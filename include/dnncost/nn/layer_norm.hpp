@@ -11,7 +11,9 @@ template <class T>
 class LayerNorm final : public Module<T> {
 public:
     explicit LayerNorm(Index width, double eps = 1e-5)
-        : m_gamma("gamma", 1, detail::widths_ok("LayerNorm", width, width)), m_beta("beta", 1, width), m_eps(static_cast<T>(eps)) {
+        : m_gamma("gamma", 1, detail::widths_ok("LayerNorm", width, width)),
+          m_beta("beta", 1, width),
+          m_eps(static_cast<T>(eps)) {
         if (width < 1) raise<config_error>("LayerNorm: width must be positive, got ", width);
         if (!(eps > 0)) raise<config_error>("LayerNorm: eps must be positive, got ", eps);
         m_gamma.value.setOnes();

@@ -41,8 +41,10 @@ enum class Init { xavier, kaiming };
 
 template <class T>
 void initialise(Mat<T>& w, Init init, Rng& rng) {
-    if (init == Init::xavier) xavier_uniform(w, rng);
-    else kaiming_uniform(w, rng);
+    if (init == Init::xavier)
+        xavier_uniform(w, rng);
+    else
+        kaiming_uniform(w, rng);
 }
 
 }  // namespace dnncost::nn

@@ -41,8 +41,9 @@ inline std::atomic<std::uint64_t>& gemm_flops() {
     return count;
 }
 inline void count_flops(Index m, Index n, Index k) {
-    gemm_flops().fetch_add(2u * static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(k),
-                           std::memory_order_relaxed);
+    gemm_flops().fetch_add(
+        2u * static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(k),
+        std::memory_order_relaxed);
 }
 
 inline bool worth_splitting(const ThreadPool* pool, Index m, Index n, Index k) {
@@ -56,8 +57,10 @@ inline constexpr double bf16_threshold_macs = 32.0 * 32.0 * 32.0;
 /// product is large enough. Depends on the shape only, never on the CPU.
 template <class T>
 bool bf16_product(Index m, Index n, Index k) {
-    if constexpr (!std::is_same_v<T, float>) return false;
-    else return precision() == Precision::bf16 && static_cast<double>(m) * n * k >= bf16_threshold_macs;
+    if constexpr (!std::is_same_v<T, float>)
+        return false;
+    else
+        return precision() == Precision::bf16 && static_cast<double>(m) * n * k >= bf16_threshold_macs;
 }
 /// True when that bf16 product runs on a bf16 unit (else it is emulated, see gemm).
 template <class T>
@@ -96,8 +99,10 @@ void gemm_bf16_packed_a(Mat<float>& c, Bf16Workspace& ws, Index m, const Eigen::
     const Index parts = worth_splitting(pool, m, n, b.rows()) ? static_cast<Index>(pool->size()) : 1;
     const Bf16Unit unit = bf16_unit();
     const auto run = [&](Index p) { bf16_multiply(unit, ws, pb, c.data(), c.cols(), m, n, accumulate, p, parts); };
-    if (parts > 1) pool->parallel_for(0, static_cast<std::size_t>(parts), [&](std::size_t p) { run(static_cast<Index>(p)); });
-    else run(0);
+    if (parts > 1)
+        pool->parallel_for(0, static_cast<std::size_t>(parts), [&](std::size_t p) { run(static_cast<Index>(p)); });
+    else
+        run(0);
 }
 
 /// C (+)= op(A) * op(B) in bf16 on the bf16 unit in use; A and B are packed on the
@@ -109,7 +114,8 @@ void gemm_bf16(Mat<float>& c, const Eigen::MatrixBase<DA>& a, const Eigen::Matri
     thread_local Bf16Workspace local;
     Bf16Workspace& ws = local;  // a reference: inside the lambda `local` would name the worker's own
     if constexpr (std::is_same_v<DA, Eigen::Transpose<const Mat<float>>>)  // S^T B: block-transpose S
-        pack_a_transposed(ws, a.derived().nestedExpression().data(), a.cols(), a.rows(), a.derived().nestedExpression().cols());
+        pack_a_transposed(ws, a.derived().nestedExpression().data(), a.cols(), a.rows(),
+                          a.derived().nestedExpression().cols());
     else
         pack_a(ws, a);
     gemm_bf16_packed_a(c, ws, a.rows(), b, accumulate, pool);
@@ -143,7 +149,8 @@ void gemm(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>
     if constexpr (std::is_same_v<T, float>)
         if (bf16_product<T>(a.rows(), b.cols(), a.cols())) {
             if (bf16_in_hardware()) return gemm_bf16(c, a, b, accumulate, pool);
-            return emulated_bf16(a, b, [&](const Mat<float>& ra, const Mat<float>& rb) { gemm_fp<T>(c, ra, rb, accumulate, pool); });
+            return emulated_bf16(
+                a, b, [&](const Mat<float>& ra, const Mat<float>& rb) { gemm_fp<T>(c, ra, rb, accumulate, pool); });
         }
     gemm_fp<T>(c, a, b, accumulate, pool);
 }
@@ -154,8 +161,10 @@ void gemm_fp(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<
              ThreadPool* pool) {
     const Index m = a.rows();
     if (!worth_splitting(pool, m, b.cols(), a.cols()) || m < 64) {
-        if (accumulate) c.noalias() += a * b;
-        else c.noalias() = a * b;
+        if (accumulate)
+            c.noalias() += a * b;
+        else
+            c.noalias() = a * b;
         return;
     }
     const Index parts = static_cast<Index>(pool->size());
@@ -164,8 +173,10 @@ void gemm_fp(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<
         const Index r0 = static_cast<Index>(p) * chunk;
         const Index rn = std::min(chunk, m - r0);
         if (rn <= 0) return;
-        if (accumulate) c.middleRows(r0, rn).noalias() += a.middleRows(r0, rn) * b;
-        else c.middleRows(r0, rn).noalias() = a.middleRows(r0, rn) * b;
+        if (accumulate)
+            c.middleRows(r0, rn).noalias() += a.middleRows(r0, rn) * b;
+        else
+            c.middleRows(r0, rn).noalias() = a.middleRows(r0, rn) * b;
     });
 }
 
@@ -178,7 +189,8 @@ void gemm_tn(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<
     if constexpr (std::is_same_v<T, float>)
         if (bf16_product<T>(a.cols(), b.cols(), a.rows())) {
             if (bf16_in_hardware()) return gemm_bf16(c, a.transpose(), b, accumulate, pool);
-            return emulated_bf16(a, b, [&](const Mat<float>& ra, const Mat<float>& rb) { gemm_tn_fp<T>(c, ra, rb, accumulate, pool); });
+            return emulated_bf16(
+                a, b, [&](const Mat<float>& ra, const Mat<float>& rb) { gemm_tn_fp<T>(c, ra, rb, accumulate, pool); });
         }
     gemm_tn_fp<T>(c, a, b, accumulate, pool);
 }
@@ -189,8 +201,10 @@ void gemm_tn_fp(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBa
                 ThreadPool* pool) {
     const Index n = b.cols();
     if (!worth_splitting(pool, a.cols(), n, a.rows()) || n < 32) {
-        if (accumulate) c.noalias() += a.transpose() * b;
-        else c.noalias() = a.transpose() * b;
+        if (accumulate)
+            c.noalias() += a.transpose() * b;
+        else
+            c.noalias() = a.transpose() * b;
         return;
     }
     const Index parts = static_cast<Index>(pool->size());
@@ -199,8 +213,10 @@ void gemm_tn_fp(Mat<T>& c, const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBa
         const Index c0 = static_cast<Index>(p) * chunk;
         const Index cn = std::min(chunk, n - c0);
         if (cn <= 0) return;
-        if (accumulate) c.middleCols(c0, cn).noalias() += a.transpose() * b.middleCols(c0, cn);
-        else c.middleCols(c0, cn).noalias() = a.transpose() * b.middleCols(c0, cn);
+        if (accumulate)
+            c.middleCols(c0, cn).noalias() += a.transpose() * b.middleCols(c0, cn);
+        else
+            c.middleCols(c0, cn).noalias() = a.transpose() * b.middleCols(c0, cn);
     });
 }
 

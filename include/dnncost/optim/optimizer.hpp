@@ -67,7 +67,8 @@ protected:
         for (std::size_t i = 0; i < n; ++i) {
             const auto v = r.template get_vector<T>(what);
             if (static_cast<Index>(v.size()) != m_params[i]->value.size())
-                r.fail("optimiser state '", what, "' slot ", i, " has ", v.size(), " values, expected ", m_params[i]->value.size());
+                r.fail("optimiser state '", what, "' slot ", i, " has ", v.size(), " values, expected ",
+                       m_params[i]->value.size());
             ms[i] = Eigen::Map<const Mat<T>>(v.data(), m_params[i]->value.rows(), m_params[i]->value.cols());
         }
     }
@@ -92,7 +93,8 @@ public:
     Adam(std::vector<Parameter<T>*> params, AdamOptions o = {}) : Optimizer<T>(std::move(params)), m_o(o) {
         if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1))
             raise<config_error>("Adam: betas must be in [0, 1), got ", o.beta1, ", ", o.beta2);
-        if (!(o.eps > 0) || o.weight_decay < 0) raise<config_error>("Adam: bad eps ", o.eps, " or weight decay ", o.weight_decay);
+        if (!(o.eps > 0) || o.weight_decay < 0)
+            raise<config_error>("Adam: bad eps ", o.eps, " or weight decay ", o.weight_decay);
         this->set_learning_rate(o.lr);
         for (auto* p : this->m_params) {
             m_m.push_back(Mat<T>::Zero(p->value.rows(), p->value.cols()));
@@ -107,7 +109,8 @@ public:
         const double bc1 = 1 - std::pow(m_o.beta1, static_cast<double>(m_t));
         const double bc2 = 1 - std::pow(m_o.beta2, static_cast<double>(m_t));
         const T b1 = static_cast<T>(m_o.beta1), b2 = static_cast<T>(m_o.beta2);
-        const T step = static_cast<T>(this->m_lr / bc1), sbc2 = static_cast<T>(std::sqrt(bc2)), eps = static_cast<T>(m_o.eps);
+        const T step = static_cast<T>(this->m_lr / bc1), sbc2 = static_cast<T>(std::sqrt(bc2)),
+                eps = static_cast<T>(m_o.eps);
         const T wd = static_cast<T>(m_o.weight_decay);
         const T lr = static_cast<T>(this->m_lr);
         const auto update = [&](const Block& b) {
@@ -126,7 +129,8 @@ public:
                 for (Index s = 0; s < this->m_params[i]->value.size(); s += block_elements)
                     m_blocks.push_back({i, s, std::min(block_elements, this->m_params[i]->value.size() - s)});
         // the same blocks either way, so that the same elements take the vector or scalar path
-        if (pool && pool->size() > 1) pool->parallel_for(0, m_blocks.size(), [&](std::size_t b) { update(m_blocks[b]); });
+        if (pool && pool->size() > 1)
+            pool->parallel_for(0, m_blocks.size(), [&](std::size_t b) { update(m_blocks[b]); });
         else
             for (const auto& b : m_blocks) update(b);
     }
@@ -172,22 +176,26 @@ template <class T>
 class Sgd final : public Optimizer<T> {
 public:
     Sgd(std::vector<Parameter<T>*> params, SgdOptions o = {}) : Optimizer<T>(std::move(params)), m_o(o) {
-        if (!(o.momentum >= 0 && o.momentum < 1)) raise<config_error>("Sgd: momentum must be in [0, 1), got ", o.momentum);
+        if (!(o.momentum >= 0 && o.momentum < 1))
+            raise<config_error>("Sgd: momentum must be in [0, 1), got ", o.momentum);
         if (o.weight_decay < 0) raise<config_error>("Sgd: weight decay must be >= 0, got ", o.weight_decay);
         this->set_learning_rate(o.lr);
         for (auto* p : this->m_params) m_buf.push_back(Mat<T>::Zero(p->value.rows(), p->value.cols()));
     }
     using Optimizer<T>::step;
     void step() override {
-        const T lr = static_cast<T>(this->m_lr), mu = static_cast<T>(m_o.momentum), wd = static_cast<T>(m_o.weight_decay);
+        const T lr = static_cast<T>(this->m_lr), mu = static_cast<T>(m_o.momentum),
+                wd = static_cast<T>(m_o.weight_decay);
         for (std::size_t i = 0; i < this->m_params.size(); ++i) {
             auto& p = *this->m_params[i];
             Mat<T> g = p.grad;
             if (wd > 0) g += wd * p.value;
             if (mu > 0) {
                 m_buf[i] = mu * m_buf[i] + g;
-                if (m_o.nesterov) g += mu * m_buf[i];
-                else g = m_buf[i];
+                if (m_o.nesterov)
+                    g += mu * m_buf[i];
+                else
+                    g = m_buf[i];
             }
             p.value -= lr * g;
         }

@@ -15,7 +15,8 @@ class ReduceLROnPlateau {
 public:
     ReduceLROnPlateau(double factor = 0.5, int patience = 10, double min_lr = 1e-6, double threshold = 1e-4)
         : m_factor(factor), m_patience(patience), m_min_lr(min_lr), m_threshold(threshold) {
-        if (!(factor > 0 && factor < 1)) raise<config_error>("ReduceLROnPlateau: factor must be in (0, 1), got ", factor);
+        if (!(factor > 0 && factor < 1))
+            raise<config_error>("ReduceLROnPlateau: factor must be in (0, 1), got ", factor);
         if (patience < 0) raise<config_error>("ReduceLROnPlateau: patience must be >= 0, got ", patience);
     }
     /// Feed one epoch's metric; returns the learning rate to use next.

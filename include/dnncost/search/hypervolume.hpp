@@ -13,12 +13,12 @@
 /// Points that do not strictly dominate the reference point contribute nothing and are dropped.
 #include <algorithm>
 #include <bit>
-#include <cstdint>
-#include <utility>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <numeric>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
@@ -162,7 +162,8 @@ inline double hv_3d(const std::vector<double>& p, const double* ref) {
         std::size_t e = i + 1;
         while (e < n && order[e].first == order[i].first) ++e;
         if (e - i > 1)
-            std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(i), order.begin() + static_cast<std::ptrdiff_t>(e),
+            std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(i),
+                             order.begin() + static_cast<std::ptrdiff_t>(e),
                              [&](const auto& a, const auto& b) { return pts[a.second].y < pts[b.second].y; });
         i = e;
     }
@@ -209,7 +210,8 @@ inline double hv_wfg(std::vector<double> p, std::size_t m, const double* ref) {
     const std::size_t n = p.size() / m;
     std::vector<std::size_t> idx(n);
     std::iota(idx.begin(), idx.end(), std::size_t{0});
-    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return p[a * m + m - 1] > p[b * m + m - 1]; });
+    std::sort(idx.begin(), idx.end(),
+              [&](std::size_t a, std::size_t b) { return p[a * m + m - 1] > p[b * m + m - 1]; });
     std::vector<double> sorted(p.size());
     for (std::size_t i = 0; i < n; ++i) std::copy_n(p.data() + idx[i] * m, m, sorted.data() + i * m);
     double volume = 0.0;
@@ -269,8 +271,9 @@ inline double hypervolume(std::span<const double> points, std::span<const double
             if (std::isnan(points[i + k])) raise<config_error>("hypervolume: point ", i / m, " has a NaN objective");
             keep = keep && points[i + k] < reference[k];
         }
-        if (keep) inside.insert(inside.end(), points.begin() + static_cast<std::ptrdiff_t>(i),
-                                points.begin() + static_cast<std::ptrdiff_t>(i + m));
+        if (keep)
+            inside.insert(inside.end(), points.begin() + static_cast<std::ptrdiff_t>(i),
+                          points.begin() + static_cast<std::ptrdiff_t>(i + m));
     }
     if (m >= 4 && !inside.empty()) inside = pareto_front(inside, m);
     return detail::hv_any(std::move(inside), m, reference.data());

@@ -58,16 +58,16 @@ enum class Cache { automatic, on, off };
 /// Settings of one NSGA-II run. At least one budget (generations, evaluations, seconds) must be
 /// non-zero; the run stops when the first one is reached, at the end of a generation.
 struct Options {
-    std::size_t population = 100;      ///< N, any value >= 2
-    std::size_t generations = 250;     ///< offspring generations after the initial one; 0 = no limit
-    std::size_t max_evaluations = 0;   ///< calls of the user's evaluate (cache hits excluded); 0 = no limit
-    double max_seconds = 0.0;          ///< wall time; 0 = no limit
-    std::size_t threads = 1;           ///< evaluation threads including the caller; 0 = all cores
+    std::size_t population = 100;     ///< N, any value >= 2
+    std::size_t generations = 250;    ///< offspring generations after the initial one; 0 = no limit
+    std::size_t max_evaluations = 0;  ///< calls of the user's evaluate (cache hits excluded); 0 = no limit
+    double max_seconds = 0.0;         ///< wall time; 0 = no limit
+    std::size_t threads = 1;          ///< evaluation threads including the caller; 0 = all cores
     /// Never evaluate the same genome twice (needs a hashable genome). `automatic` caches
     /// integer, categorical and user-defined genomes; real vectors, where a repeat is almost
     /// always a copy of a parent that duplicate removal already re-draws, are not cached.
     Cache cache = Cache::automatic;
-    bool remove_duplicates = true;     ///< re-draw offspring equal to a population member or sibling
+    bool remove_duplicates = true;        ///< re-draw offspring equal to a population member or sibling
     std::size_t duplicate_attempts = 10;  ///< re-draws per offspring before a duplicate is accepted
     /// Keep every non-dominated solution seen. Costs a binary search per offspring for two
     /// objectives, a scan of the archive for more (which can hold many thousands of points).
@@ -105,16 +105,21 @@ namespace detail {
 
 template <class P>
 auto make_variation(const P& problem, const Options& options) {
-    if constexpr (HasOwnOperators<P>) return ProblemVariation<P>(problem);
-    else if constexpr (RealVectorProblem<P>) return RealVariation(problem.bounds(), options.real);
-    else return IntegerVariation<typename P::Genome::value_type>(problem.cardinalities(), options.integer);
+    if constexpr (HasOwnOperators<P>)
+        return ProblemVariation<P>(problem);
+    else if constexpr (RealVectorProblem<P>)
+        return RealVariation(problem.bounds(), options.real);
+    else
+        return IntegerVariation<typename P::Genome::value_type>(problem.cardinalities(), options.integer);
 }
 
 template <class P>
 struct GenomeHash {
     const P* problem = nullptr;
     std::size_t operator()(const typename P::Genome& g) const {
-        if constexpr (requires { { problem->hash(g) } -> std::convertible_to<std::size_t>; }) {
+        if constexpr (requires {
+                          { problem->hash(g) } -> std::convertible_to<std::size_t>;
+                      }) {
             return problem->hash(g);
         } else if constexpr (requires { std::hash<typename P::Genome>{}(g); }) {
             return std::hash<typename P::Genome>{}(g);
@@ -311,9 +316,7 @@ public:
     std::size_t generation() const { return m_generation; }
     std::size_t evaluations() const { return m_evaluations; }
     std::size_t cache_hits() const { return m_cache_hits; }
-    double seconds() const {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
-    }
+    double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count(); }
     std::size_t num_objectives() const { return m_objectives; }
     const std::vector<Member>& population() const { return m_population; }
     const std::vector<Member>& archive() const { return m_archive; }
@@ -398,11 +401,13 @@ private:
                     }
                 }
                 // A space with fewer distinct genomes than the population: accept duplicates.
-                for (std::size_t k = 0; out.size() < count && k < rejected.size(); ++k) out.push_back(std::move(rejected[k]));
+                for (std::size_t k = 0; out.size() < count && k < rejected.size(); ++k)
+                    out.push_back(std::move(rejected[k]));
                 while (out.size() < count)
                     for (auto& g : make())
                         if (out.size() < count) out.push_back(std::move(g));
-                for (std::size_t k = m_draw_hashes.size(); k < out.size(); ++k) m_draw_hashes.push_back(seen.hash(out[k]));
+                for (std::size_t k = m_draw_hashes.size(); k < out.size(); ++k)
+                    m_draw_hashes.push_back(seen.hash(out[k]));
                 return out;
             }
         }
@@ -445,7 +450,7 @@ private:
     std::vector<Member> evaluate(std::vector<Genome> genomes) {
         const std::size_t n = genomes.size();
         std::vector<Evaluation> evals(n);
-        std::vector<std::size_t> todo;    // genome indices to evaluate
+        std::vector<std::size_t> todo;       // genome indices to evaluate
         std::vector<std::size_t> source(n);  // where each genome's result comes from
         std::iota(source.begin(), source.end(), std::size_t{0});
         if constexpr (hashable) {
@@ -456,7 +461,8 @@ private:
                         evals[i] = it->second;
                         ++m_cache_hits;
                         source[i] = n;  // done
-                    } else if (const auto j = batch.find_or_insert(&genomes[i], i); j != detail::GenomePtrSet<P>::none) {
+                    } else if (const auto j = batch.find_or_insert(&genomes[i], i);
+                               j != detail::GenomePtrSet<P>::none) {
                         source[i] = j;
                         ++m_cache_hits;
                     } else {
@@ -488,7 +494,8 @@ private:
                     const Genome& g = genomes[todo[k]];
                     evals[todo[k]] = to_evaluation(m_problem->evaluate(g), g);
                 };
-                if (m_pool && todo.size() > 1) m_pool->parallel_for(0, todo.size(), body);
+                if (m_pool && todo.size() > 1)
+                    m_pool->parallel_for(0, todo.size(), body);
                 else
                     for (std::size_t k = 0; k < todo.size(); ++k) body(k);
             }
@@ -540,7 +547,8 @@ private:
             } else {
                 std::vector<std::size_t> order(front.size());
                 std::iota(order.begin(), order.end(), std::size_t{0});
-                std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return crowd[a] > crowd[b]; });
+                std::stable_sort(order.begin(), order.end(),
+                                 [&](std::size_t a, std::size_t b) { return crowd[a] > crowd[b]; });
                 for (std::size_t j = 0; chosen.size() < keep; ++j) chosen.push_back(front[order[j]]);
             }
         }
@@ -562,8 +570,10 @@ private:
     }
 
     bool same_genome(const Genome& a, const Genome& b) const {
-        if constexpr (std::equality_comparable<Genome>) return a == b;
-        else return false;
+        if constexpr (std::equality_comparable<Genome>)
+            return a == b;
+        else
+            return false;
     }
 
     void update_archive(const std::vector<Member>& candidates) {
@@ -576,12 +586,15 @@ private:
             if (!c.feasible()) {
                 if (!m_archive.empty() && c.violation > m_archive.front().violation) continue;
                 if (!m_archive.empty() && c.violation < m_archive.front().violation) m_archive.clear();
-                if (std::none_of(m_archive.begin(), m_archive.end(), [&](const Member& a) { return same_genome(a.genome, c.genome); }))
+                if (std::none_of(m_archive.begin(), m_archive.end(),
+                                 [&](const Member& a) { return same_genome(a.genome, c.genome); }))
                     m_archive.push_back(c);
                 continue;
             }
-            if (m_objectives == 2) insert_archive_2d(c);
-            else insert_archive_general(c);
+            if (m_objectives == 2)
+                insert_archive_2d(c);
+            else
+                insert_archive_general(c);
         }
     }
 

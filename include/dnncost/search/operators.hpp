@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <tuple>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <vector>
 

@@ -71,8 +71,10 @@ std::size_t first_free_front(std::size_t fronts, Pred front_dominates) {
     std::size_t lo = 0, hi = fronts;
     while (lo < hi) {
         const std::size_t mid = lo + (hi - lo) / 2;
-        if (front_dominates(mid)) lo = mid + 1;
-        else hi = mid;
+        if (front_dominates(mid))
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -84,12 +86,13 @@ inline std::size_t sort_2d(std::span<const double> v, const std::vector<std::siz
     std::vector<std::size_t> last;
     for (std::size_t p : order) {
         const double* pp = v.data() + 2 * p;
-        const std::size_t k = first_free_front(last.size(), [&](std::size_t f) {
-            return dominates(v.data() + 2 * last[f], pp, 2);
-        });
+        const std::size_t k =
+            first_free_front(last.size(), [&](std::size_t f) { return dominates(v.data() + 2 * last[f], pp, 2); });
         rank[p] = k;
-        if (k == last.size()) last.push_back(p);
-        else last[k] = p;
+        if (k == last.size())
+            last.push_back(p);
+        else
+            last[k] = p;
     }
     return last.size();
 }
@@ -113,7 +116,8 @@ inline std::size_t sort_3d(std::span<const double> v, const std::vector<std::siz
     };
     for (std::size_t p : order) {
         const double* pp = v.data() + 3 * p;
-        const std::size_t k = first_free_front(fronts.size(), [&](std::size_t f) { return front_dominates(fronts[f], pp); });
+        const std::size_t k =
+            first_free_front(fronts.size(), [&](std::size_t f) { return front_dominates(fronts[f], pp); });
         rank[p] = k;
         if (k == fronts.size()) fronts.emplace_back();
         auto& s = fronts[k];

@@ -73,7 +73,10 @@ template <class R>
 concept EvaluationResult = ObjectiveRange<R> || std::same_as<std::remove_cvref_t<R>, Evaluation>;
 
 template <class P>
-concept HasGenome = requires { typename P::Genome; } && std::copyable<typename P::Genome>;
+concept HasGenome = requires {
+    typename P::Genome;
+}
+&&std::copyable<typename P::Genome>;
 
 template <class P>
 concept Evaluates = HasGenome<P> && requires(const P& p, const typename P::Genome& g) {
@@ -82,7 +85,8 @@ concept Evaluates = HasGenome<P> && requires(const P& p, const typename P::Genom
 };
 
 template <class P>
-concept HasOwnOperators = HasGenome<P> && requires(const P& p, typename P::Genome& g, const typename P::Genome& c, Rng& rng) {
+concept HasOwnOperators = HasGenome<P> &&
+    requires(const P& p, typename P::Genome& g, const typename P::Genome& c, Rng& rng) {
     { p.random_genome(rng) } -> std::convertible_to<typename P::Genome>;
     { p.crossover(c, c, rng) } -> std::convertible_to<std::pair<typename P::Genome, typename P::Genome>>;
     p.mutate(g, rng);
@@ -90,9 +94,9 @@ concept HasOwnOperators = HasGenome<P> && requires(const P& p, typename P::Genom
 
 template <class P>
 concept RealVectorProblem = HasGenome<P> && std::same_as<typename P::Genome, std::vector<double>> &&
-                            requires(const P& p) {
-                                { p.bounds() } -> std::convertible_to<std::vector<Bounds>>;
-                            };
+    requires(const P& p) {
+    { p.bounds() } -> std::convertible_to<std::vector<Bounds>>;
+};
 
 template <class P>
 concept IntegerVectorProblem = HasGenome<P> && requires(const P& p) {
@@ -109,7 +113,9 @@ concept HasConstraints = HasGenome<P> && requires(const P& p, const typename P::
 };
 
 template <class P>
-concept HasRepair = HasGenome<P> && requires(const P& p, typename P::Genome& g) { p.repair(g); };
+concept HasRepair = HasGenome<P> && requires(const P& p, typename P::Genome& g) {
+    p.repair(g);
+};
 
 template <class P>
 concept HasBatchEvaluation = HasGenome<P> && requires(const P& p, std::span<const typename P::Genome> gs) {
@@ -124,26 +130,29 @@ concept HasNumConstraints = requires(const P& p) {
 /// The problem's declared thread safety (ThreadSafety::concurrent unless it says otherwise).
 template <class P>
 constexpr ThreadSafety thread_safety_of() {
-    if constexpr (requires { { P::thread_safety } -> std::convertible_to<ThreadSafety>; }) return P::thread_safety;
-    else return ThreadSafety::concurrent;
+    if constexpr (requires {
+                      { P::thread_safety } -> std::convertible_to<ThreadSafety>;
+                  })
+        return P::thread_safety;
+    else
+        return ThreadSafety::concurrent;
 }
 
 /// A complete search problem: it evaluates and there is a way to make and vary its genomes.
 template <class P>
-concept Problem = Evaluates<P> && (HasOwnOperators<P> || RealVectorProblem<P> || IntegerVectorProblem<P>);
+concept Problem = Evaluates<P> &&(HasOwnOperators<P> || RealVectorProblem<P> || IntegerVectorProblem<P>);
 
 /// Hash of a genome, if one is available: the problem's hash(), std::hash, or element-wise for
 /// ranges of arithmetic values. Without one the optimiser neither caches nor removes duplicates.
 template <class P>
-concept HashableGenome = HasGenome<P> && std::equality_comparable<typename P::Genome> &&
-                         (requires(const P& p, const typename P::Genome& g) {
-                              { p.hash(g) } -> std::convertible_to<std::size_t>;
-                          } ||
-                          requires(const typename P::Genome& g) {
-                              { std::hash<typename P::Genome>{}(g) } -> std::convertible_to<std::size_t>;
-                          } ||
-                          (std::ranges::range<typename P::Genome> &&
-                           std::is_arithmetic_v<std::ranges::range_value_t<typename P::Genome>>));
+concept HashableGenome = HasGenome<P> && std::equality_comparable<typename P::Genome> &&(
+    requires(const P& p, const typename P::Genome& g) {
+        { p.hash(g) } -> std::convertible_to<std::size_t>;
+    } ||
+    requires(const typename P::Genome& g) {
+        { std::hash<typename P::Genome>{}(g) } -> std::convertible_to<std::size_t>;
+    } ||
+    (std::ranges::range<typename P::Genome> && std::is_arithmetic_v<std::ranges::range_value_t<typename P::Genome>>));
 
 /// Explain, at compile time and in words, what a type lacks to be a Problem.
 template <class P>

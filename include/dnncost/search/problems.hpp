@@ -34,8 +34,7 @@ inline double zdt_g(const std::vector<double>& x) {
 }
 
 /// Equal arc-length sample of the non-dominated part of the curve (f1, h(f1)), f1 in [a, b].
-inline std::vector<double> curve_front(const std::function<double(double)>& h, double a, double b,
-                                       std::size_t points) {
+inline std::vector<double> curve_front(const std::function<double(double)>& h, double a, double b, std::size_t points) {
     if (points < 2) raise<config_error>("reference_front: need at least 2 points, got ", points);
     constexpr std::size_t dense = 200001;
     std::vector<double> v(2 * dense);
@@ -253,7 +252,8 @@ struct Dtlz2 {
     /// Two objectives (quarter circle) or three (sphere octant).
     std::vector<double> reference_front(std::size_t points = 1000) const {
         if (objectives == 2)
-            return detail::curve_front([](double f) { return std::sqrt(std::max(0.0, 1.0 - f * f)); }, 0.0, 1.0, points);
+            return detail::curve_front([](double f) { return std::sqrt(std::max(0.0, 1.0 - f * f)); }, 0.0, 1.0,
+                                       points);
         if (objectives != 3) raise<not_implemented>("Dtlz2::reference_front: only for 2 or 3 objectives");
         return detail::lattice_front(points, [](double u, double v) {
             const double z = u, r = std::sqrt(1.0 - z * z), phi = v * std::numbers::pi / 2.0;

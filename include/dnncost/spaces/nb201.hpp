@@ -33,7 +33,8 @@ struct Arch {
 inline Op op_from_name(std::string_view s) {
     for (std::size_t i = 0; i < op_names.size(); ++i)
         if (op_names[i] == s) return static_cast<Op>(i);
-    raise<parse_error>("nb201: unknown operation '", s, "' (expected none, skip_connect, nor_conv_1x1, nor_conv_3x3 or avg_pool_3x3)");
+    raise<parse_error>("nb201: unknown operation '", s,
+                       "' (expected none, skip_connect, nor_conv_1x1, nor_conv_3x3 or avg_pool_3x3)");
 }
 
 /// Parse `|op~0|+|op~0|op~1|+|op~0|op~1|op~2|`. Throws parse_error saying what is wrong.
@@ -57,7 +58,8 @@ inline Arch parse(std::string_view text) {
     int e = 0;
     for (int node = 1; node <= 3; ++node) {
         const std::string& grp = groups[static_cast<std::size_t>(node - 1)];
-        if (grp.size() < 2 || grp.front() != '|' || grp.back() != '|') fail("group " + std::to_string(node) + " must be enclosed in '|'");
+        if (grp.size() < 2 || grp.front() != '|' || grp.back() != '|')
+            fail("group " + std::to_string(node) + " must be enclosed in '|'");
         std::vector<std::string> items;
         std::size_t start = 1;
         while (start < grp.size()) {
@@ -235,7 +237,8 @@ private:
         return emit("BatchNormalization", name, std::move(in), shape(x), {{"epsilon", 1e-5}, {"momentum", 0.9}},
                     x.constant);
     }
-    Value relu_conv_bn(const Value& x, std::int64_t cout, std::int64_t k, std::int64_t stride, const std::string& name) {
+    Value relu_conv_bn(const Value& x, std::int64_t cout, std::int64_t k, std::int64_t stride,
+                       const std::string& name) {
         Value y = unary(x, "Relu", name + ".relu");
         y = conv(y, cout, k, stride, name + ".conv", false);
         return bn(y, name + ".bn");
@@ -247,9 +250,9 @@ private:
         Value a = relu_conv_bn(x, planes, 3, 2, name + ".conv_a");
         Value b = relu_conv_bn(a, planes, 3, 1, name + ".conv_b");
         const auto& s = shape(x);
-        Value d = op_out(x, "AveragePool", name + ".downsample.pool", {s[0], s[1], s[2] / 2, s[3] / 2},
-                         {{"kernel_shape", std::vector<std::int64_t>{2, 2}},
-                          {"strides", std::vector<std::int64_t>{2, 2}}});
+        Value d =
+            op_out(x, "AveragePool", name + ".downsample.pool", {s[0], s[1], s[2] / 2, s[3] / 2},
+                   {{"kernel_shape", std::vector<std::int64_t>{2, 2}}, {"strides", std::vector<std::int64_t>{2, 2}}});
         d = conv(d, planes, 1, 1, name + ".downsample.conv", false);
         return add(d, b, name + ".add");
     }
@@ -276,13 +279,18 @@ private:
                 if (m_opt.prune && in_zero) in_v = Value{m_zero_placeholder(m_cell_shape), true};
                 switch (op) {
                     case Op::none:
-                        terms.push_back(Value{m_g.add_op("Mul", en + ".zero",
-                                                         {in_v.tensor, zero_scalar()}, shape(in_v)),
-                                              false});
+                        terms.push_back(
+                            Value{m_g.add_op("Mul", en + ".zero", {in_v.tensor, zero_scalar()}, shape(in_v)), false});
                         break;
-                    case Op::skip_connect: terms.push_back(in_v); break;
-                    case Op::nor_conv_1x1: terms.push_back(relu_conv_bn(in_v, shape(in_v)[1], 1, 1, en)); break;
-                    case Op::nor_conv_3x3: terms.push_back(relu_conv_bn(in_v, shape(in_v)[1], 3, 1, en)); break;
+                    case Op::skip_connect:
+                        terms.push_back(in_v);
+                        break;
+                    case Op::nor_conv_1x1:
+                        terms.push_back(relu_conv_bn(in_v, shape(in_v)[1], 1, 1, en));
+                        break;
+                    case Op::nor_conv_3x3:
+                        terms.push_back(relu_conv_bn(in_v, shape(in_v)[1], 3, 1, en));
+                        break;
                     case Op::avg_pool_3x3:
                         terms.push_back(op_out(in_v, "AveragePool", en + ".pool", shape(in_v),
                                                {{"count_include_pad", std::int64_t{0}},

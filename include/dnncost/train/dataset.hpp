@@ -198,7 +198,8 @@ private:
         set.m_owned.resize(items.size());
         check_items(items);  // before any work
         const auto fill = [&](std::size_t k) { set.m_owned[k] = m_store->get(m_item_key[items[k]]); };
-        if (pool) pool->parallel_for(0, items.size(), fill);
+        if (pool)
+            pool->parallel_for(0, items.size(), fill);
         else
             for (std::size_t k = 0; k < items.size(); ++k) fill(k);
         set.m_ptrs.reserve(items.size());
@@ -215,7 +216,8 @@ private:
         return std::nullopt;
     }
 
-    friend Dataset load_dataset_text(std::string_view, std::string, const std::filesystem::path&, const DatasetOptions&);
+    friend Dataset load_dataset_text(std::string_view, std::string, const std::filesystem::path&,
+                                     const DatasetOptions&);
 
     std::string m_source;
     std::vector<std::string> m_keys;
@@ -250,7 +252,8 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
     } else {
         for (const auto& name : opt.columns) {
             const auto c = table.column(name);
-            if (c == key_col) raise<parse_error>(table.source, ": column '", name, "' is the key column, not a measurement");
+            if (c == key_col)
+                raise<parse_error>(table.source, ": column '", name, "' is the key column, not a measurement");
             cols.push_back(c);
         }
     }
@@ -260,7 +263,8 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
 
     // a 1 MB bad field must not become a 1 MB message
     auto reject = [&](std::size_t row, std::string reason) {
-        if (reason.size() > 300) reason = reason.substr(0, 300) + "... (" + std::to_string(reason.size()) + " characters)";
+        if (reason.size() > 300)
+            reason = reason.substr(0, 300) + "... (" + std::to_string(reason.size()) + " characters)";
         ds.m_skipped.push_back({table.lines[row], std::move(reason)});
     };
 
@@ -287,7 +291,8 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
             }
             vals.push_back(p.value);
         }
-        if (problem.empty() && table.rows[r][key_col].empty()) problem = "empty key in column '" + table.header[key_col] + "'";
+        if (problem.empty() && table.rows[r][key_col].empty())
+            problem = "empty key in column '" + table.header[key_col] + "'";
         if (!problem.empty()) {
             reject(r, problem);
             continue;
@@ -354,14 +359,16 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
     std::sort(ds.m_skipped.begin(), ds.m_skipped.end(),
               [](const SkippedRow& a, const SkippedRow& b) { return a.line < b.line; });
     if (opt.strict && !ds.m_skipped.empty())
-        raise<parse_error>(table.source, ":", ds.m_skipped[0].line, ": ", ds.m_skipped[0].reason,
-                           ds.m_skipped.size() > 1 ? " (and " + std::to_string(ds.m_skipped.size() - 1) + " more bad rows)" : "");
+        raise<parse_error>(
+            table.source, ":", ds.m_skipped[0].line, ": ", ds.m_skipped[0].reason,
+            ds.m_skipped.size() > 1 ? " (and " + std::to_string(ds.m_skipped.size() - 1) + " more bad rows)" : "");
     ds.m_distinct = store.keys.size();
     if (ds.empty())
         raise<parse_error>(table.source, ": no usable rows (", table.size() + table.issues.size(), " data rows, ",
                            ds.m_skipped.size(), " skipped",
-                           ds.m_skipped.empty() ? std::string() : "; first: line " + std::to_string(ds.m_skipped[0].line) +
-                                                                      ": " + ds.m_skipped[0].reason,
+                           ds.m_skipped.empty() ? std::string()
+                                                : "; first: line " + std::to_string(ds.m_skipped[0].line) + ": " +
+                                                      ds.m_skipped[0].reason,
                            ")");
     return ds;
 }

@@ -27,8 +27,7 @@ inline constexpr double degenerate_fraction_of_median = 0.05;
 
 namespace detail {
 inline void check_sizes(std::span<const double> a, std::span<const double> b, const char* fn) {
-    if (a.size() != b.size())
-        raise<shape_error>(fn, ": ", a.size(), " predictions but ", b.size(), " true values");
+    if (a.size() != b.size()) raise<shape_error>(fn, ": ", a.size(), " predictions but ", b.size(), " true values");
 }
 inline double nan() { return std::numeric_limits<double>::quiet_NaN(); }
 /// The whole-evaluation entry points refuse what would make a metric meaningless: a NaN or
@@ -36,7 +35,8 @@ inline double nan() { return std::numeric_limits<double>::quiet_NaN(); }
 /// anywhere), or a zero true value (relative errors divide by it).
 inline void check_values(std::span<const double> predicted, std::span<const double> truth, const char* fn) {
     for (std::size_t i = 0; i < truth.size(); ++i) {
-        if (!std::isfinite(predicted[i])) raise<config_error>(fn, ": prediction ", i, " is not finite (", predicted[i], ")");
+        if (!std::isfinite(predicted[i]))
+            raise<config_error>(fn, ": prediction ", i, " is not finite (", predicted[i], ")");
         if (!std::isfinite(truth[i])) raise<config_error>(fn, ": true value ", i, " is not finite (", truth[i], ")");
         if (truth[i] == 0) raise<config_error>(fn, ": true value ", i, " is zero (relative errors are undefined)");
     }
@@ -120,9 +120,8 @@ inline double kendall(std::span<const double> x, std::span<const double> y) {
     if (n < 2) return detail::nan();
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return x[a] < x[b] || (x[a] == x[b] && y[a] < y[b]);
-    });
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return x[a] < x[b] || (x[a] == x[b] && y[a] < y[b]); });
     auto pairs = [](std::uint64_t k) { return k * (k - 1) / 2; };
     const std::uint64_t n0 = pairs(n);
     // Ties in x (n1) and joint ties in x and y (n3), from runs of the (x, y)-sorted order.
@@ -182,8 +181,14 @@ struct Metrics {
 
     /// (name, value) pairs in a fixed order, for JSON or tables; n is reported as a double.
     std::vector<std::pair<std::string, double>> fields() const {
-        return {{"n", static_cast<double>(n)}, {"spearman", spearman}, {"kendall", kendall}, {"mape", mape},
-                {"rmse", rmse}, {"within_1", within_1}, {"within_5", within_5}, {"within_10", within_10}};
+        return {{"n", static_cast<double>(n)},
+                {"spearman", spearman},
+                {"kendall", kendall},
+                {"mape", mape},
+                {"rmse", rmse},
+                {"within_1", within_1},
+                {"within_5", within_5},
+                {"within_10", within_10}};
     }
 };
 
@@ -218,7 +223,7 @@ inline double median(std::span<const double> v) {
 /// Metrics on all items and on the non-degenerate ones.
 struct AccuracyReport {
     Metrics all;
-    Metrics non_degenerate;   ///< items with truth >= threshold
+    Metrics non_degenerate;  ///< items with truth >= threshold
     std::size_t n_degenerate = 0;
     double degenerate_threshold = 0;  ///< fraction_of_median x median(truth)
 };
@@ -226,7 +231,7 @@ struct AccuracyReport {
 /// Evaluate predictions, also excluding items whose true value is below
 /// `fraction_of_median` times the median true value.
 inline AccuracyReport evaluate(std::span<const double> predicted, std::span<const double> truth,
-                           double fraction_of_median = degenerate_fraction_of_median) {
+                               double fraction_of_median = degenerate_fraction_of_median) {
     detail::check_sizes(predicted, truth, "evaluate");
     AccuracyReport e;
     e.all = compute_metrics(predicted, truth);

@@ -44,7 +44,8 @@ inline double pair_agreement(std::span<const std::pair<double, double>> pairs, d
     for (std::size_t i = 0; i < pairs.size(); ++i) {
         const auto [a, b] = pairs[i];
         if (!(a > 0) || !(b > 0) || !std::isfinite(a) || !std::isfinite(b))
-            raise<config_error>("pair_agreement: pair ", i, " is (", a, ", ", b, "); costs must be finite and positive");
+            raise<config_error>("pair_agreement: pair ", i, " is (", a, ", ", b,
+                                "); costs must be finite and positive");
         n += std::abs(a / b - 1.0) <= bound;
         n += std::abs(b / a - 1.0) <= bound;
     }
@@ -78,8 +79,10 @@ inline PairNoise pair_noise(std::span<const std::pair<double, double>> pairs, do
     logs.reserve(pairs.size());
     for (const auto& [a, b] : pairs) logs.push_back(std::abs(std::log(a / b)));
     r.sigma = 1.4826 * median(logs) / std::sqrt(2.0);  // the log ratio is symmetric: its MAD is the median |log ratio|
-    if (r.agreement >= 1.0) r.ceiling = 1.0;
-    else if (r.agreement <= 0.0) r.ceiling = 0.0;
+    if (r.agreement >= 1.0)
+        r.ceiling = 1.0;
+    else if (r.agreement <= 0.0)
+        r.ceiling = 0.0;
     else {
         const double s = sigma_from_agreement(r.agreement, bound);
         r.ceiling = detail::normal_mass(-std::log(1.0 + bound), -std::log(1.0 - bound), s);  // f / y in [1 - b, 1 + b]

@@ -75,7 +75,8 @@ inline Split make_split(std::size_t n_items, const SplitOptions& opt, std::span<
         s.train.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(opt.n_train));
     } else {
         std::vector<std::size_t> ranked = order;  // shuffled first: ties keep a random order
-        std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) { return proxy[a] < proxy[b]; });
+        std::stable_sort(ranked.begin(), ranked.end(),
+                         [&](std::size_t a, std::size_t b) { return proxy[a] < proxy[b]; });
         for (std::size_t bin = 0; bin < opt.n_train; ++bin) {
             const std::size_t lo = bin * n_items / opt.n_train;
             const std::size_t hi = (bin + 1) * n_items / opt.n_train;

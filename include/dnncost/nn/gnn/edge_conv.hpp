@@ -13,7 +13,11 @@ template <class T, class P = act::Relu>
 class EdgeConv final : public Module<T> {
 public:
     EdgeConv(Index in, Index out, Rng& rng, features::Direction direction = features::Direction::both)
-        : m_out(out), m_in(detail::widths_ok("EdgeConv", in, out)), m_dir(direction), m_w("weight", in, 2 * out), m_b("bias", 1, out) {
+        : m_out(out),
+          m_in(detail::widths_ok("EdgeConv", in, out)),
+          m_dir(direction),
+          m_w("weight", in, 2 * out),
+          m_b("bias", 1, out) {
         if (in < 1 || out < 1) raise<config_error>("EdgeConv: widths must be positive, got ", in, " -> ", out);
         kaiming_uniform(m_w.value, rng);
     }

@@ -22,7 +22,8 @@ public:
         m_x = &x;
         kernels::gemm<T>(m_xw, x, m_w.value, false, ctx.pool);
         m_y.resize(x.rows(), m_w.value.cols());
-        for (Index v = 0; v < x.rows(); ++v) m_y.row(v) = nb.gcn_self[static_cast<std::size_t>(v)] * m_xw.row(v) + m_b.value.row(0);
+        for (Index v = 0; v < x.rows(); ++v)
+            m_y.row(v) = nb.gcn_self[static_cast<std::size_t>(v)] * m_xw.row(v) + m_b.value.row(0);
         aggregate::weighted_sum<T>(nb, nb.gcn_w.data(), m_xw, m_y, true);
         return m_y;
     }

@@ -11,7 +11,10 @@ template <class T>
 class MrConv final : public Module<T> {
 public:
     MrConv(Index in, Index out, Rng& rng, features::Direction direction = features::Direction::both)
-        : m_in(detail::widths_ok("MrConv", in, out)), m_dir(direction), m_w("weight", 2 * in, out), m_b("bias", 1, out) {
+        : m_in(detail::widths_ok("MrConv", in, out)),
+          m_dir(direction),
+          m_w("weight", 2 * in, out),
+          m_b("bias", 1, out) {
         if (in < 1 || out < 1) raise<config_error>("MrConv: widths must be positive, got ", in, " -> ", out);
         kaiming_uniform(m_w.value, rng);
     }

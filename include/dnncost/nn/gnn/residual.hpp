@@ -17,14 +17,18 @@ public:
     }
     const Mat<T>& forward(const Mat<T>& x, const Context<T>& ctx) override {
         const Mat<T>& f = m_inner->forward(x, ctx);
-        if (m_proj) m_y = f + m_proj->forward(x, ctx);
-        else m_y = f + x;
+        if (m_proj)
+            m_y = f + m_proj->forward(x, ctx);
+        else
+            m_y = f + x;
         return m_y;
     }
     const Mat<T>& backward(const Mat<T>& dy, const Context<T>& ctx) override {
         m_dx = m_inner->backward(dy, ctx);
-        if (m_proj) m_dx += m_proj->backward(dy, ctx);
-        else m_dx += dy;
+        if (m_proj)
+            m_dx += m_proj->backward(dy, ctx);
+        else
+            m_dx += dy;
         return m_dx;
     }
     void collect_parameters(std::vector<Parameter<T>*>& out) override {

@@ -19,8 +19,13 @@ public:
     SageConv(Index in, Index out, Rng& rng, Aggr aggr = Aggr::mean,
              features::Direction direction = features::Direction::predecessors, bool root_weight = true,
              bool normalize = false)
-        : m_in(detail::widths_ok("SageConv", in, out)), m_aggr(aggr), m_dir(direction), m_root(root_weight), m_normalize(normalize),
-          m_w("weight", (root_weight ? 2 : 1) * in, out), m_b("bias", 1, out) {
+        : m_in(detail::widths_ok("SageConv", in, out)),
+          m_aggr(aggr),
+          m_dir(direction),
+          m_root(root_weight),
+          m_normalize(normalize),
+          m_w("weight", (root_weight ? 2 : 1) * in, out),
+          m_b("bias", 1, out) {
         if (in < 1 || out < 1) raise<config_error>("SageConv: widths must be positive, got ", in, " -> ", out);
         kaiming_uniform(m_w.value, rng);
     }
@@ -72,8 +77,10 @@ public:
         kernels::gemm_nt<T>(m_dcat, *g, m_w.value, false, ctx.pool);
         const Index off = m_root ? m_in : 0;
         if (m_aggr == Aggr::max) {
-            if (m_root) m_dx = m_dcat.leftCols(m_in);
-            else m_dx.setZero(dy.rows(), m_in);
+            if (m_root)
+                m_dx = m_dcat.leftCols(m_in);
+            else
+                m_dx.setZero(dy.rows(), m_in);
             aggregate::max_t<T>(m_argmax, m_dcat.middleCols(off, m_in), m_dx, false);
             return m_dx;
         }
@@ -82,8 +89,10 @@ public:
         m_dx.resize(dy.rows(), m_in);
         for (Index u = 0; u < dy.rows(); ++u) {
             auto row = m_dx.row(u);
-            if (m_root) row = m_dcat.row(u).head(m_in);
-            else row.setZero();
+            if (m_root)
+                row = m_dcat.row(u).head(m_in);
+            else
+                row.setZero();
             for (int k = nb.tptr[static_cast<std::size_t>(u)]; k < nb.tptr[static_cast<std::size_t>(u) + 1]; ++k) {
                 const int e = nb.tentry[static_cast<std::size_t>(k)];
                 row += (w ? w[e] : T(1)) * m_dcat.row(nb.tidx[static_cast<std::size_t>(k)]).segment(off, m_in);

@@ -24,10 +24,15 @@ public:
     /// @param aggr mean or sum (max aggregation uses the unfused layers)
     /// @throws config_error on a non-positive width, max aggregation or a bad dropout rate
     SageResidualBlock(Index width, Rng& rng, Aggr aggr, features::Direction direction, double dropout)
-        : m_d(detail::widths_ok("SageResidualBlock", width, width)), m_aggr(aggr), m_dir(direction),
-          m_w("weight", 2 * width, width), m_b("bias", 1, width), m_p(dropout) {
+        : m_d(detail::widths_ok("SageResidualBlock", width, width)),
+          m_aggr(aggr),
+          m_dir(direction),
+          m_w("weight", 2 * width, width),
+          m_b("bias", 1, width),
+          m_p(dropout) {
         if (aggr == Aggr::max) raise<config_error>("SageResidualBlock: max aggregation is not fused");
-        if (!(dropout >= 0.0 && dropout < 1.0)) raise<config_error>("SageResidualBlock: dropout ", dropout, " outside [0, 1)");
+        if (!(dropout >= 0.0 && dropout < 1.0))
+            raise<config_error>("SageResidualBlock: dropout ", dropout, " outside [0, 1)");
         m_threshold = static_cast<std::uint32_t>(dropout * 65536.0);  // as Dropout resolves it
         kaiming_uniform(m_w.value, rng);
     }
@@ -42,7 +47,8 @@ public:
         build_cat(x, nb);
         kernels::gemm<T>(m_y, m_cat, m_w.value, false, ctx.pool);
         const bool drop = ctx.training && m_p > 0;
-        if (drop && !ctx.rng) raise<config_error>("SageResidualBlock: training with dropout needs an Rng in the Context");
+        if (drop && !ctx.rng)
+            raise<config_error>("SageResidualBlock: training with dropout needs an Rng in the Context");
         const std::uint32_t key = drop ? detail::dropout_key(*ctx.rng) : 0u;
         const std::uint32_t threshold = drop ? m_threshold : 0u;
         const T scale = drop ? T(1) / static_cast<T>(1.0 - static_cast<double>(m_threshold) / 65536.0) : T(1);
@@ -115,13 +121,15 @@ private:
     void build_cat(const Mat<T>& x, const features::Neighbourhood<T>& nb) {
         m_cat.resize(x.rows(), 2 * m_d);
         m_cat.leftCols(m_d) = x;
-        aggregate::weighted_sum<T>(nb, m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr, x, m_cat.rightCols(m_d), false);
+        aggregate::weighted_sum<T>(nb, m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr, x, m_cat.rightCols(m_d),
+                                   false);
     }
 
     /// Inference in bf16: where the width allows, [x | agg] is summed in registers and written
     /// straight into the bf16 units' packed operand (no fp32 copy to build and then convert);
     /// then y = x + relu([x | agg] W + b).
-    const Mat<float>& forward_bf16_inference(const Mat<float>& x, const features::Neighbourhood<float>& nb, ThreadPool* pool) {
+    const Mat<float>& forward_bf16_inference(const Mat<float>& x, const features::Neighbourhood<float>& nb,
+                                             ThreadPool* pool) {
         const Index n = x.rows(), d = m_d;
         if (!kernels::pack_sage_rows(m_packed, x.data(), n, d, nb.ptr.data(), nb.idx.data(),
                                      m_aggr == Aggr::mean ? nb.mean_w.data() : nullptr)) {

@@ -82,8 +82,10 @@ T rmse_loss(const Mat<T>& p, const Mat<T>& y, Mat<T>& grad) {
     detail::check_pair("rmse_loss", p, y);
     const T n = static_cast<T>(p.size());
     const T r = std::sqrt((p - y).squaredNorm() / n);
-    if (r > T(0)) grad = (p - y) / (n * r);
-    else grad.setZero(p.rows(), p.cols());
+    if (r > T(0))
+        grad = (p - y) / (n * r);
+    else
+        grad.setZero(p.rows(), p.cols());
     return r;
 }
 /// PerfSAGE's hybrid loss MAPE + alpha * RMSE.
@@ -140,11 +142,21 @@ T weighted_loss(const std::vector<LossTerm>& terms, const Mat<T>& p, const Mat<T
     for (const auto& t : terms) {
         T v = 0;
         switch (t.kind) {
-            case LossKind::mse: v = mse_loss(p, y, g); break;
-            case LossKind::l1: v = l1_loss(p, y, g); break;
-            case LossKind::huber: v = huber_loss(p, y, g, static_cast<T>(t.param)); break;
-            case LossKind::mape: v = mape_loss(p, y, g); break;
-            case LossKind::mape_rmse: v = mape_rmse_loss(p, y, g, static_cast<T>(t.param)); break;
+            case LossKind::mse:
+                v = mse_loss(p, y, g);
+                break;
+            case LossKind::l1:
+                v = l1_loss(p, y, g);
+                break;
+            case LossKind::huber:
+                v = huber_loss(p, y, g, static_cast<T>(t.param));
+                break;
+            case LossKind::mape:
+                v = mape_loss(p, y, g);
+                break;
+            case LossKind::mape_rmse:
+                v = mape_rmse_loss(p, y, g, static_cast<T>(t.param));
+                break;
         }
         total += static_cast<T>(t.weight) * v;
         grad += static_cast<T>(t.weight) * g;

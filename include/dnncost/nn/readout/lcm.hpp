@@ -26,9 +26,11 @@ public:
     LcmReadout(Index in, Index width, Rng& rng, bool project = true)
         : m_in(detail::widths_ok("LcmReadout", in, width)), m_d(width), m_cell(width, width, rng) {
         if (in < 1 || width < 1) raise<config_error>("LcmReadout: widths must be positive, got ", in, ", ", width);
-        if (project) m_proj = std::make_unique<Linear<T>>(in, width, rng, Init::xavier);
+        if (project)
+            m_proj = std::make_unique<Linear<T>>(in, width, rng, Init::xavier);
         else if (in != width)
-            raise<config_error>("LcmReadout: without a projection the width (", width, ") must equal the input width (", in, ")");
+            raise<config_error>("LcmReadout: without a projection the width (", width, ") must equal the input width (",
+                                in, ")");
     }
     const Mat<T>& forward(const Mat<T>& x, const Context<T>& ctx) override {
         detail::check_width<T>("LcmReadout", m_in, x.cols());
@@ -99,7 +101,8 @@ public:
                 m_dprev.row(L.left[static_cast<std::size_t>(k)]) += m_dx2.row(k) + m_dh2.row(p + k);
                 m_dprev.row(L.right[static_cast<std::size_t>(k)]) += m_dx2.row(p + k) + m_dh2.row(k);
             }
-            for (std::size_t k = 0; k < L.carry_src.size(); ++k) m_dprev.row(L.carry_src[k]) += m_dcur.row(L.carry_dst[k]);
+            for (std::size_t k = 0; k < L.carry_src.size(); ++k)
+                m_dprev.row(L.carry_src[k]) += m_dcur.row(L.carry_dst[k]);
             m_dcur.swap(m_dprev);
         }
         if (m_proj) return m_proj->backward(m_dcur, ctx);

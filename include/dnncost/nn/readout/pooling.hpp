@@ -113,8 +113,10 @@ public:
             m_slice = dy.middleCols(col, m_widths[i]);
             col += m_widths[i];
             const Mat<T>& dx = m_parts[i]->backward(m_slice, ctx);
-            if (i == 0) m_dx = dx;
-            else m_dx += dx;
+            if (i == 0)
+                m_dx = dx;
+            else
+                m_dx += dx;
         }
         return m_dx;
     }
