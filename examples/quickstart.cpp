@@ -25,7 +25,7 @@ int main(int argc, char** argv) try {
                 cost::roofline(g, cpu).total * 1e3, cpu.name.c_str());
 
     // 2. Learn a device's latency from 100 measurements (+100 for validation).
-    train::Dataset ds = train::load_dataset(data + "/nb201/latency_ms.csv", {.space = train::Space::nb201});
+    train::Dataset ds = train::load_dataset(data + "/nb201/latency_ms.csv", {.space = "nb201"});
     const auto split = train::make_split(ds.size(), {.n_train = 100, .n_validation = 100, .n_test = 1000, .seed = 7});
     // graphs and measured latencies of each part (NB201 graphs are built here, on demand)
     const auto tr = ds.subset(split.train, "gold_6240"), va = ds.subset(split.validation, "gold_6240"),

@@ -24,10 +24,11 @@ TEST_CASE("registry: every space samples, prints canonically and builds by name"
             CHECK_NOTHROW(g.validate());
             CHECK(g.outputs().size() == 1);
         }
-        CHECK(s.size().log10() > 12);
+        CHECK(s.size().log10() > 4);
         CHECK(s.onnx_opset >= 13);
     }
-    CHECK(names == std::set<std::string>{"fbnet", "ofa", "vit", "kws"});
+    CHECK(names == std::set<std::string>{"nb201", "fbnet", "ofa", "vit", "kws"});
+    CHECK(spaces::find_space("nb201").size() == spaces::Count(15625));
     CHECK(spaces::find_space("fbnet").size() == fbnet::size());
     CHECK(spaces::find_space("ofa").size() == ofa::size());
     CHECK(spaces::find_space("vit").size() == vit::size());
@@ -54,7 +55,7 @@ TEST_CASE("registry: options reach the builders") {
 
 TEST_CASE("registry: errors name the space, option or token") {
     CHECK_THROWS_WITH_AS(spaces::find_space("nasbench"),
-                         doctest::Contains("unknown search space 'nasbench' (known: fbnet, ofa, vit or kws)"),
+                         doctest::Contains("unknown search space 'nasbench' (known: nb201, fbnet, ofa, vit or kws)"),
                          config_error);
     CHECK_THROWS_WITH_AS(spaces::space_options("width"), doctest::Contains("item 'width' is not key=value"),
                          config_error);
@@ -71,4 +72,34 @@ TEST_CASE("registry: errors name the space, option or token") {
                          doctest::Contains("width"), error);
     CHECK_THROWS_WITH_AS(kws.canonical("10x4s2x2c64-3x3c64-3x4c64"), doctest::Contains("token 2 '3x4c64'"),
                          parse_error);
+}
+
+TEST_CASE("registry: nb201 by name equals the builder, prune as an option") {
+    const auto& nb = spaces::find_space("nb201");
+    const std::string arch = "|nor_conv_3x3~0|+|none~0|skip_connect~1|+|avg_pool_3x3~0|none~1|nor_conv_1x1~2|";
+    CHECK(nb.build_graph(arch, {}) == nb201::build_graph(arch));
+    nb201::Nb201Options pruned;
+    pruned.prune = true;
+    CHECK(nb.build_graph(arch, spaces::space_options("prune=1")) == nb201::build_graph(arch, pruned));
+    CHECK_THROWS_WITH_AS(nb.build_graph(arch, spaces::space_options("prune=yes")), doctest::Contains("prune"),
+                         config_error);
+}
+
+TEST_CASE("registry: qualified architecture strings name their space") {
+    const std::string fb =
+        "k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-"
+        "k3_e1-k3_e1-k3_e1-k3_e1-k3_e1-k3_e1";
+    const auto q = spaces::qualified_arch("fbnet", fb);
+    CHECK(q == "fbnet:" + fb);
+    const auto s = spaces::split_qualified(q);
+    REQUIRE(s);
+    CHECK(s->space->name == "fbnet");
+    CHECK(s->arch == fb);
+    const std::string nb = "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|";
+    CHECK(spaces::qualified_arch("nb201", nb) == nb);
+    REQUIRE(spaces::split_qualified(nb));
+    CHECK(spaces::split_qualified(nb)->space->name == "nb201");
+    CHECK(!spaces::split_qualified("models/resnet50.onnx"));
+    CHECK(!spaces::split_qualified("C:/models/x.onnx"));
+    CHECK(!spaces::split_qualified("nasbench:abc"));
 }

@@ -175,7 +175,7 @@ TEST_CASE("dataset: NB201 graphs are built on demand, shared while alive, equal 
     const auto nodes = big.map_graphs([](const graph::Graph& g) { return g.num_nodes(); });
     for (std::size_t i = 0; i < all.size(); ++i) CHECK(nodes[i] == static_cast<double>(all[i]->num_nodes()));
     // bad options fail at load time, not at first use
-    o.nb201.batch = 0;
+    o.space_options = {{"batch", "0"}};
     CHECK_THROWS_AS(train::load_dataset_text(csv, "lazy.csv", ".", o), config_error);
 }
 
@@ -209,7 +209,7 @@ TEST_CASE("thread pool: a huge request is capped at a fixed size, not a fork bom
 TEST_CASE("dataset: onnx space loads each file once, resolves relative paths, reports failures") {
     std::atomic<int> calls{0};
     train::DatasetOptions o;
-    o.space = train::Space::onnx;
+    o.space = "onnx";
     o.threads = 2;
     CHECK_THROWS_AS(train::load_dataset_text("model,lat\na.onnx,1\n", "o.csv", "/base", o), config_error);
     o.loader = [&](const std::filesystem::path& p) {

@@ -8,15 +8,19 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common.hpp"
 
+#include <dnncost/core/rng.hpp>
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/cost/memory.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/spaces/nb201.hpp>
+#include <dnncost/spaces/registry.hpp>
 
 namespace dnncost::cli {
 
@@ -82,6 +86,7 @@ inline void report(const graph::Graph& g, const std::string& title, bool as_json
                    const std::optional<cost::DeviceSpec>& device) {
     const auto per_node = cost::annotate(g);
     const auto total = cost::total_cost(g);
+    const auto memory = cost::peak_memory(g);
     std::map<std::string, int> ops;
     for (const auto& n : g.nodes()) ++ops[n.op_type];
     std::vector<double> latency;
@@ -110,6 +115,9 @@ inline void report(const graph::Graph& g, const std::string& title, bool as_json
         j["flops"] = total.flops;
         j["params"] = total.params;
         j["bytes"] = total.bytes();
+        j["peak_memory"] = {{"weight_bytes", memory.weight_bytes},
+                            {"peak_activation_bytes", memory.peak_activation_bytes},
+                            {"total_bytes", memory.total_bytes()}};
         j["ops"] = ops;
         json inputs = json::array();
         for (int t : g.inputs()) inputs.push_back({{"name", g.tensor(t).name}, {"shape", g.tensor(t).shape}});
@@ -149,6 +157,9 @@ inline void report(const graph::Graph& g, const std::string& title, bool as_json
     os << "FLOPs     " << si(static_cast<double>(total.flops)) << "\n";
     os << "params    " << si(static_cast<double>(total.params)) << "\n";
     os << "bytes     " << si(static_cast<double>(total.bytes())) << "B (activations in+out, weights)\n";
+    os << "memory    " << si(static_cast<double>(memory.total_bytes())) << "B peak: weights "
+       << si(static_cast<double>(memory.weight_bytes)) << "B + activations "
+       << si(static_cast<double>(memory.peak_activation_bytes)) << "B (sequential schedule)\n";
     if (device)
         os << "roofline  " << ms(latency_total) << " at " << device->peak_flops / 1e9 << " GFLOP/s, "
            << device->bandwidth / 1e9 << " GB/s\n";
@@ -262,6 +273,90 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
             }
             inspect_detail::report(g, nb201::to_string(arch) + (opts->prune ? " (pruned)" : ""), opts->json,
                                    opts->roof.device());
+        });
+    }
+    {
+        struct Opts {
+            std::string space, space_options, onnx_out, weights = "none";
+            std::vector<std::string> archs;
+            std::size_t sample = 0;
+            std::uint64_t seed = 0, weight_seed = 0;
+            bool json = false;
+            inspect_detail::RooflineFlags roof;
+        };
+        auto opts = std::make_shared<Opts>();
+        auto* cmd = app.add_subcommand(
+            "space", "A search space: its size, sampled architecture strings, or the operator graph of one");
+        std::vector<std::string> names;
+        for (const auto& s : spaces::all_spaces()) names.emplace_back(s.name);
+        cmd->add_option("NAME", opts->space, "The space")->required()->check(CLI::IsMember(names));
+        cmd->add_option("ARCH", opts->archs, "Architecture strings to report (operator graph, MACs, memory)");
+        auto* sample_option = cmd->add_option("--sample", opts->sample, "Print N distinct sampled architecture strings")
+                                  ->transform(check::integer(1, 1000000, "a count in [1, 10^6]"));
+        cmd->add_option("--seed", opts->seed, "Seed of --sample")->transform(check::seed());
+        cmd->add_option("--space-options", opts->space_options,
+                        "Build options, key=value,... (e.g. resolution=160 for ofa, prune=1 for nb201)");
+        auto* onnx_option = cmd->add_option("--onnx", opts->onnx_out, "With one ARCH: also write it as an ONNX file");
+        cmd->add_option("--weights", opts->weights, "With --onnx: none (shapes only) or random (seeded initializers)")
+            ->check(CLI::IsMember({"none", "random"}))
+            ->needs(onnx_option);
+        cmd->add_option("--weight-seed", opts->weight_seed, "Seed of the random weights")
+            ->transform(check::seed())
+            ->needs(onnx_option);
+        cmd->add_flag("--json", opts->json, "Print JSON instead of tables");
+        opts->roof.add_to(*cmd);
+        cmd->callback([opts, sample_option] {
+            const auto& space = spaces::find_space(opts->space);
+            const auto options = spaces::space_options(opts->space_options);
+            if (sample_option->count() > 0 && !opts->archs.empty())
+                raise<config_error>("give architecture strings or --sample N, not both");
+            if (!opts->onnx_out.empty() && opts->archs.size() != 1)
+                raise<config_error>("--onnx writes one network: give exactly one ARCH");
+            if (sample_option->count() > 0) {
+                Rng rng(opts->seed);
+                std::set<std::string> seen;
+                std::vector<std::string> drawn;
+                for (std::size_t draws = 0; drawn.size() < opts->sample; ++draws) {
+                    if (draws > 100 * opts->sample + 1000)
+                        raise<config_error>("--sample ", opts->sample, ": the ", space.name,
+                                            " sampler keeps repeating itself (is N beyond the space's size?)");
+                    auto arch = space.sample(rng);
+                    if (seen.insert(arch).second) drawn.push_back(std::move(arch));
+                }
+                if (opts->json) {
+                    inspect_detail::emit(json(drawn).dump() + "\n");
+                } else {
+                    std::string out;
+                    for (const auto& a : drawn) out += a + "\n";
+                    inspect_detail::emit(out);
+                }
+                return;
+            }
+            if (opts->archs.empty()) {
+                const auto size = space.size();
+                if (opts->json)
+                    inspect_detail::emit(
+                        json{{"space", space.name}, {"summary", space.summary}, {"size", size.to_string()}}.dump(2) +
+                        "\n");
+                else
+                    inspect_detail::emit(std::string(space.name) + ": " + std::string(space.summary) + "\n" +
+                                         "size: " + size.to_string() + " architectures\n");
+                return;
+            }
+            for (const auto& arch : opts->archs) {
+                const auto canonical = space.canonical(arch);
+                const auto g = space.build_graph(canonical, options);
+                if (!opts->onnx_out.empty()) {
+                    io::OnnxExportOptions export_options;
+                    export_options.opset = space.onnx_opset;
+                    export_options.weights = opts->weights == "random" ? io::WeightData::random : io::WeightData::none;
+                    export_options.seed = opts->weight_seed;
+                    io::export_onnx(g, opts->onnx_out, export_options);
+                    std::fprintf(stderr, "dnncost: wrote %s\n", opts->onnx_out.c_str());
+                }
+                inspect_detail::report(g, spaces::qualified_arch(space.name, canonical), opts->json,
+                                       opts->roof.device());
+            }
         });
     }
 }

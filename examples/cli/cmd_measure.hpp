@@ -17,6 +17,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -32,6 +33,7 @@
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/nb201.hpp>
+#include <dnncost/spaces/registry.hpp>
 
 namespace dnncost::cli {
 
@@ -66,25 +68,46 @@ struct Candidate {
     int opset = 13;
 };
 
-/// `n` distinct NB201 architectures drawn with `seed`.
-inline std::vector<Candidate> sample_nb201(std::size_t n, std::uint64_t seed) {
-    if (n > static_cast<std::size_t>(nb201::num_architectures))
-        raise<config_error>("--sample ", n, " is more than the ", nb201::num_architectures, " NB201 architectures");
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(nb201::num_architectures));
-    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::int64_t>(i);
-    Rng rng(seed);
+/// A network of a search space, named `SPACE:ARCH` (NB201 strings stay bare) so that one
+/// results store can hold several spaces and loads back as a data set.
+inline Candidate space_candidate(const spaces::SpaceInfo& space, std::string_view arch,
+                                 const spaces::SpaceOptions& options) {
+    const auto canonical = space.canonical(arch);
+    return {spaces::qualified_arch(space.name, canonical), space.build_graph(canonical, options), space.onnx_opset};
+}
+
+/// `n` distinct architectures of `space` drawn with `seed` (NB201: without replacement by index;
+/// the larger spaces: their own sampler, repeats drawn again).
+inline std::vector<Candidate> sample_space(const spaces::SpaceInfo& space, std::size_t n, std::uint64_t seed,
+                                           const spaces::SpaceOptions& options) {
     std::vector<Candidate> out;
-    for (std::size_t i = 0; i < n; ++i) {  // partial Fisher-Yates
-        const auto j = i + static_cast<std::size_t>(rng.below(idx.size() - i));
-        std::swap(idx[i], idx[j]);
-        const auto arch = nb201::from_index(idx[i]);
-        out.push_back({nb201::to_string(arch), nb201::build_graph(arch), 13});
+    Rng rng(seed);
+    if (space.name == "nb201") {
+        if (n > static_cast<std::size_t>(nb201::num_architectures))
+            raise<config_error>("--sample ", n, " is more than the ", nb201::num_architectures, " NB201 architectures");
+        std::vector<std::int64_t> idx(static_cast<std::size_t>(nb201::num_architectures));
+        for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::int64_t>(i);
+        for (std::size_t i = 0; i < n; ++i) {  // partial Fisher-Yates
+            const auto j = i + static_cast<std::size_t>(rng.below(idx.size() - i));
+            std::swap(idx[i], idx[j]);
+            out.push_back(space_candidate(space, nb201::to_string(nb201::from_index(idx[i])), options));
+        }
+        return out;
+    }
+    std::set<std::string> seen;
+    for (std::size_t draws = 0; out.size() < n; ++draws) {
+        if (draws > 100 * n + 1000)
+            raise<config_error>("--sample ", n, ": the ", space.name, " sampler keeps repeating itself");
+        const auto arch = space.sample(rng);
+        if (seen.insert(arch).second) out.push_back(space_candidate(space, arch, options));
     }
     return out;
 }
 
-/// One architecture string per line; empty lines and lines starting with '#' are skipped.
-inline std::vector<Candidate> read_archs(const std::string& file) {
+/// One architecture string per line, of `space` (may be empty) or written `SPACE:ARCH`; empty
+/// lines and lines starting with '#' are skipped.
+inline std::vector<Candidate> read_archs(const std::string& file, const std::string& space,
+                                         const spaces::SpaceOptions& options) {
     std::istringstream in(io::read_file(file));
     std::vector<Candidate> out;
     std::size_t line_no = 0;
@@ -95,8 +118,12 @@ inline std::vector<Candidate> read_archs(const std::string& file) {
         if (first == std::string::npos || line[first] == '#') continue;
         line = line.substr(first, line.find_last_not_of(" \t") - first + 1);
         try {
-            const auto arch = nb201::parse(line);
-            out.push_back({nb201::to_string(arch), nb201::build_graph(arch), 13});
+            if (const auto q = spaces::split_qualified(line))
+                out.push_back(space_candidate(*q->space, q->arch, options));
+            else if (!space.empty())
+                out.push_back(space_candidate(spaces::find_space(space), line, options));
+            else
+                raise<parse_error>("'", line, "' names no search space (write SPACE:ARCH, or give --space)");
         } catch (const error& e) {
             raise<parse_error>(file, ":", line_no, ": ", e.what());
         }
@@ -131,7 +158,7 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
     namespace fs = std::filesystem;
     struct MeasureArgs {
         std::vector<std::string> runners, models;
-        std::string device, space, archs, out, statistic = "median";
+        std::string device, space, space_options, archs, out, statistic = "median";
         std::size_t sample = 0, noise_check = 0;
         std::uint64_t seed = 0;
         measure::HarnessOptions harness;
@@ -149,12 +176,24 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("--device", a->device,
                     "Device name stored with the results (one results file per device and runner)")
         ->required();
-    auto* space_opt =
-        cmd->add_option("--space", a->space, "Search space to sample from: nb201")->check(CLI::IsMember({"nb201"}));
+    std::vector<std::string> space_names;
+    for (const auto& s : spaces::all_spaces()) space_names.emplace_back(s.name);
+    auto* space_opt = cmd->add_option(
+                             "--space", a->space,
+                             "Search space of --sample and of the strings in --archs: " +
+                                 [&] {
+                                     std::string s;
+                                     for (const auto& n : space_names) s += (s.empty() ? "" : " | ") + n;
+                                     return s;
+                                 }())
+                          ->check(CLI::IsMember(space_names));
+    cmd->add_option("--space-options", a->space_options,
+                    "Build options of the space's graphs, key=value,... (e.g. resolution=160 for ofa)");
     auto* sample_opt = cmd->add_option("--sample", a->sample, "Number of distinct architectures to sample from --space")
-                           ->transform(check::integer(1, 15625, "an architecture count in [1, 15625]"));
+                           ->transform(check::integer(1, 1000000, "an architecture count in [1, 10^6]"));
     cmd->add_option("--seed", a->seed, "Seed of --sample and of the noise check's choice")->transform(check::seed());
-    auto* archs_opt = cmd->add_option("--archs", a->archs, "File of NB201 architecture strings, one per line");
+    auto* archs_opt =
+        cmd->add_option("--archs", a->archs, "File of architecture strings, one per line (of --space, or SPACE:ARCH)");
     cmd->add_option("models", a->models, "ONNX files to measure");
     cmd->add_option("--out", a->out,
                     "Results store (CSV; the device description goes beside it: results.csv -> results.device.json)")
@@ -194,12 +233,11 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
     cmd->add_flag("--json", a->json_out, "Print the summary as one JSON object");
     cmd->callback([a, space_opt, sample_opt, archs_opt, &ctx] {
         auto& args = *a;
-        const int sources =
-            (sample_opt->count() > 0 || space_opt->count() > 0) + (archs_opt->count() > 0) + !args.models.empty();
-        if (sources != 1)
-            raise<config_error>("name the networks one way: --space nb201 --sample N, --archs FILE, or ONNX files");
-        if (space_opt->count() > 0 && sample_opt->count() == 0) raise<config_error>("--space needs --sample N");
-        if (sample_opt->count() > 0 && space_opt->count() == 0) raise<config_error>("--sample needs --space nb201");
+        const int sources = (sample_opt->count() > 0) + (archs_opt->count() > 0) + !args.models.empty();
+        if (sources != 1 || (space_opt->count() > 0 && !args.models.empty()))
+            raise<config_error>("name the networks one way: --space NAME --sample N, --archs FILE, or ONNX files");
+        if (sample_opt->count() > 0 && space_opt->count() == 0) raise<config_error>("--sample needs --space NAME");
+        const auto space_options = spaces::space_options(args.space_options);
         if (args.timeout > 1e6) raise<config_error>("--timeout ", args.timeout, " is more than 10^6 seconds");
         if (args.startup_timeout > 3600)
             raise<config_error>("--startup-timeout ", args.startup_timeout, " is more than an hour");
@@ -238,9 +276,9 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
         // the networks: graphs, keys, model files for the runner
         std::vector<md::Candidate> candidates;
         if (sample_opt->count() > 0)
-            candidates = md::sample_nb201(args.sample, args.seed);
+            candidates = md::sample_space(spaces::find_space(args.space), args.sample, args.seed, space_options);
         else if (archs_opt->count() > 0)
-            candidates = md::read_archs(args.archs);
+            candidates = md::read_archs(args.archs, args.space, space_options);
         else {
             const auto dir = fs::absolute(out).parent_path();
             for (const auto& m : args.models) {
@@ -341,12 +379,14 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
                 if (!r || !r->ok() || n.model.empty()) {
                     if (!r || !r->ok()) continue;
                     n.model = tmp.path() / (n.key + ".onnx");  // skipped networks were not exported
-                    const auto g = n.id.front() == '|' ? nb201::build_graph(n.id)
-                                                       : io::import_onnx(fs::absolute(out).parent_path() / n.id);
-                    const int opset = n.id.front() == '|'
-                                          ? 13
-                                          : io::onnx_opset(io::read_file(fs::absolute(out).parent_path() / n.id));
-                    measure::write_model_for_runner(g, n.model, args.seed, opset);
+                    if (const auto q = spaces::split_qualified(n.id)) {
+                        measure::write_model_for_runner(q->space->build_graph(q->arch, space_options), n.model,
+                                                        args.seed, q->space->onnx_opset);
+                    } else {
+                        const auto file = fs::absolute(out).parent_path() / n.id;
+                        measure::write_model_for_runner(io::import_onnx(file), n.model, args.seed,
+                                                        io::onnx_opset(io::read_file(file)));
+                    }
                 }
                 first.push_back(r->latency_ms);
                 chosen.push_back(std::move(n));

@@ -22,7 +22,7 @@
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/measure/store.hpp>
-#include <dnncost/spaces/nb201.hpp>
+#include <dnncost/spaces/registry.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
@@ -61,16 +61,18 @@ inline void print_metrics(std::ostream& os, const std::string& label, const trai
     os.unsetf(std::ios::floatfield);
 }
 
-inline train::Dataset load(const std::string& path, const std::string& space, std::vector<std::string> columns,
-                           bool strict) {
+inline train::Dataset load(const std::string& path, const std::string& space, const std::string& space_options,
+                           std::vector<std::string> columns, bool strict) {
     train::DatasetOptions opt;
-    opt.space = train::parse_space(space);
+    opt.space = space;
+    opt.space_options = spaces::space_options(space_options);
     opt.columns = std::move(columns);
     opt.strict = strict;
     opt.loader = [](const std::filesystem::path& p) { return io::import_onnx(p); };
     // a results store of `dnncost measure` (known by its header): its ok rows, keyed by id
-    auto ds = measure::is_results_file(path) ? measure::load_results_dataset(path, opt.columns, strict, opt.loader)
-                                             : train::load_dataset(path, opt);
+    auto ds = measure::is_results_file(path)
+                  ? measure::load_results_dataset(path, opt.columns, strict, opt.loader, opt.space_options)
+                  : train::load_dataset(path, opt);
     const auto& skipped = ds.skipped();
     for (std::size_t i = 0; i < skipped.size() && i < 10; ++i)
         std::cerr << "dnncost: skipped " << ds.source() << ":" << skipped[i].line << ": " << skipped[i].reason << '\n';
@@ -192,7 +194,8 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     namespace td = train_detail;
     // ------------------------------------------------------------------ train
     struct TrainArgs {
-        std::string data, space = "nb201", target, preset, sampling = "random", proxy = "macs", out, report;
+        std::string data, space = "nb201", space_options, target, preset, sampling = "random", proxy = "macs", out,
+                          report;
         std::size_t n_train = 100, n_val = 100, n_test = 0;
         std::uint64_t seed = 0;
         int ensemble = 0, epochs = -1, patience = -1;
@@ -206,8 +209,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         app.add_subcommand("train", "Train a cost estimator on measured data, evaluate it on a held-out test split");
     train->add_option("--data", targs->data, "CSV: a key column (arch string or ONNX path) + measured columns")
         ->required();
-    train->add_option("--space", targs->space, "What the key column holds: nb201 | onnx")
-        ->check(CLI::IsMember({"nb201", "onnx"}));
+    add_space_options(*train, targs->space, targs->space_options);
     train->add_option("--target", targs->target, "Column to learn (e.g. pixel3)")->required();
     train->add_option("--train", targs->n_train, "Number of training samples")->transform(check::integer(1, 100000000));
     train->add_option("--val", targs->n_val, "Number of validation samples (early stopping / model selection)")
@@ -273,7 +275,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         std::vector<std::string> columns{a.target};
         const bool proxy_is_column = sampling == train::Sampling::uniform && a.proxy != "macs";
         if (proxy_is_column && a.proxy != a.target) columns.push_back(a.proxy);
-        auto ds = td::load(a.data, a.space, columns, a.strict);
+        auto ds = td::load(a.data, a.space, a.space_options, columns, a.strict);
 
         std::vector<double> proxy;
         if (sampling == train::Sampling::uniform) {
@@ -331,6 +333,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         io::write_file_atomic(a.out, io::with_metadata(est->serialize(),
                                                        {{"target", a.target},
                                                         {"space", a.space},
+                                                        {"space_options", a.space_options},
                                                         {"data", a.data},
                                                         {"seed", std::to_string(a.seed)},
                                                         {"sampling", a.sampling},
@@ -360,7 +363,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
 
     // ------------------------------------------------------------------ eval
     struct EvalArgs {
-        std::string model, data, space = "nb201", target;
+        std::string model, data, space = "nb201", space_options, target;
         std::string precision = "model";
         bool json_out = false, strict = false;
     };
@@ -368,7 +371,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     auto* eval = app.add_subcommand("eval", "Evaluate a saved estimator on every row of a data set");
     eval->add_option("--model", eargs->model, "Saved model (.dnnc)")->required();
     eval->add_option("--data", eargs->data, "CSV data set")->required();
-    eval->add_option("--space", eargs->space, "nb201 | onnx")->check(CLI::IsMember({"nb201", "onnx"}));
+    add_space_options(*eval, eargs->space, eargs->space_options);
     eval->add_option("--target", eargs->target, "Measured column to compare with")->required();
     eval->add_flag("--strict", eargs->strict, "Reject the data set at the first bad row");
     eval->add_flag("--json", eargs->json_out, "Print the metrics as JSON");
@@ -382,7 +385,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         td::check_model_use(model, a.model, a.space, a.target);
         if (const auto p = nn::precision_from_string(a.precision)) est->set_precision(*p);
         td::note_precision(*est, "predicting", false);
-        auto ds = td::load(a.data, a.space, {a.target}, a.strict);
+        auto ds = td::load(a.data, a.space, a.space_options, {a.target}, a.strict);
         const auto items = ds.all_items();
         const auto pred = td::predict_items(*est, ds, items);
         td::check_predictions(pred, [&](std::size_t i) { return ds.key(items[i]); });
@@ -407,15 +410,16 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
 
     // ------------------------------------------------------------------ predict
     struct PredictArgs {
-        std::string model, space;
+        std::string model, space, space_options;
         std::vector<std::string> inputs;
         std::string precision = "model";
     };
     auto pargs = std::make_shared<PredictArgs>();
-    auto* predict = app.add_subcommand("predict", "Predict with a saved estimator: NB201 arch strings or ONNX files");
+    auto* predict = app.add_subcommand("predict", "Predict with a saved estimator: architecture strings or ONNX files");
     predict->add_option("--model", pargs->model, "Saved model (.dnnc)")->required();
-    predict->add_option("--space", pargs->space, "nb201 (inputs are arch strings); default: inputs are ONNX files")
-        ->check(CLI::IsMember({"nb201", "onnx"}));
+    add_space_options(*predict, pargs->space, pargs->space_options,
+                      "What the inputs are: a search space's architecture strings or onnx (files; the default); "
+                      "an input SPACE:ARCH names its own space");
     predict->add_option("inputs", pargs->inputs, "Architecture strings or ONNX files")->required();
     predict
         ->add_option("--precision", pargs->precision,
@@ -425,13 +429,21 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         const auto& a = *pargs;
         const auto model = td::load_model(a.model);
         const auto& est = model.est;
-        td::check_model_use(model, a.model, a.space == "nb201" ? "nb201" : "onnx");
+        const std::string space = a.space.empty() ? std::string(train::onnx_keys) : a.space;
+        td::check_model_use(model, a.model, space);
         if (const auto p = nn::precision_from_string(a.precision)) est->set_precision(*p);
         td::note_precision(*est, "predicting", false);
         std::vector<graph::Graph> graphs;
         graphs.reserve(a.inputs.size());
-        for (const auto& in : a.inputs)
-            graphs.push_back(a.space == "nb201" ? nb201::build_graph(in) : io::import_onnx(in));
+        const auto options = spaces::space_options(a.space_options);
+        for (const auto& in : a.inputs) {
+            if (const auto q = spaces::split_qualified(in))
+                graphs.push_back(q->space->build_graph(q->arch, options));
+            else if (space != train::onnx_keys)
+                graphs.push_back(spaces::find_space(space).build_graph(in, options));
+            else
+                graphs.push_back(io::import_onnx(in));
+        }
         std::vector<const graph::Graph*> ptrs;
         for (const auto& g : graphs) ptrs.push_back(&g);
         td::UnknownOperators unknown;

@@ -6,11 +6,13 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <dnncost/io/file.hpp>
+#include <dnncost/spaces/registry.hpp>
 
 namespace dnncost::cli {
 using json = nlohmann::json;
@@ -71,6 +73,22 @@ inline CLI::Validator finite(Sign sign = Sign::any) {
                                      : "NUMBER");
 }
 }  // namespace check
+
+/// `--space NAME` (a registered search space, or onnx for model files) and `--space-options k=v,...`.
+inline void add_space_options(CLI::App& cmd, std::string& space, std::string& options,
+                              std::string what =
+                                  "What the key column holds: a search space's architecture strings, "
+                                  "or onnx (model file paths)") {
+    std::vector<std::string> names;
+    for (const auto& s : spaces::all_spaces()) names.emplace_back(s.name);
+    names.emplace_back("onnx");
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : " | ") + n;
+    cmd.add_option("--space", space, what + ": " + list)->check(CLI::IsMember(names));
+    cmd.add_option(
+        "--space-options", options,
+        "Build options of the space's graphs, key=value,... (e.g. prune=1 for nb201, resolution=160 for ofa)");
+}
 
 /// Print JSON to stdout, one object, pretty enough to read.
 inline void print_json(const json& j) { std::cout << j.dump(2) << '\n'; }

@@ -471,12 +471,14 @@ inline void write_store_info(const std::filesystem::path& path, const StoreInfo&
 }
 
 /// A results store as a training data set: one item per key whose result is ok, keyed by its
-/// id (NB201 architecture string or ONNX path, resolved against the store's directory), with
-/// the columns latency_ms, spread, rounds, and peak_memory_bytes / energy_mj where measured.
-/// The space is nb201 when every id is an architecture string, else onnx (`loader` needed).
-/// @throws parse_error (not a store, no ok rows, ids of both kinds), and as train::load_dataset_text
+/// id (an architecture string, `SPACE:ARCH` or bare NB201, or an ONNX path resolved against the
+/// store's directory; `loader` needed for paths), with the columns latency_ms, spread, rounds,
+/// and peak_memory_bytes / energy_mj where measured. `space_options` are the build options the
+/// space networks were measured with.
+/// @throws parse_error (not a store, no ok rows), and as train::load_dataset_text
 inline train::Dataset load_results_dataset(const std::filesystem::path& path, std::vector<std::string> columns = {},
-                                           bool strict = false, train::GraphLoader loader = {}) {
+                                           bool strict = false, train::GraphLoader loader = {},
+                                           spaces::SpaceOptions space_options = {}) {
     const auto text = io::read_file(path);
     if (!is_results_header(text))
         raise<parse_error>(path.string(),
@@ -484,24 +486,20 @@ inline train::Dataset load_results_dataset(const std::filesystem::path& path, st
     const auto contents = parse_store(text, path.string());
     if (strict && !contents.issues.empty())
         raise<parse_error>(path.string(), ":", contents.issues.front().line, ": ", contents.issues.front().message);
-    std::size_t nb201_ids = 0, ok = 0;
+    std::size_t ok = 0;
     std::string csv = "id,latency_ms,spread,rounds,peak_memory_bytes,energy_mj\n";
     for (const auto& r : final_records(contents.records)) {
         if (!r.ok()) continue;
         ++ok;
-        nb201_ids += !r.id.empty() && r.id.front() == '|';
         csv += detail::csv_field(r.id) + "," + detail::format_number(r.latency_ms, "%.17g") + "," +
                detail::format_number(r.spread, "%.17g") + "," + std::to_string(r.rounds) + "," +
                (r.peak_memory_bytes ? detail::format_number(*r.peak_memory_bytes, "%.17g") : "") + "," +
                (r.energy_mj ? detail::format_number(*r.energy_mj, "%.17g") : "") + "\n";
     }
     if (ok == 0) raise<parse_error>(path.string(), ": no network with status ok in this results store");
-    if (nb201_ids != 0 && nb201_ids != ok)
-        raise<parse_error>(
-            path.string(),
-            ": mixes NB201 architecture strings and ONNX paths in column 'id'; a data set holds one kind");
     train::DatasetOptions opt;
-    opt.space = nb201_ids == ok ? train::Space::nb201 : train::Space::onnx;
+    opt.space = train::onnx_keys;  // ids that are not architecture strings are model paths
+    opt.space_options = std::move(space_options);
     opt.columns = columns.empty() ? std::vector<std::string>{"latency_ms"} : std::move(columns);
     opt.key_column = "id";
     opt.strict = strict;

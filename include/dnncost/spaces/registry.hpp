@@ -13,6 +13,7 @@
 /// An option a space does not know is a config_error naming it.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,7 @@
 #include <dnncost/spaces/count.hpp>
 #include <dnncost/spaces/fbnet.hpp>
 #include <dnncost/spaces/kws.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/spaces/ofa.hpp>
 #include <dnncost/spaces/parse.hpp>
 #include <dnncost/spaces/vit.hpp>
@@ -99,6 +101,30 @@ private:
     const SpaceOptions& m_o;
 };
 
+inline SpaceInfo nb201_space() {
+    SpaceInfo s;
+    s.name = "nb201";
+    s.summary = "NAS-Bench-201 cells in the CIFAR network: 6 edges x 5 operations";
+    s.onnx_opset = 13;
+    s.canonical = [](std::string_view a) { return nb201::to_string(nb201::parse(a)); };
+    s.build_graph = [](std::string_view a, const SpaceOptions& o) {
+        const OptionReader r("nb201", o, {"prune"});
+        nb201::Nb201Options opt;
+        opt.batch = r.integer("batch", 1);
+        const auto prune = r.text("prune", "0");
+        if (prune == "1")
+            opt.prune = true;
+        else if (prune != "0")
+            r.bad("prune", "0 or 1");
+        return nb201::build_graph(a, opt);
+    };
+    s.sample = [](Rng& rng) {
+        return nb201::to_string(nb201::from_index(
+            static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(nb201::num_architectures)))));
+    };
+    s.size = [] { return Count(static_cast<std::uint64_t>(nb201::num_architectures)); };
+    return s;
+}
 inline SpaceInfo fbnet_space() {
     SpaceInfo s;
     s.name = "fbnet";
@@ -174,8 +200,8 @@ inline SpaceInfo kws_space() {
 
 /// Every registered space, in a fixed order.
 inline const std::vector<SpaceInfo>& all_spaces() {
-    static const std::vector<SpaceInfo> spaces{detail::fbnet_space(), detail::ofa_space(), detail::vit_space(),
-                                               detail::kws_space()};
+    static const std::vector<SpaceInfo> spaces{detail::nb201_space(), detail::fbnet_space(), detail::ofa_space(),
+                                               detail::vit_space(), detail::kws_space()};
     return spaces;
 }
 
@@ -186,6 +212,38 @@ inline const SpaceInfo& find_space(std::string_view name) {
     std::vector<std::string_view> names;
     for (const auto& s : all_spaces()) names.push_back(s.name);
     raise<config_error>("unknown search space '", name, "' (known: ", list_choices(names), ")");
+}
+
+/// The space called `name`, or nullptr.
+inline const SpaceInfo* find_space_or_null(std::string_view name) {
+    for (const auto& s : all_spaces())
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+/// An architecture string that names its space, `SPACE:ARCH` (e.g. `fbnet:k3_e1-...`), so that
+/// data sets and results stores can hold networks of several spaces. NB201 strings, which start
+/// with '|', name their space by their form and stay unqualified.
+inline std::string qualified_arch(std::string_view space, std::string_view arch) {
+    if (space == "nb201") return std::string(arch);
+    return std::string(space) + ":" + std::string(arch);
+}
+
+/// A network of a registered space named by `key`: `SPACE:ARCH`, or a bare NB201 string.
+struct SpaceArch {
+    const SpaceInfo* space = nullptr;
+    std::string_view arch;
+};
+
+/// What `key` names, or nullopt when it is neither `SPACE:ARCH` of a registered space nor an NB201
+/// string (e.g. a file path). The architecture itself is not checked here (SpaceInfo::canonical).
+inline std::optional<SpaceArch> split_qualified(std::string_view key) {
+    if (!key.empty() && key.front() == '|') return SpaceArch{&find_space("nb201"), key};
+    const auto colon = key.find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    const auto* space = find_space_or_null(key.substr(0, colon));
+    if (!space) return std::nullopt;
+    return SpaceArch{space, key.substr(colon + 1)};
 }
 
 }  // namespace dnncost::spaces

@@ -20,35 +20,38 @@
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/csv.hpp>
-#include <dnncost/spaces/nb201.hpp>
+#include <dnncost/spaces/registry.hpp>
 #include <dnncost/train/train_data.hpp>
 
 namespace dnncost::train {
 
-/// How the key column names a network.
-enum class Space { nb201, onnx };
+/// The key column names networks by model file path.
+inline constexpr std::string_view onnx_keys = "onnx";
 
-inline Space parse_space(std::string_view s) {
-    if (s == "nb201") return Space::nb201;
-    if (s == "onnx") return Space::onnx;
-    raise<config_error>("unknown space '", s, "' (expected nb201 or onnx)");
+/// "onnx" or the name of a registered search space. @throws config_error naming the choices
+inline void check_space(std::string_view s) {
+    if (s == onnx_keys) return;
+    (void)spaces::find_space(s);
 }
-inline std::string_view to_string(Space s) { return s == Space::nb201 ? "nb201" : "onnx"; }
 
 /// Turns a model file path into a graph (e.g. io::import_onnx). Throws on failure.
 using GraphLoader = std::function<graph::Graph(const std::filesystem::path&)>;
 
 struct DatasetOptions {
-    Space space = Space::nb201;
+    /// What the key column holds: "onnx" (model paths) or the name of a search space whose
+    /// architecture strings it holds (spaces/registry.hpp). A key written `SPACE:ARCH`, or an
+    /// NB201 string, names its own space whatever this says, so one data set can mix spaces.
+    std::string space = "nb201";
+    /// Build options of the space graphs (e.g. `prune=1` for nb201, `resolution=160` for ofa).
+    spaces::SpaceOptions space_options{};
     /// Measured columns to load and check; empty: every column but the key.
     std::vector<std::string> columns{};
     /// Column holding the architecture string or model path; empty: the first column.
     std::string key_column{};
     /// Reject the whole data set at the first bad row instead of skipping it.
     bool strict = false;
-    /// Required for Space::onnx.
+    /// Required for model-path keys.
     GraphLoader loader{};
-    nb201::Nb201Options nb201{};
     /// Threads used to build graphs (0: hardware concurrency).
     unsigned threads = 0;
 };
@@ -80,23 +83,28 @@ private:
 };
 
 namespace detail {
-/// The distinct networks of a data set: loaded graphs (onnx), or NB201 strings whose graphs
-/// are built on demand and cached while someone holds them.
+/// The distinct networks of a data set: loaded model files, or architecture strings of a search
+/// space whose graphs are built on demand and cached while someone holds them.
 struct GraphStore {
-    nb201::Nb201Options nb201{};
+    spaces::SpaceOptions space_options{};
     unsigned threads = 0;
     std::vector<std::string> keys;
-    std::vector<std::shared_ptr<const graph::Graph>> loaded;  ///< onnx (empty for nb201)
+    std::vector<const spaces::SpaceInfo*> space;              ///< per key; nullptr for a loaded model
+    std::vector<std::string> arch;                            ///< per key: the architecture string
+    std::vector<std::shared_ptr<const graph::Graph>> loaded;  ///< per key: the loaded model, if any
     std::mutex mutex;
-    std::vector<std::weak_ptr<const graph::Graph>> live;  ///< nb201 graphs somebody still holds
+    std::vector<std::weak_ptr<const graph::Graph>> live;  ///< space graphs somebody still holds
 
+    bool all_loaded() const {
+        return std::all_of(space.begin(), space.end(), [](const auto* s) { return s == nullptr; });
+    }
     std::shared_ptr<const graph::Graph> get(std::size_t d) {
-        if (!loaded.empty()) return loaded.at(d);
+        if (!space.at(d)) return loaded.at(d);
         {
             const std::lock_guard lock(mutex);
             if (auto g = live.at(d).lock()) return g;
         }
-        auto built = std::make_shared<const graph::Graph>(nb201::build_graph(keys[d], nb201));
+        auto built = std::make_shared<const graph::Graph>(space[d]->build_graph(arch[d], space_options));
         const std::lock_guard lock(mutex);
         if (auto g = live[d].lock()) return g;  // another thread was faster: share its graph
         live[d] = built;
@@ -106,16 +114,17 @@ struct GraphStore {
 }  // namespace detail
 
 /// The key is either
-/// - `nb201`: a NAS-Bench-201 architecture string, built with nb201::build_graph, or
-/// - `onnx`: the path of a model file relative to the CSV's directory (or absolute), loaded by
-///   the caller-supplied loader (the CLI passes io::import_onnx), so that this header stays
-///   free of protobuf.
+/// - an architecture string of a search space (DatasetOptions::space, or `SPACE:ARCH`), built
+///   by the space's builder, or
+/// - the path of a model file relative to the CSV's directory (or absolute), loaded by the
+///   caller-supplied loader (the CLI passes io::import_onnx), so that this header stays free of
+///   protobuf.
 ///
-/// ONNX models are loaded once per distinct path (in parallel) when the data set is loaded and
-/// shared by every row naming them. NAS-Bench-201 strings are only parsed then: their graphs
-/// (~250 KB each, 4 GB for the whole space) are built on demand, in parallel, when a subset is
-/// asked for, and live as long as some GraphSet or TrainData holds them; rows naming the same
-/// network share one graph while it lives.
+/// Model files are loaded once per distinct path (in parallel) when the data set is loaded and
+/// shared by every row naming them. Architecture strings are only parsed then: their graphs
+/// (~250 KB each for NB201, 4 GB for the whole space) are built on demand, in parallel, when a
+/// subset is asked for, and live as long as some GraphSet or TrainData holds them; rows naming
+/// the same network share one graph while it lives.
 /// Rows with a missing, non-numeric, NaN/inf, non-positive or subnormal value in a used column, a bad
 /// architecture string, an unreadable model file or a wrong field count are either skipped and
 /// reported in `Dataset::skipped` (file, line, reason), or, with `strict`, rejected by a
@@ -149,7 +158,7 @@ public:
     /// Graphs of the given items, valid as long as the returned set (those not alive yet are
     /// built in parallel).
     GraphSet graphs(std::span<const std::size_t> items) const {
-        if (m_store->loaded.empty() && items.size() >= 64) {
+        if (!m_store->all_loaded() && items.size() >= 64) {
             ThreadPool pool(m_store->threads);
             return graphs(items, &pool);
         }
@@ -230,13 +239,12 @@ private:
     std::size_t m_distinct = 0;
 };
 
-/// Load a data set from CSV text. `base_dir` resolves relative model paths (Space::onnx).
+/// Load a data set from CSV text. `base_dir` resolves relative model paths.
 /// @throws parse_error (bad row under strict, malformed CSV, missing column, empty result),
-///         config_error (onnx without a loader)
+///         config_error (unknown space, bad space options, model paths without a loader)
 inline Dataset load_dataset_text(std::string_view text, std::string source, const std::filesystem::path& base_dir,
                                  const DatasetOptions& opt) {
-    if (opt.space == Space::onnx && !opt.loader)
-        raise<config_error>("load_dataset: space 'onnx' needs a model loader (e.g. dnncost::io::import_onnx)");
+    check_space(opt.space);
     // Rows with a wrong field count are collected, not thrown, so that under `strict` the error
     // reported is the first bad row in file order, whatever kind of problem it has.
     const auto table = io::parse_csv(text, source, io::CsvOptions{.skip_bad_rows = true});
@@ -312,43 +320,61 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
         row_key[k] = it->second;
     }
     std::vector<std::shared_ptr<const graph::Graph>> built(distinct.size());
+    std::vector<spaces::SpaceArch> named(distinct.size());
+    for (std::size_t d = 0; d < distinct.size(); ++d) {
+        if (const auto q = spaces::split_qualified(distinct[d]))
+            named[d] = *q;
+        else if (opt.space != onnx_keys)
+            named[d] = {&spaces::find_space(opt.space), distinct[d]};
+        else if (!opt.loader)
+            raise<config_error>("load_dataset: ", table.source, " names model files (e.g. '", distinct[d],
+                                "'), which needs a model loader (e.g. dnncost::io::import_onnx)");
+    }
     std::vector<char> ok(distinct.size(), 0);
     std::vector<std::string> failure(distinct.size());
-    if (opt.space == Space::nb201) nb201::check_options(opt.nb201);  // now, not at first use
     {
         ThreadPool pool(opt.threads);
         pool.parallel_for(0, distinct.size(), [&](std::size_t d) {
             try {
-                if (opt.space == Space::nb201) {
-                    (void)nb201::parse(distinct[d]);  // the graph is built on demand
-                    ok[d] = 1;
+                if (named[d].space) {
+                    (void)named[d].space->canonical(named[d].arch);  // the graph is built on demand
                 } else {
                     std::filesystem::path p(distinct[d]);
                     if (p.is_relative()) p = base_dir / p;
                     built[d] = std::make_shared<const graph::Graph>(opt.loader(p));
-                    ok[d] = 1;
                 }
+                ok[d] = 1;
             } catch (const std::exception& e) {
                 failure[d] = e.what();
             }
         });
     }
+    // the build options are checked now, not at first use: one graph of every space named
+    std::vector<const spaces::SpaceInfo*> checked;
+    for (std::size_t d = 0; d < distinct.size(); ++d) {
+        if (!ok[d] || !named[d].space) continue;
+        if (std::find(checked.begin(), checked.end(), named[d].space) != checked.end()) continue;
+        checked.push_back(named[d].space);
+        (void)named[d].space->build_graph(named[d].arch, opt.space_options);
+    }
     // the store holds the distinct networks that are used, renumbered
     auto& store = *ds.m_store;
-    store.nb201 = opt.nb201;
+    store.space_options = opt.space_options;
     store.threads = opt.threads;
     std::vector<std::size_t> renumber(distinct.size(), 0);
     for (std::size_t d = 0; d < distinct.size(); ++d) {
         if (!ok[d]) continue;
         renumber[d] = store.keys.size();
         store.keys.push_back(distinct[d]);
-        if (opt.space == Space::onnx) store.loaded.push_back(built[d]);
+        store.space.push_back(named[d].space);
+        store.arch.emplace_back(named[d].arch);
+        store.loaded.push_back(built[d]);
     }
-    if (opt.space == Space::nb201) store.live.resize(store.keys.size());
+    store.live.resize(store.keys.size());
     for (std::size_t k = 0; k < kept.size(); ++k) {
         const auto d = row_key[k];
         if (!ok[d]) {
-            reject(kept[k], (opt.space == Space::nb201 ? "bad architecture: " : "cannot load model: ") + failure[d]);
+            reject(kept[k], (named[d].space ? "bad architecture: " : "cannot load model: ") + failure[d]);
             continue;
         }
         ds.m_keys.push_back(distinct[d]);

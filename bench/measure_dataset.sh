@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The data set measured on this machine: networks of every search space (and the models of
+# data/onnx) through the bundled ONNX Runtime runner, 1 thread, at graph optimisation "all"
+# (N per space, with a from-scratch re-measurement of K per space for the noise figures) and
+# "disabled" (the first M of the same samples). Resumable: run it again after an interruption
+# and it measures only what is missing.
+#
+# usage: bench/measure_dataset.sh [N=600] [M=300] [K=30] [SEED=1]
+# Writes data/measured/ort_cpu_{all,disabled}_1t.csv (+ .device.json sidecars) and a log of
+# the summaries (with the load average at each start) in data/measured/measure_log.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-600} m=${2:-300} k=${3:-30} seed=${4:-1}
+bin=build/release/dnncost
+[ -x "$bin" ] || { bash scripts/deps.sh; cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null;
+                   cmake --build build/release -j "$(nproc)" --target dnncost_cli >/dev/null; }
+out=data/measured
+mkdir -p "$out"
+runner() { echo "runners/onnxruntime/run --optimization $1 --threads 1"; }
+log() {  # log LEVEL WHAT: the JSON summary of one invocation, with when and how loaded the host was
+  printf '{"level":"%s","what":"%s","started":"%s","loadavg":"%s","summary":%s}\n' "$1" "$2" "$3" "$4" \
+    "$(tr -d '\n' < "$out/.last.json")" >> "$out/measure_log.jsonl"
+}
+measure() {  # measure LEVEL WHAT ARGS...
+  local level=$1 what=$2; shift 2
+  local started load rc=0
+  started=$(date -u +%Y-%m-%dT%H:%M:%SZ) load=$(cut -d' ' -f1-3 /proc/loadavg)
+  "$bin" measure --runner "$(runner "$level")" --device "ort-cpu-$level-1t" --out "$out/ort_cpu_${level}_1t.csv" \
+    --json "$@" > "$out/.last.json" || rc=$?
+  [ $rc -eq 0 ] || [ $rc -eq 3 ] || exit $rc  # 3: some networks failed (recorded in the store)
+  log "$level" "$what" "$started" "$load"
+}
+for space in nb201 fbnet ofa vit kws; do
+  measure all "$space" --space "$space" --sample "$n" --seed "$seed" --noise-check "$k"
+done
+measure all onnx data/onnx/*.onnx
+for space in nb201 fbnet ofa vit kws; do
+  measure disabled "$space" --space "$space" --sample "$m" --seed "$seed"
+done
+measure disabled onnx data/onnx/*.onnx
+rm -f "$out/.last.json"
