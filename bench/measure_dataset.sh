@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-600} m=${2:-300} k=${3:-30} seed=${4:-1}
-bin=build/release/dnncost
+bin=${DNNCOST_BIN:-build/release/dnncost}
 [ -x "$bin" ] || { bash scripts/deps.sh; cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null;
                    cmake --build build/release -j "$(nproc)" --target dnncost_cli >/dev/null; }
 out=data/measured
