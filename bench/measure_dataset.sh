@@ -16,7 +16,10 @@ bin=${DNNCOST_BIN:-build/release/dnncost}
                    cmake --build build/release -j "$(nproc)" --target dnncost_cli >/dev/null; }
 out=data/measured
 mkdir -p "$out"
-runner() { echo "runners/onnxruntime/run --optimization $1 --threads 1"; }
+# As root the runner runs at a higher scheduling priority (nice -15), so that other processes of
+# the machine (builds, say) preempt the timed runs far less often.
+prio=""; [ "$(id -u)" = 0 ] && prio="nice -n -15 "
+runner() { echo "${prio}runners/onnxruntime/run --optimization $1 --threads 1"; }
 log() {  # log LEVEL WHAT: the JSON summary of one invocation, with when and how loaded the host was
   printf '{"level":"%s","what":"%s","started":"%s","loadavg":"%s","summary":%s}\n' "$1" "$2" "$3" "$4" \
     "$(tr -d '\n' < "$out/.last.json")" >> "$out/measure_log.jsonl"
