@@ -18,10 +18,14 @@ bin=${DNNCOST_BIN:-build/release/dnncost}
                    cmake --build build/release -j "$(nproc)" --target dnncost_cli >/dev/null; }
 out=data/measured
 mkdir -p "$out"
-# As root the runner runs at a higher scheduling priority (nice -15), so that other processes of
-# the machine (builds, say) preempt the timed runs far less often.
-# NICE overrides the priority (e.g. NICE=-5 for a second, side-by-side invocation).
-prio=""; [ "$(id -u)" = 0 ] && prio="nice -n ${NICE:--15} "
+# As root, the measuring processes run under the real-time FIFO policy (priority 1): they then
+# take a core whenever they are runnable, so other processes of the machine (builds, say) no
+# longer preempt the timed runs. Nice values alone were not enough here: the kernel gave a
+# nice -15 runner under a third of a core next to eight compilers. PRIO="" measures at normal
+# priority; PRIO="nice -n 5" for a background level.
+prio=""; [ "$(id -u)" = 0 ] && prio="chrt -f 1"
+prio=${PRIO-$prio}
+[ -z "$prio" ] || prio="$prio "
 runner() { echo "${prio}runners/onnxruntime/run --optimization $1 --threads 1"; }
 log() {  # log LEVEL WHAT: the JSON summary of one invocation, with when and how loaded the host was
   printf '{"level":"%s","what":"%s","started":"%s","loadavg":"%s","summary":%s}\n' "$1" "$2" "$3" "$4" \
@@ -31,7 +35,7 @@ measure() {  # measure LEVEL WHAT ARGS...
   local level=$1 what=$2; shift 2
   local started load rc=0
   started=$(date -u +%Y-%m-%dT%H:%M:%SZ) load=$(cut -d' ' -f1-3 /proc/loadavg)
-  "$bin" measure --runner "$(runner "$level")" --device "ort-cpu-$level-1t" --out "$out/ort_cpu_${level}_1t.csv" \
+  $prio"$bin" measure --runner "$(runner "$level")" --device "ort-cpu-$level-1t" --out "$out/ort_cpu_${level}_1t.csv" \
     --json "$@" > "$out/.last.$level.json" || rc=$?
   [ $rc -eq 0 ] || [ $rc -eq 3 ] || exit $rc  # 3: some networks failed (recorded in the store)
   log "$level" "$what" "$started" "$load"
