@@ -107,7 +107,7 @@ inline void add_table_commands(CLI::App& app, Context& ctx) {
         double timeout = 120;
         int retries = 1;
         std::uint64_t seed = 0;
-        bool dry_run = false;
+        bool dry_run = false, no_sink = false;
     };
     auto b = std::make_shared<BuildArgs>();
     b->harness.rounds = 1;
@@ -148,13 +148,16 @@ inline void add_table_commands(CLI::App& app, Context& ctx) {
         ->transform(check::integer(0, 100))
         ->capture_default_str();
     build->add_option("--seed", b->seed, "Seed of the models' random weight values")->transform(check::seed());
+    build->add_flag("--no-sink", b->no_sink,
+                    "Measure each operator with its output as the graph output, instead of ending it in a ReduceMax "
+                    "whose own latency is subtracted (runners that hand large outputs back to their host are slow)");
     build->add_flag("--dry-run", b->dry_run, "List the configurations and the number of models, measure nothing");
     build->callback([b, &ctx] {
         auto& a = *b;
         const auto grid = measure::GridSpec::parse(a.grid);
         std::vector<graph::Graph> graphs;
         for (const auto& m : a.models) graphs.push_back(io::import_onnx(m));
-        const auto models = measure::table_models(graphs, grid);
+        const auto models = measure::table_models(graphs, grid, !a.no_sink);
         {
             std::size_t free_ops = 0, other = 0;
             std::map<std::string, std::size_t> unsupported;
@@ -171,9 +174,12 @@ inline void add_table_commands(CLI::App& app, Context& ctx) {
                 }
             std::set<cost::OpKey> keys;
             for (const auto& m : models) keys.insert(m.key);
+            std::set<std::string> sinks;
+            for (const auto& m : models)
+                if (!m.sink_key.empty()) sinks.insert(m.sink_key);
             std::cerr << "table build: " << keys.size() << " configurations, " << models.size()
-                      << " single-operator models (grid " << a.grid << "); " << free_ops
-                      << " free operators priced at zero";
+                      << " single-operator models and " << sinks.size() << " sinks (grid " << a.grid << "); "
+                      << free_ops << " free operators priced at zero";
             if (other) std::cerr << "; " << other << " operators no table can describe";
             std::cerr << '\n';
             for (const auto& [what, n] : unsupported) std::cerr << "  not tabled: " << n << " x " << what << '\n';

@@ -13,28 +13,34 @@ build=(table build --model "$model" --grid proportional:0.5 --warmup 0 --repeats
 grep -q 'configurations' err.txt || fail "dry run: no summary"
 grep -q 'not tabled: .*Concat' err.txt || fail "dry run: Concat not reported as not tabled"
 models=$(sed -n 's/.*configurations, \([0-9]*\) single-operator models.*/\1/p' err.txt)
+sinks=$(sed -n 's/.* single-operator models and \([0-9]*\) sinks.*/\1/p' err.txt)
 [ -n "$models" ] && [ "$models" -gt 10 ] || fail "dry run: implausible model count '$models'"
+[ -n "$sinks" ] && [ "$sinks" -gt 0 ] && [ "$sinks" -le "$models" ] || fail "dry run: implausible sink count '$sinks'"
 
 "$bin" "${build[@]}" --runner "$fake good $work" --out t.csv >out.txt 2>err.txt || fail "build: exit $?"
-grep -q "measured $models, already present 0, failed 0" out.txt || fail "build: '$(head -1 out.txt)'"
+grep -q "measured $((models + sinks)), already present 0, failed 0" out.txt || fail "build: '$(head -1 out.txt)'"
 [ "$(grep -vc '^#' t.csv)" -eq $((models + 1)) ] || fail "t.csv: not $models rows"
 grep -q '^Conv,3x3,1x1,1,' t.csv || fail "t.csv lacks a 3x3 Conv row"
 [ -f t.results.csv ] || fail "no results store beside the table"
 # resume: nothing is measured again
 before=$(wc -l < requests.log)
 "$bin" "${build[@]}" --runner "$fake good $work" --out t.csv >out.txt 2>err.txt || fail "resume: exit $?"
-grep -q "measured 0, already present $models" out.txt || fail "resume: '$(head -1 out.txt)'"
+grep -q "measured 0, already present $((models + sinks))" out.txt || fail "resume: '$(head -1 out.txt)'"
 [ "$(wc -l < requests.log)" -eq "$before" ] || fail "resume sent requests"
 
-# query: every point is 1 ms, so every mode reads 1 inside the range
+# query: every model takes 1 ms, the sink alone too, so every point is 0 ms; --no-sink keeps the 1 ms
+"$bin" "${build[@]}" --runner "$fake good $work" --out n.csv --no-sink >out.txt 2>err.txt || fail "--no-sink: exit $?"
+grep -q "measured $models, already present 0" out.txt || fail "--no-sink: '$(head -1 out.txt)'"
+awk -F, '!/^#/ && NR > 2 && $8 != 0 { bad = 1 } END { exit bad }' t.csv || fail "t.csv: a point is not 1 - 1 = 0 ms"
+awk -F, '!/^#/ && NR > 2 && $8 != 1 { bad = 1 } END { exit bad }' n.csv || fail "n.csv: a point is not 1 ms"
 row=$(grep -m1 '^Conv,1x1,1x1,1,' t.csv)
 IFS=, read -r op kernel stride groups spatial c k lat <<<"$row"
 for m in plane step multilinear; do
-  v=$("$bin" table query --table t.csv --op Conv --kernel 1x1 --stride 1x1 --spatial "$spatial" --c "$c" --k "$k" \
+  v=$("$bin" table query --table n.csv --op Conv --kernel 1x1 --stride 1x1 --spatial "$spatial" --c "$c" --k "$k" \
        --mode $m --json | grep latency_ms | tr -dc '0-9.')
   [ "$v" = "1.0" ] || fail "query $m: '$v'"
 done
-"$bin" table query --table t.csv --op Conv --kernel 1x1 --stride 1x1 --spatial "$spatial" --c 100000 --k "$k" \
+"$bin" table query --table n.csv --op Conv --kernel 1x1 --stride 1x1 --spatial "$spatial" --c 100000 --k "$k" \
   >out.txt 2>err.txt && fail "query out of range: exit 0"
 grep -q '^dnncost: error: .*outside the table' err.txt || fail "out of range: '$(cat err.txt)'"
 "$bin" table query --table t.csv --op Conv --kernel 1x1 --stride 1x1 --spatial "$spatial" --c 100000 --k "$k" \

@@ -127,12 +127,34 @@ inline std::optional<OpConfig> op_config(const graph::Graph& g, int id, std::str
     return c;
 }
 
+/// The operator that ends a measured single-operator model (see single_op_graph).
+inline constexpr const char* sink_operator = "ReduceMax";
+
+/// Append the sink to tensor `t` of `s`: a ReduceMax over all axes into a scalar graph output.
+inline void add_sink(graph::Graph& s, int t) {
+    s.mark_output(s.add_op(sink_operator, "sink", {t}, {}, {{"keepdims", std::int64_t{0}}}, s.tensor(t).dtype));
+}
+
+/// The sink alone on a data input of `shape`: what single_op_graph(..., sink = true) adds to the
+/// operator, measured separately to be subtracted.
+inline graph::Graph sink_graph(const graph::Shape& shape, graph::DataType dtype = graph::DataType::float32) {
+    graph::Graph s("sink");
+    add_sink(s, s.add_input("x", shape, dtype));
+    s.validate();
+    return s;
+}
+
 /// The graph of node `id` of `g` alone, with C input and K output channels (K ignored for
 /// one-count keys; depthwise: groups follow C): data inputs become graph inputs, weights keep
 /// their kind (shapes rescaled along the channel axes; values the graph knows are kept when the
 /// shape is unchanged), attributes are copied.
+///
+/// With `sink`, the first output is not a graph output but feeds a ReduceMax to a scalar: a
+/// runner hands graph outputs back to its host, which for a large activation can cost more
+/// than the operator (a fresh buffer per run), while inside a network the activation stays in
+/// the runtime's memory. The sink's own cost is measured on sink_graph and subtracted.
 /// @throws config_error when the node has no configuration (see op_config) or C, K are invalid
-inline graph::Graph single_op_graph(const graph::Graph& g, int id, std::int64_t C, std::int64_t K) {
+inline graph::Graph single_op_graph(const graph::Graph& g, int id, std::int64_t C, std::int64_t K, bool sink = false) {
     std::string why;
     const auto cfg = op_config(g, id, &why);
     const auto& n = g.node(id);
@@ -194,7 +216,7 @@ inline graph::Graph single_op_graph(const graph::Graph& g, int id, std::int64_t 
         auto shape = ten.shape;
         if (shape.size() >= 2) shape[1] = two ? K : C;
         const int t = s.add_tensor("out" + std::to_string(o), shape, ten.dtype);
-        s.mark_output(t);
+        if (!(sink && o == 0)) s.mark_output(t);
         outputs.push_back(t);
     }
     auto attributes = n.attributes;
@@ -202,6 +224,7 @@ inline graph::Graph single_op_graph(const graph::Graph& g, int id, std::int64_t 
         for (auto& a : attributes)
             if (a.name == "group") a.value = C;
     s.add_node(n.op_type, n.name, inputs, outputs, attributes);
+    if (sink) add_sink(s, outputs[0]);
     s.validate();
     return s;
 }

@@ -77,19 +77,24 @@ struct GridSpec {
     }
 };
 
-/// One single-operator model of a table build.
+/// One single-operator model of a table build: the operator followed by the sink (see
+/// cost::single_op_graph), and the sink alone on the operator's output, whose latency is
+/// subtracted.
 struct TableModel {
     cost::OpKey key;
     std::int64_t c = 0, k = 0;
     graph::Graph graph;
     std::string store_key;  ///< network_key(graph)
+    graph::Graph sink;      ///< empty (no nodes) when built without a sink
+    std::string sink_key;
 };
 
 /// The distinct configurations of `graphs` (each with the first node that has it, whose graph
 /// serves as the template) and, per key, the grid: per axis the union over networks of
 /// grid.points(network's count). Nodes without a configuration are skipped (the table prices
 /// free operators at zero and reports the others).
-inline std::vector<TableModel> table_models(const std::vector<graph::Graph>& graphs, const GridSpec& grid) {
+inline std::vector<TableModel> table_models(const std::vector<graph::Graph>& graphs, const GridSpec& grid,
+                                            bool sink = true) {
     struct Plan {
         const graph::Graph* g = nullptr;
         int node = -1;
@@ -115,26 +120,34 @@ inline std::vector<TableModel> table_models(const std::vector<graph::Graph>& gra
         const bool two = cost::spans_two_channel_counts(key);
         for (auto c : p.cs)
             for (auto k : two ? p.ks : std::set<std::int64_t>{c}) {
-                TableModel m{key, c, k, cost::single_op_graph(*p.g, p.node, c, k), {}};
+                TableModel m{key, c, k, cost::single_op_graph(*p.g, p.node, c, k, sink), {}, {}, {}};
                 m.store_key = network_key(m.graph);
+                if (sink) {
+                    const auto& out = m.graph.tensor(m.graph.node(0).outputs[0]);
+                    m.sink = cost::sink_graph(out.shape, out.dtype);
+                    m.sink_key = network_key(m.sink);
+                }
                 out.push_back(std::move(m));
             }
     }
     return out;
 }
 
-/// The table of the models the store has a result for; the others are listed in `missing`
-/// ("key c=.. k=..: status").
+/// The table of the models the store has a result for (operator with sink minus sink alone,
+/// at least 0); the others are listed in `missing` ("key c=.. k=..: status").
 inline cost::OpTable table_from_store(const std::vector<TableModel>& models, const ResultsStore& store,
                                       std::vector<std::string>* missing = nullptr) {
     cost::OpTable t;
     for (const auto& m : models) {
         const auto* r = store.result(m.store_key);
-        if (r && r->ok()) {
-            t.add({m.key, m.c, m.k, r->latency_ms});
+        const auto* s = m.sink_key.empty() ? nullptr : store.result(m.sink_key);
+        const bool sink_ok = m.sink_key.empty() || (s && s->ok());
+        if (r && r->ok() && sink_ok) {
+            t.add({m.key, m.c, m.k, std::max(0.0, r->latency_ms - (s ? s->latency_ms : 0.0))});
         } else if (missing) {
+            const auto* bad = r && r->ok() ? s : r;
             missing->push_back(cost::to_string(m.key) + " c=" + std::to_string(m.c) + " k=" + std::to_string(m.k) +
-                               ": " + (r ? r->status : "not measured"));
+                               ": " + (bad ? bad->status : "not measured"));
         }
     }
     return t;
@@ -145,16 +158,24 @@ inline cost::OpTable table_from_store(const std::vector<TableModel>& models, con
 inline std::vector<Network> table_networks(const std::vector<TableModel>& models, const ResultsStore& store,
                                            const std::filesystem::path& dir, std::uint64_t seed, bool force) {
     std::vector<Network> out;
-    for (const auto& m : models) {
-        Network n{m.store_key,
-                  "op_table:" + cost::to_string(m.key) + " c=" + std::to_string(m.c) + " k=" + std::to_string(m.k),
-                  {}};
-        const auto* r = store.result(m.store_key);
+    std::set<std::string> seen;
+    const auto add = [&](const graph::Graph& g, const std::string& key, std::string id) {
+        if (!seen.insert(key).second) return;  // sinks are shared by operators of one output shape
+        Network n{key, std::move(id), {}};
+        const auto* r = store.result(key);
         if (force || !(r && r->ok())) {
-            n.model = dir / (m.store_key + ".onnx");
-            if (!std::filesystem::exists(n.model)) write_model_for_runner(m.graph, n.model, seed);
+            n.model = dir / (key + ".onnx");
+            if (!std::filesystem::exists(n.model)) write_model_for_runner(g, n.model, seed);
         }
         out.push_back(std::move(n));
+    };
+    for (const auto& m : models) {
+        add(m.graph, m.store_key,
+            "op_table:" + cost::to_string(m.key) + " c=" + std::to_string(m.c) + " k=" + std::to_string(m.k));
+        if (!m.sink_key.empty()) {
+            const auto& x = m.sink.tensor(m.sink.inputs().at(0));
+            add(m.sink, m.sink_key, "op_table:sink " + graph::to_string(x.shape));
+        }
     }
     return out;
 }
