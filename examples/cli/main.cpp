@@ -6,6 +6,7 @@
 #include "cmd_map.hpp"
 #include "cmd_measure.hpp"
 #include "cmd_moo.hpp"
+#include "cmd_table.hpp"
 #include "cmd_train.hpp"
 #include "common.hpp"
 
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
     dnncost::cli::add_moo_commands(app, ctx);
     dnncost::cli::add_train_commands(app, ctx);
     dnncost::cli::add_measure_commands(app, ctx);
+    dnncost::cli::add_table_commands(app, ctx);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -32,3 +32,9 @@
 #include <dnncost/train/noise.hpp>
 #include <dnncost/train/split.hpp>
 #include <dnncost/train/train_data.hpp>
+// measured operator tables and the graph-level cost interface
+#include <dnncost/cost/graph_cost.hpp>
+#include <dnncost/cost/interpolation.hpp>
+#include <dnncost/cost/op_config.hpp>
+#include <dnncost/cost/op_table.hpp>
+#include <dnncost/estimators/estimator_cost.hpp>

@@ -1,0 +1,183 @@
+#pragma once
+/// @file op_table_build.hpp
+/// Building an operator table (cost/op_table.hpp) by measurement: every distinct operator
+/// configuration of some networks is written as single-operator ONNX models (with weights, so the
+/// runtime treats them as in a deployed model) over a grid of channel counts, measured through
+/// the runner harness into a results store (so an interrupted build resumes without measuring
+/// again), and the results become the table's points. Needs the `dnncost::onnx` target.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/cost/op_config.hpp>
+#include <dnncost/cost/op_table.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/io/csv.hpp>
+#include <dnncost/measure/harness.hpp>
+#include <dnncost/measure/model_file.hpp>
+#include <dnncost/measure/store.hpp>
+
+namespace dnncost::measure {
+
+/// The channel counts measured along one axis, up to the network's own count `max`.
+struct GridSpec {
+    enum class Kind { uniform, proportional };
+    Kind kind = Kind::uniform;
+    /// uniform: the spacing in channels (8: 8, 16, 24, ..., max); proportional: the fraction of
+    /// max (0.1: 10 %, 20 %, ..., 100 % of max, rounded).
+    double step = 8;
+
+    /// "uniform:8" | "proportional:0.1". @throws config_error
+    static GridSpec parse(std::string_view s) {
+        GridSpec g;
+        const auto colon = s.find(':');
+        const auto kind = s.substr(0, colon);
+        if (kind == "uniform")
+            g.kind = Kind::uniform;
+        else if (kind == "proportional")
+            g.kind = Kind::proportional;
+        else
+            raise<config_error>("grid '", s, "': expected uniform:STEP or proportional:FRACTION");
+        const auto v = colon == std::string_view::npos ? io::ParsedNumber{} : io::parse_number(s.substr(colon + 1));
+        if (v.status != io::NumberStatus::ok) raise<config_error>("grid '", s, "': the step is not a number");
+        g.step = v.value;
+        if (g.kind == Kind::uniform && !(g.step >= 1 && g.step == std::floor(g.step) && g.step <= 1e6))
+            raise<config_error>("grid '", s, "': a uniform step is a whole number of channels >= 1");
+        if (g.kind == Kind::proportional && !(g.step > 0 && g.step <= 1))
+            raise<config_error>("grid '", s, "': a proportional step is a fraction in (0, 1]");
+        return g;
+    }
+
+    /// Sorted, distinct counts in [1, max], each a multiple of `multiple` (grouped convolutions),
+    /// always including max itself.
+    std::vector<std::int64_t> points(std::int64_t max, std::int64_t multiple = 1) const {
+        if (max < 1) raise<config_error>("GridSpec::points: max must be >= 1, got ", max);
+        multiple = std::max<std::int64_t>(1, multiple);
+        std::set<std::int64_t> out;
+        const auto snap = [&](double v) {
+            auto n = static_cast<std::int64_t>(std::llround(v / static_cast<double>(multiple))) * multiple;
+            n = std::clamp<std::int64_t>(n, multiple, max);
+            out.insert(n);
+        };
+        if (kind == Kind::uniform) {
+            for (double v = step; v < static_cast<double>(max); v += step) snap(v);
+        } else {
+            const auto n = static_cast<int>(std::llround(1.0 / step));
+            for (int i = 1; i < n; ++i) snap(static_cast<double>(max) * step * i);
+        }
+        out.insert(max);
+        return {out.begin(), out.end()};
+    }
+};
+
+/// One single-operator model of a table build: the operator followed by the sink (see
+/// cost::single_op_graph), and the sink alone on the operator's output, whose latency is
+/// subtracted.
+struct TableModel {
+    cost::OpKey key;
+    std::int64_t c = 0, k = 0;
+    graph::Graph graph;
+    std::string store_key;  ///< network_key(graph)
+    graph::Graph sink;      ///< empty (no nodes) when built without a sink
+    std::string sink_key;
+};
+
+/// The distinct configurations of `graphs` (each with the first node that has it, whose graph
+/// serves as the template) and, per key, the grid: per axis the union over networks of
+/// grid.points(network's count). Nodes without a configuration are skipped (the table prices
+/// free operators at zero and reports the others).
+inline std::vector<TableModel> table_models(const std::vector<graph::Graph>& graphs, const GridSpec& grid,
+                                            bool sink = true) {
+    struct Plan {
+        const graph::Graph* g = nullptr;
+        int node = -1;
+        std::set<std::int64_t> cs, ks;
+    };
+    std::map<cost::OpKey, Plan> plans;
+    for (const auto& g : graphs)
+        for (std::size_t i = 0; i < g.num_nodes(); ++i) {
+            const auto cfg = cost::op_config(g, static_cast<int>(i));
+            if (!cfg) continue;
+            auto& p = plans[cfg->key];
+            if (!p.g) {
+                p.g = &g;
+                p.node = static_cast<int>(i);
+            }
+            const auto multiple = cfg->key.groups > 1 ? cfg->key.groups : 1;
+            for (auto c : grid.points(cfg->c, multiple)) p.cs.insert(c);
+            if (cost::spans_two_channel_counts(cfg->key))
+                for (auto k : grid.points(cfg->k, multiple)) p.ks.insert(k);
+        }
+    std::vector<TableModel> out;
+    for (const auto& [key, p] : plans) {
+        const bool two = cost::spans_two_channel_counts(key);
+        for (auto c : p.cs)
+            for (auto k : two ? p.ks : std::set<std::int64_t>{c}) {
+                TableModel m{key, c, k, cost::single_op_graph(*p.g, p.node, c, k, sink), {}, {}, {}};
+                m.store_key = network_key(m.graph);
+                if (sink) {
+                    const auto& out = m.graph.tensor(m.graph.node(0).outputs[0]);
+                    m.sink = cost::sink_graph(out.shape, out.dtype);
+                    m.sink_key = network_key(m.sink);
+                }
+                out.push_back(std::move(m));
+            }
+    }
+    return out;
+}
+
+/// The table of the models the store has a result for (operator with sink minus sink alone,
+/// at least 0); the others are listed in `missing` ("key c=.. k=..: status").
+inline cost::OpTable table_from_store(const std::vector<TableModel>& models, const ResultsStore& store,
+                                      std::vector<std::string>* missing = nullptr) {
+    cost::OpTable t;
+    for (const auto& m : models) {
+        const auto* r = store.result(m.store_key);
+        const auto* s = m.sink_key.empty() ? nullptr : store.result(m.sink_key);
+        const bool sink_ok = m.sink_key.empty() || (s && s->ok());
+        if (r && r->ok() && sink_ok) {
+            t.add({m.key, m.c, m.k, std::max(0.0, r->latency_ms - (s ? s->latency_ms : 0.0))});
+        } else if (missing) {
+            const auto* bad = r && r->ok() ? s : r;
+            missing->push_back(cost::to_string(m.key) + " c=" + std::to_string(m.c) + " k=" + std::to_string(m.k) +
+                               ": " + (bad ? bad->status : "not measured"));
+        }
+    }
+    return t;
+}
+
+/// The harness's networks for `models`, model files written into `dir` (only for those the
+/// store lacks, unless `force`), ids "op_table:KEY c=.. k=..".
+inline std::vector<Network> table_networks(const std::vector<TableModel>& models, const ResultsStore& store,
+                                           const std::filesystem::path& dir, std::uint64_t seed, bool force) {
+    std::vector<Network> out;
+    std::set<std::string> seen;
+    const auto add = [&](const graph::Graph& g, const std::string& key, std::string id) {
+        if (!seen.insert(key).second) return;  // sinks are shared by operators of one output shape
+        Network n{key, std::move(id), {}};
+        const auto* r = store.result(key);
+        if (force || !(r && r->ok())) {
+            n.model = dir / (key + ".onnx");
+            if (!std::filesystem::exists(n.model)) write_model_for_runner(g, n.model, seed);
+        }
+        out.push_back(std::move(n));
+    };
+    for (const auto& m : models) {
+        add(m.graph, m.store_key,
+            "op_table:" + cost::to_string(m.key) + " c=" + std::to_string(m.c) + " k=" + std::to_string(m.k));
+        if (!m.sink_key.empty()) {
+            const auto& x = m.sink.tensor(m.sink.inputs().at(0));
+            add(m.sink, m.sink_key, "op_table:sink " + graph::to_string(x.shape));
+        }
+    }
+    return out;
+}
+
+}  // namespace dnncost::measure
