@@ -6,7 +6,8 @@
 # and it measures only what is missing.
 #
 # usage: bench/measure_dataset.sh [N=600] [M=300] [K=30] [SEED=1]
-# LEVELS="all disabled" (the default) picks the levels; two invocations with one level each can
+# LEVELS="all disabled" (the default) picks the levels, SPACES="nb201 fbnet ofa vit kws onnx"
+# (the default) the spaces and in which order; two invocations with one level each can
 # run side by side (one core each), since each level has its own store.
 # Writes data/measured/ort_cpu_{all,disabled}_1t.csv (+ .device.json sidecars) and a log of
 # the summaries (with the load average at each start) in data/measured/measure_log.jsonl.
@@ -44,9 +45,12 @@ levels=${LEVELS:-all disabled}
 for level in $levels; do
   count=$n noise=(--noise-check "$k")
   [ "$level" = all ] || { count=$m noise=(); }
-  for space in nb201 fbnet ofa vit kws; do
-    measure "$level" "$space" --space "$space" --sample "$count" --seed "$seed" "${noise[@]}"
+  for space in ${SPACES:-nb201 fbnet ofa vit kws onnx}; do
+    if [ "$space" = onnx ]; then
+      measure "$level" onnx data/onnx/*.onnx
+    else
+      measure "$level" "$space" --space "$space" --sample "$count" --seed "$seed" "${noise[@]}"
+    fi
   done
-  measure "$level" onnx data/onnx/*.onnx
   rm -f "$out/.last.$level.json"
 done
