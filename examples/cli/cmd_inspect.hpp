@@ -35,13 +35,16 @@ struct RooflineFlags {
     void add_to(CLI::App& cmd) {
         auto* p =
             cmd.add_option("--peak-gflops", peak_gflops, "Device peak compute, GFLOP/s (enables roofline latency)")
-                ->check(check::finite(check::Sign::positive));
+                ->check(check::finite(check::Sign::positive))
+                ->check(check::in_range(1e-6, 1e9, "GFLOP/s"));
         auto* b = cmd.add_option("--bandwidth-gbs", bandwidth_gbs, "Device memory bandwidth, GB/s")
-                      ->check(check::finite(check::Sign::positive));
+                      ->check(check::finite(check::Sign::positive))
+                      ->check(check::in_range(1e-6, 1e9, "GB/s"));
         p->needs(b);
         b->needs(p);
         cmd.add_option("--overhead-us", overhead_us, "Fixed per-operator overhead, microseconds (default 0)")
-            ->check(check::finite(check::Sign::non_negative));
+            ->check(check::finite(check::Sign::non_negative))
+            ->check(check::in_range(0, 1e9, "microseconds"));
     }
     std::optional<cost::DeviceSpec> device() const {
         if (peak_gflops <= 0.0 || bandwidth_gbs <= 0.0) return std::nullopt;
@@ -142,17 +145,17 @@ inline void report(const graph::Graph& g, const std::string& title, bool as_json
             nodes.push_back(std::move(o));
         }
         j["per_node"] = std::move(nodes);
-        emit(j.dump(2) + "\n");
+        emit(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
         return;
     }
 
     std::ostringstream os;
     std::vector<std::pair<std::string, int>> hist(ops.begin(), ops.end());
     std::stable_sort(hist.begin(), hist.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    os << "model     " << title << '\n';
+    os << "model     " << printable(title) << '\n';
     os << "graph     " << g.num_nodes() << " nodes, " << g.num_edges() << " edges, " << g.num_tensors() << " tensors\n";
     for (int t : g.inputs())
-        os << "input     " << g.tensor(t).name << ' ' << graph::to_string(g.tensor(t).shape) << '\n';
+        os << "input     " << printable(g.tensor(t).name) << ' ' << graph::to_string(g.tensor(t).shape) << '\n';
     os << "MACs      " << si(static_cast<double>(total.macs)) << "\n";
     os << "FLOPs     " << si(static_cast<double>(total.flops)) << "\n";
     os << "params    " << si(static_cast<double>(total.params)) << "\n";
@@ -164,13 +167,14 @@ inline void report(const graph::Graph& g, const std::string& title, bool as_json
         os << "roofline  " << ms(latency_total) << " at " << device->peak_flops / 1e9 << " GFLOP/s, "
            << device->bandwidth / 1e9 << " GB/s\n";
     os << "operators ";
-    for (std::size_t k = 0; k < hist.size(); ++k) os << (k ? ", " : "") << hist[k].first << " " << hist[k].second;
+    for (std::size_t k = 0; k < hist.size(); ++k)
+        os << (k ? ", " : "") << printable(hist[k].first) << " " << hist[k].second;
     os << "\n\n";
 
     std::size_t wname = 4, wop = 2, wshape = 12;
     for (const auto& n : g.nodes()) {
-        wname = std::max(wname, std::min<std::size_t>(n.name.size(), 48));
-        wop = std::max(wop, n.op_type.size());
+        wname = std::max(wname, std::min<std::size_t>(printable(n.name).size(), 48));
+        wop = std::max(wop, printable(n.op_type).size());
         wshape = std::max(wshape, out_shape(n).size());
     }
     auto cut = [&](const std::string& s) { return s.size() <= wname ? s : "..." + s.substr(s.size() - (wname - 3)); };
@@ -181,8 +185,8 @@ inline void report(const graph::Graph& g, const std::string& title, bool as_json
     os << '\n';
     for (std::size_t i = 0; i < g.num_nodes(); ++i) {
         const auto& n = g.nodes()[i];
-        os << std::left << std::setw(5) << i << std::setw(static_cast<int>(wname) + 2) << cut(n.name)
-           << std::setw(static_cast<int>(wop) + 2) << n.op_type << std::setw(static_cast<int>(wshape) + 2)
+        os << std::left << std::setw(5) << i << std::setw(static_cast<int>(wname) + 2) << cut(printable(n.name))
+           << std::setw(static_cast<int>(wop) + 2) << printable(n.op_type) << std::setw(static_cast<int>(wshape) + 2)
            << out_shape(n) << std::right << std::setw(11) << si(static_cast<double>(per_node[i].macs)) << std::setw(11)
            << si(static_cast<double>(per_node[i].params)) << std::setw(11)
            << si(static_cast<double>(per_node[i].bytes()));
@@ -243,7 +247,8 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
         cmd->add_option("ARCH", opts->arch,
                         "Architecture string (|op~0|+|op~0|op~1|+|op~0|op~1|op~2|) or index 0-15624")
             ->required();
-        auto* onnx_option = cmd->add_option("--onnx", opts->onnx_out, "Also write the network as an ONNX file");
+        auto* onnx_option = cmd->add_option("--onnx", opts->onnx_out, "Also write the network as an ONNX file")
+                                ->check(check::output_path());
         cmd->add_option("--weights", opts->weights,
                         "With --onnx: none (shapes only) or random (every weight an initializer with seeded values "
                         "of a trained network's scale, so a runtime folds and fuses constants)")
@@ -263,13 +268,14 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
             nb201::Nb201Options o;
             o.prune = opts->prune;
             o.batch = opts->batch;
+            if (!opts->onnx_out.empty()) io::check_writable(opts->onnx_out);
             const auto g = nb201::build_graph(arch, o);
             if (!opts->onnx_out.empty()) {
                 io::OnnxExportOptions export_options;
                 export_options.weights = opts->weights == "random" ? io::WeightData::random : io::WeightData::none;
                 export_options.seed = opts->weight_seed;
                 io::export_onnx(g, opts->onnx_out, export_options);
-                std::fprintf(stderr, "dnncost: wrote %s\n", opts->onnx_out.c_str());
+                std::fprintf(stderr, "dnncost: wrote %s\n", printable(opts->onnx_out).c_str());
             }
             inspect_detail::report(g, nb201::to_string(arch) + (opts->prune ? " (pruned)" : ""), opts->json,
                                    opts->roof.device());
@@ -296,7 +302,8 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
         cmd->add_option("--seed", opts->seed, "Seed of --sample")->transform(check::seed());
         cmd->add_option("--space-options", opts->space_options,
                         "Build options, key=value,... (e.g. resolution=160 for ofa, prune=1 for nb201)");
-        auto* onnx_option = cmd->add_option("--onnx", opts->onnx_out, "With one ARCH: also write it as an ONNX file");
+        auto* onnx_option = cmd->add_option("--onnx", opts->onnx_out, "With one ARCH: also write it as an ONNX file")
+                                ->check(check::output_path());
         cmd->add_option("--weights", opts->weights, "With --onnx: none (shapes only) or random (seeded initializers)")
             ->check(CLI::IsMember({"none", "random"}))
             ->needs(onnx_option);
@@ -312,6 +319,7 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
                 raise<config_error>("give architecture strings or --sample N, not both");
             if (!opts->onnx_out.empty() && opts->archs.size() != 1)
                 raise<config_error>("--onnx writes one network: give exactly one ARCH");
+            if (!opts->onnx_out.empty()) io::check_writable(opts->onnx_out);
             if (sample_option->count() > 0) {
                 Rng rng(opts->seed);
                 std::set<std::string> seen;
@@ -352,7 +360,7 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
                     export_options.weights = opts->weights == "random" ? io::WeightData::random : io::WeightData::none;
                     export_options.seed = opts->weight_seed;
                     io::export_onnx(g, opts->onnx_out, export_options);
-                    std::fprintf(stderr, "dnncost: wrote %s\n", opts->onnx_out.c_str());
+                    std::fprintf(stderr, "dnncost: wrote %s\n", printable(opts->onnx_out).c_str());
                 }
                 inspect_detail::report(g, spaces::qualified_arch(space.name, canonical), opts->json,
                                        opts->roof.device());

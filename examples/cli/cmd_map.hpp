@@ -254,6 +254,7 @@ inline Loaded load_blocks(const MapArgs& a) {
 inline void run_map(const MapArgs& a, Context& ctx) {
     if (a.blocks.empty() == a.vig.empty()) raise<config_error>("map: give either --blocks FILE.csv or --vig ARCH");
     if (!a.vig.empty() && !a.cus.empty()) raise<config_error>("map: --cus applies to --blocks files only");
+    io::check_distinct_outputs({{"--blocks", a.blocks}, {"--plot", a.plot}, {"--export-blocks", a.export_blocks}});
     if (!a.plot.empty()) io::check_writable(a.plot);
     if (!a.export_blocks.empty()) io::check_writable(a.export_blocks);
     Loaded l = a.blocks.empty() ? load_vig(a) : load_blocks(a);
@@ -621,7 +622,9 @@ void run_cosearch_on(const CoSearchArgs& a, const Source& src, const std::string
     ctx.exit_code = 0;
 }
 
-inline void run_cosearch(const CoSearchArgs& a, Context& ctx) {
+inline void run_cosearch(const CoSearchArgs& args, Context& ctx) {
+    CoSearchArgs a = args;
+    cap_threads(a.threads);
     if (!a.plot.empty()) io::check_writable(a.plot);
     const mp::VigSpace space;
     if (a.platform == "xavier") {
@@ -682,9 +685,11 @@ inline void add_map_commands(CLI::App& app, Context& ctx) {
     map->add_option("--format", a->format, "text | csv | json")
         ->check(CLI::IsMember({"text", "csv", "json"}))
         ->capture_default_str();
-    map->add_option("--plot", a->plot, "write an SVG of the front with the standalone mappings marked");
+    map->add_option("--plot", a->plot, "write an SVG of the front with the standalone mappings marked")
+        ->check(check::output_path());
     map->add_option("--export-blocks", a->export_blocks,
-                    "write the network's block costs (every DVFS setting) as a block-cost CSV");
+                    "write the network's block costs (every DVFS setting) as a block-cost CSV")
+        ->check(check::output_path());
     map->callback([a, &ctx] {
         if (a->generations == 0 && a->max_evaluations == 0) raise<config_error>("map: --gens 0 needs --max-evals");
         map_detail::run_map(*a, ctx);
@@ -724,8 +729,9 @@ inline void add_map_commands(CLI::App& app, Context& ctx) {
     co->add_option("--top", c->top, "front rows to print")->transform(count)->capture_default_str();
     co->add_flag("--json", c->json, "print one JSON object");
     co->add_option(
-        "--plot", c->plot,
-        "write an SVG: the front's best mappings, and the compared network's IOE front and standalone mappings");
+          "--plot", c->plot,
+          "write an SVG: the front's best mappings, and the compared network's IOE front and standalone mappings")
+        ->check(check::output_path());
     co->callback([c, &ctx] { map_detail::run_cosearch(*c, ctx); });
 }
 

@@ -197,7 +197,8 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("models", a->models, "ONNX files to measure");
     cmd->add_option("--out", a->out,
                     "Results store (CSV; the device description goes beside it: results.csv -> results.device.json)")
-        ->required();
+        ->required()
+        ->check(check::output_path());
     cmd->add_option("--rounds", a->harness.rounds, "Interleaved rounds per network (R)")
         ->transform(check::integer(1, 1000, "a round count in [1, 1000]"))
         ->capture_default_str();
@@ -341,10 +342,10 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
         ev.on_result = [&](const measure::Network& n, const measure::Record& r) {
             if (tty) std::cerr << "\r\033[K";
             if (r.ok())
-                std::cerr << "ok      " << n.id << "  " << std::setprecision(4) << r.latency_ms << " ms  spread "
-                          << md::percent(r.spread) << "  (" << r.rounds << " rounds)\n";
+                std::cerr << "ok      " << printable(n.id) << "  " << std::setprecision(4) << r.latency_ms
+                          << " ms  spread " << md::percent(r.spread) << "  (" << r.rounds << " rounds)\n";
             else
-                std::cerr << "FAILED  " << n.id << "  " << r.status << ": " << r.detail << '\n';
+                std::cerr << "FAILED  " << printable(n.id) << "  " << r.status << ": " << printable(r.detail) << '\n';
         };
         const auto summary = harness.run(store, networks, ev);
         if (tty) std::cerr << "\r\033[K" << std::flush;

@@ -133,8 +133,11 @@ void run_problem(const P& problem, const MooArgs& a, Context& ctx) {
     ctx.exit_code = 0;
 }
 
-inline void run_moo(const MooArgs& a, Context& ctx) {
+inline void run_moo(const MooArgs& args, Context& ctx) {
     namespace pr = search::problems;
+    MooArgs a = args;
+    cap_threads(a.threads);
+    if (!a.front_csv.empty()) io::check_writable(a.front_csv);
     if (a.igd_points < 2) raise<config_error>("moo: --igd-points must be at least 2, got ", a.igd_points);
     if (a.problem == "zdt1") return run_problem(pr::Zdt1{}, a, ctx);
     if (a.problem == "zdt2") return run_problem(pr::Zdt2{}, a, ctx);
@@ -170,24 +173,25 @@ inline void add_moo_commands(CLI::App& app, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--max-seconds", args->max_seconds, "wall-time budget (0 = no limit)")
         ->check(check::finite(check::Sign::non_negative))
+        ->check(check::in_range(0, 1e9, "seconds"))
         ->capture_default_str();
     cmd->add_option("--seed", args->seed, "random seed")->transform(check::seed())->capture_default_str();
     cmd->add_option("--threads", args->threads, "evaluation threads (0 = all cores); the front does not depend on it")
         ->transform(check::integer(0, 1024, "a thread count in [0, 1024]"))
         ->capture_default_str();
     cmd->add_option("--pc", args->crossover_probability, "SBX crossover probability")
-        ->check(check::finite(check::Sign::non_negative))
+        ->check(check::in_range(0, 1, "(a probability)"))
         ->capture_default_str();
     cmd->add_option("--eta-c", args->eta_crossover, "SBX distribution index")
-        ->check(check::finite(check::Sign::non_negative))
+        ->check(check::in_range(0, 1e6, "(a distribution index)"))
         ->capture_default_str();
     cmd->add_option("--eta-m", args->eta_mutation, "polynomial mutation distribution index")
-        ->check(check::finite(check::Sign::non_negative))
+        ->check(check::in_range(0, 1e6, "(a distribution index)"))
         ->capture_default_str();
     cmd->add_option("--pm", args->mutation_probability, "per-gene mutation probability (default 1/n)")
-        ->check(check::finite(check::Sign::non_negative));
+        ->check(check::in_range(0, 1, "(a probability)"));
     cmd->add_option("--ref", args->reference, "hypervolume reference value in every objective")
-        ->check(check::finite())
+        ->check(check::in_range(-1e12, 1e12, "(an objective value)"))
         ->capture_default_str();
     cmd->add_option("--igd-points", args->igd_points, "points of the analytic front for IGD")
         ->transform(check::integer(1, 10000000, "a point count in [1, 10^7]"))
@@ -196,7 +200,8 @@ inline void add_moo_commands(CLI::App& app, Context& ctx) {
                   "report the archive of every non-dominated solution seen instead of "
                   "the final population's front");
     cmd->add_flag("--json", args->json, "print one JSON object (keys hv, igd, evaluations, seconds, ...)");
-    cmd->add_option("--front", args->front_csv, "write the front (objectives, genes, violation) to this CSV file");
+    cmd->add_option("--front", args->front_csv, "write the front (objectives, genes, violation) to this CSV file")
+        ->check(check::output_path());
     cmd->callback([args, &ctx] { moo_detail::run_moo(*args, ctx); });
 }
 

@@ -75,7 +75,8 @@ inline train::Dataset load(const std::string& path, const std::string& space, co
                   : train::load_dataset(path, opt);
     const auto& skipped = ds.skipped();
     for (std::size_t i = 0; i < skipped.size() && i < 10; ++i)
-        std::cerr << "dnncost: skipped " << ds.source() << ":" << skipped[i].line << ": " << skipped[i].reason << '\n';
+        std::cerr << "dnncost: skipped " << printable(ds.source()) << ":" << skipped[i].line << ": "
+                  << printable(skipped[i].reason) << '\n';
     if (skipped.size() > 10) std::cerr << "dnncost: ... and " << skipped.size() - 10 << " more skipped rows\n";
     std::cerr << "dnncost: " << ds.size() << " rows (" << ds.distinct_graphs() << " distinct graphs) from "
               << ds.source() << (skipped.empty() ? "" : ", " + std::to_string(skipped.size()) + " skipped") << '\n';
@@ -261,15 +262,18 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             "| trained (the best validation epoch) | untrained (the initial network: its additive path, if any)")
         ->check(CLI::IsMember({"auto", "trained", "untrained"}));
     train->add_flag("--strict", targs->strict, "Reject the data set at the first bad row instead of skipping it");
-    train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required();
-    train->add_option("--report", targs->report, "Write a JSON report of the test metrics");
+    train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required()->check(check::output_path());
+    train->add_option("--report", targs->report, "Write a JSON report of the test metrics")
+        ->check(check::output_path());
     train->callback([targs, proxy_opt, &ctx] {
+        cap_threads(targs->threads);
         const auto& a = *targs;
         const auto sampling = train::parse_sampling(a.sampling);
         if (proxy_opt->count() > 0 && sampling != train::Sampling::uniform)
             raise<config_error>("--proxy ranks candidates for --sampling uniform only (sampling is '", a.sampling,
                                 "')");
         // fail before loading and training, not after
+        io::check_distinct_outputs({{"--data", a.data}, {"--out", a.out}, {"--report", a.report}});
         io::check_writable(a.out);
         if (!a.report.empty()) io::check_writable(a.report);
         std::vector<std::string> columns{a.target};
@@ -355,7 +359,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             report["best_validation"] = fit.best_validation;
             report["selection"] = fit.summary;
             if (const auto p = est->precision()) report["precision"] = nn::to_string(*p);
-            io::write_file_atomic(a.report, report.dump(2) + "\n");
+            io::write_file_atomic(a.report, report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
         }
         std::cout << "model saved to " << a.out << '\n';
         ctx.exit_code = 0;

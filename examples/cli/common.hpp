@@ -1,11 +1,16 @@
 #pragma once
 // Shared pieces of the `dnncost` command-line tool.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -72,6 +77,25 @@ inline CLI::Validator finite(Sign sign = Sign::any) {
         : sign == Sign::non_negative ? "NON-NEGATIVE"
                                      : "NUMBER");
 }
+/// An output file path: not empty (an empty --out would otherwise read as "not given").
+inline CLI::Validator output_path() {
+    return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "empty output path" : ""; }, "PATH");
+}
+/// A finite number in [lo, hi] (`what` names the quantity and its unit in the message).
+inline CLI::Validator in_range(double lo, double hi, std::string what) {
+    return CLI::Validator(
+        [lo, hi, what](std::string& s) -> std::string {
+            const auto v = whole<double>(s);
+            if (!v || !std::isfinite(*v)) return "'" + s + "' is not a finite number";
+            if (*v < lo || *v > hi) {
+                std::ostringstream os;
+                os << "'" << s << "' is outside [" << lo << ", " << hi << "] " << what;
+                return os.str();
+            }
+            return {};
+        },
+        "NUMBER");
+}
 }  // namespace check
 
 /// `--space NAME` (a registered search space, or onnx for model files) and `--space-options k=v,...`.
@@ -90,7 +114,40 @@ inline void add_space_options(CLI::App& cmd, std::string& space, std::string& op
         "Build options of the space's graphs, key=value,... (e.g. prune=1 for nb201, resolution=160 for ofa)");
 }
 
+/// A worker count from the user, capped at the machine's hardware threads with a warning: more
+/// workers than cores only add switching (1024 threads turn a one-second training into minutes).
+/// 0 (all cores) is kept.
+template <class T>
+void cap_threads(T& threads, std::string_view option = "--threads") {
+    const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+    if (threads <= static_cast<T>(hardware)) return;
+    std::cerr << "dnncost: warning: " << option << ' ' << threads << " capped at " << hardware
+              << ", the number of hardware threads of this machine\n";
+    threads = static_cast<T>(hardware);
+}
+
+/// An error message as one printable line: line breaks joined with "; ", other control
+/// characters and invalid UTF-8 escaped (see printable()).
+inline std::string one_line(std::string_view message) {
+    std::string joined;
+    for (std::size_t i = 0; i < message.size(); ++i) {
+        if (message[i] == '\n' || message[i] == '\r') {
+            while (i + 1 < message.size() && (message[i + 1] == '\n' || message[i + 1] == '\r')) ++i;
+            if (i + 1 < message.size()) joined += "; ";
+            continue;
+        }
+        joined += message[i];
+    }
+    auto line = printable(joined);
+    // a 1 MB node name or field must not become a 1 MB line
+    constexpr std::size_t head = 1000, tail = 500;
+    if (line.size() > head + tail + 100)
+        line = line.substr(0, head) + " ... (" + std::to_string(line.size() - head - tail) + " bytes left out) ... " +
+               line.substr(line.size() - tail);
+    return line;
+}
+
 /// Print JSON to stdout, one object, pretty enough to read.
-inline void print_json(const json& j) { std::cout << j.dump(2) << '\n'; }
+inline void print_json(const json& j) { std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n'; }
 
 }  // namespace dnncost::cli

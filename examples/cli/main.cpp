@@ -23,10 +23,18 @@ int main(int argc, char** argv) {
     dnncost::cli::add_table_commands(app, ctx);
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
+    } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        // the parser's own message, on the one line every other error uses
+        std::cerr << "dnncost: error: " << dnncost::cli::one_line(e.what()) << " (run with --help for usage)\n";
+        return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
     } catch (const std::exception& e) {
-        std::cerr << "dnncost: error: " << e.what() << '\n';
+        std::cerr << "dnncost: error: " << dnncost::cli::one_line(e.what()) << '\n';
         return 1;
     }
     return ctx.exit_code;

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace dnncost {
@@ -45,6 +46,49 @@ public:
     using error::error;
 };
 
+/// `text` made safe to print on one line: control characters (newline, NUL, ESC, ...), DEL and
+/// bytes that are not valid UTF-8 become \xNN escapes, so that text from an input file (a node
+/// name, a CSV field, a path) can neither forge a second line nor cut the message short.
+inline std::string printable(std::string_view text) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(text.size());
+    auto escape = [&](unsigned char b) {
+        out += "\\x";
+        out += hex[b >> 4];
+        out += hex[b & 15];
+    };
+    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    const std::size_t n = text.size();
+    for (std::size_t i = 0; i < n;) {
+        const unsigned char b = p[i];
+        if (b < 0x20 || b == 0x7f) {
+            escape(b);
+            ++i;
+            continue;
+        }
+        if (b < 0x80) {
+            out += static_cast<char>(b);
+            ++i;
+            continue;
+        }
+        // a well-formed UTF-8 sequence (no overlongs, surrogates or code points above U+10FFFF)
+        std::size_t len = b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+        bool ok = len != 0 && i + len <= n;
+        for (std::size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xc0) == 0x80;
+        if (ok && len == 3) ok = !(b == 0xe0 && p[i + 1] < 0xa0) && !(b == 0xed && p[i + 1] >= 0xa0);
+        if (ok && len == 4) ok = !(b == 0xf0 && p[i + 1] < 0x90) && !(b == 0xf4 && p[i + 1] >= 0x90);
+        if (!ok) {
+            escape(b);
+            ++i;
+            continue;
+        }
+        out.append(text.substr(i, len));
+        i += len;
+    }
+    return out;
+}
+
 namespace detail {
 template <class... Args>
 std::string concat(Args&&... args) {
@@ -54,10 +98,11 @@ std::string concat(Args&&... args) {
 }
 }  // namespace detail
 
-/// Throw an exception of type E whose message is the concatenation of the arguments.
+/// Throw an exception of type E whose message is the concatenation of the arguments, made
+/// printable (see printable()): messages quote text from input files.
 template <class E = error, class... Args>
 [[noreturn]] void raise(Args&&... args) {
-    throw E(detail::concat(std::forward<Args>(args)...));
+    throw E(printable(detail::concat(std::forward<Args>(args)...)));
 }
 
 }  // namespace dnncost

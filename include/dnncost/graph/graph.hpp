@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <optional>
+#include <queue>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -198,6 +200,12 @@ public:
 
     const std::string& name() const { return m_name; }
     void set_name(std::string n) { m_name = std::move(n); }
+    /// Room for `nodes` nodes and `tensors` tensors (a hint for importers of large models).
+    void reserve(std::size_t nodes, std::size_t tensors) {
+        m_nodes.reserve(nodes);
+        m_tensors.reserve(tensors);
+        m_tensor_index.reserve(tensors);
+    }
 
     // ------------------------------------------------------------------ building
     /// Add a tensor; names must be unique within the graph.
@@ -317,16 +325,29 @@ public:
         for (int t : node(node_id).inputs)
             if (t >= 0) {
                 const int p = m_tensors[static_cast<std::size_t>(t)].producer;
-                if (p >= 0 && std::find(r.begin(), r.end(), p) == r.end()) r.push_back(p);
+                if (p >= 0) r.push_back(p);
             }
-        return r;
+        return distinct_in_order(std::move(r));
     }
     /// Distinct consumer nodes of a node's outputs.
     std::vector<int> successors(int node_id) const {
         std::vector<int> r;
         for (int t : node(node_id).outputs)
-            for (int c : m_tensors[static_cast<std::size_t>(t)].consumers)
-                if (std::find(r.begin(), r.end(), c) == r.end()) r.push_back(c);
+            for (int c : m_tensors[static_cast<std::size_t>(t)].consumers) r.push_back(c);
+        return distinct_in_order(std::move(r));
+    }
+    /// `ids` without repeats, first occurrences kept in order (O(n log n), for wide fan-outs).
+    static std::vector<int> distinct_in_order(std::vector<int> ids) {
+        if (ids.size() < 2) return ids;
+        std::vector<std::pair<int, std::size_t>> keyed(ids.size());
+        for (std::size_t i = 0; i < ids.size(); ++i) keyed[i] = {ids[i], i};
+        std::sort(keyed.begin(), keyed.end());
+        std::vector<char> keep(ids.size(), 0);
+        for (std::size_t i = 0; i < keyed.size(); ++i)
+            if (i == 0 || keyed[i].first != keyed[i - 1].first) keep[keyed[i].second] = 1;
+        std::vector<int> r;
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            if (keep[i]) r.push_back(ids[i]);
         return r;
     }
 
@@ -345,27 +366,25 @@ public:
         return n;
     }
 
-    /// Kahn's algorithm, stable (ready nodes in index order). Throws naming a node on a cycle.
+    /// Kahn's algorithm, stable (the smallest ready index first, from a min-heap: O(E + N log N)).
+    /// Throws naming a node on a cycle.
     std::vector<int> topological_order() const {
         const std::size_t n = m_nodes.size();
         std::vector<int> indeg(n, 0), order;
         order.reserve(n);
-        for (const auto& e : edges()) ++indeg[static_cast<std::size_t>(e.dst)];
-        std::vector<int> ready;
-        for (std::size_t i = n; i-- > 0;)
-            if (indeg[i] == 0) ready.push_back(static_cast<int>(i));
+        for (const auto& nd : m_nodes)
+            for (int t : nd.outputs)
+                for (int c : m_tensors[static_cast<std::size_t>(t)].consumers) ++indeg[static_cast<std::size_t>(c)];
+        std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+        for (std::size_t i = 0; i < n; ++i)
+            if (indeg[i] == 0) ready.push(static_cast<int>(i));
         while (!ready.empty()) {
-            const int v = ready.back();
-            ready.pop_back();
+            const int v = ready.top();
+            ready.pop();
             order.push_back(v);
-            std::vector<int> newly;
             for (int t : m_nodes[static_cast<std::size_t>(v)].outputs)
                 for (int c : m_tensors[static_cast<std::size_t>(t)].consumers)
-                    if (--indeg[static_cast<std::size_t>(c)] == 0) newly.push_back(c);
-            std::sort(newly.begin(), newly.end(), std::greater<>());
-            // keep the stack ordered so that the smallest ready index is taken first
-            ready.insert(ready.end(), newly.begin(), newly.end());
-            std::sort(ready.begin(), ready.end(), std::greater<>());
+                    if (--indeg[static_cast<std::size_t>(c)] == 0) ready.push(c);
         }
         if (order.size() != n) {
             for (std::size_t i = 0; i < n; ++i)

@@ -1,20 +1,34 @@
 #pragma once
 /// @file file.hpp
-/// Whole-file reading and atomic writing (write a temporary beside the target, flush, rename),
-/// so that a crash or a full disk never leaves a half-written model, report or ONNX file.
+/// Whole-file reading and atomic writing (write a short-named temporary beside the target,
+/// fsync, rename, fsync the directory), so that a crash, a full disk, a power loss or a
+/// SIGINT/SIGTERM never leaves a half-written model, report or ONNX file, nor a stray temporary.
 ///
 /// Reading accepts regular files only (a FIFO would block, /dev/zero never ends) up to a size
-/// limit. Writing follows a symbolic link to its target (the link stays a link), writes
-/// straight into an existing device (e.g. /dev/null) instead of renaming over it, and refuses
-/// a FIFO or socket (opening one would block until a reader appears).
+/// limit. Writing follows a symbolic link to its target (the link stays a link) and writes
+/// straight into special files (/dev/null, /dev/stdout, a terminal, a pipe or FIFO that has a
+/// reader) instead of renaming over them; a socket or a FIFO without a reader is an io_error.
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
-#include <random>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <dnncost/core/error.hpp>
 
@@ -59,69 +73,215 @@ inline std::filesystem::path write_target(const std::filesystem::path& path) {
         p = next.is_absolute() ? next : p.parent_path() / next;
     }
 }
-/// What a write to `path` (whose link chain ends at `target`) meets there: nothing or a regular
-/// file (written atomically), or a device (written through). A directory, a FIFO or a socket
-/// is an io_error: opening a FIFO would block until a reader appears.
-enum class WriteKind { file, device };
-inline WriteKind write_kind(const std::filesystem::path& path, const std::filesystem::path& target) {
+/// What a write to `path` meets: nothing or a regular file (written atomically), a device or a
+/// FIFO (written through, opened by `path` itself so that the kernel resolves links such as
+/// /dev/stdout -> /proc/self/fd/1 -> pipe:[n]). A directory or a socket is an io_error.
+enum class WriteKind { file, special };
+inline WriteKind write_kind(const std::filesystem::path& path) {
+    if (path.empty()) raise<io_error>("cannot write: empty output path");
     std::error_code ec;
-    const auto st = std::filesystem::status(target, ec);
+    const auto st = std::filesystem::status(path, ec);
     if (std::filesystem::is_directory(st)) raise<io_error>("cannot write '", path.string(), "': is a directory");
-    if (std::filesystem::is_fifo(st) || std::filesystem::is_socket(st))
-        raise<io_error>("cannot write '", path.string(), "': is a FIFO or socket, not a file");
-    return std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) ? WriteKind::device : WriteKind::file;
+    if (std::filesystem::is_socket(st)) raise<io_error>("cannot write '", path.string(), "': is a socket, not a file");
+    return std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) ? WriteKind::special : WriteKind::file;
+}
+inline std::filesystem::path directory_of(const std::filesystem::path& target) {
+    return target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+}
+/// The file system's limit on one name in `dir` (255 on most).
+inline long name_max(const std::filesystem::path& dir) {
+    const long n = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+    return n > 0 ? n : 255;
+}
+
+/// Temporaries being written, removed by the SIGINT/SIGTERM handler below. Fixed slots of
+/// fixed-size buffers: the handler may only read memory and call async-signal-safe functions.
+struct TempRegistry {
+    static constexpr int slots = 16;
+    static constexpr std::size_t max_path = 4096;
+    std::atomic<int> state[slots] = {};  ///< 0 free, 1 being filled in, 2 registered
+    char path[slots][max_path] = {};
+    std::mutex mutex;  ///< guards installing and restoring the handlers
+    int active = 0;
+    struct sigaction previous[2] = {};
+};
+inline TempRegistry& temp_registry() {
+    static TempRegistry r;
+    return r;
+}
+inline constexpr int cleanup_signals[2] = {SIGINT, SIGTERM};
+
+extern "C" inline void remove_temps_on_signal(int sig) {
+    auto& r = temp_registry();
+    const int k = sig == SIGINT ? 0 : 1;
+    const struct sigaction& before = r.previous[k];
+    // A handler the program installed itself decides what the signal means; temporaries are
+    // removed only when the signal will end the process.
+    if (!(before.sa_flags & SA_SIGINFO) && before.sa_handler == SIG_IGN) return;
+    if ((before.sa_flags & SA_SIGINFO) || before.sa_handler != SIG_DFL) {
+        if (before.sa_flags & SA_SIGINFO)
+            before.sa_sigaction(sig, nullptr, nullptr);
+        else
+            before.sa_handler(sig);
+        return;
+    }
+    for (int i = 0; i < TempRegistry::slots; ++i)
+        if (r.state[i].load() == 2) ::unlink(r.path[i]);
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+}
+
+/// A temporary file registered for removal on SIGINT/SIGTERM while it exists.
+class TempGuard {
+public:
+    explicit TempGuard(const std::filesystem::path& tmp) {
+        auto& r = temp_registry();
+        const std::string s = tmp.string();
+        if (s.size() >= TempRegistry::max_path) return;  // not removable on a signal; still removed on errors
+        for (int i = 0; i < TempRegistry::slots && m_slot < 0; ++i) {
+            int expected = 0;
+            if (r.state[i].compare_exchange_strong(expected, 1)) m_slot = i;
+        }
+        if (m_slot < 0) return;
+        std::memcpy(r.path[m_slot], s.c_str(), s.size() + 1);
+        std::lock_guard lock(r.mutex);
+        if (r.active++ == 0) {
+            struct sigaction action = {};
+            action.sa_handler = remove_temps_on_signal;
+            sigemptyset(&action.sa_mask);
+            for (int k = 0; k < 2; ++k) ::sigaction(cleanup_signals[k], &action, &r.previous[k]);
+        }
+        r.state[m_slot].store(2);
+    }
+    TempGuard(const TempGuard&) = delete;
+    TempGuard& operator=(const TempGuard&) = delete;
+    ~TempGuard() {
+        if (m_slot < 0) return;
+        auto& r = temp_registry();
+        r.state[m_slot].store(0);
+        std::lock_guard lock(r.mutex);
+        if (--r.active == 0)
+            for (int k = 0; k < 2; ++k) ::sigaction(cleanup_signals[k], &r.previous[k], nullptr);
+    }
+
+private:
+    int m_slot = -1;
+};
+
+/// Write all of `data` to `fd`, retrying short writes and EINTR.
+inline bool write_all(int fd, std::string_view data) {
+    std::size_t done = 0;
+    while (done < data.size()) {
+        const auto n = ::write(fd, data.data() + done, data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+inline void fsync_directory(const std::filesystem::path& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;  // some file systems do not open directories; the rename itself is done
+    ::fsync(fd);
+    ::close(fd);
+}
+/// Write into a device or FIFO. A FIFO is opened without blocking: no reader is an error, not a hang.
+inline void write_special(const std::filesystem::path& path, std::string_view data) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENXIO) raise<io_error>("cannot write '", path.string(), "': a FIFO with no reader");
+    if (fd < 0) raise<io_error>("cannot write '", path.string(), "': ", std::strerror(errno));
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    const bool ok = write_all(fd, data);
+    const int saved = errno;
+    if (::close(fd) != 0 || !ok)
+        raise<io_error>("cannot write '", path.string(), "': write failed: ", std::strerror(ok ? errno : saved));
 }
 }  // namespace detail
 
-/// Fail early, before a long computation, if `path` cannot be written: empty, a directory, or
-/// in a directory that does not exist or is not writable. Throws io_error naming the path.
+/// Fail early, before a long computation, if `path` cannot be written: empty, a directory, a
+/// socket, a name longer than the file system allows, or in a directory that does not exist
+/// or is not writable. Throws io_error naming the path.
 inline void check_writable(const std::filesystem::path& path) {
+    if (detail::write_kind(path) == detail::WriteKind::special) return;  // written through
     const auto target = detail::write_target(path);
-    if (detail::write_kind(path, target) == detail::WriteKind::device) return;  // written through
+    const auto dir = detail::directory_of(target);
     std::error_code ec;
-    const auto dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
     if (!std::filesystem::is_directory(dir, ec))
         raise<io_error>("cannot write '", path.string(), "': directory '", dir.string(), "' does not exist");
-    std::random_device rd;
-    const auto probe = dir / (".dnncost-probe" + std::to_string(rd()));
-    std::FILE* f = std::fopen(probe.string().c_str(), "wb");
-    if (!f) raise<io_error>("cannot write '", path.string(), "': directory '", dir.string(), "' is not writable");
-    std::fclose(f);
-    std::filesystem::remove(probe, ec);
+    const auto name = target.filename().string();
+    if (name.empty() || name == "." || name == "..")
+        raise<io_error>("cannot write '", path.string(), "': not a file name");
+    if (static_cast<long>(name.size()) > detail::name_max(dir))
+        raise<io_error>("cannot write '", path.string(), "': the file name is ", name.size(),
+                        " bytes, more than the file system's limit of ", detail::name_max(dir));
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        raise<io_error>("cannot write '", path.string(), "': directory '", dir.string(), "' is not writable");
 }
 
-/// Write `data` to `path` atomically: readers see the old file or the new one, never a mix.
+/// Two outputs of one command must not be the same file (the second would replace the first).
+/// `outputs` pairs an option name with its path; empty paths are skipped. Throws config_error.
+inline void check_distinct_outputs(std::initializer_list<std::pair<std::string_view, std::filesystem::path>> outputs) {
+    std::vector<std::pair<std::string_view, std::filesystem::path>> seen;
+    for (const auto& [what, path] : outputs) {
+        if (path.empty() || detail::write_kind(path) == detail::WriteKind::special) continue;
+        std::error_code ec;
+        const auto absolute = std::filesystem::absolute(detail::write_target(path), ec).lexically_normal();
+        auto resolved = std::filesystem::weakly_canonical(absolute, ec);
+        if (ec) resolved = absolute;
+        for (const auto& [other, other_path] : seen)
+            if (other_path == resolved)
+                raise<config_error>(other, " and ", what, " name the same file '", path.string(), "'");
+        seen.emplace_back(what, resolved);
+    }
+}
+
+/// Write `data` to `path` atomically: readers see the old file or the new one, never a mix; the
+/// new one is on disk (file and directory synced) when this returns.
 inline void write_file_atomic(const std::filesystem::path& path, std::string_view data) {
-    const auto target = detail::write_target(path);
-    if (detail::write_kind(path, target) == detail::WriteKind::device) {  // never rename over /dev/null
-        std::FILE* f = std::fopen(target.string().c_str(), "wb");
-        if (!f) raise<io_error>("cannot write '", path.string(), "': cannot open for writing");
-        const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
-        if (std::fclose(f) != 0 || !ok) raise<io_error>("cannot write '", path.string(), "': write failed");
+    if (detail::write_kind(path) == detail::WriteKind::special) {  // never rename over /dev/null or a pipe
+        detail::write_special(path, data);
         return;
     }
-    const auto dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-    std::random_device rd;
-    const auto tmp = dir / ("." + target.filename().string() + ".tmp" + std::to_string(rd()));
-    {
-        std::FILE* f = std::fopen(tmp.string().c_str(), "wb");
-        if (!f)
-            raise<io_error>("cannot write '", path.string(), "': cannot create temporary file in '", dir.string(), "'");
-        const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() && std::fflush(f) == 0;
-        const bool closed = std::fclose(f) == 0;
-        if (!ok || !closed) {
-            std::error_code ec;
-            std::filesystem::remove(tmp, ec);
-            raise<io_error>("cannot write '", path.string(), "': write failed (disk full?)");
-        }
+    const auto target = detail::write_target(path);
+    const auto dir = detail::directory_of(target);
+    // A short name: the target's own name may already be at the file system's length limit.
+    auto pattern = (dir / ".dnncost-XXXXXX").string();
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0)
+        raise<io_error>("cannot write '", path.string(), "': cannot create a temporary file in '", dir.string(),
+                        "': ", std::strerror(errno));
+    const std::filesystem::path tmp = pattern;
+    detail::TempGuard guard(tmp);
+    auto give_up = [&](const char* what, int err) {
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        raise<io_error>("cannot write '", path.string(), "': ", what, ": ", std::strerror(err));
+    };
+    // mkstemp creates mode 0600; give the file the mode an ordinary create would (or the old file's)
+    struct stat old {};
+    mode_t mode;
+    if (::stat(target.c_str(), &old) == 0) {
+        mode = old.st_mode & 07777;
+    } else {
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        mode = 0666 & ~mask;
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp, target, ec);
-    if (ec) {
-        const std::string reason = ec.message();  // remove() below overwrites ec
-        std::filesystem::remove(tmp, ec);
-        raise<io_error>("cannot write '", path.string(), "': rename failed: ", reason);
+    ::fchmod(fd, mode);
+    if (!detail::write_all(fd, data)) give_up("write failed (disk full?)", errno);
+    if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) give_up("fsync failed", errno);
+    if (::close(fd) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        raise<io_error>("cannot write '", path.string(), "': close failed: ", std::strerror(err));
     }
+    if (::rename(tmp.c_str(), target.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        raise<io_error>("cannot write '", path.string(), "': rename failed: ", std::strerror(err));
+    }
+    detail::fsync_directory(dir);
 }
 
 }  // namespace dnncost::io

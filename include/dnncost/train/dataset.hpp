@@ -113,6 +113,11 @@ struct GraphStore {
 };
 }  // namespace detail
 
+/// Plausible measured values (a latency in ms or s, an energy, a rate): squares and ratios of
+/// values outside stay finite and meaningful inside.
+inline constexpr double min_measured_value = 1e-9;
+inline constexpr double max_measured_value = 1e9;
+
 /// The key is either
 /// - an architecture string of a search space (DatasetOptions::space, or `SPACE:ARCH`), built
 ///   by the space's builder, or
@@ -125,7 +130,8 @@ struct GraphStore {
 /// (~250 KB each for NB201, 4 GB for the whole space) are built on demand, in parallel, when a
 /// subset is asked for, and live as long as some GraphSet or TrainData holds them; rows naming
 /// the same network share one graph while it lives.
-/// Rows with a missing, non-numeric, NaN/inf, non-positive or subnormal value in a used column, a bad
+/// Rows with a missing, non-numeric, NaN/inf, non-positive, subnormal or implausible (outside [1e-9, 1e9])
+/// value in a used column, a bad
 /// architecture string, an unreadable model file or a wrong field count are either skipped and
 /// reported in `Dataset::skipped` (file, line, reason), or, with `strict`, rejected by a
 /// parse_error naming file and line. A data set left empty is an error either way.
@@ -295,6 +301,11 @@ inline Dataset load_dataset_text(std::string_view text, std::string source, cons
             }
             if (!std::isnormal(p.value)) {  // 1e-320: relative errors against it overflow
                 problem = "column '" + table.header[c] + "': subnormal value " + table.rows[r][c];
+                break;
+            }
+            if (p.value < min_measured_value || p.value > max_measured_value) {  // 1e300: squared errors overflow
+                problem = "column '" + table.header[c] + "': value " + table.rows[r][c] +
+                          " outside the plausible range [1e-9, 1e9]";
                 break;
             }
             vals.push_back(p.value);

@@ -45,6 +45,7 @@ public:
         check_nodes(m_model, m_opset, m_source);
         collect_constants();
         fix_input_shapes();
+        take_declared_shapes();
         fold_loop();
         return build();
     }
@@ -120,7 +121,9 @@ private:
                 std::any_of(g.input().begin(), g.input().end(), [&](const auto& i) { return i.name() == name; });
             if (!known) fail("OnnxImportOptions::input_shapes names '", name, "', which is not a graph input");
             for (auto d : shape)
-                if (d < 0) fail("OnnxImportOptions::input_shapes gives '", name, "' the negative dimension ", d);
+                if (d < 1)
+                    fail("OnnxImportOptions::input_shapes gives '", name, "' the ", d < 0 ? "negative" : "zero",
+                         " dimension ", d);
         }
         for (auto& i : *g.mutable_input()) {
             if (!i.type().has_tensor_type()) fail("graph input '", i.name(), "' is not a tensor");
@@ -138,13 +141,13 @@ private:
             auto* shape = tensor_type->mutable_shape();
             for (int k = 0; k < shape->dim_size(); ++k) {
                 auto* d = shape->mutable_dim(k);
-                if (d->has_dim_value() && d->dim_value() >= 0) continue;
-                if (k == 0) {
+                if (d->has_dim_value() && d->dim_value() > 0) continue;
+                if (d->has_dim_value()) {
+                    fail("graph input '", i.name(), "' has dimension ", k, " of size ", d->dim_value(),
+                         " (not positive); give its shape in OnnxImportOptions::input_shapes");
+                } else if (k == 0) {
                     d->set_dim_value(m_options.batch_size);
                     changed = true;
-                } else if (d->has_dim_value()) {
-                    fail("graph input '", i.name(), "' has a negative dimension ", k, " (", d->dim_value(),
-                         "); give its shape in OnnxImportOptions::input_shapes");
                 } else {
                     fail("graph input '", i.name(), "' has a symbolic dimension ", k, " ('", d->dim_param(),
                          "'); give its shape in OnnxImportOptions::input_shapes");
@@ -157,6 +160,71 @@ private:
             for (auto& o : *g.mutable_output())
                 if (o.type().has_tensor_type()) o.mutable_type()->mutable_tensor_type()->clear_shape();
         }
+    }
+
+    /// Shapes the file declares for node outputs (value_info, graph outputs) are set aside, so
+    /// that shape inference computes every shape from the operators; build() compares the two.
+    /// Outputs of operators ONNX does not know keep their declared shapes (nothing infers them).
+    void take_declared_shapes() {
+        auto& g = *m_model.mutable_graph();
+        std::unordered_set<std::string> inferable;
+        for (const auto& node : g.node())
+            if (!has_subgraph(node) && ::onnx::OpSchemaRegistry::Schema(node.op_type(), m_opset, node.domain()))
+                for (const auto& o : node.output()) inferable.insert(o);
+        auto declared = [&](const ::onnx::ValueInfoProto& value) {
+            if (!inferable.count(value.name()) || !value.type().has_tensor_type()) return;
+            const auto& tensor_type = value.type().tensor_type();
+            if (!tensor_type.has_shape()) return;
+            graph::Shape shape;
+            for (const auto& d : tensor_type.shape().dim()) shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+            m_declared.insert_or_assign(value.name(), std::move(shape));
+        };
+        google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> keep;
+        for (const auto& value : g.value_info()) {
+            declared(value);
+            if (!inferable.count(value.name())) *keep.Add() = value;
+        }
+        g.mutable_value_info()->Swap(&keep);
+        for (auto& o : *g.mutable_output()) {
+            declared(o);
+            if (inferable.count(o.name()) && o.type().has_tensor_type())
+                o.mutable_type()->mutable_tensor_type()->clear_shape();
+        }
+    }
+    /// A declared shape agrees with an inferred one: same rank, equal where both are known.
+    static bool agrees(const graph::Shape& declared, const graph::Shape& inferred) {
+        if (declared.size() != inferred.size()) return false;
+        for (std::size_t k = 0; k < declared.size(); ++k)
+            if (declared[k] >= 0 && inferred[k] >= 0 && declared[k] != inferred[k]) return false;
+        return true;
+    }
+    /// ONNX's strict shape inference over the model as it stands: its error, if it finds one.
+    const std::optional<std::string>& strict_inference_error() {
+        if (!m_strict_checked) {
+            m_strict_checked = true;
+            ::onnx::ModelProto copy = m_model;
+            try {
+                ::onnx::ShapeInferenceOptions options(false, 1, true);
+                ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(), options);
+            } catch (const std::exception& e) {
+                m_strict_error = e.what();
+            }
+        }
+        return m_strict_error;
+    }
+    /// The shape of node output `name`: inferred, checked against the file's declaration. A
+    /// declared shape is used only where inference gives none and finds no error in the model.
+    std::optional<graph::Shape> output_shape(const ::onnx::NodeProto& node, const std::string& name) {
+        const auto declared = m_declared.find(name);
+        const auto it = m_types.find(name);
+        const bool has_inferred = it != m_types.end() && it->second.shape;
+        if (declared != m_declared.end() && has_inferred && !agrees(declared->second, *it->second.shape))
+            fail_node(node, "output '", name, "' is declared with shape ", graph::to_string(declared->second),
+                      " but the operator gives ", graph::to_string(*it->second.shape));
+        if (auto shape = known_shape(name)) return shape;
+        if (declared == m_declared.end() || !known(declared->second)) return std::nullopt;
+        if (strict_inference_error()) return std::nullopt;
+        return declared->second;
     }
 
     void infer(int error_mode) {
@@ -177,6 +245,8 @@ private:
     void collect_types() {
         m_types.clear();
         const auto& g = m_model.graph();
+        m_types.reserve(static_cast<std::size_t>(g.input_size() + g.value_info_size() + g.output_size()) +
+                        m_constants.size());
         auto add = [&](const ::onnx::ValueInfoProto& value) {
             if (!value.type().has_tensor_type()) return;
             const auto& tensor_type = value.type().tensor_type();
@@ -324,10 +394,10 @@ private:
         m_new_constants.push_back(name);
         m_types[name] = TypeInfo{m_constants[name].dtype, m_constants[name].dims};
     }
-    bool is_graph_output(const std::string& name) const {
-        for (const auto& o : m_model.graph().output())
-            if (o.name() == name) return true;
-        return false;
+    bool is_graph_output(const std::string& name) {
+        if (m_graph_outputs.empty())
+            for (const auto& o : m_model.graph().output()) m_graph_outputs.insert(o.name());
+        return m_graph_outputs.count(name) > 0;
     }
 
     std::string explain(const ::onnx::NodeProto& node) {
@@ -348,6 +418,10 @@ private:
         const auto& g = m_model.graph();
         graph::Graph out(g.name().empty() ? std::filesystem::path(m_source).stem().string() : g.name());
         std::unordered_map<std::string, int> tensor_id;
+        std::size_t values = static_cast<std::size_t>(g.input_size() + g.output_size()) + m_constants.size();
+        for (const auto& node : g.node()) values += static_cast<std::size_t>(node.output_size());
+        tensor_id.reserve(values);
+        out.reserve(static_cast<std::size_t>(g.node_size()), values);
         std::unordered_set<std::string> inputs(m_inputs.begin(), m_inputs.end());
         auto dtype_of = [&](const std::string& name) {
             auto it = m_types.find(name);
@@ -385,7 +459,7 @@ private:
             for (const auto& i : node.input()) ins.push_back(tensor_for_input(node, i));
             for (const auto& o : node.output()) {
                 if (o.empty()) fail_node(node, "has an unnamed output");
-                auto shape = known_shape(o);
+                auto shape = output_shape(node, o);
                 if (!shape) fail_node(node, "cannot determine the shape of output '", o, "'", explain(node));
                 const auto count = checked_numel(*shape);
                 if (!count || *count > max_plausible_elements)
@@ -465,9 +539,13 @@ private:
     std::unordered_map<std::string, TensorValues> m_values;  ///< whole weights, when asked to keep them
     std::unordered_set<std::string> m_weight_inputs;
     std::unordered_set<std::string> m_consumed;
+    std::unordered_set<std::string> m_graph_outputs;
     std::vector<std::string> m_inputs;
     std::vector<std::string> m_new_constants;
     std::unordered_map<std::string, TypeInfo> m_types;
+    std::unordered_map<std::string, graph::Shape> m_declared;  ///< output shapes the file declares
+    bool m_strict_checked = false;
+    std::optional<std::string> m_strict_error;
 };
 
 }  // namespace detail::onnx_impl
@@ -482,8 +560,11 @@ inline graph::Graph import_onnx_bytes(const std::string& bytes, const std::strin
     detail::onnx_impl::Importer importer(name, options);
     try {
         return importer.run(bytes);
-    } catch (const error&) {
-        throw;
+    } catch (const error& e) {
+        // messages from the tensor readers and graph builder do not know the file: add it
+        const std::string what = e.what();
+        if (what.rfind("ONNX import of '", 0) == 0) throw;
+        raise<onnx_import_error>("ONNX import of '", name, "': ", what);
     } catch (const std::exception& e) {
         raise<onnx_import_error>("ONNX import of '", name, "': ", e.what());
     }

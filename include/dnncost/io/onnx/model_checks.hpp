@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <queue>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -45,13 +46,29 @@ inline void parse_model(const std::string& bytes, const std::string& source, ::o
     if (!model.has_graph() || model.graph().node_size() == 0)
         fail_import(source, "not a valid ONNX model (no graph or no nodes)");
     if (model.ir_version() <= 0) fail_import(source, "not a valid ONNX model (missing ir_version)");
+    const auto& g = model.graph();
+    if (g.output_size() == 0) fail_import(source, "the graph has no outputs");
+    std::unordered_set<std::string> seen;
+    for (const auto& i : g.input())
+        if (!seen.insert(i.name()).second) fail_import(source, "graph input '", i.name(), "' is declared twice");
+    seen.clear();
+    for (const auto& t : g.initializer())
+        if (!t.name().empty() && !seen.insert(t.name()).second)
+            fail_import(source, "initializer '", t.name(), "' is given twice");
+    seen.clear();
+    for (const auto& o : g.output())
+        if (!seen.insert(o.name()).second) fail_import(source, "graph output '", o.name(), "' is declared twice");
 }
 
 /// The opset of the default domain, checked against the opsets this libonnx knows.
 inline int default_opset(const ::onnx::ModelProto& model, const std::string& source) {
     int opset = -1;
     for (const auto& o : model.opset_import())
-        if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+        if (o.domain().empty() || o.domain() == "ai.onnx") {
+            if (opset >= 0 && opset != static_cast<int>(o.version()))
+                fail_import(source, "two opsets (", opset, " and ", o.version(), ") for the default ONNX domain");
+            opset = static_cast<int>(o.version());
+        }
     if (opset < 0) {
         if (model.opset_import_size() == 0)
             opset = 1;  // IR 1-2 files: opset 1 implied
@@ -70,12 +87,14 @@ inline void sort_nodes(::onnx::ModelProto& model, const std::string& source) {
     auto& g = *model.mutable_graph();
     const int count = g.node_size();
     std::unordered_map<std::string, int> producer;
-    for (int v = 0; v < count; ++v)
+    for (int v = 0; v < count; ++v) {
+        if (g.node(v).op_type().empty()) fail_import_node(source, g.node(v), "no operator type");
         for (const auto& o : g.node(v).output())
             if (!o.empty()) {
                 if (!producer.emplace(o, v).second)
                     fail_import_node(source, g.node(v), "value '", o, "' is written by more than one node");
             }
+    }
     std::unordered_set<std::string> defined;
     for (const auto& i : g.input()) defined.insert(i.name());
     for (const auto& i : g.initializer()) defined.insert(i.name());
@@ -95,18 +114,18 @@ inline void sort_nodes(::onnx::ModelProto& model, const std::string& source) {
             }
         }
     }
-    std::vector<int> order, ready;
-    for (int v = count - 1; v >= 0; --v)
-        if (in_degree[static_cast<std::size_t>(v)] == 0) ready.push_back(v);
+    // Kahn's algorithm with a min-heap: the smallest ready index first, O(E + N log N).
+    std::vector<int> order;
+    order.reserve(static_cast<std::size_t>(count));
+    std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+    for (int v = 0; v < count; ++v)
+        if (in_degree[static_cast<std::size_t>(v)] == 0) ready.push(v);
     while (!ready.empty()) {
-        const int v = ready.back();
-        ready.pop_back();
+        const int v = ready.top();
+        ready.pop();
         order.push_back(v);
-        std::vector<int> newly_ready;
         for (int s : successors[static_cast<std::size_t>(v)])
-            if (--in_degree[static_cast<std::size_t>(s)] == 0) newly_ready.push_back(s);
-        ready.insert(ready.end(), newly_ready.begin(), newly_ready.end());
-        std::sort(ready.begin(), ready.end(), std::greater<>());
+            if (--in_degree[static_cast<std::size_t>(s)] == 0) ready.push(s);
     }
     if (static_cast<int>(order.size()) != count) {
         for (int v = 0; v < count; ++v)
@@ -122,6 +141,64 @@ inline void sort_nodes(::onnx::ModelProto& model, const std::string& source) {
     }
 }
 
+/// Values an enumerated attribute may take; ONNX's checker verifies attribute types only, and
+/// shape inference and the cost model would treat an unknown value as the default.
+inline const std::vector<std::string>* allowed_attribute_values(const std::string& op, const std::string& attribute) {
+    static const std::vector<std::string> auto_pad{"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
+    static const std::vector<std::string> pad_mode{"constant", "reflect", "edge", "wrap"};
+    static const std::vector<std::string> resize_mode{"nearest", "linear", "cubic", "bilinear", "trilinear"};
+    static const std::vector<std::string> coordinate_mode{
+        "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+        "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    static const std::vector<std::string> nearest_mode{"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    static const std::vector<std::string> depth_mode{"DCR", "CRD"};
+    static const std::vector<std::string> gelu{"none", "tanh"};
+    if (attribute == "auto_pad") return &auto_pad;
+    if (op == "Pad" && attribute == "mode") return &pad_mode;
+    if ((op == "Resize" || op == "Upsample") && attribute == "mode") return &resize_mode;
+    if (op == "Resize" && attribute == "coordinate_transformation_mode") return &coordinate_mode;
+    if (op == "Resize" && attribute == "nearest_mode") return &nearest_mode;
+    if (op == "DepthToSpace" && attribute == "mode") return &depth_mode;
+    if (op == "Gelu" && attribute == "approximate") return &gelu;
+    return nullptr;
+}
+/// Integer attributes that are flags (0 or 1).
+inline bool is_flag_attribute(const std::string& attribute) {
+    return attribute == "ceil_mode" || attribute == "count_include_pad" || attribute == "keepdims" ||
+           attribute == "transA" || attribute == "transB" || attribute == "noop_with_empty_axes" ||
+           attribute == "allowzero";
+}
+/// Attribute values ONNX's checker lets through but no operator defines: unknown enumerated
+/// strings, flags other than 0/1, non-positive strides/dilations/kernel sizes/groups (libonnx's
+/// conv/pool shape inference divides by them without checking: SIGFPE), negative convolution
+/// and pooling pads.
+inline void check_attribute_values(const ::onnx::NodeProto& node, const std::string& source) {
+    const std::string& op = node.op_type();
+    const bool conv_or_pool = op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
+                              op == "LpPool" || op == "ConvInteger" || op == "QLinearConv";
+    for (const auto& a : node.attribute()) {
+        if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape")
+            for (auto value : a.ints())
+                if (value <= 0)
+                    fail_import_node(source, node, "attribute '", a.name(), "' has non-positive value ", value);
+        if (a.name() == "group" && a.has_i() && a.i() < 1)
+            fail_import_node(source, node, "attribute 'group' is ", a.i(), ", not a positive group count");
+        if (conv_or_pool && a.name() == "pads")
+            for (auto value : a.ints())
+                if (value < 0) fail_import_node(source, node, "attribute 'pads' has negative value ", value);
+        if (is_flag_attribute(a.name()) && a.type() == ::onnx::AttributeProto::INT && a.i() != 0 && a.i() != 1)
+            fail_import_node(source, node, "attribute '", a.name(), "' is ", a.i(), ", not 0 or 1");
+        if (const auto* allowed = allowed_attribute_values(op, a.name());
+            allowed && a.type() == ::onnx::AttributeProto::STRING &&
+            std::find(allowed->begin(), allowed->end(), a.s()) == allowed->end()) {
+            std::string list;
+            for (const auto& v : *allowed) list += (list.empty() ? "" : ", ") + v;
+            fail_import_node(source, node, "attribute '", a.name(), "' has the unknown value '", a.s(), "' (one of ",
+                             list, ")");
+        }
+    }
+}
+
 /// ONNX's own checks of each node against its schema (attribute types, input and output
 /// counts), so that malformed nodes are rejected before shape inference reads them.
 inline void check_nodes(const ::onnx::ModelProto& model, int opset, const std::string& source) {
@@ -133,12 +210,7 @@ inline void check_nodes(const ::onnx::ModelProto& model, int opset, const std::s
     context.set_opset_imports(opsets);
     ::onnx::checker::LexicalScopeContext scope;
     for (const auto& node : model.graph().node()) {
-        // libonnx's conv/pool shape inference divides by these without checking (SIGFPE).
-        for (const auto& a : node.attribute())
-            if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape")
-                for (auto value : a.ints())
-                    if (value <= 0)
-                        fail_import_node(source, node, "attribute '", a.name(), "' has non-positive value ", value);
+        check_attribute_values(node, source);
         if (!::onnx::OpSchemaRegistry::Schema(node.op_type(), opset, node.domain())) continue;
         try {
             ::onnx::checker::check_node(node, context, scope);

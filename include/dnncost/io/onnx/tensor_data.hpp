@@ -56,6 +56,49 @@ bool read_raw(const std::string& raw, std::size_t count, std::vector<T>& out) {
     return true;
 }
 
+/// Bytes per element of the fixed-size ONNX element types (0 for strings, complex and unknown).
+inline std::size_t stored_element_bytes(int dtype) {
+    switch (dtype) {
+        case TensorProto::BOOL:
+        case TensorProto::UINT8:
+        case TensorProto::INT8:
+            return 1;
+        case TensorProto::UINT16:
+        case TensorProto::INT16:
+        case TensorProto::FLOAT16:
+        case TensorProto::BFLOAT16:
+            return 2;
+        case TensorProto::FLOAT:
+        case TensorProto::INT32:
+        case TensorProto::UINT32:
+            return 4;
+        case TensorProto::DOUBLE:
+        case TensorProto::INT64:
+        case TensorProto::UINT64:
+            return 8;
+        default:
+            return 0;
+    }
+}
+/// Data stored in the file must fit the shape: a raw_data or typed field of another length is
+/// a malformed tensor, not one without values. A tensor without any data (shapes only) is fine.
+inline void check_data_size(const TensorProto& proto, std::int64_t count) {
+    const auto expected = static_cast<std::uint64_t>(count);
+    if (proto.has_raw_data()) {
+        const auto bytes = stored_element_bytes(proto.data_type());
+        if (bytes > 0 && proto.raw_data().size() != expected * bytes)
+            raise<onnx_import_error>("tensor '", proto.name(), "' has ", proto.raw_data().size(),
+                                     " bytes of raw data for ", expected, " elements of ", bytes, " bytes");
+        return;
+    }
+    if (proto.data_type() == TensorProto::COMPLEX64 || proto.data_type() == TensorProto::COMPLEX128) return;
+    const auto typed = static_cast<std::uint64_t>(proto.float_data_size()) + proto.int32_data_size() +
+                       proto.int64_data_size() + proto.double_data_size() + proto.uint64_data_size() +
+                       proto.string_data_size();
+    if (typed > 0 && typed != expected)
+        raise<onnx_import_error>("tensor '", proto.name(), "' holds ", typed, " values for ", expected, " elements");
+}
+
 /// Read the shape and, when at most `max_elements` and well-formed, the values of a tensor.
 /// @throws onnx_import_error for a negative dimension or an implausible element count
 inline ConstantTensor read_tensor(const TensorProto& proto, std::int64_t max_elements) {
@@ -69,7 +112,9 @@ inline ConstantTensor read_tensor(const TensorProto& proto, std::int64_t max_ele
     if (!checked || *checked > max_plausible_elements)
         raise<onnx_import_error>("tensor '", proto.name(), "' has an implausible shape ", graph::to_string(c.dims));
     const std::int64_t count = *checked;
-    if (count > max_elements || proto.data_location() == TensorProto::EXTERNAL) return c;
+    if (proto.data_location() == TensorProto::EXTERNAL) return c;
+    check_data_size(proto, count);
+    if (count > max_elements) return c;
     const auto ucount = static_cast<std::size_t>(count);
     const std::string& raw = proto.raw_data();
     const bool has_raw = proto.has_raw_data();
