@@ -32,3 +32,7 @@
 #include <dnncost/train/noise.hpp>
 #include <dnncost/train/split.hpp>
 #include <dnncost/train/train_data.hpp>
+// PerfSAGE: operator kinds, the per-type input transform, multi-space upsampling
+#include <dnncost/estimators/perfsage.hpp>
+#include <dnncost/features/op_kind.hpp>
+#include <dnncost/train/upsample.hpp>
