@@ -11,7 +11,9 @@
 ///   pointwise convolutions apart) selects the first transform's own weight and bias and a
 ///   trainable embedding, h0 = relu([x | e_type] W_type + b_type) (nn/typed_input.hpp).
 /// - 8 GraphSAGE layers h' = relu([h | SUM of neighbours] W + b), max readout, 4 fully
-///   connected layers of width 1024, one output per target.
+///   connected layers of width 1024, one output per target; the GraphSAGE weights are scaled at
+///   initialisation so that each layer keeps its input's scale on the training graphs
+///   (PerfSageModel::calibrate).
 /// - Each target is divided by its training median; the loss is MAPE + alpha RMSE (alpha 10)
 ///   over all targets; Adam, ReduceLROnPlateau, early stopping on the validation score of
 ///   model_selection.hpp averaged over the targets, best weights restored.
@@ -179,6 +181,13 @@ public:
         std::vector<std::size_t> order(xt.size());
         std::iota(order.begin(), order.end(), 0);
         const nn::kernels::PrecisionScope scope(m_precision);
+        {  // data-dependent initialisation on (up to) the first 64 training graphs
+            std::vector<std::size_t> first(std::min<std::size_t>(64, xt.size()));
+            std::iota(first.begin(), first.end(), 0);
+            build_batch(xt, first);
+            nn::Context<float> ctx{&m_batch, false, nullptr, &pool, true};
+            m_model->calibrate(m_batch_types, ctx);
+        }
         for (int epoch = 0; epoch < max_epochs; ++epoch) {
             shuffle.shuffle(order.begin(), order.end());
             double total = 0;

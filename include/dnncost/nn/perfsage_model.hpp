@@ -4,6 +4,7 @@
 /// GraphSAGE layers h' = relu([h | SUM of the neighbours' h] W + b) over the undirected operator
 /// graph, a max readout, and a fully connected head (`head_layers` hidden layers of
 /// `head_width`, ReLU) with one output per target.
+#include <cmath>
 #include <memory>
 #include <span>
 #include <vector>
@@ -35,10 +36,11 @@ public:
         if (s.depth < 1 || s.head_layers < 0 || s.targets < 1 || s.width < 1 || s.head_width < 1)
             raise<config_error>("PerfSageModel: depth, targets and widths must be positive");
         m_input = std::make_unique<TypedInput<T>>(in_features, s.types, s.embedding, s.width, rng);
-        m_encoder.add(make_activation<T>(Act::relu));
+        m_act.push_back(make_activation<T>(Act::relu));
         for (int d = 0; d < s.depth; ++d) {
-            m_encoder.add(std::make_unique<SageConv<T>>(s.width, s.width, rng, Aggr::sum, features::Direction::both));
-            m_encoder.add(make_activation<T>(Act::relu));
+            m_conv.push_back(
+                std::make_unique<SageConv<T>>(s.width, s.width, rng, Aggr::sum, features::Direction::both));
+            m_act.push_back(make_activation<T>(Act::relu));
         }
         m_readout = std::make_unique<Pooling<T>>(pool_max);
         m_head = make_regression_head<T>(s.width, s.head_layers + 1, s.head_width, s.targets, Act::relu, 0.0, rng);
@@ -50,27 +52,47 @@ public:
     const Mat<T>& forward(std::span<const int> types, const Context<T>& ctx) {
         const auto& b = ctx.graphs("PerfSageModel");
         m_input->set_types(types);
-        const Mat<T>& h0 = m_input->forward(b.x, ctx);
-        const Mat<T>& h = m_encoder.forward(h0, ctx);
-        return m_head->forward(m_readout->forward(h, ctx), ctx);
+        const Mat<T>* h = &m_act[0]->forward(m_input->forward(b.x, ctx), ctx);
+        for (std::size_t d = 0; d < m_conv.size(); ++d) h = &m_act[d + 1]->forward(m_conv[d]->forward(*h, ctx), ctx);
+        return m_head->forward(m_readout->forward(*h, ctx), ctx);
     }
     void backward(const Mat<T>& dpred, const Context<T>& ctx) {
-        const Mat<T>& de = m_head->backward(dpred, ctx);
-        const Mat<T>& dh = m_readout->backward(de, ctx);
-        m_input->backward(m_encoder.backward(dh, ctx), ctx);
+        const Mat<T>* d = &m_readout->backward(m_head->backward(dpred, ctx), ctx);
+        for (std::size_t k = m_conv.size(); k-- > 0;) d = &m_conv[k]->backward(m_act[k + 1]->backward(*d, ctx), ctx);
+        m_input->backward(m_act[0]->backward(*d, ctx), ctx);
+    }
+    /// Data-dependent initialisation: scale each GraphSAGE layer's weights so that its output has
+    /// the root-mean-square of its input on this batch. A SUM over neighbours multiplies the scale
+    /// by about the degree at every layer, which over 8 layers would start the head thousands of
+    /// times off the targets' scale.
+    void calibrate(std::span<const int> types, const Context<T>& ctx) {
+        const auto& b = ctx.graphs("PerfSageModel");
+        m_input->set_types(types);
+        const Mat<T>* h = &m_act[0]->forward(m_input->forward(b.x, ctx), ctx);
+        for (std::size_t d = 0; d < m_conv.size(); ++d) {
+            const double in = rms(*h);
+            const double out = rms(m_conv[d]->forward(*h, ctx));
+            if (in > 0 && out > 0)
+                for (auto* p : m_conv[d]->parameters()) p->value *= static_cast<T>(in / out);
+            h = &m_act[d + 1]->forward(m_conv[d]->forward(*h, ctx), ctx);
+        }
     }
     std::vector<Parameter<T>*> parameters() {
         std::vector<Parameter<T>*> p;
         m_input->collect_parameters(p);
-        m_encoder.collect_parameters(p);
+        for (auto& c : m_conv) c->collect_parameters(p);
         m_head->collect_parameters(p);
         return p;
     }
 
 private:
+    static double rms(const Mat<T>& m) {
+        return m.size() ? std::sqrt(static_cast<double>(m.squaredNorm()) / static_cast<double>(m.size())) : 0.0;
+    }
     PerfSageShape m_shape;
     std::unique_ptr<TypedInput<T>> m_input;
-    Sequential<T> m_encoder;
+    std::vector<std::unique_ptr<SageConv<T>>> m_conv;
+    std::vector<ModulePtr<T>> m_act;
     ModulePtr<T> m_readout;
     ModulePtr<T> m_head;
 };
