@@ -26,6 +26,7 @@
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
+#include <dnncost/train/upsample.hpp>
 
 namespace dnncost::cli {
 
@@ -189,6 +190,51 @@ inline void check_model_use(const LoadedModel& m, const std::string& path, const
                   << "'; comparing its predictions with '" << target << "'\n";
 }
 
+/// Comma-separated target columns ("latency_ms,peak_memory_bytes"), each once.
+inline std::vector<std::string> target_list(const std::string& spec) {
+    std::vector<std::string> out;
+    std::stringstream ss(spec);
+    for (std::string t; std::getline(ss, t, ',');) {
+        if (t.empty()) raise<config_error>("--target '", spec, "': empty column name");
+        if (std::find(out.begin(), out.end(), t) != out.end())
+            raise<config_error>("--target '", spec, "': column '", t, "' named twice");
+        out.push_back(t);
+    }
+    if (out.empty()) raise<config_error>("--target: no column named");
+    return out;
+}
+
+/// The search space a data-set key names ("onnx" for a model path).
+inline std::string space_of_key(const std::string& key, const std::string& default_space) {
+    if (const auto q = spaces::split_qualified(key)) return std::string(q->space->name);
+    return default_space;
+}
+
+/// Predictions of every target for the given items, in chunks: [target][item].
+inline std::vector<std::vector<double>> predict_targets_items(const estimators::Estimator& est,
+                                                              const train::Dataset& ds,
+                                                              const std::vector<std::size_t>& items) {
+    constexpr std::size_t chunk = 2048;
+    std::vector<std::vector<double>> out;
+    UnknownOperators unknown;
+    for (std::size_t s = 0; s < items.size(); s += chunk) {
+        const auto part = std::span(items).subspan(s, std::min(chunk, items.size() - s));
+        const auto graphs = ds.graphs(part);
+        unknown.add(est, graphs);
+        const auto p = est.predict_targets(graphs);
+        if (out.empty()) out.resize(p.size());
+        for (std::size_t k = 0; k < p.size(); ++k) out[k].insert(out[k].end(), p[k].begin(), p[k].end());
+    }
+    unknown.warn();
+    return out;
+}
+
+inline std::vector<estimators::Prediction> as_predictions(const std::vector<double>& v) {
+    std::vector<estimators::Prediction> p;
+    for (double x : v) p.push_back({x, 0.0});
+    return p;
+}
+
 }  // namespace train_detail
 
 inline void add_train_commands(CLI::App& app, Context& ctx) {
@@ -211,7 +257,11 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     train->add_option("--data", targs->data, "CSV: a key column (arch string or ONNX path) + measured columns")
         ->required();
     add_space_options(*train, targs->space, targs->space_options);
-    train->add_option("--target", targs->target, "Column to learn (e.g. pixel3)")->required();
+    train
+        ->add_option("--target", targs->target,
+                     "Column to learn (e.g. pixel3), or several, comma-separated, learnt by one model of a "
+                     "multi-target preset (perfsage: e.g. latency_ms,peak_memory_bytes)")
+        ->required();
     train->add_option("--train", targs->n_train, "Number of training samples")->transform(check::integer(1, 100000000));
     train->add_option("--val", targs->n_val, "Number of validation samples (early stopping / model selection)")
         ->transform(check::integer(0, 100000000));
@@ -276,9 +326,11 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         io::check_distinct_outputs({{"--data", a.data}, {"--out", a.out}, {"--report", a.report}});
         io::check_writable(a.out);
         if (!a.report.empty()) io::check_writable(a.report);
-        std::vector<std::string> columns{a.target};
+        const auto targets = td::target_list(a.target);
+        std::vector<std::string> columns = targets;
         const bool proxy_is_column = sampling == train::Sampling::uniform && a.proxy != "macs";
-        if (proxy_is_column && a.proxy != a.target) columns.push_back(a.proxy);
+        if (proxy_is_column && std::find(columns.begin(), columns.end(), a.proxy) == columns.end())
+            columns.push_back(a.proxy);
         auto ds = td::load(a.data, a.space, a.space_options, columns, a.strict);
 
         std::vector<double> proxy;
@@ -301,6 +353,26 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             est = estimators::make_estimator(a.preset);
         else
             raise<config_error>("--ensemble must be >= 2 (or 0 for a single model), got ", a.ensemble);
+        if (targets.size() > 1 && (a.ensemble >= 2 || static_cast<int>(targets.size()) > est->max_targets()))
+            raise<config_error>("--target names ", targets.size(), " columns; preset '", a.preset,
+                                a.ensemble >= 2 ? "' ensembles" : "'", " learn one (perfsage learns several)");
+
+        // Several search spaces: every space makes up at least 10 % of the training examples.
+        auto train_items = split.train;
+        {
+            std::vector<std::string> group;
+            for (auto i : split.train) group.push_back(td::space_of_key(ds.key(i), a.space));
+            std::vector<std::string> distinct = group;
+            std::sort(distinct.begin(), distinct.end());
+            distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+            if (distinct.size() >= 2 && distinct.size() < 10) {
+                std::vector<std::size_t> up;
+                for (auto k : train::upsample(group, 0.10, a.seed)) up.push_back(split.train[k]);
+                train_items = std::move(up);
+                std::cerr << "dnncost: " << distinct.size() << " search spaces in the training split; upsampled to "
+                          << train_items.size() << " training examples (each space >= 10 %)\n";
+            }
+        }
 
         estimators::FitOptions fo;
         fo.seed = a.seed;
@@ -313,21 +385,47 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             std::cerr << line << '\n';
             return false;
         };
-        const auto fit = est->fit(ds.subset(split.train, a.target), ds.subset(split.validation, a.target), fo);
+        const auto multi = [&](const std::vector<std::size_t>& items) {
+            train::MultiTrainData d;
+            auto set = std::make_shared<const train::GraphSet>(ds.graphs(items));
+            d.graphs = set->pointers();
+            d.keep_alive = set;
+            d.names = targets;
+            for (const auto& t : targets) d.targets.push_back(ds.values(items, t));
+            return d;
+        };
+        const auto fit = targets.size() > 1
+                             ? est->fit_targets(multi(train_items), multi(split.validation), fo)
+                             : est->fit(ds.subset(train_items, a.target), ds.subset(split.validation, a.target), fo);
         if (!fit.summary.empty()) std::cerr << fit.summary << '\n';
         td::note_precision(*est, "trained", true);
 
-        const auto pred = td::predict_items(*est, ds, split.test);
-        const auto truth = ds.values(split.test, a.target);
-        td::check_predictions(pred, [&](std::size_t i) { return ds.key(split.test[i]); });
-        const auto ev = train::evaluate(td::means(pred), truth);
+        std::vector<std::vector<estimators::Prediction>> preds;
+        if (targets.size() > 1) {
+            for (const auto& p : td::predict_targets_items(*est, ds, split.test))
+                preds.push_back(td::as_predictions(p));
+        } else {
+            preds.push_back(td::predict_items(*est, ds, split.test));
+        }
+        for (const auto& pred : preds)
+            td::check_predictions(pred, [&](std::size_t i) { return ds.key(split.test[i]); });
 
         std::cout << "preset " << est->preset()
                   << (a.ensemble >= 2 ? " x" + std::to_string(a.ensemble) + " ensemble" : "") << ", target " << a.target
                   << ", " << fit.epochs << " epochs, " << std::setprecision(3) << fit.seconds << " s\n";
-        td::print_metrics(std::cout, "test", ev.all);
-        td::print_metrics(std::cout, "test, non-degenerate", ev.non_degenerate);
-        json report = td::evaluation_json(ev);
+        json report;
+        for (std::size_t k = 0; k < targets.size(); ++k) {
+            const auto ev = train::evaluate(td::means(preds[k]), ds.values(split.test, targets[k]));
+            const std::string label = targets.size() > 1 ? "test " + targets[k] : std::string("test");
+            td::print_metrics(std::cout, label, ev.all);
+            td::print_metrics(std::cout, label + ", non-degenerate", ev.non_degenerate);
+            if (targets.size() > 1)
+                report["targets"][targets[k]] = td::evaluation_json(ev);
+            else
+                report = td::evaluation_json(ev);
+        }
+        const auto& pred = preds[0];
+        const auto truth = ds.values(split.test, targets[0]);
         if (a.ensemble >= 2) {
             const double cov = estimators::coverage_2sigma(pred, truth);
             std::cout << "coverage of ±2 sigma: " << cov << '\n';
@@ -376,7 +474,10 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     eval->add_option("--model", eargs->model, "Saved model (.dnnc)")->required();
     eval->add_option("--data", eargs->data, "CSV data set")->required();
     add_space_options(*eval, eargs->space, eargs->space_options);
-    eval->add_option("--target", eargs->target, "Measured column to compare with")->required();
+    eval->add_option("--target", eargs->target,
+                     "Measured column to compare with; several, comma-separated, for a multi-target model (one per "
+                     "target it learnt, in its order)")
+        ->required();
     eval->add_flag("--strict", eargs->strict, "Reject the data set at the first bad row");
     eval->add_flag("--json", eargs->json_out, "Print the metrics as JSON");
     eval->add_option("--precision", eargs->precision,
@@ -389,8 +490,34 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         td::check_model_use(model, a.model, a.space, a.target);
         if (const auto p = nn::precision_from_string(a.precision)) est->set_precision(*p);
         td::note_precision(*est, "predicting", false);
-        auto ds = td::load(a.data, a.space, a.space_options, {a.target}, a.strict);
+        const auto targets = td::target_list(a.target);
+        auto ds = td::load(a.data, a.space, a.space_options, targets, a.strict);
         const auto items = ds.all_items();
+        if (targets.size() > 1) {
+            const auto names = est->target_names();
+            if (names.size() != targets.size())
+                raise<config_error>("--target names ", targets.size(), " columns; ", a.model, " predicts ",
+                                    std::max<std::size_t>(1, names.size()));
+            const auto p = td::predict_targets_items(*est, ds, items);
+            json j;
+            for (std::size_t k = 0; k < targets.size(); ++k) {
+                const auto pk = td::as_predictions(p[k]);
+                td::check_predictions(pk, [&](std::size_t i) { return ds.key(items[i]); });
+                const auto ev = train::evaluate(p[k], ds.values(items, targets[k]));
+                if (a.json_out) {
+                    j["targets"][targets[k]] = td::evaluation_json(ev);
+                    j["targets"][targets[k]]["model_target"] = names[k];
+                } else {
+                    td::print_metrics(std::cout, "all rows, " + targets[k] + " (model: " + names[k] + ")", ev.all);
+                }
+            }
+            if (a.json_out) {
+                j["preset"] = est->preset();
+                print_json(j);
+            }
+            ctx.exit_code = 0;
+            return;
+        }
         const auto pred = td::predict_items(*est, ds, items);
         td::check_predictions(pred, [&](std::size_t i) { return ds.key(items[i]); });
         const auto truth = ds.values(items, a.target);
@@ -453,6 +580,22 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         td::UnknownOperators unknown;
         unknown.add(*est, ptrs);
         unknown.warn();
+        if (const auto names = est->target_names(); names.size() > 1) {
+            // one column per target, named on a header line
+            const auto p = est->predict_targets(ptrs);
+            for (const auto& pk : p)
+                td::check_predictions(td::as_predictions(pk), [&](std::size_t i) { return a.inputs[i]; });
+            std::cout << "input";
+            for (const auto& n : names) std::cout << '\t' << n;
+            std::cout << '\n';
+            for (std::size_t i = 0; i < ptrs.size(); ++i) {
+                std::cout << a.inputs[i];
+                for (const auto& pk : p) std::cout << '\t' << std::setprecision(6) << pk[i];
+                std::cout << '\n';
+            }
+            ctx.exit_code = 0;
+            return;
+        }
         const auto pred = est->predict(ptrs);
         td::check_predictions(pred, [&](std::size_t i) { return a.inputs[i]; });
         const bool ensemble = dynamic_cast<const estimators::EnsembleEstimator*>(est.get()) != nullptr;

@@ -38,3 +38,7 @@
 #include <dnncost/cost/op_config.hpp>
 #include <dnncost/cost/op_table.hpp>
 #include <dnncost/estimators/estimator_cost.hpp>
+// PerfSAGE: operator kinds, the per-type input transform, multi-space upsampling
+#include <dnncost/estimators/perfsage.hpp>
+#include <dnncost/features/op_kind.hpp>
+#include <dnncost/train/upsample.hpp>

@@ -134,6 +134,7 @@ public:
         w.put_f64(m_target_scale);
         w.put_f64(m_lambda);
         w.put_u8(static_cast<std::uint8_t>(m_loss));
+        w.put_bool(m_features.split_convs);  // last, so that files written before it still load
         return io::write_container(kind, io::fnv1a64(config), w.bytes());
     }
 
@@ -153,6 +154,8 @@ public:
         const auto loss = r.get_u8("loss");
         if (loss > 1) r.fail("unknown loss code ", int(loss));
         m->m_loss = static_cast<Loss>(loss);
+        // models saved before op_kind() end here and count convolutions as one type
+        m->m_features.split_convs = !r.at_end() && r.get_bool("split convolutions");
         r.expect_end("additive model");
         if (m->m_weights.size() != m->m_features.size())
             r.fail("inconsistent additive model: ", m->m_features.size(), " features but ", m->m_weights.size(),

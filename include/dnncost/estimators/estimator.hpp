@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/core/error.hpp>
+#include <dnncost/features/op_kind.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/nn/precision.hpp>
 #include <dnncost/train/train_data.hpp>
@@ -95,6 +97,24 @@ public:
     virtual std::optional<nn::Precision> precision() const { return std::nullopt; }
     /// Operator types seen in training (sorted); empty when the estimator does not keep one.
     virtual std::vector<std::string> vocabulary() const { return {}; }
+
+    /// How many quantities one model of this preset can learn at once.
+    virtual int max_targets() const { return 1; }
+    /// Learn every quantity of `train` in one model. Presets of one target take exactly one.
+    /// @throws config_error for more targets than max_targets()
+    virtual FitResult fit_targets(const train::MultiTrainData& train, const train::MultiTrainData& validation,
+                                  const FitOptions& options) {
+        if (train.targets.size() != 1)
+            raise<config_error>("preset '", preset(), "' learns one quantity, ", train.targets.size(),
+                                " were given (a multi-target preset such as perfsage learns several)");
+        return fit(train.target(0), validation.targets.empty() ? train::TrainData{} : validation.target(0), options);
+    }
+    /// Predictions of every learned quantity: [target][graph], in the target's own unit.
+    virtual std::vector<std::vector<double>> predict_targets(std::span<const graph::Graph* const> graphs) const {
+        return {predict_mean(graphs)};
+    }
+    /// Names of the learned quantities, if the model keeps them (empty otherwise).
+    virtual std::vector<std::string> target_names() const { return {}; }
 };
 
 /// Operator types of `g` that `est` never saw in training (sorted, each once): its prediction
@@ -104,8 +124,13 @@ inline std::vector<std::string> unknown_operators(const Estimator& est, const gr
     const auto vocab = est.vocabulary();
     std::vector<std::string> out;
     if (vocab.empty()) return out;
-    for (const auto& n : g.nodes())
-        if (!std::binary_search(vocab.begin(), vocab.end(), n.op_type)) out.push_back(n.op_type);
+    for (const auto& n : g.nodes()) {
+        // a model knows an operator by its kind (op_kind) or, if saved before the split, its type
+        const auto kind = features::op_kind(g, n);
+        if (!std::binary_search(vocab.begin(), vocab.end(), kind) &&
+            !std::binary_search(vocab.begin(), vocab.end(), n.op_type))
+            out.push_back(kind);
+    }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;

@@ -374,9 +374,12 @@ public:
     std::string save(bool with_optimizer = true) const {
         if (!m_model) raise<config_error>("GnnEstimator::save: not trained");
         io::BinaryWriter w;
-        w.put_u32(3);  // payload layout version (2: the additive path's graph-level features; 3: precision)
+        // payload layout version (2: the additive path's graph-level features; 3: precision;
+        // 4: operator kinds with convolutions split, features/op_kind.hpp)
+        w.put_u32(4);
         w.put_string(m_preset);
         w.put_u32(static_cast<std::uint32_t>(m_precision));
+        w.put_bool(m_encoder.options().split_convs);
         m_encoder.save(w);
         m_additive.save(w);
         w.put_f64(m_scale);
@@ -406,8 +409,8 @@ public:
                                std::hex, c.config_hash, ", this build expects 0x", hash_for(preset), ")");
         io::BinaryReader r(c.payload, std::string(source));
         const auto version = r.get_u32("payload version");
-        if (version != 2 && version != 3)
-            r.fail("unsupported payload version ", version, " (this build reads versions 2 and 3; retrain the model)");
+        if (version < 2 || version > 4)
+            r.fail("unsupported payload version ", version, " (this build reads versions 2 to 4; retrain the model)");
         if (const auto name = r.get_string("preset"); name != preset)
             r.fail("payload preset '", name, "', expected '", preset, "'");
         GnnEstimator e{std::string(preset)};
@@ -416,8 +419,9 @@ public:
             if (p > static_cast<std::uint32_t>(nn::Precision::bf16)) r.fail("unknown GEMM precision code ", p);
             e.m_precision = static_cast<nn::Precision>(p);
         }
-        e.m_encoder = features::FeatureEncoder::load(r);
-        e.m_additive = features::OpAggregates::load(r);
+        const bool split_convs = version >= 4 && r.get_bool("split convolutions");
+        e.m_encoder = features::FeatureEncoder::load(r, split_convs);
+        e.m_additive = features::OpAggregates::load(r, split_convs);
         if (!C.head.additive_path && e.m_additive.size() > 0)
             r.fail("additive features stored for a model without an additive path");
         e.m_scale = r.get_finite_f64("label scale");

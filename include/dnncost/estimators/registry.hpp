@@ -4,7 +4,7 @@
 /// (also the container kind its models are saved under) to a factory and a loader; adding a
 /// preset is one register_estimator call, never another branch.
 ///
-/// Built in: "additive" (the additive baseline), "hifisage" and "brpnas" (GNN presets), and the
+/// Built in: "additive" (the additive baseline), "hifisage", "brpnas" and "perfsage" (GNN presets), and the
 /// "ensemble" container kind, whose members are decoded through the same table.
 #include <filesystem>
 #include <map>
@@ -18,6 +18,7 @@
 #include <dnncost/estimators/additive.hpp>
 #include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/estimator.hpp>
+#include <dnncost/estimators/perfsage.hpp>
 #include <dnncost/estimators/presets.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/serialize.hpp>
@@ -63,6 +64,14 @@ inline Registry& registry() {
                                                   std::make_unique<BrpNas>(BrpNas::load(b, preset_name<brp_nas>, s)));
                                           },
                                           "BRP-NAS: 4-layer GCN, mean pooling, linear head"});
+        reg.entries.emplace(
+            std::string(PerfSageEstimator::kind),
+            RegistryEntry{[] { return std::unique_ptr<Estimator>(std::make_unique<PerfSageEstimator>()); },
+                          [](std::string_view b, std::string_view s) {
+                              return std::unique_ptr<Estimator>(PerfSageEstimator::deserialize(b, s));
+                          },
+                          "PerfSAGE: per-operator-type input transform, 8 GraphSAGE (sum) layers, max readout, 4 FC "
+                          "layers of 1024; several targets at once (MAPE + 10 RMSE)"});
         return true;
     }();
     (void)filled;

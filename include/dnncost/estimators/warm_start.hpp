@@ -103,7 +103,8 @@ inline AdditivePathStart warm_start_additive_path(const features::OpAggregates& 
             const Eigen::VectorXd baseline = x * best.beta;
             for (std::size_t i = 0; i < data.size(); ++i) {
                 if (!data.graphs[i]) raise<config_error>("warm_start_additive_path: labelled graph ", i, " is null");
-                const auto raw = features::OpAggregates::raw(*data.graphs[i], aggregates.vocabulary, true);
+                const auto raw =
+                    features::OpAggregates::raw(*data.graphs[i], aggregates.vocabulary, true, aggregates.split_convs);
                 double removed_cost = 0;
                 for (std::size_t c = 0; c < eager_columns.size(); ++c) {
                     const auto feature = static_cast<std::size_t>(eager_columns[c]);

@@ -15,6 +15,7 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/features/op_kind.hpp>
 #include <dnncost/graph/analysis.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/serialize.hpp>
@@ -29,6 +30,9 @@ struct EncodeOptions {
     bool self_loops_on_inputs = false;  ///< HiFi-SAGE: a self-loop on every node that reads a graph input
     bool drop_output_nodes = false;     ///< HiFi-SAGE: drop the nodes that write graph outputs
     bool compiler_view = false;         ///< append the graph-compiler flags and kept-node block
+    /// One-hot over op_kind() (depthwise, grouped and pointwise convolutions apart) instead of
+    /// the ONNX op type; off only for models saved before the split.
+    bool split_convs = true;
 };
 
 /// One encoded graph: a row-major node-feature matrix and directed node-to-node edges.
@@ -191,7 +195,7 @@ public:
         if (m_options.vocabulary.empty()) {
             std::map<std::string, int> seen;
             for (const auto* g : graphs)
-                for (const auto& n : g->nodes()) seen[n.op_type] = 1;
+                for (const auto& n : g->nodes()) seen[op_kind(*g, n, m_options.split_convs)] = 1;
             m_vocabulary.clear();
             for (const auto& [k, v] : seen) m_vocabulary.push_back(k);
         }
@@ -271,7 +275,7 @@ public:
             const int r = keep[static_cast<std::size_t>(i)];
             if (r < 0) continue;
             float* row = e.x.data() + static_cast<std::size_t>(r) * e.num_features;
-            const auto& op = g.node(i).op_type;
+            const auto op = op_kind(g, g.node(i), m_options.split_convs);
             const auto it = std::lower_bound(m_vocabulary.begin(), m_vocabulary.end(), op);
             row[(it != m_vocabulary.end() && *it == op) ? static_cast<int>(it - m_vocabulary.begin()) : v] = 1.0f;
             for (std::size_t j = 0; j < 9; ++j)
@@ -302,8 +306,10 @@ public:
         w.put_f64_vector(m_scale);
         w.put_bool(m_fitted);
     }
-    static FeatureEncoder load(io::BinaryReader& r) {
+    /// Inverse of save(); `split_convs` is the model's op_kind() choice, which the caller stores.
+    static FeatureEncoder load(io::BinaryReader& r, bool split_convs = false) {
         EncodeOptions o;
+        o.split_convs = split_convs;
         o.vocabulary = r.get_string_vector("encoder vocabulary option");
         o.rw_steps = r.get_i32("encoder rw_steps");
         o.self_loops_on_inputs = r.get_bool("encoder self_loops_on_inputs");

@@ -13,6 +13,7 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/features/op_kind.hpp>
 #include <dnncost/graph/analysis.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/serialize.hpp>
@@ -30,6 +31,9 @@ namespace dnncost::features {
 struct OpAggregates {
     static constexpr int per_type = 3;  ///< count, MACs, bytes
     bool compiled = false;
+    /// Types are op_kind()s (depthwise, grouped and pointwise convolutions apart); off only for
+    /// models saved before the split (not part of save(): the caller stores it).
+    bool split_convs = true;
     std::vector<std::string> vocabulary;
     std::vector<std::int64_t> keep;  ///< indices into raw() of the kept features
     std::vector<std::string> names;
@@ -40,22 +44,22 @@ struct OpAggregates {
     /// Raw (unscaled) aggregates, per_type per vocabulary entry (then as many again over the
     /// kept operators when `with_compiled`).
     static std::vector<double> raw(const graph::Graph& g, const std::vector<std::string>& vocabulary,
-                                   bool with_compiled = false) {
+                                   bool with_compiled = false, bool split_convs = true) {
         return raw(g, vocabulary, with_compiled, cost::annotate(g),
-                   with_compiled ? graph::analyse(g) : std::vector<graph::NodeAnalysis>{});
+                   with_compiled ? graph::analyse(g) : std::vector<graph::NodeAnalysis>{}, split_convs);
     }
     /// The same from g's per-node costs (cost::annotate) and analysis (graph::analyse; used
     /// only with_compiled) computed by the caller.
     static std::vector<double> raw(const graph::Graph& g, const std::vector<std::string>& vocabulary,
                                    bool with_compiled, const std::vector<cost::NodeCost>& costs,
-                                   const std::vector<graph::NodeAnalysis>& an) {
+                                   const std::vector<graph::NodeAnalysis>& an, bool split_convs = true) {
         if (costs.size() != g.num_nodes() || (with_compiled && an.size() != g.num_nodes()))
             raise<shape_error>("OpAggregates: node costs/analyses do not match the ", g.num_nodes(),
                                " nodes of graph '", g.name(), "'");
         const std::size_t half = vocabulary.size() * per_type;
         std::vector<double> f(with_compiled ? 2 * half : half, 0.0);
         for (std::size_t v = 0; v < g.num_nodes(); ++v) {
-            const auto& op = g.nodes()[v].op_type;
+            const auto op = op_kind(g, g.nodes()[v], split_convs);
             const auto it = std::lower_bound(vocabulary.begin(), vocabulary.end(), op);
             if (it == vocabulary.end() || *it != op) continue;
             const auto t = static_cast<std::size_t>(it - vocabulary.begin()) * per_type;
@@ -79,7 +83,7 @@ struct OpAggregates {
         const auto width = static_cast<Eigen::Index>(vocabulary.size() * per_type * (compiled ? 2 : 1));
         Eigen::MatrixXd m(static_cast<Eigen::Index>(graphs.size()), width);
         for (std::size_t i = 0; i < graphs.size(); ++i) {
-            const auto f = raw(*graphs[i], vocabulary, compiled);
+            const auto f = raw(*graphs[i], vocabulary, compiled, split_convs);
             for (std::size_t j = 0; j < f.size(); ++j)
                 m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = f[j];
         }
@@ -90,7 +94,7 @@ struct OpAggregates {
     Eigen::MatrixXd fit(std::span<const graph::Graph* const> graphs) {
         vocabulary.clear();
         for (const auto* g : graphs)
-            for (const auto& n : g->nodes()) vocabulary.push_back(n.op_type);
+            for (const auto& n : g->nodes()) vocabulary.push_back(op_kind(*g, n, split_convs));
         std::sort(vocabulary.begin(), vocabulary.end());
         vocabulary.erase(std::unique(vocabulary.begin(), vocabulary.end()), vocabulary.end());
         Eigen::MatrixXd raw_train = raw_matrix(graphs);
@@ -125,11 +129,13 @@ struct OpAggregates {
         return standardise(raw_matrix(graphs), intercept);
     }
     /// Standardised features of one graph (no intercept).
-    std::vector<double> transform(const graph::Graph& g) const { return scaled(raw(g, vocabulary, compiled)); }
+    std::vector<double> transform(const graph::Graph& g) const {
+        return scaled(raw(g, vocabulary, compiled, split_convs));
+    }
     /// The same from g's per-node costs and analysis computed by the caller (see raw()).
     std::vector<double> transform(const graph::Graph& g, const std::vector<cost::NodeCost>& costs,
                                   const std::vector<graph::NodeAnalysis>& an) const {
-        return scaled(raw(g, vocabulary, compiled, costs, an));
+        return scaled(raw(g, vocabulary, compiled, costs, an, split_convs));
     }
     std::vector<double> scaled(const std::vector<double>& f) const {
         std::vector<double> out(keep.size());
@@ -146,8 +152,10 @@ struct OpAggregates {
         w.put_f64_vector(mean);
         w.put_f64_vector(scale);
     }
-    static OpAggregates load(io::BinaryReader& r) {
+    /// Inverse of save(); `split_convs` is the model's op_kind() choice, which the caller stores.
+    static OpAggregates load(io::BinaryReader& r, bool split_convs = false) {
         OpAggregates a;
+        a.split_convs = split_convs;
         a.compiled = r.get_bool("compiled-view flag");
         a.vocabulary = r.get_string_vector("vocabulary");
         a.keep = r.get_i64_vector("feature indices");
