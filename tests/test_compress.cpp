@@ -3,13 +3,19 @@
 // graph is exported to ONNX and its shapes are inferred again by ONNX, strictly.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
+#include <dnncost/graph/hash.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/search/compression/handover.hpp>
 #include <dnncost/search/compression/prune.hpp>
 
 using namespace dnncost;
@@ -268,11 +274,10 @@ TEST_CASE("compress: a Slice over channels leaves the layers it reads whole and 
 }
 
 TEST_CASE("compress: real networks prune to consistent shapes that ONNX infers again") {
-    for (const char* file : {"mobilenet_v2.onnx", "resnet50.onnx", "inception_v3.onnx"}) {
+    for (const std::string file : {"mobilenet_v2.onnx", "resnet50.onnx", "inception_v3.onnx"}) {
         CAPTURE(file);
         const sc::Pruner p(io::import_onnx(model_path(file)));
-        MESSAGE(std::string(file), ": ", p.num_groups(), " channel groups, ", p.analysis().fixed.size(),
-                " layers left whole");
+        MESSAGE(file, ": ", p.num_groups(), " channel groups, ", p.analysis().fixed.size(), " layers left whole");
         REQUIRE(p.num_groups() > 10);
         const auto steps = sc::keep_steps();
         Rng rng(7);
@@ -285,4 +290,90 @@ TEST_CASE("compress: real networks prune to consistent shapes that ONNX infers a
         std::vector<int> low(p.num_groups(), 0);
         check_onnx(p.apply_genome(low, steps));
     }
+}
+
+// ------------------------------------------------------------------ the handover search
+
+namespace {
+/// A latency "device": 0.5 ms plus 1 ms per million parameters, counting its calls.
+struct FakeDevice {
+    std::size_t calls = 0, graphs = 0;
+    std::map<std::string, int> seen;
+    std::size_t fail_every = 0;  ///< every n-th graph fails (0: none)
+    std::vector<std::optional<double>> operator()(std::span<const graph::Graph* const> gs) {
+        ++calls;
+        std::vector<std::optional<double>> out;
+        for (const auto* g : gs) {
+            ++graphs;
+            ++seen[graph::canonical_hash(*g).hex()];
+            if (fail_every && graphs % fail_every == 0)
+                out.emplace_back(std::nullopt);
+            else
+                out.emplace_back(0.5 + static_cast<double>(g->parameter_count()) / 1e6);
+        }
+        return out;
+    }
+};
+}  // namespace
+
+TEST_CASE("compress: the handover search measures first, then estimates, and measures the final front") {
+    const sc::Pruner p(io::import_onnx(model_path("squeezenet1_1.onnx")));
+    FakeDevice device;
+    sc::HandoverOptions o;
+    o.population = 10;
+    o.generations = 4;
+    o.handover = 2;
+    o.estimator = "additive";
+    o.remeasure_budget = 3;
+    o.seed = 5;
+    sc::HandoverSearch search(p, o, std::ref(device), {});
+    std::vector<sc::GenerationReport> reports;
+    sc::HandoverSearch::Events ev;
+    ev.on_generation = [&](const sc::GenerationReport& r) { reports.push_back(r); };
+    const auto r = search.run(ev);
+    REQUIRE(reports.size() == 4);
+    CHECK(!reports[0].estimated);
+    CHECK(!reports[1].estimated);
+    CHECK(reports[2].estimated);
+    CHECK(reports[3].estimated);
+    CHECK(reports[0].measured == 10);
+    // nothing measured twice; the measured count is what the device saw
+    for (const auto& [key, n] : device.seen) CHECK(n == 1);
+    CHECK(r.measured == device.graphs);
+    CHECK(r.remeasured <= 3);
+    CHECK(r.estimated >= 10);
+    CHECK(r.measured + r.estimated >= r.all.size());
+    REQUIRE(!r.front.empty());
+    for (const auto& c : r.front) {
+        CHECK(c.measured.has_value());
+        CHECK(c.estimated.has_value());
+        CHECK(c.accuracy > 0);
+        CHECK(c.accuracy <= 1);
+    }
+    CHECK(std::isfinite(r.front_mape));
+    CHECK(std::isfinite(r.validation_mape));
+    // the additive baseline is the estimator here: no separate comparison
+    CHECK(std::isnan(r.baseline_front_mape));
+}
+
+TEST_CASE("compress: failed measurements make candidates infeasible, never stop the search") {
+    const sc::Pruner p(io::import_onnx(model_path("squeezenet1_1.onnx")));
+    FakeDevice device;
+    device.fail_every = 4;
+    sc::HandoverOptions o;
+    o.population = 8;
+    o.generations = 3;
+    o.handover = 3;  // measured all the way: no estimator
+    o.seed = 1;
+    sc::HandoverSearch search(p, o, std::ref(device), {});
+    const auto r = search.run();
+    CHECK(r.failed >= 4);
+    CHECK(r.estimated == 0);
+    REQUIRE(!r.front.empty());
+    for (const auto& c : r.front) {
+        CHECK(!c.failed);
+        CHECK(c.measured.has_value());
+        CHECK(!c.estimated.has_value());
+    }
+    CHECK(std::isnan(r.front_mape));
 }
