@@ -141,6 +141,7 @@ public:
         Options o;
         o.population = m_options.population;
         o.generations = m_options.generations - 1;  // offspring generations after the initial one
+        if (o.generations == 0) o.max_evaluations = m_options.population;  // the initial population alone
         o.cache = Cache::on;
         Nsga2<Problem> nsga(problem, o, m_options.seed);
         auto result = nsga.run([&](const Nsga2<Problem>& state) {
