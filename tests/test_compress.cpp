@@ -376,4 +376,12 @@ TEST_CASE("compress: failed measurements make candidates infeasible, never stop 
         CHECK(!c.estimated.has_value());
     }
     CHECK(std::isnan(r.front_mape));
+    // one generation: the initial population alone, measured
+    o.generations = 1;
+    o.handover = 1;
+    FakeDevice once;
+    sc::HandoverSearch single(p, o, std::ref(once), {});
+    const auto s = single.run();
+    CHECK(s.all.size() == 8);
+    CHECK(once.graphs == 8);
 }
