@@ -51,3 +51,9 @@ echo "== map a ViG subnet onto GPU + DLA (data/mapping/vig_small_xavier_dvfs.csv
 "$bin" map --blocks data/mapping/vig_small_xavier_dvfs.csv --exact | awk '!/^  [0-9]/ || n++ < 5'  # 5 front rows
 echo "== co-search on the Xavier-like platform (OOE 40 x 10, IOE 200 x 10)"
 "$bin" cosearch --ooe-pop 40 --ooe-gens 10 --threads "$(nproc)" --top 5
+# Compression: a short channel-pruning search of MobileNetV2 measured with ONNX Runtime on this CPU
+# for 2 generations, then guided by a HiFi-SAGE estimator trained on those measurements; the
+# final front is re-measured (prints the front and the measurements saved; resumable).
+echo "== compress MobileNetV2: 4 generations of 12, handover after 2 (a few minutes)"
+"$bin" compress --model data/onnx/mobilenet_v2.onnx --runner "runners/onnxruntime/run --optimization all --threads 1" \
+  --generations 4 --pop 12 --handover 2 --remeasure-budget 4 --epochs 60 --seed 1 --out "$out/compress_mobilenet_v2"

@@ -2,6 +2,7 @@
 #include <exception>
 #include <iostream>
 
+#include "cmd_compress.hpp"
 #include "cmd_inspect.hpp"
 #include "cmd_map.hpp"
 #include "cmd_measure.hpp"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
     dnncost::cli::add_train_commands(app, ctx);
     dnncost::cli::add_measure_commands(app, ctx);
     dnncost::cli::add_table_commands(app, ctx);
+    dnncost::cli::add_compress_commands(app, ctx);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -23,6 +23,7 @@
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/nn/gnn_model.hpp>
+#include <dnncost/search/compression/handover.hpp>
 #include <dnncost/search/mapping/mapping.hpp>
 #include <dnncost/search/search.hpp>
 #include <dnncost/spaces/nb201.hpp>

@@ -65,7 +65,12 @@ struct Answer {
     std::vector<double> latency_ms;
     std::optional<double> peak_memory_bytes;
     std::optional<double> energy_mj;
+    std::optional<double> accuracy;  ///< the answer of an accuracy command (AnswerKind::accuracy)
 };
+
+/// What a command answers: latencies (a runner), or one accuracy figure per model (an accuracy
+/// command of the compression search: {"id": 7, "accuracy": 0.71}, any finite number).
+enum class AnswerKind { latency, accuracy };
 
 /// Why a request failed; `none` for success.
 enum class Failure { none, timeout, crash, garbage, partial_line, bad_latency, bad_answer, runner_error, start_failed };
@@ -145,7 +150,7 @@ inline bool optional_quantity(const json::Value& answer, std::string_view key, s
 }  // namespace detail
 
 /// Classify one line of runner output (without its newline) in answer to request `expected_id`.
-inline Reply decode_reply(std::string_view line, std::uint64_t expected_id) {
+inline Reply decode_reply(std::string_view line, std::uint64_t expected_id, AnswerKind kind = AnswerKind::latency) {
     Reply r;
     json::Value v;
     try {
@@ -177,6 +182,18 @@ inline Reply decode_reply(std::string_view line, std::uint64_t expected_id) {
     if (const auto* err = v.find("error")) {
         r.outcome = detail::failed(Failure::runner_error, err->is_string() ? detail::clip(err->string, 300)
                                                                            : detail::clip(json::dump(*err), 300));
+        return r;
+    }
+    if (kind == AnswerKind::accuracy) {
+        const auto* acc = v.find("accuracy");
+        if (!acc || !acc->is_number() || !std::isfinite(acc->number)) {
+            r.outcome = detail::failed(Failure::bad_answer,
+                                       acc ? "\"accuracy\" is not a finite number: " + detail::clip(json::dump(*acc))
+                                           : "answer has neither \"accuracy\" nor \"error\"");
+            return r;
+        }
+        r.kind = Reply::Kind::answer;
+        r.outcome.answer.accuracy = acc->number;
         return r;
     }
     const auto* lat = v.find("latency_ms");
@@ -227,6 +244,8 @@ struct RunnerOptions {
     std::size_t max_line_bytes = std::size_t{1} << 20;
     /// How long a runner may take to exit after its stdin is closed before it is killed.
     Millis shutdown_grace{2000};
+    /// What the command answers.
+    AnswerKind answers = AnswerKind::latency;
 };
 
 /// One runner process, started on demand and restarted after it exits or fails.
@@ -463,7 +482,7 @@ private:
                 m_buffer.erase(0, pos + 1);
                 if (!line.empty() && line.back() == '\r') line.pop_back();
                 if (line.find_first_not_of(" \t") == std::string::npos) continue;
-                auto r = decode_reply(line, request.id);
+                auto r = decode_reply(line, request.id, m_options.answers);
                 if (r.kind == Reply::Kind::device) {
                     if (m_device.empty()) m_device = std::move(r.device);
                     continue;
