@@ -62,8 +62,9 @@ public:
                 const auto q = spaces::split_qualified(ds.key(items[i]));
                 const std::string arch = q ? std::string(q->arch) : ds.key(items[i]);
                 if ((q && q->space->name != "nb201") || (!q && m_space != "nb201"))
-                    raise<config_error>(ds.source(), ":", ds.line(items[i]), ": the nb201 encoder reads NB201 cells, not '",
-                                        ds.key(items[i]), "' (use --encoder aggregates or a GNN model)");
+                    raise<config_error>(ds.source(), ":", ds.line(items[i]),
+                                        ": the nb201 encoder reads NB201 cells, not '", ds.key(items[i]),
+                                        "' (use --encoder aggregates or a GNN model)");
                 const auto e = estimators::nb201_encoding(arch);
                 for (std::size_t j = 0; j < e.size(); ++j) x(static_cast<Index>(i), static_cast<Index>(j)) = e[j];
             }
@@ -71,8 +72,9 @@ public:
         }
         constexpr std::size_t chunk = 1024;
         for (std::size_t s = 0; s < items.size(); s += chunk) {
-            const std::vector<std::size_t> part(items.begin() + static_cast<std::ptrdiff_t>(s),
-                                                items.begin() + static_cast<std::ptrdiff_t>(std::min(items.size(), s + chunk)));
+            const std::vector<std::size_t> part(
+                items.begin() + static_cast<std::ptrdiff_t>(s),
+                items.begin() + static_cast<std::ptrdiff_t>(std::min(items.size(), s + chunk)));
             const auto graphs = ds.graphs(part);
             Eigen::MatrixXd e;
             if (m_kind == "aggregates") {
@@ -120,10 +122,10 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
     namespace ad = adapt_detail;
     struct AdaptArgs {
         std::string pool, pool_targets, target, data, space = "nb201", space_options, sampling = "uniform", proxy,
-            encoder = "nb201", report, baseline = "none";
+                                                      encoder = "nb201", report, baseline = "none";
         std::size_t shots = 10, pool_networks = 2000;
         int clones = 7, epochs = 60, finetune = 0;
-        bool calibrate = false;
+        bool calibrate = false, no_stack = false;
         std::uint64_t seed = 0;
     };
     auto a = std::make_shared<AdaptArgs>();
@@ -152,6 +154,9 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("--epochs", a->epochs, "Training epochs of the regressor")->transform(check::integer(1, 100000));
     cmd->add_option("--finetune", a->finetune, "Epochs on the cloned shots alone after the joint training")
         ->transform(check::integer(0, 100000));
+    cmd->add_flag("--no-stack", a->no_stack,
+                  "Predict with the regressor alone, without the ridge over its pool-device predictions fitted on "
+                  "the shots");
     cmd->add_flag("--calibrate", a->calibrate, "Shift the predictions by the mean log residual on the shots");
     cmd->add_option("--encoder", a->encoder,
                     "Architecture encoding: nb201 (one-hot + op counts) | aggregates (per-operator-type count, MACs, "
@@ -167,12 +172,14 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
         const bool results = !a->data.empty() && measure::is_results_file(a->data);
         std::string target = a->target;
         if (target.empty()) {
-            if (!results) raise<config_error>("--target is required unless --data is a results file of dnncost measure");
+            if (!results)
+                raise<config_error>("--target is required unless --data is a results file of dnncost measure");
             target = "latency_ms";
         }
         for (const auto& c : pool_cols)
             if (a->data.empty() && c == target)
-                raise<config_error>("the target column '", target, "' is also a pool device; leave it out of --pool-targets");
+                raise<config_error>("the target column '", target,
+                                    "' is also a pool device; leave it out of --pool-targets");
         std::string proxy = a->proxy.empty() ? pool_cols.front() : a->proxy;
         if (proxy != "macs" && std::find(pool_cols.begin(), pool_cols.end(), proxy) == pool_cols.end())
             raise<config_error>("--proxy '", proxy, "' is neither macs nor one of --pool-targets");
@@ -183,13 +190,15 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
         if (a->data.empty()) pool_columns.push_back(target);
         const auto pool = td::load(a->pool, a->space, a->space_options, pool_columns, true);
         std::unique_ptr<train::Dataset> own_target;
-        if (!a->data.empty()) own_target = std::make_unique<train::Dataset>(td::load(a->data, a->space, a->space_options, {target}, true));
+        if (!a->data.empty())
+            own_target =
+                std::make_unique<train::Dataset>(td::load(a->data, a->space, a->space_options, {target}, true));
         const train::Dataset& tds = own_target ? *own_target : pool;
 
         // pool rows by network; the target's rows found in the pool are the shot candidates
         std::map<std::string, std::size_t> pool_row;
         for (std::size_t i = 0; i < pool.size(); ++i) pool_row.emplace(ad::canonical_key(pool.key(i), a->space), i);
-        std::vector<std::size_t> candidates;  // pool rows
+        std::vector<std::size_t> candidates;      // pool rows
         std::vector<std::size_t> candidate_item;  // the matching target items
         for (std::size_t i = 0; i < tds.size(); ++i) {
             const auto it = pool_row.find(ad::canonical_key(tds.key(i), a->space));
@@ -204,8 +213,9 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
 
         std::vector<double> proxy_values(pool.size());
         if (a->sampling == "uniform")
-            proxy_values = proxy == "macs" ? pool.map_graphs([](const graph::Graph& g) { return cost::total_cost(g).macs; })
-                                           : pool.column(proxy);
+            proxy_values = proxy == "macs"
+                               ? pool.map_graphs([](const graph::Graph& g) { return cost::total_cost(g).macs; })
+                               : pool.column(proxy);
         const auto sampling = train::parse_sampling(a->sampling);
         // positions among the candidates, drawn on the candidates' proxy values
         std::vector<std::size_t> positions(candidates.size());
@@ -233,7 +243,8 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
         Eigen::MatrixXd pool_ms(static_cast<Index>(pool.size()), static_cast<Index>(pool_cols.size()));
         for (std::size_t d = 0; d < pool_cols.size(); ++d) {
             const auto& col = pool.column(pool_cols[d]);
-            for (std::size_t i = 0; i < pool.size(); ++i) pool_ms(static_cast<Index>(i), static_cast<Index>(d)) = col[i];
+            for (std::size_t i = 0; i < pool.size(); ++i)
+                pool_ms(static_cast<Index>(i), static_cast<Index>(d)) = col[i];
         }
         estimators::AdaptationOptions o;
         o.clones = a->clones;
@@ -242,13 +253,15 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
         o.seed = a->seed;
         o.finetune_epochs = a->finetune;
         o.calibrate = a->calibrate;
+        o.stack = !a->no_stack;
         estimators::MapleEdge model;
         const auto start = std::chrono::steady_clock::now();
         model.fit(pool_x, pool_ms, shot_rows, shot_ms, o);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const auto test_x = own_target ? encoder.encode(tds, test) : [&] {
             Eigen::MatrixXd x(static_cast<Index>(test.size()), pool_x.cols());
-            for (std::size_t i = 0; i < test.size(); ++i) x.row(static_cast<Index>(i)) = pool_x.row(static_cast<Index>(test[i]));
+            for (std::size_t i = 0; i < test.size(); ++i)
+                x.row(static_cast<Index>(i)) = pool_x.row(static_cast<Index>(test[i]));
             return x;
         }();
         const auto pred = model.predict(test_x);

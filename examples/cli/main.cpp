@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cmd_adapt.hpp"
+#include "cmd_export.hpp"
 #include "cmd_inspect.hpp"
 #include "cmd_map.hpp"
 #include "cmd_measure.hpp"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
     dnncost::cli::add_train_commands(app, ctx);
     dnncost::cli::add_measure_commands(app, ctx);
     dnncost::cli::add_adapt_commands(app, ctx);
+    dnncost::cli::add_export_commands(app, ctx);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

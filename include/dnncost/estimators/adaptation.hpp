@@ -34,7 +34,8 @@ namespace dnncost::estimators {
 // ------------------------------------------------------------------ architecture encoders
 
 /// Width of nb201_encoding().
-inline constexpr int nb201_encoding_width = dnncost::nb201::num_edges * dnncost::nb201::num_ops + dnncost::nb201::num_ops;
+inline constexpr int nb201_encoding_width =
+    dnncost::nb201::num_edges * dnncost::nb201::num_ops + dnncost::nb201::num_ops;
 
 /// NB201 cell encoding: the one-hot operation of each of the six edges, then the cell's count of
 /// each operation (the counts are what an additive cost model needs; the one-hot keeps where an
@@ -44,9 +45,11 @@ inline std::vector<double> nb201_encoding(std::string_view arch) {
     namespace nb = dnncost::nb201;
     const auto a = nb::parse(arch);
     std::vector<double> x(nb201_encoding_width, 0.0);
-    for (int e = 0; e < nb::num_edges; ++e) x[static_cast<std::size_t>(e * nb::num_ops + static_cast<int>(a.ops[static_cast<std::size_t>(e)]))] = 1;
+    for (int e = 0; e < nb::num_edges; ++e)
+        x[static_cast<std::size_t>(e * nb::num_ops + static_cast<int>(a.ops[static_cast<std::size_t>(e)]))] = 1;
     const auto counts = nb::op_counts(a);
-    for (int k = 0; k < nb::num_ops; ++k) x[static_cast<std::size_t>(nb::num_edges * nb::num_ops + k)] = counts[static_cast<std::size_t>(k)];
+    for (int k = 0; k < nb::num_ops; ++k)
+        x[static_cast<std::size_t>(nb::num_edges * nb::num_ops + k)] = counts[static_cast<std::size_t>(k)];
     return x;
 }
 
@@ -148,6 +151,10 @@ struct AdaptationOptions {
     int finetune_epochs = 0;
     /// Shift the log predictions by the mean log residual on the shots (a per-device bias).
     bool calibrate = false;
+    /// Stack: the final prediction is a ridge regression, fitted on the shots, over the
+    /// regressor's predictions for the new device and for every pool device (the pool devices'
+    /// descriptors), so that the shots decide how much of each pool device the new one is like.
+    bool stack = true;
     std::uint64_t seed = 0;
 };
 
@@ -207,8 +214,8 @@ public:
         const Index width = encoding.cols() + static_cast<Index>(m_target_descriptor.size());
         Eigen::MatrixXd x(static_cast<Index>(rows.size()), width);
         for (std::size_t r = 0; r < rows.size(); ++r) {
-            const auto& h = rows[r].second < 0 ? m_target_descriptor
-                                                : pool_descriptor[static_cast<std::size_t>(rows[r].second)];
+            const auto& h =
+                rows[r].second < 0 ? m_target_descriptor : pool_descriptor[static_cast<std::size_t>(rows[r].second)];
             x.row(static_cast<Index>(r)) << encoding.row(static_cast<Index>(rows[r].first)),
                 Eigen::Map<const Eigen::RowVectorXd>(h.data(), static_cast<Index>(h.size()));
         }
@@ -267,6 +274,22 @@ public:
             }
         }
         m_shift = 0.0;
+        m_pool_descriptors = pool_descriptor;
+        m_stack.resize(0);
+        if (o.stack) {
+            Eigen::MatrixXd shot_encoding(static_cast<Index>(shots.size()), encoding.cols());
+            for (std::size_t s = 0; s < shots.size(); ++s)
+                shot_encoding.row(static_cast<Index>(s)) = encoding.row(static_cast<Index>(shots[s]));
+            const Eigen::MatrixXd f = stack_features(shot_encoding);
+            const Eigen::Map<const Eigen::VectorXd> y_ms(shot_ms.data(), static_cast<Index>(shot_ms.size()));
+            const double scale = y_ms.mean();
+            std::vector<double> sorted(shot_ms.begin(), shot_ms.end());
+            std::sort(sorted.begin(), sorted.end());
+            const auto fit =
+                RidgeFit::select(f / scale, y_ms / scale, nullptr, nullptr, 0.05 * sorted[sorted.size() / 2] / scale);
+            m_stack = fit.beta;
+            m_stack(0) *= scale;  // the intercept column is 1, not 1 / scale
+        }
         if (o.calibrate) {
             const nn::Context<double> infer{nullptr, false, nullptr, nullptr, true};
             const Mat<double> xf = xs.bottomRows(static_cast<Index>(shots.size()));
@@ -278,7 +301,9 @@ public:
 
     /// Latencies in ms on the new device of the networks with these encodings (one row each).
     std::vector<double> predict(const Eigen::MatrixXd& encoding) const {
-        return predict_with(encoding, m_target_descriptor);
+        if (m_stack.size() == 0) return predict_with(encoding, m_target_descriptor);
+        const Eigen::VectorXd p = stack_features(encoding) * m_stack;
+        return {p.data(), p.data() + p.size()};
     }
     /// Latencies on a device with the given latencies of the reference networks (reference()).
     std::vector<double> predict_for(const Eigen::MatrixXd& encoding, std::span<const double> reference_ms) const {
@@ -289,6 +314,19 @@ public:
     const std::vector<double>& target_descriptor() const { return m_target_descriptor; }
 
 private:
+    /// [1 | regressor for the new device | regressor for each pool device], latencies in ms.
+    Eigen::MatrixXd stack_features(const Eigen::MatrixXd& encoding) const {
+        Eigen::MatrixXd f(encoding.rows(), 2 + static_cast<Index>(m_pool_descriptors.size()));
+        f.col(0).setOnes();
+        const auto put = [&](Index c, const std::vector<double>& h) {
+            const auto p = predict_with(encoding, h);
+            for (Index i = 0; i < f.rows(); ++i) f(i, c) = p[static_cast<std::size_t>(i)];
+        };
+        put(1, m_target_descriptor);
+        for (std::size_t d = 0; d < m_pool_descriptors.size(); ++d)
+            put(2 + static_cast<Index>(d), m_pool_descriptors[d]);
+        return f;
+    }
     std::vector<double> descriptor_of(const Eigen::VectorXd& column) const {
         std::vector<double> ref;
         for (auto r : m_reference) ref.push_back(column(static_cast<Index>(r)));
@@ -307,12 +345,15 @@ private:
         const nn::Context<double> ctx{nullptr, false, nullptr, nullptr, true};
         const auto& p = m_net->forward(x, ctx);
         std::vector<double> out(static_cast<std::size_t>(p.rows()));
-        for (Index i = 0; i < p.rows(); ++i) out[static_cast<std::size_t>(i)] = std::exp(p(i, 0) * m_y_scale + m_y_mean + m_shift);
+        for (Index i = 0; i < p.rows(); ++i)
+            out[static_cast<std::size_t>(i)] = std::exp(p(i, 0) * m_y_scale + m_y_mean + m_shift);
         return out;
     }
 
     std::vector<std::size_t> m_reference;
     std::vector<double> m_target_descriptor;
+    std::vector<std::vector<double>> m_pool_descriptors;
+    Eigen::VectorXd m_stack;  ///< stacking coefficients, intercept first; empty without stacking
     Eigen::RowVectorXd m_mean, m_scale;
     double m_y_mean = 0.0, m_y_scale = 1.0, m_shift = 0.0;
     std::unique_ptr<nn::Sequential<double>> m_net;

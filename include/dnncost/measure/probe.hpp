@@ -100,8 +100,8 @@ private:
 };
 #else
 inline const std::vector<CounterSpec>& counters() {
-    static const std::vector<CounterSpec> c{{"cycles", 0, 0},           {"instructions", 0, 0}, {"cache_references", 0, 0},
-                                            {"cache_misses", 0, 0},     {"l1d_loads", 0, 0},    {"l1d_load_misses", 0, 0}};
+    static const std::vector<CounterSpec> c{{"cycles", 0, 0},       {"instructions", 0, 0}, {"cache_references", 0, 0},
+                                            {"cache_misses", 0, 0}, {"l1d_loads", 0, 0},    {"l1d_load_misses", 0, 0}};
     return c;
 }
 class Counter {
@@ -203,7 +203,7 @@ inline std::vector<Kernel> kernels() {
 /// One kernel's entry of the descriptor.
 struct KernelResult {
     std::string name;
-    double latency_ms = 0.0;                         ///< median over the repetitions
+    double latency_ms = 0.0;                        ///< median over the repetitions
     std::vector<std::optional<double>> per_second;  ///< each counter / latency, in counters() order
 };
 
