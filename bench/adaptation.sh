@@ -11,7 +11,7 @@ set -euo pipefail
 table="$1"; out="$2"; shift 2
 bin="${DNNCOST:-build/dnncost}"
 seeds="${SEEDS:-10}"; shots="${SHOTS:-10}"; baseline="${BASELINE:-ridge}"
-devices="${DEVICES:-$(head -1 "$table" | cut -d, -f2-)}"
+devices="${DEVICES:-$(head -1 "$table" | tr -d '\r' | cut -d, -f2-)}"
 mkdir -p "$out"
 IFS=, read -r -a devs <<< "$devices"
 for target in "${devs[@]}"; do
