@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "cmd_compress.hpp"
+#include "cmd_adapt.hpp"
+#include "cmd_export.hpp"
 #include "cmd_inspect.hpp"
 #include "cmd_map.hpp"
 #include "cmd_measure.hpp"
@@ -23,6 +25,8 @@ int main(int argc, char** argv) {
     dnncost::cli::add_measure_commands(app, ctx);
     dnncost::cli::add_table_commands(app, ctx);
     dnncost::cli::add_compress_commands(app, ctx);
+    dnncost::cli::add_adapt_commands(app, ctx);
+    dnncost::cli::add_export_commands(app, ctx);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -2,6 +2,8 @@
 /// @file error.hpp
 /// One error hierarchy for the whole library. Messages name the function, file, line or node
 /// and the bad value; library code never calls abort() or exit().
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -99,10 +101,17 @@ std::string concat(Args&&... args) {
 }  // namespace detail
 
 /// Throw an exception of type E whose message is the concatenation of the arguments, made
-/// printable (see printable()): messages quote text from input files.
+/// printable (see printable()): messages quote text from input files. Built without exceptions
+/// (-fno-exceptions, embedded toolchains), it prints the message to stderr and aborts instead:
+/// there is no other way to leave.
 template <class E = error, class... Args>
 [[noreturn]] void raise(Args&&... args) {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
     throw E(printable(detail::concat(std::forward<Args>(args)...)));
+#else
+    std::fputs(("dnncost: error: " + printable(detail::concat(std::forward<Args>(args)...)) + "\n").c_str(), stderr);
+    std::abort();
+#endif
 }
 
 }  // namespace dnncost

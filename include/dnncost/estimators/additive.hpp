@@ -169,6 +169,11 @@ public:
     Loss loss() const { return m_loss; }
     const std::vector<std::string>& feature_names() const { return m_features.names; }
     const std::vector<double>& weights() const { return m_weights; }
+    /// The fitted features' vocabulary and scaling, intercept and target scale (what
+    /// export-header writes out): prediction = (intercept + weights . features) * target_scale.
+    const features::OpAggregates& features() const { return m_features; }
+    double intercept() const { return m_intercept; }
+    double target_scale() const { return m_target_scale; }
 
 private:
     static double median_of(std::vector<double> v) {

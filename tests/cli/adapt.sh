@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# `dnncost adapt`, `dnncost probe` and `dnncost export-header` end to end: reports, clear errors
+# on bad input, the probe without performance counters, and an exported header compiled in a
+# separate program (with and without exceptions) predicting what the runtime model predicts.
+# usage: adapt.sh DNNCOST_BINARY DATA_DIR WORK_DIR [CXX INCLUDE_DIR]
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
+cxx=${4:-c++} inc=${5:-}
+
+head -n 401 "$data/nb201/latency_ms.csv" > pool.csv
+pool=1080ti_1,titan_rtx_32,silver_4114,pixel3,titanx_256
+fast="--epochs 3 --pool-networks 100"
+
+# --- adapt: a report with the keys of `dnncost train` and the floor
+"$bin" adapt --pool pool.csv --pool-targets $pool --target gold_6240 --shots 10 --seed 1 $fast \
+  --baseline ridge --report r.json > adapt.out 2> adapt.err || { fail "adapt"; tail -3 adapt.err; }
+for key in spearman kendall mape within_10 non_degenerate n_test n_train baseline shots; do
+  grep -q "\"$key\"" r.json || fail "adapt report lacks $key"
+done
+grep -q '"n_train": 10' r.json || fail "adapt report: n_train is not the 10 shots"
+grep -q '"n_test": 390' r.json || fail "adapt report: n_test is not the 390 other rows"
+"$bin" adapt --pool pool.csv --pool-targets $pool --target gold_6240 --shots 10 --seed 1 $fast --baseline ridge --report r2.json \
+  > /dev/null 2>&1 || fail "adapt, second run"
+[ "$(grep '"spearman"' r.json | head -1)" = "$(grep '"spearman"' r2.json | head -1)" ] || fail "adapt: same seed, other result"
+"$bin" adapt --pool pool.csv --pool-targets $pool --target gold_6240 --shots 10 --seed 1 $fast --sampling random \
+  --encoder aggregates > agg.out 2> agg.err || { fail "adapt --encoder aggregates --sampling random"; tail -3 agg.err; }
+
+# --- the new device's measurements in a results file of `dnncost measure`
+echo "key,id,latency_ms,spread,rounds,status,time,peak_memory_bytes,energy_mj,detail" > results.csv
+sed -n 2,41p pool.csv | while IFS=, read -r arch g rest; do
+  echo "k$RANDOM,nb201:$arch,$g,0.01,3,ok,2026-01-01T00:00:00Z,,,"
+done >> results.csv
+"$bin" adapt --pool pool.csv --pool-targets $pool --data results.csv --shots 10 $fast --report rr.json \
+  > res.out 2> res.err || { fail "adapt --data results file"; tail -3 res.err; }
+grep -q '"n_test": 30' rr.json || fail "adapt on a results file: n_test is not 30"
+
+# --- bad input: one clear error line each
+expect_error() {  # expect_error PATTERN args...
+  local pattern=$1; shift
+  "$bin" "$@" > bad.out 2> bad.err && { fail "accepted: $*"; return; }
+  grep -q "^dnncost: error: .*$pattern" bad.err || fail "unclear error for $* (want $pattern): $(cat bad.err)"
+}
+expect_error "no_such_device" adapt --pool pool.csv --pool-targets 1080ti_1,no_such_device --target gold_6240 $fast
+head -n 11 results.csv > ten.csv
+expect_error "only 10 measured rows" adapt --pool pool.csv --pool-targets $pool --data ten.csv --shots 10 $fast
+head -n 40 pool.csv > nan.csv
+echo '|none~0|+|none~0|none~1|+|none~0|none~1|none~2|,nan,1,1,1,1,1' >> nan.csv
+expect_error "nan.csv:41" adapt --pool nan.csv --pool-targets $pool --target gold_6240 --shots 5 $fast
+expect_error "not a C++ identifier" export-header --model r.json --out x.hpp --name 1bad
+
+# --- probe: runs here, says which counters are missing, writes the descriptor
+"$bin" probe --out desc.json > probe.out 2> probe.err || fail "probe exits non-zero: $(cat probe.err)"
+grep -q '"kernels"' desc.json || fail "probe: no kernels in the descriptor"
+grep -q '"latency_ms"' desc.json || fail "probe: no latencies in the descriptor"
+if grep -q '"timing_only": true' desc.json; then
+  grep -q "cycles" probe.err || fail "probe without counters does not say which are missing: $(cat probe.err)"
+fi
+
+# --- export-header: a separate program compiled against the header predicts as the model does
+if [ -n "$inc" ]; then
+  "$bin" train --data pool.csv --target pixel3 --preset additive --train 100 --val 20 --seed 3 --out add.dnnc \
+    > /dev/null 2>&1 || fail "train additive"
+  "$bin" export-header --model add.dnnc --out my_estimator.hpp --name my_estimator > /dev/null 2> ex.err \
+    || { fail "export-header"; cat ex.err; }
+  cut -d, -f1 pool.csv | sed -n 2,101p > archs.txt
+  cat > use.cpp <<'CPP'
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include "my_estimator.hpp"
+#include <dnncost/spaces/nb201.hpp>
+int main(int, char** argv) {
+    std::ifstream in(argv[1]);
+    std::string arch;
+    while (std::getline(in, arch)) std::printf("%s\t%.9g\n", arch.c_str(), my_estimator::predict(dnncost::nb201::build_graph(arch)));
+}
+CPP
+  for mode in exceptions no-exceptions; do
+    flags=""; [ $mode = no-exceptions ] && flags=-fno-exceptions
+    "$cxx" -std=c++20 -O1 $flags -I. -I"$inc" use.cpp -o use_$mode 2> cc_$mode.err || { fail "compile ($mode)"; head -5 cc_$mode.err; continue; }
+    ./use_$mode archs.txt > ours_$mode.txt || fail "run ($mode)"
+  done
+  "$bin" predict --model add.dnnc --space nb201 $(cat archs.txt) > theirs.txt 2> /dev/null || fail "predict"
+  for mode in exceptions no-exceptions; do
+    [ -s ours_$mode.txt ] || continue
+    paste ours_$mode.txt theirs.txt | awk -F'\t' '{ d = $2 - $4; if (d < 0) d = -d; s = $4 < 0 ? -$4 : $4;
+      if (d > 1e-5 * s + 1e-12) { print "differs: " $1 " " $2 " " $4; bad = 1 } n++ }
+      END { if (n != 100) { print "compared " n " of 100"; bad = 1 } exit bad }' || fail "header predictions ($mode) differ from the model's"
+  done
+  "$bin" train --data pool.csv --target pixel3 --preset brpnas --train 20 --val 5 --epochs 1 --seed 3 --out gnn.dnnc \
+    > /dev/null 2>&1 || fail "train brpnas"
+  expect_error "supports the additive preset" export-header --model gnn.dnnc --out g.hpp --name g
+fi
+
+finish adapt
