@@ -164,12 +164,21 @@ TEST_CASE("a handler the program installed keeps the signal, and the temporary")
     ::sigaction(SIGINT, &before, nullptr);
 }
 
+/// "prefix<i>"; appending avoids GCC 12's false -Wrestrict on `"literal" + std::to_string(i)`
+namespace {
+std::string indexed(const char* prefix, int i) {
+    std::string name(prefix);
+    name += std::to_string(i);
+    return name;
+}
+}  // namespace
+
 TEST_CASE("topological order of 100,000-node fan-out, fan-in and chain graphs") {
     constexpr int n = 100000;
     SUBCASE("fan-out: every node reads the one input") {
         graph::Graph g("fanout");
         const int x = g.add_input("x", {1, 4});
-        for (int i = 0; i < n; ++i) g.add_op("Relu", "r" + std::to_string(i), {x}, {1, 4});
+        for (int i = 0; i < n; ++i) g.add_op("Relu", indexed("r", i), {x}, {1, 4});
         const auto order = g.topological_order();
         REQUIRE(order.size() == static_cast<std::size_t>(n));
         bool in_order = true;
@@ -181,7 +190,7 @@ TEST_CASE("topological order of 100,000-node fan-out, fan-in and chain graphs") 
         graph::Graph g("fanout2");
         const int x = g.add_input("x", {1, 4});
         const int h = g.add_op("Relu", "root", {x}, {1, 4});
-        for (int i = 0; i < n; ++i) g.add_op("Add", "a" + std::to_string(i), {h, h}, {1, 4});
+        for (int i = 0; i < n; ++i) g.add_op("Add", indexed("a", i), {h, h}, {1, 4});
         const auto s = g.successors(0);
         REQUIRE(s.size() == static_cast<std::size_t>(n));
         bool in_order = true;
@@ -195,8 +204,8 @@ TEST_CASE("topological order of 100,000-node fan-out, fan-in and chain graphs") 
         graph::Graph g("chains");
         int a = g.add_input("x", {1, 4}), b = a;
         for (int i = 0; i < n / 2; ++i) {
-            a = g.add_op("Relu", "a" + std::to_string(i), {a}, {1, 4});
-            b = g.add_op("Relu", "b" + std::to_string(i), {b}, {1, 4});
+            a = g.add_op("Relu", indexed("a", i), {a}, {1, 4});
+            b = g.add_op("Relu", indexed("b", i), {b}, {1, 4});
         }
         const auto order = g.topological_order();
         bool in_order = order.size() == static_cast<std::size_t>(n);

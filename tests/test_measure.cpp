@@ -571,6 +571,33 @@ TEST_CASE("harness: unstable networks get more rounds up to the cap, stable ones
     CHECK(store.result("key-lat2.onnx")->spread == 0);
 }
 
+TEST_CASE("harness: a resumed unstable network with more than R rounds gets its further rounds") {
+    Scratch s("resume-unstable");
+    const auto path = s.dir / "r.csv";
+    HarnessOptions ho;
+    ho.rounds = 3;
+    ho.warmup = 0;
+    ho.repeats = 2;
+    ho.remeasure_spread = 0.05;
+    ho.max_rounds = 6;
+    {  // an interrupted run left four rounds of an unstable network (relative spread 0.2 / 1.2)
+        ResultsStore store(path);
+        for (int k = 1; k <= 4; ++k) store.append(rec("key-lat1.onnx", "lat1.onnx", k % 2 ? 1.0 : 1.4, k, "round"));
+    }
+    RunnerPool pool({s.runner("good")});
+    ResultsStore store(path);
+    Harness h(pool, ho);
+    const auto sum = h.run(store, nets(s, {"lat1.onnx"}));
+    CHECK(sum.measured == 1);
+    CHECK(sum.failed == 0);
+    CHECK(s.requests() == 1);  // round 5 at 1.0: rounds 1.0 1.4 1.0 1.4 1.0 have spread 0
+    const auto* r = store.result("key-lat1.onnx");
+    REQUIRE(r != nullptr);
+    CHECK(r->status == "ok");
+    CHECK(r->rounds == 5);
+    CHECK(r->latency_ms == 1.0);
+}
+
 TEST_CASE("harness: statistic and spread of rounds (hand-computed)") {
     CHECK(statistic_of({3, 1, 2}, Statistic::median) == 2);
     CHECK(statistic_of({4, 1, 2, 3}, Statistic::median) == 2.5);

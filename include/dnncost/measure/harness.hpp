@@ -254,7 +254,8 @@ private:
             if (done[i] || static_cast<int>(rounds[i].size()) < target[i]) return;
             auto r = summarise(nets[i], rounds[i]);
             if (r.spread > m_options.remeasure_spread && r.rounds < m_options.max_rounds) {
-                ++target[i];
+                // one round more than it has: a resumed network may already hold more than R rounds
+                target[i] = r.rounds + 1;
                 return;
             }
             finish(i, std::move(r));
