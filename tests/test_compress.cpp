@@ -33,7 +33,7 @@ struct Builder {
     int input(std::int64_t c, std::int64_t hw = 8) { return g.add_input("x", {1, c, hw, hw}); }
     int conv(const std::string& name, int x, std::int64_t k, std::int64_t group = 1, std::int64_t kernel = 1,
              bool bias = true) {
-        const auto& xs = g.tensor(x).shape;
+        const auto xs = g.tensor(x).shape;  // a copy: adding the weights below may move the tensors
         const int w = g.add_weight(name + ".w", {k, xs[1] / group, kernel, kernel});
         std::vector<int> in{x, w};
         if (bias) in.push_back(g.add_weight(name + ".b", {k}));

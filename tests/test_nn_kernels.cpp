@@ -202,13 +202,14 @@ TEST_CASE(
     MESSAGE("largest relative bf16 / fp32 difference " << fp32_diff);
     CHECK(fp32_diff > 10 * worst);
 
-    // a payload of version 2 (before the precision field) loads, as fp32
+    // a payload of version 2 (before the precision field and the convolution-kinds flag) loads,
+    // as fp32
     const auto c = io::read_container(bytes, "bf16test", "<test>");
     io::BinaryReader r(c.payload, "<test>");
-    REQUIRE(r.get_u32() == 3);
+    REQUIRE(r.get_u32() == 4);
     const auto preset = r.get_string();
     const std::size_t at = 4 + 8 + preset.size();
-    std::string v2 = c.payload.substr(0, at) + c.payload.substr(at + 4);
+    std::string v2 = c.payload.substr(0, at) + c.payload.substr(at + 4 + 1);
     v2[0] = 2;
     const auto old = GnnEstimator<gnn_only>::load(io::write_container("bf16test", c.config_hash, v2), "bf16test");
     CHECK(old.precision() == Precision::fp32);

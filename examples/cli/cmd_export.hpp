@@ -40,17 +40,20 @@ inline std::string additive_header(const estimators::AdditiveEstimator& m, const
     std::ostringstream h;
     h << "#pragma once\n"
       << "// " << name << ": the additive cost model " << source << ", written by `dnncost export-header`.\n"
-      << "// predict(graph) needs only dnncost's core, graph and analytic-cost headers: no file I/O, no\n"
-      << "// exception of its own, and it compiles with -fno-exceptions.\n"
-      << "#include <algorithm>\n#include <array>\n#include <cstddef>\n#include <cstdint>\n#include <string_view>\n"
+      << "// predict(graph) needs only dnncost's core, graph, analytic-cost and operator-kind headers: no\n"
+      << "// file I/O, no exception of its own, and it compiles with -fno-exceptions.\n"
+      << "#include <algorithm>\n#include <array>\n#include <cstddef>\n#include <cstdint>\n#include <string>\n"
+      << "#include <string_view>\n"
       << "#include <vector>\n\n"
       << "#include <dnncost/cost/analytic.hpp>\n#include <dnncost/graph/analysis.hpp>\n"
-      << "#include <dnncost/graph/graph.hpp>\n\n"
+      << "#include <dnncost/features/op_kind.hpp>\n#include <dnncost/graph/graph.hpp>\n\n"
       << "namespace " << name << " {\n\n"
       << "inline constexpr std::string_view preset = \"additive\";\n"
       << "inline constexpr std::string_view config = \"" << estimators::AdditiveEstimator::config << "\";\n"
       << "inline constexpr int per_type = " << features::OpAggregates::per_type << ";  // count, MACs, bytes\n"
-      << "inline constexpr bool compiled_view = " << (f.compiled ? "true" : "false") << ";\n";
+      << "inline constexpr bool compiled_view = " << (f.compiled ? "true" : "false") << ";\n"
+      << "// operator types are features::op_kind()s: depthwise, grouped and pointwise convolutions apart\n"
+      << "inline constexpr bool split_convs = " << (f.split_convs ? "true" : "false") << ";\n";
     h << array_of("std::string_view", "vocabulary", f.vocabulary, [](const std::string& s) { return "\"" + s + "\""; });
     h << array_of("std::int64_t", "keep", f.keep, [](std::int64_t v) { return std::to_string(v); });
     h << array_of("double", "mean", f.mean, number) << array_of("double", "scale", f.scale, number)
@@ -65,7 +68,8 @@ inline std::string additive_header(const estimators::AdditiveEstimator& m, const
       << "    const std::size_t half = vocabulary.size() * per_type;\n"
       << "    std::vector<double> f(compiled_view ? 2 * half : half, 0.0);\n"
       << "    for (std::size_t v = 0; v < g.num_nodes(); ++v) {\n"
-      << "        const std::string_view op = g.nodes()[v].op_type;\n"
+      << "        const std::string kind = dnncost::features::op_kind(g, g.nodes()[v], split_convs);\n"
+      << "        const std::string_view op = kind;\n"
       << "        const auto it = std::lower_bound(vocabulary.begin(), vocabulary.end(), op);\n"
       << "        if (it == vocabulary.end() || *it != op) continue;\n"
       << "        const auto t = static_cast<std::size_t>(it - vocabulary.begin()) * per_type;\n"

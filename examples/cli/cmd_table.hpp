@@ -124,7 +124,7 @@ inline void add_table_commands(CLI::App& app, Context& ctx) {
                      "Channel grid per axis: uniform:STEP (every STEP channels) or proportional:F (F, 2F, ... of "
                      "the network's count)")
         ->capture_default_str();
-    build->add_option("--out", b->out, "Table file (CSV)")->required();
+    build->add_option("--out", b->out, "Table file (CSV); not needed with --dry-run");
     build->add_option("--store", b->store,
                       "Results store of the single-operator measurements (default: OUT with .results.csv); a build "
                       "resumes from it");
@@ -193,6 +193,7 @@ inline void add_table_commands(CLI::App& app, Context& ctx) {
             }
         }
         if (a.runners.empty()) raise<config_error>("table build needs --runner (or --dry-run)");
+        if (a.out.empty()) raise<config_error>("table build needs --out (or --dry-run)");
         if (a.store.empty()) {
             fs::path p = a.out;
             a.store = (p.parent_path() / (p.stem().string() + ".results.csv")).string();

@@ -21,7 +21,10 @@ rc=$?
 [ $rc -eq 0 ] || { fail "build: exit $rc"; sed 's/^/  | /' err.txt | head -5; }
 grep -q 'failed 0' out.txt || fail "build: '$(head -1 out.txt)'"
 grep -q '^# device: .*onnxruntime' t.csv || fail "the table lacks the runner's device line"
-awk -F, '!/^#/ && NR > 2 && !($8 > 0) { bad = 1 } END { exit bad }' t.csv || fail "a non-positive latency"
+# an operator the runtime fuses into its producer (a Relu after a Conv) costs about what the sink
+# alone costs, so its entry may be 0 after the subtraction; a negative or non-numeric one is a bug
+awk -F, '!/^#/ && NR > 2 && !($8 >= 0) { bad = 1 } END { exit bad }' t.csv || fail "a negative latency"
+awk -F, '!/^#/ && NR > 2 && $8 > 0 { n++ } END { exit !(n > 0) }' t.csv || fail "no positive latency at all"
 "$bin" table price --table t.csv --model "$model" --fallback roofline --peak-gflops 100 --bandwidth-gbs 10 \
   >out.txt 2>err.txt || fail "price: exit $?"
 grep -q 'ms (sum over' out.txt || fail "price: '$(cat out.txt)'"
