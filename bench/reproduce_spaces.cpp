@@ -187,13 +187,7 @@ int main(int argc, char** argv) try {
         return out;
     };
     const auto multi = [&](const std::vector<std::size_t>& items, const std::vector<std::string>& ts) {
-        train::MultiTrainData d;
-        auto set = std::make_shared<const train::GraphSet>(ds.graphs(items));
-        d.graphs = set->pointers();
-        d.keep_alive = set;
-        d.names = ts;
-        for (const auto& t : ts) d.targets.push_back(ds.values(items, t));
-        return d;
+        return ds.subset(items, ts);
     };
 
     for (int seed = first_seed; seed < first_seed + seeds; ++seed) {

@@ -385,15 +385,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             std::cerr << line << '\n';
             return false;
         };
-        const auto multi = [&](const std::vector<std::size_t>& items) {
-            train::MultiTrainData d;
-            auto set = std::make_shared<const train::GraphSet>(ds.graphs(items));
-            d.graphs = set->pointers();
-            d.keep_alive = set;
-            d.names = targets;
-            for (const auto& t : targets) d.targets.push_back(ds.values(items, t));
-            return d;
-        };
+        const auto multi = [&](const std::vector<std::size_t>& items) { return ds.subset(items, targets); };
         const auto fit = targets.size() > 1
                              ? est->fit_targets(multi(train_items), multi(split.validation), fo)
                              : est->fit(ds.subset(train_items, a.target), ds.subset(split.validation, a.target), fo);

@@ -184,6 +184,16 @@ public:
         auto set = std::make_shared<const GraphSet>(graphs(items));
         return {set->pointers(), values(items, col), set};
     }
+    /// The same for several columns at once (one model, several targets).
+    MultiTrainData subset(std::span<const std::size_t> items, const std::vector<std::string>& cols) const {
+        auto set = std::make_shared<const GraphSet>(graphs(items));
+        MultiTrainData d;
+        d.graphs = set->pointers();
+        d.keep_alive = set;
+        d.names = cols;
+        for (const auto& c : cols) d.targets.push_back(values(items, c));
+        return d;
+    }
     /// f(graph) for every item, in parallel chunks (NB201 graphs are built and released chunk by
     /// chunk, so the whole space never sits in memory at once).
     template <class F>
