@@ -15,6 +15,7 @@
 #include "common.hpp"
 
 #include <dnncost/estimators/adaptation.hpp>
+#include <dnncost/estimators/pool_prior.hpp>
 #include <dnncost/estimators/presets.hpp>
 
 namespace dnncost::cli {
@@ -54,8 +55,15 @@ public:
                                     m_model->preset(), " given)");
         }
     }
-    Eigen::MatrixXd encode(const train::Dataset& ds, const std::vector<std::size_t>& items) {
+    /// `linear`: features a cost is linear in (operation counts; raw aggregates), for the
+    /// pool-prior method; else the regressor's encoding.
+    Eigen::MatrixXd encode(const train::Dataset& ds, const std::vector<std::size_t>& items, bool linear = false) {
         Eigen::MatrixXd x;
+        if (linear && m_model)
+            raise<config_error>(
+                "--method prior needs --encoder nb201 or aggregates (a GNN embedding is not a "
+                "linear cost feature); use --method maple with ",
+                m_kind);
         if (m_kind == "nb201") {
             x.resize(static_cast<Index>(items.size()), estimators::nb201_encoding_width);
             for (std::size_t i = 0; i < items.size(); ++i) {
@@ -68,7 +76,8 @@ public:
                 const auto e = estimators::nb201_encoding(arch);
                 for (std::size_t j = 0; j < e.size(); ++j) x(static_cast<Index>(i), static_cast<Index>(j)) = e[j];
             }
-            return x;
+            // the counts are the encoding's last columns
+            return linear ? Eigen::MatrixXd(x.rightCols(dnncost::nb201::num_ops)) : x;
         }
         constexpr std::size_t chunk = 1024;
         for (std::size_t s = 0; s < items.size(); s += chunk) {
@@ -79,7 +88,7 @@ public:
             Eigen::MatrixXd e;
             if (m_kind == "aggregates") {
                 if (m_vocabulary.empty()) m_vocabulary = vocabulary_of(graphs.pointers());
-                e = aggregates(graphs.pointers());
+                e = aggregates(graphs.pointers(), linear);
             } else if (auto* h = dynamic_cast<estimators::HiFiSage*>(m_model.get())) {
                 e = estimators::gnn_encoding(*h, graphs.pointers());
             } else {
@@ -100,13 +109,13 @@ private:
         v.erase(std::unique(v.begin(), v.end()), v.end());
         return v;
     }
-    Eigen::MatrixXd aggregates(const std::vector<const graph::Graph*>& graphs) const {
+    Eigen::MatrixXd aggregates(const std::vector<const graph::Graph*>& graphs, bool linear) const {
         Eigen::MatrixXd x(static_cast<Index>(graphs.size()),
                           static_cast<Index>(m_vocabulary.size()) * features::OpAggregates::per_type);
         for (std::size_t i = 0; i < graphs.size(); ++i) {
             const auto f = features::OpAggregates::raw(*graphs[i], m_vocabulary);
             for (std::size_t j = 0; j < f.size(); ++j)
-                x(static_cast<Index>(i), static_cast<Index>(j)) = std::log1p(f[j]);
+                x(static_cast<Index>(i), static_cast<Index>(j)) = linear ? f[j] : std::log1p(f[j]);
         }
         return x;
     }
@@ -122,7 +131,7 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
     namespace ad = adapt_detail;
     struct AdaptArgs {
         std::string pool, pool_targets, target, data, space = "nb201", space_options, sampling = "uniform", proxy,
-                                                      encoder = "nb201", report, baseline = "none";
+                                                      encoder = "nb201", report, baseline = "none", method = "prior";
         std::size_t shots = 10, pool_networks = 2000;
         int clones = 7, epochs = 60, finetune = 0;
         bool calibrate = false, no_stack = false;
@@ -140,6 +149,10 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("--data", a->data,
                     "Measurements of the new device: a CSV or a results file of `dnncost measure` (default: --pool)");
     add_space_options(*cmd, a->space, a->space_options);
+    cmd->add_option("--method", a->method,
+                    "prior: a linear cost model fitted on the shots, pulled towards the pool device the shots look "
+                    "most like | maple: the MAPLE-Edge regressor over [encoding | hardware descriptor]")
+        ->check(CLI::IsMember({"prior", "maple"}));
     cmd->add_option("--shots", a->shots, "Measurements of the new device used for adaptation")
         ->transform(check::integer(2, 100000));
     cmd->add_option("--seed", a->seed, "Seed of the shots and of training")->transform(check::seed());
@@ -161,8 +174,10 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("--encoder", a->encoder,
                     "Architecture encoding: nb201 (one-hot + op counts) | aggregates (per-operator-type count, MACs, "
                     "bytes; any network) | MODEL.dnnc (a trained hifisage or brpnas model's graph embedding)");
-    cmd->add_option("--baseline", a->baseline,
-                    "Also report a baseline on the same shots: none | ridge (five NB201 op counts, shots alone)")
+    cmd->add_option(
+           "--baseline", a->baseline,
+           "Also report a baseline on the same shots: none | ridge (a ridge fitted on the shots alone: the five "
+           "NB201 op counts with --encoder nb201, else the per-operator-type aggregates)")
         ->check(CLI::IsMember({"none", "ridge"}));
     cmd->add_option("--report", a->report, "Write a JSON report of the test metrics");
     cmd->callback([a, &ctx] {
@@ -239,37 +254,47 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
         }
 
         ad::Encoder encoder(a->encoder, a->space);
-        const auto pool_x = encoder.encode(pool, pool.all_items());
+        const bool prior = a->method == "prior";
+        const auto pool_x = encoder.encode(pool, pool.all_items(), prior);
         Eigen::MatrixXd pool_ms(static_cast<Index>(pool.size()), static_cast<Index>(pool_cols.size()));
         for (std::size_t d = 0; d < pool_cols.size(); ++d) {
             const auto& col = pool.column(pool_cols[d]);
             for (std::size_t i = 0; i < pool.size(); ++i)
                 pool_ms(static_cast<Index>(i), static_cast<Index>(d)) = col[i];
         }
-        estimators::AdaptationOptions o;
-        o.clones = a->clones;
-        o.pool_networks = a->pool_networks;
-        o.epochs = a->epochs;
-        o.seed = a->seed;
-        o.finetune_epochs = a->finetune;
-        o.calibrate = a->calibrate;
-        o.stack = !a->no_stack;
-        estimators::MapleEdge model;
+        estimators::MapleEdge maple;
+        estimators::PoolPriorAdaptation pool_prior;
         const auto start = std::chrono::steady_clock::now();
-        model.fit(pool_x, pool_ms, shot_rows, shot_ms, o);
+        if (prior) {
+            pool_prior.fit(pool_x, pool_ms, shot_rows, shot_ms);
+        } else {
+            estimators::AdaptationOptions o;
+            o.clones = a->clones;
+            o.pool_networks = a->pool_networks;
+            o.epochs = a->epochs;
+            o.seed = a->seed;
+            o.finetune_epochs = a->finetune;
+            o.calibrate = a->calibrate;
+            o.stack = !a->no_stack;
+            maple.fit(pool_x, pool_ms, shot_rows, shot_ms, o);
+        }
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const auto test_x = own_target ? encoder.encode(tds, test) : [&] {
+        const auto test_x = own_target ? encoder.encode(tds, test, prior) : [&] {
             Eigen::MatrixXd x(static_cast<Index>(test.size()), pool_x.cols());
             for (std::size_t i = 0; i < test.size(); ++i)
                 x.row(static_cast<Index>(i)) = pool_x.row(static_cast<Index>(test[i]));
             return x;
         }();
-        const auto pred = model.predict(test_x);
+        const auto pred = prior ? pool_prior.predict(test_x) : maple.predict(test_x);
         const auto truth = tds.values(test, target);
         const auto ev = train::evaluate(pred, truth);
         std::cout << "adapt: target " << target << ", pool " << a->pool_targets << ", " << a->shots << " shots ("
-                  << a->sampling << ", seed " << a->seed << "), " << a->clones << " clones, encoder " << a->encoder
-                  << ", " << std::setprecision(3) << seconds << " s\n";
+                  << a->sampling << ", seed " << a->seed << "), method " << a->method;
+        if (prior)
+            std::cout << " (prior: " << pool_cols[static_cast<std::size_t>(pool_prior.prior_device())] << ")";
+        else
+            std::cout << ", " << a->clones << " clones";
+        std::cout << ", encoder " << a->encoder << ", " << std::setprecision(3) << seconds << " s\n";
         td::print_metrics(std::cout, "test", ev.all);
         td::print_metrics(std::cout, "test, non-degenerate", ev.non_degenerate);
         json report = td::evaluation_json(ev);
@@ -281,12 +306,37 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
             };
             for (auto i : shot_items) shot_archs.push_back(arch_of(i));
             for (auto i : test) test_archs.push_back(arch_of(i));
-            const auto base = train::evaluate(estimators::shots_only_ridge(shot_archs, shot_ms, test_archs), truth);
-            td::print_metrics(std::cout, "baseline ridge, shots alone", base.all);
+            // NB201 cells: the five per-cell operation counts; any other network: the linear
+            // aggregates (per-operator-type count, MACs, bytes) of the aggregates encoder
+            const bool cells = a->encoder == "nb201";
+            std::vector<double> base_pred;
+            if (cells) {
+                base_pred = estimators::shots_only_ridge(shot_archs, shot_ms, test_archs);
+            } else {
+                ad::Encoder linear("aggregates", a->space);
+                const auto all = linear.encode(pool, pool.all_items(), true);  // fixes the vocabulary
+                Eigen::MatrixXd shots_x(static_cast<Index>(shot_rows.size()), all.cols());
+                for (std::size_t k = 0; k < shot_rows.size(); ++k)
+                    shots_x.row(static_cast<Index>(k)) = all.row(static_cast<Index>(shot_rows[k]));
+                const auto test_lin = own_target ? linear.encode(tds, test, true) : [&] {
+                    Eigen::MatrixXd x(static_cast<Index>(test.size()), all.cols());
+                    for (std::size_t i = 0; i < test.size(); ++i)
+                        x.row(static_cast<Index>(i)) = all.row(static_cast<Index>(test[i]));
+                    return x;
+                }();
+                base_pred = estimators::shots_only_linear_ridge(shots_x, shot_ms, test_lin);
+            }
+            const auto base = train::evaluate(base_pred, truth);
+            td::print_metrics(
+                std::cout,
+                cells ? "baseline ridge (op counts), shots alone" : "baseline ridge (aggregates), shots alone",
+                base.all);
             report["baseline"] = td::evaluation_json(base);
         }
         if (!a->report.empty()) {
-            report["preset"] = "maple-edge";
+            report["preset"] = prior ? "pool-prior" : "maple-edge";
+            report["method"] = a->method;
+            if (prior) report["prior_device"] = pool_cols[static_cast<std::size_t>(pool_prior.prior_device())];
             report["target"] = target;
             report["data"] = a->data.empty() ? a->pool : a->data;
             report["pool"] = a->pool;

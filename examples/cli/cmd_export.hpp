@@ -9,6 +9,7 @@
 
 #include "cmd_train.hpp"
 #include "common.hpp"
+#include "export_gnn_header.hpp"
 
 #include <dnncost/estimators/additive.hpp>
 #include <dnncost/measure/probe.hpp>
@@ -131,11 +132,19 @@ inline void add_export_commands(CLI::App& app, Context& ctx) {
             raise<config_error>("--name '", a->name, "' is not a C++ identifier");
         io::check_writable(a->out);
         const auto model = train_detail::load_model(a->model);
-        const auto* additive = dynamic_cast<const estimators::AdditiveEstimator*>(model.est.get());
-        if (!additive)
-            raise<config_error>(a->model, ": export-header supports the additive preset; this model is '",
-                                model.est->preset(), "' (the GNN presets are not exported yet)");
-        io::write_file_atomic(a->out, export_detail::additive_header(*additive, a->name, a->model));
+        std::string header;
+        if (const auto* additive = dynamic_cast<const estimators::AdditiveEstimator*>(model.est.get()))
+            header = export_detail::additive_header(*additive, a->name, a->model);
+        else if (auto* h = dynamic_cast<estimators::HiFiSage*>(model.est.get()))
+            header = export_detail::gnn_header(*h, model.container, "HiFiSage", a->name, a->model);
+        else if (auto* b = dynamic_cast<estimators::BrpNas*>(model.est.get()))
+            header = export_detail::gnn_header(*b, model.container, "BrpNas", a->name, a->model);
+        else
+            raise<config_error>(a->model,
+                                ": export-header supports the additive, hifisage and brpnas presets; this "
+                                "model is '",
+                                model.est->preset(), "'");
+        io::write_file_atomic(a->out, header);
         std::cout << "header written to " << a->out << " (namespace " << a->name << ")\n";
         ctx.exit_code = 0;
     });

@@ -2,9 +2,12 @@
 # `dnncost adapt`, `dnncost probe` and `dnncost export-header` end to end: reports, clear errors
 # on bad input, the probe without performance counters, and an exported header compiled in a
 # separate program (with and without exceptions) predicting what the runtime model predicts.
-# usage: adapt.sh DNNCOST_BINARY DATA_DIR WORK_DIR [CXX INCLUDE_DIR]
+# usage: adapt.sh DNNCOST_BINARY DATA_DIR WORK_DIR [CXX INCLUDE_DIR [EIGEN_INCLUDE_DIRS, ':'-separated]]
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
 cxx=${4:-c++} inc=${5:-}
+eigen=()  # the GNN headers need Eigen's
+IFS=: read -r -a dirs <<< "${6:-}"
+for d in "${dirs[@]}"; do [ -n "$d" ] && eigen+=(-isystem "$d"); done
 
 head -n 401 "$data/nb201/latency_ms.csv" > pool.csv
 pool=1080ti_1,titan_rtx_32,silver_4114,pixel3,titanx_256
@@ -23,6 +26,11 @@ grep -q '"n_test": 390' r.json || fail "adapt report: n_test is not the 390 othe
 [ "$(grep '"spearman"' r.json | head -1)" = "$(grep '"spearman"' r2.json | head -1)" ] || fail "adapt: same seed, other result"
 "$bin" adapt --pool pool.csv --pool-targets $pool --target gold_6240 --shots 10 --seed 1 $fast --sampling random \
   --encoder aggregates > agg.out 2> agg.err || { fail "adapt --encoder aggregates --sampling random"; tail -3 agg.err; }
+"$bin" adapt --pool pool.csv --pool-targets $pool --target gold_6240 --shots 10 --seed 1 $fast --method maple \
+  --report rm.json > maple.out 2> maple.err || { fail "adapt --method maple"; tail -3 maple.err; }
+grep -q '"preset": "maple-edge"' rm.json || fail "adapt --method maple: report names no maple-edge"
+grep -q '"preset": "pool-prior"' r.json || fail "adapt: the default method is not the pool prior"
+grep -q '"prior_device"' r.json || fail "adapt report lacks the prior device"
 
 # --- the new device's measurements in a results file of `dnncost measure`
 echo "key,id,latency_ms,spread,rounds,status,time,peak_memory_bytes,energy_mj,detail" > results.csv
@@ -57,10 +65,12 @@ fi
 
 # --- export-header: a separate program compiled against the header predicts as the model does
 if [ -n "$inc" ]; then
-  "$bin" train --data pool.csv --target pixel3 --preset additive --train 100 --val 20 --seed 3 --out add.dnnc \
+  "$bin" train --data pool.csv --target pixel3 --preset additive --train 100 --val 20 --seed 3 --out additive.dnnc \
     > /dev/null 2>&1 || fail "train additive"
-  "$bin" export-header --model add.dnnc --out my_estimator.hpp --name my_estimator > /dev/null 2> ex.err \
-    || { fail "export-header"; cat ex.err; }
+  for preset in hifisage brpnas; do
+    "$bin" train --data pool.csv --target pixel3 --preset $preset --train 20 --val 5 --epochs 1 --seed 3 \
+      --out $preset.dnnc > /dev/null 2>&1 || fail "train $preset"
+  done
   cut -d, -f1 pool.csv | sed -n 2,101p > archs.txt
   cat > use.cpp <<'CPP'
 #include <cstdio>
@@ -74,21 +84,59 @@ int main(int, char** argv) {
     while (std::getline(in, arch)) std::printf("%s\t%.9g\n", arch.c_str(), my_estimator::predict(dnncost::nb201::build_graph(arch)));
 }
 CPP
-  for mode in exceptions no-exceptions; do
-    flags=""; [ $mode = no-exceptions ] && flags=-fno-exceptions
-    "$cxx" -std=c++20 -O1 $flags -I. -I"$inc" use.cpp -o use_$mode 2> cc_$mode.err || { fail "compile ($mode)"; head -5 cc_$mode.err; continue; }
-    ./use_$mode archs.txt > ours_$mode.txt || fail "run ($mode)"
+  # a GNN header against the runtime model loaded from the same file, graph by graph, in one program
+  cat > use_gnn.cpp <<'CPP'
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include "my_estimator.hpp"
+#include <dnncost/spaces/nb201.hpp>
+int main(int, char** argv) {
+    std::ifstream file(argv[2], std::ios::binary);
+    std::stringstream bytes;
+    bytes << file.rdbuf();
+    const auto runtime = my_estimator::estimator_type::load(bytes.str(), my_estimator::preset, argv[2]);
+    std::ifstream in(argv[1]);
+    std::string arch;
+    while (std::getline(in, arch)) {
+        const auto g = dnncost::nb201::build_graph(arch);
+        const dnncost::graph::Graph* one[] = {&g};
+        std::printf("%s\t%.9g\t%.9g\n", arch.c_str(), my_estimator::predict(g), runtime.predict(one).front().mean);
+    }
+}
+CPP
+  # every preset with exceptions and without; BRP-NAS, the same code path as HiFi-SAGE, only without
+  for preset in additive hifisage brpnas; do
+    mkdir -p $preset && cd $preset
+    "$bin" export-header --model ../$preset.dnnc --out my_estimator.hpp --name my_estimator > /dev/null 2> ex.err \
+      || { fail "export-header $preset"; cat ex.err; cd ..; continue; }
+    modes="exceptions no-exceptions"; [ $preset = brpnas ] && modes=no-exceptions
+    src=../use_gnn.cpp; [ $preset = additive ] && src=../use.cpp
+    for mode in $modes; do
+      flags=""; [ $mode = no-exceptions ] && flags=-fno-exceptions
+      "$cxx" -std=c++20 -O1 $flags -I. -I"$inc" "${eigen[@]}" $src -o use_$mode 2> cc_$mode.err \
+        || { fail "compile $preset ($mode)"; head -5 cc_$mode.err; continue; }
+      ./use_$mode ../archs.txt ../$preset.dnnc > ours_$mode.txt || fail "run $preset ($mode)"
+    done
+    if [ $preset = additive ]; then  # the runtime model through the CLI
+      "$bin" predict --model ../$preset.dnnc --space nb201 $(cat ../archs.txt) > theirs.txt 2> /dev/null \
+        || fail "predict $preset"
+    fi
+    for mode in $modes; do
+      [ -s ours_$mode.txt ] || continue
+      if [ $preset = additive ]; then paste ours_$mode.txt theirs.txt | cut -f1,2,4 > pairs.txt
+      else cp ours_$mode.txt pairs.txt; fi
+      awk -F'\t' '{ d = $2 - $3; if (d < 0) d = -d; s = $3 < 0 ? -$3 : $3;
+        if (d > 1e-5 * s + 1e-12) { print "differs: " $1 " " $2 " " $3; bad = 1 } n++ }
+        END { if (n != 100) { print "compared " n " of 100"; bad = 1 } exit bad }' pairs.txt \
+        || fail "$preset header predictions ($mode) differ from the model's"
+    done
+    cd ..
   done
-  "$bin" predict --model add.dnnc --space nb201 $(cat archs.txt) > theirs.txt 2> /dev/null || fail "predict"
-  for mode in exceptions no-exceptions; do
-    [ -s ours_$mode.txt ] || continue
-    paste ours_$mode.txt theirs.txt | awk -F'\t' '{ d = $2 - $4; if (d < 0) d = -d; s = $4 < 0 ? -$4 : $4;
-      if (d > 1e-5 * s + 1e-12) { print "differs: " $1 " " $2 " " $4; bad = 1 } n++ }
-      END { if (n != 100) { print "compared " n " of 100"; bad = 1 } exit bad }' || fail "header predictions ($mode) differ from the model's"
-  done
-  "$bin" train --data pool.csv --target pixel3 --preset brpnas --train 20 --val 5 --epochs 1 --seed 3 --out gnn.dnnc \
-    > /dev/null 2>&1 || fail "train brpnas"
-  expect_error "supports the additive preset" export-header --model gnn.dnnc --out g.hpp --name g
+  "$bin" train --data pool.csv --target pixel3 --preset perfsage --train 20 --val 5 --epochs 1 --seed 3 --out ps.dnnc \
+    > /dev/null 2>&1 || fail "train perfsage"
+  expect_error "supports the additive, hifisage and brpnas presets" export-header --model ps.dnnc --out g.hpp --name g
 fi
 
 finish adapt

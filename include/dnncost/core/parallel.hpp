@@ -36,6 +36,7 @@ public:
         threads = size_for(threads);
         m_size = threads;
         std::size_t i = 1;
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
         try {
             for (; i < threads; ++i) m_workers.emplace_back([this] { worker_loop(); });
         } catch (const std::exception& e) {
@@ -44,6 +45,9 @@ public:
             stop_and_join();
             raise<error>("ThreadPool: cannot start thread ", i + 1, " of ", threads, ": ", e.what());
         }
+#else
+        for (; i < threads; ++i) m_workers.emplace_back([this] { worker_loop(); });  // a refused thread aborts
+#endif
     }
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
@@ -92,12 +96,16 @@ private:
             ++m_active;
             const auto* body = m_body;
             lock.unlock();
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
             try {
                 (*body)(i);
             } catch (...) {
                 std::lock_guard g(m_mutex);
                 if (!m_error) m_error = std::current_exception();
             }
+#else
+            (*body)(i);  // without exceptions an error aborts where it happens
+#endif
             lock.lock();
             --m_active;
         }

@@ -394,4 +394,33 @@ inline std::vector<double> shots_only_ridge(std::span<const std::string> shot_ar
     return out;
 }
 
+/// The floor for any network: a ridge regression over linear cost features (one row per
+/// network, e.g. per-operator-type count, MACs, bytes) fitted on the shots alone, features scaled
+/// by their root mean square over the shots, intercept unpenalised, penalty by exact leave-one-out.
+/// @throws config_error for fewer than 2 shots or mismatched widths
+inline std::vector<double> shots_only_linear_ridge(const Eigen::MatrixXd& shot_features,
+                                                   std::span<const double> shot_ms, const Eigen::MatrixXd& features) {
+    const Index n = shot_features.rows(), p = shot_features.cols();
+    if (n < 2 || static_cast<std::size_t>(n) != shot_ms.size() || features.cols() != p)
+        raise<config_error>("shots_only_linear_ridge: ", n, " shots, ", shot_ms.size(), " latencies, ", p, " and ",
+                            features.cols(), " features");
+    Eigen::RowVectorXd scale = shot_features.array().square().colwise().mean().sqrt();
+    for (Index j = 0; j < p; ++j)
+        if (!(scale(j) > 0)) scale(j) = 1.0;
+    const auto design = [&](const Eigen::MatrixXd& f) {
+        Eigen::MatrixXd x(f.rows(), p + 1);
+        x.col(0).setOnes();
+        x.rightCols(p) = f.array().rowwise() / scale.array();
+        return x;
+    };
+    const Eigen::Map<const Eigen::VectorXd> y(shot_ms.data(), n);
+    const double y_scale = y.mean();
+    std::vector<double> sorted(shot_ms.begin(), shot_ms.end());
+    std::sort(sorted.begin(), sorted.end());
+    const auto fit = RidgeFit::select(design(shot_features), y / y_scale, nullptr, nullptr,
+                                      0.05 * sorted[sorted.size() / 2] / y_scale);
+    const Eigen::VectorXd pred = design(features) * fit.beta * y_scale;
+    return {pred.data(), pred.data() + pred.size()};
+}
+
 }  // namespace dnncost::estimators

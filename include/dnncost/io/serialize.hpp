@@ -366,7 +366,12 @@ inline Container read_container(std::string_view bytes, std::optional<std::strin
     };
     Container c;
     std::string_view payload;
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
     try {
+#else
+    (void)damaged;  // without exceptions the first error aborts with its own message
+    {
+#endif
         BinaryReader r(bytes, source);
         for (std::size_t i = 0; i < container_magic.size(); ++i) r.get_u8("magic");
         c.version = r.get_u32("format version");
@@ -401,12 +406,15 @@ inline Container read_container(std::string_view bytes, std::optional<std::strin
         if (actual_crc != stored_crc)
             raise<parse_error>(source, ": checksum mismatch (stored 0x", std::hex, stored_crc, ", computed 0x",
                                actual_crc, "): the file is corrupt");
-    } catch (const parse_error& e) {
+    }
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+    catch (const parse_error& e) {
         std::string_view detail = e.what();
         if (detail.starts_with(source + ": ")) detail.remove_prefix(source.size() + 2);
         if (!detail.starts_with("truncated") || !damaged()) throw;
         raise<parse_error>(source, ": corrupt or truncated file (the checksum does not match): ", detail);
     }
+#endif
     if (expected_kind && c.kind != *expected_kind)
         raise<parse_error>(source, ": holds a '", c.kind, "' model, expected '", *expected_kind, "'");
     c.payload.assign(payload);
