@@ -315,6 +315,7 @@ inline void add_inspect_commands(CLI::App& app, Context& ctx) {
         cmd->callback([opts, sample_option] {
             const auto& space = spaces::find_space(opts->space);
             const auto options = spaces::space_options(opts->space_options);
+            spaces::check_space_options(space, options);
             if (sample_option->count() > 0 && !opts->archs.empty())
                 raise<config_error>("give architecture strings or --sample N, not both");
             if (!opts->onnx_out.empty() && opts->archs.size() != 1)

@@ -239,6 +239,7 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
             raise<config_error>("name the networks one way: --space NAME --sample N, --archs FILE, or ONNX files");
         if (sample_opt->count() > 0 && space_opt->count() == 0) raise<config_error>("--sample needs --space NAME");
         const auto space_options = spaces::space_options(args.space_options);
+        if (space_opt->count() > 0) spaces::check_space_options(spaces::find_space(args.space), space_options);
         if (args.timeout > 1e6) raise<config_error>("--timeout ", args.timeout, " is more than 10^6 seconds");
         if (args.startup_timeout > 3600)
             raise<config_error>("--startup-timeout ", args.startup_timeout, " is more than an hour");

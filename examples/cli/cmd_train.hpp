@@ -67,6 +67,7 @@ inline train::Dataset load(const std::string& path, const std::string& space, co
     train::DatasetOptions opt;
     opt.space = space;
     opt.space_options = spaces::space_options(space_options);
+    if (const auto* s = spaces::find_space_or_null(space)) spaces::check_space_options(*s, opt.space_options);
     opt.columns = std::move(columns);
     opt.strict = strict;
     opt.loader = [](const std::filesystem::path& p) { return io::import_onnx(p); };

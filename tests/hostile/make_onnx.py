@@ -132,6 +132,8 @@ cases["if_node.onnx"] = m1([node("If", ["c"], ["y"], name="if")], [vi("c",[],ele
 cases["loop_no_body.onnx"] = m1([node("Loop", ["", ""], ["y"], name="loop")], [vi("x",[1])], [vi("y",[1])])
 cases["split_zero.onnx"] = m1([node("Split", ["x"], ["a","b"], name="split", attrs={"axis":0})], [vi("x",[1,4])], [vi("a",None), vi("b",None)])
 cases["shape_chain_bad.onnx"] = m1([node("Shape",["x"],["s"],name="shape"), node("Reshape",["x","s2"],["y"],name="reshape"), node("Gather",["s","i"],["s2"],name="g")], [vi("x",[2,3])], [vi("y",None)], [T("i",[1],[7],elem=INT64)])
+cases["gather_index_out_of_range.onnx"] = m1([node("Gather",["x","i"],["y"],name="embed",attrs={"axis":0})], [vi("x",[10,4])], [vi("y",None)], [T("i",[2],[3,10],elem=INT64)])
+cases["gather_index_negative_ok.onnx"] = m1([node("Gather",["x","i"],["y"],name="embed",attrs={"axis":0})], [vi("x",[10,4])], [vi("y",None)], [T("i",[2],[-10,9],elem=INT64)])
 cases["conv_kernel_bigger.onnx"] = m1([node("Conv", ["x","w"], ["y"], name="conv")], [vi("x",[1,3,2,2])], [vi("y",None)], [T("w",[8,3,5,5])])
 cases["maxpool_kernel_bigger.onnx"] = m1([node("MaxPool", ["x"], ["y"], name="pool", attrs={"kernel_shape":[9,9]})], [vi("x",[1,3,2,2])], [vi("y",None)])
 cases["matmul_scalar.onnx"] = m1([node("MatMul", ["x","w"], ["y"], name="mm")], [vi("x",[])], [vi("y",None)], [T("w",[])])

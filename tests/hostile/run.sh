@@ -134,6 +134,11 @@ expect_error "more: If without branches"      "node 'if'"                       
 expect_error "more: Loop without body"        "node 'loop'"                        "$bin" inspect $o/loop_no_body.onnx
 expect_error "more: Split of 1 into 2"        "node 'split'"                       "$bin" inspect $o/split_zero.onnx
 expect_error "more: Gather index 7 of a shape" "Gather"                            "$bin" inspect $o/shape_chain_bad.onnx
+expect_error "more: Gather index 10 of extent 10" "node 'embed'.*index 10 is out of range" "$bin" inspect $o/gather_index_out_of_range.onnx
+expect_ok    "more: Gather indices -10 and 9 of extent 10" "$bin" inspect $o/gather_index_negative_ok.onnx
+expect_error "more: space --sample, unknown option" "unknown option 'colour'"      "$bin" space ofa --sample 2 --space-options colour=red
+expect_error "more: space --sample, bad value" "option resolution"                 "$bin" space ofa --sample 2 --space-options resolution=abc
+expect_error "more: space info, unknown option" "unknown option 'colour'"          "$bin" space kws --space-options colour=red
 expect_error "more: Conv kernel 5 on 2x2"     "node 'conv'"                        "$bin" inspect $o/conv_kernel_bigger.onnx
 expect_error "more: MaxPool kernel 9 on 2x2"  "node 'pool'"                        "$bin" inspect $o/maxpool_kernel_bigger.onnx
 expect_error "more: MatMul of scalars"        "node 'mm'"                          "$bin" inspect $o/matmul_scalar.onnx

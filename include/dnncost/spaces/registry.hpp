@@ -214,6 +214,15 @@ inline const SpaceInfo& find_space(std::string_view name) {
     raise<config_error>("unknown search space '", name, "' (known: ", list_choices(names), ")");
 }
 
+/// Checks build options before any network is built: a space reads its options only when it
+/// builds a graph, so one seeded sample is built with them (which also checks the values, e.g.
+/// a resolution the space does not take). @throws config_error naming the option
+inline void check_space_options(const SpaceInfo& space, const SpaceOptions& options) {
+    if (options.empty()) return;
+    Rng rng(0);
+    (void)space.build_graph(space.sample(rng), options);
+}
+
 /// The space called `name`, or nullptr.
 inline const SpaceInfo* find_space_or_null(std::string_view name) {
     for (const auto& s : all_spaces())

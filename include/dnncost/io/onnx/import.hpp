@@ -414,6 +414,30 @@ private:
         return "";
     }
 
+    /// Constant Gather indices must lie in [-s, s - 1] for the data's extent s along the axis;
+    /// shape inference does not look at index values, and a runtime would read out of bounds.
+    void check_gather_indices(const ::onnx::NodeProto& node) const {
+        if (node.input_size() < 2) return;
+        const auto c = m_constants.find(node.input(1));
+        if (c == m_constants.end() || !c->second.has_data) return;
+        const auto data = known_shape(node.input(0));
+        if (!data || data->empty()) return;
+        const auto rank = static_cast<std::int64_t>(data->size());
+        std::int64_t axis = 0;
+        for (const auto& a : node.attribute())
+            if (a.name() == "axis") axis = a.i();
+        if (axis < -rank || axis >= rank) fail_node(node, "axis ", axis, " is outside a rank-", rank, " input");
+        const auto extent = (*data)[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)];
+        if (extent <= 0) return;
+        const ConstantTensor& idx = c->second;
+        for (std::size_t k = 0; k < static_cast<std::size_t>(idx.size()); ++k) {
+            const auto j = integer_at(idx, k);
+            if (j < -extent || j >= extent)
+                fail_node(node, "index ", j, " is out of range for axis ", axis, " of extent ", extent, " (valid: ",
+                          -extent, " to ", extent - 1, ")");
+        }
+    }
+
     graph::Graph build() {
         const auto& g = m_model.graph();
         graph::Graph out(g.name().empty() ? std::filesystem::path(m_source).stem().string() : g.name());
@@ -457,6 +481,7 @@ private:
         for (const auto& node : g.node()) {
             std::vector<int> ins, outs;
             for (const auto& i : node.input()) ins.push_back(tensor_for_input(node, i));
+            if (node.op_type() == "Gather") check_gather_indices(node);
             for (const auto& o : node.output()) {
                 if (o.empty()) fail_node(node, "has an unnamed output");
                 auto shape = output_shape(node, o);
