@@ -3,9 +3,9 @@
 # optimisations all vs disabled, 1 thread): the networks with status ok in both results files;
 # the pool is the six NB201 devices plus the other configuration, the new device's measurements
 # come from its results file. SEEDS seeds of SHOTS shots each, reports in OUT.
-# Usage: bench/adaptation_ort.sh MEASURED_DIR OUT_DIR   (env: DNNCOST, SEEDS, SHOTS)
+# Usage: bench/adaptation_ort.sh MEASURED_DIR OUT_DIR [dnncost adapt options...]   (env: DNNCOST, SEEDS, SHOTS)
 set -euo pipefail
-measured="$1"; out="$2"
+measured="$1"; out="$2"; shift 2  # any further options go to dnncost adapt
 bin="${DNNCOST:-build/dnncost}"; seeds="${SEEDS:-10}"; shots="${SHOTS:-10}"
 here="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$out"
@@ -42,7 +42,7 @@ for target in ort_disabled ort_all; do
     other=$([ $target = ort_all ] && echo ort_disabled || echo ort_all)
     for ((seed = 0; seed < seeds; ++seed)); do
         "$bin" adapt --pool "$out/pool.csv" --pool-targets "$other,$nb" --target "$target" --shots "$shots" \
-            --seed "$seed" --baseline ridge --report "$out/$target.$seed.json" > /dev/null 2>> "$out/log.txt"
+            --seed "$seed" --baseline ridge --report "$out/$target.$seed.json" "$@" > /dev/null 2>> "$out/log.txt"
     done
 done
 python3 "$here/adaptation_table.py" "$out"

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cmd_compress.hpp"
+#include "cmd_prune.hpp"
 #include "cmd_adapt.hpp"
 #include "cmd_export.hpp"
 #include "cmd_inspect.hpp"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
     dnncost::cli::add_measure_commands(app, ctx);
     dnncost::cli::add_table_commands(app, ctx);
     dnncost::cli::add_compress_commands(app, ctx);
+    dnncost::cli::add_prune_command(app, ctx);
     dnncost::cli::add_adapt_commands(app, ctx);
     dnncost::cli::add_export_commands(app, ctx);
     try {

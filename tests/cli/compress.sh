@@ -96,4 +96,23 @@ echo "not onnx" > broken.onnx
 [ $? -eq 1 ] && grep -q '^dnncost: error: .*broken.onnx' e.txt || fail "broken model: $(cat e.txt)"
 "$bin" "${common[@]}" --runner "/nonexistent/runner" --out bad2 >o.txt 2>e.txt
 [ $? -eq 1 ] && grep -q '^dnncost: error: .*cannot be started' e.txt || fail "missing runner: $(cat e.txt)"
+# 5. `dnncost prune`: the front's members as ONNX files, one per key, each smaller than the model
+"$bin" prune --model "$model" --front s1/out/front.csv --out pruned > prune.out 2> prune.err ||
+  { fail "prune --front"; tail -3 prune.err; }
+members=$(($(wc -l < s1/out/front.csv) - 1))
+[ "$(ls pruned/*.onnx 2>/dev/null | wc -l)" -eq "$members" ] || fail "prune: not one ONNX file per front member"
+full=$("$bin" inspect "$model" --json 2>/dev/null | grep -m1 '"macs"' | tr -dc 0-9)
+for f in pruned/*.onnx; do
+  m=$("$bin" inspect "$f" --json 2>/dev/null | grep -m1 '"macs"' | tr -dc 0-9)
+  [ -n "$m" ] && [ "$m" -le "$full" ] || fail "prune: $f does not import or has more MACs ($m) than the model ($full)"
+done
+groups=$(head -2 s1/out/front.csv | tail -1 | cut -d, -f1 | wc -w)
+"$bin" prune --model "$model" --keep-ratios "$(yes 0.5 | head -n "$groups" | tr '\n' ' ')" --out half.onnx > /dev/null 2>&1 ||
+  fail "prune --keep-ratios"
+"$bin" inspect half.onnx > /dev/null 2>&1 || fail "prune: half.onnx does not import"
+"$bin" prune --model "$model" --keep-ratios "0.5 2" --out bad.onnx > /dev/null 2> bad.err && fail "prune: ratio 2 accepted"
+grep -q "^dnncost: error: .*keep ratio '2'" bad.err || fail "prune: unclear error for ratio 2: $(cat bad.err)"
+"$bin" prune --model "$model" --keep-ratios "0.5" --out bad.onnx > /dev/null 2> bad.err && fail "prune: 1 ratio accepted"
+grep -q "^dnncost: error: .*keep ratios for" bad.err || fail "prune: unclear error for a wrong count: $(cat bad.err)"
+
 finish compress

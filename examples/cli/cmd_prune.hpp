@@ -1,0 +1,114 @@
+#pragma once
+// `dnncost prune`: apply keep ratios (one genome, or every member of a compression search's
+// front.csv) to an ONNX network and write the pruned networks as ONNX files with weights, e.g.
+// to price them with an operator table or measure them elsewhere.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common.hpp"
+
+#include <dnncost/io/file.hpp>
+#include <dnncost/io/onnx.hpp>
+#include <dnncost/measure/model_file.hpp>
+#include <dnncost/search/compression/prune.hpp>
+
+namespace dnncost::cli {
+
+namespace prune_detail {
+
+/// Keep ratios written as in front.csv (space-separated) or comma-separated.
+inline std::vector<double> parse_ratios(const std::string& text, const std::string& where) {
+    std::string t = text;
+    for (auto& c : t)
+        if (c == ',') c = ' ';
+    std::istringstream in(t);
+    std::vector<double> out;
+    std::string item;
+    while (in >> item) {
+        std::size_t used = 0;
+        double v = 0;
+        try {
+            v = std::stod(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != item.size() || !(v > 0 && v <= 1))
+            raise<config_error>(where, ": keep ratio '", item, "' is not a number in (0, 1]");
+        out.push_back(v);
+    }
+    if (out.empty()) raise<config_error>(where, ": no keep ratio");
+    return out;
+}
+
+/// (genome, key) of every row of a front.csv written by `dnncost compress`.
+inline std::vector<std::pair<std::vector<double>, std::string>> read_front_genomes(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) raise<io_error>(path, ": cannot open");
+    std::string line;
+    if (!std::getline(in, line) || line.rfind("genome,", 0) != 0)
+        raise<parse_error>(path, ":1: not a front.csv of dnncost compress (header starts with 'genome,')");
+    std::vector<std::pair<std::vector<double>, std::string>> rows;
+    for (std::size_t n = 2; std::getline(in, line); ++n) {
+        if (line.empty()) continue;
+        const auto first = line.find(','), last = line.rfind(',');
+        if (first == std::string::npos) raise<parse_error>(path, ":", n, ": no comma");
+        const std::string where = path + ":" + std::to_string(n);
+        rows.emplace_back(parse_ratios(line.substr(0, first), where), line.substr(last + 1));
+    }
+    if (rows.empty()) raise<parse_error>(path, ": no front member");
+    return rows;
+}
+
+}  // namespace prune_detail
+
+inline void add_prune_command(CLI::App& app, Context& ctx) {
+    namespace fs = std::filesystem;
+    struct Args {
+        std::string model, ratios, front, out;
+        std::uint64_t seed = 0;
+    };
+    auto a = std::make_shared<Args>();
+    auto* cmd = app.add_subcommand("prune", "Write pruned ONNX networks: one set of keep ratios, or a front.csv's");
+    cmd->add_option("--model", a->model, "ONNX network to prune")->required()->check(CLI::ExistingFile);
+    auto* ratios = cmd->add_option("--keep-ratios", a->ratios,
+                                   "One keep ratio per channel group, space- or comma-separated (as in front.csv)");
+    auto* front =
+        cmd->add_option("--front", a->front, "front.csv of dnncost compress: every member")->check(CLI::ExistingFile);
+    ratios->excludes(front);
+    cmd->add_option("--out", a->out, "Output ONNX file (--keep-ratios) or directory (--front: KEY.onnx per member)")
+        ->required();
+    cmd->add_option("--seed", a->seed, "Seed of the random weight values")->transform(check::seed());
+    cmd->callback([a, &ctx] {
+        if (a->ratios.empty() && a->front.empty()) raise<config_error>("give --keep-ratios or --front");
+        const auto bytes = io::read_file(a->model);
+        const int opset = io::onnx_opset(bytes, a->model);
+        auto network = io::import_onnx(a->model);
+        if (network.name().empty()) network.set_name(fs::path(a->model).stem().string());
+        const search::compression::Pruner pruner(std::move(network));
+        std::vector<std::pair<std::vector<double>, std::string>> jobs;
+        if (!a->ratios.empty()) {
+            io::check_writable(a->out);
+            jobs.emplace_back(prune_detail::parse_ratios(a->ratios, "--keep-ratios"), "");
+        } else {
+            jobs = prune_detail::read_front_genomes(a->front);
+            std::error_code ec;
+            fs::create_directories(a->out, ec);
+            if (!fs::is_directory(a->out)) raise<io_error>("--out ", a->out, ": cannot create the directory");
+        }
+        for (const auto& [genome, key] : jobs) {
+            const auto g = pruner.apply(genome);
+            const fs::path path = key.empty() ? fs::path(a->out) : fs::path(a->out) / (key + ".onnx");
+            measure::write_model_for_runner(g, path, a->seed, opset);
+            std::cout << path.string() << '\n';
+        }
+        ctx.exit_code = 0;
+    });
+}
+
+}  // namespace dnncost::cli
