@@ -168,9 +168,17 @@ private:
     void take_declared_shapes() {
         auto& g = *m_model.mutable_graph();
         std::unordered_set<std::string> inferable;
-        for (const auto& node : g.node())
-            if (!has_subgraph(node) && ::onnx::OpSchemaRegistry::Schema(node.op_type(), m_opset, node.domain()))
+        inferable.reserve(static_cast<std::size_t>(g.node_size()));
+        // one schema lookup per operator type, not per node: wide graphs repeat a few types
+        std::unordered_map<std::string, bool> has_schema;
+        for (const auto& node : g.node()) {
+            if (has_subgraph(node)) continue;
+            auto [it, fresh] = has_schema.try_emplace(node.domain() + '\n' + node.op_type(), false);
+            if (fresh) it->second = ::onnx::OpSchemaRegistry::Schema(node.op_type(), m_opset, node.domain()) != nullptr;
+            if (it->second)
                 for (const auto& o : node.output()) inferable.insert(o);
+        }
+        m_declared.reserve(static_cast<std::size_t>(g.value_info_size() + g.output_size()));
         auto declared = [&](const ::onnx::ValueInfoProto& value) {
             if (!inferable.count(value.name()) || !value.type().has_tensor_type()) return;
             const auto& tensor_type = value.type().tensor_type();

@@ -209,9 +209,12 @@ inline void check_nodes(const ::onnx::ModelProto& model, int opset, const std::s
     opsets[""] = opset;
     context.set_opset_imports(opsets);
     ::onnx::checker::LexicalScopeContext scope;
+    std::unordered_map<std::string, bool> has_schema;  // one lookup per operator type
     for (const auto& node : model.graph().node()) {
         check_attribute_values(node, source);
-        if (!::onnx::OpSchemaRegistry::Schema(node.op_type(), opset, node.domain())) continue;
+        auto [it, fresh] = has_schema.try_emplace(node.domain() + '\n' + node.op_type(), false);
+        if (fresh) it->second = ::onnx::OpSchemaRegistry::Schema(node.op_type(), opset, node.domain()) != nullptr;
+        if (!it->second) continue;
         try {
             ::onnx::checker::check_node(node, context, scope);
         } catch (const std::exception& e) {
