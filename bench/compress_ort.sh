@@ -13,7 +13,8 @@
 #
 # REPORT_ONLY=1 rewrites the report from existing outputs; NOTE="..." adds a line on how they were run.
 # usage: [GENERATIONS=10 POP=50 HANDOVER=3 BUDGET=10 ROUNDS=1 WARMUP=3 REPEATS=10 SEED=1 EPOCHS=-1
-#         MODELS="resnet50 inception_v3"] nice -n 10 bench/compress_ort.sh
+#         MODELS="resnet50 inception_v3"] [chrt -f 1] bench/compress_ort.sh   (as root, chrt keeps other
+#         processes from time-sharing the measuring core; measure nothing else at the same time)
 # Writes bench/results/compression_ort/ and bench/results/compression_ort.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +61,7 @@ def hv(pts, ref_lat):
             best = acc
     return total
 print("# Compression search on ONNX Runtime: estimator-guided vs measured all the way\n")
-print(f"CPU: AMD EPYC (Zen 5), 2 vCPU VM, shared with other jobs; ONNX Runtime 1.30.0 via onnxruntime-node, "
+print(f"CPU: AMD EPYC (Zen 5), 2 vCPU VM; ONNX Runtime 1.30.0 via onnxruntime-node, "
       f"1 thread, optimisation \"all\". Produced by `bench/compress_ort.sh` with GENERATIONS={G} POP={P} "
       f"HANDOVER={H} BUDGET={K} SEED={SEED}; every measurement {R} round x {W} warm-up + {N} timed runs (median).\n")
 if NOTE: print(NOTE + "\n")
