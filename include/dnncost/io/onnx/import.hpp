@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include <google/protobuf/arena.h>
+
 #include <dnncost/core/error.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/file.hpp>
@@ -98,14 +100,14 @@ private:
         if (m_model.ir_version() < 4) m_model.set_ir_version(4);
         // Marked weight inputs become initializers (typed, without data) for inference.
         if (!m_weight_inputs.empty()) {
-            google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> keep;
+            google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> keep(g.GetArena());
             for (const auto& i : g.input())
                 if (!m_weight_inputs.count(i.name())) *keep.Add() = i;
             for (const auto& name : m_weight_inputs) write_tensor(m_constants[name], name, *g.add_initializer());
             g.mutable_input()->Swap(&keep);
         }
         // Remove initializers from the graph inputs so that shape inference treats them uniformly.
-        google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> real_inputs;
+        google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> real_inputs(g.GetArena());
         for (const auto& i : g.input())
             if (!m_constants.count(i.name())) *real_inputs.Add() = i;
         g.mutable_input()->Swap(&real_inputs);
@@ -187,7 +189,7 @@ private:
             for (const auto& d : tensor_type.shape().dim()) shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
             m_declared.insert_or_assign(value.name(), std::move(shape));
         };
-        google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> keep;
+        google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> keep(g.GetArena());
         for (const auto& value : g.value_info()) {
             declared(value);
             if (!inferable.count(value.name())) *keep.Add() = value;
@@ -300,12 +302,12 @@ private:
                 }
             }
             if (!any) return;
-            google::protobuf::RepeatedPtrField<::onnx::NodeProto> keep;
+            google::protobuf::RepeatedPtrField<::onnx::NodeProto> keep(g.GetArena());
             for (int v = 0; v < g.node_size(); ++v)
                 if (!folded[static_cast<std::size_t>(v)]) *keep.Add() = g.node(v);
             g.mutable_node()->Swap(&keep);
             // Inferred types of values that are now initializers must not clash with them.
-            google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> value_info;
+            google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> value_info(g.GetArena());
             for (const auto& x : g.value_info())
                 if (!m_constants.count(x.name())) *value_info.Add() = x;
             g.mutable_value_info()->Swap(&value_info);
@@ -566,7 +568,10 @@ private:
 
     std::string m_source;
     OnnxImportOptions m_options;
-    ::onnx::ModelProto m_model;
+    // The model lives on an arena: a 100k-node graph is millions of small protobuf objects,
+    // which an arena allocates in blocks and frees at once.
+    google::protobuf::Arena m_arena;
+    ::onnx::ModelProto& m_model = *google::protobuf::Arena::CreateMessage<::onnx::ModelProto>(&m_arena);
     int m_opset = 0;
     std::unordered_map<std::string, ConstantTensor> m_constants;
     std::unordered_map<std::string, TensorValues> m_values;  ///< whole weights, when asked to keep them

@@ -135,7 +135,7 @@ inline void sort_nodes(::onnx::ModelProto& model, const std::string& source) {
     bool sorted = true;
     for (int v = 0; v < count; ++v) sorted = sorted && order[static_cast<std::size_t>(v)] == v;
     if (!sorted) {
-        google::protobuf::RepeatedPtrField<::onnx::NodeProto> nodes;
+        google::protobuf::RepeatedPtrField<::onnx::NodeProto> nodes(g.GetArena());
         for (int v : order) *nodes.Add() = g.node(v);
         g.mutable_node()->Swap(&nodes);
     }
