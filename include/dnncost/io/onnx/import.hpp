@@ -443,8 +443,8 @@ private:
         for (std::size_t k = 0; k < static_cast<std::size_t>(idx.size()); ++k) {
             const auto j = integer_at(idx, k);
             if (j < -extent || j >= extent)
-                fail_node(node, "index ", j, " is out of range for axis ", axis, " of extent ", extent, " (valid: ",
-                          -extent, " to ", extent - 1, ")");
+                fail_node(node, "index ", j, " is out of range for axis ", axis, " of extent ", extent,
+                          " (valid: ", -extent, " to ", extent - 1, ")");
         }
     }
 
