@@ -32,8 +32,8 @@ inline void put_bytes_literal(std::ostream& h, std::string_view bytes) {
 /// The header of a saved GNN estimator of configuration C. The payload layout it rebuilds is
 /// GnnEstimator::save(false)'s; checked here by writing the weights part again and comparing.
 template <nn::GnnConfig C>
-std::string gnn_header(estimators::GnnEstimator<C>& est, const io::Container& container,
-                       const std::string& type_name, const std::string& name, const std::string& source) {
+std::string gnn_header(estimators::GnnEstimator<C>& est, const io::Container& container, const std::string& type_name,
+                       const std::string& name, const std::string& source) {
     const std::string container_bytes = est.save(false);
     const auto saved = io::read_container(container_bytes, container.kind, source);
     io::BinaryWriter tail;

@@ -2,14 +2,14 @@
 #include <exception>
 #include <iostream>
 
-#include "cmd_compress.hpp"
-#include "cmd_prune.hpp"
 #include "cmd_adapt.hpp"
+#include "cmd_compress.hpp"
 #include "cmd_export.hpp"
 #include "cmd_inspect.hpp"
 #include "cmd_map.hpp"
 #include "cmd_measure.hpp"
 #include "cmd_moo.hpp"
+#include "cmd_prune.hpp"
 #include "cmd_table.hpp"
 #include "cmd_train.hpp"
 #include "common.hpp"

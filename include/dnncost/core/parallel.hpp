@@ -104,7 +104,7 @@ private:
                 if (!m_error) m_error = std::current_exception();
             }
 #else
-            (*body)(i);  // without exceptions an error aborts where it happens
+            (*body)(i);                                                              // without exceptions an error aborts where it happens
 #endif
             lock.lock();
             --m_active;
