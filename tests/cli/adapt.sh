@@ -2,12 +2,14 @@
 # `dnncost adapt`, `dnncost probe` and `dnncost export-header` end to end: reports, clear errors
 # on bad input, the probe without performance counters, and an exported header compiled in a
 # separate program (with and without exceptions) predicting what the runtime model predicts.
-# usage: adapt.sh DNNCOST_BINARY DATA_DIR WORK_DIR [CXX INCLUDE_DIR [EIGEN_INCLUDE_DIRS, ':'-separated]]
+# usage: adapt.sh DNNCOST_BINARY DATA_DIR WORK_DIR [CXX INCLUDE_DIR [EIGEN_INCLUDE_DIRS, ':'-separated
+#        [HEADERS: all (default) | additive, which skips the GNN headers' long compiles]]]
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
 cxx=${4:-c++} inc=${5:-}
 eigen=()  # the GNN headers need Eigen's
 IFS=: read -r -a dirs <<< "${6:-}"
 for d in "${dirs[@]}"; do [ -n "$d" ] && eigen+=(-isystem "$d"); done
+headers=${7:-all}
 
 head -n 401 "$data/nb201/latency_ms.csv" > pool.csv
 pool=1080ti_1,titan_rtx_32,silver_4114,pixel3,titanx_256
@@ -107,7 +109,8 @@ int main(int, char** argv) {
 }
 CPP
   # every preset with exceptions and without; BRP-NAS, the same code path as HiFi-SAGE, only without
-  for preset in additive hifisage brpnas; do
+  presets="additive hifisage brpnas"; [ "$headers" = additive ] && presets=additive
+  for preset in $presets; do
     mkdir -p $preset && cd $preset
     "$bin" export-header --model ../$preset.dnnc --out my_estimator.hpp --name my_estimator > /dev/null 2> ex.err \
       || { fail "export-header $preset"; cat ex.err; cd ..; continue; }
