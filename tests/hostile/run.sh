@@ -138,6 +138,7 @@ expect_error "more: Gather index 10 of extent 10" "node 'embed'.*index 10 is out
 expect_ok    "more: Gather indices -10 and 9 of extent 10" "$bin" inspect $o/gather_index_negative_ok.onnx
 expect_error "more: space --sample, unknown option" "unknown option 'colour'"      "$bin" space ofa --sample 2 --space-options colour=red
 expect_error "more: space --sample, bad value" "option resolution"                 "$bin" space ofa --sample 2 --space-options resolution=abc
+expect_error "more: ofa resolution 100000"   "resolution override must be in"   "$bin" space ofa --sample 1 --space-options resolution=100000
 expect_error "more: space info, unknown option" "unknown option 'colour'"          "$bin" space kws --space-options colour=red
 expect_error "more: Conv kernel 5 on 2x2"     "node 'conv'"                        "$bin" inspect $o/conv_kernel_bigger.onnx
 expect_error "more: MaxPool kernel 9 on 2x2"  "node 'pool'"                        "$bin" inspect $o/maxpool_kernel_bigger.onnx

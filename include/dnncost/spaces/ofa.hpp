@@ -186,8 +186,9 @@ inline constexpr std::array<bool, num_stages> stage_uses_hswish{false, false, tr
 /// The operator graph of the sub-network. @throws config_error for bad options
 inline graph::Graph build_graph(const Arch& arch, const OfaOptions& opt = {}) {
     if (opt.batch < 1) raise<config_error>("ofa::build_graph: batch must be at least 1, got ", opt.batch);
-    if (opt.resolution && *opt.resolution < 32)
-        raise<config_error>("ofa::build_graph: resolution override must be at least 32, got ", *opt.resolution);
+    // an input beyond 4096 x 4096 is no edge network, and its activations would not fit in memory
+    if (opt.resolution && (*opt.resolution < 32 || *opt.resolution > 4096))
+        raise<config_error>("ofa::build_graph: resolution override must be in [32, 4096], got ", *opt.resolution);
     const std::int64_t res = opt.resolution.value_or(arch.resolution);
     std::string name = "ofa:" + to_string(arch);
     if (opt.width == Width::w1_0) name += ":w1.0";
