@@ -1,6 +1,7 @@
 // The `dnncost` command-line tool: one subcommand per area, each in its own header.
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "cmd_adapt.hpp"
 #include "cmd_compress.hpp"
@@ -38,6 +39,14 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
+        // a first word that is no command: name it, rather than the parser's "a subcommand is required"
+        if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty()) {
+            std::string known;
+            for (const auto* c : app.get_subcommands({})) known += (known.empty() ? "" : ", ") + c->get_name();
+            std::cerr << "dnncost: error: unknown command '" << dnncost::printable(argv[1]) << "' (commands: " << known
+                      << ")\n";
+            return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
+        }
         // the parser's own message, on the one line every other error uses
         std::cerr << "dnncost: error: " << dnncost::cli::one_line(e.what()) << " (run with --help for usage)\n";
         return e.get_exit_code() != 0 ? e.get_exit_code() : 2;

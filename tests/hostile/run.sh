@@ -211,7 +211,7 @@ expect_error "model: missing"                 "nosuch\.dnnc"                    
 
 # ------------------------------------------------------------ options
 expect_error "option: no subcommand"          "subcommand"                         "$bin"
-expect_error "option: unknown subcommand"     "subcommand"                         "$bin" frobnicate
+expect_error "option: unknown command"        "unknown command 'frobnicate'"        "$bin" frobnicate
 expect_error "option: unknown option"         "--frobnicate"                       "$bin" nb201 5 --frobnicate
 expect_error "option: repeated option"        "--batch"                            "$bin" nb201 5 --batch 1 --batch 2
 expect_error "option: --pop 1"                "--pop.*population size"             "$bin" moo --problem zdt1 --pop 1
