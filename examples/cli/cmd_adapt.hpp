@@ -313,17 +313,22 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
             if (cells) {
                 base_pred = estimators::shots_only_ridge(shot_archs, shot_ms, test_archs);
             } else {
+                // the pool prior with the aggregates encoder has these features already
+                const bool reuse = prior && a->encoder == "aggregates";
                 ad::Encoder linear("aggregates", a->space);
-                const auto all = linear.encode(pool, pool.all_items(), true);  // fixes the vocabulary
+                const auto all = reuse ? pool_x : linear.encode(pool, pool.all_items(), true);  // fixes the vocabulary
                 Eigen::MatrixXd shots_x(static_cast<Index>(shot_rows.size()), all.cols());
                 for (std::size_t k = 0; k < shot_rows.size(); ++k)
                     shots_x.row(static_cast<Index>(k)) = all.row(static_cast<Index>(shot_rows[k]));
-                const auto test_lin = own_target ? linear.encode(tds, test, true) : [&] {
-                    Eigen::MatrixXd x(static_cast<Index>(test.size()), all.cols());
-                    for (std::size_t i = 0; i < test.size(); ++i)
-                        x.row(static_cast<Index>(i)) = all.row(static_cast<Index>(test[i]));
-                    return x;
-                }();
+                const auto test_lin = reuse ? test_x
+                                      : own_target
+                                          ? linear.encode(tds, test, true)
+                                          : [&] {
+                                                Eigen::MatrixXd x(static_cast<Index>(test.size()), all.cols());
+                                                for (std::size_t i = 0; i < test.size(); ++i)
+                                                    x.row(static_cast<Index>(i)) = all.row(static_cast<Index>(test[i]));
+                                                return x;
+                                            }();
                 base_pred = estimators::shots_only_linear_ridge(shots_x, shot_ms, test_lin);
             }
             const auto base = train::evaluate(base_pred, truth);
