@@ -149,7 +149,8 @@ int main(int argc, char** argv) try {
         md << "# dnncost: estimator accuracy, " << mode << ", on " << arg["--data"] << "\n\n"
            << "Rows per space: " << counts.str() << ". " << n_train << " training + " << n_val
            << " validation networks per space, tested on "
-           << (n_test ? std::to_string(n_test) : std::string("all other")) << " networks of the space; " << seeds_done
+           << (n_test ? "at most " + std::to_string(n_test) + " other" : std::string("all other"))
+           << " networks of the space (all of them where it has fewer); " << seeds_done
            << " seed(s) from " << first_seed << ", the same splits for every preset; epochs " << arg["--epochs"]
            << " (-1: preset default). "
            << "Mean ± sample std over seeds. MAPE in %, ±10% = fraction within 10 % of the truth.\n\n"
