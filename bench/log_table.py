@@ -52,7 +52,11 @@ def main(paths):
         paths = paths[1:]
     fits = defaultdict(dict)  # (setting, target, preset) -> seed -> values (the last line of a seed wins)
     for path in paths:
-        with open(path, encoding="utf-8") as f:
+        try:
+            f = open(path, encoding="utf-8")
+        except OSError as e:
+            sys.exit(f"log_table: cannot read {path}: {e.strerror}")
+        with f:
             for line in f:
                 m = FIT.match(line.strip())
                 if m:
