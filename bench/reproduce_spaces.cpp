@@ -30,6 +30,7 @@
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/registry.hpp>
+#include <dnncost/train/computed_targets.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
@@ -118,15 +119,16 @@ int main(int argc, char** argv) try {
     std::cerr << "loading " << arg["--data"] << " ...\n";
     train::Dataset ds = [&] {
         if (store)
-            return measure::load_results_dataset(arg["--data"], targets, false, loader,
+            return measure::load_results_dataset(arg["--data"], train::measured_columns(targets), false, loader,
                                                  spaces::space_options(arg["--space-options"]));
         train::DatasetOptions o;
         o.space = arg["--space"];
-        o.columns = columns;
+        o.columns = train::measured_columns(columns);
         o.threads = threads;
         o.space_options = spaces::space_options(arg["--space-options"]);
         return train::load_dataset(arg["--data"], o);
     }();
+    train::add_computed_targets(ds, targets);
     if (targets.empty()) targets = ds.columns();
     const std::string fallback = store ? std::string("onnx") : arg["--space"];
     std::map<std::string, std::vector<std::size_t>> by_space;

@@ -8,7 +8,8 @@
 # the results stores given by STORES (default: data/measured/ort_cpu_all_1t.csv and
 # ort_cpu_disabled_1t.csv), read as they are at the time. Tables go to bench/results/ (OUT_DIR),
 # the per-fit lines beside them as .log. Environment: BUILD_DIR (default build), JOBS (2), NICE (10),
-# SUFFIX (appended to the table's name, e.g. _gnn for a run of the GNN presets alone).
+# SUFFIX (appended to the table's name, e.g. _gnn for a run of the GNN presets alone), TARGETS (the
+# targets of multi, default latency_ms,peak_memory_bytes; ir_peak_memory_bytes is computed from the graph).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -34,7 +35,7 @@ case "$what" in
       case "$what" in
         measured) run "spaces_${level}" "${args[@]}" "$@" ;;
         generalised) run "spaces_${level}_generalised" "${args[@]}" --mode generalised "$@" ;;
-        multi) run "spaces_${level}_multi" "${args[@]}" --mode multi --targets latency_ms,peak_memory_bytes "$@" ;;
+        multi) run "spaces_${level}_multi" "${args[@]}" --mode multi --targets "${TARGETS:-latency_ms,peak_memory_bytes}" "$@" ;;
         onnx) run "spaces_${level}_onnx" "${args[@]}" --mode onnx "$@" ;;
       esac
     done

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <dnncost/spaces/kws.hpp>
 #include <dnncost/spaces/nb201.hpp>
 #include <dnncost/spaces/vit.hpp>
+#include <dnncost/train/computed_targets.hpp>
 
 using namespace dnncost;
 using graph::Graph;
@@ -166,4 +168,33 @@ TEST_CASE("peak memory: NB201 with skip cells by hand") {
     CHECK(m.peak_activation_bytes == 3 * map);
     CHECK(g.node(m.peak_node).name == "stage0.cell0.node3.add1");
     CHECK(m.weight_bytes == 4 * g.parameter_count());  // float32 weights only
+}
+
+TEST_CASE("computed target ir_peak_memory_bytes: the exact peak of each network, no column in the file") {
+    const std::string text =
+        "arch,latency_ms\n"
+        "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|,1.5\n"
+        "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|,0.5\n";
+    train::DatasetOptions opt;
+    opt.space = "nb201";
+    const std::vector<std::string> targets{"latency_ms", std::string(train::ir_peak_memory_target)};
+    opt.columns = train::measured_columns(targets);
+    REQUIRE(opt.columns == std::vector<std::string>{"latency_ms"});
+    auto ds = train::load_dataset_text(text, "mem.csv", ".", opt);
+    train::add_computed_targets(ds, targets);
+    REQUIRE(ds.has_column(train::ir_peak_memory_target));
+    const auto& col = ds.column(train::ir_peak_memory_target);
+    for (std::size_t i = 0; i < ds.size(); ++i) {
+        const auto g = nb201::build_graph(ds.key(i));
+        CHECK(col[i] == static_cast<double>(cost::peak_memory(g).total_bytes()));
+        CHECK(col[i] == static_cast<double>(brute_force(g).total_bytes()));
+    }
+    CHECK(col[0] > col[1]);  // three 3x3 convolutions hold more weights than an empty cell
+    // a second call adds nothing; a caller's column must fit the data set
+    train::add_computed_targets(ds, targets);
+    CHECK(ds.columns().size() == 2);
+    CHECK_THROWS_AS(ds.add_column("latency_ms", {1.0, 2.0}), config_error);
+    CHECK_THROWS_AS(ds.add_column("x", {1.0}), config_error);
+    CHECK_THROWS_AS(ds.add_column("x", {1.0, std::nan("")}), config_error);
+    CHECK_THROWS_AS(train::computed_target("peak_memory_bytes", nb201::build_graph(ds.key(0))), config_error);
 }

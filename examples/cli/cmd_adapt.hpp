@@ -17,6 +17,7 @@
 #include <dnncost/estimators/adaptation.hpp>
 #include <dnncost/estimators/pool_prior.hpp>
 #include <dnncost/estimators/presets.hpp>
+#include <dnncost/train/design.hpp>
 
 namespace dnncost::cli {
 
@@ -156,8 +157,11 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
     cmd->add_option("--shots", a->shots, "Measurements of the new device used for adaptation")
         ->transform(check::integer(2, 100000));
     cmd->add_option("--seed", a->seed, "Seed of the shots and of training")->transform(check::seed());
-    cmd->add_option("--sampling", a->sampling, "How the shots are chosen: uniform (MAPLE-Edge targeted) | random")
-        ->check(CLI::IsMember({"random", "uniform"}));
+    cmd->add_option("--sampling", a->sampling,
+                    "How the shots are chosen: uniform (MAPLE-Edge targeted) | random | doptimal (a greedy D-optimal "
+                    "design over the linear cost features: NB201 op counts with --encoder nb201, else the "
+                    "per-operator-type aggregates)")
+        ->check(CLI::IsMember({"random", "uniform", "doptimal"}));
     cmd->add_option("--proxy", a->proxy,
                     "Ranking of uniform sampling: a pool column (default: the first pool target) | macs");
     cmd->add_option("--clones", a->clones, "K: each shot enters the training set K times")
@@ -231,13 +235,23 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
             proxy_values = proxy == "macs"
                                ? pool.map_graphs([](const graph::Graph& g) { return cost::total_cost(g).macs; })
                                : pool.column(proxy);
-        const auto sampling = train::parse_sampling(a->sampling);
         // positions among the candidates, drawn on the candidates' proxy values
         std::vector<std::size_t> positions(candidates.size());
         for (std::size_t k = 0; k < positions.size(); ++k) positions[k] = k;
-        std::vector<double> candidate_proxy;
-        for (auto r : candidates) candidate_proxy.push_back(proxy_values[r]);
-        const auto chosen = estimators::choose_shots(positions, candidate_proxy, a->shots, sampling, a->seed);
+        std::vector<std::size_t> chosen;
+        if (a->sampling == "doptimal") {
+            if (candidates.size() <= a->shots)
+                raise<config_error>("only ", candidates.size(), " measured rows on the target device for ", a->shots,
+                                    " shots (at least one more is needed to evaluate)");
+            ad::Encoder design(a->encoder == "nb201" ? "nb201" : "aggregates", a->space);
+            chosen = train::d_optimal_rows(design.encode(pool, candidates, true), a->shots, a->seed);
+            std::sort(chosen.begin(), chosen.end());
+        } else {
+            std::vector<double> candidate_proxy;
+            for (auto r : candidates) candidate_proxy.push_back(proxy_values[r]);
+            chosen = estimators::choose_shots(positions, candidate_proxy, a->shots,
+                                              train::parse_sampling(a->sampling), a->seed);
+        }
         std::vector<std::size_t> shot_rows, shot_items;
         std::vector<double> shot_ms;
         for (auto k : chosen) {

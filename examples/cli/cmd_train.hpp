@@ -23,6 +23,7 @@
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/registry.hpp>
+#include <dnncost/train/computed_targets.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
@@ -68,13 +69,15 @@ inline train::Dataset load(const std::string& path, const std::string& space, co
     opt.space = space;
     opt.space_options = spaces::space_options(space_options);
     if (const auto* s = spaces::find_space_or_null(space)) spaces::check_space_options(*s, opt.space_options);
-    opt.columns = std::move(columns);
+    // computed targets (train/computed_targets.hpp) are not read from the file
+    opt.columns = train::measured_columns(columns);
     opt.strict = strict;
     opt.loader = [](const std::filesystem::path& p) { return io::import_onnx(p); };
     // a results store of `dnncost measure` (known by its header): its ok rows, keyed by id
     auto ds = measure::is_results_file(path)
                   ? measure::load_results_dataset(path, opt.columns, strict, opt.loader, opt.space_options)
                   : train::load_dataset(path, opt);
+    train::add_computed_targets(ds, columns);
     const auto& skipped = ds.skipped();
     for (std::size_t i = 0; i < skipped.size() && i < 10; ++i)
         std::cerr << "dnncost: skipped " << printable(ds.source()) << ":" << skipped[i].line << ": "
@@ -261,7 +264,8 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     train
         ->add_option("--target", targs->target,
                      "Column to learn (e.g. pixel3), or several, comma-separated, learnt by one model of a "
-                     "multi-target preset (perfsage: e.g. latency_ms,peak_memory_bytes)")
+                     "multi-target preset (perfsage: e.g. latency_ms,peak_memory_bytes); ir_peak_memory_bytes is "
+                     "computed from each graph (weights + exact sequential peak of activations), no column needed")
         ->required();
     train->add_option("--train", targs->n_train, "Number of training samples")->transform(check::integer(1, 100000000));
     train->add_option("--val", targs->n_val, "Number of validation samples (early stopping / model selection)")

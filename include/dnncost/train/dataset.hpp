@@ -209,6 +209,20 @@ public:
         }
         return out;
     }
+    /// Add a column computed by the caller (one value per item, positive and finite, like a
+    /// measured one). @throws config_error for a name already loaded, a wrong count or a bad value
+    void add_column(std::string name, std::vector<double> values) {
+        if (has_column(name)) raise<config_error>(m_source, ": column '", name, "' is already loaded");
+        if (values.size() != size())
+            raise<config_error>(m_source, ": column '", name, "' has ", values.size(), " values for ", size(),
+                                " items");
+        for (std::size_t i = 0; i < values.size(); ++i)
+            if (!(values[i] > 0) || !std::isfinite(values[i]))
+                raise<config_error>(m_source, ":", m_lines[i], ": computed column '", name, "' is ", values[i],
+                                    " for '", m_keys[i], "' (must be positive and finite)");
+        m_columns.push_back(std::move(name));
+        m_values.push_back(std::move(values));
+    }
     /// Every item index 0..size()-1.
     std::vector<std::size_t> all_items() const {
         std::vector<std::size_t> v(size());
