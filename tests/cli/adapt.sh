@@ -30,6 +30,12 @@ grep -q '"n_test": 390' r.json || fail "adapt report: n_test is not the 390 othe
   --encoder aggregates > agg.out 2> agg.err || { fail "adapt --encoder aggregates --sampling random"; tail -3 agg.err; }
 "$bin" adapt --pool pool.csv --pool-targets $pool --target gold_6240 --shots 10 --seed 1 $fast --method maple \
   --report rm.json > maple.out 2> maple.err || { fail "adapt --method maple"; tail -3 maple.err; }
+"$bin" adapt --pool pool.csv --pool-targets $pool --target gold_6240 --shots 10 --seed 1 --sampling doptimal \
+  --baseline ridge --report rd.json > dopt.out 2> dopt.err || { fail "adapt --sampling doptimal"; tail -3 dopt.err; }
+grep -q '"sampling": "doptimal"' rd.json || fail "adapt --sampling doptimal: report names another sampling"
+grep -q '"n_train": 10' rd.json || fail "adapt --sampling doptimal: n_train is not the 10 shots"
+[ "$(tr -d ' \n' < rd.json | grep -o '"shots":\[[^]]*\]')" != "$(tr -d ' \n' < r.json | grep -o '"shots":\[[^]]*\]')" ] ||
+  fail "adapt --sampling doptimal: the same shots as uniform sampling"
 grep -q '"preset": "maple-edge"' rm.json || fail "adapt --method maple: report names no maple-edge"
 grep -q '"preset": "pool-prior"' r.json || fail "adapt: the default method is not the pool prior"
 grep -q '"prior_device"' r.json || fail "adapt report lacks the prior device"
