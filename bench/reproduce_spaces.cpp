@@ -5,7 +5,9 @@
 //   dnncost_reproduce_spaces --data CSV|STORE [--space S] [--columns a,b] [--spaces fbnet,kws,...]
 //       [--mode specialised|generalised|multi|onnx] [--targets latency_ms,peak_memory_bytes]
 //       [--presets additive,brpnas,hifisage,perfsage] [--seeds 10] [--first-seed 0] [--train 100]
-//       [--val 100] [--test 1000] [--epochs -1] [--threads 2] [--out FILE.md]
+//       [--val 100] [--test 1000] [--epochs -1] [--threads 2] [--coefficients either|nonnegative|free]
+//       [--out FILE.md]
+// --coefficients: signs of the additive preset's per-operator costs (estimators/ridge.hpp).
 // Modes:
 //   specialised  one model per space (or per column of a wide CSV) and target
 //   generalised  one model on the training items of every space in --spaces together (each space
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/estimators/additive.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
@@ -89,6 +92,7 @@ int main(int argc, char** argv) try {
                                            {"--test", "1000"},
                                            {"--epochs", "-1"},
                                            {"--threads", "2"},
+                                           {"--coefficients", "either"},
                                            {"--out", "reproduce_spaces.md"},
                                            {"--space-options", ""}};
     for (int i = 1; i < argc; ++i) {
@@ -104,6 +108,12 @@ int main(int argc, char** argv) try {
     }
     const auto presets = split_list(arg["--presets"]);
     for (const auto& p : presets) (void)estimators::make_estimator(p);
+    const std::string& coefficients = arg["--coefficients"];
+    if (coefficients != "either" && coefficients != "nonnegative" && coefficients != "free")
+        raise<config_error>("--coefficients takes either, nonnegative or free, got '", coefficients, "'");
+    const auto signs = coefficients == "either"        ? estimators::RidgeFit::Signs::either
+                       : coefficients == "nonnegative" ? estimators::RidgeFit::Signs::nonnegative
+                                                       : estimators::RidgeFit::Signs::free;
     const std::string mode = arg["--mode"];
     if (mode != "specialised" && mode != "generalised" && mode != "multi" && mode != "onnx")
         raise<config_error>("--mode takes specialised, generalised, multi or onnx, got '", mode, "'");
@@ -230,6 +240,8 @@ int main(int argc, char** argv) try {
                     for (const auto& t : targets) fits.push_back({t});
                 for (const auto& ts : fits) {
                     auto est = estimators::make_estimator(preset);
+                    if (auto* additive = dynamic_cast<estimators::AdditiveEstimator*>(est.get()))
+                        additive->set_signs(signs);
                     const auto fit = est->fit_targets(multi(task.train, ts), multi(task.validation, ts), fo);
                     for (const auto& [label, items] : task.tests) {
                         const auto graphs = ds.graphs(items);

@@ -247,6 +247,51 @@ TEST_CASE("shared ridge solver: an exact linear relation is recovered, a custom 
     CHECK(loo.beta(1) == doctest::Approx(0.5).epsilon(1e-3));
 }
 
+TEST_CASE("shared ridge solver: non-negative coefficients satisfy the optimality conditions, either picks the better") {
+    // y depends negatively on x2: a free fit keeps the sign, a non-negative one must hold it at 0
+    Rng rng(8);
+    const int n = 60;
+    Eigen::MatrixXd x(n, 4), xv(n, 4);
+    Eigen::VectorXd y(n), yv(n);
+    for (int i = 0; i < n; ++i) {
+        for (auto* m : {&x, &xv}) (*m).row(i) << 1.0, rng.normal(), rng.normal(), rng.normal();
+        y(i) = 3.0 + 0.5 * x(i, 1) - 0.4 * x(i, 2) + 0.2 * x(i, 3) + 0.05 * rng.normal();
+        yv(i) = 3.0 + 0.5 * xv(i, 1) - 0.4 * xv(i, 2) + 0.2 * xv(i, 3) + 0.05 * rng.normal();
+    }
+    using Signs = estimators::RidgeFit::Signs;
+    const auto held = estimators::RidgeFit::select(x, y, &xv, &yv, 0.0, {}, Signs::nonnegative);
+    const auto unconstrained = estimators::RidgeFit::select(x, y, &xv, &yv, 0.0, {}, Signs::free);
+    const auto either = estimators::RidgeFit::select(x, y, &xv, &yv, 0.0, {}, Signs::either);
+    CHECK(held.nonnegative);
+    CHECK_FALSE(unconstrained.nonnegative);
+    CHECK(unconstrained.beta(2) < -0.3);
+    CHECK(held.beta(2) == 0.0);
+    for (Eigen::Index j = 1; j < held.beta.size(); ++j) CHECK(held.beta(j) >= 0.0);
+    // KKT conditions of min 1/2 b'Ab - b'c, b_j >= 0 (j > 0): gradient zero where b_j > 0 or
+    // j = 0, non-negative where b_j = 0
+    const auto ne = estimators::RidgeFit::NormalEquations::of(x, y, held.loss, 0.0);
+    REQUIRE(ne);
+    Eigen::MatrixXd a = ne->xtwx;
+    for (Eigen::Index j = 1; j < a.rows(); ++j) a(j, j) += held.lambda;
+    a(0, 0) += 1e-12;
+    const Eigen::VectorXd grad = a * held.beta - ne->xtwy;
+    for (Eigen::Index j = 0; j < grad.size(); ++j) {
+        if (j == 0 || held.beta(j) > 0)
+            CHECK(std::abs(grad(j)) < 1e-9);
+        else
+            CHECK(grad(j) > -1e-9);
+    }
+    // the validation data favour the free fit here; either takes it, with its score
+    CHECK(unconstrained.score < held.score);
+    CHECK_FALSE(either.nonnegative);
+    CHECK(either.score == doctest::Approx(unconstrained.score));
+    // leave-one-out selection works for the held fit too
+    const auto held_loo = estimators::RidgeFit::select(x, y, nullptr, nullptr, 0.0, {}, Signs::nonnegative);
+    CHECK(held_loo.loo);
+    CHECK(held_loo.beta(2) == 0.0);
+    CHECK(std::isfinite(held_loo.score));
+}
+
 TEST_CASE("unpaid share: the slope of the baseline's relative residual on its charge for removed operators") {
     // a synthetic device: a third of the networks contain operators a compiler removes, which the
     // baseline charges s; the device pays `paid` of that

@@ -17,6 +17,7 @@
 #include "common.hpp"
 
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/estimators/additive.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
@@ -253,6 +254,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         unsigned threads = 0;
         std::string precision = "auto";
         std::string keep = "auto";
+        std::string coefficients = "either";
         bool strict = false;
     };
     auto targs = std::make_shared<TrainArgs>();
@@ -316,6 +318,12 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             "Model selection of GNN presets: auto (the trained network only if it beats the untrained one out of bag) "
             "| trained (the best validation epoch) | untrained (the initial network: its additive path, if any)")
         ->check(CLI::IsMember({"auto", "trained", "untrained"}));
+    train
+        ->add_option("--coefficients", targs->coefficients,
+                     "Signs of the additive preset's per-operator costs: either (free or non-negative, whichever "
+                     "validates better) | nonnegative (every operator costs time; safer for networks unlike the "
+                     "training ones) | free")
+        ->check(CLI::IsMember({"either", "nonnegative", "free"}));
     train->add_flag("--strict", targs->strict, "Reject the data set at the first bad row instead of skipping it");
     train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required()->check(check::output_path());
     train->add_option("--report", targs->report, "Write a JSON report of the test metrics")
@@ -358,6 +366,14 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             est = estimators::make_estimator(a.preset);
         else
             raise<config_error>("--ensemble must be >= 2 (or 0 for a single model), got ", a.ensemble);
+        if (a.coefficients != "either") {
+            auto* additive = dynamic_cast<estimators::AdditiveEstimator*>(est.get());
+            if (!additive)
+                raise<config_error>("--coefficients applies to a single additive model, not to preset '", a.preset,
+                                    a.ensemble >= 2 ? "' ensembles" : "'");
+            additive->set_signs(a.coefficients == "free" ? estimators::RidgeFit::Signs::free
+                                                         : estimators::RidgeFit::Signs::nonnegative);
+        }
         if (targets.size() > 1 && (a.ensemble >= 2 || static_cast<int>(targets.size()) > est->max_targets()))
             raise<config_error>("--target names ", targets.size(), " columns; preset '", a.preset,
                                 a.ensemble >= 2 ? "' ensembles" : "'", " learn one (perfsage learns several)");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The perfsage preset from the command line: several targets in one model (train, eval,
-# predict), a one-target preset refusing two, and a mixed-space training split upsampled.
+# predict), the computed target ir_peak_memory_bytes, a one-target preset refusing two, the
+# additive preset's --coefficients, and a mixed-space training split upsampled.
 # usage: perfsage.sh DNNCOST_BINARY DATA_DIR WORK_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
 
@@ -30,6 +31,21 @@ awk -F'\t' 'NR == 2 && !($2 > 0 && $3 > 0) { exit 1 }' predict.out || fail "pred
   --out a.dnnc > /dev/null 2> additive.err && fail "additive accepts two targets"
 grep -q "^dnncost: error: .*preset 'additive' learn one" additive.err || fail "additive, two targets: $(cat additive.err)"
 [ -e a.dnnc ] && fail "a failed training wrote a model file"
+
+# the computed target: the exact IR peak memory, no column in the file, learnt with latency
+"$bin" train --data small.csv --space fbnet --target gold_6240,ir_peak_memory_bytes --preset perfsage --train 20 \
+  --val 10 --epochs 2 --threads 1 --seed 1 --out ir.dnnc > ir.out 2> ir.err || { fail "training with ir_peak_memory_bytes"; tail -3 ir.err; }
+grep -q "^test ir_peak_memory_bytes (n=10)" ir.out || fail "train does not report ir_peak_memory_bytes: $(cat ir.out)"
+"$bin" eval --model ir.dnnc --data small.csv --space fbnet --target gold_6240,ir_peak_memory_bytes > /dev/null 2> ire.err \
+  || fail "eval with ir_peak_memory_bytes: $(cat ire.err)"
+
+# the additive preset's coefficient signs; other presets refuse the option
+"$bin" train --data small.csv --space fbnet --target gold_6240 --preset additive --train 20 --val 10 \
+  --coefficients nonnegative --out nn.dnnc > nn.out 2> nn.err || fail "additive --coefficients nonnegative: $(cat nn.err)"
+grep -q "non-negative coefficients" nn.err nn.out || fail "additive --coefficients nonnegative: not reported: $(cat nn.err)"
+"$bin" train --data small.csv --space fbnet --target gold_6240 --preset perfsage --train 20 --val 10 \
+  --coefficients free --out x.dnnc > /dev/null 2> c.err && fail "perfsage accepts --coefficients"
+grep -q "^dnncost: error: .*--coefficients applies to a single additive model" c.err || fail "perfsage --coefficients: $(cat c.err)"
 
 # 36 FBNet and 6 KWS networks: the KWS ones are repeated to >= 10 % of the training split
 "$bin" space kws --sample 6 --seed 3 > kws.txt 2> space.err || fail "dnncost space kws --sample: $(cat space.err)"

@@ -30,7 +30,10 @@ namespace dnncost::estimators {
 /// cost(g) = b + sum over op types t of ( a_t count_t(g) + m_t macs_t(g) + c_t bytes_t(g) )
 ///
 /// The vocabulary of operator types is taken from the training graphs (types unseen in
-/// training contribute nothing at prediction time). The coefficients come from a closed-form
+/// training contribute nothing at prediction time). Every type's count, MACs and bytes are
+/// scaled by the spread of the graphs' total count, MACs and bytes, so the ridge penalty weighs
+/// each type's cost per operator, MAC and byte on one physical scale: a type the training graphs
+/// barely vary in keeps a small weight instead of one that explodes on other networks. The coefficients come from a closed-form
 /// ridge regression (RidgeFit) that minimises the squared *relative* error
 ///
 ///     (1/n) sum_i ((y_i - f(g_i)) / y_i)^2 + lambda |w|^2        (intercept not penalised)
@@ -40,7 +43,8 @@ namespace dnncost::estimators {
 /// training median ("degenerate", see train/metrics.hpp) get no weight in that loss. Plain
 /// squared error is the other candidate loss, for data where the relative fit chases a tail of
 /// cheap outliers (a runtime that skips branches the graph still contains). Loss and lambda are
-/// chosen together on the validation items, or by leave-one-out without any; the final model is
+/// chosen together on the validation items, or by leave-one-out without any, and so is whether
+/// the coefficients are held non-negative (RidgeFit::Signs); the final model is
 /// fitted on the training set only, so that it sees exactly the samples the other estimators
 /// train on.
 
@@ -70,6 +74,7 @@ public:
         if (train.size() < 2) raise<config_error>("additive: needs at least 2 training samples, got ", train.size());
 
         features::OpAggregates feats;
+        feats.family_scaling = m_family_scaling;
         const Eigen::MatrixXd x = feats.standardise(feats.fit(train.graphs), true);
         const double y_scale =
             std::accumulate(train.targets.begin(), train.targets.end(), 0.0) / static_cast<double>(train.size());
@@ -87,7 +92,7 @@ public:
                     y_scale;
         }
         const RidgeFit best = RidgeFit::select(x, y, validation.size() > 0 ? &x_val : nullptr,
-                                               validation.size() > 0 ? &y_val : nullptr, degenerate);
+                                               validation.size() > 0 ? &y_val : nullptr, degenerate, {}, m_signs);
         m_features = std::move(feats);
         m_intercept = best.beta(0);
         m_weights.assign(best.beta.data() + 1, best.beta.data() + best.beta.size());
@@ -102,8 +107,8 @@ public:
         result.validation_metric = validation.size() > 0 ? "validation MAPE" : "leave-one-out MAPE";
         if (options.on_epoch)
             options.on_epoch("additive: " + std::to_string(m_weights.size()) + " features, " + loss_name(m_loss) +
-                             " loss, lambda " + fmt(m_lambda) + ", " + result.validation_metric + " " +
-                             fmt(result.best_validation));
+                             " loss, " + (best.nonnegative ? "non-negative" : "free") + " coefficients, lambda " +
+                             fmt(m_lambda) + ", " + result.validation_metric + " " + fmt(result.best_validation));
         return result;
     }
 
@@ -164,6 +169,18 @@ public:
         return m;
     }
 
+    /// Whether the next fit() scales each count, MACs or bytes feature by the spread of the
+    /// graphs' totals of that family (the default) or by its own spread. The first keeps a type
+    /// that barely varies in training from extrapolating wildly on networks unlike the training
+    /// ones (features::OpAggregates::family_scaling); a saved model stores its scales either way.
+    void set_family_scaling(bool on) { m_family_scaling = on; }
+    bool family_scaling() const { return m_family_scaling; }
+    /// Signs of the next fit()'s coefficients: either (default: free or non-negative, whichever
+    /// validates better), nonnegative (every operator costs time: the safer choice for networks
+    /// unlike the training ones), or free.
+    void set_signs(RidgeFit::Signs signs) { m_signs = signs; }
+    RidgeFit::Signs signs() const { return m_signs; }
+
     /// Inspection: the chosen ridge strength, feature names and their standardised weights.
     double lambda() const { return m_lambda; }
     Loss loss() const { return m_loss; }
@@ -200,6 +217,8 @@ private:
     }
 
     features::OpAggregates m_features;
+    bool m_family_scaling = true;
+    RidgeFit::Signs m_signs = RidgeFit::Signs::either;
     std::vector<double> m_weights;
     double m_intercept = 0.0, m_target_scale = 0.0, m_lambda = 0.0;
     Loss m_loss = Loss::relative;

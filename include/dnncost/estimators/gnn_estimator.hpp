@@ -120,6 +120,7 @@ public:
         m_sum_scale = train.size() / std::max(nodes, 1.0);
         m_additive = {};
         m_additive.compiled = C.features.compiler_view;
+        m_additive.family_scaling = true;  // as the additive baseline scales them
         if constexpr (C.head.additive_path) m_additive.fit(train.graphs);
         Rng rng(seed);
         m_model = make_model(rng);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <vector>
 
 #include <Eigen/Dense>
 
@@ -22,10 +23,16 @@ namespace dnncost::estimators {
 /// (absolute error), over a log grid of lambda (1e-8 ... 1e2, half decades). Loss and lambda
 /// are chosen together by the mean absolute relative error over the non-degenerate validation
 /// items or, without validation data, over exact leave-one-out predictions of the training set.
+/// The coefficients may be held non-negative (every operator then costs time, and a network
+/// with more of anything cannot be predicted cheaper), or that choice made on the same score.
 struct RidgeFit {
     enum class Loss : std::uint8_t { relative = 0, absolute = 1 };
+    /// Signs of the coefficients other than the intercept: free, non-negative, or whichever of
+    /// the two scores better (ties go to non-negative).
+    enum class Signs : std::uint8_t { free = 0, nonnegative = 1, either = 2 };
     Eigen::VectorXd beta;  ///< intercept first
     double lambda = 0.0;
+    bool nonnegative = false;  ///< beta was held non-negative
     double score = std::numeric_limits<double>::infinity();  ///< the selection MAPE
     Loss loss = Loss::relative;
     bool loo = false;  ///< score is leave-one-out (no validation data)
@@ -59,6 +66,31 @@ struct RidgeFit {
         }
         /// The ridge coefficients for lambda (intercept first).
         Eigen::VectorXd beta(double lambda) const { return factor(lambda).solve(xtwy); }
+        /// The same with every coefficient but the intercept held non-negative, from `start`
+        /// (e.g. the unconstrained solution): cyclic coordinate descent with projection, which
+        /// converges on this strictly convex quadratic.
+        Eigen::VectorXd nonnegative_beta(double lambda, const Eigen::VectorXd& start) const {
+            Eigen::MatrixXd a = xtwx;
+            for (Eigen::Index j = 1; j < a.rows(); ++j) a(j, j) += lambda;
+            a(0, 0) += 1e-12;
+            Eigen::VectorXd b = start;
+            for (Eigen::Index j = 1; j < b.size(); ++j) b(j) = std::max(0.0, b(j));
+            Eigen::VectorXd grad = a * b - xtwy;
+            for (int sweep = 0; sweep < 5000; ++sweep) {
+                double moved = 0.0;
+                for (Eigen::Index j = 0; j < b.size(); ++j) {
+                    double v = b(j) - grad(j) / a(j, j);
+                    if (j > 0) v = std::max(0.0, v);
+                    const double d = v - b(j);
+                    if (d == 0.0) continue;
+                    b(j) = v;
+                    grad += d * a.col(j);
+                    moved = std::max(moved, std::abs(d) * std::sqrt(a(j, j)));
+                }
+                if (moved < 1e-12) break;
+            }
+            return b;
+        }
     };
 
     /// Coefficients for a given loss and lambda (intercept first).
@@ -79,9 +111,10 @@ struct RidgeFit {
     /// @param x_val, y_val validation data (nullptr: leave-one-out)
     /// @param scorer selection score on the validation data (empty: the MAPE over non-degenerate items)
     /// @throws error when every candidate fails (non-finite data)
+    /// @param signs free, non-negative or either coefficients (see Signs)
     static RidgeFit select(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const Eigen::MatrixXd* x_val,
-                           const Eigen::VectorXd* y_val, double degenerate, const Scorer& scorer = {}) {
-        const Eigen::Index n = x.rows();
+                           const Eigen::VectorXd* y_val, double degenerate, const Scorer& scorer = {},
+                           Signs signs = Signs::free) {
         // absolute rather than squared relative error, so that a few poorly modelled items do not decide
         auto relative_score = [degenerate](const Eigen::VectorXd& truth, const Eigen::VectorXd& residual) {
             double total = 0.0;
@@ -101,34 +134,60 @@ struct RidgeFit {
             for (int half_decade = -16; half_decade <= 4; ++half_decade) {
                 const double lambda = std::pow(10.0, 0.5 * half_decade);
                 const auto ldlt = ne->factor(lambda);
-                const Eigen::VectorXd beta = ldlt.solve(ne->xtwy);
-                double score;
-                if (x_val && scorer) {
-                    score = scorer(*x_val * beta, *y_val);
-                } else if (x_val) {
-                    score = relative_score(*y_val, *x_val * beta - *y_val);
-                } else {
-                    // Exact leave-one-out residuals of weighted ridge: r_i / (1 - h_ii),
-                    // h_ii = w_i x_i' A^-1 x_i / n.
-                    Eigen::VectorXd loo_residual = y - x * beta;
-                    for (Eigen::Index i = 0; i < n; ++i) {
-                        const Eigen::VectorXd xi = x.row(i).transpose();
-                        const double leverage = ne->w(i) * xi.dot(ldlt.solve(xi)) / static_cast<double>(n);
-                        loo_residual(i) /= std::max(1e-12, 1.0 - leverage);
+                const Eigen::VectorXd free_beta = ldlt.solve(ne->xtwy);
+                // the non-negative variant first, so that it wins a tie
+                for (const bool held : {true, false}) {
+                    if ((held && signs == Signs::free) || (!held && signs == Signs::nonnegative)) continue;
+                    const Eigen::VectorXd beta = held ? ne->nonnegative_beta(lambda, free_beta) : free_beta;
+                    double score;
+                    if (x_val && scorer) {
+                        score = scorer(*x_val * beta, *y_val);
+                    } else if (x_val) {
+                        score = relative_score(*y_val, *x_val * beta - *y_val);
+                    } else {
+                        score = relative_score(y, loo_residuals(x, y, *ne, lambda, beta, held));
                     }
-                    score = relative_score(y, loo_residual);
-                }
-                if (std::isfinite(score) && score < best.score) {
-                    best.score = score;
-                    best.lambda = lambda;
-                    best.loss = loss;
-                    best.beta = beta;
+                    if (std::isfinite(score) && score < best.score) {
+                        best.score = score;
+                        best.lambda = lambda;
+                        best.loss = loss;
+                        best.beta = beta;
+                        best.nonnegative = held;
+                    }
                 }
             }
         }
         if (best.beta.size() == 0)
             raise<error>("additive: ridge regression failed for every lambda (non-finite data?)");
         return best;
+    }
+
+private:
+    /// Leave-one-out residuals r_i / (1 - h_ii) with h_ii = w_i x_i' A^-1 x_i / n: exact for the
+    /// free ridge; for a non-negative one, over the coefficients not held at zero (exact as long
+    /// as leaving one item out keeps the same ones at zero).
+    static Eigen::VectorXd loo_residuals(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const NormalEquations& ne,
+                                         double lambda, const Eigen::VectorXd& beta, bool held) {
+        const Eigen::Index n = x.rows();
+        std::vector<Eigen::Index> active;
+        for (Eigen::Index j = 0; j < beta.size(); ++j)
+            if (!held || j == 0 || beta(j) > 0) active.push_back(j);
+        const auto k = static_cast<Eigen::Index>(active.size());
+        Eigen::MatrixXd a(k, k), xa(n, k);
+        for (Eigen::Index p = 0; p < k; ++p) {
+            xa.col(p) = x.col(active[static_cast<std::size_t>(p)]);
+            for (Eigen::Index q = 0; q < k; ++q)
+                a(p, q) = ne.xtwx(active[static_cast<std::size_t>(p)], active[static_cast<std::size_t>(q)]);
+            a(p, p) += active[static_cast<std::size_t>(p)] == 0 ? 1e-12 : lambda;
+        }
+        const Eigen::LDLT<Eigen::MatrixXd> ldlt(a);
+        Eigen::VectorXd residual = y - x * beta;
+        for (Eigen::Index i = 0; i < n; ++i) {
+            const Eigen::VectorXd xi = xa.row(i).transpose();
+            const double leverage = ne.w(i) * xi.dot(ldlt.solve(xi)) / static_cast<double>(n);
+            residual(i) /= std::max(1e-12, 1.0 - leverage);
+        }
+        return residual;
     }
 };
 

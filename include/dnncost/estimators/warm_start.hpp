@@ -93,8 +93,9 @@ inline AdditivePathStart warm_start_additive_path(const features::OpAggregates& 
     if (has_validation) y_val = Eigen::Map<const Eigen::VectorXd>(yv.data(), static_cast<Index>(yv.size())) / y_scale;
     const Eigen::MatrixXd xa = design(train_encoded, false),
                           xa_val = has_validation ? design(validation_encoded, false) : Eigen::MatrixXd();
-    RidgeFit best =
-        RidgeFit::select(xa, y, has_validation ? &xa_val : nullptr, has_validation ? &y_val : nullptr, degenerate);
+    // the same choice of signs as the additive baseline, so that candidate (a) is that baseline
+    RidgeFit best = RidgeFit::select(xa, y, has_validation ? &xa_val : nullptr, has_validation ? &y_val : nullptr,
+                                     degenerate, {}, RidgeFit::Signs::either);
     if (has_validation && static_cast<Index>(eager_columns.size()) < k) {
         // what (a) charges each labelled network for the operators a compiler removes
         const std::size_t half = aggregates.vocabulary.size() * features::OpAggregates::per_type;
@@ -125,7 +126,7 @@ inline AdditivePathStart warm_start_additive_path(const features::OpAggregates& 
             const auto scorer = [](const Eigen::VectorXd& p, const Eigen::VectorXd& t) {
                 return validation_score(to_std_vector(p), to_std_vector(t));
             };
-            best = RidgeFit::select(xb, y, &xb_val, &y_val, degenerate, scorer);
+            best = RidgeFit::select(xb, y, &xb_val, &y_val, degenerate, scorer, RidgeFit::Signs::either);
             start.baseline_only = false;
         }
     }

@@ -34,6 +34,12 @@ struct OpAggregates {
     /// Types are op_kind()s (depthwise, grouped and pointwise convolutions apart); off only for
     /// models saved before the split (not part of save(): the caller stores it).
     bool split_convs = true;
+    /// Scale every count, MACs or bytes feature by the spread of the graph's total count, MACs
+    /// or bytes (over all types) instead of by its own spread. A ridge penalty then weighs each
+    /// type's cost per operator, per MAC and per byte on one physical scale, so a type that barely
+    /// varies in training (one small Concat per network) cannot get a weight that multiplies a
+    /// network with many large ones into nonsense. Used at fit() time only: the scales are saved.
+    bool family_scaling = false;
     std::vector<std::string> vocabulary;
     std::vector<std::int64_t> keep;  ///< indices into raw() of the kept features
     std::vector<std::string> names;
@@ -102,13 +108,29 @@ struct OpAggregates {
         names.clear();
         mean.clear();
         scale.clear();
+        // spread of the per-graph totals of each family (count, MACs, bytes; all and kept operators)
+        const Eigen::Index families = per_type * (compiled ? 2 : 1);
+        std::vector<double> family_sd(static_cast<std::size_t>(families), 0.0);
+        if (family_scaling) {
+            const auto types = static_cast<Eigen::Index>(vocabulary.size());
+            for (Eigen::Index fam = 0; fam < families; ++fam) {
+                Eigen::VectorXd total = Eigen::VectorXd::Zero(raw_train.rows());
+                const Eigen::Index half = fam / per_type, k = fam % per_type;
+                for (Eigen::Index t = 0; t < types; ++t) total += raw_train.col((half * types + t) * per_type + k);
+                family_sd[static_cast<std::size_t>(fam)] =
+                    std::sqrt((total.array() - total.mean()).square().mean());
+            }
+        }
         for (Eigen::Index j = 0; j < raw_train.cols(); ++j) {
             const double mu = raw_train.col(j).mean();
             const double var = (raw_train.col(j).array() - mu).square().mean();
             if (!(var > 1e-12 * std::max(1.0, mu * mu))) continue;
+            const auto types = static_cast<Eigen::Index>(vocabulary.size());
+            const Eigen::Index fam = (j / (types * per_type)) * per_type + j % per_type;
+            const double fsd = family_sd[static_cast<std::size_t>(fam)];
             keep.push_back(j);
             mean.push_back(mu);
-            scale.push_back(std::sqrt(var));
+            scale.push_back(family_scaling && fsd > 0 ? fsd : std::sqrt(var));
             const auto t = static_cast<std::size_t>(j / per_type) % vocabulary.size();
             names.push_back(vocabulary[t] + ":" + (is_compiled_feature(j) ? "kept_" : "") +
                             suffix(static_cast<int>(j % per_type)));
