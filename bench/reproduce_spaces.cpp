@@ -108,12 +108,7 @@ int main(int argc, char** argv) try {
     }
     const auto presets = split_list(arg["--presets"]);
     for (const auto& p : presets) (void)estimators::make_estimator(p);
-    const std::string& coefficients = arg["--coefficients"];
-    if (coefficients != "either" && coefficients != "nonnegative" && coefficients != "free")
-        raise<config_error>("--coefficients takes either, nonnegative or free, got '", coefficients, "'");
-    const auto signs = coefficients == "either"        ? estimators::RidgeFit::Signs::either
-                       : coefficients == "nonnegative" ? estimators::RidgeFit::Signs::nonnegative
-                                                       : estimators::RidgeFit::Signs::free;
+    const auto signs = estimators::RidgeFit::parse_signs(arg["--coefficients"]);
     const std::string mode = arg["--mode"];
     if (mode != "specialised" && mode != "generalised" && mode != "multi" && mode != "onnx")
         raise<config_error>("--mode takes specialised, generalised, multi or onnx, got '", mode, "'");

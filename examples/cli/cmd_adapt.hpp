@@ -229,26 +229,43 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
             raise<config_error>(tds.source(), ": none of its networks is in the pool ", pool.source());
         std::cerr << "dnncost: " << candidates.size() << " of the target's " << tds.size()
                   << " networks are in the pool (shot candidates)\n";
+        estimators::check_shot_candidates(candidates.size(), a->shots);  // before the pool is encoded
 
-        std::vector<double> proxy_values(pool.size());
-        if (a->sampling == "uniform")
-            proxy_values = proxy == "macs"
-                               ? pool.map_graphs([](const graph::Graph& g) { return cost::total_cost(g).macs; })
-                               : pool.column(proxy);
-        // positions among the candidates, drawn on the candidates' proxy values
-        std::vector<std::size_t> positions(candidates.size());
-        for (std::size_t k = 0; k < positions.size(); ++k) positions[k] = k;
+        ad::Encoder encoder(a->encoder, a->space);
+        const bool prior = a->method == "prior";
+        const auto pool_x = encoder.encode(pool, pool.all_items(), prior);
+        Eigen::MatrixXd pool_ms(static_cast<Index>(pool.size()), static_cast<Index>(pool_cols.size()));
+        for (std::size_t d = 0; d < pool_cols.size(); ++d) {
+            const auto& col = pool.column(pool_cols[d]);
+            for (std::size_t i = 0; i < pool.size(); ++i)
+                pool_ms(static_cast<Index>(i), static_cast<Index>(d)) = col[i];
+        }
+
+        // the shots: positions among the candidates
         std::vector<std::size_t> chosen;
         if (a->sampling == "doptimal") {
-            if (candidates.size() <= a->shots)
-                raise<config_error>("only ", candidates.size(), " measured rows on the target device for ", a->shots,
-                                    " shots (at least one more is needed to evaluate)");
-            ad::Encoder design(a->encoder == "nb201" ? "nb201" : "aggregates", a->space);
-            chosen = train::d_optimal_rows(design.encode(pool, candidates, true), a->shots, a->seed);
+            // over the linear cost features: the pool prior's own, else those of a linear encoder
+            Eigen::MatrixXd design(static_cast<Index>(candidates.size()), 0);
+            if (prior) {
+                design.resize(static_cast<Index>(candidates.size()), pool_x.cols());
+                for (std::size_t k = 0; k < candidates.size(); ++k)
+                    design.row(static_cast<Index>(k)) = pool_x.row(static_cast<Index>(candidates[k]));
+            } else {
+                design = ad::Encoder(a->encoder == "nb201" ? "nb201" : "aggregates", a->space)
+                             .encode(pool, candidates, true);
+            }
+            chosen = train::d_optimal_rows(design, a->shots, a->seed);
             std::sort(chosen.begin(), chosen.end());
         } else {
             std::vector<double> candidate_proxy;
-            for (auto r : candidates) candidate_proxy.push_back(proxy_values[r]);
+            if (a->sampling == "uniform") {
+                const auto proxy_values =
+                    proxy == "macs" ? pool.map_graphs([](const graph::Graph& g) { return cost::total_cost(g).macs; })
+                                    : pool.column(proxy);
+                for (auto r : candidates) candidate_proxy.push_back(proxy_values[r]);
+            }
+            std::vector<std::size_t> positions(candidates.size());
+            for (std::size_t k = 0; k < positions.size(); ++k) positions[k] = k;
             chosen = estimators::choose_shots(positions, candidate_proxy, a->shots,
                                               train::parse_sampling(a->sampling), a->seed);
         }
@@ -267,15 +284,6 @@ inline void add_adapt_commands(CLI::App& app, Context& ctx) {
                 if (!is_shot[i]) test.push_back(i);
         }
 
-        ad::Encoder encoder(a->encoder, a->space);
-        const bool prior = a->method == "prior";
-        const auto pool_x = encoder.encode(pool, pool.all_items(), prior);
-        Eigen::MatrixXd pool_ms(static_cast<Index>(pool.size()), static_cast<Index>(pool_cols.size()));
-        for (std::size_t d = 0; d < pool_cols.size(); ++d) {
-            const auto& col = pool.column(pool_cols[d]);
-            for (std::size_t i = 0; i < pool.size(); ++i)
-                pool_ms(static_cast<Index>(i), static_cast<Index>(d)) = col[i];
-        }
         estimators::MapleEdge maple;
         estimators::PoolPriorAdaptation pool_prior;
         const auto start = std::chrono::steady_clock::now();

@@ -318,8 +318,8 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             "Model selection of GNN presets: auto (the trained network only if it beats the untrained one out of bag) "
             "| trained (the best validation epoch) | untrained (the initial network: its additive path, if any)")
         ->check(CLI::IsMember({"auto", "trained", "untrained"}));
-    train
-        ->add_option("--coefficients", targs->coefficients,
+    auto* coefficients_opt =
+        train->add_option("--coefficients", targs->coefficients,
                      "Signs of the additive preset's per-operator costs: either (free or non-negative, whichever "
                      "validates better) | nonnegative (every operator costs time; safer for networks unlike the "
                      "training ones) | free")
@@ -328,7 +328,7 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
     train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required()->check(check::output_path());
     train->add_option("--report", targs->report, "Write a JSON report of the test metrics")
         ->check(check::output_path());
-    train->callback([targs, proxy_opt, &ctx] {
+    train->callback([targs, proxy_opt, coefficients_opt, &ctx] {
         cap_threads(targs->threads);
         const auto& a = *targs;
         const auto sampling = train::parse_sampling(a.sampling);
@@ -366,13 +366,12 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             est = estimators::make_estimator(a.preset);
         else
             raise<config_error>("--ensemble must be >= 2 (or 0 for a single model), got ", a.ensemble);
-        if (a.coefficients != "either") {
+        if (coefficients_opt->count() > 0) {
             auto* additive = dynamic_cast<estimators::AdditiveEstimator*>(est.get());
             if (!additive)
                 raise<config_error>("--coefficients applies to a single additive model, not to preset '", a.preset,
                                     a.ensemble >= 2 ? "' ensembles" : "'");
-            additive->set_signs(a.coefficients == "free" ? estimators::RidgeFit::Signs::free
-                                                         : estimators::RidgeFit::Signs::nonnegative);
+            additive->set_signs(estimators::RidgeFit::parse_signs(a.coefficients));
         }
         if (targets.size() > 1 && (a.ensemble >= 2 || static_cast<int>(targets.size()) > est->max_targets()))
             raise<config_error>("--target names ", targets.size(), " columns; preset '", a.preset,

@@ -115,6 +115,14 @@ inline std::vector<double> latency_descriptor(std::span<const double> reference_
 
 // ------------------------------------------------------------------ shots
 
+/// @throws config_error when `candidates` rows cannot give `shots` shots and one network to test
+inline void check_shot_candidates(std::size_t candidates, std::size_t shots) {
+    if (shots == 0) raise<config_error>("choose_shots: needs at least one shot");
+    if (candidates <= shots)
+        raise<config_error>("only ", candidates, " measured rows on the target device for ", shots,
+                            " shots (at least one more is needed to evaluate)");
+}
+
 /// The `shots` measurements to take on the new device, among `candidates` (row indices):
 /// targeted uniform sampling ranks them by `proxy` (one value per row: a pool device's latency
 /// or MACs), cuts the ranking into `shots` bins and draws one per bin; random draws a uniform
@@ -122,10 +130,7 @@ inline std::vector<double> latency_descriptor(std::span<const double> reference_
 /// @throws config_error when there are fewer candidates than shots + 1 (one is kept for testing)
 inline std::vector<std::size_t> choose_shots(std::span<const std::size_t> candidates, std::span<const double> proxy,
                                              std::size_t shots, train::Sampling sampling, std::uint64_t seed) {
-    if (shots == 0) raise<config_error>("choose_shots: needs at least one shot");
-    if (candidates.size() <= shots)
-        raise<config_error>("only ", candidates.size(), " measured rows on the target device for ", shots,
-                            " shots (at least one more is needed to evaluate)");
+    check_shot_candidates(candidates.size(), shots);
     std::vector<double> p;
     if (sampling == train::Sampling::uniform) {
         p.reserve(candidates.size());

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -30,6 +31,13 @@ struct RidgeFit {
     /// Signs of the coefficients other than the intercept: free, non-negative, or whichever of
     /// the two scores better (ties go to non-negative).
     enum class Signs : std::uint8_t { free = 0, nonnegative = 1, either = 2 };
+    /// "free", "nonnegative" or "either". @throws config_error naming the choices
+    static Signs parse_signs(std::string_view s) {
+        if (s == "free") return Signs::free;
+        if (s == "nonnegative") return Signs::nonnegative;
+        if (s == "either") return Signs::either;
+        raise<config_error>("coefficient signs '", s, "': expected either, nonnegative or free");
+    }
     Eigen::VectorXd beta;  ///< intercept first
     double lambda = 0.0;
     bool nonnegative = false;  ///< beta was held non-negative
@@ -58,21 +66,21 @@ struct RidgeFit {
             ne.xtwy = x.transpose() * (ne.w.asDiagonal() * y) / static_cast<double>(n);
             return ne;
         }
-        Eigen::LDLT<Eigen::MatrixXd> factor(double lambda) const {
+        /// (1/n) X'WX + lambda I, the intercept unpenalised.
+        Eigen::MatrixXd penalised(double lambda) const {
             Eigen::MatrixXd a = xtwx;
             for (Eigen::Index j = 1; j < a.rows(); ++j) a(j, j) += lambda;
             a(0, 0) += 1e-12;  // keeps the system definite when every weight but few is zero
-            return Eigen::LDLT<Eigen::MatrixXd>(a);
+            return a;
         }
+        Eigen::LDLT<Eigen::MatrixXd> factor(double lambda) const { return Eigen::LDLT<Eigen::MatrixXd>(penalised(lambda)); }
         /// The ridge coefficients for lambda (intercept first).
         Eigen::VectorXd beta(double lambda) const { return factor(lambda).solve(xtwy); }
         /// The same with every coefficient but the intercept held non-negative, from `start`
         /// (e.g. the unconstrained solution): cyclic coordinate descent with projection, which
         /// converges on this strictly convex quadratic.
         Eigen::VectorXd nonnegative_beta(double lambda, const Eigen::VectorXd& start) const {
-            Eigen::MatrixXd a = xtwx;
-            for (Eigen::Index j = 1; j < a.rows(); ++j) a(j, j) += lambda;
-            a(0, 0) += 1e-12;
+            const Eigen::MatrixXd a = penalised(lambda);
             Eigen::VectorXd b = start;
             for (Eigen::Index j = 1; j < b.size(); ++j) b(j) = std::max(0.0, b(j));
             Eigen::VectorXd grad = a * b - xtwy;
@@ -145,7 +153,7 @@ struct RidgeFit {
                     } else if (x_val) {
                         score = relative_score(*y_val, *x_val * beta - *y_val);
                     } else {
-                        score = relative_score(y, loo_residuals(x, y, *ne, lambda, beta, held));
+                        score = relative_score(y, loo_residuals(x, y, *ne, lambda, ldlt, beta, held));
                     }
                     if (std::isfinite(score) && score < best.score) {
                         best.score = score;
@@ -164,23 +172,32 @@ struct RidgeFit {
 
 private:
     /// Leave-one-out residuals r_i / (1 - h_ii) with h_ii = w_i x_i' A^-1 x_i / n: exact for the
-    /// free ridge; for a non-negative one, over the coefficients not held at zero (exact as long
-    /// as leaving one item out keeps the same ones at zero).
+    /// free ridge (A factored as `free_factor`); for a non-negative one, over the coefficients not
+    /// held at zero (exact as long as leaving one item out keeps the same ones at zero).
     static Eigen::VectorXd loo_residuals(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const NormalEquations& ne,
-                                         double lambda, const Eigen::VectorXd& beta, bool held) {
+                                         double lambda, const Eigen::LDLT<Eigen::MatrixXd>& free_factor,
+                                         const Eigen::VectorXd& beta, bool held) {
         const Eigen::Index n = x.rows();
-        std::vector<Eigen::Index> active;
-        for (Eigen::Index j = 0; j < beta.size(); ++j)
-            if (!held || j == 0 || beta(j) > 0) active.push_back(j);
-        const auto k = static_cast<Eigen::Index>(active.size());
-        Eigen::MatrixXd a(k, k), xa(n, k);
-        for (Eigen::Index p = 0; p < k; ++p) {
-            xa.col(p) = x.col(active[static_cast<std::size_t>(p)]);
-            for (Eigen::Index q = 0; q < k; ++q)
-                a(p, q) = ne.xtwx(active[static_cast<std::size_t>(p)], active[static_cast<std::size_t>(q)]);
-            a(p, p) += active[static_cast<std::size_t>(p)] == 0 ? 1e-12 : lambda;
+        // the rows and columns of the coefficients not held at zero (no Eigen 3.4 slicing: 3.3 must do)
+        Eigen::MatrixXd held_x;
+        Eigen::LDLT<Eigen::MatrixXd> held_factor;
+        if (held) {
+            std::vector<Eigen::Index> active;
+            for (Eigen::Index j = 0; j < beta.size(); ++j)
+                if (j == 0 || beta(j) > 0) active.push_back(j);
+            const auto k = static_cast<Eigen::Index>(active.size());
+            const Eigen::MatrixXd full = ne.penalised(lambda);
+            Eigen::MatrixXd a(k, k);
+            held_x.resize(n, k);
+            for (Eigen::Index p = 0; p < k; ++p) {
+                const auto jp = active[static_cast<std::size_t>(p)];
+                held_x.col(p) = x.col(jp);
+                for (Eigen::Index q = 0; q < k; ++q) a(p, q) = full(jp, active[static_cast<std::size_t>(q)]);
+            }
+            held_factor.compute(a);
         }
-        const Eigen::LDLT<Eigen::MatrixXd> ldlt(a);
+        const auto& xa = held ? held_x : x;
+        const auto& ldlt = held ? held_factor : free_factor;
         Eigen::VectorXd residual = y - x * beta;
         for (Eigen::Index i = 0; i < n; ++i) {
             const Eigen::VectorXd xi = xa.row(i).transpose();

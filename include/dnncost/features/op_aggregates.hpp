@@ -110,9 +110,9 @@ struct OpAggregates {
         scale.clear();
         // spread of the per-graph totals of each family (count, MACs, bytes; all and kept operators)
         const Eigen::Index families = per_type * (compiled ? 2 : 1);
+        const auto types = static_cast<Eigen::Index>(vocabulary.size());
         std::vector<double> family_sd(static_cast<std::size_t>(families), 0.0);
         if (family_scaling) {
-            const auto types = static_cast<Eigen::Index>(vocabulary.size());
             for (Eigen::Index fam = 0; fam < families; ++fam) {
                 Eigen::VectorXd total = Eigen::VectorXd::Zero(raw_train.rows());
                 const Eigen::Index half = fam / per_type, k = fam % per_type;
@@ -125,7 +125,6 @@ struct OpAggregates {
             const double mu = raw_train.col(j).mean();
             const double var = (raw_train.col(j).array() - mu).square().mean();
             if (!(var > 1e-12 * std::max(1.0, mu * mu))) continue;
-            const auto types = static_cast<Eigen::Index>(vocabulary.size());
             const Eigen::Index fam = (j / (types * per_type)) * per_type + j % per_type;
             const double fsd = family_sd[static_cast<std::size_t>(fam)];
             keep.push_back(j);

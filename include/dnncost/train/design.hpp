@@ -2,6 +2,7 @@
 /// @file design.hpp
 /// Which few networks to measure when a linear cost model is to be fitted on them: a greedy
 /// D-optimal design over the model's features.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
