@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A few tiny networks measured through the real ONNX Runtime runner (runners/onnxruntime):
-# NB201 networks at optimisation "all", an ONNX model of data/onnx at "disabled", and the
+# NB201 networks and one network of each other search space at optimisation "all", an ONNX model of data/onnx at "disabled", and the
 # store used as a training data set. Skipped (exit 77) only when Node.js is not installed;
 # scripts/test.sh installs it, with the runner's npm dependencies.
 # usage: measure_ort.sh DNNCOST_BINARY DATA_DIR WORK_DIR
@@ -27,6 +27,17 @@ grep -q '"optimization":"all"' nb201.device.json || fail "sidecar lacks the opti
 awk -F, 'NR > 1 && $6 == "ok" && !($3 > 0) { bad = 1 } END { exit bad }' nb201.csv || fail "a non-positive latency"
 awk -F, 'NR > 1 && $6 == "ok" { n++ } END { exit n != 3 }' nb201.csv || fail "not 3 ok rows"
 cat err.txt
+
+# one small architecture of every other search space: exported with weights, run by the runtime
+for space in fbnet ofa vit kws; do
+  timeout 600 "$bin" measure --runner "$runner/run --optimization all --threads 1" --device ort-test --space $space \
+    --sample 1 --seed 5 "${small[@]}" --out $space.csv --json >out.json 2>err.txt
+  rc=$?
+  [ $rc -eq 0 ] || { fail "$space at 'all': exit $rc"; sed 's/^/  | /' err.txt | head -5; }
+  grep -q '"measured": 1' out.json || fail "$space: not 1 measured: $(cat out.json)"
+  awk -F, -v s="$space:" 'NR > 1 && $6 == "ok" && index($2, s) == 1 && $3 > 0 { n++ } END { exit n != 1 }' $space.csv \
+    || fail "$space: no ok row with a positive latency: $(cat $space.csv)"
+done
 
 timeout 600 "$bin" measure --runner "$runner/run --optimization disabled --threads 1" --device ort-test-disabled \
   "$data/onnx/squeezenet1_1.onnx" "${small[@]}" --out onnx.csv >out.txt 2>err.txt
