@@ -364,24 +364,45 @@ inline NodeCost total_cost(const graph::Graph& g) {
     return t;
 }
 
-/// A device for the roofline model.
+/// A device for the roofline model: the one roofline device of the library (a compute unit of
+/// the mapping search's roofline platform holds one too).
 struct DeviceSpec {
     std::string name = "device";
     double peak_flops = 1e12;        ///< FLOP/s
     double bandwidth = 1e11;         ///< bytes/s
     double per_op_overhead_s = 0.0;  ///< fixed launch/dispatch cost per operator
+
+    /// The device reaching only `efficiency` of its peak and bandwidth (a dataflow that suits
+    /// an operator class less well); the overhead is unchanged.
+    DeviceSpec derated(double efficiency) const {
+        DeviceSpec d = *this;
+        d.peak_flops = peak_flops * efficiency;
+        d.bandwidth = bandwidth * efficiency;
+        return d;
+    }
 };
 
-/// Roofline latency of one node, seconds.
-inline double roofline_seconds(const NodeCost& c, const DeviceSpec& d) {
+/// The roofline formula, seconds: max(flops / peak, bytes / bandwidth) + the per-operator
+/// overhead. Every roofline figure of the library comes from here.
+/// @throws config_error for a peak or bandwidth that is not positive, a negative or non-finite
+///         overhead, or negative or non-finite counts
+inline double roofline_seconds(double flops, double bytes, const DeviceSpec& d) {
     if (!(d.peak_flops > 0) || !(d.bandwidth > 0))
         raise<config_error>("roofline: device '", d.name, "' needs positive peak_flops and bandwidth");
     if (!(d.per_op_overhead_s >= 0) || !std::isfinite(d.per_op_overhead_s))
         raise<config_error>("roofline: device '", d.name, "' needs a finite, non-negative per_op_overhead_s, got ",
                             d.per_op_overhead_s);
-    const double compute = static_cast<double>(c.flops) / d.peak_flops;
-    const double memory = static_cast<double>(c.bytes()) / d.bandwidth;
+    if (!(flops >= 0) || !(bytes >= 0) || !std::isfinite(flops) || !std::isfinite(bytes))
+        raise<config_error>("roofline: device '", d.name, "': ", flops, " FLOPs and ", bytes,
+                            " bytes must be finite and non-negative");
+    const double compute = flops / d.peak_flops;
+    const double memory = bytes / d.bandwidth;
     return std::max(compute, memory) + d.per_op_overhead_s;
+}
+
+/// Roofline latency of one node, seconds.
+inline double roofline_seconds(const NodeCost& c, const DeviceSpec& d) {
+    return roofline_seconds(static_cast<double>(c.flops), static_cast<double>(c.bytes()), d);
 }
 
 /// Per-node roofline latencies (seconds) and their sum.
