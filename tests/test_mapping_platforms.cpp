@@ -1,15 +1,21 @@
 // Example platforms and the ViG space: the Xavier-like platform against MaGNAS Table 2, its
 // transfers and DVFS model, the roofline platform against hand-computed layer costs and its
-// support relation, the N-d cost table, the ViG supernet encoding and the accuracy proxy.
+// support relation, the roofline platform as cost's roofline formula, blocks priced through the
+// pricing interface (a cost::CostSource per unit), the N-d cost table, the ViG supernet encoding
+// and the accuracy proxy.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <dnncost/cost/roofline_cost.hpp>
+#include <dnncost/graph/graph.hpp>
 #include <dnncost/search/mapping/cost_source.hpp>
 #include <dnncost/search/mapping/cost_table.hpp>
 #include <dnncost/search/mapping/mapping_cost.hpp>
@@ -119,7 +125,99 @@ TEST_CASE("roofline platform: per-layer max(FLOPs / peak, bytes / bandwidth) wit
     CHECK(ev.supported(1) == std::vector<std::uint8_t>{1, 2});     // a Grapher
     CHECK(ev.supported(2) == std::vector<std::uint8_t>{0, 1, 2});  // its FFN
     // efficiencies are checked
-    CHECK_THROWS_AS(RooflinePlatform("bad", {RooflineUnit{"x", 1e12, 1e9, {1.5, 1, 1, 1}}}, 1e9, 0.0), config_error);
+    CHECK_THROWS_AS(RooflinePlatform("bad", {RooflineUnit{{"x", 1e12, 1e9, 0.0}, {1.5, 1, 1, 1}}}, 1e9, 0.0),
+                    config_error);
+}
+
+TEST_CASE("the roofline platform's layer cost is cost's roofline formula on its unit's derated device") {
+    // one unit: 2 TFLOP/s, 50 GB/s; conv efficiency 0.5, gather 0.25
+    RooflineUnit u{{"u", 2e12, 50e9, 0.0}, {0.5, 0.8, 0.25, 1.0}, 1e-12, 10e-12, 2.0};
+    BlockWork w;
+    w.layers.push_back({"conv", OpClass::conv, 1e9, 1e6, -1});
+    w.layers.push_back({"gather", OpClass::gather, 1e6, 4e7, -1});
+    w.input_bytes = 1e6;
+    w.output_bytes = 2e6;
+    // by hand: the conv is compute-bound, 1e9 / 1e12 = 1 ms (its bytes take 1e6 / 25e9 = 0.04 ms);
+    // the gather memory-bound, 4e7 / 12.5e9 = 3.2 ms (its FLOPs 1e6 / 0.5e12 = 0.002 ms)
+    const double t = 1e-3 + 3.2e-3;
+    const auto k = RooflinePlatform("one", {u}, 100e9, 5e-12).cost(w, 0, 0);
+    REQUIRE(k.has_value());
+    CHECK(k->t_comp == doctest::Approx(1e3 * t).epsilon(1e-12));
+    CHECK(k->t_comp == 1e3 * (cost::roofline_seconds(1e9, 1e6, u.device.derated(0.5)) +
+                              cost::roofline_seconds(1e6, 4e7, u.device.derated(0.25))));
+    CHECK(k->e_comp == doctest::Approx(1e3 * ((1e9 + 1e6) * 1e-12 + (1e6 + 4e7) * 10e-12 + 2.0 * t)).epsilon(1e-12));
+    CHECK(k->t_in == doctest::Approx(1e3 * 1e6 / 100e9));
+    CHECK(k->e_out == doctest::Approx(1e3 * 2e6 * 5e-12));
+    // the device's per-operator overhead is paid once per layer, and burns static power
+    u.device.per_op_overhead_s = 1e-4;
+    const auto ko = RooflinePlatform("one", {u}, 100e9, 5e-12).cost(w, 0, 0);
+    REQUIRE(ko.has_value());
+    CHECK(ko->t_comp == doctest::Approx(1e3 * (t + 2e-4)).epsilon(1e-12));
+    CHECK(ko->e_comp - k->e_comp == doctest::Approx(1e3 * 2.0 * 2e-4).epsilon(1e-9));
+    u.device.per_op_overhead_s = -1.0;
+    CHECK_THROWS_WITH_AS(RooflinePlatform("one", {u}, 100e9, 5e-12), doctest::Contains("unit 'u'"), config_error);
+}
+
+namespace {
+/// x [1,C,8,8] -> Conv 1x1 (K, no bias) -> Relu: a block of a toy network as a graph.
+graph::Graph conv_block(std::int64_t C, std::int64_t K) {
+    graph::Graph g("conv_block");
+    const int x = g.add_input("x", {1, C, 8, 8});
+    const int w = g.add_weight("w", {K, C, 1, 1});
+    const int y = g.add_op("Conv", "conv", {x, w}, {1, K, 8, 8}, {{"kernel_shape", std::vector<std::int64_t>{1, 1}}});
+    const int r = g.add_op("Relu", "relu", {y}, {1, K, 8, 8});
+    g.mark_output(r);
+    g.validate();
+    return g;
+}
+}  // namespace
+
+TEST_CASE("blocks priced through the pricing interface: a cost::CostSource per unit and DVFS setting") {
+    // blocks are (C, K) pairs; unit "big" is a 1 GFLOP/s, 1 GB/s roofline at "hi" and half
+    // that at "lo"; unit "small" a 0.25 GFLOP/s roofline that cannot run block 0
+    using Block = std::pair<std::int64_t, std::int64_t>;
+    const cost::DeviceSpec big{"big", 1e9, 1e9, 0.0};
+    const auto roof = [](cost::DeviceSpec d) { return std::make_shared<cost::RooflineCost>(std::move(d)); };
+    Platform p{"toy", {"big", "small"}, {{"hi", {}}, {"lo", {}}}};
+    std::vector<std::vector<PricedUnit>> units = {
+        {{roof(big), 2.0}, {roof(big.derated(0.5)), 0.8}},
+        {{roof({"small", 0.25e9, 1e9, 0.0}), 0.5}, {roof({"small", 0.25e9, 1e9, 0.0}), 0.5}}};
+    const std::vector<Block> blocks = {{4, 8}, {8, 8}};
+    const PricedCostSource<Block> src(
+        p, units, [](const Block& b) { return conv_block(b.first, b.second); }, 10e9, 1e-11,
+        [&](const Block& b, std::size_t cu) { return cu == 0 || b != blocks[0]; });
+    // block (4, 8) on "big" at "hi", by hand: the Conv 2*512*4 = 4096 FLOPs against 4*(256 +
+    // 512 + 32) = 3200 bytes, compute-bound, 4.096 us; the Relu 512 FLOPs against 4096 bytes,
+    // memory-bound, 4.096 us
+    const auto k = src.cost(blocks[0], 0, 0);
+    REQUIRE(k.has_value());
+    CHECK(k->t_comp == doctest::Approx(8.192e-3).epsilon(1e-12));
+    CHECK(k->e_comp == doctest::Approx(8.192e-3 * 2.0).epsilon(1e-12));    // ms x W = mJ
+    CHECK(k->t_in == doctest::Approx(1e3 * 1024 / 10e9).epsilon(1e-12));   // x: 4*64 floats
+    CHECK(k->t_out == doctest::Approx(1e3 * 2048 / 10e9).epsilon(1e-12));  // the Relu's output
+    CHECK(k->e_in == doctest::Approx(1e3 * 1024 * 1e-11).epsilon(1e-12));
+    CHECK(src.cost(blocks[0], 0, 1)->t_comp == doctest::Approx(2 * 8.192e-3).epsilon(1e-12));
+    CHECK_FALSE(src.cost(blocks[0], 1, 0).has_value());
+    // the same figures as pricing the block's graph directly
+    CHECK(src.cost(blocks[1], 1, 0)->t_comp ==
+          cost::RooflineCost({"small", 0.25e9, 1e9, 0.0}).cost(conv_block(8, 8)).total_ms);
+    // a mapping instance over it: only "big" runs block 0
+    const MappingEvaluator ev(make_instance(src, blocks, 0));
+    CHECK(ev.supported(0) == std::vector<std::uint8_t>{0});
+    CHECK(ev.supported(1) == std::vector<std::uint8_t>{0, 1});
+    // units that do not match the platform, and missing sources, are errors naming them
+    const auto to_graph = [](const Block& b) { return conv_block(b.first, b.second); };
+    CHECK_THROWS_WITH_AS(PricedCostSource<Block>(p, {units[0]}, to_graph, 10e9, 0.0),
+                         doctest::Contains("1 units for 2 compute units"), config_error);
+    auto missing = units;
+    missing[1][1].source = nullptr;
+    CHECK_THROWS_WITH_AS(PricedCostSource<Block>(p, missing, to_graph, 10e9, 0.0),
+                         doctest::Contains("unit 'small' at 'lo' has no cost source"), config_error);
+    auto hot = units;
+    hot[0][0].power_w = -1;
+    CHECK_THROWS_AS(PricedCostSource<Block>(p, hot, to_graph, 10e9, 0.0), config_error);
+    CHECK_THROWS_AS(PricedCostSource<Block>(p, units, {}, 10e9, 0.0), config_error);
+    CHECK_THROWS_AS(src.cost(blocks[0], 2, 0), config_error);
 }
 
 TEST_CASE("cost table: N-d lookups, support mask, checked indices") {

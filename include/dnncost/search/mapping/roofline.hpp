@@ -1,11 +1,14 @@
 #pragma once
 /// @file roofline.hpp
-/// A platform of compute units costed by the roofline model (cost/analytic.hpp): each layer
-/// takes max(FLOPs / (peak x efficiency), bytes / (bandwidth x efficiency)), where the
-/// efficiency depends on the unit and the layer's operator class (dataflow affinity); energy
-/// is FLOPs x energy per FLOP + bytes x energy per byte + static power x time. A unit with
-/// efficiency 0 for a class does not run blocks containing that class (the support relation).
-/// Transfers between units go through the shared memory at its bandwidth.
+/// A platform of compute units costed by the roofline model, layered on the pricing layer:
+/// each unit is a cost::DeviceSpec (cost/analytic.hpp) and each layer takes
+/// cost::roofline_seconds of its FLOPs and bytes on that device derated by an efficiency that
+/// depends on the unit and the layer's operator class (dataflow affinity), i.e.
+/// max(FLOPs / (peak x efficiency), bytes / (bandwidth x efficiency)) + the device's
+/// per-operator overhead. What this file adds to the roofline is the mapping's own view: energy
+/// (FLOPs x energy per FLOP + bytes x energy per byte + static power x time), the support
+/// relation (a unit with efficiency 0 for a class does not run blocks containing that class)
+/// and transfers between units through the shared memory at its bandwidth.
 ///
 /// three_accelerator_platform() is the example in the spirit of MaGNAS Sec. 5.7.2 (three
 /// MAESTRO accelerators with the kcp_ws, ykp_os and dpt dataflows): a weight-stationary, an
@@ -14,7 +17,6 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -29,9 +31,9 @@ namespace dnncost::search::mapping {
 
 /// One compute unit of a roofline platform.
 struct RooflineUnit {
-    std::string name;
-    double peak_flops = 1e12;   ///< FLOP/s
-    double bandwidth = 25.6e9;  ///< B/s between the unit and the shared memory
+    /// The unit's name, peak FLOP/s, bandwidth (B/s between the unit and the shared memory)
+    /// and per-layer overhead.
+    cost::DeviceSpec device{"", 1e12, 25.6e9, 0.0};
     /// Fraction of peak and bandwidth a layer of each OpClass reaches (0 = not supported).
     std::array<double, num_op_classes> efficiency{1.0, 1.0, 1.0, 1.0};
     double energy_per_flop = 1e-12;   ///< J
@@ -44,8 +46,8 @@ class RooflinePlatform {
 public:
     /// @param transfer_bandwidth B/s of the shared memory for inter-unit transfers
     /// @param transfer_energy_per_byte J per byte written or read in a transfer
-    /// @throws config_error for no unit, a non-positive peak or bandwidth, an efficiency outside
-    ///         [0, 1], negative energies.
+    /// @throws config_error for no unit, a non-positive peak or bandwidth, a negative overhead,
+    ///         an efficiency outside [0, 1], negative energies.
     RooflinePlatform(std::string name, std::vector<RooflineUnit> units, double transfer_bandwidth,
                      double transfer_energy_per_byte)
         : m_units(std::move(units)),
@@ -53,16 +55,19 @@ public:
           m_transfer_energy(transfer_energy_per_byte) {
         m_platform.name = std::move(name);
         for (const auto& u : m_units) {
-            if (!(u.peak_flops > 0.0) || !(u.bandwidth > 0.0) || !std::isfinite(u.peak_flops) ||
-                !std::isfinite(u.bandwidth))
-                raise<config_error>("RooflinePlatform: unit '", u.name, "' needs a positive peak and bandwidth");
+            const cost::DeviceSpec& d = u.device;
+            if (!(d.peak_flops > 0.0) || !(d.bandwidth > 0.0) || !std::isfinite(d.peak_flops) ||
+                !std::isfinite(d.bandwidth))
+                raise<config_error>("RooflinePlatform: unit '", d.name, "' needs a positive peak and bandwidth");
+            if (!(d.per_op_overhead_s >= 0.0) || !std::isfinite(d.per_op_overhead_s))
+                raise<config_error>("RooflinePlatform: unit '", d.name, "' needs a finite, non-negative overhead");
             for (double e : u.efficiency)
                 if (!(e >= 0.0 && e <= 1.0))
-                    raise<config_error>("RooflinePlatform: unit '", u.name, "' has an efficiency ", e,
+                    raise<config_error>("RooflinePlatform: unit '", d.name, "' has an efficiency ", e,
                                         " outside [0, 1]");
             if (!(u.energy_per_flop >= 0.0) || !(u.energy_per_byte >= 0.0) || !(u.static_power >= 0.0))
-                raise<config_error>("RooflinePlatform: unit '", u.name, "' has a negative energy or power");
-            m_platform.cus.push_back(u.name);
+                raise<config_error>("RooflinePlatform: unit '", d.name, "' has a negative energy or power");
+            m_platform.cus.push_back(d.name);
         }
         if (!(m_transfer_bandwidth > 0.0) || !(m_transfer_energy >= 0.0))
             raise<config_error>("RooflinePlatform: the transfer bandwidth must be > 0 and its energy >= 0");
@@ -82,11 +87,8 @@ public:
         for (const auto& l : w.layers) {
             const double eff = u.efficiency[static_cast<std::size_t>(l.op_class)];
             if (!(eff > 0.0)) return std::nullopt;
-            cost::NodeCost c;
-            c.flops = std::llround(l.flops);
-            c.input_bytes = std::llround(l.bytes);
-            const cost::DeviceSpec d{u.name, u.peak_flops * eff, u.bandwidth * eff, 0.0};
-            const double t = cost::roofline_seconds(c, d);
+            // whole operation and byte counts, as cost::NodeCost carries them
+            const double t = cost::roofline_seconds(std::round(l.flops), std::round(l.bytes), u.device.derated(eff));
             seconds += t;
             joules += l.flops * u.energy_per_flop + l.bytes * u.energy_per_byte + u.static_power * t;
         }
@@ -116,9 +118,9 @@ private:
 /// These are illustrative design points, not a measured chip.
 inline RooflinePlatform three_accelerator_platform() {
     std::vector<RooflineUnit> u(3);
-    u[0] = {"DSA-k", 4e12, 51.2e9, {0.55, 0.85, 0.0, 0.30}, 0.5e-12, 20e-12, 0.4};
-    u[1] = {"DSA-y", 4e12, 51.2e9, {0.85, 0.55, 0.25, 0.40}, 0.6e-12, 20e-12, 0.5};
-    u[2] = {"DSA-d", 2e12, 51.2e9, {0.35, 0.30, 0.70, 0.80}, 0.35e-12, 20e-12, 0.2};
+    u[0] = {{"DSA-k", 4e12, 51.2e9, 0.0}, {0.55, 0.85, 0.0, 0.30}, 0.5e-12, 20e-12, 0.4};
+    u[1] = {{"DSA-y", 4e12, 51.2e9, 0.0}, {0.85, 0.55, 0.25, 0.40}, 0.6e-12, 20e-12, 0.5};
+    u[2] = {{"DSA-d", 2e12, 51.2e9, 0.0}, {0.35, 0.30, 0.70, 0.80}, 0.35e-12, 20e-12, 0.2};
     return RooflinePlatform("three-accelerator roofline", std::move(u), 51.2e9, 20e-12);
 }
 
