@@ -52,7 +52,10 @@ TEST_CASE("fusion probe: discovery through the harness, resumable from its store
     s.discovery.probe_spatial = 4;
     s.discovery.probe_depth = 1;
 
-    const auto first = measure::probe_fusion_rules({g}, s);
+    const auto probe = measure::probe_fusion_rules({g}, s);
+    const auto& first = probe.discovery;
+    CHECK(probe.failed == 0);
+    CHECK(probe.model_errors.empty());
     // every model answers 1 ms, the sinks too: nothing is saved by running operators together
     CHECK(first.rules.fusions.empty());
     CHECK(first.rules.device == "fake-device");
@@ -72,7 +75,7 @@ TEST_CASE("fusion probe: discovery through the harness, resumable from its store
     CHECK(repeat2);
     CHECK(fs::exists(s.store.string() + ".models"));
 
-    const auto second = measure::probe_fusion_rules({g}, s);
+    const auto second = measure::probe_fusion_rules({g}, s).discovery;
     CHECK(lines_of(dir / "requests.log") == requests);  // all from the store
     CHECK(second.rules == first.rules);
 

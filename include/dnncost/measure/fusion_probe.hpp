@@ -50,11 +50,13 @@ public:
                             ec ? ": " + ec.message() : std::string());
     }
 
-    /// @throws config_error when a runner cannot be started; io_error, config_error when a model
-    /// file cannot be written
+    /// A graph that cannot be written as a model (e.g. an integer constant whose values the graph
+    /// does not know) is not measured: its latency is NaN and the reason is kept (errors()).
+    /// @throws config_error when a runner cannot be started; io_error when a model file or the
+    /// store cannot be written
     std::vector<double> operator()(const std::vector<graph::Graph>& graphs) {
         std::vector<Network> networks;
-        networks.reserve(graphs.size());
+        std::vector<std::string> keys;  // per graph; empty when it could not be written
         for (const auto& g : graphs) {
             const auto base = network_key(g);
             const int repeat = ++m_seen[base];
@@ -62,15 +64,22 @@ public:
             const auto* done = m_store.result(n.key);
             if (!(done && done->ok()) || m_harness.options().force) {
                 n.model = m_dir / (base + ".onnx");
-                if (!std::filesystem::exists(n.model)) write_model_for_runner(g, n.model, m_seed, m_opset);
+                try {
+                    if (!std::filesystem::exists(n.model)) write_model_for_runner(g, n.model, m_seed, m_opset);
+                } catch (const config_error& e) {
+                    m_errors.push_back("graph '" + g.name() + "': " + e.what());
+                    keys.emplace_back();
+                    continue;
+                }
             }
+            keys.push_back(n.key);
             networks.push_back(std::move(n));
         }
-        (void)m_harness.run(m_store, networks, m_events);
+        if (!networks.empty()) (void)m_harness.run(m_store, networks, m_events);
         std::vector<double> out;
-        out.reserve(networks.size());
-        for (const auto& n : networks) {
-            const auto* r = m_store.result(n.key);
+        out.reserve(graphs.size());
+        for (const auto& key : keys) {
+            const auto* r = key.empty() ? nullptr : m_store.result(key);
             out.push_back(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms >= 0 ? r->latency_ms
                                                                                                 : std::nan(""));
             if (std::isnan(out.back())) ++m_failed;
@@ -78,8 +87,10 @@ public:
         return out;
     }
 
-    /// Graph measurements that failed so far.
+    /// Graph measurements that failed so far (the store has the runners' reasons).
     std::size_t failed() const { return m_failed; }
+    /// Why graphs could not be written as models.
+    const std::vector<std::string>& errors() const { return m_errors; }
 
 private:
     Harness& m_harness;
@@ -90,6 +101,7 @@ private:
     HarnessEvents m_events;
     std::map<std::string, int> m_seen;
     std::size_t m_failed = 0;
+    std::vector<std::string> m_errors;
 };
 
 /// What probe_fusion_rules needs: the runners and harness settings of `dnncost measure`, where to
@@ -109,6 +121,13 @@ struct FusionProbeSetup {
     HarnessEvents events{};               ///< progress, per-graph results
 };
 
+/// What probe_fusion_rules found, and which graphs could not be measured and why.
+struct FusionProbeResult {
+    cost::DiscoveryResult discovery;
+    std::size_t failed = 0;                ///< graph measurements that failed (reasons in the store)
+    std::vector<std::string> model_errors;  ///< graphs that could not be written as models
+};
+
 /// Discover the fusion rules of the device behind `setup.runners` for the operators of `graphs`,
 /// e.g. the networks of data/onnx imported with io::import_onnx:
 ///
@@ -118,13 +137,13 @@ struct FusionProbeSetup {
 ///     s.store = "fusion/ort-cpu-all-1t.csv";
 ///     s.rules_out = "fusion/ort-cpu-all-1t.rules";
 ///     s.evidence_out = "fusion/ort-cpu-all-1t.json";
-///     const auto result = dnncost::measure::probe_fusion_rules(graphs, s);
+///     const auto result = dnncost::measure::probe_fusion_rules(graphs, s);  // result.discovery.rules
 ///
 /// The device name goes into the rules; the store's sidecar records device, runners and settings
 /// as `dnncost measure` does.
 /// @throws config_error (bad options, a runner that cannot start, a store of another device),
 /// io_error, parse_error (an existing file that is not a results store)
-inline cost::DiscoveryResult probe_fusion_rules(const std::vector<graph::Graph>& graphs, const FusionProbeSetup& setup) {
+inline FusionProbeResult probe_fusion_rules(const std::vector<graph::Graph>& graphs, const FusionProbeSetup& setup) {
     if (setup.runners.empty()) raise<config_error>("fusion probe: no runner command");
     if (setup.store.empty()) raise<config_error>("fusion probe: no results store path");
     setup.harness.check();
@@ -151,7 +170,11 @@ inline cost::DiscoveryResult probe_fusion_rules(const std::vector<graph::Graph>&
     const auto dir = setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
     HarnessMeasure measure(harness, store, dir, setup.seed, setup.opset, setup.events);
     const cost::MeasureBatch batch = [&](const std::vector<graph::Graph>& gs) { return measure(gs); };
-    auto result = cost::discover_fusion_rules(graphs, batch, options);
+    FusionProbeResult out;
+    out.discovery = cost::discover_fusion_rules(graphs, batch, options);
+    out.failed = measure.failed();
+    out.model_errors = measure.errors();
+    const auto& result = out.discovery;
 
     if (new_info.runner_device.empty() && !pool.device().empty()) {
         new_info.runner_device = pool.device();
@@ -160,7 +183,7 @@ inline cost::DiscoveryResult probe_fusion_rules(const std::vector<graph::Graph>&
     if (!setup.rules_out.empty()) io::write_file_atomic(setup.rules_out, result.rules.to_text());
     if (!setup.evidence_out.empty())
         io::write_file_atomic(setup.evidence_out, result.to_json(options.threshold) + "\n");
-    return result;
+    return out;
 }
 
 }  // namespace dnncost::measure
