@@ -22,11 +22,12 @@ enum class NodeRole {
     free       ///< relabels memory only (cost::is_free_operator): no kernel of its own
 };
 
-/// The role of every node, indexed like g.nodes(). A Shape or Size node is constant: shapes are
-/// static once the graph is validated, so a runtime folds the shape arithmetic behind them.
-inline std::vector<NodeRole> node_roles(const graph::Graph& g) {
+/// The role of every node, indexed like g.nodes(), given the graph's topological order. A Shape
+/// or Size node is constant: shapes are static once the graph is validated, so a runtime folds
+/// the shape arithmetic behind them.
+inline std::vector<NodeRole> node_roles(const graph::Graph& g, const std::vector<int>& order) {
     std::vector<NodeRole> roles(g.num_nodes(), NodeRole::compute);
-    for (int v : g.topological_order()) {
+    for (int v : order) {
         const auto& n = g.node(v);
         bool constant = n.op_type == "Shape" || n.op_type == "Size";
         if (!constant) {
@@ -47,6 +48,7 @@ inline std::vector<NodeRole> node_roles(const graph::Graph& g) {
     }
     return roles;
 }
+inline std::vector<NodeRole> node_roles(const graph::Graph& g) { return node_roles(g, g.topological_order()); }
 
 /// True when tensor `t` is a constant: a weight or the output of a constant node.
 inline bool is_constant_tensor(const graph::Graph& g, const std::vector<NodeRole>& roles, int t) {
@@ -67,12 +69,14 @@ inline Operands operand_class(const graph::Graph& g, const std::vector<NodeRole>
     return any ? Operands::constant : Operands::none;
 }
 
-/// Position of every node in the graph's (stable) topological order.
-inline std::vector<int> topological_positions(const graph::Graph& g) {
+/// Position of every node in a topological order (`order`, or the graph's stable one).
+inline std::vector<int> topological_positions(const graph::Graph& g, const std::vector<int>& order) {
     std::vector<int> pos(g.num_nodes(), 0);
-    const auto order = g.topological_order();
     for (std::size_t i = 0; i < order.size(); ++i) pos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
     return pos;
+}
+inline std::vector<int> topological_positions(const graph::Graph& g) {
+    return topological_positions(g, g.topological_order());
 }
 
 /// One match of a pattern rule: its index in FusionRules::patterns and its nodes, in pattern order.
@@ -130,13 +134,14 @@ inline bool grow_pattern(const graph::Graph& g, const std::vector<NodeRole>& rol
 /// The matches of `rules.patterns` in `g`, disjoint: start nodes are tried in topological
 /// order and patterns in the order of the rule set, the first that matches claims its nodes.
 inline std::vector<PatternMatch> match_patterns(const graph::Graph& g, const std::vector<NodeRole>& roles,
-                                                const std::vector<PatternRule>& patterns) {
+                                                const std::vector<PatternRule>& patterns,
+                                                const std::vector<int>& order) {
     std::vector<PatternMatch> out;
     if (patterns.empty()) return out;
-    const auto pos = topological_positions(g);
+    const auto pos = topological_positions(g, order);
     std::vector<char> claimed(g.num_nodes(), 0);
     std::vector<int> nodes;
-    for (int v : g.topological_order()) {
+    for (int v : order) {
         const auto vi = static_cast<std::size_t>(v);
         if (claimed[vi] || roles[vi] != NodeRole::compute) continue;
         for (std::size_t p = 0; p < patterns.size(); ++p) {
@@ -148,6 +153,10 @@ inline std::vector<PatternMatch> match_patterns(const graph::Graph& g, const std
         }
     }
     return out;
+}
+inline std::vector<PatternMatch> match_patterns(const graph::Graph& g, const std::vector<NodeRole>& roles,
+                                                const std::vector<PatternRule>& patterns) {
+    return patterns.empty() ? std::vector<PatternMatch>{} : match_patterns(g, roles, patterns, g.topological_order());
 }
 
 }  // namespace dnncost::cost

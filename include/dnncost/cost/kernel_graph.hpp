@@ -171,9 +171,13 @@ inline void fuse_units(const graph::Graph& g, const std::vector<NodeRole>& roles
     plan.group.resize(units);
     plan.folded.assign(units, 0);
     plan.fused.clear();
-    std::vector<std::string> effective(plan.unit_kind);  // a folded unit stands for its producer
+    std::vector<int> effective(units);  // the unit whose kind a unit shows: a folded one its producer's
     for (std::size_t v = 0; v < units; ++v) {
         plan.group[v] = static_cast<int>(v);
+        effective[v] = static_cast<int>(v);
+        bool consumed = false;  // does any rule take this kind as a consumer?
+        for (const auto& r : rules.fusions) consumed = consumed || r.consumer == plan.unit_kind[v];
+        if (!consumed) continue;
         bool joined = false;
         for (int n : plan.unit_nodes[v]) {
             for (int t : g.node(n).inputs) {
@@ -183,8 +187,9 @@ inline void fuse_units(const graph::Graph& g, const std::vector<NodeRole>& roles
                 const int u = plan.unit_of[static_cast<std::size_t>(p)];
                 if (u == static_cast<int>(v) || banned.count({u, static_cast<int>(v), t})) continue;
                 const auto gu = static_cast<std::size_t>(plan.group[static_cast<std::size_t>(u)]);
-                const auto* rule = rules.find(effective[static_cast<std::size_t>(u)], plan.unit_kind[v],
-                                              operand_class(g, roles, n, t), plan.unit_kind[gu]);
+                const auto* rule =
+                    rules.find(plan.unit_kind[static_cast<std::size_t>(effective[static_cast<std::size_t>(u)])],
+                               plan.unit_kind[v], operand_class(g, roles, n, t), plan.unit_kind[gu]);
                 if (!rule) continue;
                 plan.group[v] = static_cast<int>(gu);
                 plan.folded[v] = rule->fold;
@@ -231,12 +236,23 @@ inline bool order_items(const graph::Graph& g, const std::vector<int>& pos, Fusi
         auto& k = key[static_cast<std::size_t>(it)];
         if (k < 0 || pos[v] < k) k = pos[v];
     }
-    std::vector<std::vector<int>> succ(items);
-    for (const auto& e : g.edges()) {
+    // successors of each item, in compressed rows
+    const auto edges = g.edges();
+    std::vector<int> start(items + 1, 0), succ;
+    for (const auto& e : edges) {
         const int a = item_of(e.src), b = item_of(e.dst);
         if (a == b) continue;
-        succ[static_cast<std::size_t>(a)].push_back(b);
+        ++start[static_cast<std::size_t>(a) + 1];
         ++indeg[static_cast<std::size_t>(b)];
+    }
+    for (std::size_t i = 0; i < items; ++i) start[i + 1] += start[i];
+    succ.resize(static_cast<std::size_t>(start[items]));
+    {
+        auto fill = start;
+        for (const auto& e : edges) {
+            const int a = item_of(e.src), b = item_of(e.dst);
+            if (a != b) succ[static_cast<std::size_t>(fill[static_cast<std::size_t>(a)]++)] = b;
+        }
     }
     using Entry = std::pair<int, int>;  // (key, item)
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
@@ -251,8 +267,10 @@ inline bool order_items(const graph::Graph& g, const std::vector<int>& pos, Fusi
         const int it = ready.top().second;
         ready.pop();
         plan.item_order.push_back(it < units ? it : ~(it - units));
-        for (int s : succ[static_cast<std::size_t>(it)])
+        for (int j = start[static_cast<std::size_t>(it)]; j < start[static_cast<std::size_t>(it) + 1]; ++j) {
+            const int s = succ[static_cast<std::size_t>(j)];
             if (--indeg[static_cast<std::size_t>(s)] == 0) ready.push({key[static_cast<std::size_t>(s)], s});
+        }
     }
     if (plan.item_order.size() == live) return true;
     cyclic = -1;
@@ -289,16 +307,16 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
     rules.check();
     KernelGraph kg;
     kg.layout_name = rules.layout.name;
-    kg.roles = node_roles(g);
-    const auto& roles = kg.roles;
-    const auto pos = topological_positions(g);
     const auto order = g.topological_order();
+    kg.roles = node_roles(g, order);
+    const auto& roles = kg.roles;
+    const auto pos = topological_positions(g, order);
 
     // units: pattern groups first, then every other compute node, numbered in topological order
     detail::FusionPlan plan;
     plan.unit_of.assign(g.num_nodes(), -1);
     std::vector<int> pattern_of(g.num_nodes(), -1);
-    const auto matches = match_patterns(g, roles, rules.patterns);
+    const auto matches = match_patterns(g, roles, rules.patterns, order);
     for (std::size_t m = 0; m < matches.size(); ++m)
         for (int v : matches[m].nodes) pattern_of[static_cast<std::size_t>(v)] = static_cast<int>(m);
     std::vector<int> unit_of_match(matches.size(), -1);
@@ -375,6 +393,8 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
         return id;
     };
     std::vector<char> in_kernel(g.num_nodes(), 0);
+    kg.kernels.reserve(plan.item_order.size() + 8);
+    std::vector<int> all, constants, sources;  // buffers reused kernel after kernel
     for (const int item : plan.item_order) {
         if (item < 0) {  // a node without a kernel
             const int v = ~item;
@@ -391,7 +411,7 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
             continue;
         }
         Kernel k;
-        std::vector<int> all;
+        all.clear();
         for (int u : members[static_cast<std::size_t>(item)]) {
             const auto& nodes = plan.unit_nodes[static_cast<std::size_t>(u)];
             all.insert(all.end(), nodes.begin(), nodes.end());
@@ -442,7 +462,7 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
             if (blocked) k.layout = k.input_layout = Layout{b};
             if (!blocked) narrow = false;
         }
-        std::vector<int> sources;  // reorders the inputs need come first
+        sources.clear();  // reorders the inputs need come first
         for (int t : k.inputs) {
             const bool plain_read = !k.layout.blocked() || (narrow && t == g.node(k.nodes.front()).inputs[0]);
             sources.push_back(ensure(t, plain_read ? Layout{} : k.layout));
@@ -451,7 +471,7 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
         for (std::size_t i = 0; i < sources.size(); ++i) add_edge(sources[i], id, k.inputs[i]);
         // costs: arithmetic of the executed nodes, the bytes crossing the kernel's boundary, and
         // the constants its executed nodes read (each once)
-        std::vector<int> constants;
+        constants.clear();
         for (int v : k.nodes) {
             const auto c = node_cost(g, v);
             k.cost.macs = detail::add_or_raise(k.cost.macs, c.macs, "kernel MACs");
