@@ -355,8 +355,12 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
         int cyclic = -1;
         if (detail::order_items(g, pos, plan, cyclic)) break;
         if (cyclic < 0) raise<shape_error>("kernel graph of '", g.name(), "': the graph has a cycle");
+        const auto before = banned.size();
         for (const auto& f : plan.fused)
             if (plan.group[static_cast<std::size_t>(f.consumer)] == cyclic) banned.insert({f.producer, f.consumer, f.tensor});
+        if (banned.size() == before)  // a single unit on a cycle: only a malformed pattern match could do this
+            raise<shape_error>("kernel graph of '", g.name(), "': unit '", plan.unit_kind[static_cast<std::size_t>(cyclic)],
+                               "' lies on a cycle of kernels");
     }
 
     // kernels, in the order found; providers of values: (kernel or -1, layout)
