@@ -65,7 +65,8 @@ struct FakeDevice {
         return g.tensor(n.inputs[0]).shape[1] % block == 0 && g.tensor(n.outputs[0]).shape[1] % block == 0;
     }
     bool is_layer_norm(const Graph& g) const {
-        std::multiset<std::string> ops, ln{"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"};
+        std::multiset<std::string> ops,
+            ln{"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"};
         for (const auto& n : g.nodes())
             if (n.op_type != "ReduceMax") ops.insert(n.op_type);
         return layer_norm && ops == ln;
@@ -84,7 +85,8 @@ struct FakeDevice {
                     weights += costs[i].weight_bytes;
                 }
             const auto x = g.tensor(g.inputs()[0]).bytes();
-            ms += launch_ms + ms_per_flop * static_cast<double>(flops) + ms_per_byte * static_cast<double>(2 * x + weights);
+            ms += launch_ms + ms_per_flop * static_cast<double>(flops) +
+                  ms_per_byte * static_cast<double>(2 * x + weights);
             for (std::size_t i = 0; i < g.num_nodes(); ++i)  // the sinks
                 if (g.node(static_cast<int>(i)).op_type == "ReduceMax")
                     ms += launch_ms + ms_per_flop * static_cast<double>(costs[i].flops) +
@@ -142,12 +144,13 @@ std::vector<Graph> networks() {
     const int r1 = same(a, "Relu", "relu1", {batch_norm(a, "bn1", conv(a, "conv1", x, 32, 3))});
     const int b2 = batch_norm(a, "bn2", conv(a, "conv2", r1, 32, 3));
     const int r2 = same(a, "Relu", "relu2", {same(a, "Add", "add", {b2, x})});
-    const int mp = a.add_op("MaxPool", "pool", {r2}, {1, 32, 8, 8},
-                            {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+    const int mp =
+        a.add_op("MaxPool", "pool", {r2}, {1, 32, 8, 8}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
     const int gap = a.add_op("GlobalAveragePool", "gap", {mp}, {1, 32, 1, 1});
     const int flat = a.add_op("Flatten", "flatten", {gap}, {1, 32});
-    const int h = same(a, "Relu", "relu3",
-                       {a.add_op("Gemm", "fc1", {flat, a.add_weight("w1", {32, 64}), a.add_weight("b1", {64})}, {1, 64})});
+    const int h =
+        same(a, "Relu", "relu3",
+             {a.add_op("Gemm", "fc1", {flat, a.add_weight("w1", {32, 64}), a.add_weight("b1", {64})}, {1, 64})});
     a.mark_output(a.add_op("Gemm", "fc2", {h, a.add_weight("w2", {64, 10})}, {1, 10}));
     a.validate();
 
@@ -175,8 +178,7 @@ std::set<std::string> rule_lines(const cost::FusionRules& r) {
     std::set<std::string> out;
     std::istringstream in(r.to_text());
     for (std::string line; std::getline(in, line);)
-        if (line.rfind("fuse", 0) == 0 || line.rfind("fold", 0) == 0 || line.rfind("pattern", 0) == 0)
-            out.insert(line);
+        if (line.rfind("fuse", 0) == 0 || line.rfind("fold", 0) == 0 || line.rfind("pattern", 0) == 0) out.insert(line);
     return out;
 }
 

@@ -165,8 +165,8 @@ TEST_CASE("kernel graph: a depthwise-separable block runs blocked, reorders at i
     const int y = conv(g, "pw2", r2, 32, 1);
     g.mark_output(y);
     g.validate();
-    const auto rules = parse(
-        "dnncost-fusion-rules 1\nfuse Conv Relu\nlayout NCHWc 16 anchors=Conv followers=Relu,Add,MaxPool\n");
+    const auto rules =
+        parse("dnncost-fusion-rules 1\nfuse Conv Relu\nlayout NCHWc 16 anchors=Conv followers=Relu,Add,MaxPool\n");
     const auto kg = cost::kernel_graph(g, rules);
     CHECK(kinds(kg) == std::vector<std::string>{"Reorder", "Conv+Relu", "Conv+Relu", "Conv", "Reorder"});
     CHECK(layouts(kg) == std::vector<std::string>{"NCHWc16", "NCHWc16", "NCHWc16", "NCHWc16", "NCHW"});
@@ -197,10 +197,9 @@ TEST_CASE("kernel graph: channel counts off the block fall back to the plain lay
         // c3 reads 24: plain; c4 is aligned: its input is reordered in, its output out
         CHECK(kinds(kg) ==
               std::vector<std::string>{"Conv+Relu", "Reorder", "Conv+Relu", "Conv", "Reorder", "Conv", "Reorder"});
-        CHECK(layouts(kg) ==
-              std::vector<std::string>{"NCHWc16", "NCHW", "NCHW", "NCHW", "NCHWc16", "NCHWc16", "NCHW"});
-        CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, r1}, {1, 2, r1}, {2, 3, r2}, {3, 4, c3}, {4, 5, c3},
-                                                        {5, 6, c4}});
+        CHECK(layouts(kg) == std::vector<std::string>{"NCHWc16", "NCHW", "NCHW", "NCHW", "NCHWc16", "NCHWc16", "NCHW"});
+        CHECK(kg.edges ==
+              std::vector<cost::KernelEdge>{{0, 1, r1}, {1, 2, r1}, {2, 3, r2}, {3, 4, c3}, {4, 5, c3}, {5, 6, c4}});
         // reorder bytes: r1 16x16x16, c3 32x16x16, c4 32x16x16 floats, each read and written
         std::int64_t bytes = 0;
         for (const auto& k : kg.kernels)
@@ -213,8 +212,8 @@ TEST_CASE("kernel graph: channel counts off the block fall back to the plain lay
         CHECK(layouts(kg) == std::vector<std::string>{"NCHWc8", "NCHWc8", "NCHWc8", "NCHWc8", "NCHW"});
     }
     SUBCASE("without narrow inputs the first convolution runs plain") {
-        const auto kg = cost::kernel_graph(
-            g, parse(base + "layout NCHWc 8 anchors=Conv followers=Relu narrow-input=no\n"));
+        const auto kg =
+            cost::kernel_graph(g, parse(base + "layout NCHWc 8 anchors=Conv followers=Relu narrow-input=no\n"));
         CHECK(kinds(kg) == std::vector<std::string>{"Conv+Relu", "Reorder", "Conv+Relu", "Conv", "Conv", "Reorder"});
         CHECK(kg.layout_string(kg.kernels[0].layout) == "NCHW");
     }
@@ -286,7 +285,8 @@ TEST_CASE("kernel graph: free operators and shape arithmetic get no kernel, and 
     const int n1 = g.add_op("Unsqueeze", "batch1", {n}, {1}, {{"axes", Ints{0}}}, graph::DataType::int64);
     const int rest = g.add_weight("rest", {1}, graph::DataType::int64);
     g.set_data(rest, {-1});
-    const int target = g.add_op("Concat", "target", {n1, rest}, {2}, {{"axis", std::int64_t{0}}}, graph::DataType::int64);
+    const int target =
+        g.add_op("Concat", "target", {n1, rest}, {2}, {{"axis", std::int64_t{0}}}, graph::DataType::int64);
     const int flat = g.add_op("Reshape", "flatten", {gap, target}, {1, 32});
     const int y = g.add_op("Gemm", "fc", {flat, g.add_weight("w", {32, 10})}, {1, 10});
     g.mark_output(y);

@@ -54,8 +54,8 @@ using MeasureBatch = std::function<std::vector<double>(const std::vector<graph::
 using MeasureOne = std::function<double(const graph::Graph&)>;
 
 struct DiscoveryOptions {
-    std::string device;                   ///< stored in the rule set
-    int repeats = 3;                      ///< measurements per graph (the median is used)
+    std::string device;  ///< stored in the rule set
+    int repeats = 3;     ///< measurements per graph (the median is used)
     /// A candidate whose saving is within `confidence` standard errors of what the criterion
     /// needs gets `repeats` more measurements of its graphs, up to this many in all.
     int max_repeats = 9;
@@ -71,7 +71,7 @@ struct DiscoveryOptions {
     std::vector<std::string> fold_consumers{"BatchNormalization", "Add", "Sub", "Mul", "Div"};
     // the layout probe
     std::vector<std::int64_t> candidate_blocks{16, 8};  ///< empty: no probe, no blocked layout
-    std::int64_t probe_channels = 64;                    ///< aligned count, a multiple of every candidate
+    std::int64_t probe_channels = 64;                   ///< aligned count, a multiple of every candidate
     std::int64_t probe_spatial = 28;
     int probe_depth = 2;
     double layout_gain = 0.15;
@@ -96,7 +96,8 @@ struct DiscoveryOptions {
 
     /// @throws config_error naming the bad value
     void check() const {
-        if (repeats < 1 || repeats > 1000) raise<config_error>("fusion discovery: repeats must be in [1, 1000], got ", repeats);
+        if (repeats < 1 || repeats > 1000)
+            raise<config_error>("fusion discovery: repeats must be in [1, 1000], got ", repeats);
         if (max_repeats < repeats || max_repeats > 1000)
             raise<config_error>("fusion discovery: max_repeats must be in [repeats, 1000], got ", max_repeats);
         if (!(confidence >= 0) || !std::isfinite(confidence))
@@ -124,7 +125,7 @@ struct FusionEvidence {
     std::string what;                ///< "pair", "chain" or "pattern"
     std::vector<std::string> kinds;  ///< producer and consumer; chain: anchor, producer, consumer; pattern: name, ops
     Operands operands = Operands::none;
-    std::string where;               ///< the occurrence measured: "graph 'g': 'conv' -> 'relu'"
+    std::string where;  ///< the occurrence measured: "graph 'g': 'conv' -> 'relu'"
     std::size_t occurrences = 0;
     std::vector<double> parts_ms;    ///< net latency of each part alone
     double whole_ms = std::nan("");  ///< net latency of the parts together
@@ -132,8 +133,8 @@ struct FusionEvidence {
     int repeats = 0;                 ///< measurements of its least measured graph
     bool measured = false;
     bool fused = false;
-    bool confident = false;          ///< the saving is `confidence` standard errors from the threshold
-    std::string note;                ///< why it was not measured
+    bool confident = false;  ///< the saving is `confidence` standard errors from the threshold
+    std::string note;        ///< why it was not measured
     /// sum(parts) - whole, and what the criterion needs it to exceed
     double saving_ms() const {
         double s = -whole_ms;
@@ -447,9 +448,9 @@ inline graph::Graph probe_graph(std::int64_t c, std::int64_t s, int depth, bool 
     for (int i = 0; i < depth; ++i) {
         const std::string n = "conv" + std::to_string(i);
         const int w = g.add_weight(n + ".w", {c, c, 3, 3});
-        x = g.add_op("Conv", n, {x, w}, {1, c, s, s},
-                     {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
-                      {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
+        x = g.add_op(
+            "Conv", n, {x, w}, {1, c, s, s},
+            {{"kernel_shape", std::vector<std::int64_t>{3, 3}}, {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
     }
     if (sink)
         add_sink(g, x);
@@ -465,7 +466,7 @@ inline graph::Graph probe_graph(std::int64_t c, std::int64_t s, int depth, bool 
 /// @throws config_error for invalid options or a measurement that breaks its contract; shape_error
 /// for an invalid graph
 inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& graphs, const MeasureBatch& measure,
-                                      const DiscoveryOptions& options = {});
+                                             const DiscoveryOptions& options = {});
 
 /// The same with a measurement of one graph at a time.
 inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& graphs, const MeasureOne& measure,

@@ -90,9 +90,9 @@ inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& gr
     std::vector<std::size_t> probe;
     for (const auto& [block, c] : levels) {
         auto g = detail::probe_graph(c, options.probe_spatial, options.probe_depth, options.sink);
-        const Sinks sinks = options.sink ? Sinks{{{1, c, options.probe_spatial, options.probe_spatial},
-                                                  graph::DataType::float32}}
-                                         : Sinks{};
+        const Sinks sinks =
+            options.sink ? Sinks{{{1, c, options.probe_spatial, options.probe_spatial}, graph::DataType::float32}}
+                         : Sinks{};
         probe.push_back(bench.add(std::move(g), sinks));
         res.layout.aligned_to.push_back(block);
         res.layout.channels.push_back(c);
@@ -136,10 +136,11 @@ inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& gr
             std::set<std::pair<int, int>> here;
             for (const auto& e : g.edges()) {
                 if (roles[gi][static_cast<std::size_t>(e.src)] != NodeRole::compute ||
-                    roles[gi][static_cast<std::size_t>(e.dst)] != NodeRole::compute || !here.insert({e.src, e.dst}).second)
+                    roles[gi][static_cast<std::size_t>(e.dst)] != NodeRole::compute ||
+                    !here.insert({e.src, e.dst}).second)
                     continue;
                 const auto key = std::make_tuple(g.node(e.src).op_type, g.node(e.dst).op_type,
-                                                  operand_class(g, roles[gi], e.dst, e.tensor));
+                                                 operand_class(g, roles[gi], e.dst, e.tensor));
                 // of the occurrences, the one whose two operators take the most similar time: a
                 // small operator's saving is not lost in a large one's noise
                 const double imbalance =
@@ -155,7 +156,8 @@ inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& gr
                 ++it->second.count;
             }
         }
-        std::vector<std::pair<std::tuple<std::string, std::string, Operands>, Seen>> ordered(pairs.begin(), pairs.end());
+        std::vector<std::pair<std::tuple<std::string, std::string, Operands>, Seen>> ordered(pairs.begin(),
+                                                                                             pairs.end());
         std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
             return a.second.count != b.second.count ? a.second.count > b.second.count : a.second.order < b.second.order;
         });
@@ -202,9 +204,8 @@ inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& gr
     for (std::size_t i = 0; i < trials.size(); ++i) {
         if (!trials[i].evidence.fused) continue;
         if (i < first_pair)
-            res.rules.patterns.push_back(
-                options.candidate_patterns[static_cast<std::size_t>(
-                    std::find(pattern_of_trial.begin(), pattern_of_trial.end(), i) - pattern_of_trial.begin())]);
+            res.rules.patterns.push_back(options.candidate_patterns[static_cast<std::size_t>(
+                std::find(pattern_of_trial.begin(), pattern_of_trial.end(), i) - pattern_of_trial.begin())]);
         else
             res.rules.fusions.push_back(trials[i].rule);
     }
@@ -268,8 +269,10 @@ inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& gr
                 const bool fold = operands == Operands::constant && producer == anchor &&
                                   detail::listed(options.fold_producers, producer) &&
                                   detail::listed(options.fold_consumers, consumer);
-                t.rule = FusionRule{producer, consumer, operands, true, fold,
-                                    producer == anchor ? std::vector<std::string>{} : std::vector<std::string>{anchor}};
+                t.rule = FusionRule{
+                    producer, consumer,
+                    operands, true,
+                    fold,     producer == anchor ? std::vector<std::string>{} : std::vector<std::string>{anchor}};
                 index.emplace(key, chains.size());
                 chains.push_back(std::move(t));
             }
@@ -298,9 +301,9 @@ inline std::string DiscoveryResult::to_json(double threshold) const {
     using detail::json_string;
     std::string o = "{\"rules\": " + rules.to_json() + ", \"rules_text\": " + json_string(rules.to_text()) +
                     ", \"measurements\": " + std::to_string(measurements) +
-                    ", \"unmeasured\": " + std::to_string(unmeasured) + ", \"layout\": {\"measured\": " +
-                    (layout.measured ? "true" : "false") + ", \"block\": " + std::to_string(layout.block) +
-                    ", \"probes\": [";
+                    ", \"unmeasured\": " + std::to_string(unmeasured) +
+                    ", \"layout\": {\"measured\": " + (layout.measured ? "true" : "false") +
+                    ", \"block\": " + std::to_string(layout.block) + ", \"probes\": [";
     for (std::size_t i = 0; i < layout.channels.size(); ++i)
         o += std::string(i ? ", " : "") + "{\"channels\": " + std::to_string(layout.channels[i]) +
              ", \"aligned_to\": " + std::to_string(layout.aligned_to[i]) +
@@ -316,8 +319,7 @@ inline std::string DiscoveryResult::to_json(double threshold) const {
              ", \"where\": " + json_string(e.where) + ", \"occurrences\": " + std::to_string(e.occurrences) +
              ", \"measured\": " + (e.measured ? "true" : "false") + ", \"fused\": " + (e.fused ? "true" : "false") +
              ", \"confident\": " + (e.confident ? "true" : "false") + ", \"repeats\": " + std::to_string(e.repeats) +
-             ", \"uncertainty_ms\": " + json_number(e.measured ? e.uncertainty_ms : std::nan("")) +
-             ", \"parts_ms\": [";
+             ", \"uncertainty_ms\": " + json_number(e.measured ? e.uncertainty_ms : std::nan("")) + ", \"parts_ms\": [";
         for (std::size_t k = 0; k < e.parts_ms.size(); ++k) o += (k ? ", " : "") + json_number(e.parts_ms[k]);
         o += "], \"whole_ms\": " + json_number(e.whole_ms) +
              ", \"saving_ms\": " + json_number(e.measured ? e.saving_ms() : std::nan("")) +

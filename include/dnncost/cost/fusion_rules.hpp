@@ -131,7 +131,8 @@ struct FusionRules {
         };
         for (const auto& p : patterns) {
             token("pattern name", p.name);
-            if (p.ops.size() < 2) raise<config_error>("fusion rules: pattern '", p.name, "' needs at least two operators");
+            if (p.ops.size() < 2)
+                raise<config_error>("fusion rules: pattern '", p.name, "' needs at least two operators");
             for (const auto& o : p.ops) token("operator kind", o);
         }
         for (const auto& r : fusions) {
@@ -201,9 +202,7 @@ struct FusionRules {
                 if (end == text.size()) break;
                 continue;
             }
-            const auto fail = [&](const auto&... what) {
-                raise<parse_error>(source, ":", line_no, ": ", what...);
-            };
+            const auto fail = [&](const auto&... what) { raise<parse_error>(source, ":", line_no, ": ", what...); };
             const auto& w = words[0];
             if (!header) {
                 if (w != "dnncost-fusion-rules" || words.size() != 2)
@@ -232,7 +231,8 @@ struct FusionRules {
                             fail(e.what());
                         }
                     } else if (key == "consumers") {
-                        if (value != "sole" && value != "shared") fail("consumers= is sole or shared, got '", value, "'");
+                        if (value != "sole" && value != "shared")
+                            fail("consumers= is sole or shared, got '", value, "'");
                         r.sole_consumer = value == "sole";
                     } else if (key == "after") {
                         r.after = list(value);
@@ -297,13 +297,13 @@ struct FusionRules {
         };
         std::string o = "{\"device\": " + str(device) + ", \"patterns\": [";
         for (std::size_t i = 0; i < patterns.size(); ++i)
-            o += std::string(i ? ", " : "") + "{\"name\": " + str(patterns[i].name) + ", \"ops\": " + arr(patterns[i].ops) +
-                 "}";
+            o += std::string(i ? ", " : "") + "{\"name\": " + str(patterns[i].name) +
+                 ", \"ops\": " + arr(patterns[i].ops) + "}";
         o += "], \"fusions\": [";
         for (std::size_t i = 0; i < fusions.size(); ++i) {
             const auto& r = fusions[i];
-            o += std::string(i ? ", " : "") + "{\"producer\": " + str(r.producer) + ", \"consumer\": " + str(r.consumer) +
-                 ", \"operands\": " + str(std::string(to_string(r.operands))) +
+            o += std::string(i ? ", " : "") + "{\"producer\": " + str(r.producer) +
+                 ", \"consumer\": " + str(r.consumer) + ", \"operands\": " + str(std::string(to_string(r.operands))) +
                  ", \"sole_consumer\": " + (r.sole_consumer ? "true" : "false") +
                  ", \"fold\": " + (r.fold ? "true" : "false") + ", \"after\": " + arr(r.after) + "}";
         }

@@ -48,15 +48,15 @@ struct Layout {
 /// One kernel. A reorder kernel has no nodes; it converts `inputs[0]` from `input_layout` to
 /// `layout`.
 struct Kernel {
-    std::string kind;           ///< "Conv+Add+Relu", a pattern name, or "Reorder"
-    std::vector<int> nodes;     ///< executed nodes, in topological order
-    std::vector<int> folded;    ///< nodes folded into the kernel's constants at load
-    std::vector<int> inputs;    ///< activations it reads (graph tensor ids), each once
-    std::vector<int> outputs;   ///< values it writes that are read elsewhere or are graph outputs
+    std::string kind;          ///< "Conv+Add+Relu", a pattern name, or "Reorder"
+    std::vector<int> nodes;    ///< executed nodes, in topological order
+    std::vector<int> folded;   ///< nodes folded into the kernel's constants at load
+    std::vector<int> inputs;   ///< activations it reads (graph tensor ids), each once
+    std::vector<int> outputs;  ///< values it writes that are read elsewhere or are graph outputs
     std::vector<graph::Shape> input_shapes, output_shapes;
     Layout layout;
-    Layout input_layout;        ///< = layout except for a reorder
-    NodeCost cost;              ///< MACs and FLOPs of its executed nodes; bytes it moves; weights
+    Layout input_layout;  ///< = layout except for a reorder
+    NodeCost cost;        ///< MACs and FLOPs of its executed nodes; bytes it moves; weights
     bool is_reorder() const { return nodes.empty(); }
 };
 
@@ -131,13 +131,13 @@ struct KernelGraph {
         std::string o = "{\"kernels\": [";
         for (std::size_t i = 0; i < kernels.size(); ++i) {
             const auto& k = kernels[i];
-            o += std::string(i ? ", " : "") + "{\"kind\": " + str(k.kind) + ", \"layout\": " +
-                 str(layout_string(k.layout)) + ", \"input_layout\": " + str(layout_string(k.input_layout)) +
-                 ", \"nodes\": " + names(k.nodes) + ", \"folded\": " + names(k.folded) +
-                 ", \"inputs\": " + shapes(k.input_shapes) + ", \"outputs\": " + shapes(k.output_shapes) +
-                 ", \"macs\": " + std::to_string(k.cost.macs) + ", \"flops\": " + std::to_string(k.cost.flops) +
-                 ", \"params\": " + std::to_string(k.cost.params) + ", \"bytes\": " + std::to_string(k.cost.bytes()) +
-                 "}";
+            o += std::string(i ? ", " : "") + "{\"kind\": " + str(k.kind) +
+                 ", \"layout\": " + str(layout_string(k.layout)) +
+                 ", \"input_layout\": " + str(layout_string(k.input_layout)) + ", \"nodes\": " + names(k.nodes) +
+                 ", \"folded\": " + names(k.folded) + ", \"inputs\": " + shapes(k.input_shapes) +
+                 ", \"outputs\": " + shapes(k.output_shapes) + ", \"macs\": " + std::to_string(k.cost.macs) +
+                 ", \"flops\": " + std::to_string(k.cost.flops) + ", \"params\": " + std::to_string(k.cost.params) +
+                 ", \"bytes\": " + std::to_string(k.cost.bytes()) + "}";
         }
         o += "], \"edges\": [";
         for (std::size_t i = 0; i < edges.size(); ++i)
@@ -153,9 +153,9 @@ namespace detail {
 struct FusionPlan {
     std::vector<std::vector<int>> unit_nodes;  ///< nodes of each unit, in topological order
     std::vector<std::string> unit_kind;
-    std::vector<int> unit_of;                  ///< per node; -1 for a node without a kernel
-    std::vector<int> group;                    ///< per unit: the first unit of its kernel
-    std::vector<char> folded;                  ///< per unit
+    std::vector<int> unit_of;  ///< per node; -1 for a node without a kernel
+    std::vector<int> group;    ///< per unit: the first unit of its kernel
+    std::vector<char> folded;  ///< per unit
     struct Fused {
         int producer, consumer, tensor;
         const FusionRule* rule;
@@ -357,16 +357,18 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
         if (cyclic < 0) raise<shape_error>("kernel graph of '", g.name(), "': the graph has a cycle");
         const auto before = banned.size();
         for (const auto& f : plan.fused)
-            if (plan.group[static_cast<std::size_t>(f.consumer)] == cyclic) banned.insert({f.producer, f.consumer, f.tensor});
+            if (plan.group[static_cast<std::size_t>(f.consumer)] == cyclic)
+                banned.insert({f.producer, f.consumer, f.tensor});
         if (banned.size() == before)  // a single unit on a cycle: only a malformed pattern match could do this
-            raise<shape_error>("kernel graph of '", g.name(), "': unit '", plan.unit_kind[static_cast<std::size_t>(cyclic)],
-                               "' lies on a cycle of kernels");
+            raise<shape_error>("kernel graph of '", g.name(), "': unit '",
+                               plan.unit_kind[static_cast<std::size_t>(cyclic)], "' lies on a cycle of kernels");
     }
 
     // kernels, in the order found; providers of values: (kernel or -1, layout)
     const std::size_t units = plan.unit_nodes.size();
     std::vector<std::vector<int>> members(units);  // units of each kernel, by first unit
-    for (std::size_t u = 0; u < units; ++u) members[static_cast<std::size_t>(plan.group[u])].push_back(static_cast<int>(u));
+    for (std::size_t u = 0; u < units; ++u)
+        members[static_cast<std::size_t>(plan.group[u])].push_back(static_cast<int>(u));
     struct Provider {
         int kernel = -1;
         Layout layout;
@@ -424,7 +426,9 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
             if (!plan.folded[static_cast<std::size_t>(u)])
                 k.kind += (k.kind.empty() ? "" : "+") + plan.unit_kind[static_cast<std::size_t>(u)];
         }
-        const auto by_pos = [&](int a, int b) { return pos[static_cast<std::size_t>(a)] < pos[static_cast<std::size_t>(b)]; };
+        const auto by_pos = [&](int a, int b) {
+            return pos[static_cast<std::size_t>(a)] < pos[static_cast<std::size_t>(b)];
+        };
         std::sort(k.nodes.begin(), k.nodes.end(), by_pos);
         std::sort(k.folded.begin(), k.folded.end(), by_pos);
         for (int v : all) in_kernel[static_cast<std::size_t>(v)] = 1;

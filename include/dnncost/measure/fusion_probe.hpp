@@ -81,7 +81,7 @@ public:
         for (const auto& key : keys) {
             const auto* r = key.empty() ? nullptr : m_store.result(key);
             out.push_back(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms >= 0 ? r->latency_ms
-                                                                                                : std::nan(""));
+                                                                                             : std::nan(""));
             if (std::isnan(out.back())) ++m_failed;
         }
         return out;
@@ -107,24 +107,24 @@ private:
 /// What probe_fusion_rules needs: the runners and harness settings of `dnncost measure`, where to
 /// keep the measurements, and the discovery's options.
 struct FusionProbeSetup {
-    std::vector<std::string> runners;     ///< runner commands (run with /bin/sh -c)
-    std::string device;                   ///< the device's name, stored with the measurements and the rules
-    std::filesystem::path store;          ///< results store of the probe (CSV; resumable)
-    std::filesystem::path model_dir;      ///< model files; empty: "<store>.models" beside the store
-    std::filesystem::path rules_out;      ///< when set: the rules' text form, written atomically
-    std::filesystem::path evidence_out;   ///< when set: DiscoveryResult::to_json, written atomically
+    std::vector<std::string> runners;    ///< runner commands (run with /bin/sh -c)
+    std::string device;                  ///< the device's name, stored with the measurements and the rules
+    std::filesystem::path store;         ///< results store of the probe (CSV; resumable)
+    std::filesystem::path model_dir;     ///< model files; empty: "<store>.models" beside the store
+    std::filesystem::path rules_out;     ///< when set: the rules' text form, written atomically
+    std::filesystem::path evidence_out;  ///< when set: DiscoveryResult::to_json, written atomically
     HarnessOptions harness{};
     PoolOptions pool{};
     cost::DiscoveryOptions discovery{};
-    std::uint64_t seed = 0;               ///< of the weight values
-    int opset = 13;                       ///< of the model files
-    HarnessEvents events{};               ///< progress, per-graph results
+    std::uint64_t seed = 0;  ///< of the weight values
+    int opset = 13;          ///< of the model files
+    HarnessEvents events{};  ///< progress, per-graph results
 };
 
 /// What probe_fusion_rules found, and which graphs could not be measured and why.
 struct FusionProbeResult {
     cost::DiscoveryResult discovery;
-    std::size_t failed = 0;                ///< graph measurements that failed (reasons in the store)
+    std::size_t failed = 0;                 ///< graph measurements that failed (reasons in the store)
     std::vector<std::string> model_errors;  ///< graphs that could not be written as models
 };
 
@@ -167,7 +167,8 @@ inline FusionProbeResult probe_fusion_rules(const std::vector<graph::Graph>& gra
 
     RunnerPool pool(setup.runners, setup.pool);
     Harness harness(pool, setup.harness);
-    const auto dir = setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
+    const auto dir =
+        setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
     HarnessMeasure measure(harness, store, dir, setup.seed, setup.opset, setup.events);
     const cost::MeasureBatch batch = [&](const std::vector<graph::Graph>& gs) { return measure(gs); };
     FusionProbeResult out;
