@@ -1,0 +1,162 @@
+#pragma once
+/// @file fusion_match.hpp
+/// Where fusion rules meet a graph: which nodes a runtime never executes (values fixed at load,
+/// operators that only relabel memory), what a consumer's other operands are, and the groups of
+/// nodes that match a pattern rule. Shared by the kernel pass and the rule discovery.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <dnncost/cost/analytic.hpp>
+#include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/cost/op_config.hpp>
+#include <dnncost/graph/graph.hpp>
+
+namespace dnncost::cost {
+
+/// What a runtime does with a node.
+enum class NodeRole {
+    compute,   ///< executed, in some kernel
+    constant,  ///< computed once at load (all its inputs are constants, or it reads only a shape)
+    free       ///< relabels memory only (cost::is_free_operator): no kernel of its own
+};
+
+/// The role of every node, indexed like g.nodes(), given the graph's topological order. A Shape
+/// or Size node is constant: shapes are static once the graph is validated, so a runtime folds
+/// the shape arithmetic behind them.
+inline std::vector<NodeRole> node_roles(const graph::Graph& g, const std::vector<int>& order) {
+    std::vector<NodeRole> roles(g.num_nodes(), NodeRole::compute);
+    for (int v : order) {
+        const auto& n = g.node(v);
+        bool constant = n.op_type == "Shape" || n.op_type == "Size";
+        if (!constant) {
+            constant = true;
+            for (int t : n.inputs) {
+                if (t < 0) continue;
+                const auto& ten = g.tensor(t);
+                if (ten.kind == graph::TensorKind::weight) continue;
+                if (ten.producer >= 0 && roles[static_cast<std::size_t>(ten.producer)] == NodeRole::constant) continue;
+                constant = false;
+                break;
+            }
+        }
+        if (constant)
+            roles[static_cast<std::size_t>(v)] = NodeRole::constant;
+        else if (is_free_operator(n.op_type))
+            roles[static_cast<std::size_t>(v)] = NodeRole::free;
+    }
+    return roles;
+}
+inline std::vector<NodeRole> node_roles(const graph::Graph& g) { return node_roles(g, g.topological_order()); }
+
+/// True when tensor `t` is a constant: a weight or the output of a constant node.
+inline bool is_constant_tensor(const graph::Graph& g, const std::vector<NodeRole>& roles, int t) {
+    const auto& ten = g.tensor(t);
+    if (ten.kind == graph::TensorKind::weight) return true;
+    return ten.producer >= 0 && roles[static_cast<std::size_t>(ten.producer)] == NodeRole::constant;
+}
+
+/// The operands of node `consumer` other than tensor `t`: none, only constants, or at least one
+/// activation.
+inline Operands operand_class(const graph::Graph& g, const std::vector<NodeRole>& roles, int consumer, int t) {
+    bool any = false;
+    for (int in : g.node(consumer).inputs) {
+        if (in < 0 || in == t) continue;
+        if (!is_constant_tensor(g, roles, in)) return Operands::activation;
+        any = true;
+    }
+    return any ? Operands::constant : Operands::none;
+}
+
+/// Position of every node in a topological order (`order`, or the graph's stable one).
+inline std::vector<int> topological_positions(const graph::Graph& g, const std::vector<int>& order) {
+    std::vector<int> pos(g.num_nodes(), 0);
+    for (std::size_t i = 0; i < order.size(); ++i) pos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
+    return pos;
+}
+inline std::vector<int> topological_positions(const graph::Graph& g) {
+    return topological_positions(g, g.topological_order());
+}
+
+/// One match of a pattern rule: its index in FusionRules::patterns and its nodes, in pattern order.
+struct PatternMatch {
+    std::size_t pattern = 0;
+    std::vector<int> nodes;
+};
+
+namespace detail {
+/// Grow pattern `p` from node `start`: each next operator is the earliest unclaimed consumer of
+/// a matched node with the next kind whose inputs are all matched outputs, constants, or values
+/// the group already reads from outside. The intermediates must stay inside the group (only the
+/// last operator's outputs leave it), so the group is one kernel with one result.
+inline bool grow_pattern(const graph::Graph& g, const std::vector<NodeRole>& roles, const std::vector<int>& pos,
+                         const std::vector<char>& claimed, const PatternRule& p, int start, std::vector<int>& out) {
+    out.assign(1, start);
+    std::vector<char> in_group(g.num_nodes(), 0);
+    in_group[static_cast<std::size_t>(start)] = 1;
+    std::vector<int> external;  // activations the group reads from outside
+    for (int t : g.node(start).inputs)
+        if (t >= 0 && !is_constant_tensor(g, roles, t)) external.push_back(t);
+    for (std::size_t k = 1; k < p.ops.size(); ++k) {
+        int best = -1;
+        for (int m : out)
+            for (int c : g.successors(m)) {
+                const auto ci = static_cast<std::size_t>(c);
+                if (in_group[ci] || claimed[ci] || roles[ci] != NodeRole::compute || g.node(c).op_type != p.ops[k])
+                    continue;
+                bool fits = true;
+                for (int t : g.node(c).inputs) {
+                    if (t < 0 || is_constant_tensor(g, roles, t)) continue;
+                    const int prod = g.tensor(t).producer;
+                    if (prod >= 0 && in_group[static_cast<std::size_t>(prod)]) continue;
+                    if (std::find(external.begin(), external.end(), t) != external.end()) continue;
+                    fits = false;
+                    break;
+                }
+                if (fits && (best < 0 || pos[ci] < pos[static_cast<std::size_t>(best)])) best = c;
+            }
+        if (best < 0) return false;
+        out.push_back(best);
+        in_group[static_cast<std::size_t>(best)] = 1;
+    }
+    for (std::size_t k = 0; k + 1 < out.size(); ++k)
+        for (int t : g.node(out[k]).outputs) {
+            const auto& ten = g.tensor(t);
+            if (ten.is_output) return false;
+            for (int c : ten.consumers)
+                if (!in_group[static_cast<std::size_t>(c)]) return false;
+        }
+    return true;
+}
+}  // namespace detail
+
+/// The matches of `rules.patterns` in `g`, disjoint: start nodes are tried in topological
+/// order and patterns in the order of the rule set, the first that matches claims its nodes.
+inline std::vector<PatternMatch> match_patterns(const graph::Graph& g, const std::vector<NodeRole>& roles,
+                                                const std::vector<PatternRule>& patterns,
+                                                const std::vector<int>& order) {
+    std::vector<PatternMatch> out;
+    if (patterns.empty()) return out;
+    const auto pos = topological_positions(g, order);
+    std::vector<char> claimed(g.num_nodes(), 0);
+    std::vector<int> nodes;
+    for (int v : order) {
+        const auto vi = static_cast<std::size_t>(v);
+        if (claimed[vi] || roles[vi] != NodeRole::compute) continue;
+        for (std::size_t p = 0; p < patterns.size(); ++p) {
+            if (patterns[p].ops.empty() || patterns[p].ops[0] != g.node(v).op_type) continue;
+            if (!detail::grow_pattern(g, roles, pos, claimed, patterns[p], v, nodes)) continue;
+            for (int m : nodes) claimed[static_cast<std::size_t>(m)] = 1;
+            out.push_back({p, nodes});
+            break;
+        }
+    }
+    return out;
+}
+inline std::vector<PatternMatch> match_patterns(const graph::Graph& g, const std::vector<NodeRole>& roles,
+                                                const std::vector<PatternRule>& patterns) {
+    return patterns.empty() ? std::vector<PatternMatch>{} : match_patterns(g, roles, patterns, g.topological_order());
+}
+
+}  // namespace dnncost::cost

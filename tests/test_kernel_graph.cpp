@@ -1,0 +1,348 @@
+// The kernel pass: operator graphs built by hand, run under hand-written fusion rules, give the
+// kernels, layouts, reorders and per-kernel counts worked out in the comments.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/cost/kernel_graph.hpp>
+
+#include "kernel_graph_fixtures.hpp"
+
+using namespace dnncost;
+using namespace kg_fixtures;
+using cost::FusionRules;
+
+namespace {
+
+FusionRules parse(const std::string& text) { return FusionRules::parse(text, "test rules"); }
+
+std::vector<std::string> kinds(const cost::KernelGraph& kg) {
+    std::vector<std::string> out;
+    for (const auto& k : kg.kernels) out.push_back(k.kind);
+    return out;
+}
+
+std::vector<std::string> layouts(const cost::KernelGraph& kg) {
+    std::vector<std::string> out;
+    for (const auto& k : kg.kernels) out.push_back(kg.layout_string(k.layout));
+    return out;
+}
+
+std::vector<std::string> names(const Graph& g, const std::vector<int>& ids) {
+    std::vector<std::string> out;
+    for (int i : ids) out.push_back(g.node(i).name);
+    return out;
+}
+
+/// A simple per-kernel latency: 0.5 per kernel, 1e-6 per FLOP, 1e-5 per byte.
+double simple_kernel_cost(const cost::Kernel& k) {
+    return 0.5 + 1e-6 * static_cast<double>(k.cost.flops) + 1e-5 * static_cast<double>(k.cost.bytes());
+}
+
+const char* const resnet_rules = R"(dnncost-fusion-rules 1
+fold Conv BatchNormalization operands=constant
+fuse Conv Relu
+fuse Conv Add operands=activation
+fuse Add Relu after=Conv
+)";
+
+// x [1,16,8,8] -> Conv 16->32 3x3 -> BatchNorm -> Relu
+Graph conv_bn_relu() {
+    Graph g("conv_bn_relu");
+    const int x = g.add_input("x", {1, 16, 8, 8});
+    const int c = conv(g, "conv", x, 32, 3);
+    const int b = batch_norm(g, "bn", c);
+    g.mark_output(same(g, "Relu", "relu", {b}));
+    g.validate();
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("kernel graph: Conv-BatchNorm-Relu is one kernel, BatchNorm folded, counts by hand") {
+    const auto g = conv_bn_relu();
+    const auto kg = cost::kernel_graph(g, parse(resnet_rules));
+    REQUIRE(kg.kernels.size() == 1);
+    const auto& k = kg.kernels[0];
+    CHECK(k.kind == "Conv+Relu");
+    CHECK(names(g, k.nodes) == std::vector<std::string>{"conv", "relu"});
+    CHECK(names(g, k.folded) == std::vector<std::string>{"bn"});
+    // conv: 32*8*8 outputs x 16*9 MACs = 294912; FLOPs 2 x MACs (no bias) + Relu 2048
+    CHECK(k.cost.macs == 294912);
+    CHECK(k.cost.flops == 2 * 294912 + 2048);
+    CHECK(k.cost.params == 32 * 16 * 9);
+    CHECK(k.cost.input_bytes == 4 * 16 * 64);
+    CHECK(k.cost.output_bytes == 4 * 32 * 64);
+    CHECK(k.cost.weight_bytes == 4 * 32 * 16 * 9);
+    CHECK(k.input_shapes == std::vector<graph::Shape>{{1, 16, 8, 8}});
+    CHECK(k.output_shapes == std::vector<graph::Shape>{{1, 32, 8, 8}});
+    CHECK(kg.kernel_of_node == std::vector<int>{0, 0, 0});
+    CHECK(kg.edges.empty());
+    // 0.5 + 591872e-6 + (4096 + 8192 + 18432)e-5
+    CHECK(simple_kernel_cost(k) == doctest::Approx(0.5 + 0.591872 + 0.3072));
+}
+
+TEST_CASE("kernel graph: without rules every operator is a kernel and the sums are the analytic ones") {
+    const auto g = conv_bn_relu();
+    const auto kg = cost::kernel_graph(g, FusionRules{});
+    CHECK(kinds(kg) == std::vector<std::string>{"Conv", "BatchNormalization", "Relu"});
+    REQUIRE(kg.edges.size() == 2);
+    CHECK(kg.edges[0] == cost::KernelEdge{0, 1, g.node(0).outputs[0]});
+    CHECK(kg.edges[1] == cost::KernelEdge{1, 2, g.node(1).outputs[0]});
+    const auto total = kg.total_cost();
+    const auto analytic = cost::total_cost(g);
+    CHECK(total.macs == analytic.macs);
+    CHECK(total.flops == analytic.flops);
+    CHECK(total.params == analytic.params);
+    CHECK(total.bytes() == analytic.bytes());
+    // three kernels: conv 589824 FLOPs, 30720 bytes; bn 4096, 8192 + 8192 + 512; relu 2048, 16384
+    double sum = 0;
+    for (const auto& k : kg.kernels) sum += simple_kernel_cost(k);
+    CHECK(sum == doctest::Approx(1.5 + (589824 + 4096 + 2048) * 1e-6 + (30720 + 16896 + 16384) * 1e-5));
+}
+
+TEST_CASE("kernel graph: a residual block chains fold, Conv+Add and Add+Relu behind a Conv") {
+    Graph g("residual");
+    const int x = g.add_input("x", {1, 32, 8, 8});
+    const int r1 = same(g, "Relu", "relu1", {batch_norm(g, "bn1", conv(g, "conv1", x, 32, 3))});
+    const int b2 = batch_norm(g, "bn2", conv(g, "conv2", r1, 32, 3));
+    g.mark_output(same(g, "Relu", "relu2", {same(g, "Add", "add", {b2, x})}));
+    g.validate();
+    const auto kg = cost::kernel_graph(g, parse(resnet_rules));
+    REQUIRE(kinds(kg) == std::vector<std::string>{"Conv+Relu", "Conv+Add+Relu"});
+    CHECK(names(g, kg.kernels[1].nodes) == std::vector<std::string>{"conv2", "add", "relu2"});
+    CHECK(names(g, kg.kernels[1].folded) == std::vector<std::string>{"bn2"});
+    CHECK(kg.kernels[1].inputs == std::vector<int>{r1, x});
+    REQUIRE(kg.edges.size() == 1);
+    CHECK(kg.edges[0] == cost::KernelEdge{0, 1, r1});
+
+    SUBCASE("Add+Relu without a Conv before it stays two kernels") {
+        Graph h("add_relu");
+        const int a = h.add_input("a", {1, 8, 4, 4}), b = h.add_input("b", {1, 8, 4, 4});
+        h.mark_output(same(h, "Relu", "relu", {same(h, "Add", "add", {a, b})}));
+        CHECK(kinds(cost::kernel_graph(h, parse(resnet_rules))) == std::vector<std::string>{"Add", "Relu"});
+    }
+    SUBCASE("a bias Add (constant operand) does not match the activation-operand rule") {
+        Graph h("bias");
+        const int c = conv(h, "conv", h.add_input("x", {1, 8, 4, 4}), 8, 1);
+        h.mark_output(same(h, "Add", "add", {c, h.add_weight("bias", {8, 1, 1})}));
+        CHECK(kinds(cost::kernel_graph(h, parse(resnet_rules))) == std::vector<std::string>{"Conv", "Add"});
+    }
+}
+
+TEST_CASE("kernel graph: a sole-consumer rule does not fuse an intermediate read elsewhere") {
+    Graph g("shared");
+    const int c = conv(g, "conv", g.add_input("x", {1, 8, 4, 4}), 8, 1);
+    g.mark_output(c);
+    g.mark_output(same(g, "Relu", "relu", {c}));
+    CHECK(kinds(cost::kernel_graph(g, parse(resnet_rules))) == std::vector<std::string>{"Conv", "Relu"});
+    const auto shared = cost::kernel_graph(g, parse("dnncost-fusion-rules 1\nfuse Conv Relu consumers=shared\n"));
+    REQUIRE(kinds(shared) == std::vector<std::string>{"Conv+Relu"});
+    CHECK(shared.kernels[0].outputs.size() == 2);  // the intermediate is written too
+}
+
+TEST_CASE("kernel graph: a fusion that would make the kernels cyclic is undone") {
+    // conv -> relu -> sigmoid -> add, and conv -> add: fusing conv, relu and add around the
+    // sigmoid would give kernel -> sigmoid -> kernel
+    Graph g("cycle");
+    const int c = conv(g, "conv", g.add_input("x", {1, 8, 4, 4}), 8, 1);
+    const int s = same(g, "Sigmoid", "sigmoid", {same(g, "Relu", "relu", {c})});
+    g.mark_output(same(g, "Add", "add", {c, s}));
+    g.validate();
+    const auto kg = cost::kernel_graph(
+        g, parse("dnncost-fusion-rules 1\nfuse Conv Relu consumers=shared\nfuse Conv Add consumers=shared\n"));
+    CHECK(kinds(kg) == std::vector<std::string>{"Conv", "Relu", "Sigmoid", "Add"});
+    for (const auto& e : kg.edges) CHECK(e.src < e.dst);
+}
+
+TEST_CASE("kernel graph: a depthwise-separable block runs blocked, reorders at its boundaries") {
+    Graph g("mobile");
+    const int x = g.add_input("x", {1, 32, 14, 14});
+    const int r1 = same(g, "Relu", "relu1", {conv(g, "pw1", x, 64, 1)});
+    const int r2 = same(g, "Relu", "relu2", {conv(g, "dw", r1, 64, 3, 1, 64)});
+    const int y = conv(g, "pw2", r2, 32, 1);
+    g.mark_output(y);
+    g.validate();
+    const auto rules =
+        parse("dnncost-fusion-rules 1\nfuse Conv Relu\nlayout NCHWc 16 anchors=Conv followers=Relu,Add,MaxPool\n");
+    const auto kg = cost::kernel_graph(g, rules);
+    CHECK(kinds(kg) == std::vector<std::string>{"Reorder", "Conv+Relu", "Conv+Relu", "Conv", "Reorder"});
+    CHECK(layouts(kg) == std::vector<std::string>{"NCHWc16", "NCHWc16", "NCHWc16", "NCHWc16", "NCHW"});
+    CHECK(kg.layout_string(kg.kernels[0].input_layout) == "NCHW");
+    CHECK(kg.layout_string(kg.kernels[4].input_layout) == "NCHWc16");
+    CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, x}, {1, 2, r1}, {2, 3, r2}, {3, 4, y}});
+    // a reorder reads and writes its value once: 4 * 32 * 14 * 14 bytes each way
+    CHECK(kg.kernels[0].cost.input_bytes == 4 * 32 * 196);
+    CHECK(kg.kernels[0].cost.output_bytes == 4 * 32 * 196);
+    CHECK(kg.kernels[0].cost.flops == 0);
+    CHECK(kg.num_reorders() == 2);
+}
+
+TEST_CASE("kernel graph: channel counts off the block fall back to the plain layout with reorders") {
+    // 3 -> 16 -> 24 -> 32 -> 32 channels
+    Graph g("unaligned");
+    const int x = g.add_input("x", {1, 3, 16, 16});
+    const int r1 = same(g, "Relu", "relu1", {conv(g, "c1", x, 16, 3)});
+    const int r2 = same(g, "Relu", "relu2", {conv(g, "c2", r1, 24, 3)});
+    const int c3 = conv(g, "c3", r2, 32, 3);
+    const int c4 = conv(g, "c4", c3, 32, 3);
+    g.mark_output(c4);
+    g.validate();
+    const std::string base = "dnncost-fusion-rules 1\nfuse Conv Relu\n";
+    SUBCASE("block 16") {
+        const auto kg = cost::kernel_graph(g, parse(base + "layout NCHWc 16 anchors=Conv followers=Relu\n"));
+        // c1 reads its 3 channels plain (narrow input) and writes 16 blocked; c2 writes 24: plain;
+        // c3 reads 24: plain; c4 is aligned: its input is reordered in, its output out
+        CHECK(kinds(kg) ==
+              std::vector<std::string>{"Conv+Relu", "Reorder", "Conv+Relu", "Conv", "Reorder", "Conv", "Reorder"});
+        CHECK(layouts(kg) == std::vector<std::string>{"NCHWc16", "NCHW", "NCHW", "NCHW", "NCHWc16", "NCHWc16", "NCHW"});
+        CHECK(kg.edges ==
+              std::vector<cost::KernelEdge>{{0, 1, r1}, {1, 2, r1}, {2, 3, r2}, {3, 4, c3}, {4, 5, c3}, {5, 6, c4}});
+        // reorder bytes: r1 16x16x16, c3 32x16x16, c4 32x16x16 floats, each read and written
+        std::int64_t bytes = 0;
+        for (const auto& k : kg.kernels)
+            if (k.is_reorder()) bytes += k.cost.bytes();
+        CHECK(bytes == 2 * 4 * (16 + 32 + 32) * 256);
+    }
+    SUBCASE("block 8: every count fits, one reorder at the output") {
+        const auto kg = cost::kernel_graph(g, parse(base + "layout NCHWc 8 anchors=Conv followers=Relu\n"));
+        CHECK(kinds(kg) == std::vector<std::string>{"Conv+Relu", "Conv+Relu", "Conv", "Conv", "Reorder"});
+        CHECK(layouts(kg) == std::vector<std::string>{"NCHWc8", "NCHWc8", "NCHWc8", "NCHWc8", "NCHW"});
+    }
+    SUBCASE("without narrow inputs the first convolution runs plain") {
+        const auto kg =
+            cost::kernel_graph(g, parse(base + "layout NCHWc 8 anchors=Conv followers=Relu narrow-input=no\n"));
+        CHECK(kinds(kg) == std::vector<std::string>{"Conv+Relu", "Reorder", "Conv+Relu", "Conv", "Conv", "Reorder"});
+        CHECK(kg.layout_string(kg.kernels[0].layout) == "NCHW");
+    }
+}
+
+TEST_CASE("kernel graph: Gemm + activation, MatMul + bias, MatMul + activation operand") {
+    Graph g("mlp");
+    const int x = g.add_input("x", {4, 256});
+    const int h = g.add_op("Gemm", "fc1", {x, g.add_weight("w1", {256, 128}), g.add_weight("b1", {128})}, {4, 128});
+    const int r = same(g, "Relu", "relu", {h});
+    const int y = g.add_op("MatMul", "mm", {r, g.add_weight("w2", {128, 32})}, {4, 32});
+    const int yb = same(g, "Add", "bias", {y, g.add_weight("b2", {32})});
+    g.mark_output(same(g, "Add", "skip", {yb, g.add_input("z", {4, 32})}));
+    g.validate();
+    const auto rules = parse("dnncost-fusion-rules 1\nfuse Gemm Relu\nfuse MatMul Add operands=constant\n");
+    const auto kg = cost::kernel_graph(g, rules);
+    REQUIRE(kinds(kg) == std::vector<std::string>{"Gemm+Relu", "MatMul+Add", "Add"});
+    const auto& k = kg.kernels[0];
+    // Gemm: 4*128 outputs x 256 MACs = 131072; FLOPs 2 x MACs + 512 (bias) + Relu 512
+    CHECK(k.cost.macs == 131072);
+    CHECK(k.cost.flops == 2 * 131072 + 512 + 512);
+    CHECK(k.cost.params == 256 * 128 + 128);
+    CHECK(k.cost.bytes() == 4 * (4 * 256) + 4 * (4 * 128) + 4 * (256 * 128 + 128));
+    CHECK(kg.kernels[1].cost.params == 128 * 32 + 32);
+}
+
+TEST_CASE("kernel graph: a decomposed LayerNorm matches its pattern and is one kernel") {
+    Graph g("ln");
+    const int x = g.add_input("x", {1, 16, 64});
+    const int ln = layer_norm_decomposed(g, "ln", x);
+    const int y = g.add_op("MatMul", "proj", {ln, g.add_weight("w", {64, 64})}, {1, 16, 64});
+    g.mark_output(y);
+    g.validate();
+    const auto rules = parse(
+        "dnncost-fusion-rules 1\npattern LayerNormalization ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add\n");
+    const auto kg = cost::kernel_graph(g, rules);
+    REQUIRE(kinds(kg) == std::vector<std::string>{"LayerNormalization", "MatMul"});
+    const auto& k = kg.kernels[0];
+    CHECK(k.nodes.size() == 9);
+    CHECK(k.inputs == std::vector<int>{x});
+    CHECK(k.outputs == std::vector<int>{ln});
+    // FLOPs: ReduceMean 1024, Sub 1024, Pow 1024, ReduceMean 1024, Add 16, Sqrt 4*16, Div, Mul, Add 1024 each
+    CHECK(k.cost.flops == 7 * 1024 + 16 + 64);
+    CHECK(k.cost.params == 1 + 1 + 64 + 64);  // the exponent, epsilon, gamma, beta
+    CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, ln}});
+
+    SUBCASE("an intermediate read outside the group breaks the match") {
+        Graph h = g;
+        h.mark_output(h.node(h.find_node("ln.sub")).outputs[0]);
+        CHECK(cost::kernel_graph(h, rules).kernels.size() == 10);
+    }
+    SUBCASE("a pattern kernel fuses further like an operator of its name") {
+        auto more = rules;
+        more.fusions.push_back({"LayerNormalization", "MatMul", cost::Operands::constant, true, false, {}});
+        CHECK(kinds(cost::kernel_graph(g, more)) == std::vector<std::string>{"LayerNormalization+MatMul"});
+    }
+}
+
+TEST_CASE("kernel graph: free operators and shape arithmetic get no kernel, and read the plain layout") {
+    Graph g("head");
+    const int x = g.add_input("x", {1, 32, 4, 4});
+    const int c = conv(g, "conv", x, 32, 1);
+    const int gap = g.add_op("GlobalAveragePool", "gap", {c}, {1, 32, 1, 1});
+    // the target shape [1, -1] computed from the tensor's own shape, as exporters write it
+    const int shape = g.add_op("Shape", "shape", {gap}, {4}, {}, graph::DataType::int64);
+    const int zero = g.add_weight("zero", {}, graph::DataType::int64);
+    g.set_data(zero, {0});
+    const int n = g.add_op("Gather", "batch", {shape, zero}, {}, {}, graph::DataType::int64);
+    const int n1 = g.add_op("Unsqueeze", "batch1", {n}, {1}, {{"axes", Ints{0}}}, graph::DataType::int64);
+    const int rest = g.add_weight("rest", {1}, graph::DataType::int64);
+    g.set_data(rest, {-1});
+    const int target =
+        g.add_op("Concat", "target", {n1, rest}, {2}, {{"axis", std::int64_t{0}}}, graph::DataType::int64);
+    const int flat = g.add_op("Reshape", "flatten", {gap, target}, {1, 32});
+    const int y = g.add_op("Gemm", "fc", {flat, g.add_weight("w", {32, 10})}, {1, 10});
+    g.mark_output(y);
+    g.validate();
+    const auto kg = cost::kernel_graph(
+        g, parse("dnncost-fusion-rules 1\nlayout NCHWc 16 anchors=Conv followers=GlobalAveragePool\n"));
+    CHECK(kinds(kg) == std::vector<std::string>{"Reorder", "Conv", "GlobalAveragePool", "Reorder", "Gemm"});
+    CHECK(layouts(kg) == std::vector<std::string>{"NCHWc16", "NCHWc16", "NCHWc16", "NCHW", "NCHW"});
+    CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, x}, {1, 2, c}, {2, 3, gap}, {3, 4, flat}});
+    for (const char* name : {"shape", "batch", "batch1", "target", "flatten"})
+        CHECK(kg.kernel_of_node[static_cast<std::size_t>(g.find_node(name))] == -1);
+    CHECK(kg.roles[static_cast<std::size_t>(g.find_node("target"))] == cost::NodeRole::constant);
+    CHECK(kg.roles[static_cast<std::size_t>(g.find_node("flatten"))] == cost::NodeRole::free);
+}
+
+TEST_CASE("kernel graph: deterministic, and its JSON is one object") {
+    const auto g = conv_bn_relu();
+    const auto rules = parse(resnet_rules);
+    const auto a = cost::kernel_graph(g, rules).to_json(g), b = cost::kernel_graph(g, rules).to_json(g);
+    CHECK(a == b);
+    CHECK(a.front() == '{');
+    CHECK(a.back() == '}');
+    CHECK(a.find("\"kind\": \"Conv+Relu\"") != std::string::npos);
+}
+
+TEST_CASE("fusion rules: the text form round-trips and bad lines are named") {
+    auto rules = parse(std::string(resnet_rules) +
+                       "device ort cpu all\npattern Gelu Div Erf Add Mul Mul\nfuse Gemm Relu consumers=shared\n"
+                       "layout NCHWc 16 anchors=Conv followers=Relu,Add narrow-input=no # blocked\n");
+    CHECK(rules.device == "ort cpu all");
+    CHECK(rules.fusions.size() == 5);
+    CHECK(rules.fusions[0].fold);
+    CHECK(rules.fusions[3].after == std::vector<std::string>{"Conv"});
+    CHECK_FALSE(rules.fusions[4].sole_consumer);
+    CHECK(rules.layout.block == 16);
+    CHECK_FALSE(rules.layout.narrow_input);
+    CHECK(FusionRules::parse(rules.to_text()) == rules);
+    const auto json = rules.to_json();
+    CHECK(json.front() == '{');
+    CHECK(json.find("\"block\": 16") != std::string::npos);
+
+    CHECK_THROWS_WITH_AS(parse("fuse Conv Relu\n"), doctest::Contains("test rules:1: expected the header"),
+                         parse_error);
+    CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 1\n\nfuse Conv\n"), doctest::Contains("test rules:3:"),
+                         parse_error);
+    CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 1\nfuse Conv Relu operands=maybe\n"),
+                         doctest::Contains("unknown operand class 'maybe'"), parse_error);
+    CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 1\nfold Conv BatchNormalization\n"),
+                         doctest::Contains("operands=constant"), parse_error);
+    CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 1\nlayout NCHWc x16\n"), doctest::Contains("test rules:2:"),
+                         parse_error);
+    CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 2\n"), doctest::Contains("unsupported format version"),
+                         parse_error);
+    CHECK_THROWS_AS(parse(""), parse_error);
+    cost::FusionRules bad;
+    bad.fusions.push_back({"Conv Relu", "Add", cost::Operands::any, true, false, {}});
+    CHECK_THROWS_AS(bad.check(), config_error);
+    CHECK_THROWS_AS((void)cost::kernel_graph(conv_bn_relu(), bad), config_error);
+}
