@@ -327,3 +327,11 @@ TEST_CASE("default candidates: the MLP and the trees compared on one kernel kind
     for (const auto& s : choice.scores) MESSAGE(s.name, ": held-out MAPE ", s.mape, ", within 10 % ", s.within_10);
 }
 #endif
+
+#if !defined(DNNCOST_HAS_XGBOOST)
+TEST_CASE("without XGBoost a saved gradient-boosted model is refused, naming the package") {
+    CHECK_THROWS_WITH_AS(load_tabular_regressor(io::write_container("tabular-gbt", 0, "x"), "k.dnnc"),
+                         doctest::Contains("libxgboost-dev"), parse_error);
+    CHECK(default_tabular_candidates().size() == 1);
+}
+#endif
