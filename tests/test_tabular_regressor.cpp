@@ -208,6 +208,9 @@ TEST_CASE("tabular regressors reject bad input with a clear error") {
     CHECK_THROWS_AS(mlp.predict(k.x.leftCols(3)), shape_error);
     CHECK_THROWS_WITH_AS(mlp.predict(x), doctest::Contains("feature 'flops' of row 3"), config_error);
     CHECK(mlp.predict(k.x.topRows(0)).empty());
+    x = k.x;
+    x(5, 0) = -2;  // channels were never negative in training
+    CHECK_THROWS_WITH_AS(mlp.predict(x), doctest::Contains("feature 'c_in' of row 5 is -2"), config_error);
     // a model of another kind, and bytes that are no model at all
     CHECK_THROWS_AS(MlpRegressor::load(io::write_container("additive", 0, "xyz"), "m.dnnc"), parse_error);
     CHECK_THROWS_WITH_AS(load_tabular_regressor(io::write_container("additive", 0, "xyz"), "m.dnnc"),
@@ -257,6 +260,10 @@ TEST_CASE("choose_tabular_regressor keeps the candidate with the lower held-out 
     CHECK(again.chosen == "mlp");
     CHECK(again.scores[0].mape == doctest::Approx(choice.scores[1].mape));
     CHECK_THROWS_AS(choose_tabular_regressor(k.x, k.latency_ms, k.names, {}), config_error);
+    auto y = k.latency_ms;
+    y[444] = 0;  // named by its row in the caller's matrix, not in a split
+    CHECK_THROWS_WITH_AS(choose_tabular_regressor(k.x, y, k.names, candidates),
+                         doctest::Contains("latency of row 444 is 0"), config_error);
 }
 
 #if defined(DNNCOST_HAS_XGBOOST)

@@ -222,13 +222,23 @@ private:
         m_dims.push_back(1);
         m_net = nn::make_mlp<double>(m_dims, m_o.activation, 0.0, rng);
     }
+    /// log1p of the log columns; a negative value there is an input unlike every training row
+    /// (a count below zero), refused rather than read as something it is not.
     Mat<double> transform(const Mat<double>& x) const {
         Mat<double> t = x;
-        for (Index j = 0; j < x.cols(); ++j)
-            if (m_log_column[static_cast<std::size_t>(j)])
-                // a value below 0 cannot reach a log column in training; clamp at prediction time
-                t.col(j) = x.col(j).array().max(0.0).log1p().matrix();
+        for (Index j = 0; j < x.cols(); ++j) {
+            if (!m_log_column[static_cast<std::size_t>(j)]) continue;
+            for (Index i = 0; i < x.rows(); ++i)
+                if (x(i, j) < 0)
+                    raise<config_error>("MlpRegressor predict: feature '", feature_name(j), "' of row ", i, " is ",
+                                        x(i, j), "; it was never negative in training");
+            t.col(j) = x.col(j).array().log1p().matrix();
+        }
         return t;
+    }
+    std::string feature_name(Index j) const {
+        const auto& names = feature_names();
+        return static_cast<std::size_t>(j) < names.size() ? names[static_cast<std::size_t>(j)] : std::to_string(j);
     }
     Mat<double> standardise(const Mat<double>& t) const {
         return ((t.rowwise() - m_mean).array().rowwise() / m_scale.array()).matrix();

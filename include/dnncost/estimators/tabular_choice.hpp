@@ -87,6 +87,16 @@ inline TabularChoice choose_tabular_regressor(const Mat<double>& x, std::span<co
     if (static_cast<Index>(latency_ms.size()) != x.rows())
         raise<shape_error>("choose_tabular_regressor: ", x.rows(), " feature rows but ", latency_ms.size(),
                            " latencies");
+    // checked here so that errors name rows of the caller's matrix, not of a split
+    for (Index i = 0; i < x.rows(); ++i) {
+        const double y = latency_ms[static_cast<std::size_t>(i)];
+        if (!(std::isfinite(y) && y > 0))
+            raise<config_error>("choose_tabular_regressor: latency of row ", i, " is ", y,
+                                " ms; it must be finite and positive");
+        for (Index j = 0; j < x.cols(); ++j)
+            if (!std::isfinite(x(i, j)))
+                raise<config_error>("choose_tabular_regressor: feature ", j, " of row ", i, " is ", x(i, j));
+    }
     const Index n = x.rows();
     const Index n_held = std::max<Index>(1, static_cast<Index>(std::lround(options.held_out_fraction * n)));
     if (n_held >= n) raise<shape_error>("choose_tabular_regressor: ", n, " rows are too few to hold any out");
