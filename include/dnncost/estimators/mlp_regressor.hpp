@@ -21,7 +21,7 @@ namespace dnncost::estimators {
 struct MlpRegressorOptions {
     std::vector<Index> hidden{64, 64};    ///< hidden widths
     /// ELU: smooth, and linear for large inputs, so it extrapolates a power law in the log features
-    /// along a straight line; ReLU networks fitted roofline-like laws worse (dead units).
+    /// along a straight line (docs/kernel_regressors.md compares it with ReLU).
     nn::Act activation = nn::Act::elu;
     double learning_rate = 3e-3;
     double weight_decay = 1e-5;  ///< AdamW decay
