@@ -3,7 +3,7 @@
 # npm dependencies of the bundled ONNX Runtime runner (runners/onnxruntime) when they are missing.
 set -euo pipefail
 pkgs=(cmake g++ make libeigen3-dev xtensor-dev doctest-dev libbenchmark-dev libprotobuf-dev
-      protobuf-compiler libonnx-dev libcli11-dev nlohmann-json3-dev)
+      protobuf-compiler libonnx-dev libcli11-dev nlohmann-json3-dev libxgboost-dev)
 # Node.js runs the bundled ONNX Runtime runner; an existing node (e.g. from NodeSource) will do.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)

@@ -1,0 +1,344 @@
+// Per-kernel regressors (MLP on Eigen, gradient-boosted trees through XGBoost) on synthetic
+// kernels whose latency law is known: accuracy against the noise floor, extrapolation,
+// round trips through bytes, damaged bytes, determinism, and the choice by held-out accuracy.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <dnncost/estimators/mlp_regressor.hpp>
+#include <dnncost/estimators/tabular_choice.hpp>
+#include <dnncost/estimators/tabular_regressor.hpp>
+#include <dnncost/io/serialize.hpp>
+#include <dnncost/train/metrics.hpp>
+#if defined(DNNCOST_HAS_XGBOOST)
+#include <dnncost/estimators/gbt_regressor.hpp>
+#endif
+
+using namespace dnncost;
+using namespace dnncost::estimators;
+
+namespace {
+
+// Noise of the synthetic measurements: latency x exp(sigma Z), Z standard normal.
+constexpr double noise_sigma = 0.02;
+// MAPE of a perfect model of the law on noisy data: E|exp(sigma Z) - 1| = sigma sqrt(2/pi) + O(sigma^2).
+const double noise_floor = noise_sigma * std::sqrt(2.0 / 3.141592653589793);
+
+struct Kernels {
+    Mat<double> x;
+    std::vector<double> latency_ms;  ///< measured (noisy)
+    std::vector<double> law_ms;      ///< the noiseless law
+    std::vector<std::string> names{"c_in",  "c_out",     "spatial", "kernel", "flops",
+                                   "bytes", "intensity", "params",  "aligned16"};
+};
+
+// The latency law: a roofline (50 GFLOP/s, 10 GB/s) plus 10 us of launch overhead, 30 % slower
+// when the output channels miss the 16-wide blocking.
+double law(double c_in, double c_out, double hw, double k, double* flops_out = nullptr, double* bytes_out = nullptr,
+           double* params_out = nullptr) {
+    const double params = c_in * c_out * k * k;
+    const double flops = 2.0 * params * hw * hw;
+    const double bytes = 4.0 * (c_in * hw * hw + c_out * hw * hw + params);
+    if (flops_out) *flops_out = flops;
+    if (bytes_out) *bytes_out = bytes;
+    if (params_out) *params_out = params;
+    const double seconds = std::max(flops / 50e9, bytes / 10e9) + 10e-6;
+    const bool aligned = static_cast<long>(c_out) % 16 == 0;
+    return seconds * 1e3 * (aligned ? 1.0 : 1.3);
+}
+
+void put_row(Kernels& k, Index i, double c_in, double c_out, double hw, double ks) {
+    double flops = 0, bytes = 0, params = 0;
+    k.law_ms[static_cast<std::size_t>(i)] = law(c_in, c_out, hw, ks, &flops, &bytes, &params);
+    k.x.row(i) << c_in, c_out, hw, ks, flops, bytes, flops / bytes, params,
+        static_cast<long>(c_out) % 16 == 0 ? 1.0 : 0.0;
+}
+
+// Convolution-like kernels: channels log-uniform in [3, 512] (half of the output counts forced
+// to multiples of 16), spatial 4..64, kernel 1, 3 or 5.
+Kernels make_kernels(Index n, std::uint64_t seed) {
+    Rng rng(seed);
+    Kernels k;
+    k.x.resize(n, static_cast<Index>(k.names.size()));
+    k.latency_ms.resize(static_cast<std::size_t>(n));
+    k.law_ms.resize(static_cast<std::size_t>(n));
+    auto log_uniform = [&](double lo, double hi) { return std::round(std::exp(rng.uniform(std::log(lo), std::log(hi)))); };
+    for (Index i = 0; i < n; ++i) {
+        const double c_in = log_uniform(3, 512);
+        double c_out = log_uniform(3, 512);
+        if (rng.bernoulli(0.5)) c_out = std::max(16.0, std::round(c_out / 16) * 16);
+        const double hw = std::round(rng.uniform(4, 64));
+        const double ks = 1 + 2 * static_cast<double>(rng.below(3));
+        put_row(k, i, c_in, c_out, hw, ks);
+        k.latency_ms[static_cast<std::size_t>(i)] = k.law_ms[static_cast<std::size_t>(i)] * std::exp(noise_sigma * rng.normal());
+    }
+    return k;
+}
+
+// MAPE of the best constant prediction (the MAPE-optimal constant is one of the true values).
+double best_constant_mape(const std::vector<double>& truth) {
+    double best = 1e300;
+    for (double c : truth) best = std::min(best, train::mape(std::vector<double>(truth.size(), c), truth));
+    return best;
+}
+
+// Kernels far outside the training range (1000x the channels, 20x the spatial size, tiny
+// ones), with the law's own features.
+Mat<double> far_rows() {
+    Kernels k;
+    k.x.resize(4, static_cast<Index>(k.names.size()));
+    k.law_ms.resize(4);
+    put_row(k, 0, 65536, 65536, 1024, 7);
+    put_row(k, 1, 1, 1, 1, 1);
+    put_row(k, 2, 1, 100000, 1, 1);
+    put_row(k, 3, 8192, 3, 2048, 11);
+    return k.x;
+}
+
+// Bound on held-out MAPE. A model off the law by a relative error e scores about
+// E|e + sigma Z| <= |e| + noise_floor on noisy data; allowing the model an average error of twice
+// the noise floor gives 3 x noise_floor = 4.8 %.
+const double mape_bound = 3 * noise_floor;
+
+// A payload byte changed and the container resealed with a valid CRC, as a careless tool would.
+std::string resealed_with_flip(const std::string& bytes, std::size_t payload_offset_from_end) {
+    auto c = io::read_container(bytes);
+    const auto at = c.payload.size() - payload_offset_from_end;
+    c.payload[at] = static_cast<char>(c.payload[at] ^ 0x40);
+    return io::write_container(c.kind, c.config_hash, c.payload);
+}
+
+void check_regressor(TabularRegressor& model, const std::string& what) {
+    const auto train = make_kernels(1500, 11), held = make_kernels(400, 12);
+    model.fit(train.x, train.latency_ms, train.names);
+    const auto pred = model.predict(held.x);
+    const double mape = train::mape(pred, held.latency_ms);
+    const double constant = best_constant_mape(held.latency_ms);
+    const double within10 = train::error_bound_accuracy(pred, held.latency_ms, 0.10);
+    MESSAGE(what, ": held-out MAPE ", mape, ", within 10 % ", within10, ", best constant ", constant, ", bound ",
+            mape_bound);
+    CHECK(mape < mape_bound);
+    CHECK(mape < 0.1 * constant);
+    CHECK(within10 > 0.9);
+
+    const auto far = model.predict(far_rows());
+    for (double v : far) {
+        CHECK(std::isfinite(v));
+        CHECK(v > 0);
+    }
+
+    const auto bytes = model.save();
+    const auto again = load_tabular_regressor(bytes, "kernel.dnnc");
+    CHECK(again->kind() == model.kind());
+    CHECK(again->feature_names() == train.names);
+    CHECK(again->predict(held.x) == pred);
+    CHECK(again->predict(far_rows()) == far);
+
+    // damaged bytes: a flipped byte (CRC), a truncation, a resealed payload with a changed value
+    auto flipped = bytes;
+    flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 1);
+    CHECK_THROWS_WITH_AS(load_tabular_regressor(flipped, "kernel.dnnc"), doctest::Contains("kernel.dnnc"),
+                         parse_error);
+    for (std::size_t cut : {std::size_t{0}, std::size_t{7}, bytes.size() / 3, bytes.size() - 1})
+        CHECK_THROWS_AS(load_tabular_regressor(bytes.substr(0, cut), "kernel.dnnc"), parse_error);
+    CHECK_THROWS_AS(load_tabular_regressor(resealed_with_flip(bytes, 4), "kernel.dnnc"), error);
+}
+
+}  // namespace
+
+TEST_CASE("the synthetic law has a noise floor of about 1.6 % MAPE") {
+    // the test's own premise: the law itself, scored on noisy data, sits at the floor
+    const auto k = make_kernels(4000, 5);
+    const double law_mape = train::mape(k.law_ms, k.latency_ms);
+    CHECK(law_mape == doctest::Approx(noise_floor).epsilon(0.05));
+    CHECK(best_constant_mape(std::vector<double>(k.latency_ms.begin(), k.latency_ms.begin() + 400)) > 0.5);
+}
+
+TEST_CASE("MLP regressor: accurate, positive far out, round trip, damaged bytes") {
+    MlpRegressor mlp;
+    check_regressor(mlp, "mlp");
+}
+
+TEST_CASE("MLP regressor: the same seed gives the same model, another seed another") {
+    const auto k = make_kernels(300, 3);
+    MlpRegressorOptions o;
+    o.hidden = {16, 16};
+    o.max_epochs = 60;
+    MlpRegressor a(o), b(o);
+    a.fit(k.x, k.latency_ms, k.names);
+    b.fit(k.x, k.latency_ms, k.names);
+    CHECK(a.save() == b.save());
+    o.seed = 2;
+    MlpRegressor c(o);
+    c.fit(k.x, k.latency_ms, k.names);
+    CHECK(c.save() != a.save());
+}
+
+TEST_CASE("tabular regressors reject bad input with a clear error") {
+    const auto k = make_kernels(50, 4);
+    MlpRegressorOptions o;
+    o.hidden = {8};
+    o.max_epochs = 5;
+    MlpRegressor mlp(o);
+    CHECK_THROWS_AS(mlp.predict(k.x), config_error);  // not fitted
+    CHECK_THROWS_AS(mlp.save(), config_error);
+    auto names = k.names;
+    names.pop_back();
+    CHECK_THROWS_AS(mlp.fit(k.x, k.latency_ms, names), shape_error);
+    names = k.names;
+    names[1] = names[0];
+    CHECK_THROWS_WITH_AS(mlp.fit(k.x, k.latency_ms, names), doctest::Contains("'c_in' is named twice"), config_error);
+    auto y = k.latency_ms;
+    y[7] = -1;
+    CHECK_THROWS_WITH_AS(mlp.fit(k.x, y, k.names), doctest::Contains("row 7"), config_error);
+    y[7] = std::nan("");
+    CHECK_THROWS_AS(mlp.fit(k.x, y, k.names), config_error);
+    auto x = k.x;
+    x(3, 4) = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_WITH_AS(mlp.fit(x, k.latency_ms, k.names), doctest::Contains("feature 'flops' of row 3"),
+                         config_error);
+    CHECK_THROWS_AS(mlp.fit(k.x.topRows(5), std::span(k.latency_ms).first(5), k.names), shape_error);
+    CHECK_THROWS_AS(MlpRegressor({.hidden = {0}}), config_error);
+    CHECK_THROWS_AS(MlpRegressor({.validation_fraction = 0.9}), config_error);
+
+    mlp.fit(k.x, k.latency_ms, k.names);
+    CHECK_THROWS_AS(mlp.predict(k.x.leftCols(3)), shape_error);
+    CHECK_THROWS_WITH_AS(mlp.predict(x), doctest::Contains("feature 'flops' of row 3"), config_error);
+    CHECK(mlp.predict(k.x.topRows(0)).empty());
+    x = k.x;
+    x(5, 0) = -2;  // channels were never negative in training
+    CHECK_THROWS_WITH_AS(mlp.predict(x), doctest::Contains("feature 'c_in' of row 5 is -2"), config_error);
+    // a model of another kind, and bytes that are no model at all
+    CHECK_THROWS_AS(MlpRegressor::load(io::write_container("additive", 0, "xyz"), "m.dnnc"), parse_error);
+    CHECK_THROWS_WITH_AS(load_tabular_regressor(io::write_container("additive", 0, "xyz"), "m.dnnc"),
+                         doctest::Contains("not a tabular regressor"), parse_error);
+    CHECK_THROWS_AS(load_tabular_regressor("not a model", "m.dnnc"), parse_error);
+}
+
+namespace {
+// A planted weak candidate: the mean log-latency for every row.
+class ConstantRegressor final : public TabularRegressor {
+public:
+    std::string kind() const override { return "constant"; }
+
+protected:
+    void fit_log(const Mat<double>&, const Eigen::VectorXd& log_y) override { m_c = log_y.mean(); }
+    Eigen::VectorXd predict_log(const Mat<double>& x) const override { return Eigen::VectorXd::Constant(x.rows(), m_c); }
+    void save_model(io::BinaryWriter& w) const override { w.put_f64(m_c); }
+    void load_model(io::BinaryReader& r, std::size_t) override { m_c = r.get_finite_f64("constant"); }
+
+private:
+    double m_c = 0;
+};
+}  // namespace
+
+TEST_CASE("choose_tabular_regressor keeps the candidate with the lower held-out MAPE") {
+    const auto k = make_kernels(600, 21);
+    MlpRegressorOptions o;
+    o.hidden = {16, 16};
+    std::vector<TabularCandidate> candidates{
+        {"constant", [] { return std::make_unique<ConstantRegressor>(); }},
+        {"mlp", [o] { return std::make_unique<MlpRegressor>(o); }},
+    };
+    const auto choice = choose_tabular_regressor(k.x, k.latency_ms, k.names, candidates, {.held_out_fraction = 0.25});
+    REQUIRE(choice.scores.size() == 2);
+    CHECK(choice.held_out_rows == 150);
+    CHECK(choice.chosen == "mlp");
+    CHECK(choice.model->kind() == "mlp");
+    CHECK(choice.scores[1].mape < choice.scores[0].mape);
+    CHECK(choice.scores[1].within_10 > choice.scores[0].within_10);
+    // the constant's held-out MAPE, recomputed independently on the same split
+    CHECK(choice.scores[0].mape > 0.5);
+    CHECK(choice.model->fitted());
+
+    // with the better candidate listed first the choice follows the scores, not the order
+    std::swap(candidates[0], candidates[1]);
+    const auto again = choose_tabular_regressor(k.x, k.latency_ms, k.names, candidates, {.held_out_fraction = 0.25});
+    CHECK(again.chosen == "mlp");
+    CHECK(again.scores[0].mape == doctest::Approx(choice.scores[1].mape));
+    CHECK_THROWS_AS(choose_tabular_regressor(k.x, k.latency_ms, k.names, {}), config_error);
+    auto y = k.latency_ms;
+    y[444] = 0;  // named by its row in the caller's matrix, not in a split
+    CHECK_THROWS_WITH_AS(choose_tabular_regressor(k.x, y, k.names, candidates),
+                         doctest::Contains("latency of row 444 is 0"), config_error);
+}
+
+#if defined(DNNCOST_HAS_XGBOOST)
+TEST_CASE("GBT regressor: accurate, positive far out, round trip, damaged bytes") {
+    GbtRegressor gbt;
+    check_regressor(gbt, "gbt");
+    CHECK(gbt.rounds() >= 1);
+}
+
+TEST_CASE("GBT regressor: the same seed gives the same model, another seed another") {
+    const auto k = make_kernels(400, 3);
+    GbtRegressorOptions o;
+    o.max_rounds = 60;
+    GbtRegressor a(o), b(o);
+    a.fit(k.x, k.latency_ms, k.names);
+    b.fit(k.x, k.latency_ms, k.names);
+    CHECK(a.save() == b.save());
+    o.seed = 2;
+    GbtRegressor c(o);
+    c.fit(k.x, k.latency_ms, k.names);
+    CHECK(c.save() != a.save());
+    CHECK_THROWS_AS(GbtRegressor({.max_depth = 0}), config_error);
+    // XGBoost reads float: a feature beyond its range is refused with the row named
+    auto x = k.x;
+    x(2, 4) = 1e300;
+    CHECK_THROWS_WITH_AS(a.predict(x), doctest::Contains("row 2"), config_error);
+}
+
+TEST_CASE("GBT regressor: a booster XGBoost cannot read, with every checksum valid, is a clear error") {
+    const auto k = make_kernels(200, 8);
+    GbtRegressor gbt({.max_rounds = 20});
+    gbt.fit(k.x, k.latency_ms, k.names);
+    const auto c = io::read_container(gbt.save());
+    // rewrite the payload field by field (the layout of TabularRegressor::save and
+    // GbtRegressor::save_model) with the booster cut in half and its hash recomputed
+    io::BinaryReader r(c.payload);
+    io::BinaryWriter w;
+    w.put_u32(r.get_u32());
+    w.put_string_vector(r.get_string_vector());
+    w.put_f64(r.get_f64());
+    w.put_f64(r.get_f64());
+    w.put_u64(r.get_u64());
+    w.put_f64_vector(r.get_f64_vector());
+    w.put_f64_vector(r.get_f64_vector());
+    w.put_i32(r.get_i32());
+    (void)r.get_u64();
+    const auto booster = r.get_string();
+    REQUIRE(r.at_end());
+    for (const std::string& cut : {booster.substr(0, booster.size() / 2), std::string("not a booster")}) {
+        io::BinaryWriter damaged(w);
+        damaged.put_u64(io::fnv1a64(cut));
+        damaged.put_string(cut);
+        const auto bytes = io::write_container(c.kind, c.config_hash, damaged.bytes());
+        CHECK_THROWS_WITH_AS(GbtRegressor::load(bytes, "kernel.dnnc"),
+                             doctest::Contains("kernel.dnnc: XGBoost cannot read the gbt booster"), parse_error);
+    }
+}
+
+TEST_CASE("default candidates: the MLP and the trees compared on one kernel kind") {
+    const auto k = make_kernels(800, 31);
+    const auto choice = choose_tabular_regressor(k.x, k.latency_ms, k.names, default_tabular_candidates(7));
+    REQUIRE(choice.scores.size() == 2);
+    CHECK(choice.scores[0].name == "mlp");
+    CHECK(choice.scores[1].name == "gbt");
+    const std::size_t better = choice.scores[0].mape <= choice.scores[1].mape ? 0 : 1;
+    CHECK(choice.chosen == choice.scores[better].name);
+    CHECK(choice.model->kind() == choice.chosen);
+    for (const auto& s : choice.scores) MESSAGE(s.name, ": held-out MAPE ", s.mape, ", within 10 % ", s.within_10);
+}
+#endif
+
+#if !defined(DNNCOST_HAS_XGBOOST)
+TEST_CASE("without XGBoost a saved gradient-boosted model is refused, naming the package") {
+    CHECK_THROWS_WITH_AS(load_tabular_regressor(io::write_container("tabular-gbt", 0, "x"), "k.dnnc"),
+                         doctest::Contains("libxgboost-dev"), parse_error);
+    CHECK(default_tabular_candidates().size() == 1);
+}
+#endif
