@@ -166,9 +166,11 @@ inline void warn_deprecated(std::string_view old_spelling, std::string_view repl
 /// alias: `--model` elsewhere names a saved estimator.
 struct NetworkFiles {
     std::vector<std::string> network, model;
+    bool repeatable = true;
 
-    /// `repeatable`: several networks (each with its own flag) or one.
-    void add_to(CLI::App& cmd, const std::string& what, bool repeatable) {
+    /// `several`: any number of networks, or exactly one.
+    void add_to(CLI::App& cmd, const std::string& what, bool several) {
+        repeatable = several;
         auto* n = cmd.add_option("--network", network, what + (repeatable ? " (repeatable)" : ""));
         auto* m = cmd.add_option("--model", model, "Deprecated spelling of --network")->group("");
         if (!repeatable) {
@@ -185,12 +187,14 @@ struct NetworkFiles {
                            return std::tolower(static_cast<unsigned char>(a)) == b;
                        });
             });
+            if (!repeatable && model.size() > 1) raise<config_error>(command, ": give one --network");
             warn_deprecated(std::string(command) + " --model",
                             std::string("--network FILE") +
                                 (onnx ? "" : " (--model names a saved estimator in the other commands)"));
             return model;
         }
         if (network.empty()) raise<config_error>(command, ": give the ONNX network with --network FILE");
+        if (!repeatable && network.size() > 1) raise<config_error>(command, ": give one --network");
         return network;
     }
 };
