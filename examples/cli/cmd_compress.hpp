@@ -176,12 +176,7 @@ inline void run(Args& a) {
 inline void add_compress_commands(CLI::App& app, Context& ctx) {
     (void)ctx;  // 0 on success; an error is an exception
     auto a = std::make_shared<compress_detail::Args>();
-    auto& h = a->flags.harness;
-    h.rounds = 1;
-    h.warmup = 3;
-    h.repeats = 10;
-    h.remeasure_spread = 0.02;
-    h.max_rounds = 1;
+    a->flags = MeasureFlags(1, 1, 3, 10, 0.02);
     auto* cmd = app.add_subcommand(
         "compress", "Channel-pruning search on an ONNX network: measured first, then guided by a trained estimator");
     a->network.add_to(*cmd, "ONNX network to prune", false);

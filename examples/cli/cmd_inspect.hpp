@@ -86,15 +86,27 @@ inline void emit(const std::string& text) {
     std::fflush(stdout);
 }
 
+/// What both reports show: per-node and total analytic cost, peak memory, operator counts and,
+/// with a device, the roofline latency.
+struct NetworkCost {
+    std::vector<cost::NodeCost> per_node;
+    cost::NodeCost total;
+    cost::PeakMemory memory;
+    std::map<std::string, int> ops;
+    std::optional<cost::RooflineResult> roofline;
+
+    NetworkCost(const graph::Graph& g, const std::optional<cost::DeviceSpec>& device)
+        : per_node(cost::annotate(g)), total(cost::total_cost(g)), memory(cost::peak_memory(g)) {
+        for (const auto& n : g.nodes()) ++ops[n.op_type];
+        if (device) roofline = cost::roofline(g, *device);
+    }
+};
+
 /// The JSON report of one network: totals, peak memory, operator counts, inputs, per node.
 inline json report_json(const graph::Graph& g, const std::string& title,
                         const std::optional<cost::DeviceSpec>& device) {
-    const auto per_node = cost::annotate(g);
-    const auto total = cost::total_cost(g);
-    const auto memory = cost::peak_memory(g);
-    std::map<std::string, int> ops;
-    for (const auto& n : g.nodes()) ++ops[n.op_type];
-    const auto roof = device ? std::optional<cost::RooflineResult>(cost::roofline(g, *device)) : std::nullopt;
+    const NetworkCost c(g, device);
+    const auto& [per_node, total, memory, ops, roof] = c;
     json j;
     j["model"] = title;
     j["nodes"] = g.num_nodes();
@@ -172,18 +184,10 @@ inline void node_table(std::ostringstream& os, const graph::Graph& g, const std:
 /// The text report of one network: totals, then one row per node.
 inline std::string report_text(const graph::Graph& g, const std::string& title,
                                const std::optional<cost::DeviceSpec>& device) {
-    const auto per_node = cost::annotate(g);
-    const auto total = cost::total_cost(g);
-    const auto memory = cost::peak_memory(g);
-    std::map<std::string, int> ops;
-    for (const auto& n : g.nodes()) ++ops[n.op_type];
-    std::vector<double> latency;
-    double latency_total = 0.0;
-    if (device) {
-        const auto r = cost::roofline(g, *device);
-        latency = r.per_node;
-        latency_total = r.total;
-    }
+    const NetworkCost c(g, device);
+    const auto& [per_node, total, memory, ops, roof] = c;
+    const std::vector<double> latency = roof ? roof->per_node : std::vector<double>{};
+    const double latency_total = roof ? roof->total : 0.0;
     std::ostringstream os;
     std::vector<std::pair<std::string, int>> hist(ops.begin(), ops.end());
     std::stable_sort(hist.begin(), hist.end(), [](const auto& a, const auto& b) { return a.second > b.second; });

@@ -260,12 +260,7 @@ inline void run_price(const PriceCmd& a) {
 
 inline void add_table_build_command(CLI::App& table, Context& ctx) {
     auto b = std::make_shared<table_detail::BuildArgs>();
-    auto& h = b->flags.harness;
-    h.rounds = 1;
-    h.max_rounds = 3;
-    h.warmup = 3;
-    h.repeats = 10;
-    h.remeasure_spread = 0.05;
+    b->flags = MeasureFlags(1, 3, 3, 10, 0.05);
     auto* build = table.add_subcommand(
         "build", "Measure every distinct operator configuration of the networks over a grid of channel counts");
     b->networks.add_to(*build, "ONNX network whose operators the table covers", true);

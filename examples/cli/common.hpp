@@ -171,16 +171,16 @@ struct NetworkFiles {
     /// `several`: any number of networks, or exactly one.
     void add_to(CLI::App& cmd, const std::string& what, bool several) {
         repeatable = several;
-        auto* n = cmd.add_option("--network", network, what + (repeatable ? " (repeatable)" : ""));
+        auto* n = cmd.add_option("--network", network, what + (repeatable ? " (one or more)" : ""));
         auto* m = cmd.add_option("--model", model, "Deprecated spelling of --network")->group("");
         if (!repeatable) {
             n->expected(1);
             m->expected(1);
         }
-        n->excludes(m);
     }
     /// The files given, warning once for the deprecated spelling. @throws config_error if none
     std::vector<std::string> files(std::string_view command) const {
+        if (!model.empty() && !network.empty()) raise<config_error>(command, ": give --network, not --model as well");
         if (!model.empty()) {
             const bool onnx = std::all_of(model.begin(), model.end(), [](const std::string& f) {
                 return f.size() >= 5 && std::equal(f.end() - 5, f.end(), ".onnx", [](char a, char b) {

@@ -26,6 +26,16 @@ struct MeasureFlags {
     double timeout = 120;
     int retries = 1;
 
+    MeasureFlags() = default;
+    /// Other defaults than a full measuring campaign's (a table's or a search's single networks).
+    MeasureFlags(int rounds, int max_rounds, int warmup, int repeats, double remeasure_spread) {
+        harness.rounds = rounds;
+        harness.max_rounds = max_rounds;
+        harness.warmup = warmup;
+        harness.repeats = repeats;
+        harness.remeasure_spread = remeasure_spread;
+    }
+
     struct Extras {
         bool max_rounds = true;        ///< --max-rounds
         bool remeasure_spread = true;  ///< --remeasure-spread

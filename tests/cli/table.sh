@@ -30,7 +30,7 @@ before=$(wc -l < requests.log)
 "$bin" "${build[@]}" --runner "$fake good $work" --out t.csv >out.txt 2>err.txt || fail "resume: exit $?"
 grep -q "measured 0, already present $((models + sinks))" out.txt || fail "resume: '$(head -1 out.txt)'"
 # the deprecated --model still builds, with a warning; --json prints the summary as one document
-"$bin" table build --network "$model" --grid proportional:0.5 --warmup 0 --repeats 2 --timeout 20 --runner "$fake good $work" \
+"$bin" table build --model "$model" --grid proportional:0.5 --warmup 0 --repeats 2 --timeout 20 --runner "$fake good $work" \
   --out t.csv --json >out.json 2>err.txt || fail "build --model: exit $?"
 grep -q '^dnncost: warning: table build --model is deprecated; use --network' err.txt || fail "build --model: no warning"
 python3 -c 'import json,sys; d = json.load(sys.stdin); sys.exit(d["measured"] != 0 or d["skipped"] != '"$((models + sinks))"')' \
