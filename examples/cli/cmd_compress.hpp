@@ -180,7 +180,7 @@ inline void add_compress_commands(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
         "compress", "Channel-pruning search on an ONNX network: measured first, then guided by a trained estimator");
     a->network.add_to(*cmd, "ONNX network to prune", false);
-    cmd->add_option("--runner", a->runner, "Runner command measuring latency (docs/measure.md)")->required();
+    add_runner_option(*cmd, a->runner, false)->required();
     cmd->add_option("--accuracy", a->accuracy,
                     "Command answering {\"id\": N, \"accuracy\": X} per model request (runner protocol); default: "
                     "the built-in kept-parameter proxy");

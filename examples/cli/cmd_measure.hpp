@@ -128,10 +128,7 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
     auto a = std::make_shared<md::MeasureArgs>();
     auto* cmd =
         app.add_subcommand("measure", "Measure networks on a device through runners, into a resumable results store");
-    cmd->add_option(
-           "--runner", a->runners,
-           "Runner command (run with /bin/sh -c); repeat for a pool of identical boards, one request in flight each")
-        ->required();
+    add_runner_option(*cmd, a->runners, true)->required();
     cmd->add_option("--device", a->device,
                     "Device name stored with the results (one results file per device and runner)")
         ->required();

@@ -264,7 +264,7 @@ inline void add_table_build_command(CLI::App& table, Context& ctx) {
     auto* build = table.add_subcommand(
         "build", "Measure every distinct operator configuration of the networks over a grid of channel counts");
     b->networks.add_to(*build, "ONNX network whose operators the table covers", true);
-    build->add_option("--runner", b->runners, "Runner command (run with /bin/sh -c); repeat for a pool");
+    add_runner_option(*build, b->runners, true);
     build
         ->add_option("--grid", b->grid,
                      "Channel grid per axis: uniform:STEP (every STEP channels) or proportional:F (F, 2F, ... of "

@@ -88,6 +88,14 @@ struct MeasureFlags {
     }
 };
 
+/// `--runner CMD`, worded alike wherever a command measures; a pool when `several`.
+template <class T>
+CLI::Option* add_runner_option(CLI::App& cmd, T& runners, bool several) {
+    return cmd.add_option("--runner", runners,
+                          std::string("Runner command measuring latency (run with /bin/sh -c; docs/measure.md)") +
+                              (several ? "; repeat for a pool of identical boards, one request in flight each" : ""));
+}
+
 /// "1:05" / "12s"
 inline std::string duration(double s) {
     if (!std::isfinite(s) || s < 0) return "?";

@@ -34,6 +34,11 @@ one_document "measure" 'd["measured"] == 2' "$bin" measure --runner "$fake good 
   --sample 2 --rounds 1 --warmup 0 --repeats 1 --out m.csv --json
 one_document "measure, resumed" 'd["skipped"] == 2' "$bin" measure --runner "$fake good $work" --device fake \
   --space nb201 --sample 2 --rounds 1 --warmup 0 --repeats 1 --out m.csv --json
+# the noise check re-exports networks the store already had; the fake runner answers the same
+# latency every time, so every pair agrees within 5 %
+one_document "measure --noise-check" 'd["noise_check"]["pairs"] == 2 and d["noise_check"]["within_5"] == 1.0' \
+  "$bin" measure --runner "$fake good $work" --device fake --space nb201 --sample 2 --rounds 1 --warmup 0 \
+  --repeats 1 --noise-check 2 --out m.csv --json
 one_document "map" '"best" in d' "$bin" map --vig 2M-2M-2M-2M --pop 10 --gens 2 --json
 printf 'op,kernel,stride,groups,spatial,c,k,latency_ms\n' >t.csv
 for c in 8 16; do for k in 8 16; do echo "Conv,3x3,1x1,1,8x8,$c,$k,$((c * k / 64))" >>t.csv; done; done
