@@ -32,7 +32,7 @@ mkdir -p "$out"
 runner="runners/onnxruntime/run --optimization all --threads 1"
 for m in $MODELS; do
   [ -n "${REPORT_ONLY:-}" ] && break  # only rewrite the report from the searches' outputs
-  common=(compress --model "data/onnx/$m.onnx" --runner "$runner" --generations "$G" --pop "$P" --seed "$SEED"
+  common=(compress --network "data/onnx/$m.onnx" --runner "$runner" --gens "$((G - 1))" --pop "$P" --seed "$SEED"
           --rounds "$R" --warmup "$W" --repeats "$N" --epochs "$EPOCHS" --store "$out/$m.results.csv")
   echo "== $m: estimator-guided search ($G x $P, handover after $H, re-measure budget $K)"
   "$bin" "${common[@]}" --handover "$H" --remeasure-budget "$K" --out "$out/$m-guided" 2>"$out/$m-guided.log"

@@ -17,12 +17,12 @@ for m in ${MODELS:-resnet50 inception_v3}; do
   front="$out/$m-guided/front.csv"
   [ -s "$front" ] || { echo "compress_tables: $front missing (run bench/compress_ort.sh first)" >&2; continue; }
   dir=$(mktemp -d)
-  "$bin" prune --model "data/onnx/$m.onnx" --front "$front" --out "$dir" > /dev/null
-  "$bin" table build --model "$dir"/*.onnx --grid proportional:1 --runner "$runner" --rounds 1 --max-rounds 3 \
+  "$bin" prune --network "data/onnx/$m.onnx" --front "$front" --out "$dir" > /dev/null
+  "$bin" table build --network "$dir"/*.onnx --grid proportional:1 --runner "$runner" --rounds 1 --max-rounds 3 \
     --device "onnxruntime $level, 1 thread" --out "$out/$m.table_$level.csv" 2> "$out/$m.table_$level.log"
   # operators no single-operator model describes (e.g. a Concat) fall back to a roofline of one
   # core of this CPU class: 100 GFLOP/s, 20 GB/s
-  "$bin" table price --table "$out/$m.table_$level.csv" --model "$dir"/*.onnx --fallback roofline --peak-gflops 100 \
+  "$bin" table price --table "$out/$m.table_$level.csv" --network "$dir"/*.onnx --fallback roofline --peak-gflops 100 \
     --bandwidth-gbs 20 --json > "$out/$m.table_price_$level.json"
   rm -rf "$dir"
   rows+=("$m")

@@ -55,5 +55,5 @@ echo "== co-search on the Xavier-like platform (OOE 40 x 10, IOE 200 x 10)"
 # for 2 generations, then guided by a HiFi-SAGE estimator trained on those measurements; the
 # final front is re-measured (prints the front and the measurements saved; resumable).
 echo "== compress MobileNetV2: 4 generations of 12, handover after 2 (a few minutes)"
-"$bin" compress --model data/onnx/mobilenet_v2.onnx --runner "runners/onnxruntime/run --optimization all --threads 1" \
-  --generations 4 --pop 12 --handover 2 --remeasure-budget 4 --epochs 60 --seed 1 --out "$out/compress_mobilenet_v2"
+"$bin" compress --network data/onnx/mobilenet_v2.onnx --runner "runners/onnxruntime/run --optimization all --threads 1" \
+  --gens 3 --pop 12 --handover 2 --remeasure-budget 4 --epochs 60 --seed 1 --out "$out/compress_mobilenet_v2"

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include <dnncost/search/mapping/exact.hpp>
 #include <dnncost/search/mapping/inner_search.hpp>
 #include <dnncost/search/mapping/mapping_cost.hpp>
+#include <dnncost/search/mapping/network_search.hpp>
 #include <dnncost/search/mapping/random_instance.hpp>
 
 using namespace dnncost;
@@ -426,4 +429,46 @@ TEST_CASE("bad block-cost files are clear errors naming the line") {
           std::string::npos);
     CHECK(parse_error_of(tpu).find("no error") != std::string::npos);  // undeclared: TPU is a CU of the file
     CHECK_THROWS_AS(load_block_costs("/nonexistent/costs.csv"), io_error);
+}
+
+TEST_CASE("network search: hypervolume share of the exact front, computed by hand") {
+    // exact front (1, 3), (2, 1): reference (2.01, 3.02) past its nadir; the two boxes
+    // 1.01 x 0.02 and 0.01 x 2.02 overlap in 0.01 x 0.02
+    auto sol = [](double t, double e) { return MappingSolution{{0}, {t, e}, 0.0, 0, true}; };
+    const std::vector<MappingSolution> exact{sol(1, 3), sol(2, 1)};
+    const double union_area = 1.01 * 0.02 + 0.01 * 2.02 - 0.01 * 0.02;
+    CHECK(hypervolume_ratio(exact, exact) == doctest::Approx(1.0));
+    CHECK(hypervolume_ratio({sol(1, 3)}, exact) == doctest::Approx(1.01 * 0.02 / union_area));
+    CHECK(hypervolume_ratio({}, exact) == doctest::Approx(0.0));
+}
+
+TEST_CASE("network search: a block-cost file searched and enumerated, its DVFS setting by name") {
+    const auto inst = four_blocks();
+    const auto path = std::filesystem::temp_directory_path() / "dnncost_test_network_search.csv";
+    {
+        std::ofstream out(path);
+        const std::vector<MappingInstance> instances{inst};
+        const std::vector<std::string> names{"nominal"};
+        out << block_costs_csv(instances, names);
+    }
+    NetworkSearchRequest r;
+    r.blocks = path.string();
+    r.exact = true;
+    r.search.population = 8;
+    r.search.generations = 4;
+    const auto l = load_network(r);
+    REQUIRE(l.instances.size() == 1);
+    CHECK(l.platform.cus == std::vector<std::string>{"A", "B"});
+    const auto rep = search_network(l, r);
+    REQUIRE(rep.exact);
+    CHECK(rep.exact_evaluations == 16);  // 2^4 mappings
+    CHECK(rep.exact->front().value.t == doctest::Approx(9.0));  // all on A: B is slower on every block
+    CHECK(rep.hypervolume_ratio == doctest::Approx(1.0));  // 16 mappings: the search enumerates them
+    r.dvfs = "nominal";
+    CHECK(search_network(l, r).setting == 0);
+    r.dvfs = "turbo";
+    CHECK_THROWS_AS(search_network(l, r), config_error);
+    NetworkSearchRequest neither;
+    CHECK_THROWS_AS(load_network(neither), config_error);
+    std::filesystem::remove(path);
 }

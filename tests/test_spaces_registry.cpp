@@ -3,9 +3,12 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/spaces/nb201.hpp>
 #include <dnncost/spaces/registry.hpp>
+#include <dnncost/spaces/sample.hpp>
 
 using namespace dnncost;
 
@@ -102,4 +105,30 @@ TEST_CASE("registry: qualified architecture strings name their space") {
     CHECK(!spaces::split_qualified("models/resnet50.onnx"));
     CHECK(!spaces::split_qualified("C:/models/x.onnx"));
     CHECK(!spaces::split_qualified("nasbench:abc"));
+}
+
+TEST_CASE("sample: distinct canonical strings, the same for the same seed") {
+    for (const auto& s : spaces::all_spaces()) {
+        CAPTURE(s.name);
+        Rng a(11), b(11), c(12);
+        const auto first = spaces::sample_distinct(s, 20, a);
+        CHECK(first == spaces::sample_distinct(s, 20, b));
+        CHECK(first != spaces::sample_distinct(s, 20, c));
+        CHECK(std::set<std::string>(first.begin(), first.end()).size() == 20);
+        for (const auto& arch : first) CHECK(s.canonical(arch) == arch);
+    }
+}
+
+TEST_CASE("sample: NB201 by index reaches the whole space and no further") {
+    Rng rng(5);
+    const auto all = spaces::sample_nb201_by_index(static_cast<std::size_t>(nb201::num_architectures), rng);
+    std::set<std::string> distinct(all.begin(), all.end());
+    CHECK(distinct.size() == static_cast<std::size_t>(nb201::num_architectures));
+    CHECK(distinct.count(nb201::to_string(nb201::from_index(0))) == 1);
+    CHECK(distinct.count(nb201::to_string(nb201::from_index(nb201::num_architectures - 1))) == 1);
+    Rng again(5);
+    CHECK(spaces::sample_nb201_by_index(3, again) ==
+          std::vector<std::string>(all.begin(), all.begin() + 3));  // a prefix of the same shuffle
+    CHECK_THROWS_AS(spaces::sample_nb201_by_index(static_cast<std::size_t>(nb201::num_architectures) + 1, rng),
+                    config_error);
 }

@@ -21,6 +21,7 @@
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/spaces/nb201.hpp>
 #include <dnncost/spaces/registry.hpp>
+#include <dnncost/spaces/sample.hpp>
 
 namespace dnncost::cli {
 
@@ -85,20 +86,69 @@ inline void emit(const std::string& text) {
     std::fflush(stdout);
 }
 
-inline void report(const graph::Graph& g, const std::string& title, bool as_json,
-                   const std::optional<cost::DeviceSpec>& device) {
-    const auto per_node = cost::annotate(g);
-    const auto total = cost::total_cost(g);
-    const auto memory = cost::peak_memory(g);
+/// What both reports show: per-node and total analytic cost, peak memory, operator counts and,
+/// with a device, the roofline latency.
+struct NetworkCost {
+    std::vector<cost::NodeCost> per_node;
+    cost::NodeCost total;
+    cost::PeakMemory memory;
     std::map<std::string, int> ops;
-    for (const auto& n : g.nodes()) ++ops[n.op_type];
-    std::vector<double> latency;
-    double latency_total = 0.0;
-    if (device) {
-        const auto r = cost::roofline(g, *device);
-        latency = r.per_node;
-        latency_total = r.total;
+    std::optional<cost::RooflineResult> roofline;
+
+    NetworkCost(const graph::Graph& g, const std::optional<cost::DeviceSpec>& device)
+        : per_node(cost::annotate(g)), total(cost::total_cost(g)), memory(cost::peak_memory(g)) {
+        for (const auto& n : g.nodes()) ++ops[n.op_type];
+        if (device) roofline = cost::roofline(g, *device);
     }
+};
+
+/// The JSON report of one network: totals, peak memory, operator counts, inputs, per node.
+inline json report_json(const graph::Graph& g, const std::string& title,
+                        const std::optional<cost::DeviceSpec>& device) {
+    const NetworkCost c(g, device);
+    const auto& [per_node, total, memory, ops, roof] = c;
+    json j;
+    j["model"] = title;
+    j["nodes"] = g.num_nodes();
+    j["edges"] = g.num_edges();
+    j["tensors"] = g.num_tensors();
+    j["macs"] = total.macs;
+    j["flops"] = total.flops;
+    j["params"] = total.params;
+    j["bytes"] = total.bytes();
+    j["peak_memory"] = {{"weight_bytes", memory.weight_bytes},
+                        {"peak_activation_bytes", memory.peak_activation_bytes},
+                        {"total_bytes", memory.total_bytes()}};
+    j["ops"] = ops;
+    json inputs = json::array();
+    for (int t : g.inputs()) inputs.push_back({{"name", g.tensor(t).name}, {"shape", g.tensor(t).shape}});
+    j["inputs"] = inputs;
+    if (roof) {
+        j["latency_s"] = roof->total;
+        j["device"] = {{"peak_flops", device->peak_flops},
+                       {"bandwidth", device->bandwidth},
+                       {"per_op_overhead_s", device->per_op_overhead_s}};
+    }
+    json nodes = json::array();
+    for (std::size_t i = 0; i < g.num_nodes(); ++i) {
+        const auto& n = g.nodes()[i];
+        json o = {{"name", n.name},
+                  {"op", n.op_type},
+                  {"output_shape", n.outputs.empty() ? graph::Shape{} : g.tensor(n.outputs[0]).shape},
+                  {"macs", per_node[i].macs},
+                  {"flops", per_node[i].flops},
+                  {"params", per_node[i].params},
+                  {"bytes", per_node[i].bytes()}};
+        if (roof) o["latency_s"] = roof->per_node[i];
+        nodes.push_back(std::move(o));
+    }
+    j["per_node"] = std::move(nodes);
+    return j;
+}
+
+/// The per-node table of the text report.
+inline void node_table(std::ostringstream& os, const graph::Graph& g, const std::vector<cost::NodeCost>& per_node,
+                       const std::vector<double>& latency) {
     auto out_shape = [&](const graph::Node& n) {
         std::string s;
         for (std::size_t k = 0; k < n.outputs.size(); ++k) {
@@ -107,48 +157,37 @@ inline void report(const graph::Graph& g, const std::string& title, bool as_json
         }
         return s;
     };
-
-    if (as_json) {
-        json j;
-        j["model"] = title;
-        j["nodes"] = g.num_nodes();
-        j["edges"] = g.num_edges();
-        j["tensors"] = g.num_tensors();
-        j["macs"] = total.macs;
-        j["flops"] = total.flops;
-        j["params"] = total.params;
-        j["bytes"] = total.bytes();
-        j["peak_memory"] = {{"weight_bytes", memory.weight_bytes},
-                            {"peak_activation_bytes", memory.peak_activation_bytes},
-                            {"total_bytes", memory.total_bytes()}};
-        j["ops"] = ops;
-        json inputs = json::array();
-        for (int t : g.inputs()) inputs.push_back({{"name", g.tensor(t).name}, {"shape", g.tensor(t).shape}});
-        j["inputs"] = inputs;
-        if (device) {
-            j["latency_s"] = latency_total;
-            j["device"] = {{"peak_flops", device->peak_flops},
-                           {"bandwidth", device->bandwidth},
-                           {"per_op_overhead_s", device->per_op_overhead_s}};
-        }
-        json nodes = json::array();
-        for (std::size_t i = 0; i < g.num_nodes(); ++i) {
-            const auto& n = g.nodes()[i];
-            json o = {{"name", n.name},
-                      {"op", n.op_type},
-                      {"output_shape", n.outputs.empty() ? graph::Shape{} : g.tensor(n.outputs[0]).shape},
-                      {"macs", per_node[i].macs},
-                      {"flops", per_node[i].flops},
-                      {"params", per_node[i].params},
-                      {"bytes", per_node[i].bytes()}};
-            if (device) o["latency_s"] = latency[i];
-            nodes.push_back(std::move(o));
-        }
-        j["per_node"] = std::move(nodes);
-        emit(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-        return;
+    std::size_t wname = 4, wop = 2, wshape = 12;
+    for (const auto& n : g.nodes()) {
+        wname = std::max(wname, std::min<std::size_t>(printable(n.name).size(), 48));
+        wop = std::max(wop, printable(n.op_type).size());
+        wshape = std::max(wshape, out_shape(n).size());
     }
+    auto cut = [&](const std::string& s) { return s.size() <= wname ? s : "..." + s.substr(s.size() - (wname - 3)); };
+    os << std::left << std::setw(5) << "#" << std::setw(static_cast<int>(wname) + 2) << "name"
+       << std::setw(static_cast<int>(wop) + 2) << "op" << std::setw(static_cast<int>(wshape) + 2) << "output"
+       << std::right << std::setw(11) << "MACs" << std::setw(11) << "params" << std::setw(11) << "bytes";
+    if (!latency.empty()) os << std::setw(12) << "latency";
+    os << '\n';
+    for (std::size_t i = 0; i < g.num_nodes(); ++i) {
+        const auto& n = g.nodes()[i];
+        os << std::left << std::setw(5) << i << std::setw(static_cast<int>(wname) + 2) << cut(printable(n.name))
+           << std::setw(static_cast<int>(wop) + 2) << printable(n.op_type) << std::setw(static_cast<int>(wshape) + 2)
+           << out_shape(n) << std::right << std::setw(11) << si(static_cast<double>(per_node[i].macs)) << std::setw(11)
+           << si(static_cast<double>(per_node[i].params)) << std::setw(11)
+           << si(static_cast<double>(per_node[i].bytes()));
+        if (!latency.empty()) os << std::setw(12) << ms(latency[i]);
+        os << '\n';
+    }
+}
 
+/// The text report of one network: totals, then one row per node.
+inline std::string report_text(const graph::Graph& g, const std::string& title,
+                               const std::optional<cost::DeviceSpec>& device) {
+    const NetworkCost c(g, device);
+    const auto& [per_node, total, memory, ops, roof] = c;
+    const std::vector<double> latency = roof ? roof->per_node : std::vector<double>{};
+    const double latency_total = roof ? roof->total : 0.0;
     std::ostringstream os;
     std::vector<std::pair<std::string, int>> hist(ops.begin(), ops.end());
     std::stable_sort(hist.begin(), hist.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -170,31 +209,45 @@ inline void report(const graph::Graph& g, const std::string& title, bool as_json
     for (std::size_t k = 0; k < hist.size(); ++k)
         os << (k ? ", " : "") << printable(hist[k].first) << " " << hist[k].second;
     os << "\n\n";
-
-    std::size_t wname = 4, wop = 2, wshape = 12;
-    for (const auto& n : g.nodes()) {
-        wname = std::max(wname, std::min<std::size_t>(printable(n.name).size(), 48));
-        wop = std::max(wop, printable(n.op_type).size());
-        wshape = std::max(wshape, out_shape(n).size());
-    }
-    auto cut = [&](const std::string& s) { return s.size() <= wname ? s : "..." + s.substr(s.size() - (wname - 3)); };
-    os << std::left << std::setw(5) << "#" << std::setw(static_cast<int>(wname) + 2) << "name"
-       << std::setw(static_cast<int>(wop) + 2) << "op" << std::setw(static_cast<int>(wshape) + 2) << "output"
-       << std::right << std::setw(11) << "MACs" << std::setw(11) << "params" << std::setw(11) << "bytes";
-    if (device) os << std::setw(12) << "latency";
-    os << '\n';
-    for (std::size_t i = 0; i < g.num_nodes(); ++i) {
-        const auto& n = g.nodes()[i];
-        os << std::left << std::setw(5) << i << std::setw(static_cast<int>(wname) + 2) << cut(printable(n.name))
-           << std::setw(static_cast<int>(wop) + 2) << printable(n.op_type) << std::setw(static_cast<int>(wshape) + 2)
-           << out_shape(n) << std::right << std::setw(11) << si(static_cast<double>(per_node[i].macs)) << std::setw(11)
-           << si(static_cast<double>(per_node[i].params)) << std::setw(11)
-           << si(static_cast<double>(per_node[i].bytes()));
-        if (device) os << std::setw(12) << ms(latency[i]);
-        os << '\n';
-    }
-    emit(os.str());
+    node_table(os, g, per_node, latency);
+    return os.str();
 }
+
+inline std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; }
+
+inline void report(const graph::Graph& g, const std::string& title, bool as_json,
+                   const std::optional<cost::DeviceSpec>& device) {
+    emit(as_json ? dump(report_json(g, title, device)) : report_text(g, title, device));
+}
+
+/// `--onnx OUT --weights none|random --weight-seed S`, shared by `nb201` and `space`.
+struct OnnxExportFlags {
+    std::string out;
+    std::string weights = "none";
+    std::uint64_t weight_seed = 0;
+
+    void add_to(CLI::App& cmd, const std::string& what) {
+        auto* onnx_option = cmd.add_option("--onnx", out, what)->check(check::output_path());
+        cmd.add_option("--weights", weights,
+                       "With --onnx: none (shapes only) or random (every weight an initializer with seeded values "
+                       "of a trained network's scale, so a runtime folds and fuses constants)")
+            ->check(CLI::IsMember({"none", "random"}))
+            ->capture_default_str()
+            ->needs(onnx_option);
+        cmd.add_option("--weight-seed", weight_seed, "Seed of the random weights")
+            ->transform(check::seed())
+            ->needs(onnx_option);
+    }
+    bool wanted() const { return !out.empty(); }
+    void write(const graph::Graph& g, int opset) const {
+        io::OnnxExportOptions export_options;
+        if (opset > 0) export_options.opset = opset;
+        export_options.weights = weights == "random" ? io::WeightData::random : io::WeightData::none;
+        export_options.seed = weight_seed;
+        io::export_onnx(g, out, export_options);
+        std::fprintf(stderr, "dnncost: wrote %s\n", printable(out).c_str());
+    }
+};
 
 /// An NB201 architecture given as its string or as dnncost's canonical index.
 inline nb201::Arch parse_arch(const std::string& text) {
@@ -207,167 +260,145 @@ inline nb201::Arch parse_arch(const std::string& text) {
 
 }  // namespace inspect_detail
 
-/// Register `inspect` and `nb201`.
+inline void add_inspect_command(CLI::App& app) {
+    struct Opts {
+        std::string file;
+        bool json = false;
+        std::int64_t batch = 1;
+        inspect_detail::RooflineFlags roof;
+    };
+    auto opts = std::make_shared<Opts>();
+    auto* cmd = app.add_subcommand("inspect", "Operator graph and analytic cost of an ONNX network");
+    cmd->add_option("FILE", opts->file, "ONNX network (.onnx)")->required();
+    add_json_flag(*cmd, opts->json, "Print one JSON document instead of tables");
+    cmd->add_option("--batch", opts->batch, "Batch size for a symbolic leading input dimension (default 1)")
+        ->transform(check::integer(1, std::int64_t{1} << 20, "a batch size in [1, 2^20]"));
+    opts->roof.add_to(*cmd);
+    cmd->callback([opts] {
+        io::OnnxImportOptions io_opt;
+        io_opt.batch_size = opts->batch;
+        const auto g = io::import_onnx(opts->file, io_opt);
+        inspect_detail::report(g, opts->file, opts->json, opts->roof.device());
+    });
+}
+
+inline void add_nb201_command(CLI::App& app) {
+    struct Opts {
+        std::string arch;
+        inspect_detail::OnnxExportFlags onnx;
+        bool json = false;
+        bool prune = false;
+        std::int64_t batch = 1;
+        inspect_detail::RooflineFlags roof;
+    };
+    auto opts = std::make_shared<Opts>();
+    auto* cmd = app.add_subcommand("nb201", "Operator graph and analytic cost of a NAS-Bench-201 architecture");
+    cmd->add_option("ARCH", opts->arch, "Architecture string (|op~0|+|op~0|op~1|+|op~0|op~1|op~2|) or index 0-15624")
+        ->required();
+    opts->onnx.add_to(*cmd, "Also write the network as an ONNX file");
+    add_json_flag(*cmd, opts->json, "Print one JSON document instead of tables");
+    cmd->add_flag("--prune", opts->prune, "Graph-compiler view: drop zero and dead operators");
+    cmd->add_option("--batch", opts->batch, "Batch size (default 1)")
+        ->transform(check::integer(1, std::int64_t{1} << 20, "a batch size in [1, 2^20]"));
+    opts->roof.add_to(*cmd);
+    cmd->callback([opts] {
+        const auto arch = inspect_detail::parse_arch(opts->arch);
+        nb201::Nb201Options o;
+        o.prune = opts->prune;
+        o.batch = opts->batch;
+        if (opts->onnx.wanted()) io::check_writable(opts->onnx.out);
+        const auto g = nb201::build_graph(arch, o);
+        if (opts->onnx.wanted()) opts->onnx.write(g, 0);
+        inspect_detail::report(g, nb201::to_string(arch) + (opts->prune ? " (pruned)" : ""), opts->json,
+                               opts->roof.device());
+    });
+}
+
+namespace inspect_detail {
+struct SpaceOpts {
+    std::string space, space_options;
+    std::vector<std::string> archs;
+    std::size_t sample = 0;
+    std::uint64_t seed = 0;
+    OnnxExportFlags onnx;
+    bool json = false;
+    RooflineFlags roof;
+};
+
+/// `space NAME --sample N`: the strings, one per line or one JSON array.
+inline void print_sample(const spaces::SpaceInfo& space, const SpaceOpts& o) {
+    Rng rng(o.seed);
+    const auto drawn = spaces::sample_distinct(space, o.sample, rng);
+    if (o.json) return emit(json(drawn).dump() + "\n");
+    std::string out;
+    for (const auto& a : drawn) out += a + "\n";
+    emit(out);
+}
+
+/// `space NAME`: its summary and size.
+inline void print_summary(const spaces::SpaceInfo& space, bool as_json) {
+    const auto size = space.size();
+    if (as_json)
+        emit(json{{"space", space.name}, {"summary", space.summary}, {"size", size.to_string()}}.dump(2) + "\n");
+    else
+        emit(std::string(space.name) + ": " + std::string(space.summary) + "\n" + "size: " + size.to_string() +
+             " architectures\n");
+}
+
+/// `space NAME ARCH...`: each network's report; with --json one document (an array for several).
+inline void print_archs(const spaces::SpaceInfo& space, const spaces::SpaceOptions& options, const SpaceOpts& o) {
+    json reports = json::array();
+    for (const auto& arch : o.archs) {
+        const auto canonical = space.canonical(arch);
+        const auto g = space.build_graph(canonical, options);
+        if (o.onnx.wanted()) o.onnx.write(g, space.onnx_opset);
+        const auto title = spaces::qualified_arch(space.name, canonical);
+        if (o.json)
+            reports.push_back(report_json(g, title, o.roof.device()));
+        else
+            emit(report_text(g, title, o.roof.device()));
+    }
+    if (o.json) emit(dump(reports.size() == 1 ? reports[0] : reports));
+}
+}  // namespace inspect_detail
+
+inline void add_space_command(CLI::App& app) {
+    auto opts = std::make_shared<inspect_detail::SpaceOpts>();
+    auto* cmd = app.add_subcommand(
+        "space", "A search space: its size, sampled architecture strings, or the operator graph of one");
+    cmd->add_option("NAME", opts->space, "The search space: " + joined(space_names()))
+        ->required()
+        ->check(CLI::IsMember(space_names()));
+    cmd->add_option("ARCH", opts->archs, "Architecture strings to report (operator graph, MACs, memory)");
+    auto* sample_option = add_sample_options(*cmd, opts->sample, opts->seed);
+    add_space_options_option(*cmd, opts->space_options);
+    opts->onnx.add_to(*cmd, "With one ARCH: also write it as an ONNX file");
+    add_json_flag(*cmd, opts->json,
+                  "Print one JSON document instead of tables (several ARCH: an array of reports; --sample: an "
+                  "array of strings)");
+    opts->roof.add_to(*cmd);
+    cmd->callback([opts, sample_option] {
+        const auto& o = *opts;
+        const auto& space = spaces::find_space(o.space);
+        const auto options = spaces::space_options(o.space_options);
+        spaces::check_space_options(space, options);
+        if (sample_option->count() > 0 && !o.archs.empty())
+            raise<config_error>("give architecture strings or --sample N, not both");
+        if (o.onnx.wanted() && o.archs.size() != 1)
+            raise<config_error>("--onnx writes one network: give exactly one ARCH");
+        if (o.onnx.wanted()) io::check_writable(o.onnx.out);
+        if (sample_option->count() > 0) return inspect_detail::print_sample(space, o);
+        if (o.archs.empty()) return inspect_detail::print_summary(space, o.json);
+        inspect_detail::print_archs(space, options, o);
+    });
+}
+
+/// Register `inspect`, `nb201` and `space`.
 inline void add_inspect_commands(CLI::App& app, Context& ctx) {
     (void)ctx;
-    {
-        struct Opts {
-            std::string file;
-            bool json = false;
-            std::int64_t batch = 1;
-            inspect_detail::RooflineFlags roof;
-        };
-        auto opts = std::make_shared<Opts>();
-        auto* cmd = app.add_subcommand("inspect", "Operator graph and analytic cost of an ONNX model");
-        cmd->add_option("FILE", opts->file, "ONNX model (.onnx)")->required();
-        cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
-        cmd->add_option("--batch", opts->batch, "Batch size for a symbolic leading input dimension (default 1)")
-            ->transform(check::integer(1, std::int64_t{1} << 20, "a batch size in [1, 2^20]"));
-        opts->roof.add_to(*cmd);
-        cmd->callback([opts] {
-            io::OnnxImportOptions io_opt;
-            io_opt.batch_size = opts->batch;
-            const auto g = io::import_onnx(opts->file, io_opt);
-            inspect_detail::report(g, opts->file, opts->json, opts->roof.device());
-        });
-    }
-    {
-        struct Opts {
-            std::string arch;
-            std::string onnx_out;
-            std::string weights = "none";
-            std::uint64_t weight_seed = 0;
-            bool json = false;
-            bool prune = false;
-            std::int64_t batch = 1;
-            inspect_detail::RooflineFlags roof;
-        };
-        auto opts = std::make_shared<Opts>();
-        auto* cmd = app.add_subcommand("nb201", "Operator graph and analytic cost of a NAS-Bench-201 architecture");
-        cmd->add_option("ARCH", opts->arch,
-                        "Architecture string (|op~0|+|op~0|op~1|+|op~0|op~1|op~2|) or index 0-15624")
-            ->required();
-        auto* onnx_option = cmd->add_option("--onnx", opts->onnx_out, "Also write the network as an ONNX file")
-                                ->check(check::output_path());
-        cmd->add_option("--weights", opts->weights,
-                        "With --onnx: none (shapes only) or random (every weight an initializer with seeded values "
-                        "of a trained network's scale, so a runtime folds and fuses constants)")
-            ->check(CLI::IsMember({"none", "random"}))
-            ->capture_default_str()
-            ->needs(onnx_option);
-        cmd->add_option("--weight-seed", opts->weight_seed, "Seed of the random weights")
-            ->transform(check::seed())
-            ->needs(onnx_option);
-        cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
-        cmd->add_flag("--prune", opts->prune, "Graph-compiler view: drop zero and dead operators");
-        cmd->add_option("--batch", opts->batch, "Batch size (default 1)")
-            ->transform(check::integer(1, std::int64_t{1} << 20, "a batch size in [1, 2^20]"));
-        opts->roof.add_to(*cmd);
-        cmd->callback([opts] {
-            const auto arch = inspect_detail::parse_arch(opts->arch);
-            nb201::Nb201Options o;
-            o.prune = opts->prune;
-            o.batch = opts->batch;
-            if (!opts->onnx_out.empty()) io::check_writable(opts->onnx_out);
-            const auto g = nb201::build_graph(arch, o);
-            if (!opts->onnx_out.empty()) {
-                io::OnnxExportOptions export_options;
-                export_options.weights = opts->weights == "random" ? io::WeightData::random : io::WeightData::none;
-                export_options.seed = opts->weight_seed;
-                io::export_onnx(g, opts->onnx_out, export_options);
-                std::fprintf(stderr, "dnncost: wrote %s\n", printable(opts->onnx_out).c_str());
-            }
-            inspect_detail::report(g, nb201::to_string(arch) + (opts->prune ? " (pruned)" : ""), opts->json,
-                                   opts->roof.device());
-        });
-    }
-    {
-        struct Opts {
-            std::string space, space_options, onnx_out, weights = "none";
-            std::vector<std::string> archs;
-            std::size_t sample = 0;
-            std::uint64_t seed = 0, weight_seed = 0;
-            bool json = false;
-            inspect_detail::RooflineFlags roof;
-        };
-        auto opts = std::make_shared<Opts>();
-        auto* cmd = app.add_subcommand(
-            "space", "A search space: its size, sampled architecture strings, or the operator graph of one");
-        std::vector<std::string> names;
-        for (const auto& s : spaces::all_spaces()) names.emplace_back(s.name);
-        cmd->add_option("NAME", opts->space, "The space")->required()->check(CLI::IsMember(names));
-        cmd->add_option("ARCH", opts->archs, "Architecture strings to report (operator graph, MACs, memory)");
-        auto* sample_option = cmd->add_option("--sample", opts->sample, "Print N distinct sampled architecture strings")
-                                  ->transform(check::integer(1, 1000000, "a count in [1, 10^6]"));
-        cmd->add_option("--seed", opts->seed, "Seed of --sample")->transform(check::seed());
-        cmd->add_option("--space-options", opts->space_options,
-                        "Build options, key=value,... (e.g. resolution=160 for ofa, prune=1 for nb201)");
-        auto* onnx_option = cmd->add_option("--onnx", opts->onnx_out, "With one ARCH: also write it as an ONNX file")
-                                ->check(check::output_path());
-        cmd->add_option("--weights", opts->weights, "With --onnx: none (shapes only) or random (seeded initializers)")
-            ->check(CLI::IsMember({"none", "random"}))
-            ->needs(onnx_option);
-        cmd->add_option("--weight-seed", opts->weight_seed, "Seed of the random weights")
-            ->transform(check::seed())
-            ->needs(onnx_option);
-        cmd->add_flag("--json", opts->json, "Print JSON instead of tables");
-        opts->roof.add_to(*cmd);
-        cmd->callback([opts, sample_option] {
-            const auto& space = spaces::find_space(opts->space);
-            const auto options = spaces::space_options(opts->space_options);
-            spaces::check_space_options(space, options);
-            if (sample_option->count() > 0 && !opts->archs.empty())
-                raise<config_error>("give architecture strings or --sample N, not both");
-            if (!opts->onnx_out.empty() && opts->archs.size() != 1)
-                raise<config_error>("--onnx writes one network: give exactly one ARCH");
-            if (!opts->onnx_out.empty()) io::check_writable(opts->onnx_out);
-            if (sample_option->count() > 0) {
-                Rng rng(opts->seed);
-                std::set<std::string> seen;
-                std::vector<std::string> drawn;
-                for (std::size_t draws = 0; drawn.size() < opts->sample; ++draws) {
-                    if (draws > 100 * opts->sample + 1000)
-                        raise<config_error>("--sample ", opts->sample, ": the ", space.name,
-                                            " sampler keeps repeating itself (is N beyond the space's size?)");
-                    auto arch = space.sample(rng);
-                    if (seen.insert(arch).second) drawn.push_back(std::move(arch));
-                }
-                if (opts->json) {
-                    inspect_detail::emit(json(drawn).dump() + "\n");
-                } else {
-                    std::string out;
-                    for (const auto& a : drawn) out += a + "\n";
-                    inspect_detail::emit(out);
-                }
-                return;
-            }
-            if (opts->archs.empty()) {
-                const auto size = space.size();
-                if (opts->json)
-                    inspect_detail::emit(
-                        json{{"space", space.name}, {"summary", space.summary}, {"size", size.to_string()}}.dump(2) +
-                        "\n");
-                else
-                    inspect_detail::emit(std::string(space.name) + ": " + std::string(space.summary) + "\n" +
-                                         "size: " + size.to_string() + " architectures\n");
-                return;
-            }
-            for (const auto& arch : opts->archs) {
-                const auto canonical = space.canonical(arch);
-                const auto g = space.build_graph(canonical, options);
-                if (!opts->onnx_out.empty()) {
-                    io::OnnxExportOptions export_options;
-                    export_options.opset = space.onnx_opset;
-                    export_options.weights = opts->weights == "random" ? io::WeightData::random : io::WeightData::none;
-                    export_options.seed = opts->weight_seed;
-                    io::export_onnx(g, opts->onnx_out, export_options);
-                    std::fprintf(stderr, "dnncost: wrote %s\n", printable(opts->onnx_out).c_str());
-                }
-                inspect_detail::report(g, spaces::qualified_arch(space.name, canonical), opts->json,
-                                       opts->roof.device());
-            }
-        });
-    }
+    add_inspect_command(app);
+    add_nb201_command(app);
+    add_space_command(app);
 }
 
 }  // namespace dnncost::cli

@@ -3,7 +3,8 @@
 // an example platform (Pareto set, standalone mappings, best P, exact front, SVG plot), and
 // `dnncost cosearch`: the nested architecture x mapping search on the ViG space, with a
 // standalone vs distributed comparison in the form of MaGNAS Table 3. One file for the two
-// commands (over 600 lines): they share the loaders, the JSON/text output and the SVG writer.
+// commands: they share the JSON/text output and the SVG writer; the searches are
+// search/mapping/network_search.hpp and cosearch_comparison.hpp.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,8 +18,9 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/search/hypervolume.hpp>
+#include <dnncost/search/mapping/cosearch_comparison.hpp>
 #include <dnncost/search/mapping/mapping.hpp>
+#include <dnncost/search/mapping/network_search.hpp>
 
 #include "common.hpp"
 
@@ -28,11 +30,8 @@ namespace map_detail {
 namespace mp = search::mapping;
 
 struct MapArgs {
-    std::string blocks;
+    mp::NetworkSearchRequest request;
     std::string cus;
-    std::string vig;
-    std::string platform = "xavier";
-    std::string dvfs;
     double gamma1 = 1.0, gamma2 = 1.0;
     double t_target = std::numeric_limits<double>::infinity();
     double e_target = std::numeric_limits<double>::infinity();
@@ -40,21 +39,17 @@ struct MapArgs {
     std::uint64_t seed = 1;
     double mutation_probability = -1.0;
     bool uniform_init = false;
-    bool exact = false;
-    std::string format = "text";
+    bool json = false, csv = false;
+    std::string format;  // deprecated: --json / --csv
     std::string plot;
     std::string export_blocks;
 };
 
 struct CoSearchArgs {
-    std::string platform = "xavier";
-    std::string dataset = "cifar100";
+    mp::CoSearchRequest request;
     std::size_t ooe_population = 100, ooe_generations = 50, ioe_population = 200, ioe_generations = 10;
     std::size_t threads = 1, top = 10;
     std::uint64_t seed = 1;
-    bool dvfs_search = false;
-    double latency_increase = 0.3;
-    std::string compare;
     bool json = false;
     std::string plot;
 };
@@ -85,24 +80,6 @@ inline json solution_json(const mp::MappingSolution& s, const std::vector<std::s
     j["dvfs"] = platform.dvfs[s.dvfs].name;
     j["feasible"] = s.feasible;
     return j;
-}
-
-/// Hypervolume of `found` relative to `exact` (reference: 1% beyond the exact front's nadir).
-inline double hypervolume_ratio(const std::vector<mp::MappingSolution>& found,
-                                const std::vector<mp::MappingSolution>& exact) {
-    if (exact.empty()) return 0.0;
-    double t_max = 0, e_max = 0;
-    std::vector<double> a, b;
-    for (const auto& s : exact) {
-        a.insert(a.end(), {s.value.t, s.value.e});
-        t_max = std::max(t_max, s.value.t);
-        e_max = std::max(e_max, s.value.e);
-    }
-    for (const auto& s : found) b.insert(b.end(), {s.value.t, s.value.e});
-    const double ref[2] = {t_max + 0.01 * (t_max - exact.front().value.t) + 1e-12,
-                           e_max + 0.01 * (e_max - exact.back().value.e) + 1e-12};
-    const double hv = search::hypervolume(a, ref);
-    return hv > 0.0 ? search::hypervolume(b, ref) / hv : 1.0;
 }
 
 /// A latency-energy scatter plot as a self-contained SVG.
@@ -208,68 +185,9 @@ inline std::vector<std::string> split_list(const std::string& s) {
     return out;
 }
 
-// ------------------------------------------------------------------ one instance: dnncost map
+// ------------------------------------------------------------------ one network: dnncost map
 
-/// What `map` works on: per-DVFS-setting instances of one network and their platform.
-struct Loaded {
-    std::string what;
-    mp::Platform platform;
-    std::vector<mp::MappingInstance> instances;  // one per DVFS setting
-};
-
-inline Loaded load_vig(const MapArgs& a) {
-    const mp::VigSpace space;
-    const auto arch = space.parse(a.vig);
-    const auto blocks = space.blocks(arch);
-    Loaded l;
-    l.what = "ViG " + a.vig;
-    auto name = [](const mp::VigBlock& b) { return mp::VigSpace::block_name(b); };
-    if (a.platform == "xavier") {
-        static const mp::XavierLikePlatform x;
-        const mp::TableCostSource<mp::VigSpace> src(mp::tabulate(space, x));
-        l.platform = src.platform();
-        for (std::size_t d = 0; d < l.platform.num_dvfs(); ++d)
-            l.instances.push_back(mp::make_instance(src, blocks, d, name));
-    } else {
-        static const mp::RooflinePlatform r = mp::three_accelerator_platform();
-        const mp::WorkloadCostSource<mp::VigSpace, mp::RooflinePlatform> src(space, r);
-        l.platform = src.platform();
-        for (std::size_t d = 0; d < l.platform.num_dvfs(); ++d)
-            l.instances.push_back(mp::make_instance(src, blocks, d, name));
-    }
-    return l;
-}
-
-inline Loaded load_blocks(const MapArgs& a) {
-    mp::BlockCostFileOptions o;
-    if (!a.cus.empty()) o.cus = split_list(a.cus);
-    const auto file = mp::load_block_costs(a.blocks, o);
-    Loaded l;
-    l.what = a.blocks;
-    l.platform = file.platform;
-    for (std::size_t d = 0; d < file.platform.num_dvfs(); ++d) l.instances.push_back(file.instance(d));
-    return l;
-}
-
-inline void run_map(const MapArgs& a, Context& ctx) {
-    if (a.blocks.empty() == a.vig.empty()) raise<config_error>("map: give either --blocks FILE.csv or --vig ARCH");
-    if (!a.vig.empty() && !a.cus.empty()) raise<config_error>("map: --cus applies to --blocks files only");
-    io::check_distinct_outputs({{"--blocks", a.blocks}, {"--plot", a.plot}, {"--export-blocks", a.export_blocks}});
-    if (!a.plot.empty()) io::check_writable(a.plot);
-    if (!a.export_blocks.empty()) io::check_writable(a.export_blocks);
-    Loaded l = a.blocks.empty() ? load_vig(a) : load_blocks(a);
-    const auto& cus = l.platform.cus;
-    if (!a.export_blocks.empty()) {
-        std::vector<std::string> names;
-        for (const auto& d : l.platform.dvfs) names.push_back(d.name);
-        io::write_file_atomic(a.export_blocks, mp::block_costs_csv(l.instances, names));
-    }
-    // DVFS: one setting (default: the first), or all of them
-    const bool all = a.dvfs == "all";
-    const std::size_t setting = all || a.dvfs.empty() ? l.platform.reference_dvfs : l.platform.dvfs_index(a.dvfs);
-    std::vector<mp::MappingEvaluator> evs;
-    for (const auto& inst : l.instances) evs.emplace_back(inst);
-
+inline mp::MappingSearchOptions search_options(const MapArgs& a) {
     mp::MappingSearchOptions o;
     o.population = a.population;
     o.generations = a.generations;
@@ -281,136 +199,154 @@ inline void run_map(const MapArgs& a, Context& ctx) {
     o.preference.gamma2 = a.gamma2;
     o.preference.t_target = a.t_target;
     o.preference.e_target = a.e_target;
-    const auto start = std::chrono::steady_clock::now();
-    const mp::MappingSearchResult r = all ? mp::search_mappings_dvfs(evs, l.platform.reference_dvfs, o)
-                                          : mp::search_mappings(evs[setting], o, std::nullopt, setting);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return o;
+}
 
-    std::optional<std::vector<mp::MappingSolution>> exact;
-    std::uint64_t exact_evaluations = 0;
-    if (a.exact) {
-        std::vector<mp::MappingSolution> pts;
-        for (std::size_t d = 0; d < evs.size(); ++d) {
-            if (!all && d != setting) continue;
-            const auto n = l.instances[d].num_mappings();
-            if (n > (std::uint64_t{1} << 20))
-                raise<config_error>("map: --exact enumerates up to 2^20 = 1048576 mappings; this network has ", n);
-            const auto ex = mp::exact_front(evs[d], o.preference);
-            exact_evaluations += ex.evaluations;
-            for (const auto& p : ex.front) {
-                mp::MappingSolution s{evs[d].to_cus(p.genes), p.value,
-                                      mp::objective_p(p.value, r.normaliser, o.preference), d, true};
-                pts.push_back(std::move(s));
-            }
-        }
-        exact = mp::nondominated_solutions(std::move(pts));
+inline void write_map_plot(const std::string& path, const mp::LoadedNetwork& l, const mp::NetworkSearchReport& rep) {
+    const auto& r = rep.result;
+    std::vector<SvgSeries> series;
+    if (rep.exact) {
+        SvgSeries s{"exact front", {}, "#bbbbbb", true, 4.5, {}};
+        for (const auto& p : *rep.exact) s.points.push_back({p.value.t, p.value.e});
+        series.push_back(std::move(s));
     }
-    const double hv = exact ? hypervolume_ratio(r.front, *exact) : 0.0;
+    SvgSeries f{"searched front", {}, "#1f77b4", true, 3.0, {}};
+    for (const auto& p : r.front) f.points.push_back({p.value.t, p.value.e});
+    series.push_back(std::move(f));
+    SvgSeries sa{"standalone", {}, "#d62728", false, 6.0, {}};
+    SvgSeries other{"standalone, other DVFS settings", {}, "#f4a6a6", false, 4.0, {}};
+    for (const auto& p : r.standalone) {
+        if (p.dvfs != rep.setting) {
+            other.points.push_back({p.value.t, p.value.e});
+            continue;
+        }
+        sa.points.push_back({p.value.t, p.value.e});
+        sa.labels.push_back(l.platform.cus[p.cus.front()] + " only");
+    }
+    if (!other.points.empty()) series.push_back(std::move(other));
+    series.push_back(std::move(sa));
+    series.push_back({"best P", {{r.best.value.t, r.best.value.e}}, "#2ca02c", false, 6.0, {"best P"}});
+    io::write_file_atomic(path, svg_plot("Mapping search: " + l.what, series));
+}
 
-    if (!a.plot.empty()) {
-        std::vector<SvgSeries> series;
-        if (exact) {
-            SvgSeries s{"exact front", {}, "#bbbbbb", true, 4.5, {}};
-            for (const auto& p : *exact) s.points.push_back({p.value.t, p.value.e});
-            series.push_back(std::move(s));
-        }
-        SvgSeries f{"searched front", {}, "#1f77b4", true, 3.0, {}};
-        for (const auto& p : r.front) f.points.push_back({p.value.t, p.value.e});
-        series.push_back(std::move(f));
-        SvgSeries sa{"standalone", {}, "#d62728", false, 6.0, {}};
-        SvgSeries other{"standalone, other DVFS settings", {}, "#f4a6a6", false, 4.0, {}};
-        for (const auto& p : r.standalone) {
-            if (p.dvfs != (all ? l.platform.reference_dvfs : setting)) {
-                other.points.push_back({p.value.t, p.value.e});
-                continue;
-            }
-            sa.points.push_back({p.value.t, p.value.e});
-            sa.labels.push_back(cus[p.cus.front()] + " only");
-        }
-        if (!other.points.empty()) series.push_back(std::move(other));
-        series.push_back(std::move(sa));
-        series.push_back({"best P", {{r.best.value.t, r.best.value.e}}, "#2ca02c", false, 6.0, {"best P"}});
-        io::write_file_atomic(a.plot, svg_plot("Mapping search: " + l.what, series));
+inline json map_json(const MapArgs& a, const mp::LoadedNetwork& l, const mp::NetworkSearchReport& rep) {
+    const auto& r = rep.result;
+    const auto& cus = l.platform.cus;
+    json j;
+    j["instance"] = l.what;
+    j["blocks"] = l.instances.front().num_blocks();
+    j["cus"] = cus;
+    j["dvfs"] = rep.all_dvfs ? std::string("all") : l.platform.dvfs[rep.setting].name;
+    j["mappings"] = static_cast<double>(l.instances[rep.setting].num_mappings());
+    j["normaliser"] = {{"t_max_ms", r.normaliser.t_max}, {"e_max_mj", r.normaliser.e_max}};
+    j["gamma1"] = a.gamma1;
+    j["gamma2"] = a.gamma2;
+    j["standalone"] = json::array();
+    for (const auto& s : r.standalone) j["standalone"].push_back(solution_json(s, cus, l.platform));
+    j["front"] = json::array();
+    for (const auto& s : r.front) j["front"].push_back(solution_json(s, cus, l.platform));
+    j["best"] = solution_json(r.best, cus, l.platform);
+    j["fallback"] = r.fallback;
+    if (r.fallback) j["note"] = r.note;
+    j["evaluations"] = r.evaluations;
+    j["enumerated"] = r.enumerated;
+    j["seconds"] = rep.seconds;
+    if (rep.exact) {
+        j["exact"] = {{"evaluations", rep.exact_evaluations},
+                      {"front_size", rep.exact->size()},
+                      {"hypervolume_ratio", rep.hypervolume_ratio}};
+        j["exact"]["front"] = json::array();
+        for (const auto& s : *rep.exact) j["exact"]["front"].push_back(solution_json(s, cus, l.platform));
     }
+    return j;
+}
 
-    const std::size_t n_blocks = l.instances.front().num_blocks();
-    if (a.format == "json") {
-        json j;
-        j["instance"] = l.what;
-        j["blocks"] = n_blocks;
-        j["cus"] = cus;
-        j["dvfs"] = all ? std::string("all") : l.platform.dvfs[setting].name;
-        j["mappings"] = static_cast<double>(l.instances[setting].num_mappings());
-        j["normaliser"] = {{"t_max_ms", r.normaliser.t_max}, {"e_max_mj", r.normaliser.e_max}};
-        j["gamma1"] = a.gamma1;
-        j["gamma2"] = a.gamma2;
-        j["standalone"] = json::array();
-        for (const auto& s : r.standalone) j["standalone"].push_back(solution_json(s, cus, l.platform));
-        j["front"] = json::array();
-        for (const auto& s : r.front) j["front"].push_back(solution_json(s, cus, l.platform));
-        j["best"] = solution_json(r.best, cus, l.platform);
-        j["fallback"] = r.fallback;
-        if (r.fallback) j["note"] = r.note;
-        j["evaluations"] = r.evaluations;
-        j["enumerated"] = r.enumerated;
-        j["seconds"] = seconds;
-        if (exact) {
-            j["exact"] = {{"evaluations", exact_evaluations}, {"front_size", exact->size()}, {"hypervolume_ratio", hv}};
-            j["exact"]["front"] = json::array();
-            for (const auto& s : *exact) j["exact"]["front"].push_back(solution_json(s, cus, l.platform));
-        }
-        print_json(j);
-    } else if (a.format == "csv") {
-        std::cout << "kind,t_ms,e_mj,p,dvfs,feasible,mapping\n";
-        auto row = [&](const char* kind, const mp::MappingSolution& s) {
-            std::cout << kind << ',' << std::setprecision(10) << s.value.t << ',' << s.value.e << ',' << s.p << ','
-                      << l.platform.dvfs[s.dvfs].name << ',' << (s.feasible ? 1 : 0) << ',' << mapping_text(s.cus, cus)
-                      << '\n';
-        };
-        for (const auto& s : r.standalone) row("standalone", s);
-        for (const auto& s : r.front) row("front", s);
-        row(r.fallback ? "best_fallback" : "best", r.best);
-        if (exact)
-            for (const auto& s : *exact) row("exact", s);
-    } else {
-        std::cout << "instance: " << l.what << " (" << n_blocks << " blocks; compute units "
-                  << mp::Platform::joined(cus) << "; DVFS "
-                  << (all ? "all " + std::to_string(l.platform.num_dvfs()) + " settings"
-                          : l.platform.dvfs[setting].name)
-                  << ")\n"
-                  << "mappings: " << l.instances[setting].num_mappings() << (all ? " per setting" : "") << '\n'
-                  << "P = (E / " << fixed(r.normaliser.e_max, 3) << " mJ)^" << a.gamma1 << " x (T / "
-                  << fixed(r.normaliser.t_max, 3) << " ms)^" << a.gamma2 << "  (max standalone energy and latency)\n";
-        if (o.preference.constrained()) std::cout << "targets: " << o.preference.describe() << '\n';
-        std::cout << "\nstandalone mappings:\n";
-        for (const auto& s : r.standalone)
-            std::cout << "  " << std::setw(8) << cus[s.cus.front()] << "  T " << fixed(s.value.t, 3) << " ms  E "
-                      << fixed(s.value.e, 3) << " mJ  P " << fixed(s.p, 4)
-                      << (all ? "  " + l.platform.dvfs[s.dvfs].name : "")
-                      << (s.feasible ? "" : "  (misses the targets)") << '\n';
-        if (r.standalone.empty()) std::cout << "  none: no compute unit runs every block\n";
-        std::cout << "\nPareto set: " << r.front.size() << " mappings ("
-                  << (r.enumerated ? "all mappings enumerated: no more than the search's budget"
-                                   : "NSGA-II, population " + std::to_string(a.population))
-                  << ", " << r.evaluations << " evaluations, " << fixed(seconds, 3) << " s)\n"
-                  << "  T_ms,E_mJ,P" << (all ? ",dvfs" : "") << ",mapping\n";
-        for (const auto& s : r.front)
-            std::cout << "  " << fixed(s.value.t, 4) << ',' << fixed(s.value.e, 4) << ',' << fixed(s.p, 4)
-                      << (all ? "," + l.platform.dvfs[s.dvfs].name : "") << ',' << mapping_text(s.cus, cus) << '\n';
-        std::cout << "\nbest P: " << fixed(r.best.p, 4) << "  T " << fixed(r.best.value.t, 3) << " ms  E "
-                  << fixed(r.best.value.e, 3) << " mJ" << (all ? "  DVFS " + l.platform.dvfs[r.best.dvfs].name : "")
-                  << "  transitions " << mp::transitions(r.best.cus) << "\n  " << mapping_text(r.best.cus, cus) << '\n';
-        if (r.fallback) std::cout << "note: " << r.note << '\n';
-        if (exact)
-            std::cout << "\nexact: " << exact->size() << " Pareto-optimal mappings from " << exact_evaluations
-                      << " enumerated; the search's front reaches " << fixed(100.0 * hv, 3)
-                      << " % of their hypervolume with "
-                      << fixed(100.0 * static_cast<double>(r.evaluations) / static_cast<double>(exact_evaluations), 2)
-                      << " % of the evaluations\n";
-        if (!a.plot.empty()) std::cout << "plot written to " << a.plot << '\n';
-        if (!a.export_blocks.empty()) std::cout << "block costs written to " << a.export_blocks << '\n';
+inline void print_map_csv(const mp::LoadedNetwork& l, const mp::NetworkSearchReport& rep) {
+    const auto& r = rep.result;
+    std::cout << "kind,t_ms,e_mj,p,dvfs,feasible,mapping\n";
+    auto row = [&](const char* kind, const mp::MappingSolution& s) {
+        std::cout << kind << ',' << std::setprecision(10) << s.value.t << ',' << s.value.e << ',' << s.p << ','
+                  << l.platform.dvfs[s.dvfs].name << ',' << (s.feasible ? 1 : 0) << ','
+                  << mapping_text(s.cus, l.platform.cus) << '\n';
+    };
+    for (const auto& s : r.standalone) row("standalone", s);
+    for (const auto& s : r.front) row("front", s);
+    row(r.fallback ? "best_fallback" : "best", r.best);
+    if (rep.exact)
+        for (const auto& s : *rep.exact) row("exact", s);
+}
+
+inline void print_map_text(const MapArgs& a, const mp::LoadedNetwork& l, const mp::NetworkSearchReport& rep) {
+    const auto& r = rep.result;
+    const auto& cus = l.platform.cus;
+    const bool all = rep.all_dvfs;
+    const auto& pref = a.request.search.preference;
+    std::cout << "instance: " << l.what << " (" << l.instances.front().num_blocks() << " blocks; compute units "
+              << mp::Platform::joined(cus) << "; DVFS "
+              << (all ? "all " + std::to_string(l.platform.num_dvfs()) + " settings"
+                      : l.platform.dvfs[rep.setting].name)
+              << ")\n"
+              << "mappings: " << l.instances[rep.setting].num_mappings() << (all ? " per setting" : "") << '\n'
+              << "P = (E / " << fixed(r.normaliser.e_max, 3) << " mJ)^" << a.gamma1 << " x (T / "
+              << fixed(r.normaliser.t_max, 3) << " ms)^" << a.gamma2 << "  (max standalone energy and latency)\n";
+    if (pref.constrained()) std::cout << "targets: " << pref.describe() << '\n';
+    std::cout << "\nstandalone mappings:\n";
+    for (const auto& s : r.standalone)
+        std::cout << "  " << std::setw(8) << cus[s.cus.front()] << "  T " << fixed(s.value.t, 3) << " ms  E "
+                  << fixed(s.value.e, 3) << " mJ  P " << fixed(s.p, 4) << (all ? "  " + l.platform.dvfs[s.dvfs].name : "")
+                  << (s.feasible ? "" : "  (misses the targets)") << '\n';
+    if (r.standalone.empty()) std::cout << "  none: no compute unit runs every block\n";
+    std::cout << "\nPareto set: " << r.front.size() << " mappings ("
+              << (r.enumerated ? "all mappings enumerated: no more than the search's budget"
+                               : "NSGA-II, population " + std::to_string(a.population))
+              << ", " << r.evaluations << " evaluations, " << fixed(rep.seconds, 3) << " s)\n"
+              << "  T_ms,E_mJ,P" << (all ? ",dvfs" : "") << ",mapping\n";
+    for (const auto& s : r.front)
+        std::cout << "  " << fixed(s.value.t, 4) << ',' << fixed(s.value.e, 4) << ',' << fixed(s.p, 4)
+                  << (all ? "," + l.platform.dvfs[s.dvfs].name : "") << ',' << mapping_text(s.cus, cus) << '\n';
+    std::cout << "\nbest P: " << fixed(r.best.p, 4) << "  T " << fixed(r.best.value.t, 3) << " ms  E "
+              << fixed(r.best.value.e, 3) << " mJ" << (all ? "  DVFS " + l.platform.dvfs[r.best.dvfs].name : "")
+              << "  transitions " << mp::transitions(r.best.cus) << "\n  " << mapping_text(r.best.cus, cus) << '\n';
+    if (r.fallback) std::cout << "note: " << r.note << '\n';
+    if (rep.exact)
+        std::cout << "\nexact: " << rep.exact->size() << " Pareto-optimal mappings from " << rep.exact_evaluations
+                  << " enumerated; the search's front reaches " << fixed(100.0 * rep.hypervolume_ratio, 3)
+                  << " % of their hypervolume with "
+                  << fixed(100.0 * static_cast<double>(r.evaluations) / static_cast<double>(rep.exact_evaluations), 2)
+                  << " % of the evaluations\n";
+    if (!a.plot.empty()) std::cout << "plot written to " << a.plot << '\n';
+    if (!a.export_blocks.empty()) std::cout << "block costs written to " << a.export_blocks << '\n';
+}
+
+inline void run_map(MapArgs& a) {
+    if (!a.format.empty()) {
+        warn_deprecated("map --format " + a.format, a.format == "json" ? "--json" : a.format == "csv" ? "--csv" : "the default text output");
+        if (a.json || a.csv) raise<config_error>("map: give --json or --csv, not --format as well");
+        a.json = a.format == "json";
+        a.csv = a.format == "csv";
     }
-    ctx.exit_code = 0;
+    if (a.json && a.csv) raise<config_error>("map: give --json or --csv, not both");
+    if (a.generations == 0 && a.max_evaluations == 0) raise<config_error>("map: --gens 0 needs --max-evals");
+    auto& req = a.request;
+    if (!a.cus.empty()) req.cus = split_list(a.cus);
+    req.search = search_options(a);
+    io::check_distinct_outputs({{"--blocks", req.blocks}, {"--plot", a.plot}, {"--export-blocks", a.export_blocks}});
+    if (!a.plot.empty()) io::check_writable(a.plot);
+    if (!a.export_blocks.empty()) io::check_writable(a.export_blocks);
+    const auto l = mp::load_network(req);
+    if (!a.export_blocks.empty()) {
+        std::vector<std::string> names;
+        for (const auto& d : l.platform.dvfs) names.push_back(d.name);
+        io::write_file_atomic(a.export_blocks, mp::block_costs_csv(l.instances, names));
+    }
+    const auto rep = mp::search_network(l, req);
+    if (!a.plot.empty()) write_map_plot(a.plot, l, rep);
+    if (a.json)
+        print_json(map_json(a, l, rep));
+    else if (a.csv)
+        print_map_csv(l, rep);
+    else
+        print_map_text(a, l, rep);
 }
 
 // ------------------------------------------------------------------ nested search: dnncost cosearch
@@ -457,123 +393,69 @@ inline void table3_row(std::ostream& os, const std::string& option, const mp::Ma
        << std::setw(9) << fixed(s.value.t, 2) << std::setw(9) << fixed(s.value.e, 2) << '\n';
 }
 
-template <class Source>
-void run_cosearch_on(const CoSearchArgs& a, const Source& src, const std::string& platform_name, Context& ctx) {
-    const mp::VigSpace space;
-    const mp::VigAccuracyProxy accuracy(a.dataset);
-    mp::CoSearchOptions o;
-    o.population = a.ooe_population;
-    o.generations = a.ooe_generations;
-    o.inner.population = a.ioe_population;
-    o.inner.generations = a.ioe_generations;
-    o.threads = a.threads;
-    o.seed = a.seed;
-    o.dvfs_brute_force = a.dvfs_search;
-    const auto res = mp::co_search(space, src, accuracy, o);
-    const auto& cus = src.platform().cus;
-    const auto& platform = src.platform();
-
-    // Table 3: one architecture, standalone vs transition-limited vs IOE mappings at a latency
-    // budget of (1 + latency_increase) x the fastest standalone mapping
-    mp::VigArchitecture arch;
-    if (!a.compare.empty()) {
-        arch = space.parse(a.compare);
-    } else {
-        if (res.front.empty()) raise<error>("cosearch: empty front");
-        const auto it = std::max_element(res.front.begin(), res.front.end(),
-                                         [](const auto& x, const auto& y) { return x.accuracy < y.accuracy; });
-        arch = it->architecture;
+inline void write_cosearch_plot(const std::string& path, const mp::CoSearchReport& rep) {
+    const auto& c = rep.comparison;
+    const auto& cus = rep.platform.cus;
+    std::vector<SvgSeries> series;
+    SvgSeries arches{"co-search front (best-P mapping)", {}, "#9467bd", false, 3.0, {}};
+    for (const auto& p : rep.result.front) arches.points.push_back({p.mapping.best.value.t, p.mapping.best.value.e});
+    series.push_back(std::move(arches));
+    SvgSeries f{"IOE front of " + mp::VigSpace::to_string(c.architecture), {}, "#1f77b4", true, 3.0, {}};
+    for (const auto& p : c.ioe_front) f.points.push_back({p.value.t, p.value.e});
+    series.push_back(std::move(f));
+    SvgSeries sa{"standalone", {}, "#d62728", false, 6.0, {}};
+    for (std::size_t i = 0; i < c.standalone.size(); ++i) {
+        sa.points.push_back({c.standalone[i].value.t, c.standalone[i].value.e});
+        sa.labels.push_back(cus[c.standalone_cus[i]] + " only");
     }
-    const auto blocks = space.blocks(arch);
-    auto name = [](const mp::VigBlock& b) { return mp::VigSpace::block_name(b); };
-    const mp::MappingEvaluator ev(mp::make_instance(src, blocks, platform.reference_dvfs, name));
-    const auto standalone = mp::standalone_mappings(ev);
-    if (standalone.empty())
-        raise<error>("cosearch: no compute unit runs every block of ", mp::VigSpace::to_string(arch));
-    double fastest = std::numeric_limits<double>::infinity();
-    for (const auto& s : standalone) fastest = std::min(fastest, s.value.t);
-    mp::MappingSearchOptions io = o.inner;
-    io.seed = a.seed;
-    io.preference.t_target = (1.0 + a.latency_increase) * fastest;
-    const auto ioe = mp::search_mappings(ev, io);
-    const auto norm = ioe.normaliser;
-    auto as_solution = [&](const mp::MappingPoint& p) {
-        return mp::MappingSolution{ev.to_cus(p.genes), p.value, mp::objective_p(p.value, norm, io.preference),
-                                   platform.reference_dvfs, io.preference.feasible(p.value)};
-    };
-    // the two transition-limited Pareto mappings closest in latency to the IOE's choice
-    auto closest = [&](std::size_t k) {
-        auto f = mp::transition_limited_front(ev, k).front;
-        std::sort(f.begin(), f.end(), [&](const auto& x, const auto& y) {
-            return std::abs(x.value.t - ioe.best.value.t) < std::abs(y.value.t - ioe.best.value.t);
-        });
-        std::vector<mp::MappingSolution> out;
-        for (std::size_t i = 0; i < f.size() && i < 2; ++i) out.push_back(as_solution(f[i]));
-        return out;
-    };
-    const auto t1 = closest(1), t2 = closest(2);
-    const auto letter = cu_letters(cus);
+    series.push_back(std::move(sa));
+    series.push_back(
+        {"IOE, latency budget", {{c.ioe.best.value.t, c.ioe.best.value.e}}, "#2ca02c", false, 6.0, {"IOE"}});
+    io::write_file_atomic(path, svg_plot("Co-search on " + rep.platform_name, series));
+}
 
-    if (!a.plot.empty()) {
-        std::vector<SvgSeries> series;
-        SvgSeries arches{"co-search front (best-P mapping)", {}, "#9467bd", false, 3.0, {}};
-        for (const auto& p : res.front) arches.points.push_back({p.mapping.best.value.t, p.mapping.best.value.e});
-        series.push_back(std::move(arches));
-        SvgSeries f{"IOE front of " + mp::VigSpace::to_string(arch), {}, "#1f77b4", true, 3.0, {}};
-        for (const auto& p : mp::search_mappings(ev, o.inner).front) f.points.push_back({p.value.t, p.value.e});
-        series.push_back(std::move(f));
-        SvgSeries sa{"standalone", {}, "#d62728", false, 6.0, {}};
-        for (const auto& s : standalone) {
-            sa.points.push_back({s.value.t, s.value.e});
-            sa.labels.push_back(cus[s.cu] + " only");
-        }
-        series.push_back(std::move(sa));
-        series.push_back(
-            {"IOE, latency budget", {{ioe.best.value.t, ioe.best.value.e}}, "#2ca02c", false, 6.0, {"IOE"}});
-        io::write_file_atomic(a.plot, svg_plot("Co-search on " + platform_name, series));
+inline json cosearch_json(const CoSearchArgs& a, const mp::CoSearchReport& rep) {
+    const auto& res = rep.result;
+    const auto& c = rep.comparison;
+    const auto& cus = rep.platform.cus;
+    json j;
+    j["platform"] = rep.platform_name;
+    j["dataset"] = a.request.dataset;
+    j["accuracy"] = "proxy (VigAccuracyProxy), not a trained supernet";
+    j["generations"] = res.generations;
+    j["outer_evaluations"] = res.outer_evaluations;
+    j["inner_runs"] = res.inner_runs;
+    j["mapping_evaluations"] = res.mapping_evaluations;
+    j["seconds"] = res.seconds;
+    j["front"] = json::array();
+    for (const auto& p : res.front) {
+        json e = solution_json(p.mapping.best, cus, rep.platform);
+        e["architecture"] = mp::VigSpace::to_string(p.architecture);
+        e["accuracy_proxy"] = p.accuracy;
+        e["fallback"] = p.mapping.fallback;
+        j["front"].push_back(e);
     }
+    json t;
+    t["architecture"] = mp::VigSpace::to_string(c.architecture);
+    t["latency_budget_ms"] = c.latency_budget;
+    for (const auto& s : c.standalone) t["standalone"].push_back(solution_json(s, cus, rep.platform));
+    for (const auto& s : c.transitions_1) t["transitions_1"].push_back(solution_json(s, cus, rep.platform));
+    for (const auto& s : c.transitions_2) t["transitions_2"].push_back(solution_json(s, cus, rep.platform));
+    t["ioe"] = solution_json(c.ioe.best, cus, rep.platform);
+    t["ioe_fallback"] = c.ioe.fallback;
+    j["table3"] = t;
+    return j;
+}
 
-    if (a.json) {
-        json j;
-        j["platform"] = platform_name;
-        j["dataset"] = a.dataset;
-        j["accuracy"] = "proxy (VigAccuracyProxy), not a trained supernet";
-        j["generations"] = res.generations;
-        j["outer_evaluations"] = res.outer_evaluations;
-        j["inner_runs"] = res.inner_runs;
-        j["mapping_evaluations"] = res.mapping_evaluations;
-        j["seconds"] = res.seconds;
-        j["front"] = json::array();
-        for (const auto& p : res.front) {
-            json e = solution_json(p.mapping.best, cus, platform);
-            e["architecture"] = mp::VigSpace::to_string(p.architecture);
-            e["accuracy_proxy"] = p.accuracy;
-            e["fallback"] = p.mapping.fallback;
-            j["front"].push_back(e);
-        }
-        json t;
-        t["architecture"] = mp::VigSpace::to_string(arch);
-        t["latency_budget_ms"] = io.preference.t_target;
-        for (const auto& s : standalone)
-            t["standalone"].push_back(solution_json(
-                mp::MappingSolution{ev.to_cus(s.genes), s.value, mp::objective_p(s.value, norm, io.preference),
-                                    platform.reference_dvfs, true},
-                cus, platform));
-        for (const auto& s : t1) t["transitions_1"].push_back(solution_json(s, cus, platform));
-        for (const auto& s : t2) t["transitions_2"].push_back(solution_json(s, cus, platform));
-        t["ioe"] = solution_json(ioe.best, cus, platform);
-        t["ioe_fallback"] = ioe.fallback;
-        j["table3"] = t;
-        print_json(j);
-        ctx.exit_code = 0;
-        return;
-    }
-
-    std::cout << "co-search on " << platform_name << ": OOE population " << a.ooe_population << " x " << res.generations
-              << " generations, IOE population " << a.ioe_population << " x " << a.ioe_generations << " generations"
-              << (a.dvfs_search ? ", DVFS brute force" : "") << ", " << a.threads << " thread(s), seed " << a.seed
-              << '\n'
-              << "accuracy: PROXY for " << a.dataset
+inline void print_cosearch_front(const CoSearchArgs& a, const mp::CoSearchReport& rep) {
+    const auto& res = rep.result;
+    const auto& cus = rep.platform.cus;
+    const bool dvfs_search = a.request.search.dvfs_brute_force;
+    std::cout << "co-search on " << rep.platform_name << ": OOE population " << a.ooe_population << " x "
+              << res.generations << " generations, IOE population " << a.ioe_population << " x " << a.ioe_generations
+              << " generations" << (dvfs_search ? ", DVFS brute force" : "") << ", " << a.threads
+              << " thread(s), seed " << a.seed << '\n'
+              << "accuracy: PROXY for " << a.request.dataset
               << " (VigAccuracyProxy, anchored on MaGNAS Table 2; not a trained supernet)\n"
               << res.outer_evaluations << " architectures scored, " << res.inner_runs
               << " IOE runs (distinct networks), " << res.mapping_evaluations << " mappings evaluated, "
@@ -597,65 +479,70 @@ void run_cosearch_on(const CoSearchArgs& a, const Source& src, const std::string
                   << std::setw(9) << fixed(p.accuracy, 2) << std::setw(10) << fixed(p.mapping.best.value.t, 2)
                   << std::setw(10) << fixed(p.mapping.best.value.e, 2) << std::setw(8) << fixed(p.mapping.best.p, 3)
                   << std::setw(7) << mp::transitions(p.mapping.best.cus) << "  " << use
-                  << (a.dvfs_search ? "  " + platform.dvfs[p.mapping.best.dvfs].name : "") << '\n';
+                  << (dvfs_search ? "  " + rep.platform.dvfs[p.mapping.best.dvfs].name : "") << '\n';
     }
-    std::cout << "\nstandalone vs distributed (as MaGNAS Table 3) for " << mp::VigSpace::to_string(arch)
-              << ", latency budget " << fixed(io.preference.t_target, 2) << " ms (+"
-              << fixed(100 * a.latency_increase, 0) << " % over the fastest standalone), DVFS "
-              << platform.dvfs[platform.reference_dvfs].name << ":\n"
+}
+
+inline void print_cosearch_table3(const CoSearchArgs& a, const mp::CoSearchReport& rep) {
+    const auto& c = rep.comparison;
+    const auto& cus = rep.platform.cus;
+    const auto letter = cu_letters(cus);
+    std::cout << "\nstandalone vs distributed (as MaGNAS Table 3) for " << mp::VigSpace::to_string(c.architecture)
+              << ", latency budget " << fixed(c.latency_budget, 2) << " ms (+"
+              << fixed(100 * a.request.latency_increase, 0) << " % over the fastest standalone), DVFS "
+              << rep.platform.dvfs[rep.platform.reference_dvfs].name << ":\n"
               << "  " << std::left << std::setw(17) << "mapping option" << std::setw(5) << "Stem" << std::setw(33)
               << "Grapher" << std::setw(33) << "FFN" << std::setw(4) << "Cls" << std::right << std::setw(8)
               << "#transit" << std::setw(9) << "Lat." << std::setw(9) << "Enrg." << '\n';
-    for (const auto& s : standalone)
-        table3_row(std::cout, cus[s.cu] + "-only",
-                   mp::MappingSolution{ev.to_cus(s.genes), s.value, 0.0, platform.reference_dvfs, true}, blocks,
-                   letter);
-    for (const auto& s : t1) table3_row(std::cout, "constr-transit1", s, blocks, letter);
-    for (const auto& s : t2) table3_row(std::cout, "constr-transit2", s, blocks, letter);
-    table3_row(std::cout, "IOE", ioe.best, blocks, letter);
-    if (ioe.fallback) std::cout << "note: " << ioe.note << '\n';
+    for (std::size_t i = 0; i < c.standalone.size(); ++i)
+        table3_row(std::cout, cus[c.standalone_cus[i]] + "-only", c.standalone[i], c.blocks, letter);
+    for (const auto& s : c.transitions_1) table3_row(std::cout, "constr-transit1", s, c.blocks, letter);
+    for (const auto& s : c.transitions_2) table3_row(std::cout, "constr-transit2", s, c.blocks, letter);
+    table3_row(std::cout, "IOE", c.ioe.best, c.blocks, letter);
+    if (c.ioe.fallback) std::cout << "note: " << c.ioe.note << '\n';
     std::cout << "  (letters: ";
-    for (std::size_t c = 0; c < cus.size(); ++c) std::cout << (c ? ", " : "") << letter[c] << " = " << cus[c];
+    for (std::size_t k = 0; k < cus.size(); ++k) std::cout << (k ? ", " : "") << letter[k] << " = " << cus[k];
     std::cout << "; constr-transit-k: the two Pareto-optimal mappings with at most k transitions closest in latency "
                  "to the IOE's)\n";
     if (!a.plot.empty()) std::cout << "plot written to " << a.plot << '\n';
-    ctx.exit_code = 0;
 }
 
-inline void run_cosearch(const CoSearchArgs& args, Context& ctx) {
-    CoSearchArgs a = args;
+inline void run_cosearch(CoSearchArgs& a) {
     cap_threads(a.threads);
     if (!a.plot.empty()) io::check_writable(a.plot);
-    const mp::VigSpace space;
-    if (a.platform == "xavier") {
-        const mp::XavierLikePlatform x;
-        const mp::TableCostSource<mp::VigSpace> src(mp::tabulate(space, x));
-        run_cosearch_on(a, src, "the Xavier-like GPU + DLA platform", ctx);
-    } else {
-        if (a.dvfs_search) raise<config_error>("cosearch: the roofline platform has a single DVFS setting");
-        const auto r = mp::three_accelerator_platform();
-        const mp::TableCostSource<mp::VigSpace> src(mp::tabulate(space, r));
-        run_cosearch_on(a, src, "the three-accelerator roofline platform", ctx);
-    }
+    auto& req = a.request;
+    req.search.population = a.ooe_population;
+    req.search.generations = a.ooe_generations;
+    req.search.inner.population = a.ioe_population;
+    req.search.inner.generations = a.ioe_generations;
+    req.search.threads = a.threads;
+    req.search.seed = a.seed;
+    req.ioe_front = !a.plot.empty();
+    const auto rep = mp::run_cosearch(req);
+    if (!a.plot.empty()) write_cosearch_plot(a.plot, rep);
+    if (a.json) return print_json(cosearch_json(a, rep));
+    print_cosearch_front(a, rep);
+    print_cosearch_table3(a, rep);
 }
 
 }  // namespace map_detail
 
-/// Register `dnncost map` and `dnncost cosearch`.
-inline void add_map_commands(CLI::App& app, Context& ctx) {
+/// Register `dnncost map`.
+inline void add_map_command(CLI::App& app) {
     auto a = std::make_shared<map_detail::MapArgs>();
+    auto& req = a->request;
     auto* map = app.add_subcommand("map",
                                    "Map a network's blocks onto compute units: Pareto set of (latency, energy) "
                                    "mappings, standalone mappings and the best P (MaGNAS inner search)");
-    map->add_option("--blocks", a->blocks,
+    map->add_option("--blocks", req.blocks,
                     "block-cost CSV: block,cu,dvfs,t_comp,e_comp,t_in,t_out,e_in,e_out (ms, mJ)");
     map->add_option("--cus", a->cus,
                     "the platform's compute units, comma-separated (a row naming another is an error)");
-    map->add_option("--vig", a->vig, "instead of --blocks: a ViG subnet, e.g. 4Mpf320-4Mpf320-4Mpf320-4Mpf320");
-    map->add_option("--platform", a->platform, "platform of --vig: xavier | roofline")
+    map->add_option("--vig", req.vig, "instead of --blocks: a ViG subnet, e.g. 4Mpf320-4Mpf320-4Mpf320-4Mpf320");
+    map->add_option("--platform", req.platform, "platform of --vig: xavier | roofline")
         ->check(CLI::IsMember({"xavier", "roofline"}))
         ->capture_default_str();
-    map->add_option("--dvfs", a->dvfs, "DVFS setting name, or 'all' for brute force (default: the first setting)");
+    map->add_option("--dvfs", req.dvfs, "DVFS setting name, or 'all' for brute force (default: the first setting)");
     map->add_option("--gamma1", a->gamma1, "exponent of energy in P")
         ->check(check::finite(check::Sign::non_negative))
         ->capture_default_str();
@@ -672,7 +559,7 @@ inline void add_map_commands(CLI::App& app, Context& ctx) {
     map->add_option("--gens", a->generations, "generations after the initial one (0 = no limit)")
         ->transform(check::integer(0, std::int64_t{1} << 30, "a generation count in [0, 2^30]"))
         ->capture_default_str();
-    map->add_option("--max-evals", a->max_evaluations, "evaluation budget (0 = none)")
+    map->add_option("--max-evals", a->max_evaluations, "evaluation budget (0 = no limit)")
         ->transform(check::integer(0, std::int64_t{1} << 40, "an evaluation budget in [0, 2^40]"))
         ->capture_default_str();
     map->add_option("--seed", a->seed, "random seed")->transform(check::seed())->capture_default_str();
@@ -681,58 +568,73 @@ inline void add_map_commands(CLI::App& app, Context& ctx) {
         ->check(check::finite(check::Sign::non_negative));
     map->add_flag("--uniform-init", a->uniform_init,
                   "uniform initial mappings instead of CU-preference stratified ones");
-    map->add_flag("--exact", a->exact, "also enumerate every mapping (up to 2^20) and report the exact front");
-    map->add_option("--format", a->format, "text | csv | json")
+    map->add_flag("--exact", req.exact, "also enumerate every mapping (up to 2^20) and report the exact front");
+    add_json_flag(*map, a->json, "print one JSON document instead of text");
+    map->add_flag("--csv", a->csv, "print the mappings as CSV rows (kind,t_ms,e_mj,p,dvfs,feasible,mapping)");
+    map->add_option("--format", a->format, "deprecated: --json or --csv")
         ->check(CLI::IsMember({"text", "csv", "json"}))
-        ->capture_default_str();
+        ->group("");
     map->add_option("--plot", a->plot, "write an SVG of the front with the standalone mappings marked")
         ->check(check::output_path());
     map->add_option("--export-blocks", a->export_blocks,
                     "write the network's block costs (every DVFS setting) as a block-cost CSV")
         ->check(check::output_path());
-    map->callback([a, &ctx] {
-        if (a->generations == 0 && a->max_evaluations == 0) raise<config_error>("map: --gens 0 needs --max-evals");
-        map_detail::run_map(*a, ctx);
-    });
+    map->callback([a] { map_detail::run_map(*a); });
+}
 
+/// Register `dnncost cosearch`.
+inline void add_cosearch_command(CLI::App& app) {
     auto c = std::make_shared<map_detail::CoSearchArgs>();
+    auto& req = c->request;
     auto* co = app.add_subcommand("cosearch",
                                   "Nested architecture x mapping search (MaGNAS OOE + IOE) on the ViG space, "
                                   "with an accuracy PROXY, and a standalone vs distributed comparison");
-    co->add_option("--platform", c->platform, "xavier | roofline")
+    co->add_option("--platform", req.platform, "xavier | roofline")
         ->check(CLI::IsMember({"xavier", "roofline"}))
         ->capture_default_str();
-    co->add_option("--dataset", c->dataset, "accuracy proxy anchor: cifar10 | cifar100 | flowers | tiny-imagenet")
+    co->add_option("--dataset", req.dataset, "accuracy proxy anchor: cifar10 | cifar100 | flowers | tiny-imagenet")
         ->check(CLI::IsMember({"cifar10", "cifar100", "flowers", "tiny-imagenet"}))
         ->capture_default_str();
     auto count = check::integer(1, 1000000, "a count in [1, 10^6]");
     co->add_option("--ooe-pop", c->ooe_population, "outer population")
         ->transform(check::integer(2, 1000000, "a population size in [2, 10^6]"))
         ->capture_default_str();
-    co->add_option("--ooe-gens", c->ooe_generations, "outer generations")->transform(count)->capture_default_str();
+    co->add_option("--ooe-gens", c->ooe_generations, "outer generations after the initial one")
+        ->transform(count)
+        ->capture_default_str();
     co->add_option("--ioe-pop", c->ioe_population, "inner population")
         ->transform(check::integer(2, 1000000, "a population size in [2, 10^6]"))
         ->capture_default_str();
-    co->add_option("--ioe-gens", c->ioe_generations, "inner generations")->transform(count)->capture_default_str();
+    co->add_option("--ioe-gens", c->ioe_generations, "inner generations after the initial one")
+        ->transform(count)
+        ->capture_default_str();
     co->add_option("--threads", c->threads,
                    "architectures evaluated at once (0 = all cores); the result does not depend on it")
         ->transform(check::integer(0, 1024, "a thread count in [0, 1024]"))
         ->capture_default_str();
     co->add_option("--seed", c->seed, "random seed")->transform(check::seed())->capture_default_str();
-    co->add_flag("--dvfs-search", c->dvfs_search, "run every IOE at each DVFS setting (brute force) and keep the best");
-    co->add_option("--latency-increase", c->latency_increase,
+    co->add_flag("--dvfs-search", req.search.dvfs_brute_force,
+                 "run every IOE at each DVFS setting (brute force) and keep the best");
+    co->add_option("--latency-increase", req.latency_increase,
                    "Table 3 comparison: latency budget over the fastest standalone mapping (0.3 = +30 %)")
         ->check(check::finite(check::Sign::non_negative))
         ->capture_default_str();
-    co->add_option("--compare", c->compare,
+    co->add_option("--compare", req.compare,
                    "architecture of the Table 3 comparison (default: the most accurate on the front)");
     co->add_option("--top", c->top, "front rows to print")->transform(count)->capture_default_str();
-    co->add_flag("--json", c->json, "print one JSON object");
+    add_json_flag(*co, c->json, "print one JSON document instead of text");
     co->add_option(
           "--plot", c->plot,
           "write an SVG: the front's best mappings, and the compared network's IOE front and standalone mappings")
         ->check(check::output_path());
-    co->callback([c, &ctx] { map_detail::run_cosearch(*c, ctx); });
+    co->callback([c] { map_detail::run_cosearch(*c); });
+}
+
+/// Register `dnncost map` and `dnncost cosearch`.
+inline void add_map_commands(CLI::App& app, Context& ctx) {
+    (void)ctx;  // both exit 0 on success; an error is an exception
+    add_map_command(app);
+    add_cosearch_command(app);
 }
 
 }  // namespace dnncost::cli

@@ -1,6 +1,6 @@
 #pragma once
 // `dnncost moo`: NSGA-II on a standard multi-objective problem, reporting hypervolume, IGD,
-// evaluations and wall time (text or one JSON object), optionally writing the front as CSV.
+// evaluations and wall time (text or one JSON document), optionally writing the front as CSV.
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -199,7 +199,7 @@ inline void add_moo_commands(CLI::App& app, Context& ctx) {
     cmd->add_flag("--archive", args->archive,
                   "report the archive of every non-dominated solution seen instead of "
                   "the final population's front");
-    cmd->add_flag("--json", args->json, "print one JSON object (keys hv, igd, evaluations, seconds, ...)");
+    add_json_flag(*cmd, args->json, "print one JSON document (keys hv, igd, evaluations, seconds, ...)");
     cmd->add_option("--front", args->front_csv, "write the front (objectives, genes, violation) to this CSV file")
         ->check(check::output_path());
     cmd->callback([args, &ctx] { moo_detail::run_moo(*args, ctx); });

@@ -70,12 +70,14 @@ inline std::vector<std::pair<std::vector<double>, std::string>> read_front_genom
 inline void add_prune_command(CLI::App& app, Context& ctx) {
     namespace fs = std::filesystem;
     struct Args {
-        std::string model, ratios, front, out;
+        NetworkFiles network;
+        std::string ratios, front, out;
         std::uint64_t seed = 0;
+        bool json_out = false;
     };
     auto a = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("prune", "Write pruned ONNX networks: one set of keep ratios, or a front.csv's");
-    cmd->add_option("--model", a->model, "ONNX network to prune")->required()->check(CLI::ExistingFile);
+    a->network.add_to(*cmd, "ONNX network to prune", false);
     auto* ratios = cmd->add_option("--keep-ratios", a->ratios,
                                    "One keep ratio per channel group, space- or comma-separated (as in front.csv)");
     auto* front =
@@ -84,12 +86,15 @@ inline void add_prune_command(CLI::App& app, Context& ctx) {
     cmd->add_option("--out", a->out, "Output ONNX file (--keep-ratios) or directory (--front: KEY.onnx per member)")
         ->required();
     cmd->add_option("--seed", a->seed, "Seed of the random weight values")->transform(check::seed());
+    add_json_flag(*cmd, a->json_out,
+                  "Print the files written as one JSON document ({\"written\": [...]}) instead of one per line");
     cmd->callback([a, &ctx] {
         if (a->ratios.empty() && a->front.empty()) raise<config_error>("give --keep-ratios or --front");
-        const auto bytes = io::read_file(a->model);
-        const int opset = io::onnx_opset(bytes, a->model);
-        auto network = io::import_onnx(a->model);
-        if (network.name().empty()) network.set_name(fs::path(a->model).stem().string());
+        const auto file = a->network.files("prune").front();
+        const auto bytes = io::read_file(file);
+        const int opset = io::onnx_opset(bytes, file);
+        auto network = io::import_onnx(file);
+        if (network.name().empty()) network.set_name(fs::path(file).stem().string());
         const search::compression::Pruner pruner(std::move(network));
         std::vector<std::pair<std::vector<double>, std::string>> jobs;
         if (!a->ratios.empty()) {
@@ -101,12 +106,17 @@ inline void add_prune_command(CLI::App& app, Context& ctx) {
             fs::create_directories(a->out, ec);
             if (!fs::is_directory(a->out)) raise<io_error>("--out ", a->out, ": cannot create the directory");
         }
+        json written = json::array();
         for (const auto& [genome, key] : jobs) {
             const auto g = pruner.apply(genome);
             const fs::path path = key.empty() ? fs::path(a->out) : fs::path(a->out) / (key + ".onnx");
             measure::write_model_for_runner(g, path, a->seed, opset);
-            std::cout << path.string() << '\n';
+            if (a->json_out)
+                written.push_back(path.string());
+            else
+                std::cout << path.string() << '\n';
         }
+        if (a->json_out) print_json({{"written", written}});
         ctx.exit_code = 0;
     });
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Shared pieces of the `dnncost` command-line tool.
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <dnncost/core/error.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/spaces/registry.hpp>
 
@@ -98,21 +100,104 @@ inline CLI::Validator in_range(double lo, double hi, std::string what) {
 }
 }  // namespace check
 
+/// "a | b | c"
+inline std::string joined(const std::vector<std::string>& names, std::string_view separator = " | ") {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : std::string(separator)) + n;
+    return list;
+}
+
+/// The registered search spaces' names, optionally with onnx (model files) last.
+inline std::vector<std::string> space_names(bool with_onnx = false) {
+    std::vector<std::string> names;
+    for (const auto& s : spaces::all_spaces()) names.emplace_back(s.name);
+    if (with_onnx) names.emplace_back("onnx");
+    return names;
+}
+
+/// `--space-options k=v,...`, worded the same in every command.
+inline CLI::Option* add_space_options_option(CLI::App& cmd, std::string& options) {
+    return cmd.add_option(
+        "--space-options", options,
+        "Build options of the space's graphs, key=value,... (e.g. prune=1 for nb201, resolution=160 for ofa)");
+}
+
 /// `--space NAME` (a registered search space, or onnx for model files) and `--space-options k=v,...`.
 inline void add_space_options(CLI::App& cmd, std::string& space, std::string& options,
                               std::string what =
                                   "What the key column holds: a search space's architecture strings, "
                                   "or onnx (model file paths)") {
-    std::vector<std::string> names;
-    for (const auto& s : spaces::all_spaces()) names.emplace_back(s.name);
-    names.emplace_back("onnx");
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : " | ") + n;
-    cmd.add_option("--space", space, what + ": " + list)->check(CLI::IsMember(names));
-    cmd.add_option(
-        "--space-options", options,
-        "Build options of the space's graphs, key=value,... (e.g. prune=1 for nb201, resolution=160 for ofa)");
+    const auto names = space_names(true);
+    cmd.add_option("--space", space, what + ": " + joined(names))->check(CLI::IsMember(names));
+    add_space_options_option(cmd, options);
 }
+
+/// `--space NAME` of a search space only (no onnx) and `--space-options`; returns the --space option.
+inline CLI::Option* add_search_space_options(CLI::App& cmd, std::string& space, std::string& options,
+                                             const std::string& what) {
+    const auto names = space_names();
+    auto* opt = cmd.add_option("--space", space, what + ": " + joined(names))->check(CLI::IsMember(names));
+    add_space_options_option(cmd, options);
+    return opt;
+}
+
+/// `--sample N` (distinct architectures of a space) and `--seed`, worded the same in `space` and
+/// `measure`; returns the --sample option.
+inline CLI::Option* add_sample_options(CLI::App& cmd, std::size_t& sample, std::uint64_t& seed,
+                                       const std::string& seed_what = "Seed of --sample") {
+    auto* opt = cmd.add_option("--sample", sample, "Number of distinct architectures to sample from the space")
+                    ->transform(check::integer(1, 1000000, "an architecture count in [1, 10^6]"));
+    cmd.add_option("--seed", seed, seed_what)->transform(check::seed());
+    return opt;
+}
+
+/// The one spelling of machine-readable output: `--json` prints one JSON document on stdout.
+inline CLI::Option* add_json_flag(CLI::App& cmd, bool& flag,
+                                  const std::string& what = "Print the result as one JSON document") {
+    return cmd.add_flag("--json", flag, what);
+}
+
+/// One warning line for a spelling kept for one release.
+inline void warn_deprecated(std::string_view old_spelling, std::string_view replacement) {
+    std::cerr << "dnncost: warning: " << old_spelling << " is deprecated; use " << replacement << '\n';
+}
+
+/// `--network FILE` (an ONNX network) with the older `--model FILE` kept as a hidden, deprecated
+/// alias: `--model` elsewhere names a saved estimator.
+struct NetworkFiles {
+    std::vector<std::string> network, model;
+    bool repeatable = true;
+
+    /// `several`: any number of networks, or exactly one.
+    void add_to(CLI::App& cmd, const std::string& what, bool several) {
+        repeatable = several;
+        auto* n = cmd.add_option("--network", network, what + (repeatable ? " (one or more)" : ""));
+        auto* m = cmd.add_option("--model", model, "Deprecated spelling of --network")->group("");
+        if (!repeatable) {
+            n->expected(1);
+            m->expected(1);
+        }
+    }
+    /// The files given, warning once for the deprecated spelling. @throws config_error if none
+    std::vector<std::string> files(std::string_view command) const {
+        if (!model.empty() && !network.empty()) raise<config_error>(command, ": give --network, not --model as well");
+        if (!model.empty()) {
+            const bool onnx = std::all_of(model.begin(), model.end(), [](const std::string& f) {
+                return f.size() >= 5 && std::equal(f.end() - 5, f.end(), ".onnx", [](char a, char b) {
+                           return std::tolower(static_cast<unsigned char>(a)) == b;
+                       });
+            });
+            if (!repeatable && model.size() > 1) raise<config_error>(command, ": give one --network");
+            warn_deprecated(std::string(command) + " --model",
+                            std::string("--network FILE") +
+                                (onnx ? "" : " (--model names a saved estimator in the other commands)"));
+            return model;
+        }
+        if (network.empty()) raise<config_error>(command, ": give the ONNX network with --network FILE");
+        if (!repeatable && network.size() > 1) raise<config_error>(command, ": give one --network");
+        return network;
+    }
+};
 
 /// A worker count from the user, capped at the machine's hardware threads with a warning: more
 /// workers than cores only add switching (1024 threads turn a one-second training into minutes).
@@ -147,7 +232,7 @@ inline std::string one_line(std::string_view message) {
     return line;
 }
 
-/// Print JSON to stdout, one object, pretty enough to read.
+/// Print JSON to stdout, one document, pretty enough to read.
 inline void print_json(const json& j) { std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n'; }
 
 }  // namespace dnncost::cli

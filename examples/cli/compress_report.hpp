@@ -1,16 +1,23 @@
 #pragma once
 // The files `dnncost compress` writes besides the results store: front.csv, candidates.csv,
-// fronts.svg (self-written SVG: the fronts and predicted against measured latency) and the
-// 2-D hypervolume used to compare a search with a reference search.
+// fronts.svg (self-written SVG: the fronts and predicted against measured latency), summary.json
+// (also what --json prints) and the 2-D hypervolume used to compare a search with a reference
+// search.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/io/file.hpp>
 #include <dnncost/search/compression/handover.hpp>
+#include <dnncost/search/compression/measured_compression.hpp>
 
 namespace dnncost::cli::compress_report {
 
@@ -41,7 +48,7 @@ inline std::string front_csv(const std::vector<sc::CandidateRecord>& front, cons
     return out;
 }
 
-/// Every evaluated candidate, with where its latency came from.
+/// Every evaluated candidate, with where its latency came from; generation 0 is the initial population.
 inline std::string candidates_csv(const std::vector<sc::CandidateRecord>& all, const std::vector<double>& steps) {
     std::string out = "generation,genome,latency_ms_estimated,latency_ms_measured,accuracy,role,key\n";
     for (const auto& r : all) {
@@ -51,7 +58,7 @@ inline std::string candidates_csv(const std::vector<sc::CandidateRecord>& all, c
                                  : r.remeasured ? "remeasured"
                                  : r.measured   ? "measured"
                                                 : "estimated";
-        out += std::to_string(r.generation + 1) + "," + genome_text(r.genome, steps) + "," + opt(r.estimated) + "," +
+        out += std::to_string(r.generation) + "," + genome_text(r.genome, steps) + "," + opt(r.estimated) + "," +
                opt(r.measured) + "," + num(r.accuracy) + "," + role + "," + r.key + "\n";
     }
     return out;
@@ -180,6 +187,114 @@ inline std::string fronts_svg(const sc::HandoverResult& r, const std::string& ti
           {val, re, front}, true);
     svg << "</svg>\n";
     return svg.str();
+}
+
+/// (latency_ms_measured, accuracy) of a front.csv written by an earlier search.
+inline std::vector<std::pair<double, double>> read_front(const std::filesystem::path& file) {
+    std::istringstream in(io::read_file(file));
+    std::string line;
+    if (!std::getline(in, line) || line.rfind("genome,latency_ms_estimated,latency_ms_measured,accuracy", 0) != 0)
+        raise<parse_error>(file.string(), ":1: not a front.csv of dnncost compress");
+    std::vector<std::pair<double, double>> out;
+    for (std::size_t no = 2; std::getline(in, line); ++no) {
+        std::vector<std::string> f;
+        std::stringstream ls(line);
+        for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+        if (f.size() < 4) raise<parse_error>(file.string(), ":", no, ": expected at least 4 fields");
+        if (f[2].empty()) continue;  // a member whose measurement failed
+        try {
+            out.emplace_back(std::stod(f[2]), std::stod(f[3]));
+        } catch (const std::exception&) {
+            raise<parse_error>(file.string(), ":", no, ": latency or accuracy is not a number");
+        }
+    }
+    return out;
+}
+
+/// The search's settings as summary.json reports them.
+struct Settings {
+    std::string network;
+    std::size_t gens = 0, population = 0, handover = 0;
+    std::string preset;
+    std::size_t remeasure_budget = 0;
+    std::string accuracy;  ///< the accuracy command, empty for the proxy
+    std::string harness;   ///< HarnessOptions::to_json()
+};
+
+/// summary.json: the settings, the counts, the estimator's errors and, with a reference front,
+/// the hypervolume ratio (latency minimised, accuracy maximised, reference 5 % beyond the
+/// largest latency and accuracy 0).
+inline nlohmann::json summary_json(const sc::MeasuredCompression& run, const Settings& s,
+                                   const std::vector<std::pair<double, double>>& reference) {
+    using json = nlohmann::json;
+    const auto& result = run.result;
+    const bool guided = s.handover <= s.gens;
+    json j;
+    j["model"] = s.network;
+    j["channel_groups"] = run.channel_groups;
+    json fixed = json::array();
+    for (const auto& f : run.layers_left_whole)
+        fixed.push_back({{"node", f.node}, {"op_type", f.op_type}, {"reason", f.reason}});
+    j["layers_left_whole"] = fixed;
+    j["generations"] = s.gens;
+    j["population"] = s.population;
+    j["handover"] = s.handover;
+    j["estimator"] = guided ? json(s.preset) : json(nullptr);
+    const std::size_t evaluations = result.all.size();
+    j["evaluations"] = evaluations;
+    j["measured"] = result.measured;
+    j["estimated"] = result.estimated;
+    j["measurements_saved"] = evaluations - result.measured;
+    j["remeasured_in_search"] = result.remeasured;
+    j["remeasure_budget"] = s.remeasure_budget;
+    j["failed"] = result.failed;
+    const auto fin = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+    j["validation_mape"] = fin(result.validation_mape);
+    j["interval"] = fin(result.interval);
+    j["front_mape"] = fin(result.front_mape);
+    j["front_mape_unseen"] = fin(result.front_mape_unseen);
+    j["baseline"] = "additive";
+    j["baseline_front_mape"] = fin(result.baseline_front_mape);
+    j["front_size"] = result.front.size();
+    j["seconds"] = result.seconds;
+    j["fit"] = result.fit_summary;
+    j["accuracy"] = s.accuracy.empty() ? "proxy: parameter-weighted mean of sqrt(keep ratio)" : s.accuracy;
+    j["runner_device"] = run.runner_device.empty() ? json(nullptr) : json::parse(run.runner_device);
+    j["settings"] = json::parse(s.harness);
+    if (!reference.empty()) {
+        std::vector<std::pair<double, double>> mine;
+        for (const auto& r : result.front)
+            if (r.measured) mine.emplace_back(*r.measured, r.accuracy);
+        double ref_lat = 0;
+        for (const auto& p : mine) ref_lat = std::max(ref_lat, p.first);
+        for (const auto& p : reference) ref_lat = std::max(ref_lat, p.first);
+        ref_lat *= 1.05;
+        const double hv = hypervolume(mine, ref_lat, 0.0);
+        const double hv_ref = hypervolume(reference, ref_lat, 0.0);
+        j["hypervolume"] = hv;
+        j["reference_hypervolume"] = hv_ref;
+        j["hypervolume_ratio"] = hv_ref > 0 ? json(hv / hv_ref) : json(nullptr);
+        j["hypervolume_reference_point"] = {ref_lat, 0.0};
+    }
+    return j;
+}
+
+/// Write front.csv, candidates.csv, fronts.svg and summary.json into `dir`; returns the summary.
+inline nlohmann::json write_reports(const std::filesystem::path& dir, const sc::MeasuredCompression& run,
+                                    const std::vector<double>& steps, const Settings& s,
+                                    const std::vector<std::pair<double, double>>& reference) {
+    io::write_file_atomic(dir / "front.csv", front_csv(run.result.front, steps));
+    io::write_file_atomic(dir / "candidates.csv", candidates_csv(run.result.all, steps));
+    const bool guided = s.handover <= s.gens;
+    io::write_file_atomic(dir / "fronts.svg",
+                          fronts_svg(run.result,
+                                     run.name + ": " +
+                                         (guided ? "estimator-guided search (" + s.preset + ")"
+                                                 : "search measured all the way"),
+                                     reference));
+    const auto j = summary_json(run, s, reference);
+    io::write_file_atomic(dir / "summary.json", j.dump(2) + "\n");
+    return j;
 }
 
 }  // namespace dnncost::cli::compress_report

@@ -19,6 +19,11 @@ int main(int argc, char** argv) {
     CLI::App app{"dnncost: cost of deep networks on devices (latency, energy, memory) and search over it"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "dnncost 0.1.0");
+    app.footer(
+        "The same word means the same thing in every command: --json prints one JSON document on stdout; "
+        "--model is a saved estimator (.dnnc); --network FILE (or positional files) an ONNX network; --preset an "
+        "estimator preset; --space and --space-options a search space and its build options; --gens counts "
+        "generations after the initial one. Run `dnncost COMMAND --help` for a command's options.");
     dnncost::cli::Context ctx;
     dnncost::cli::add_inspect_commands(app, ctx);
     dnncost::cli::add_map_commands(app, ctx);

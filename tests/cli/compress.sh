@@ -8,7 +8,7 @@ fake="bash $(cd "$(dirname "$0")/../compress" && pwd)/fake_runner.sh"
 source "$(dirname "$0")/common.sh"
 export TMPDIR=$work
 model=$data/onnx/squeezenet1_1.onnx
-common=(compress --model "$model" --generations 4 --pop 8 --handover 2 --estimator additive --seed 3
+common=(compress --network "$model" --gens 3 --pop 8 --handover 2 --preset additive --seed 3
         --rounds 1 --warmup 0 --repeats 2)
 
 # 1. a search with the handover, re-measuring near the front within the budget
@@ -32,7 +32,10 @@ grep -q '<svg' s1/out/fronts.svg && grep -q 'Predicted vs measured' s1/out/front
 remeasured=$(grep -o '"remeasured_in_search": [0-9]*' s1/out/summary.json | grep -o '[0-9]*$')
 [ "${remeasured:-99}" -le 4 ] || fail "re-measured $remeasured > budget 4"
 grep -q 'measurements saved' s1/stdout.txt || fail "the summary line is missing"
-grep -q 'generation 3/4 \[estimated\]' s1/stderr.txt || fail "no progress line for the estimated generation 3"
+grep -q 'generation 2/3 \[estimated\]' s1/stderr.txt || fail "no progress line for the estimated generation 2"
+grep -q '^0,' s1/out/candidates.csv || fail "candidates.csv does not number the initial population 0"
+python3 -c 'import json,sys; d = json.load(sys.stdin); sys.exit(d["generations"] != 3)' < s1/out/summary.json ||
+  fail "summary.json: generations is not --gens 3"
 # no network measured twice
 dups=$(sort s1/requests.log | uniq -d | wc -l)
 [ "$dups" -eq 0 ] || fail "$dups networks measured twice"
@@ -44,6 +47,21 @@ before=$(wc -l < s1/requests.log)
 [ "$(wc -l < s1/requests.log)" -eq "$before" ] || fail "rerun measured $(( $(wc -l < s1/requests.log) - before )) networks again"
 cmp -s <(cut -d, -f1-4 s1/out/front.csv) <(cut -d, -f1-4 s1/out/front.csv) || fail "front changed"
 grep -q 'loaded the estimator' s1/stderr2.txt || fail "rerun: the saved estimator was not reused"
+
+# 2b. the deprecated spellings (--model, --generations N counting the initial population,
+# --estimator) still run the same search, each with one warning; --json prints one document
+"$bin" compress --model "$model" --generations 4 --pop 8 --handover 2 --estimator additive --seed 3 --rounds 1 \
+  --warmup 0 --repeats 2 --runner "$fake good $work/s1" --remeasure-budget 4 --out s1/out --json >s1/old.json 2>s1/old.err ||
+  fail "deprecated spellings: exit $?"
+for w in 'compress --model' 'compress --generations N' 'compress --estimator'; do
+  grep -q "^dnncost: warning: $w.* is deprecated" s1/old.err || fail "no deprecation warning for $w"
+done
+grep -q 'use --gens 3 ' s1/old.err || fail "--generations 4 not converted to --gens 3"
+[ "$(wc -l < s1/requests.log)" -eq "$before" ] || fail "the deprecated spellings ran another search"
+python3 -c 'import json,sys; d = json.load(sys.stdin); sys.exit(d["generations"] != 3 or d["estimator"] != "additive")' \
+  < s1/old.json || fail "--json: not one JSON document of the same search: $(head -c 200 s1/old.json)"
+"$bin" "${common[@]}" --generations 4 --runner "$fake good $work/s1" --out s1/out >o.txt 2>e.txt &&
+  fail "--gens and --generations together accepted"
 
 # 3. kill -9 while measuring, then resume: nothing measured twice
 mkdir -p s2
@@ -87,17 +105,17 @@ mkdir -p s5acc
 grep -q 'accuracy FAILED' s5/err.txt || fail "bad accuracy answers not reported"
 
 # 6. bad input: one clean error line
-"$bin" compress --model "$model" --runner "$fake good $work" --estimator nosuch --out bad >o.txt 2>e.txt
-[ $? -eq 1 ] && grep -q '^dnncost: error: .*unknown preset' e.txt || fail "unknown estimator: $(cat e.txt)"
+"$bin" compress --network "$model" --runner "$fake good $work" --preset nosuch --out bad >o.txt 2>e.txt
+[ $? -eq 1 ] && grep -q '^dnncost: error: .*unknown preset' e.txt || fail "unknown preset: $(cat e.txt)"
 "$bin" "${common[@]}" --runner "$fake good $work" --steps 0:1:0.1 --out bad >o.txt 2>e.txt
 [ $? -eq 1 ] && grep -q '^dnncost: error: .*keep-ratio' e.txt || fail "bad steps: $(cat e.txt)"
 echo "not onnx" > broken.onnx
-"$bin" compress --model broken.onnx --runner "$fake good $work" --out bad >o.txt 2>e.txt
+"$bin" compress --network broken.onnx --runner "$fake good $work" --out bad >o.txt 2>e.txt
 [ $? -eq 1 ] && grep -q '^dnncost: error: .*broken.onnx' e.txt || fail "broken model: $(cat e.txt)"
 "$bin" "${common[@]}" --runner "/nonexistent/runner" --out bad2 >o.txt 2>e.txt
 [ $? -eq 1 ] && grep -q '^dnncost: error: .*cannot be started' e.txt || fail "missing runner: $(cat e.txt)"
 # 5. `dnncost prune`: the front's members as ONNX files, one per key, each smaller than the model
-"$bin" prune --model "$model" --front s1/out/front.csv --out pruned > prune.out 2> prune.err ||
+"$bin" prune --network "$model" --front s1/out/front.csv --out pruned > prune.out 2> prune.err ||
   { fail "prune --front"; tail -3 prune.err; }
 members=$(($(wc -l < s1/out/front.csv) - 1))
 [ "$(ls pruned/*.onnx 2>/dev/null | wc -l)" -eq "$members" ] || fail "prune: not one ONNX file per front member"
@@ -107,12 +125,19 @@ for f in pruned/*.onnx; do
   [ -n "$m" ] && [ "$m" -le "$full" ] || fail "prune: $f does not import or has more MACs ($m) than the model ($full)"
 done
 groups=$(head -2 s1/out/front.csv | tail -1 | cut -d, -f1 | wc -w)
-"$bin" prune --model "$model" --keep-ratios "$(yes 0.5 | head -n "$groups" | tr '\n' ' ')" --out half.onnx > /dev/null 2>&1 ||
+"$bin" prune --network "$model" --keep-ratios "$(yes 0.5 | head -n "$groups" | tr '\n' ' ')" --out half.onnx > /dev/null 2>&1 ||
   fail "prune --keep-ratios"
+# the deprecated --model still works, with a warning; --json lists the files written in one document
+"$bin" prune --model "$model" --keep-ratios "$(yes 0.5 | head -n "$groups" | tr '\n' ' ')" --out half2.onnx --json \
+  > prune.json 2> prune.err || fail "prune --model: exit $?"
+grep -q '^dnncost: warning: prune --model is deprecated; use --network' prune.err || fail "prune --model: no warning"
+python3 -c 'import json,sys; d = json.load(sys.stdin); sys.exit(d["written"] != ["half2.onnx"])' < prune.json ||
+  fail "prune --json: $(cat prune.json)"
+cmp -s half.onnx half2.onnx || fail "prune --model wrote another network than --network"
 "$bin" inspect half.onnx > /dev/null 2>&1 || fail "prune: half.onnx does not import"
-"$bin" prune --model "$model" --keep-ratios "0.5 2" --out bad.onnx > /dev/null 2> bad.err && fail "prune: ratio 2 accepted"
+"$bin" prune --network "$model" --keep-ratios "0.5 2" --out bad.onnx > /dev/null 2> bad.err && fail "prune: ratio 2 accepted"
 grep -q "^dnncost: error: .*keep ratio '2'" bad.err || fail "prune: unclear error for ratio 2: $(cat bad.err)"
-"$bin" prune --model "$model" --keep-ratios "0.5" --out bad.onnx > /dev/null 2> bad.err && fail "prune: 1 ratio accepted"
+"$bin" prune --network "$model" --keep-ratios "0.5" --out bad.onnx > /dev/null 2> bad.err && fail "prune: 1 ratio accepted"
 grep -q "^dnncost: error: .*keep ratios for" bad.err || fail "prune: unclear error for a wrong count: $(cat bad.err)"
 
 finish compress

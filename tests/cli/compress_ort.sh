@@ -14,8 +14,8 @@ if [ ! -d "$runner/node_modules/onnxruntime-node" ]; then
   exit 1
 fi
 export TMPDIR=$work
-timeout 900 "$bin" compress --model "$data/onnx/mobilenet_v2.onnx" --runner "$runner/run --optimization all --threads 1" \
-  --generations 2 --pop 2 --handover 2 --rounds 1 --warmup 1 --repeats 2 --timeout 300 --seed 2 --out out >out.txt 2>err.txt
+timeout 900 "$bin" compress --network "$data/onnx/mobilenet_v2.onnx" --runner "$runner/run --optimization all --threads 1" \
+  --gens 1 --pop 2 --handover 2 --rounds 1 --warmup 1 --repeats 2 --timeout 300 --seed 2 --out out >out.txt 2>err.txt
 rc=$?
 [ $rc -eq 0 ] || { fail "exit $rc"; sed 's/^/  | /' err.txt | tail -5; }
 [ "$(awk -F, 'NR > 1 && $6 == "ok"' out/results.csv | wc -l)" -ge 3 ] || fail "fewer than 3 pruned networks measured"

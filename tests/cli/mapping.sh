@@ -7,7 +7,8 @@ source "$(dirname "$0")/common.sh"
 file=$data/mapping/vig_small_xavier_dvfs.csv
 
 # the bundled instance: search, exact front, hypervolume ratio, JSON
-"$bin" map --blocks "$file" --exact --format json >run.json 2>err.txt || fail "map --exact exited $?: $(head -3 err.txt)"
+"$bin" map --blocks "$file" --exact --json >run.json 2>err.txt || fail "map --exact exited $?: $(head -3 err.txt)"
+python3 -c 'import json,sys; json.load(sys.stdin)' < run.json || fail "map --json: not one JSON document"
 grep -q '"hypervolume_ratio"' run.json || fail "no hypervolume_ratio in the JSON"
 ratio=$(grep -o '"hypervolume_ratio": [0-9.e-]*' run.json | awk '{print $2}')
 awk -v r="$ratio" 'BEGIN { exit !(r >= 0.99 && r <= 1.0000001) }' || fail "hypervolume ratio $ratio not in [0.99, 1]"
@@ -18,9 +19,17 @@ grep -q '"mapping": \[' run.json || fail "no mapping as CU names in the JSON"
 grep -q '^standalone mappings:' run.txt || fail "no standalone section"
 grep -Eq '^ +GPU  T 12\.283 ms' run.txt || fail "GPU standalone latency differs from the exported model"
 grep -q '^best P:' run.txt || fail "no best P"
-"$bin" map --blocks "$file" --format csv >run.csv 2>err.txt || fail "map --format csv exited $?"
+"$bin" map --blocks "$file" --csv >run.csv 2>err.txt || fail "map --csv exited $?"
 head -1 run.csv | grep -q '^kind,t_ms,e_mj,p,dvfs,feasible,mapping$' || fail "CSV header"
 grep -q '^best,' run.csv || fail "no best row in the CSV"
+# the deprecated --format still works, with a warning, and prints the same
+"$bin" map --blocks "$file" --format csv >old.csv 2>err.txt || fail "map --format csv exited $?"
+grep -q '^dnncost: warning: map --format csv is deprecated; use --csv' err.txt || fail "map --format: no warning"
+diff <(cut -d, -f1-2 run.csv) <(cut -d, -f1-2 old.csv) >/dev/null || fail "--format csv differs from --csv"
+"$bin" map --blocks "$file" --format json --seed 2 >old.json 2>err.txt || fail "map --format json exited $?"
+grep -q 'use --json' err.txt || fail "map --format json: no warning naming --json"
+python3 -c 'import json,sys; json.load(sys.stdin)' < old.json || fail "map --format json: not one JSON document"
+"$bin" map --blocks "$file" --json --csv >/dev/null 2>err.txt && fail "map --json --csv accepted"
 
 # targets nobody meets: the best standalone mapping, and a note saying so
 "$bin" map --blocks "$file" --t-target 0.5 >fb.txt 2>err.txt || fail "map --t-target exited $?"
@@ -65,5 +74,9 @@ expect_error "both inputs" 'either --blocks' map --blocks "$file" --vig 2M-2M-2M
 grep -q 'accuracy: PROXY' co.txt || fail "cosearch does not say the accuracy is a proxy"
 grep -q 'constr-transit2' co.txt || fail "no Table 3 comparison"
 grep -Eq '^  GPU-only ' co.txt || fail "no GPU-only row"
+"$bin" cosearch --ooe-pop 12 --ooe-gens 2 --ioe-pop 20 --ioe-gens 2 --threads 2 --json >co.json 2>err.txt ||
+  fail "cosearch --json exited $?"
+python3 -c 'import json,sys; d = json.load(sys.stdin); sys.exit("table3" not in d or not d["front"])' < co.json ||
+  fail "cosearch --json: not one JSON document with the front and Table 3"
 
 finish mapping

@@ -7,11 +7,14 @@ source "$(dirname "$0")/common.sh"
 fake="bash $(cd "$(dirname "$0")/../measure" && pwd)/fake_runner.sh"
 export TMPDIR=$work
 model=$data/onnx/squeezenet1_1.onnx
-build=(table build --model "$model" --grid proportional:0.5 --warmup 0 --repeats 2 --timeout 20)
+build=(table build --network "$model" --grid proportional:0.5 --warmup 0 --repeats 2 --timeout 20)
 
 "$bin" "${build[@]}" --dry-run >dry.txt 2>err.txt || fail "dry run: exit $?"
 grep -q 'configurations' err.txt || fail "dry run: no summary"
 grep -q 'not tabled: .*Concat' err.txt || fail "dry run: Concat not reported as not tabled"
+"$bin" "${build[@]}" --dry-run --json >dry.json 2>/dev/null || fail "dry run --json: exit $?"
+python3 -c 'import json,sys; d = json.load(sys.stdin); sys.exit(not d["configurations"] or d["models"] < 10)' < dry.json ||
+  fail "dry run --json: not one JSON document with the configurations"
 models=$(sed -n 's/.*configurations, \([0-9]*\) single-operator models.*/\1/p' err.txt)
 sinks=$(sed -n 's/.* single-operator models and \([0-9]*\) sinks.*/\1/p' err.txt)
 [ -n "$models" ] && [ "$models" -gt 10 ] || fail "dry run: implausible model count '$models'"
@@ -26,6 +29,12 @@ grep -q '^Conv,3x3,1x1,1,' t.csv || fail "t.csv lacks a 3x3 Conv row"
 before=$(wc -l < requests.log)
 "$bin" "${build[@]}" --runner "$fake good $work" --out t.csv >out.txt 2>err.txt || fail "resume: exit $?"
 grep -q "measured 0, already present $((models + sinks))" out.txt || fail "resume: '$(head -1 out.txt)'"
+# the deprecated --model still builds, with a warning; --json prints the summary as one document
+"$bin" table build --model "$model" --grid proportional:0.5 --warmup 0 --repeats 2 --timeout 20 --runner "$fake good $work" \
+  --out t.csv --json >out.json 2>err.txt || fail "build --model: exit $?"
+grep -q '^dnncost: warning: table build --model is deprecated; use --network' err.txt || fail "build --model: no warning"
+python3 -c 'import json,sys; d = json.load(sys.stdin); sys.exit(d["measured"] != 0 or d["skipped"] != '"$((models + sinks))"')' \
+  < out.json || fail "build --json: $(head -c 300 out.json)"
 [ "$(wc -l < requests.log)" -eq "$before" ] || fail "resume sent requests"
 
 # query: every model takes 1 ms, the sink alone too, so every point is 0 ms; --no-sink keeps the 1 ms
@@ -47,20 +56,29 @@ grep -q '^dnncost: error: .*outside the table' err.txt || fail "out of range: '$
   --extrapolate >out.txt 2>err.txt || fail "query --extrapolate: exit $?"
 
 # price: Concat has no entry -> an error naming the node, or the roofline fallback
-"$bin" table price --table t.csv --model "$model" >out.txt 2>err.txt && fail "price without fallback: exit 0"
+"$bin" table price --table t.csv --network "$model" >out.txt 2>err.txt && fail "price without fallback: exit 0"
 grep -q "^dnncost: error: .*squeezenet1_1.onnx: table cost: node '.*' (Concat)" err.txt || fail "price: '$(cat err.txt)'"
-"$bin" table price --table t.csv --model "$model" --fallback roofline --peak-gflops 100 --bandwidth-gbs 10 --json \
+"$bin" table price --table t.csv --network "$model" --fallback roofline --peak-gflops 100 --bandwidth-gbs 10 --json \
   >out.json 2>err.txt || fail "price with fallback: exit $?"
+python3 -c 'import json,sys; json.load(sys.stdin)' < out.json || fail "price --json: not one JSON document"
+"$bin" table price --table t.csv --network "$model" --network "$model" --fallback roofline --peak-gflops 100 \
+  --bandwidth-gbs 10 --json >two.json 2>err.txt || fail "price of two networks: exit $?"
+python3 -c 'import json,sys; d = json.load(sys.stdin); sys.exit(len(d) != 2)' < two.json ||
+  fail "price --json of two networks: not one array of two"
+"$bin" table price --table t.csv --model "$model" --fallback roofline --peak-gflops 100 --bandwidth-gbs 10 \
+  >old.txt 2>err.txt || fail "price --model: exit $?"
+grep -q '^dnncost: warning: table price --model is deprecated; use --network' err.txt || fail "price --model: no warning"
+"$bin" table price --table t.csv --network "$model" --model "$model" >out.txt 2>err.txt && fail "--network and --model together accepted"
 grep -q '"latency_ms"' out.json || fail "price: no latency"
 grep -q 'Concat' out.json || fail "price: the fallbacks are not listed"
 
 # bad input: one error line each
 printf 'op,kernel,stride,groups,spatial,c,k,latency_ms\nConv,3x3,1x1,1,8x8,8,8,1\nConv,3x3,1x1,1,8x8,16,8,slow\n' >bad.csv
-"$bin" table price --table bad.csv --model "$model" >out.txt 2>err.txt && fail "bad table: exit 0"
+"$bin" table price --table bad.csv --network "$model" >out.txt 2>err.txt && fail "bad table: exit 0"
 grep -q '^dnncost: error: bad.csv:3: ' err.txt || fail "bad table: '$(cat err.txt)'"
 [ "$(wc -l < err.txt)" -eq 1 ] || fail "bad table: more than one error line"
-"$bin" table build --model "$model" --grid steps:3 --out x.csv --dry-run >out.txt 2>err.txt && fail "bad grid: exit 0"
+"$bin" table build --network "$model" --grid steps:3 --out x.csv --dry-run >out.txt 2>err.txt && fail "bad grid: exit 0"
 grep -q "^dnncost: error: grid 'steps:3'" err.txt || fail "bad grid: '$(cat err.txt)'"
-"$bin" table build --model "$model" --grid proportional:0 --out x.csv --dry-run >out.txt 2>err.txt &&
+"$bin" table build --network "$model" --grid proportional:0 --out x.csv --dry-run >out.txt 2>err.txt &&
   fail "zero grid step: exit 0"
 finish table

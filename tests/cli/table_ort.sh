@@ -15,7 +15,7 @@ if [ ! -d "$runner/node_modules/onnxruntime-node" ]; then
 fi
 export TMPDIR=$work
 model=$data/onnx/squeezenet1_1.onnx
-timeout 600 "$bin" table build --model "$model" --runner "$runner/run --optimization all --threads 1" \
+timeout 600 "$bin" table build --network "$model" --runner "$runner/run --optimization all --threads 1" \
   --grid proportional:1 --warmup 1 --repeats 3 --out t.csv >out.txt 2>err.txt
 rc=$?
 [ $rc -eq 0 ] || { fail "build: exit $rc"; sed 's/^/  | /' err.txt | head -5; }
@@ -25,7 +25,7 @@ grep -q '^# device: .*onnxruntime' t.csv || fail "the table lacks the runner's d
 # alone costs, so its entry may be 0 after the subtraction; a negative or non-numeric one is a bug
 awk -F, '!/^#/ && NR > 2 && !($8 >= 0) { bad = 1 } END { exit bad }' t.csv || fail "a negative latency"
 awk -F, '!/^#/ && NR > 2 && $8 > 0 { n++ } END { exit !(n > 0) }' t.csv || fail "no positive latency at all"
-"$bin" table price --table t.csv --model "$model" --fallback roofline --peak-gflops 100 --bandwidth-gbs 10 \
+"$bin" table price --table t.csv --network "$model" --fallback roofline --peak-gflops 100 --bandwidth-gbs 10 \
   >out.txt 2>err.txt || fail "price: exit $?"
 grep -q 'ms (sum over' out.txt || fail "price: '$(cat out.txt)'"
 cat out.txt

@@ -5,11 +5,13 @@
 /// block-cost file, cost sources and the example platforms and ViG space.
 #include <dnncost/search/mapping/block_costs.hpp>
 #include <dnncost/search/mapping/cosearch.hpp>
+#include <dnncost/search/mapping/cosearch_comparison.hpp>
 #include <dnncost/search/mapping/cost_source.hpp>
 #include <dnncost/search/mapping/cost_table.hpp>
 #include <dnncost/search/mapping/exact.hpp>
 #include <dnncost/search/mapping/inner_search.hpp>
 #include <dnncost/search/mapping/mapping_cost.hpp>
+#include <dnncost/search/mapping/network_search.hpp>
 #include <dnncost/search/mapping/platform.hpp>
 #include <dnncost/search/mapping/platforms/xavier.hpp>
 #include <dnncost/search/mapping/random_instance.hpp>

@@ -1,0 +1,99 @@
+#pragma once
+/// @file candidates.hpp
+/// The networks `dnncost measure` is asked for, as graphs with the ids a results store keeps:
+/// sampled from a search space, read from a file of architecture strings, or ONNX files.
+/// Networks of a space are named `SPACE:ARCH` (NB201 strings stay bare), so that one store can
+/// hold several spaces and loads back as a data set; an ONNX file's id is its path relative to
+/// the store's directory, as `dnncost train --data` resolves it.
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/rng.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/io/onnx.hpp>
+#include <dnncost/spaces/registry.hpp>
+#include <dnncost/spaces/sample.hpp>
+
+namespace dnncost::measure {
+
+/// A network before export: its id, its graph, and the opset to write it with.
+struct Candidate {
+    std::string id;
+    graph::Graph graph;
+    int opset = 13;
+};
+
+/// A network of a search space, named `SPACE:ARCH`.
+inline Candidate space_candidate(const spaces::SpaceInfo& space, std::string_view arch,
+                                 const spaces::SpaceOptions& options) {
+    const auto canonical = space.canonical(arch);
+    return {spaces::qualified_arch(space.name, canonical), space.build_graph(canonical, options), space.onnx_opset};
+}
+
+/// `n` distinct architectures of `space` drawn with `seed` (NB201: without replacement by index;
+/// the larger spaces: their own sampler, repeats drawn again).
+inline std::vector<Candidate> sample_candidates(const spaces::SpaceInfo& space, std::size_t n, std::uint64_t seed,
+                                                const spaces::SpaceOptions& options) {
+    Rng rng(seed);
+    const auto archs = space.name == "nb201" ? spaces::sample_nb201_by_index(n, rng) : spaces::sample_distinct(space, n, rng);
+    std::vector<Candidate> out;
+    for (const auto& a : archs) out.push_back(space_candidate(space, a, options));
+    return out;
+}
+
+/// One architecture string per line, of `space` (may be empty) or written `SPACE:ARCH`; empty
+/// lines and lines starting with '#' are skipped. @throws parse_error naming the file and line
+inline std::vector<Candidate> read_arch_file(const std::string& file, const std::string& space,
+                                             const spaces::SpaceOptions& options) {
+    std::istringstream in(io::read_file(file));
+    std::vector<Candidate> out;
+    std::size_t line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+        ++line_no;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        const auto first = line.find_first_not_of(" \t");
+        if (first == std::string::npos || line[first] == '#') continue;
+        line = line.substr(first, line.find_last_not_of(" \t") - first + 1);
+        try {
+            if (const auto q = spaces::split_qualified(line))
+                out.push_back(space_candidate(*q->space, q->arch, options));
+            else if (!space.empty())
+                out.push_back(space_candidate(spaces::find_space(space), line, options));
+            else
+                raise<parse_error>("'", line, "' names no search space (write SPACE:ARCH, or give --space)");
+        } catch (const error& e) {
+            raise<parse_error>(file, ":", line_no, ": ", e.what());
+        }
+    }
+    if (out.empty()) raise<parse_error>(file, ": no architecture strings");
+    return out;
+}
+
+/// ONNX files, each with its path relative to `store_dir` as its id.
+inline std::vector<Candidate> onnx_candidates(const std::vector<std::string>& files,
+                                              const std::filesystem::path& store_dir) {
+    namespace fs = std::filesystem;
+    std::vector<Candidate> out;
+    for (const auto& m : files) {
+        const auto bytes = io::read_file(m);
+        out.push_back({fs::proximate(fs::absolute(m), store_dir).string(), io::import_onnx(m), io::onnx_opset(bytes, m)});
+    }
+    return out;
+}
+
+/// The network a store id names again: `SPACE:ARCH` (or a bare NB201 string) built with
+/// `options`, otherwise an ONNX file relative to `store_dir`.
+inline Candidate candidate_from_id(const std::string& id, const std::filesystem::path& store_dir,
+                                   const spaces::SpaceOptions& options) {
+    if (const auto q = spaces::split_qualified(id))
+        return {id, q->space->build_graph(q->arch, options), q->space->onnx_opset};
+    const auto file = store_dir / id;
+    return {id, io::import_onnx(file), io::onnx_opset(io::read_file(file))};
+}
+
+}  // namespace dnncost::measure
