@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dnncost/graph/hash.hpp>
@@ -67,6 +68,16 @@ bool dead(pid_t pid) {
     std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
     const auto close = text.rfind(')');
     return close != std::string::npos && close + 2 < text.size() && (text[close + 2] == 'Z' || text[close + 2] == 'X');
+}
+/// Whether a process killed with SIGKILL dies: the kernel delivers the signal when the process is
+/// next scheduled, which a loaded machine may delay, so this waits for it; a minute is far beyond
+/// any delivery and is exceeded only when the signal was never sent.
+bool dies(pid_t pid) {
+    for (int k = 0; k < 6000; ++k) {
+        if (dead(pid)) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return dead(pid);
 }
 }  // namespace
 
@@ -247,15 +258,20 @@ TEST_CASE("runner: crash by exit status and by signal, with the runner's stderr 
 TEST_CASE("runner: a hang is killed after the timeout, with the whole process group") {
     Scratch s("hang");
     {
-        Runner r(s.runner("hang_model"));
+        // The runner starts its child before its device line, and the first start waits for
+        // that line (as long as it takes), so the child exists before the request is sent.
+        RunnerOptions ro;
+        ro.startup_timeout = Millis(600000);
+        Runner r(s.runner("hang_model"), ro);
         const auto o = r.measure(req("hang.onnx"), Millis(1500));
         CHECK(o.failure == Failure::timeout);
         CHECK(o.detail.find("no answer within 1.5 s") != std::string::npos);
+        CHECK(!r.running());
         std::ifstream pid_file(s.dir / "hang_child.pid");
         pid_t child = 0;
         pid_file >> child;
         REQUIRE(child > 0);
-        CHECK(dead(child));  // the sleeping grandchild went with the group
+        CHECK(dies(child));  // the sleeping grandchild went with the group
         CHECK(r.measure(req("a.onnx"), Millis(10000)).ok());
     }
     CHECK(no_children());

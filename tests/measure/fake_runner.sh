@@ -16,6 +16,10 @@ answer() {  # answer ID MODEL REPEATS [SCALE]
   printf '{"id":%s,"latency_ms":[%s]}\n' "$id" "$list"
 }
 case $mode in
+  hang_model)  # a child in the runner's process group, started before the device line
+    sleep 1000 & echo $! > "$state/hang_child.pid.tmp" && mv "$state/hang_child.pid.tmp" "$state/hang_child.pid" ;;
+esac
+case $mode in
   silent) ;;
   *) [ "$mode" = slow_device ] && sleep 2
      echo '{"device":{"name":"fake","mode":"'"$mode"'","pid":'$$'}}' ;;
@@ -36,8 +40,8 @@ while IFS= read -r line; do
     crash_model)  # models named *crash* kill the runner with SIGSEGV
       if [[ $model == *crash* ]]; then echo "fake: segmentation fault in $model" >&2; kill -SEGV $$; fi
       answer "$id" "$model" "$repeats" ;;
-    hang_model)  # models named *hang* never answer; a child in the same group sleeps too
-      if [[ $model == *hang* ]]; then sleep 1000 & echo $! > "$state/hang_child.pid"; wait; fi
+    hang_model)  # models named *hang* never answer (the runner waits on its sleeping child)
+      if [[ $model == *hang* ]]; then wait; fi
       answer "$id" "$model" "$repeats" ;;
     hang) sleep 1000 & echo $! > "$state/hang_child.pid"; wait ;;
     garbage) echo "Loading model $model ... done" ;;
@@ -59,7 +63,7 @@ while IFS= read -r line; do
       fi ;;
     barrier)  # the first request of each runner waits until two runners are busy at once
       touch "$state/busy.$$"
-      for ((w = 0; w < 200; ++w)); do [ "$(ls "$state" | grep -c '^busy\.')" -ge 2 ] && break; sleep 0.05; done
+      for ((w = 0; w < 1200; ++w)); do [ "$(ls "$state" | grep -c '^busy\.')" -ge 2 ] && break; sleep 0.05; done
       if [ "$(ls "$state" | grep -c '^busy\.')" -ge 2 ]; then
         printf '{"id":%s,"latency_ms":[1.0],"energy_mj":%s}\n' "$id" "$$"
       else
