@@ -351,14 +351,14 @@ TEST_CASE("runner pool: runners work at the same time, one request each, retries
 }
 
 namespace {
-Record rec(std::string key, std::string id, double latency, int rounds, std::string status) {
+Record rec(std::string key, std::string id, double latency, int rounds, std::string_view status) {
     Record r;
     r.key = std::move(key);
     r.id = std::move(id);
     r.latency_ms = latency;
     r.spread = 0.01;
     r.rounds = rounds;
-    r.status = std::move(status);
+    r.status = parse_status(status).value();
     return r;
 }
 std::vector<Record> sample_records() {
@@ -370,7 +370,7 @@ std::vector<Record> sample_records() {
         r.latency_ms = 1.25 + i;
         r.spread = 0.01 * i;
         r.rounds = 3;
-        r.status = i == 3 ? "timeout" : i == 4 ? std::string(round_status) : "ok";
+        r.status = i == 3 ? Status::failed(Failure::timeout) : i == 4 ? Status::in_round() : Status::ok();
         if (i == 3) {
             r.latency_ms = std::nan("");
             r.detail = "no answer within 2 s, \"killed\"\nsecond line";
@@ -425,14 +425,14 @@ TEST_CASE("store: results, rounds in progress, compaction, sidecar, refusing for
     ResultsStore store(path);
     Record a = rec("a", "x", 1, 1, "round");
     store.append(a);
-    a.status = "crash";
+    a.status = Status::failed(Failure::crash);
     store.append(a);  // a failed result...
-    a.status = "round";
+    a.status = Status::in_round();
     a.latency_ms = 2;
     store.append(a);  // ...then a new measurement in progress
     Record b = rec("b", "y", 3, 3, "ok");
     store.append(b);
-    CHECK(store.result("a")->status == "crash");
+    CHECK(store.result("a")->status == Status::failed(Failure::crash));
     CHECK(store.rounds_in_progress("a").size() == 1);
     CHECK(store.rounds_in_progress("a")[0].latency_ms == 2);
     CHECK(store.result("b")->ok());
@@ -518,7 +518,7 @@ TEST_CASE("harness: rounds, statistic, failures by reason, resume without repeat
         CHECK(store.result("key-lat2.onnx")->latency_ms == 2);
         CHECK(store.result("key-lat2.onnx")->rounds == 3);
         CHECK(store.result("key-lat3.5.onnx")->latency_ms == 3.5);
-        CHECK(store.result("key-crash.onnx")->status == "crash");
+        CHECK(store.result("key-crash.onnx")->status == Status::failed(Failure::crash));
         CHECK(store.result("key-crash.onnx")->detail.find("signal 11") != std::string::npos);
         // 3 rounds x 2 networks, and the crash tried twice (one retry) in round 1
         CHECK(s.requests() == 8);
@@ -609,7 +609,7 @@ TEST_CASE("harness: a resumed unstable network with more than R rounds gets its 
     CHECK(s.requests() == 1);  // round 5 at 1.0: rounds 1.0 1.4 1.0 1.4 1.0 have spread 0
     const auto* r = store.result("key-lat1.onnx");
     REQUIRE(r != nullptr);
-    CHECK(r->status == "ok");
+    CHECK(r->status == Status::ok());
     CHECK(r->rounds == 5);
     CHECK(r->latency_ms == 1.0);
 }
@@ -641,4 +641,25 @@ TEST_CASE("harness: the noise check re-measures from fresh runners and compares"
     CHECK(rep.within_5.agreement == 0.5);  // 3.2 vs 3: 6.7 % apart
     CHECK(rep.within_10.agreement == 1.0);
     CHECK(pool.runner(0).starts() == starts_before + 1);
+}
+
+TEST_CASE("store: statuses are read into their kinds and written back as the same strings") {
+    for (const char* name : {"ok", "round", "timeout", "crash", "garbage", "partial_line", "bad_latency", "bad_answer",
+                             "runner_error", "start_failed"}) {
+        CAPTURE(name);
+        const auto st = parse_status(name);
+        REQUIRE(st);
+        CHECK(to_string(*st) == name);
+        Record r = rec("k", "x", 1, 1, name);
+        CHECK(format_record(r).find(std::string(",") + name + ",") != std::string::npos);
+    }
+    CHECK(parse_status("round")->round);
+    CHECK(parse_status("timeout")->failure == Failure::timeout);
+    CHECK(!parse_status("killed"));
+    CHECK(!parse_status(""));
+    const auto c = parse_store("key,id,latency_ms,spread,rounds,status,time\nk,x,1,0,1,ok,t\nj,y,,,0,melted,t\n", "s.csv");
+    REQUIRE(c.records.size() == 1);
+    REQUIRE(c.issues.size() == 1);
+    CHECK(c.issues[0].line == 3);
+    CHECK(c.issues[0].message.find("unknown status 'melted'") != std::string::npos);
 }

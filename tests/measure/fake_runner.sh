@@ -69,6 +69,8 @@ while IFS= read -r line; do
       else
         printf '{"id":%s,"error":"no second runner was busy at the same time"}\n' "$id"
       fi ;;
+    affinity)  # says which CPUs it may run on, as an error answer
+      printf '{"id":%s,"error":"cpus %s"}\n' "$id" "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$$/status)" ;;
     *) echo "fake: unknown mode $mode" >&2; exit 2 ;;
   esac
 done
