@@ -190,7 +190,7 @@ TEST_CASE("reference network: a fixed graph, the same key every time, exported w
     CHECK(network_key(io::import_onnx(s.dir / "ref.onnx")) == network_key(g));
 }
 
-TEST_CASE("sidecar: host and references round-trip; an old sidecar loads as an unknown host") {
+TEST_CASE("sidecar: host and references round-trip, an old sidecar loads as an unknown host") {
     Scratch s("sidecar");
     const auto path = s.dir / "r.device.json";
     auto i = info(host("AMD EPYC 9R14"), {ref(1.5, 0.01, {1.49, 1.51})});
@@ -438,7 +438,7 @@ TEST_CASE("harness: appending to a store whose reference differs beyond the nois
     }
 }
 
-TEST_CASE("process: a runner pinned to a CPU runs there; SCHED_FIFO when permitted, a clear error when not") {
+TEST_CASE("process: a runner pinned to a CPU runs there, SCHED_FIFO when permitted, a clear error when not") {
     Scratch s("pin");
     const auto cpus = allowed_cpus();
     REQUIRE(!cpus.empty());
