@@ -30,7 +30,9 @@ while IFS= read -r line; do
   [[ $line =~ \"id\":([0-9]+) ]] && id=${BASH_REMATCH[1]}
   [[ $line =~ \"model\":\"([^\"]*)\" ]] && model=${BASH_REMATCH[1]}
   [[ $line =~ \"repeats\":([0-9]+) ]] && repeats=${BASH_REMATCH[1]}
-  echo "$model" >> "$state/requests.log"
+  # the reference network dnncost measures with every run is logged apart: requests.log counts networks
+  if [[ $(basename "$model") == reference.onnx ]]; then echo "$model" >> "$state/references.log"
+  else echo "$model" >> "$state/requests.log"; fi
   case $mode in
     good|silent|slow_device) answer "$id" "$model" "$repeats" ;;
     slow) sleep 0.2; answer "$id" "$model" "$repeats" ;;
