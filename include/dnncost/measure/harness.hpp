@@ -115,6 +115,8 @@ struct HarnessEvents {
     std::function<void(const Progress&)> on_progress;
     /// A network's result (ok or failed), as appended to the store.
     std::function<void(const Network&, const Record&)> on_result;
+    /// Every successful answer of a network's round, as the runner gave it (its timed runs).
+    std::function<void(const Network&, const Answer&)> on_answer;
 };
 
 struct Summary {
@@ -388,6 +390,7 @@ private:
                            std::to_string(o.attempts) + (o.attempts == 1 ? " attempt)" : " attempts)");
                 finish(i, std::move(f));
             } else {
+                if (events.on_answer) events.on_answer(nets[i], o.answer);
                 Record r;
                 r.key = nets[i].key;
                 r.id = nets[i].id;
