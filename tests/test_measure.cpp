@@ -99,6 +99,16 @@ TEST_CASE("json: values, NaN tokens, errors with offsets") {
     CHECK_THROWS_AS(json::parse("\"abc"), parse_error);
     CHECK_THROWS_AS(json::parse(std::string(100, '[') + std::string(100, ']')), parse_error);
     CHECK(json::quote("a\tb\x01") == "\"a\\tb\\u0001\"");
+    // building values: set() replaces a member of the same name, dump_lines puts members on lines
+    auto o = json::Value::object();
+    o.set("a", json::Value::of(1.5)).set("b", json::Value::of("x\"y")).set("a", json::Value::of(true));
+    o.set("list", json::Value::array().push(json::Value::of(2.0)).push(json::Value{}));
+    CHECK(json::dump(o) == R"({"a":true,"b":"x\"y","list":[2,null]})");
+    CHECK(json::dump_lines(o) == "{\n  \"a\": true,\n  \"b\": \"x\\\"y\",\n  \"list\": [2,null]\n}\n");
+    CHECK(json::dump(json::parse(json::dump_lines(o))) == json::dump(o));
+    CHECK(json::parse_object("", "x").is_null());
+    CHECK_THROWS_WITH_AS(json::parse_object("[1]", "the thing"), doctest::Contains("the thing: not a JSON object"),
+                         parse_error);
 }
 
 TEST_CASE("decode_reply: every kind of answer gets its verdict") {

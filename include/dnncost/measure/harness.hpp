@@ -96,6 +96,7 @@ struct ProvenanceOptions {
     std::optional<StoreInfo> stored;
     std::string store_name;  ///< for messages
     bool allow_other_host = false;
+    std::string how_to_allow = "allow appending anyway";  ///< ends the refusal's message
 };
 
 /// A network to measure: its store key, its id, and the model file the runner loads.
@@ -298,7 +299,7 @@ private:
     void check_provenance(RunConditions& c) const {
         const auto& p = m_provenance;
         if (!p.stored) return;
-        for (auto& w : check_append(p.store_name, *p.stored, c.host, p.allow_other_host))
+        for (auto& w : check_append(p.store_name, *p.stored, c.host, p.allow_other_host, p.how_to_allow))
             c.warnings.push_back(std::move(w));
         const auto* stored = detail::store_reference(*p.stored);
         if (!stored || !c.reference) return;
@@ -309,7 +310,8 @@ private:
         if (!p.allow_other_host)
             raise<config_error>(what,
                                 ": this machine, or its state, differs from the one that measured the store; "
-                                "measure into another store, or allow appending anyway");
+                                "measure into another store, or ",
+                                p.how_to_allow);
         c.warnings.push_back(what + "; appending anyway: the store now mixes two conditions");
     }
 

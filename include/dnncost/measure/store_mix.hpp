@@ -105,9 +105,11 @@ inline std::vector<MixFlag> check_mix(const std::vector<std::filesystem::path>& 
 }
 
 /// Appending a run on `here` to a store described by `stored`: a different fingerprint is a
-/// config_error unless `allow`, then a warning (returned); an unknown stored host gives a warning.
+/// config_error unless `allow` (the message ends with `how_to_allow`), then a warning
+/// (returned); an unknown stored host gives a warning.
 inline std::vector<std::string> check_append(const std::string& store, const StoreInfo& stored,
-                                             const HostFingerprint& here, bool allow) {
+                                             const HostFingerprint& here, bool allow,
+                                             const std::string& how_to_allow = "allow appending anyway") {
     std::vector<std::string> warnings;
     if (!stored.host) {
         warnings.push_back(store + ": unknown host (its measurements carry no fingerprint); appending from " +
@@ -117,7 +119,7 @@ inline std::vector<std::string> check_append(const std::string& store, const Sto
     const auto diff = host_differences(*stored.host, here);
     if (diff.empty()) return warnings;
     const auto what = store + " was measured on another host (" + detail::join(diff) + ")";
-    if (!allow) raise<config_error>(what, ": measure into another store, or allow appending anyway");
+    if (!allow) raise<config_error>(what, ": measure into another store, or ", how_to_allow);
     warnings.push_back(what + "; appending anyway: the store now mixes two hosts");
     return warnings;
 }
