@@ -30,6 +30,8 @@
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/model_file.hpp>
+#include <dnncost/measure/process.hpp>
+#include <dnncost/measure/reference_model.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/nb201.hpp>
@@ -164,7 +166,8 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
         measure::HarnessOptions harness;
         double timeout = 120, startup_timeout = 10;
         int retries = 1;
-        bool json_out = false;
+        int cpu = -1;
+        bool json_out = false, realtime = false, allow_other_host = false;
     };
     auto a = std::make_shared<MeasureArgs>();
     auto* cmd =
@@ -231,6 +234,12 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
                     "Re-measure K of the networks from scratch at the end and report the agreement")
         ->transform(check::integer(0, 15625, "a network count in [0, 15625]"));
     cmd->add_flag("--force", a->harness.force, "Measure again networks the store already has");
+    cmd->add_option("--cpu", a->cpu, "Pin the runners to this CPU (sched_setaffinity; no privilege needed)")
+        ->transform(check::integer(0, 1023, "a CPU number in [0, 1023]"));
+    cmd->add_flag("--realtime", a->realtime,
+                  "Run the runners under SCHED_FIFO (needs root or CAP_SYS_NICE; a warning otherwise)");
+    cmd->add_flag("--allow-other-host", a->allow_other_host,
+                  "Append to a store measured on another host, or whose reference network differs beyond the noise");
     cmd->add_flag("--json", a->json_out, "Print the summary as one JSON object");
     cmd->callback([a, space_opt, sample_opt, archs_opt, &ctx] {
         auto& args = *a;
@@ -273,6 +282,10 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
                       << '\n';
         measure::StoreInfo new_info{args.device, args.runners, info ? info->runner_device : std::string(),
                                     ho.to_json()};
+        if (info) {
+            new_info.host = info->host;
+            new_info.references = info->references;
+        }
         measure::write_store_info(sidecar, new_info);
 
         // the networks: graphs, keys, model files for the runner
@@ -291,6 +304,14 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
             }
         }
         md::TempDir tmp;
+        measure::ProvenanceOptions prov;
+        prov.reference_model = tmp.path() / "reference.onnx";
+        measure::write_reference_model(prov.reference_model);
+        prov.reference_key = measure::network_key(measure::reference_graph());
+        if (info && has_rows) prov.stored = info;
+        prov.store_name = args.out;
+        prov.allow_other_host = args.allow_other_host;
+        prov.how_to_allow = "pass --allow-other-host to append anyway";
         std::vector<measure::Network> networks;
         for (const auto& c : candidates) {
             measure::Network n{measure::network_key(c.graph), c.id, {}};
@@ -307,8 +328,21 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
         po.timeout = measure::Millis(static_cast<std::int64_t>(args.timeout * 1000));
         po.retries = args.retries;
         po.runner.startup_timeout = measure::Millis(static_cast<std::int64_t>(args.startup_timeout * 1000));
+        if (args.cpu >= 0) {
+            const auto allowed = measure::allowed_cpus();
+            if (std::find(allowed.begin(), allowed.end(), args.cpu) == allowed.end())
+                raise<config_error>("--cpu ", args.cpu, ": not a CPU this process may run on");
+            po.runner.process.cpu = args.cpu;
+        }
+        if (args.realtime) {
+            std::string why;
+            if (measure::realtime_permitted(&why))
+                po.runner.process.realtime = true;
+            else
+                std::cerr << "dnncost: warning: --realtime ignored: " << why << '\n';
+        }
         measure::RunnerPool pool(args.runners, po);
-        measure::Harness harness(pool, ho);
+        measure::Harness harness(pool, ho, prov);
 
         // other processes are noise in every measurement of a local device: say so up front
         if (std::ifstream loadavg("/proc/loadavg"); loadavg) {
@@ -350,6 +384,11 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
         };
         const auto summary = harness.run(store, networks, ev);
         if (tty) std::cerr << "\r\033[K" << std::flush;
+        for (const auto& w : summary.conditions.warnings) std::cerr << "dnncost: warning: " << w << '\n';
+        for (const auto& r : summary.conditions.reasons)
+            std::cerr << "dnncost: warning: this run was disturbed: " << r << '\n';
+        if (!new_info.host) new_info.host = summary.conditions.host;
+        if (summary.conditions.reference) new_info.references.push_back(*summary.conditions.reference);
         {
             std::vector<double> spreads;
             for (const auto& r : summary.results)
@@ -360,10 +399,8 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
                           << ", above the re-measure threshold " << md::percent(ho.remeasure_spread)
                           << ": the device was noisy (see docs/measure.md)\n";
         }
-        if (!device_saved && !pool.device().empty()) {
-            new_info.runner_device = pool.device();
-            measure::write_store_info(sidecar, new_info);
-        }
+        if (!pool.device().empty()) new_info.runner_device = pool.device();
+        measure::write_store_info(sidecar, new_info);
 
         // the noise check: K networks of this invocation that have a result, chosen with the seed
         std::optional<measure::NoiseReport> noise;
@@ -421,6 +458,9 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
             j["device"] = args.device;
             j["runner_device"] = pool.device().empty() ? json(nullptr) : json::parse(pool.device());
             j["settings"] = json::parse(ho.to_json());
+            j["host"] = json::parse(measure::json::dump(measure::to_json(summary.conditions.host)));
+            j["disturbed"] = summary.conditions.disturbed;
+            j["conditions"] = json::parse(measure::json::dump(measure::to_json(summary.conditions)));
             if (noise) {
                 json n;
                 n["networks"] = noise->networks;
@@ -459,6 +499,11 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
                               << md::percent(noise->within_10.agreement) << ", sigma "
                               << md::percent(noise->within_5.sigma) << '\n';
             }
+            if (const auto& ref = summary.conditions.reference)
+                std::cout << "reference network: " << std::setprecision(4) << ref->latency_ms << " ms ("
+                          << ref->values_ms.size() << " measurements, drift " << md::percent(ref->drift()) << ")"
+                          << (summary.conditions.disturbed ? "; this run was DISTURBED (see the warnings)" : "")
+                          << '\n';
             std::cout << "results: " << args.out << " (device '" << args.device << "', description in "
                       << sidecar.string() << ")\n";
         }
