@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dnncost/graph/hash.hpp>
@@ -68,6 +69,16 @@ bool dead(pid_t pid) {
     const auto close = text.rfind(')');
     return close != std::string::npos && close + 2 < text.size() && (text[close + 2] == 'Z' || text[close + 2] == 'X');
 }
+/// Whether a process killed with SIGKILL dies: the kernel delivers the signal when the process is
+/// next scheduled, which a loaded machine may delay, so this waits for it; a minute is far beyond
+/// any delivery and is exceeded only when the signal was never sent.
+bool dies(pid_t pid) {
+    for (int k = 0; k < 6000; ++k) {
+        if (dead(pid)) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return dead(pid);
+}
 }  // namespace
 
 TEST_CASE("json: values, NaN tokens, errors with offsets") {
@@ -88,6 +99,16 @@ TEST_CASE("json: values, NaN tokens, errors with offsets") {
     CHECK_THROWS_AS(json::parse("\"abc"), parse_error);
     CHECK_THROWS_AS(json::parse(std::string(100, '[') + std::string(100, ']')), parse_error);
     CHECK(json::quote("a\tb\x01") == "\"a\\tb\\u0001\"");
+    // building values: set() replaces a member of the same name, dump_lines puts members on lines
+    auto o = json::Value::object();
+    o.set("a", json::Value::of(1.5)).set("b", json::Value::of("x\"y")).set("a", json::Value::of(true));
+    o.set("list", json::Value::array().push(json::Value::of(2.0)).push(json::Value{}));
+    CHECK(json::dump(o) == R"({"a":true,"b":"x\"y","list":[2,null]})");
+    CHECK(json::dump_lines(o) == "{\n  \"a\": true,\n  \"b\": \"x\\\"y\",\n  \"list\": [2,null]\n}\n");
+    CHECK(json::dump(json::parse(json::dump_lines(o))) == json::dump(o));
+    CHECK(json::parse_object("", "x").is_null());
+    CHECK_THROWS_WITH_AS(json::parse_object("[1]", "the thing"), doctest::Contains("the thing: not a JSON object"),
+                         parse_error);
 }
 
 TEST_CASE("decode_reply: every kind of answer gets its verdict") {
@@ -247,15 +268,20 @@ TEST_CASE("runner: crash by exit status and by signal, with the runner's stderr 
 TEST_CASE("runner: a hang is killed after the timeout, with the whole process group") {
     Scratch s("hang");
     {
-        Runner r(s.runner("hang_model"));
+        // The runner starts its child before its device line, and the first start waits for
+        // that line (as long as it takes), so the child exists before the request is sent.
+        RunnerOptions ro;
+        ro.startup_timeout = Millis(600000);
+        Runner r(s.runner("hang_model"), ro);
         const auto o = r.measure(req("hang.onnx"), Millis(1500));
         CHECK(o.failure == Failure::timeout);
         CHECK(o.detail.find("no answer within 1.5 s") != std::string::npos);
+        CHECK(!r.running());
         std::ifstream pid_file(s.dir / "hang_child.pid");
         pid_t child = 0;
         pid_file >> child;
         REQUIRE(child > 0);
-        CHECK(dead(child));  // the sleeping grandchild went with the group
+        CHECK(dies(child));  // the sleeping grandchild went with the group
         CHECK(r.measure(req("a.onnx"), Millis(10000)).ok());
     }
     CHECK(no_children());
@@ -335,14 +361,14 @@ TEST_CASE("runner pool: runners work at the same time, one request each, retries
 }
 
 namespace {
-Record rec(std::string key, std::string id, double latency, int rounds, std::string status) {
+Record rec(std::string key, std::string id, double latency, int rounds, std::string_view status) {
     Record r;
     r.key = std::move(key);
     r.id = std::move(id);
     r.latency_ms = latency;
     r.spread = 0.01;
     r.rounds = rounds;
-    r.status = std::move(status);
+    r.status = parse_status(status).value();
     return r;
 }
 std::vector<Record> sample_records() {
@@ -354,7 +380,7 @@ std::vector<Record> sample_records() {
         r.latency_ms = 1.25 + i;
         r.spread = 0.01 * i;
         r.rounds = 3;
-        r.status = i == 3 ? "timeout" : i == 4 ? std::string(round_status) : "ok";
+        r.status = i == 3 ? Status::failed(Failure::timeout) : i == 4 ? Status::in_round() : Status::ok();
         if (i == 3) {
             r.latency_ms = std::nan("");
             r.detail = "no answer within 2 s, \"killed\"\nsecond line";
@@ -409,14 +435,14 @@ TEST_CASE("store: results, rounds in progress, compaction, sidecar, refusing for
     ResultsStore store(path);
     Record a = rec("a", "x", 1, 1, "round");
     store.append(a);
-    a.status = "crash";
+    a.status = Status::failed(Failure::crash);
     store.append(a);  // a failed result...
-    a.status = "round";
+    a.status = Status::in_round();
     a.latency_ms = 2;
     store.append(a);  // ...then a new measurement in progress
     Record b = rec("b", "y", 3, 3, "ok");
     store.append(b);
-    CHECK(store.result("a")->status == "crash");
+    CHECK(store.result("a")->status == Status::failed(Failure::crash));
     CHECK(store.rounds_in_progress("a").size() == 1);
     CHECK(store.rounds_in_progress("a")[0].latency_ms == 2);
     CHECK(store.result("b")->ok());
@@ -502,7 +528,7 @@ TEST_CASE("harness: rounds, statistic, failures by reason, resume without repeat
         CHECK(store.result("key-lat2.onnx")->latency_ms == 2);
         CHECK(store.result("key-lat2.onnx")->rounds == 3);
         CHECK(store.result("key-lat3.5.onnx")->latency_ms == 3.5);
-        CHECK(store.result("key-crash.onnx")->status == "crash");
+        CHECK(store.result("key-crash.onnx")->status == Status::failed(Failure::crash));
         CHECK(store.result("key-crash.onnx")->detail.find("signal 11") != std::string::npos);
         // 3 rounds x 2 networks, and the crash tried twice (one retry) in round 1
         CHECK(s.requests() == 8);
@@ -593,7 +619,7 @@ TEST_CASE("harness: a resumed unstable network with more than R rounds gets its 
     CHECK(s.requests() == 1);  // round 5 at 1.0: rounds 1.0 1.4 1.0 1.4 1.0 have spread 0
     const auto* r = store.result("key-lat1.onnx");
     REQUIRE(r != nullptr);
-    CHECK(r->status == "ok");
+    CHECK(r->status == Status::ok());
     CHECK(r->rounds == 5);
     CHECK(r->latency_ms == 1.0);
 }
@@ -625,4 +651,25 @@ TEST_CASE("harness: the noise check re-measures from fresh runners and compares"
     CHECK(rep.within_5.agreement == 0.5);  // 3.2 vs 3: 6.7 % apart
     CHECK(rep.within_10.agreement == 1.0);
     CHECK(pool.runner(0).starts() == starts_before + 1);
+}
+
+TEST_CASE("store: statuses are read into their kinds and written back as the same strings") {
+    for (const char* name : {"ok", "round", "timeout", "crash", "garbage", "partial_line", "bad_latency", "bad_answer",
+                             "runner_error", "start_failed"}) {
+        CAPTURE(name);
+        const auto st = parse_status(name);
+        REQUIRE(st);
+        CHECK(to_string(*st) == name);
+        Record r = rec("k", "x", 1, 1, name);
+        CHECK(format_record(r).find(std::string(",") + name + ",") != std::string::npos);
+    }
+    CHECK(parse_status("round")->round);
+    CHECK(parse_status("timeout")->failure == Failure::timeout);
+    CHECK(!parse_status("killed"));
+    CHECK(!parse_status(""));
+    const auto c = parse_store("key,id,latency_ms,spread,rounds,status,time\nk,x,1,0,1,ok,t\nj,y,,,0,melted,t\n", "s.csv");
+    REQUIRE(c.records.size() == 1);
+    REQUIRE(c.issues.size() == 1);
+    CHECK(c.issues[0].line == 3);
+    CHECK(c.issues[0].message.find("unknown status 'melted'") != std::string::npos);
 }

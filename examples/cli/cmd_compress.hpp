@@ -96,7 +96,7 @@ inline sc::MeasuredCompressionEvents events(const ProgressLine& line, const fs::
     ev.measuring.on_result = [line, failures_shown, store_hint](const measure::Network& n, const measure::Record& r) {
         if (r.ok() || *failures_shown >= 10) return;
         line.clear();
-        std::cerr << "  FAILED " << n.id << ": " << r.status << ": " << r.detail << '\n';
+        std::cerr << "  FAILED " << n.id << ": " << to_string(r.status) << ": " << r.detail << '\n';
         if (++*failures_shown == 10) std::cerr << "  (further failures are in " << store_hint.string() << ")\n";
     };
     ev.on_batch_done = [line] { line.done(); };

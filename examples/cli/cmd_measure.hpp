@@ -30,7 +30,8 @@ struct MeasureArgs {
     std::uint64_t seed = 0;
     MeasureFlags flags;
     double startup_timeout = 10;
-    bool json_out = false;
+    int cpu = -1;
+    bool json_out = false, realtime = false, allow_other_host = false;
 };
 
 /// The progress bar and the line per network, on stderr.
@@ -54,7 +55,7 @@ inline measure::CampaignEvents campaign_events(const ProgressLine& line) {
             std::cerr << "ok      " << printable(n.id) << "  " << std::setprecision(4) << r.latency_ms << " ms  spread "
                       << percent(r.spread) << "  (" << r.rounds << " rounds)\n";
         else
-            std::cerr << "FAILED  " << printable(n.id) << "  " << r.status << ": " << printable(r.detail) << '\n';
+            std::cerr << "FAILED  " << printable(n.id) << "  " << to_string(r.status) << ": " << printable(r.detail) << '\n';
     };
     ev.on_warning = [line](const std::string& m) {
         line.clear();
@@ -79,6 +80,9 @@ inline json report_json(const MeasureArgs& a, const measure::CampaignReport& rep
     j["device"] = a.device;
     j["runner_device"] = rep.runner_device.empty() ? json(nullptr) : json::parse(rep.runner_device);
     j["settings"] = json::parse(ho.to_json());
+    j["host"] = json::parse(measure::json::dump(measure::to_json(s.conditions.host)));
+    j["disturbed"] = s.conditions.disturbed;
+    j["conditions"] = json::parse(measure::json::dump(measure::to_json(s.conditions)));
     if (const auto& noise = rep.noise) {
         json n;
         n["networks"] = noise->networks;
@@ -118,6 +122,10 @@ inline void print_report(const MeasureArgs& a, const measure::CampaignReport& re
                       << ", within ±10% " << percent(noise->within_10.agreement) << ", sigma "
                       << percent(noise->within_5.sigma) << '\n';
     }
+    if (const auto& ref = s.conditions.reference)
+        std::cout << "reference network: " << std::setprecision(4) << ref->latency_ms << " ms ("
+                  << ref->values_ms.size() << " measurements, drift " << percent(ref->drift()) << ")"
+                  << (s.conditions.disturbed ? "; this run was DISTURBED (see the warnings)" : "") << '\n';
     std::cout << "results: " << a.out << " (device '" << a.device << "', description in " << rep.sidecar.string()
               << ")\n";
 }
@@ -150,6 +158,12 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
                     "Re-measure K of the networks from scratch at the end and report the agreement")
         ->transform(check::integer(0, 15625, "a network count in [0, 15625]"));
     cmd->add_flag("--force", a->flags.harness.force, "Measure again networks the store already has");
+    cmd->add_option("--cpu", a->cpu, "Pin the runners to this CPU (sched_setaffinity; no privilege needed)")
+        ->transform(check::integer(0, 1023, "a CPU number in [0, 1023]"));
+    cmd->add_flag("--realtime", a->realtime,
+                  "Run the runners under SCHED_FIFO (needs root or CAP_SYS_NICE; a warning otherwise)");
+    cmd->add_flag("--allow-other-host", a->allow_other_host,
+                  "Append to a store measured on another host, or whose reference network differs beyond the noise");
     add_json_flag(*cmd, a->json_out, "Print the summary as one JSON document");
     cmd->callback([a, space_opt, sample_opt, archs_opt, &ctx] {
         auto& args = *a;
@@ -172,6 +186,9 @@ inline void add_measure_commands(CLI::App& app, Context& ctx) {
         o.retries = args.flags.retries;
         o.noise_check = args.noise_check;
         o.seed = args.seed;
+        if (args.cpu >= 0) o.cpu = args.cpu;
+        o.realtime = args.realtime;
+        o.allow_other_host = args.allow_other_host;
         const ProgressLine line;
         const auto rep = measure::run_campaign(source, o, md::campaign_events(line));
         line.done();

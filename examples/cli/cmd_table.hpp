@@ -130,7 +130,7 @@ inline void run_build(const BuildArgs& a, Context& ctx) {
     ev.on_result = [&](const measure::Network& n, const measure::Record& r) {
         if (r.ok()) return;
         line.clear();
-        std::cerr << "FAILED  " << n.id << "  " << r.status << ": " << r.detail << '\n';
+        std::cerr << "FAILED  " << n.id << "  " << to_string(r.status) << ": " << r.detail << '\n';
     };
     const auto rep = measure::build_op_table(plan, o, ev);
     line.done();

@@ -127,9 +127,10 @@ function hashString(s) {
   return h >>> 0;
 }
 
-// Random data of a sensible scale for an input. Weight-free exports make every weight a graph
-// input, so the values must keep activations finite and normal (no overflow, no subnormals):
-// variances positive, scales near 1, small biases, and weights of variance 1 / fan-in.
+// Random data of a sensible scale for an input. dnncost's exports carry their weights as
+// initializers, but a model from elsewhere may take weights as graph inputs, so the values must
+// keep activations finite and normal (no overflow, no subnormals): variances positive, scales
+// near 1, small biases, and weights of variance 1 / fan-in.
 function inputRange(name, shape) {
   const n = name.toLowerCase();
   if (shape.length <= 1) {

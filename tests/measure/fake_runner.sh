@@ -16,6 +16,10 @@ answer() {  # answer ID MODEL REPEATS [SCALE]
   printf '{"id":%s,"latency_ms":[%s]}\n' "$id" "$list"
 }
 case $mode in
+  hang_model)  # a child in the runner's process group, started before the device line
+    sleep 1000 & echo $! > "$state/hang_child.pid.tmp" && mv "$state/hang_child.pid.tmp" "$state/hang_child.pid" ;;
+esac
+case $mode in
   silent) ;;
   *) [ "$mode" = slow_device ] && sleep 2
      echo '{"device":{"name":"fake","mode":"'"$mode"'","pid":'$$'}}' ;;
@@ -26,7 +30,9 @@ while IFS= read -r line; do
   [[ $line =~ \"id\":([0-9]+) ]] && id=${BASH_REMATCH[1]}
   [[ $line =~ \"model\":\"([^\"]*)\" ]] && model=${BASH_REMATCH[1]}
   [[ $line =~ \"repeats\":([0-9]+) ]] && repeats=${BASH_REMATCH[1]}
-  echo "$model" >> "$state/requests.log"
+  # the reference network dnncost measures with every run is logged apart: requests.log counts networks
+  if [[ $(basename "$model") == reference.onnx ]]; then echo "$model" >> "$state/references.log"
+  else echo "$model" >> "$state/requests.log"; fi
   case $mode in
     good|silent|slow_device) answer "$id" "$model" "$repeats" ;;
     slow) sleep 0.2; answer "$id" "$model" "$repeats" ;;
@@ -36,8 +42,8 @@ while IFS= read -r line; do
     crash_model)  # models named *crash* kill the runner with SIGSEGV
       if [[ $model == *crash* ]]; then echo "fake: segmentation fault in $model" >&2; kill -SEGV $$; fi
       answer "$id" "$model" "$repeats" ;;
-    hang_model)  # models named *hang* never answer; a child in the same group sleeps too
-      if [[ $model == *hang* ]]; then sleep 1000 & echo $! > "$state/hang_child.pid"; wait; fi
+    hang_model)  # models named *hang* never answer (the runner waits on its sleeping child)
+      if [[ $model == *hang* ]]; then wait; fi
       answer "$id" "$model" "$repeats" ;;
     hang) sleep 1000 & echo $! > "$state/hang_child.pid"; wait ;;
     garbage) echo "Loading model $model ... done" ;;
@@ -59,12 +65,14 @@ while IFS= read -r line; do
       fi ;;
     barrier)  # the first request of each runner waits until two runners are busy at once
       touch "$state/busy.$$"
-      for ((w = 0; w < 200; ++w)); do [ "$(ls "$state" | grep -c '^busy\.')" -ge 2 ] && break; sleep 0.05; done
+      for ((w = 0; w < 1200; ++w)); do [ "$(ls "$state" | grep -c '^busy\.')" -ge 2 ] && break; sleep 0.05; done
       if [ "$(ls "$state" | grep -c '^busy\.')" -ge 2 ]; then
         printf '{"id":%s,"latency_ms":[1.0],"energy_mj":%s}\n' "$id" "$$"
       else
         printf '{"id":%s,"error":"no second runner was busy at the same time"}\n' "$id"
       fi ;;
+    affinity)  # says which CPUs it may run on, as an error answer
+      printf '{"id":%s,"error":"cpus %s"}\n' "$id" "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$$/status)" ;;
     *) echo "fake: unknown mode $mode" >&2; exit 2 ;;
   esac
 done

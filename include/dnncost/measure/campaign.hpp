@@ -22,6 +22,9 @@
 #include <dnncost/measure/candidates.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/model_file.hpp>
+#include <dnncost/measure/process.hpp>
+#include <dnncost/measure/run_conditions.hpp>
+#include <dnncost/measure/reference_model.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/scratch_dir.hpp>
 #include <dnncost/measure/store.hpp>
@@ -47,6 +50,11 @@ struct CampaignOptions {
     int retries = 1;
     std::size_t noise_check = 0;  ///< networks re-measured from scratch at the end
     std::uint64_t seed = 0;       ///< of the sample, the model weights and the noise check's choice
+    std::optional<int> cpu;       ///< pin the runners to this CPU
+    bool realtime = false;        ///< run the runners under SCHED_FIFO when permitted (a warning otherwise)
+    /// Append to a store measured on another host, or whose reference network differs beyond
+    /// the noise (refused otherwise).
+    bool allow_other_host = false;
 };
 
 struct CampaignEvents {
@@ -119,13 +127,6 @@ inline std::optional<NoiseReport> noise_check(Harness& harness, const ResultsSto
     return harness.noise_check(chosen, first, nev);
 }
 
-inline std::string percent(double x) {
-    std::ostringstream os;
-    os << std::fixed;
-    os.precision(1);
-    os << 100 * x << '%';
-    return os.str();
-}
 }  // namespace detail
 
 /// Measure the networks of `source` into `options.out`. Networks the store already has are
@@ -152,6 +153,10 @@ inline CampaignReport run_campaign(const NetworkSource& source, const CampaignOp
                                  ": unreadable row ignored (" + store.issues().front().message + ")" +
                                  (store.issues().size() > 1 ? " and more" : ""));
     StoreInfo info{o.device, o.runners, old_info ? old_info->runner_device : std::string(), ho.to_json()};
+    if (old_info) {
+        info.host = old_info->host;
+        info.references = old_info->references;
+    }
     write_store_info(rep.sidecar, info);
 
     // the networks: graphs, keys, model files for the runner (the graphs are dropped once exported)
@@ -173,8 +178,34 @@ inline CampaignReport run_campaign(const NetworkSource& source, const CampaignOp
     po.timeout = Millis(static_cast<std::int64_t>(o.timeout_seconds * 1000));
     po.retries = o.retries;
     po.runner.startup_timeout = Millis(static_cast<std::int64_t>(o.startup_timeout_seconds * 1000));
+    if (o.cpu) {
+        const auto allowed = allowed_cpus();
+        if (std::find(allowed.begin(), allowed.end(), *o.cpu) == allowed.end())
+            raise<config_error>("CPU ", *o.cpu, " is not a CPU this process may run on");
+        po.runner.process.cpu = *o.cpu;
+    }
+    if (o.realtime) {
+        std::string why;
+        if (realtime_permitted(&why))
+            po.runner.process.realtime = true;
+        else
+            detail::warn(events, "warning: real-time scheduling ignored: " + why);
+    }
+    // the reference network, measured with the run so that its figures can be compared with
+    // other hosts' and days'
+    ProvenanceOptions prov;
+    prov.reference_model = scratch.path() / "reference.onnx";
+    write_reference_model(prov.reference_model);
+    prov.reference_key = network_key(reference_graph());
+    {
+        std::error_code ec;
+        if (old_info && fs::exists(o.out, ec) && fs::file_size(o.out, ec) > 0) prov.stored = old_info;
+    }
+    prov.store_name = o.out.string();
+    prov.allow_other_host = o.allow_other_host;
+    prov.how_to_allow = "pass --allow-other-host to append anyway";
     RunnerPool pool(o.runners, po);
-    Harness harness(pool, ho);
+    Harness harness(pool, ho, prov);
 
     // other processes are noise in every measurement of a local device: say so up front
     if (std::ifstream loadavg("/proc/loadavg"); loadavg) {
@@ -198,6 +229,11 @@ inline CampaignReport run_campaign(const NetworkSource& source, const CampaignOp
         if (events.harness.on_progress) events.harness.on_progress(p);
     };
     rep.summary = harness.run(store, networks, ev);
+    for (const auto& w : rep.summary.conditions.warnings) detail::warn(events, "warning: " + w);
+    for (const auto& r : rep.summary.conditions.reasons) detail::warn(events, "warning: this run was disturbed: " + r);
+    if (!info.host) info.host = rep.summary.conditions.host;
+    if (rep.summary.conditions.reference) info.references.push_back(*rep.summary.conditions.reference);
+    write_store_info(rep.sidecar, info);
     std::vector<double> spreads;
     for (const auto& r : rep.summary.results)
         if (r.ok()) spreads.push_back(r.spread);

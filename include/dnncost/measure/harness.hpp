@@ -13,6 +13,11 @@
 /// on rounds is reached. Every finished round is appended to the store at once, so an
 /// interrupted run resumes where it stopped. noise_check() re-measures networks from scratch
 /// (fresh runner processes) and reports how well the two values agree (train::pair_noise).
+///
+/// With a reference network (ReferenceOptions), run() measures it at its start, between rounds
+/// every `every` network requests, and at its end, with the same settings (one request each
+/// time); the result and the machine's load over the run are the run's conditions
+/// (run_conditions.hpp), which say whether it was disturbed.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,9 +31,15 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include <dnncost/core/error.hpp>
+#include <dnncost/measure/machine_load.hpp>
+#include <dnncost/measure/reference.hpp>
+#include <dnncost/measure/run_conditions.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
+#include <dnncost/measure/store_mix.hpp>
 #include <dnncost/train/noise.hpp>
 
 namespace dnncost::measure {
@@ -62,12 +73,30 @@ struct HarnessOptions {
     }
     /// The settings as a JSON object (stored in the sidecar).
     std::string to_json() const {
-        return "{\"rounds\": " + std::to_string(rounds) + ", \"warmup\": " + std::to_string(warmup) +
-               ", \"repeats\": " + std::to_string(repeats) + ", \"statistic\": \"" +
-               std::string(measure::to_string(statistic)) +
-               "\", \"remeasure_spread\": " + json::number(remeasure_spread) +
-               ", \"max_rounds\": " + std::to_string(max_rounds) + "}";
+        auto v = json::Value::object();
+        v.set("rounds", json::Value::of(static_cast<double>(rounds)));
+        v.set("warmup", json::Value::of(static_cast<double>(warmup)));
+        v.set("repeats", json::Value::of(static_cast<double>(repeats)));
+        v.set("statistic", json::Value::of(std::string(measure::to_string(statistic))));
+        v.set("remeasure_spread", json::Value::of(remeasure_spread));
+        v.set("max_rounds", json::Value::of(static_cast<double>(max_rounds)));
+        return json::dump(v);
     }
+};
+
+/// What a run records and checks about where it measures: the reference network (reference.hpp,
+/// reference_model.hpp) and the store it appends to.
+struct ProvenanceOptions {
+    std::filesystem::path reference_model;  ///< the reference network's model file; empty: none
+    std::string reference_key;              ///< its network_key
+    std::size_t every = 100;                ///< the reference is measured again after this many requests
+    /// The sidecar of the store appended to: a run on another host (fingerprint), or whose
+    /// reference differs from the store's beyond the noise, stops before measuring any network
+    /// (config_error) unless `allow_other_host`; then it warns.
+    std::optional<StoreInfo> stored;
+    std::string store_name;  ///< for messages
+    bool allow_other_host = false;
+    std::string how_to_allow = "allow appending anyway";  ///< ends the refusal's message
 };
 
 /// A network to measure: its store key, its id, and the model file the runner loads.
@@ -87,15 +116,18 @@ struct HarnessEvents {
     std::function<void(const Progress&)> on_progress;
     /// A network's result (ok or failed), as appended to the store.
     std::function<void(const Network&, const Record&)> on_result;
+    /// Every successful answer of a network's round, as the runner gave it (its timed runs).
+    std::function<void(const Network&, const Answer&)> on_answer;
 };
 
 struct Summary {
     std::size_t measured = 0, skipped = 0, failed = 0, duplicates = 0;
-    std::size_t remeasured = 0;  ///< networks that needed rounds beyond the first R
-    std::size_t requests = 0;    ///< requests answered or failed (retries not counted)
-    std::map<std::string, std::size_t> failed_by_reason;
+    std::size_t remeasured = 0;                           ///< networks that needed rounds beyond the first R
+    std::size_t requests = 0;                             ///< requests answered or failed (retries not counted)
+    std::map<std::string, std::size_t> failed_by_reason;  ///< by failure name (to_string(Failure))
     double seconds = 0;
     std::vector<Record> results;  ///< this run's results, in network order
+    RunConditions conditions;     ///< reference network, machine load, disturbed or not
 };
 
 struct NoiseReport {
@@ -125,8 +157,22 @@ inline double relative_spread(const std::vector<double>& v, double center) {
 
 class Harness {
 public:
-    Harness(RunnerPool& pool, HarnessOptions options) : m_pool(pool), m_options(options) { m_options.check(); }
+    using LoadSampler = std::function<LoadSample()>;
+
+    Harness(RunnerPool& pool, HarnessOptions options, ProvenanceOptions provenance = {})
+        : m_pool(pool), m_options(options), m_provenance(std::move(provenance)) {
+        m_options.check();
+        if (m_provenance.every == 0) raise<config_error>("the reference network's interval must be at least 1");
+        m_sampler = [this] {
+            std::set<pid_t> groups;
+            for (std::size_t i = 0; i < m_pool.size(); ++i)
+                if (m_pool.runner(i).pid() > 0) groups.insert(m_pool.runner(i).pid());
+            return sample_machine(groups);
+        };
+    }
     const HarnessOptions& options() const { return m_options; }
+    /// Replace how the machine's load is sampled (tests plant samples; the default reads /proc).
+    void set_load_sampler(LoadSampler sampler) { m_sampler = std::move(sampler); }
 
     /// Measure the networks the store lacks (all with `force`), resuming rounds in progress.
     /// Every round and result is appended to `store` as it finishes; the store is compacted at
@@ -151,15 +197,42 @@ public:
             todo.push_back(n);
             resumed.push_back(m_options.force ? std::vector<Record>{} : store.rounds_in_progress(n.key));
         }
+        auto& conditions = summary.conditions;
+        conditions.cpu = m_pool.options().runner.process.cpu;
+        conditions.realtime = m_pool.options().runner.process.realtime;
+        const bool with_reference = !m_provenance.reference_model.empty() && !todo.empty();
+        m_reference_spreads.clear();
+        const auto first_sample = m_sampler();
+        std::size_t since_reference = 0;
+        std::function<void(std::size_t)> between;
+        conditions.host = local_host();
+        if (with_reference) {
+            measure_reference(conditions);
+            add_runner_device(conditions.host, m_pool.device());
+        }
+        check_provenance(conditions);
+        if (with_reference) {
+            between = [&](std::size_t requests) {
+                since_reference += requests;
+                if (since_reference < m_provenance.every) return;
+                measure_reference(conditions);
+                since_reference = 0;
+            };
+        }
         const auto results = measure_networks(
-            todo, std::move(resumed), events, [&](const Record& r) { store.append(r); }, summary.requests);
+            todo, std::move(resumed), events, [&](const Record& r) { store.append(r); }, summary.requests, between);
+        if (with_reference) measure_reference(conditions);
+        if (conditions.host.runtime.empty()) add_runner_device(conditions.host, m_pool.device());
+        conditions.load = load_between(first_sample, m_sampler(), clock_ticks_per_second(), conditions.cpu);
+        const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+        judge_conditions(conditions, m_pool.size(), cpus > 0 ? static_cast<int>(cpus) : 0);
         for (std::size_t i = 0; i < results.size(); ++i) {
             const auto& r = results[i];
             if (r.ok())
                 ++summary.measured;
             else {
                 ++summary.failed;
-                ++summary.failed_by_reason[r.status];
+                ++summary.failed_by_reason[std::string(to_string(r.status))];
             }
             if (r.rounds > m_options.rounds) ++summary.remeasured;
         }
@@ -198,12 +271,56 @@ public:
     }
 
 private:
+    /// Measure the reference network once (one request, the run's settings) into `c.reference`.
+    void measure_reference(RunConditions& c) {
+        const auto out =
+            m_pool.run({Request{0, m_provenance.reference_model.string(), m_options.warmup, m_options.repeats}});
+        const auto& o = out.front();
+        if (!o.ok()) {
+            c.warnings.push_back("the reference network could not be measured (" + std::string(to_string(o.failure)) +
+                                 ": " + o.detail + ")");
+            return;
+        }
+        if (!c.reference) {
+            c.reference.emplace();
+            c.reference->key = m_provenance.reference_key;
+            c.reference->time = utc_now();
+        }
+        auto& ref = *c.reference;
+        ref.values_ms.push_back(statistic_of(o.answer.latency_ms, m_options.statistic));
+        ref.latency_ms = statistic_of(ref.values_ms, m_options.statistic);
+        m_reference_spreads.push_back(
+            relative_spread(o.answer.latency_ms, statistic_of(o.answer.latency_ms, Statistic::median)));
+        ref.spread = statistic_of(m_reference_spreads, Statistic::median);
+    }
+
+    /// Stop a run appending to a store from another host or whose reference differs beyond the
+    /// noise, unless allowed (then warn).
+    void check_provenance(RunConditions& c) const {
+        const auto& p = m_provenance;
+        if (!p.stored) return;
+        for (auto& w : check_append(p.store_name, *p.stored, c.host, p.allow_other_host, p.how_to_allow))
+            c.warnings.push_back(std::move(w));
+        const auto* stored = detail::store_reference(*p.stored);
+        if (!stored || !c.reference) return;
+        if (!stored->key.empty() && stored->key != c.reference->key) return;  // another yardstick
+        if (!references_differ(*stored, *c.reference)) return;
+        const std::string what = p.store_name + ": the reference network measures " +
+                                 detail::reference_gap(*stored, *c.reference) + " when the store was measured";
+        if (!p.allow_other_host)
+            raise<config_error>(what,
+                                ": this machine, or its state, differs from the one that measured the store; "
+                                "measure into another store, or ",
+                                p.how_to_allow);
+        c.warnings.push_back(what + "; appending anyway: the store now mixes two conditions");
+    }
+
     /// The result of a network from its finished rounds.
     Record summarise(const Network& n, const std::vector<Record>& rounds) const {
         Record r;
         r.key = n.key;
         r.id = n.id;
-        r.status = "ok";
+        r.status = Status::ok();
         r.rounds = static_cast<int>(rounds.size());
         std::vector<double> stats, peaks, energies;
         for (const auto& x : rounds) {
@@ -219,9 +336,12 @@ private:
         return r;
     }
 
+    /// Measure `nets` in rounds; `between`, when set, is called after every batch of at most
+    /// ReferenceOptions::every requests with the batch's size.
     std::vector<Record> measure_networks(const std::vector<Network>& nets, std::vector<std::vector<Record>> rounds,
                                          const HarnessEvents& events, const std::function<void(const Record&)>& sink,
-                                         std::size_t& requests_done) {
+                                         std::size_t& requests_done,
+                                         const std::function<void(std::size_t)>& between = {}) {
         const std::size_t n = nets.size();
         std::vector<Record> results(n);
         std::vector<int> target(n, m_options.rounds);
@@ -260,6 +380,34 @@ private:
             }
             finish(i, std::move(r));
         };
+        const auto on_outcome = [&](std::size_t i, const Outcome& o) {
+            ++requests_done;
+            if (!o.ok()) {
+                Record f;
+                f.key = nets[i].key;
+                f.id = nets[i].id;
+                f.status = Status::failed(o.failure);
+                f.rounds = static_cast<int>(rounds[i].size());
+                f.detail = o.detail + " (round " + std::to_string(rounds[i].size() + 1) + ", " +
+                           std::to_string(o.attempts) + (o.attempts == 1 ? " attempt)" : " attempts)");
+                finish(i, std::move(f));
+            } else {
+                if (events.on_answer) events.on_answer(nets[i], o.answer);
+                Record r;
+                r.key = nets[i].key;
+                r.id = nets[i].id;
+                r.status = Status::in_round();
+                r.latency_ms = statistic_of(o.answer.latency_ms, m_options.statistic);
+                r.spread = relative_spread(o.answer.latency_ms, statistic_of(o.answer.latency_ms, Statistic::median));
+                r.rounds = static_cast<int>(rounds[i].size()) + 1;
+                r.peak_memory_bytes = o.answer.peak_memory_bytes;
+                r.energy_mj = o.answer.energy_mj;
+                sink(r);
+                rounds[i].push_back(std::move(r));
+                settle(i);
+            }
+            progress();
+        };
         for (std::size_t i = 0; i < n; ++i) settle(i);
         progress();
         for (;;) {
@@ -267,44 +415,23 @@ private:
             for (std::size_t i = 0; i < n; ++i)
                 if (!done[i] && static_cast<int>(rounds[i].size()) < target[i]) pending.push_back(i);
             if (pending.empty()) break;
-            std::vector<Request> requests;
-            for (const auto i : pending)
-                requests.push_back({0, nets[i].model.string(), m_options.warmup, m_options.repeats});
-            m_pool.run(requests, [&](std::size_t k, const Outcome& o) {
-                const std::size_t i = pending[k];
-                ++requests_done;
-                if (!o.ok()) {
-                    Record f;
-                    f.key = nets[i].key;
-                    f.id = nets[i].id;
-                    f.status = std::string(to_string(o.failure));
-                    f.rounds = static_cast<int>(rounds[i].size());
-                    f.detail = o.detail + " (round " + std::to_string(rounds[i].size() + 1) + ", " +
-                               std::to_string(o.attempts) + (o.attempts == 1 ? " attempt)" : " attempts)");
-                    finish(i, std::move(f));
-                } else {
-                    Record r;
-                    r.key = nets[i].key;
-                    r.id = nets[i].id;
-                    r.status = std::string(round_status);
-                    r.latency_ms = statistic_of(o.answer.latency_ms, m_options.statistic);
-                    r.spread =
-                        relative_spread(o.answer.latency_ms, statistic_of(o.answer.latency_ms, Statistic::median));
-                    r.rounds = static_cast<int>(rounds[i].size()) + 1;
-                    r.peak_memory_bytes = o.answer.peak_memory_bytes;
-                    r.energy_mj = o.answer.energy_mj;
-                    sink(r);
-                    rounds[i].push_back(std::move(r));
-                    settle(i);
-                }
-                progress();
-            });
+            const std::size_t batch = between ? m_provenance.every : pending.size();
+            for (std::size_t from = 0; from < pending.size(); from += batch) {
+                const std::size_t to = std::min(pending.size(), from + batch);
+                std::vector<Request> requests;
+                for (std::size_t k = from; k < to; ++k)
+                    requests.push_back({0, nets[pending[k]].model.string(), m_options.warmup, m_options.repeats});
+                m_pool.run(requests, [&](std::size_t k, const Outcome& o) { on_outcome(pending[from + k], o); });
+                if (between) between(to - from);
+            }
         }
         return results;
     }
-
     RunnerPool& m_pool;
     HarnessOptions m_options;
+    ProvenanceOptions m_provenance;
+    LoadSampler m_sampler;
+    std::vector<double> m_reference_spreads;  ///< within each reference measurement of this run
 };
 
 }  // namespace dnncost::measure

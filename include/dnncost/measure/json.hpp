@@ -42,6 +42,52 @@ struct Value {
             if (k == key) found = &v;
         return found;
     }
+
+    // Building values to write (the only way the measuring layer writes JSON).
+    static Value of(double x) {
+        Value v;
+        v.kind = Kind::number;
+        v.number = x;
+        return v;
+    }
+    static Value of(std::string s) {
+        Value v;
+        v.kind = Kind::string;
+        v.string = std::move(s);
+        return v;
+    }
+    static Value of(const char* s) { return of(std::string(s)); }
+    static Value of(bool b) {
+        Value v;
+        v.kind = Kind::boolean;
+        v.boolean = b;
+        return v;
+    }
+    static Value array() {
+        Value v;
+        v.kind = Kind::array;
+        return v;
+    }
+    static Value object() {
+        Value v;
+        v.kind = Kind::object;
+        return v;
+    }
+    /// Set member `key` of an object (replacing a member of that name); returns *this.
+    Value& set(std::string_view key, Value value) {
+        for (auto& [k, v] : members)
+            if (k == key) {
+                v = std::move(value);
+                return *this;
+            }
+        members.emplace_back(std::string(key), std::move(value));
+        return *this;
+    }
+    /// Append to an array; returns *this.
+    Value& push(Value value) {
+        items.push_back(std::move(value));
+        return *this;
+    }
 };
 
 namespace detail {
@@ -357,6 +403,32 @@ inline std::string dump(const Value& v) {
         }
     }
     return "null";
+}
+
+/// Serialise an object with one top-level member per line (members compact), for files a
+/// person may read; any other value as dump().
+inline std::string dump_lines(const Value& v) {
+    if (!v.is_object() || v.members.empty()) return dump(v) + "\n";
+    std::string out = "{\n";
+    for (std::size_t i = 0; i < v.members.size(); ++i) {
+        out += "  " + quote(v.members[i].first) + ": " + dump(v.members[i].second);
+        out += i + 1 < v.members.size() ? ",\n" : "\n";
+    }
+    return out + "}\n";
+}
+
+/// Parse `text` that must be a JSON object; empty text gives null.
+/// @throws parse_error naming `what` when it is not
+inline Value parse_object(std::string_view text, std::string_view what) {
+    if (text.empty()) return {};
+    Value v;
+    try {
+        v = parse(text);
+    } catch (const parse_error& e) {
+        raise<parse_error>(what, ": not JSON: ", e.what());
+    }
+    if (!v.is_object()) raise<parse_error>(what, ": not a JSON object");
+    return v;
 }
 
 }  // namespace dnncost::measure::json

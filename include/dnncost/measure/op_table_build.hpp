@@ -147,7 +147,7 @@ inline cost::OpTable table_from_store(const std::vector<TableModel>& models, con
         } else if (missing) {
             const auto* bad = r && r->ok() ? s : r;
             missing->push_back(cost::to_string(m.key) + " c=" + std::to_string(m.c) + " k=" + std::to_string(m.k) +
-                               ": " + (bad ? bad->status : "not measured"));
+                               ": " + (bad ? std::string(to_string(bad->status)) : std::string("not measured")));
         }
     }
     return t;

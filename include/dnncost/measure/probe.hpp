@@ -2,7 +2,7 @@
 /// @file probe.hpp
 /// Hardware descriptor (b) of MAPLE-Edge: fixed operator micro-kernels run on the device while
 /// CPU performance counters are read with perf_event_open; each counter is divided by the
-/// kernel's latency. Standard C++ and Linux headers only, and no ISA-specific code, so that the
+/// kernel's latency. Standard C++, Linux and dnncost's own JSON writer only, and no ISA-specific code, so that the
 /// probe cross-compiles for any board (examples/probe/ builds it alone). Where the kernel
 /// exposes no counter (most VMs, other OSes), the descriptor keeps the latencies alone and says
 /// which counters are missing.
@@ -17,6 +17,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <dnncost/measure/json.hpp>
 
 #if defined(__linux__)
 #include <linux/perf_event.h>
@@ -249,36 +251,27 @@ inline Descriptor run(int repetitions = 15) {
 
 /// The descriptor as JSON: per kernel its latency and each counter per second (null when missing).
 inline std::string to_json(const Descriptor& d) {
-    const auto num = [](double v) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.6g", v);
-        return std::string(buf);
-    };
-    const auto str = [](const std::string& s) {
-        std::string o = "\"";
-        for (char ch : s) {
-            if (ch == '"' || ch == '\\') o += '\\';
-            if (static_cast<unsigned char>(ch) >= 0x20) o += ch;
-        }
-        return o + "\"";
-    };
-    std::string j = "{\n  \"descriptor\": \"dnncost probe v1\",\n  \"counters\": [";
-    for (std::size_t c = 0; c < counters().size(); ++c) j += (c ? ", " : "") + str(counters()[c].name);
-    j += "],\n  \"missing_counters\": [";
-    for (std::size_t m = 0; m < d.missing.size(); ++m) j += (m ? ", " : "") + str(d.missing[m]);
-    j += "],\n  \"timing_only\": ";
-    j += d.missing.size() == counters().size() ? "true" : "false";
-    j += ",\n  \"kernels\": [\n";
-    for (std::size_t k = 0; k < d.kernels.size(); ++k) {
-        const auto& r = d.kernels[k];
-        j += "    {\"name\": " + str(r.name) + ", \"latency_ms\": " + num(r.latency_ms);
+    using measure::json::Value;
+    auto v = Value::object();
+    v.set("descriptor", Value::of("dnncost probe v1"));
+    auto names = Value::array();
+    for (const auto& c : counters()) names.push(Value::of(c.name));
+    v.set("counters", std::move(names));
+    auto missing = Value::array();
+    for (const auto& m : d.missing) missing.push(Value::of(m));
+    v.set("missing_counters", std::move(missing));
+    v.set("timing_only", Value::of(d.missing.size() == counters().size()));
+    auto kernels = Value::array();
+    for (const auto& r : d.kernels) {
+        auto k = Value::object();
+        k.set("name", Value::of(r.name));
+        k.set("latency_ms", Value::of(r.latency_ms));
         for (std::size_t c = 0; c < r.per_second.size(); ++c)
-            j += ", " + str(std::string(counters()[c].name) + "_per_s") + ": " +
-                 (r.per_second[c] ? num(*r.per_second[c]) : std::string("null"));
-        j += k + 1 < d.kernels.size() ? "},\n" : "}\n";
+            k.set(std::string(counters()[c].name) + "_per_s", r.per_second[c] ? Value::of(*r.per_second[c]) : Value{});
+        kernels.push(std::move(k));
     }
-    j += "  ]\n}\n";
-    return j;
+    v.set("kernels", std::move(kernels));
+    return measure::json::dump_lines(v);
 }
 
 }  // namespace dnncost::probe

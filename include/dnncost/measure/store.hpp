@@ -34,6 +34,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <string_view>
@@ -43,12 +44,34 @@
 #include <dnncost/io/csv.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/json.hpp>
+#include <dnncost/measure/runner_protocol.hpp>
+#include <dnncost/measure/sidecar.hpp>
 #include <dnncost/train/dataset.hpp>
 
 namespace dnncost::measure {
 
-/// The status of a finished round of a network still being measured.
-inline constexpr std::string_view round_status = "round";
+/// What a row of the store is: a finished round of a network still being measured, or a result
+/// (ok, or the failure that ended it). Written as the status column: `round`, `ok` or the
+/// failure's name (to_string(Failure)).
+struct Status {
+    Failure failure = Failure::none;
+    bool round = false;
+
+    static Status ok() { return {}; }
+    static Status in_round() { return {Failure::none, true}; }
+    static Status failed(Failure f) { return {f, false}; }
+    bool operator==(const Status&) const = default;
+};
+
+inline std::string_view to_string(Status s) { return s.round ? std::string_view("round") : to_string(s.failure); }
+inline std::ostream& operator<<(std::ostream& os, Status s) { return os << to_string(s); }
+
+/// The status a status column names, or nullopt.
+inline std::optional<Status> parse_status(std::string_view text) {
+    if (text == "round") return Status::in_round();
+    if (const auto f = parse_failure(text)) return Status::failed(*f);
+    return std::nullopt;
+}
 
 /// One row of the store.
 struct Record {
@@ -57,15 +80,15 @@ struct Record {
     double latency_ms = std::nan("");
     double spread = std::nan("");
     int rounds = 0;
-    std::string status;
+    Status status;
     std::string time;
     std::optional<double> peak_memory_bytes;
     std::optional<double> energy_mj;
     std::string detail;
     std::size_t line = 0;  ///< 1-based line in the file (0: not read from a file)
 
-    bool ok() const { return status == "ok"; }
-    bool is_round() const { return status == round_status; }
+    bool ok() const { return status == Status::ok(); }
+    bool is_round() const { return status.round; }
     /// An ok or failed result (not a round).
     bool is_final() const { return !is_round(); }
 };
@@ -86,12 +109,6 @@ inline std::string utc_now() {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
-}
-
-/// The sidecar file of a store: `results.csv` -> `results.device.json`.
-inline std::filesystem::path sidecar_path(const std::filesystem::path& store) {
-    auto p = store;
-    return p.replace_extension(".device.json");
 }
 
 namespace detail {
@@ -174,7 +191,7 @@ inline std::string format_record(const Record& r, const std::vector<std::string>
         else if (h == "rounds")
             f = std::to_string(r.rounds);
         else if (h == "status")
-            f = r.status;
+            f = to_string(r.status);
         else if (h == "time")
             f = r.time;
         else if (h == "peak_memory_bytes")
@@ -249,13 +266,16 @@ inline StoreContents parse_store(std::string_view text, const std::string& sourc
         rec.line = t.lines[r];
         rec.key = row[col[0]];
         rec.id = row[col[1]];
-        rec.status = row[col[5]];
         rec.time = row[col[6]];
         std::string problem;
+        const auto status = parse_status(row[col[5]]);
         if (rec.key.empty())
             problem = "empty key";
-        else if (rec.status.empty())
+        else if (row[col[5]].empty())
             problem = "empty status";
+        else if (!status)
+            problem = "unknown status '" + row[col[5]] + "'";
+        if (status) rec.status = *status;
         const auto number = [&](std::size_t c, bool required) -> std::optional<double> {
             const auto p = io::parse_number(row[c]);
             if (p.ok()) return p.value;
@@ -421,54 +441,6 @@ private:
     std::size_t m_torn_repaired = 0;
     int m_fd = -1;
 };
-
-/// The sidecar: what was measured with what.
-struct StoreInfo {
-    std::string device;                ///< the name the user gave (--device)
-    std::vector<std::string> runners;  ///< runner commands
-    std::string runner_device;         ///< the runner's device object (JSON), empty if none
-    std::string settings;              ///< the harness settings (JSON object), informational
-};
-
-inline std::string to_json(const StoreInfo& info) {
-    std::string s =
-        "{\n  \"format\": \"dnncost-results-1\",\n  \"device\": " + json::quote(info.device) + ",\n  \"runners\": [";
-    for (std::size_t i = 0; i < info.runners.size(); ++i) {
-        if (i) s += ", ";
-        s += json::quote(info.runners[i]);
-    }
-    s += "],\n  \"runner_device\": " + (info.runner_device.empty() ? std::string("null") : info.runner_device);
-    s += ",\n  \"settings\": " + (info.settings.empty() ? std::string("null") : info.settings) + "\n}\n";
-    return s;
-}
-
-/// Read a sidecar; nullopt when the file does not exist.
-/// @throws parse_error naming the file when it is not a sidecar
-inline std::optional<StoreInfo> read_store_info(const std::filesystem::path& path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return std::nullopt;
-    json::Value v;
-    try {
-        v = json::parse(io::read_file(path, 1 << 20));
-    } catch (const parse_error& e) {
-        raise<parse_error>(path.string(), ": not a results sidecar: ", e.what());
-    }
-    const auto* device = v.find("device");
-    const auto* runners = v.find("runners");
-    if (!device || !device->is_string() || !runners || !runners->is_array())
-        raise<parse_error>(path.string(), ": not a results sidecar (needs \"device\" and \"runners\")");
-    StoreInfo info;
-    info.device = device->string;
-    for (const auto& r : runners->items)
-        if (r.is_string()) info.runners.push_back(r.string);
-    if (const auto* d = v.find("runner_device"); d && !d->is_null()) info.runner_device = json::dump(*d);
-    if (const auto* s = v.find("settings"); s && !s->is_null()) info.settings = json::dump(*s);
-    return info;
-}
-
-inline void write_store_info(const std::filesystem::path& path, const StoreInfo& info) {
-    detail::write_durable(path, to_json(info));
-}
 
 /// A results store as a training data set: one item per key whose result is ok, keyed by its
 /// id (an architecture string, `SPACE:ARCH` or bare NB201, or an ONNX path resolved against the
