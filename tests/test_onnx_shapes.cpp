@@ -249,3 +249,224 @@ TEST_CASE("onnx shapes: a Swin-like block with computed padding and windows impo
         }
     }
 }
+
+TEST_CASE("onnx shapes: a ViT-like embedding with computed Reshape, Expand, Tile, ConstantOfShape and Range") {
+    Builder b(17);
+    b.input("image", {2, 3, 32, 32});
+    auto& conv = b.node("Conv", "patches", {"image", b.weight("patch_w", {16, 3, 8, 8})}, {"patches"});
+    Builder::attr(conv, "kernel_shape", Ints{8, 8});
+    Builder::attr(conv, "strides", Ints{8, 8});
+    const auto batch = b.dim("patches", 0, "batch");
+    const auto tokens_shape = b.op_axis("Concat", "tokens_shape", {batch, b.dim("patches", 1, "width"), b.ints({-1})}, 0);
+    const auto tokens = b.transpose("tokens", b.op("Reshape", "flat", {"patches", tokens_shape}), {0, 2, 1});
+    // class token expanded to the batch, and the same through Tile
+    const auto cls_shape = b.op_axis("Concat", "cls_shape", {batch, b.ints({1, 16})}, 0);
+    const auto cls = b.op("Expand", "cls", {b.weight("cls_token", {1, 1, 16}), cls_shape});
+    const auto repeats = b.op_axis("Concat", "repeats", {batch, b.ints({1, 1})}, 0);
+    const auto cls_tiled = b.op("Tile", "cls_tiled", {b.weight("cls_token2", {1, 1, 16}), repeats});
+    const auto sequence = b.op_axis("Concat", "sequence", {cls, tokens}, 1);
+    // positions 0..16 from the sequence length, gathered from a table of 64
+    const auto length = b.op("Squeeze", "length", {b.dim(sequence, 1, "seq_len"), b.ints({0})});
+    const auto positions = b.op("Range", "positions", {b.ints({0}, true), length, b.ints({1}, true)});
+    const auto position_rows = b.op_axis("Gather", "position_rows", {b.weight("pos_table", {64, 16}), positions}, 0);
+    const auto embedded = b.op("Add", "embedded", {sequence, position_rows});
+    // a float mask of the computed shape [batch, length]
+    const auto mask_shape = b.op_axis("Concat", "mask_shape", {batch, b.dim(sequence, 1, "mask_len")}, 0);
+    auto& mask = b.node("ConstantOfShape", "mask", {mask_shape}, {"mask"});
+    auto& one = *mask.add_attribute();
+    one.set_name("value");
+    one.set_type(onnx::AttributeProto::TENSOR);
+    one.mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    one.mutable_t()->add_dims(1);
+    one.mutable_t()->add_float_data(1.0f);
+    const auto mask3 = b.op("Unsqueeze", "mask3", {"mask", b.ints({2})});
+    b.op("Mul", "masked", {embedded, mask3});
+    b.op("Add", "with_tiled", {"masked", b.op_axis("Concat", "tiled_seq", {cls_tiled, tokens}, 1)});
+    b.output("with_tiled");
+    const auto g = io::import_onnx_bytes(b.bytes(), "vit_embedding.onnx");
+    CHECK_NOTHROW(g.validate());
+    CHECK(shape_of(g, "flat") == graph::Shape{2, 16, 16});
+    CHECK(shape_of(g, "tokens") == graph::Shape{2, 16, 16});
+    CHECK(shape_of(g, "cls") == graph::Shape{2, 1, 16});
+    CHECK(shape_of(g, "cls_tiled") == graph::Shape{2, 1, 16});
+    CHECK(shape_of(g, "sequence") == graph::Shape{2, 17, 16});
+    CHECK(g.tensor(g.find_tensor("positions")).shape == graph::Shape{17});  // folded: 0, 1, ..., 16
+    CHECK(g.tensor(g.find_tensor("positions")).kind == graph::TensorKind::weight);
+    CHECK(shape_of(g, "position_rows") == graph::Shape{17, 16});
+    CHECK(shape_of(g, "mask3") == graph::Shape{2, 17, 1});
+    CHECK(shape_of(g, "with_tiled") == graph::Shape{2, 17, 16});
+    CHECK(cost::total_cost(g).macs == 2 * 16 * 16 * 3 * 8 * 8);  // only the patch convolution
+}
+
+TEST_CASE("onnx shapes: opset 18-20 operators (ReduceMean axes input, Split, Gelu) and batched MatMul") {
+    for (int opset : {17, 18, 20}) {
+        CAPTURE(opset);
+        Builder b(opset);
+        b.input("x", {2, 5, 12});
+        // LayerNorm written out: the axes of ReduceMean are an input from opset 18
+        auto reduce_mean = [&](const std::string& out, const std::string& in) {
+            if (opset >= 18) return b.op("ReduceMean", out, {in, b.ints({-1})});
+            Builder::attr(b.node("ReduceMean", out, {in}, {out}), "axes", Ints{-1});
+            return out;
+        };
+        const auto mean = reduce_mean("mean", "x");
+        const auto centred = b.op("Sub", "centred", {"x", mean});
+        const auto variance = reduce_mean("variance", b.op("Mul", "squared", {centred, centred}));
+        const auto normed = b.op("Div", "normed", {centred, b.op("Sqrt", "std", {b.op("Add", "var_eps", {variance, b.real(1e-5f)})})});
+        // q, k, v from one projection, split by a 'split' input (opset 13) or num_outputs (opset 18)
+        const auto qkv = b.op("MatMul", "qkv", {normed, b.weight("w_qkv", {12, 36})});
+        auto& split = b.node("Split", "split", {qkv}, {"q", "k", "v"});
+        Builder::attr(split, "axis", std::int64_t{-1});
+        if (opset >= 18)
+            Builder::attr(split, "num_outputs", std::int64_t{3});
+        else
+            split.add_input(b.ints({12, 12, 12}));
+        // 3 heads of 4: [2, 5, 12] -> [2, 3, 5, 4]; scores broadcast a [1, 3, 4, 5] key table
+        const auto heads = [&](const std::string& x, const std::string& tag) {
+            return b.transpose(tag, b.op("Reshape", tag + "_r", {x, b.ints({2, 5, 3, 4})}), {0, 2, 1, 3});
+        };
+        const auto q = heads("q", "qh");
+        const auto scores = b.op("MatMul", "scores", {q, b.weight("keys", {1, 3, 4, 5})});
+        const auto attention = b.op_axis("Softmax", "attention", {scores}, 1);  // not the last axis
+        const auto context = b.op("MatMul", "context", {attention, heads("v", "vh")});
+        const auto merged = b.op("Reshape", "merged", {b.transpose("ctx_t", context, {0, 2, 1, 3}), b.ints({2, 5, 12})});
+        const auto hidden = b.op("MatMul", "fc1", {merged, b.weight("w1", {12, 24})});
+        const auto activated = opset >= 20 ? b.op("Gelu", "gelu", {hidden}) : erf_gelu(b, hidden, "gelu");
+        b.op("Add", "out", {b.op("MatMul", "fc2", {activated, b.weight("w2", {24, 12})}), "k"});
+        b.output("out");
+        const auto g = io::import_onnx_bytes(b.bytes(), "encoder.onnx");
+        CHECK_NOTHROW(g.validate());
+        CHECK(shape_of(g, "mean") == graph::Shape{2, 5, 1});
+        CHECK(shape_of(g, "variance") == graph::Shape{2, 5, 1});
+        CHECK(g.node(g.find_node("mean")).op_type == "ReduceMean");  // its real type, whatever the opset
+        CHECK(shape_of(g, "q") == graph::Shape{2, 5, 12});
+        CHECK(shape_of(g, "v") == graph::Shape{2, 5, 12});
+        CHECK(shape_of(g, "scores") == graph::Shape{2, 3, 5, 5});
+        CHECK(shape_of(g, "attention") == graph::Shape{2, 3, 5, 5});
+        CHECK(shape_of(g, "context") == graph::Shape{2, 3, 5, 4});
+        CHECK(shape_of(g, "gelu") == graph::Shape{2, 5, 24});
+        CHECK(shape_of(g, "out") == graph::Shape{2, 5, 12});
+        CHECK(node_cost_of(g, "qkv").macs == 2 * 5 * 36 * 12);
+        CHECK(node_cost_of(g, "scores").macs == 2 * 3 * 5 * 5 * 4);  // key table broadcast over the batch
+        CHECK(node_cost_of(g, "scores").weight_bytes == 3 * 4 * 5 * 4);
+        CHECK(node_cost_of(g, "context").macs == 2 * 3 * 5 * 4 * 5);
+        CHECK(node_cost_of(g, "mean").flops == 2 * 5 * 12);
+        CHECK(node_cost_of(g, "split").output_bytes == 3 * 2 * 5 * 12 * 4);
+    }
+}
+
+TEST_CASE("onnx shapes: Split-18 with a remainder, Pad-18 axes, Einsum, Trilu, Where and Expand of activations") {
+    Builder b(18);
+    b.input("x", {2, 7, 6});
+    auto& split = b.node("Split", "split", {"x"}, {"s0", "s1", "s2"});
+    Builder::attr(split, "axis", std::int64_t{1});
+    Builder::attr(split, "num_outputs", std::int64_t{3});  // 7 = 3 + 3 + 1
+    const auto padded = b.op("Pad", "padded", {"s2", b.ints({1, 2}), "", b.ints({-1})});  // last axis only
+    const auto product = b.op("Einsum", "product", {"s0", b.weight("e", {6, 4})});
+    auto& equation = *b.g.mutable_node(b.g.node_size() - 1)->add_attribute();
+    equation.set_name("equation");
+    equation.set_type(onnx::AttributeProto::STRING);
+    equation.set_s("bij,jk->bik");
+    const auto lower = b.op("Trilu", "lower", {"s1"});
+    const auto picked = b.op("Where", "picked", {b.op("Greater", "positive", {lower, b.real(0.0f)}), lower, "s0"});
+    const auto expanded = b.op("Expand", "expanded", {padded, b.op_axis("Concat", "to", {b.dim(picked, 0, "eb"), b.ints({3, 9})}, 0)});
+    b.output(product);
+    b.output(picked);
+    b.output(expanded);
+    const auto g = io::import_onnx_bytes(b.bytes(), "ops18.onnx");
+    CHECK(shape_of(g, "s0") == graph::Shape{2, 3, 6});
+    CHECK(shape_of(g, "s1") == graph::Shape{2, 3, 6});
+    CHECK(shape_of(g, "s2") == graph::Shape{2, 1, 6});
+    CHECK(shape_of(g, "padded") == graph::Shape{2, 1, 9});
+    CHECK(shape_of(g, "product") == graph::Shape{2, 3, 4});
+    CHECK(shape_of(g, "lower") == graph::Shape{2, 3, 6});
+    CHECK(shape_of(g, "picked") == graph::Shape{2, 3, 6});
+    CHECK(shape_of(g, "expanded") == graph::Shape{2, 3, 9});
+    CHECK(node_cost_of(g, "product").macs == 2 * 3 * 6 * 4);  // every (b, i, j, k) once
+}
+
+TEST_CASE("onnx shapes: an operator libonnx does not know keeps its type when its shape can be had") {
+    SUBCASE("declared shape, read by Shape and Reshape") {
+        Builder b(17);
+        b.input("x", {1, 4, 6});
+        auto& custom = b.node("FancyNorm", "fancy", {"x"}, {"h"});
+        custom.set_domain("org.example");
+        auto* opset = b.model.add_opset_import();
+        opset->set_domain("org.example");
+        opset->set_version(1);
+        auto& declared = *b.g.add_value_info();
+        declared.set_name("h");
+        declared.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+        for (auto d : {1, 4, 6}) declared.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+        const auto target = b.op_axis("Concat", "target", {b.dim("h", 0, "hb"), b.ints({-1})}, 0);
+        b.op("Reshape", "flat", {"h", target});
+        b.output("flat");
+        const auto g = io::import_onnx_bytes(b.bytes(), "custom.onnx");
+        CHECK(g.node(g.find_node("fancy")).op_type == "FancyNorm");
+        CHECK(shape_of(g, "flat") == graph::Shape{1, 24});
+    }
+    SUBCASE("no shape anywhere: the error names the node and operator, and a Shape reading it does not crash") {
+        Builder b(17);
+        b.input("x", {1, 4, 6});
+        b.op("FancyNorm", "fancy", {"x"});
+        const auto target = b.op_axis("Concat", "target", {b.dim("fancy", 0, "fb"), b.ints({-1})}, 0);
+        b.op("Reshape", "flat", {"fancy", target});
+        b.output("flat");
+        CHECK_THROWS_WITH_AS(io::import_onnx_bytes(b.bytes(), "custom.onnx"),
+                             doctest::Contains("node 'fancy' (FancyNorm): cannot determine the shape of output 'fancy'"),
+                             onnx_import_error);
+    }
+    SUBCASE("Gelu and a com.microsoft GELU at opset 17") {
+        Builder b(17);
+        b.input("x", {3, 8});
+        b.op("Gelu", "gelu", {"x"});
+        b.node("FastGelu", "fast", {"gelu"}, {"fast"}).set_domain("com.microsoft");
+        auto* opset = b.model.add_opset_import();
+        opset->set_domain("com.microsoft");
+        opset->set_version(1);
+        b.op("Relu", "relu", {"fast"});
+        b.output("relu");
+        const auto g = io::import_onnx_bytes(b.bytes(), "gelu.onnx");
+        CHECK(shape_of(g, "fast") == graph::Shape{3, 8});
+        CHECK(g.node(g.find_node("fast")).op_type == "FastGelu");
+    }
+}
+
+TEST_CASE("onnx shapes: bad shape arithmetic is an error naming the node, the input and the cause") {
+    auto model = [](const std::string& op, std::int64_t operand) {
+        Builder b(17);
+        b.input("x", {2, 6, 4});
+        const auto width = b.dim("x", 2, "width");
+        const auto computed = b.op(op, "computed", {width, b.ints({operand})});
+        const auto target = b.op_axis("Concat", "target", {b.dim("x", 0, "batch"), computed, b.ints({-1})}, 0);
+        b.op("Reshape", "windows", {"x", target});
+        b.output("windows");
+        return b.bytes();
+    };
+    CHECK_NOTHROW(io::import_onnx_bytes(model("Div", 2), "ok.onnx"));
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(model("Div", 0), "div0.onnx"),
+                         doctest::Contains("node 'windows' (Reshape): cannot determine the shape of output 'windows': "
+                                           "the value of input 1 ('target') is not known at import time: "
+                                           "node 'computed' (Div) divides 4 by zero"),
+                         onnx_import_error);
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(model("Sub", 7), "negative.onnx"),
+                         doctest::Contains("node 'windows' (Reshape): cannot determine the shape of output 'windows': "
+                                           "the target shape gives the negative dimension -3"),
+                         onnx_import_error);
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(model("Add", 1), "misfit.onnx"),
+                         doctest::Contains("node 'windows' (Reshape)"), onnx_import_error);
+    // 48 elements as [2, 5, -1]: no whole number fits
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(model("Add", 1), "misfit.onnx"),
+                         doctest::Contains("cannot reshape [2,6,4] (48 elements) to [2,5,-1]"), onnx_import_error);
+    // a shape read from a graph input is known only when the network runs
+    Builder b(17);
+    b.input("x", {2, 6});
+    b.input("rows", {1}, onnx::TensorProto::INT64);
+    b.op("Reshape", "reshaped", {"x", b.op_axis("Concat", "target", {"rows", b.ints({-1})}, 0)});
+    b.output("reshaped");
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(b.bytes(), "input_shape.onnx"),
+                         doctest::Contains("node 'reshaped' (Reshape): cannot determine the shape of output 'reshaped': "
+                                           "the value of input 1 ('target') is not known at import time: it is graph "
+                                           "input 'rows', whose values are known only when the network runs"),
+                         onnx_import_error);
+}

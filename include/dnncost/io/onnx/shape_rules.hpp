@@ -7,7 +7,9 @@
 /// Expand, Tile, ConstantOfShape, Range) when libonnx gives no shape: there the rule either
 /// computes it or says why it cannot, naming the input whose shape or value is missing or bad.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <iterator>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -407,6 +409,80 @@ inline std::vector<graph::Shape> pool(const ShapeQuery& q) {
     return {out};
 }
 
+/// Einsum: extents by label from the operands (an ellipsis broadcasts); the output is the
+/// explicit right-hand side, or the ellipsis and the labels used once, in alphabetical order.
+inline std::vector<graph::Shape> einsum(const ShapeQuery& q) {
+    std::string equation = attr_string_value(q.node, "equation", "");
+    equation.erase(std::remove(equation.begin(), equation.end(), ' '), equation.end());
+    const auto arrow = equation.find("->");
+    const std::string lhs = equation.substr(0, arrow);
+    std::vector<std::string> terms{""};
+    for (char c : lhs)
+        if (c == ',')
+            terms.emplace_back();
+        else
+            terms.back() += c;
+    if (static_cast<int>(terms.size()) != q.node.input_size())
+        q.invalid("equation '" + equation + "' has " + std::to_string(terms.size()) + " operands for " +
+                  std::to_string(q.node.input_size()) + " inputs");
+    std::int64_t extent[128];
+    std::fill(std::begin(extent), std::end(extent), -1);
+    std::vector<int> uses(128, 0);
+    graph::Shape ellipsis;
+    for (std::size_t t = 0; t < terms.size(); ++t) {
+        const auto& shape = q.shape(t);
+        std::string term = terms[t];
+        const auto dots = term.find("...");
+        const std::size_t labels = term.size() - (dots == std::string::npos ? 0 : 3);
+        if (labels > shape.size() || (dots == std::string::npos && labels != shape.size()))
+            q.invalid("operand " + std::to_string(t) + " '" + term + "' does not fit shape " + graph::to_string(shape));
+        const std::size_t broadcast = shape.size() - labels;
+        std::size_t axis = 0;
+        for (std::size_t k = 0; k < term.size(); ++k) {
+            if (term.compare(k, 3, "...") == 0) {
+                graph::Shape part(shape.begin() + static_cast<std::ptrdiff_t>(axis),
+                                  shape.begin() + static_cast<std::ptrdiff_t>(axis + broadcast));
+                if (part.size() > ellipsis.size()) ellipsis.insert(ellipsis.begin(), part.size() - ellipsis.size(), 1);
+                for (std::size_t e = 0; e < part.size(); ++e) {
+                    auto& d = ellipsis[ellipsis.size() - part.size() + e];
+                    if (d != part[e] && d != 1 && part[e] != 1) q.invalid("ellipsis dimensions do not broadcast");
+                    d = d == 1 ? part[e] : d;
+                }
+                axis += broadcast;
+                k += 2;
+                continue;
+            }
+            const auto label = static_cast<unsigned char>(term[k]);
+            if (label >= 128 || !std::isalpha(label)) q.invalid("equation '" + equation + "' has a label that is not a letter");
+            const auto d = shape[axis++];
+            if (extent[label] >= 0 && extent[label] != d && extent[label] != 1 && d != 1)
+                q.invalid("label '" + std::string(1, term[k]) + "' has extents " + std::to_string(extent[label]) +
+                          " and " + std::to_string(d));
+            extent[label] = extent[label] < 0 || extent[label] == 1 ? d : extent[label];
+            ++uses[label];
+        }
+    }
+    graph::Shape out;
+    if (arrow != std::string::npos) {
+        const std::string rhs = equation.substr(arrow + 2);
+        for (std::size_t k = 0; k < rhs.size(); ++k) {
+            if (rhs.compare(k, 3, "...") == 0) {
+                out.insert(out.end(), ellipsis.begin(), ellipsis.end());
+                k += 2;
+                continue;
+            }
+            const auto label = static_cast<unsigned char>(rhs[k]);
+            if (label >= 128 || extent[label] < 0) q.invalid("output label '" + std::string(1, rhs[k]) + "' is on no operand");
+            out.push_back(extent[label]);
+        }
+    } else {
+        out = ellipsis;
+        for (int label = 0; label < 128; ++label)
+            if (uses[static_cast<std::size_t>(label)] == 1) out.push_back(extent[label]);
+    }
+    return {out};
+}
+
 /// LayerNormalization (opset 17, and the same operator exporters wrote at lower opsets for
 /// runtimes that had it earlier): Y like X; Mean and InvStdDev keep the axes before `axis`.
 inline std::vector<graph::Shape> layer_normalization(const ShapeQuery& q) {
@@ -457,6 +533,7 @@ inline ShapeRule find_shape_rule(const std::string& domain, const std::string& o
         for (const char* o : {"AveragePool", "MaxPool", "LpPool"}) r[o] = pool;
         r["CenterCropPad"] = center_crop_pad;
         r["LayerNormalization"] = layer_normalization;
+        r["Einsum"] = einsum;
         return r;
     }();
     static const std::unordered_map<std::string, ShapeRule> microsoft_rules{
