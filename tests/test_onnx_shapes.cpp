@@ -470,3 +470,21 @@ TEST_CASE("onnx shapes: bad shape arithmetic is an error naming the node, the in
                                            "input 'rows', whose values are known only when the network runs"),
                          onnx_import_error);
 }
+
+TEST_CASE("onnx shapes: hostile values in the own rules are errors, not overflows") {
+    auto pad_model = [](std::int64_t pad) {
+        Builder b(18);
+        b.input("x", {2, 3});
+        b.op("Pad", "padded", {"x", b.ints({pad, pad}), "", b.ints({1})});
+        b.output("padded");
+        return b.bytes();
+    };
+    CHECK(shape_of(io::import_onnx_bytes(pad_model(2), "pad.onnx"), "padded") == graph::Shape{2, 7});
+    CHECK(shape_of(io::import_onnx_bytes(pad_model(-1), "crop.onnx"), "padded") == graph::Shape{2, 1});
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(pad_model(std::numeric_limits<std::int64_t>::max()), "huge.onnx"),
+                         doctest::Contains("node 'padded' (Pad)"), onnx_import_error);
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(pad_model(-2), "negative.onnx"),
+                         doctest::Contains("node 'padded' (Pad): cannot determine the shape of output 'padded': pads "
+                                           "[-2,-2] make axis 1 of extent 3 negative"),
+                         onnx_import_error);
+}

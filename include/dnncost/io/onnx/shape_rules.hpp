@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -126,6 +127,18 @@ inline std::vector<graph::Shape> broadcast_binary(const ShapeQuery& q) {
     return {out};
 }
 
+/// a + b, or an error: hostile pads and kernels must not overflow.
+inline std::int64_t checked_sum(const ShapeQuery& q, std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) q.invalid("an extent overflows 64-bit integers");
+    return r;
+}
+/// A scaled extent as an integer, or an error when it is beyond any plausible tensor.
+inline std::int64_t scaled_extent(const ShapeQuery& q, double x) {
+    if (!(x >= 0 && x < 1e15)) q.invalid("a scaled extent " + std::to_string(x) + " is not a plausible dimension");
+    return static_cast<std::int64_t>(x);
+}
+
 /// A non-negative dimension or an error naming it.
 inline std::int64_t dimension(const ShapeQuery& q, std::int64_t d, const std::string& what) {
     if (d < 0) q.invalid(what + " gives the negative dimension " + std::to_string(d));
@@ -202,7 +215,7 @@ inline std::vector<graph::Shape> range(const ShapeQuery& q) {
     if (delta[0] == 0) q.invalid("delta is 0");
     const double count = std::ceil((limit[0] - start[0]) / delta[0]);
     if (!std::isfinite(count) || count > 9e15) q.invalid("the range has no plausible length");
-    return {{std::max<std::int64_t>(0, static_cast<std::int64_t>(count))}};
+    return {{count > 0 ? static_cast<std::int64_t>(count) : 0}};
 }
 
 /// Pad: pads as input 1 (opset 11) with optional axes as input 3 (opset 18), or an attribute.
@@ -225,7 +238,7 @@ inline std::vector<graph::Shape> pad(const ShapeQuery& q) {
         q.invalid(std::to_string(pads.size()) + " pads for " + std::to_string(axes.size()) + " axes (two per axis)");
     for (std::size_t k = 0; k < axes.size(); ++k) {
         auto& d = out[static_cast<std::size_t>(axes[k])];
-        const auto padded = d + pads[k] + pads[k + axes.size()];
+        const auto padded = checked_sum(q, checked_sum(q, d, pads[k]), pads[k + axes.size()]);
         if (padded < 0)
             q.invalid("pads " + graph::to_string(pads) + " make axis " + std::to_string(axes[k]) + " of extent " +
                       std::to_string(d) + " negative");
@@ -248,9 +261,7 @@ inline std::vector<graph::Shape> slice(const ShapeQuery& q) {
         if (q.present(4)) steps = q.ints(4);
     }
     for (auto s : steps)
-        if (s == 0) q.invalid("a step is 0");
-    ConstantTensor shape_only;  // slice() computes the output extent from dims alone when empty
-    shape_only.dims = in;
+        if (s == 0 || s == std::numeric_limits<std::int64_t>::min()) q.invalid("a step is 0 or out of range");
     if (starts.size() != ends.size() || (!axes.empty() && axes.size() != starts.size()) ||
         (!steps.empty() && steps.size() != starts.size()))
         q.invalid("starts, ends, axes and steps differ in length");
@@ -362,7 +373,7 @@ inline std::vector<graph::Shape> resize(const ShapeQuery& q) {
             }
             for (auto a : axes) {
                 auto& d = out[static_cast<std::size_t>(a)];
-                d = static_cast<std::int64_t>(std::round(scale * static_cast<double>(d)));
+                d = scaled_extent(q, std::round(scale * static_cast<double>(d)));
             }
         }
         return {out};
@@ -373,7 +384,7 @@ inline std::vector<graph::Shape> resize(const ShapeQuery& q) {
     for (std::size_t k = 0; k < axes.size(); ++k) {
         if (!(scales[k] > 0) || !std::isfinite(scales[k])) q.invalid("scale " + std::to_string(scales[k]) + " is not positive");
         auto& d = out[static_cast<std::size_t>(axes[k])];
-        d = static_cast<std::int64_t>(std::floor(static_cast<double>(d) * scales[k]));
+        d = scaled_extent(q, std::floor(static_cast<double>(d) * scales[k]));
     }
     return {out};
 }
@@ -393,17 +404,22 @@ inline std::vector<graph::Shape> pool(const ShapeQuery& q) {
     const bool ceil_mode = q.attr("ceil_mode", 0) != 0;
     for (std::size_t i = 0; i < n; ++i) {
         auto& d = out[2 + i];
-        const auto s = strides[i], span = dilations[i] * (kernel[i] - 1) + 1;
+        const auto s = strides[i];
+        std::int64_t span = 0;
+        if (s < 1 || dilations[i] < 1 || kernel[i] < 1 || __builtin_mul_overflow(dilations[i], kernel[i] - 1, &span))
+            q.invalid("kernel, strides or dilations are not positive or overflow");
+        span = checked_sum(q, span, 1);
         if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-            d = (d + s - 1) / s;
+            d = d / s + (d % s != 0);
             continue;
         }
-        const auto padded = d + (auto_pad == "VALID" ? 0 : pads[i] + pads[i + n]);
+        const auto padded =
+            auto_pad == "VALID" ? d : checked_sum(q, checked_sum(q, d, pads[i]), pads[i + n]);
         if (padded < span) q.invalid("spatial input " + std::to_string(d) + " is smaller than the kernel extent " + std::to_string(span));
         const auto room = padded - span;
         auto extent = (ceil_mode ? (room + s - 1) / s : room / s) + 1;
         // ceil_mode: the last window must start inside the input or its left padding
-        if (ceil_mode && (extent - 1) * s >= d + pads[i]) --extent;
+        if (ceil_mode && (extent - 1) * s >= checked_sum(q, d, pads[i])) --extent;
         d = extent;
     }
     return {out};
