@@ -488,3 +488,20 @@ TEST_CASE("onnx shapes: hostile values in the own rules are errors, not overflow
                                            "[-2,-2] make axis 1 of extent 3 negative"),
                          onnx_import_error);
 }
+
+TEST_CASE("onnx shapes: opset 23 reads with the importer's rules; a newer opset is refused by name") {
+    auto model = [](int opset) {
+        Builder b(opset);
+        b.input("x", {2, 5, 8});
+        b.op("RMSNormalization", "rms", {"x", b.weight("gamma", {8})});
+        b.op("Relu", "relu", {"rms"});
+        b.output("relu");
+        return b.bytes();
+    };
+    const auto g = io::import_onnx_bytes(model(23), "rms.onnx");
+    CHECK(shape_of(g, "rms") == graph::Shape{2, 5, 8});
+    CHECK(g.node(g.find_node("rms")).op_type == "RMSNormalization");
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(model(24), "future.onnx"),
+                         doctest::Contains("opset 24 is not supported (the importer reads opsets 1 to 23)"),
+                         onnx_import_error);
+}
