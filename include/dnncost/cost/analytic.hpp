@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -170,6 +171,66 @@ inline void matmul(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     c.macs = mul(n, first_out_elems(g, n), a.empty() ? 1 : a.back());
     c.flops = mul(n, 2, c.macs);
 }
+inline void einsum(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
+    // every output element sums over the contracted labels (on the operands, not the output):
+    // out x prod(contracted extents) products per extra operand; one operand only adds
+    std::string equation = n.attr_string("equation", "");
+    equation.erase(std::remove(equation.begin(), equation.end(), ' '), equation.end());
+    const auto arrow = equation.find("->");
+    const std::string lhs = equation.substr(0, arrow);
+    std::int64_t extent[128];
+    std::fill(std::begin(extent), std::end(extent), 1);
+    int uses[128] = {};
+    std::size_t operand = 0, operands = 1;
+    std::string term;
+    const auto read_term = [&] {
+        if (operand >= n.inputs.size()) return;
+        const auto& shape = in_shape(g, n, operand);
+        const auto dots = term.find("...");
+        const std::size_t labels = term.size() - (dots == std::string::npos ? 0 : 3);
+        std::size_t axis = 0;
+        for (std::size_t k = 0; k < term.size(); ++k) {
+            if (term.compare(k, 3, "...") == 0) {
+                axis += shape.size() >= labels ? shape.size() - labels : 0;
+                k += 2;
+                continue;
+            }
+            const auto label = static_cast<unsigned char>(term[k]);
+            if (label < 128 && axis < shape.size()) {
+                extent[label] = std::max(extent[label], shape[axis]);
+                ++uses[label];
+            }
+            ++axis;
+        }
+    };
+    for (char ch : lhs) {
+        if (ch == ',') {
+            read_term();
+            term.clear();
+            ++operand;
+            ++operands;
+        } else {
+            term += ch;
+        }
+    }
+    read_term();
+    bool in_output[128] = {};
+    if (arrow != std::string::npos) {
+        for (char ch : equation.substr(arrow + 2))
+            if (static_cast<unsigned char>(ch) < 128) in_output[static_cast<unsigned char>(ch)] = true;
+    } else {
+        for (int label = 0; label < 128; ++label) in_output[label] = uses[label] == 1;
+    }
+    if (operands < 2) {
+        c.flops = has_input(n, 0) ? in_elems(g, n, 0) : 0;
+        return;
+    }
+    std::int64_t contracted = 1;
+    for (int label = 0; label < 128; ++label)
+        if (uses[label] > 0 && !in_output[label]) contracted = mul(n, contracted, extent[label]);
+    c.macs = mul(n, mul(n, first_out_elems(g, n), contracted), static_cast<std::int64_t>(operands - 1));
+    c.flops = mul(n, 2, c.macs);
+}
 inline void recurrent(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     // X [seq, batch, input] (layout 0) or [batch, seq, input] (layout 1); W [dirs, G*H, input],
     // R [dirs, G*H, H]: per step and batch row every gate row is one dot product with x and h.
@@ -218,6 +279,7 @@ inline const std::unordered_map<std::string, CostRule>& cost_rules() {
         r["ConvTranspose"] = conv_transpose;
         r["Gemm"] = gemm;
         r["MatMul"] = matmul;
+        r["Einsum"] = einsum;
         r["LSTM"] = recurrent;
         r["GRU"] = recurrent;
         r["RNN"] = recurrent;
@@ -319,7 +381,8 @@ inline bool is_known_operator(const std::string& op) { return detail::cost_rules
 /// Cost of node `id` of `g`. Unknown operator types get MACs = 0 and FLOPs = one per output
 /// element (an elementwise guess), so a new operator never makes a model unusable; use
 /// `is_known_operator` to find out.
-/// Per-operator FLOPs: linear algebra 2 x MACs (+1 per output with a bias); pooling one per
+/// Per-operator FLOPs: linear algebra 2 x MACs (+1 per output with a bias; Einsum's MACs are
+/// its output elements times the extents it contracts, per extra operand); pooling one per
 /// window element; BatchNormalization 2 per element; Layer/Instance/GroupNormalization 6 per
 /// element; reductions one per input element; binary elementwise one per output and extra
 /// operand; Relu-like one, Clip two, transcendental activations four, Gelu eight, Softmax eight

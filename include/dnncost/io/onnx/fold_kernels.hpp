@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -18,7 +19,11 @@
 namespace dnncost::io::detail::onnx_impl {
 
 /// Thrown inside the folder when a node cannot be evaluated; it is then left in the graph.
-struct cannot_fold {};
+/// `why` is set when the values are known and the operation itself is invalid (a division by
+/// zero, a negative dimension): the importer reports it if a shape then cannot be determined.
+struct cannot_fold {
+    std::string why;
+};
 
 /// A float value as an integer, truncated like a C++ cast; NaN or beyond the int64 range would
 /// be undefined behaviour and is no shape code: the node is left unfolded.
@@ -74,7 +79,9 @@ ConstantTensor broadcast(const ConstantTensor& a, const ConstantTensor& b, int o
     };
     for (std::size_t k = 0; k < rank; ++k) {
         const auto x = dim(a, k), y = dim(b, k);
-        if (x != y && x != 1 && y != 1) throw cannot_fold{};
+        if (x != y && x != 1 && y != 1)
+            throw cannot_fold{"shapes " + graph::to_string(a.dims) + " and " + graph::to_string(b.dims) +
+                              " do not broadcast"};
         out[k] = x == 1 ? y : x;
     }
     const auto count = checked_numel(out);
@@ -130,8 +137,10 @@ inline ConstantTensor gather(const ConstantTensor& data, const ConstantTensor& i
     for (std::int64_t o = 0; o < outer; ++o)
         for (std::int64_t q = 0; q < indices.size(); ++q) {
             auto j = integer_at(indices, static_cast<std::size_t>(q));
+            if (j < -length || j >= length)
+                throw cannot_fold{"index " + std::to_string(j) + " is out of range for an axis of extent " +
+                                  std::to_string(length)};
             if (j < 0) j += length;
-            if (j < 0 || j >= length) throw cannot_fold{};
             for (std::int64_t i = 0; i < inner; ++i) {
                 const auto src = static_cast<std::size_t>((o * length + j) * inner + i);
                 if (data.is_float())
@@ -160,7 +169,8 @@ inline ConstantTensor slice(const ConstantTensor& data, std::vector<std::int64_t
         const auto axis = static_cast<std::size_t>(normalize_axis(axes[k], rank));
         const auto length = data.dims[axis];
         const auto step = steps[k];
-        if (step == 0 || step == std::numeric_limits<std::int64_t>::min()) throw cannot_fold{};
+        if (step == 0) throw cannot_fold{"has a step of 0"};
+        if (step == std::numeric_limits<std::int64_t>::min()) throw cannot_fold{};
         auto clamp = [](std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::min(std::max(v, lo), hi); };
         auto start = starts[k], end = ends[k];
         if (start < 0) start = start < -length ? -1 - length : start + length;  // far negative: clamped below

@@ -163,7 +163,9 @@ inline FoldResult squeeze(const FoldRequest& request) {
 
 /// The same values under a new shape of the same element count.
 inline FoldResult relabel(ConstantTensor c, graph::Shape target) {
-    if (checked_numel(target) != std::optional<std::int64_t>(c.size())) throw cannot_fold{};
+    if (checked_numel(target) != std::optional<std::int64_t>(c.size()))
+        throw cannot_fold{"cannot lay out " + graph::to_string(c.dims) + " (" + std::to_string(c.size()) +
+                          " elements) as " + graph::to_string(target)};
     c.dims = std::move(target);
     return {c};
 }
@@ -189,9 +191,11 @@ inline FoldResult reshape(const FoldRequest& request) {
             target[k] = c.dims[k];
         }
         if (target[k] == -1) {
-            if (inferred >= 0) throw cannot_fold{};
+            if (inferred >= 0) throw cannot_fold{"has more than one -1 in its target shape"};
             inferred = static_cast<int>(k);
-        } else if (target[k] < 0 || __builtin_mul_overflow(known, target[k], &known)) {
+        } else if (target[k] < 0) {
+            throw cannot_fold{"is asked for the negative dimension " + std::to_string(target[k])};
+        } else if (__builtin_mul_overflow(known, target[k], &known)) {
             throw cannot_fold{};
         }
     }
@@ -260,7 +264,7 @@ struct AddOp {
     static constexpr bool comparison = false;
     static std::int64_t on_ints(std::int64_t x, std::int64_t y) {
         std::int64_t sum = 0;
-        if (__builtin_add_overflow(x, y, &sum)) throw cannot_fold{};
+        if (__builtin_add_overflow(x, y, &sum)) throw cannot_fold{"overflows 64-bit integers"};
         return sum;
     }
     static double on_floats(double x, double y) { return x + y; }
@@ -269,7 +273,7 @@ struct SubOp {
     static constexpr bool comparison = false;
     static std::int64_t on_ints(std::int64_t x, std::int64_t y) {
         std::int64_t difference = 0;
-        if (__builtin_sub_overflow(x, y, &difference)) throw cannot_fold{};
+        if (__builtin_sub_overflow(x, y, &difference)) throw cannot_fold{"overflows 64-bit integers"};
         return difference;
     }
     static double on_floats(double x, double y) { return x - y; }
@@ -278,13 +282,14 @@ struct MulOp {
     static constexpr bool comparison = false;
     static std::int64_t on_ints(std::int64_t x, std::int64_t y) {
         std::int64_t product = 0;
-        if (__builtin_mul_overflow(x, y, &product)) throw cannot_fold{};
+        if (__builtin_mul_overflow(x, y, &product)) throw cannot_fold{"overflows 64-bit integers"};
         return product;
     }
     static double on_floats(double x, double y) { return x * y; }
 };
 inline void check_integer_division(std::int64_t x, std::int64_t y) {
-    if (y == 0 || (y == -1 && x == std::numeric_limits<std::int64_t>::min())) throw cannot_fold{};
+    if (y == 0) throw cannot_fold{"divides " + std::to_string(x) + " by zero"};
+    if (y == -1 && x == std::numeric_limits<std::int64_t>::min()) throw cannot_fold{};
 }
 struct DivOp {
     static constexpr bool comparison = false;
@@ -340,6 +345,149 @@ FoldResult binary(const FoldRequest& request) {
     }
 }
 
+struct LessOrEqualOp {
+    static constexpr bool comparison = true;
+    static std::int64_t on_ints(std::int64_t x, std::int64_t y) { return x <= y; }
+};
+struct GreaterOrEqualOp {
+    static constexpr bool comparison = true;
+    static std::int64_t on_ints(std::int64_t x, std::int64_t y) { return x >= y; }
+};
+struct AndOp {
+    static constexpr bool comparison = true;
+    static std::int64_t on_ints(std::int64_t x, std::int64_t y) { return x != 0 && y != 0; }
+};
+struct OrOp {
+    static constexpr bool comparison = true;
+    static std::int64_t on_ints(std::int64_t x, std::int64_t y) { return x != 0 || y != 0; }
+};
+
+inline FoldResult logical_not(const FoldRequest& request) {
+    ConstantTensor c = request.need(0);
+    if (c.is_float()) throw cannot_fold{};
+    for (auto& x : c.ints) x = x == 0;
+    c.dtype = TensorProto::BOOL;
+    return {c};
+}
+
+enum class Rounding { floor, ceil, round, sqrt };
+
+/// Float functions shape code applies before casting back to integers (e.g. the side of a
+/// square token grid, sqrt(L)); on integers Floor, Ceil and Round are the identity.
+template <Rounding kind>
+FoldResult rounding(const FoldRequest& request) {
+    ConstantTensor c = request.need(0);
+    if (!c.is_float()) {
+        if (kind == Rounding::sqrt) throw cannot_fold{};
+        return {c};
+    }
+    for (auto& x : c.floats) {
+        if constexpr (kind == Rounding::floor) x = std::floor(x);
+        if constexpr (kind == Rounding::ceil) x = std::ceil(x);
+        if constexpr (kind == Rounding::round) x = std::nearbyint(x);  // half to even, as ONNX
+        if constexpr (kind == Rounding::sqrt) x = std::sqrt(x);
+    }
+    return {c};
+}
+
+/// Element e of `c` read through a broadcast to `out` (right-aligned numpy rules).
+inline std::size_t broadcast_source(const ConstantTensor& c, const graph::Shape& out,
+                                    const std::vector<std::int64_t>& out_strides, std::int64_t e) {
+    const std::size_t offset = out.size() - c.dims.size();
+    const auto strides = strides_of(c.dims);
+    std::int64_t index = 0;
+    for (std::size_t k = offset; k < out.size(); ++k) {
+        const auto coord = (e / out_strides[k]) % out[k];
+        if (c.dims[k - offset] != 1) index += coord * strides[k - offset];
+    }
+    return static_cast<std::size_t>(index);
+}
+inline void push_element(ConstantTensor& to, const ConstantTensor& from, std::size_t k) {
+    if (from.is_float())
+        to.floats.push_back(from.floats[k]);
+    else
+        to.ints.push_back(from.ints[k]);
+}
+
+inline FoldResult expand(const FoldRequest& request) {
+    const ConstantTensor& c = request.need(0);
+    const auto target = ints_of(request.need(1));
+    for (auto d : target)
+        if (d < 0) throw cannot_fold{"is asked for the negative dimension " + std::to_string(d)};
+    const std::size_t rank = std::max(c.dims.size(), target.size());
+    graph::Shape out(rank);
+    for (std::size_t k = 0; k < rank; ++k) {
+        const auto x = k + c.dims.size() < rank ? 1 : c.dims[k + c.dims.size() - rank];
+        const auto y = k + target.size() < rank ? 1 : target[k + target.size() - rank];
+        if (x != y && x != 1 && y != 1)
+            throw cannot_fold{"cannot expand " + graph::to_string(c.dims) + " to " + graph::to_string(target)};
+        out[k] = x == 1 ? y : x;
+    }
+    const auto count = checked_numel(out);
+    if (!count || *count > request.max_elements) throw cannot_fold{};
+    ConstantTensor result;
+    result.dtype = c.dtype;
+    result.dims = out;
+    result.has_data = true;
+    const auto out_strides = strides_of(out);
+    for (std::int64_t e = 0; e < *count; ++e) push_element(result, c, broadcast_source(c, out, out_strides, e));
+    return {result};
+}
+
+inline FoldResult tile(const FoldRequest& request) {
+    const ConstantTensor& c = request.need(0);
+    const auto repeats = ints_of(request.need(1));
+    if (repeats.size() != c.dims.size())
+        throw cannot_fold{std::to_string(repeats.size()) + " repeats for a rank-" + std::to_string(c.dims.size()) +
+                          " input"};
+    graph::Shape out(c.dims.size());
+    for (std::size_t k = 0; k < out.size(); ++k) {
+        if (repeats[k] < 0) throw cannot_fold{"has the negative repeat count " + std::to_string(repeats[k])};
+        if (__builtin_mul_overflow(c.dims[k], repeats[k], &out[k])) throw cannot_fold{};
+    }
+    const auto count = checked_numel(out);
+    if (!count || *count > request.max_elements) throw cannot_fold{};
+    ConstantTensor result;
+    result.dtype = c.dtype;
+    result.dims = out;
+    result.has_data = true;
+    const auto out_strides = strides_of(out), in_strides = strides_of(c.dims);
+    for (std::int64_t e = 0; e < *count; ++e) {
+        std::int64_t src = 0;
+        for (std::size_t k = 0; k < out.size(); ++k) src += ((e / out_strides[k]) % out[k] % c.dims[k]) * in_strides[k];
+        push_element(result, c, static_cast<std::size_t>(src));
+    }
+    return {result};
+}
+
+inline FoldResult transpose(const FoldRequest& request) {
+    const ConstantTensor& c = request.need(0);
+    const auto rank = c.dims.size();
+    std::vector<std::int64_t> perm(rank);
+    for (std::size_t k = 0; k < rank; ++k) perm[k] = static_cast<std::int64_t>(rank - 1 - k);
+    if (auto given = attr_ints(request.node, "perm")) perm = *given;
+    std::vector<char> seen(rank, 0);
+    if (perm.size() != rank) throw cannot_fold{};
+    for (auto p : perm) {
+        if (p < 0 || p >= static_cast<std::int64_t>(rank) || seen[static_cast<std::size_t>(p)]) throw cannot_fold{};
+        seen[static_cast<std::size_t>(p)] = 1;
+    }
+    graph::Shape out(rank);
+    for (std::size_t k = 0; k < rank; ++k) out[k] = c.dims[static_cast<std::size_t>(perm[k])];
+    ConstantTensor result;
+    result.dtype = c.dtype;
+    result.dims = out;
+    result.has_data = true;
+    const auto out_strides = strides_of(out), in_strides = strides_of(c.dims);
+    for (std::int64_t e = 0; e < c.size(); ++e) {
+        std::int64_t src = 0;
+        for (std::size_t k = 0; k < rank; ++k)
+            src += ((e / out_strides[k]) % out[k]) * in_strides[static_cast<std::size_t>(perm[k])];
+        push_element(result, c, static_cast<std::size_t>(src));
+    }
+    return {result};
+}
+
 template <bool negate>
 FoldResult sign_op(const FoldRequest& request) {
     ConstantTensor c = request.need(0);
@@ -373,7 +521,7 @@ inline FoldResult where(const FoldRequest& request) {
 inline FoldResult constant_of_shape(const FoldRequest& request) {
     const auto dims = ints_of(request.need(0));
     for (auto d : dims)
-        if (d < 0) throw cannot_fold{};
+        if (d < 0) throw cannot_fold{"is asked for the negative dimension " + std::to_string(d)};
     const auto count = checked_numel(dims);
     if (!count || *count > request.max_elements) throw cannot_fold{};
     ConstantTensor result;
@@ -401,7 +549,8 @@ inline FoldResult range(const FoldRequest& request) {
         throw cannot_fold{};
     const auto start = start_in.ints[0], limit = integer_at(limit_in, 0), delta = integer_at(delta_in, 0);
     constexpr std::int64_t big = std::int64_t{1} << 40;  // shape code never comes near this
-    if (delta == 0 || std::abs(start) > big || std::abs(limit) > big || std::abs(delta) > big) throw cannot_fold{};
+    if (delta == 0) throw cannot_fold{"has a delta of 0"};
+    if (std::abs(start) > big || std::abs(limit) > big || std::abs(delta) > big) throw cannot_fold{};
     const auto count = std::max<std::int64_t>(0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
     if (count > request.max_elements) throw cannot_fold{};
     std::vector<std::int64_t> values;
@@ -417,11 +566,13 @@ FoldResult reduce(const FoldRequest& request) {
     const ConstantTensor& c = request.need(0);
     if (c.is_float()) throw cannot_fold{};
     std::vector<std::int64_t> axes;
-    if (kind == Reduction::sum && request.opset >= 13) {
+    // axes became an input: ReduceSum at opset 13, the other reductions at opset 18
+    if (request.opset >= (kind == Reduction::sum ? 13 : 18)) {
         if (const ConstantTensor* a = request.optional_input(1)) axes = ints_of(*a);
     } else if (auto a = attr_ints(request.node, "axes")) {
         axes = *a;
     }
+    if (axes.empty() && attr_int(request.node, "noop_with_empty_axes", 0)) return {c};
     const auto rank = static_cast<std::int64_t>(c.dims.size());
     // Only whole-tensor or single-axis reductions of a vector occur in shape code.
     if (rank > 1 && !(axes.empty() || (axes.size() == static_cast<std::size_t>(rank)))) throw cannot_fold{};

@@ -26,9 +26,11 @@
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx/fold.hpp>
+#include <dnncost/io/onnx/inference.hpp>
 #include <dnncost/io/onnx/model_checks.hpp>
 #include <dnncost/io/onnx/options.hpp>
 #include <dnncost/io/onnx/proto.hpp>
+#include <dnncost/io/onnx/shape_rules.hpp>
 #include <dnncost/io/onnx/tensor_data.hpp>
 #include <dnncost/io/onnx/weight_values.hpp>
 
@@ -36,15 +38,17 @@ namespace dnncost::io {
 
 namespace detail::onnx_impl {
 
-class Importer {
+class Importer : private ShapeInference {
 public:
-    Importer(std::string source, const OnnxImportOptions& options) : m_source(std::move(source)), m_options(options) {}
+    Importer(std::string source, const OnnxImportOptions& options) : ShapeInference(std::move(source)), m_options(options) {}
 
     graph::Graph run(const std::string& bytes) {
         parse_model(bytes, m_source, m_model);
         m_opset = default_opset(m_model, m_source);
+        m_schema_opset = std::min(m_opset, libonnx_opset());
         sort_nodes(m_model, m_source);
-        check_nodes(m_model, m_opset, m_source);
+        check_nodes(m_model, m_opset, m_schema_opset, m_source);
+        read_newer_opset();
         collect_constants();
         fix_input_shapes();
         take_declared_shapes();
@@ -53,15 +57,6 @@ public:
     }
 
 private:
-    template <class... A>
-    [[noreturn]] void fail(A&&... parts) const {
-        fail_import(m_source, std::forward<A>(parts)...);
-    }
-    template <class... A>
-    [[noreturn]] void fail_node(const ::onnx::NodeProto& node, A&&... parts) const {
-        fail_import_node(m_source, node, std::forward<A>(parts)...);
-    }
-
     void collect_constants() {
         auto& g = *m_model.mutable_graph();
         for (const auto& node : g.node())
@@ -176,7 +171,11 @@ private:
         for (const auto& node : g.node()) {
             if (has_subgraph(node)) continue;
             auto [it, fresh] = has_schema.try_emplace(node.domain() + '\n' + node.op_type(), false);
-            if (fresh) it->second = ::onnx::OpSchemaRegistry::Schema(node.op_type(), m_opset, node.domain()) != nullptr;
+            const bool schema = ::onnx::OpSchemaRegistry::Schema(node.op_type(), m_schema_opset, node.domain());
+            if (fresh) it->second = schema || rule_for(node);
+            if (!schema)
+                for (const auto& o : node.output())
+                    if (!o.empty()) m_without_schema.push_back(o);
             if (it->second)
                 for (const auto& o : node.output()) inferable.insert(o);
         }
@@ -237,71 +236,30 @@ private:
         return declared->second;
     }
 
-    void infer(int error_mode) {
-        try {
-            ::onnx::ShapeInferenceOptions options(false, error_mode, true);
-            ::onnx::shape_inference::InferShapes(m_model, ::onnx::OpSchemaRegistry::Instance(), options);
-        } catch (const std::exception& e) {
-            if (error_mode == 0) fail("ONNX shape inference failed: ", e.what());
-            throw;
-        }
-    }
-
-    /// Element type and shape of a value (-1 for an unknown dimension, nullopt for an unknown rank).
-    struct TypeInfo {
-        int dtype = 0;
-        std::optional<graph::Shape> shape;
-    };
-    void collect_types() {
-        m_types.clear();
-        const auto& g = m_model.graph();
-        m_types.reserve(static_cast<std::size_t>(g.input_size() + g.value_info_size() + g.output_size()) +
-                        m_constants.size());
-        auto add = [&](const ::onnx::ValueInfoProto& value) {
-            if (!value.type().has_tensor_type()) return;
-            const auto& tensor_type = value.type().tensor_type();
-            TypeInfo info;
-            info.dtype = tensor_type.elem_type();
-            if (tensor_type.has_shape()) {
-                graph::Shape shape;
-                for (const auto& d : tensor_type.shape().dim()) shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
-                info.shape = shape;
-            }
-            auto& slot = m_types[value.name()];
-            if (!slot.shape || (info.shape && known(*info.shape))) slot = info;
-        };
-        for (const auto& value : g.input()) add(value);
-        for (const auto& value : g.value_info()) add(value);
-        for (const auto& value : g.output()) add(value);
-        for (const auto& [name, c] : m_constants) m_types[name] = TypeInfo{c.dtype, c.dims};
-    }
-    static bool known(const graph::Shape& shape) {
-        return std::all_of(shape.begin(), shape.end(), [](std::int64_t d) { return d >= 0; });
-    }
-    std::optional<graph::Shape> known_shape(const std::string& name) const {
-        auto it = m_types.find(name);
-        if (it == m_types.end() || !it->second.shape || !known(*it->second.shape)) return std::nullopt;
-        return it->second.shape;
-    }
-
     /// Infer, fold what became computable, feed the folded values back, repeat.
     void fold_loop() {
         auto& g = *m_model.mutable_graph();
-        for (int round = 0; round < 256; ++round) {
+        // each round folds a node or infers an output, so the rounds are bounded by the graph
+        const int rounds = 256 + g.node_size();
+        for (int round = 0; round < rounds; ++round) {
             infer(0);
             collect_types();
+            const bool inferred = apply_shape_rules();
             std::vector<char> folded(static_cast<std::size_t>(g.node_size()), 0);
             bool any = false;
             for (int v = 0; v < g.node_size(); ++v) {
                 const auto& node = g.node(v);
-                if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
+                if (!default_domain(node)) continue;
                 if (has_subgraph(node)) continue;
                 if (try_fold(node)) {
                     folded[static_cast<std::size_t>(v)] = 1;
                     any = true;
                 }
             }
-            if (!any) return;
+            if (!any) {
+                if (inferred) continue;
+                return;
+            }
             google::protobuf::RepeatedPtrField<::onnx::NodeProto> keep(g.GetArena());
             for (int v = 0; v < g.node_size(); ++v)
                 if (!folded[static_cast<std::size_t>(v)]) *keep.Add() = g.node(v);
@@ -314,7 +272,61 @@ private:
             for (const auto& name : m_new_constants) write_tensor(m_constants[name], name, *g.add_initializer());
             m_new_constants.clear();
         }
-        fail("shape folding did not converge after 256 rounds");
+        fail("shape folding did not converge after ", rounds, " rounds");
+    }
+
+    /// Why a node's output shape is unknown: the input whose shape or value is missing (and
+    /// where that value comes from), what is wrong with known values, or ONNX's own reason.
+    std::string why_unknown(const ::onnx::NodeProto& node) {
+        std::optional<cannot_infer> reason;
+        if (const ShapeRule rule = rule_for(node)) {
+            try {
+                (void)rule(query(node));
+            } catch (const cannot_infer& e) {
+                reason = e;
+            }
+        }
+        for (int k : value_inputs(op_of(node), m_opset)) {
+            if (reason || k >= node.input_size() || node.input(k).empty()) continue;
+            const auto c = m_constants.find(node.input(k));
+            if (c == m_constants.end() || !c->second.has_data) reason = cannot_infer{k, true, {}};
+        }
+        for (int k = 0; k < node.input_size() && !reason; ++k)
+            if (!node.input(k).empty() && !known_shape(node.input(k))) reason = cannot_infer{k, false, {}};
+        if (!reason || (reason->input < 0 && reason->why.empty())) return explain(node);
+        if (!reason->why.empty()) return ": " + reason->why;
+        const auto& name = node.input(reason->input);
+        return std::string(": the ") + (reason->value ? "value" : "shape") + " of input " +
+               std::to_string(reason->input) + " ('" + name + "') is not known at import time" + origin(name, 0);
+    }
+    /// Where an unknown value comes from: the node that failed to compute it and why, or the
+    /// graph input or data-dependent operator it is read from.
+    std::string origin(const std::string& name, int depth) {
+        if (const auto f = m_fold_failures.find(name); f != m_fold_failures.end()) return ": " + f->second;
+        if (depth > 64) return "";
+        const auto& g = m_model.graph();
+        for (const auto& node : g.node()) {
+            if (std::find(node.output().begin(), node.output().end(), name) == node.output().end()) continue;
+            const std::string op = op_of(node);
+            if (!fold_table().find(op))
+                return ": node '" + node.name() + "' (" + op +
+                       ") computes it from tensor data, which import does not evaluate";
+            for (const auto& i : node.input()) {
+                if (i.empty()) continue;
+                const auto c = m_constants.find(i);
+                if (c == m_constants.end() || !c->second.has_data) {
+                    if (op == "Shape" || op == "Size")
+                        return known_shape(i) ? ""
+                                              : ": node '" + node.name() + "' (" + op + ") reads '" + i +
+                                                    "', whose shape is not known";
+                    return origin(i, depth + 1);
+                }
+            }
+            return ": node '" + node.name() + "' (" + op + ") could not be evaluated";
+        }
+        if (std::find(m_inputs.begin(), m_inputs.end(), name) != m_inputs.end())
+            return ": it is graph input '" + name + "', whose values are known only when the network runs";
+        return "";
     }
 
     /// True when a node's optional extra outputs (from `first` on, e.g. a Dropout mask) are unused.
@@ -347,7 +359,7 @@ private:
                 all_data = all_data && it->second.has_data;
             }
         }
-        const std::string& op = node.op_type();
+        const std::string op = op_of(node);
         if (const FoldRule* rule = fold_table().find(op);
             rule && (rule->reads != FoldReads::input_values || all_data)) {
             std::optional<graph::Shape> input0_shape;
@@ -364,7 +376,11 @@ private:
                 for (std::size_t k = 0; k < outputs.size(); ++k)
                     add_constant(node.output(static_cast<int>(k)), std::move(outputs[k]));
                 return true;
-            } catch (const cannot_fold&) {}
+            } catch (const cannot_fold& e) {
+                if (!e.why.empty())
+                    for (const auto& o : node.output())
+                        m_fold_failures[o] = "node '" + node.name() + "' (" + op + ") " + e.why;
+            }
         }
         // A layout operator applied to a weight without data: the result is a weight whose shape
         // inference has found.
@@ -419,8 +435,10 @@ private:
         } catch (const std::exception& e) {
             return std::string("; ONNX shape inference says: ") + e.what();
         }
-        const auto* schema = ::onnx::OpSchemaRegistry::Schema(node.op_type(), m_opset, node.domain());
-        if (!schema) return "; the operator is unknown to ONNX opset " + std::to_string(m_opset);
+        const auto* schema = ::onnx::OpSchemaRegistry::Schema(node.op_type(), m_schema_opset, node.domain());
+        if (!schema && !rule_for(node))
+            return "; libonnx has no shape inference for this operator at opset " + std::to_string(m_opset) +
+                   " and the file declares no shape for it";
         return "";
     }
 
@@ -495,7 +513,7 @@ private:
             for (const auto& o : node.output()) {
                 if (o.empty()) fail_node(node, "has an unnamed output");
                 auto shape = output_shape(node, o);
-                if (!shape) fail_node(node, "cannot determine the shape of output '", o, "'", explain(node));
+                if (!shape) fail_node(node, "cannot determine the shape of output '", o, "'", why_unknown(node));
                 const auto count = checked_numel(*shape);
                 if (!count || *count > max_plausible_elements)
                     fail_node(node, "output '", o, "' has an implausible shape ", graph::to_string(*shape));
@@ -508,7 +526,7 @@ private:
                 if (auto value = convert_attribute(a)) attributes.push_back({a.name(), std::move(*value)});
             }
             try {
-                out.add_node(node.op_type(), node.name(), std::move(ins), std::move(outs), std::move(attributes));
+                out.add_node(op_of(node), node.name(), std::move(ins), std::move(outs), std::move(attributes));
             } catch (const error& e) {
                 fail_node(node, e.what());
             }
@@ -566,21 +584,14 @@ private:
         }
     }
 
-    std::string m_source;
     OnnxImportOptions m_options;
-    // The model lives on an arena: a 100k-node graph is millions of small protobuf objects,
-    // which an arena allocates in blocks and frees at once.
-    google::protobuf::Arena m_arena;
-    ::onnx::ModelProto& m_model = *google::protobuf::Arena::CreateMessage<::onnx::ModelProto>(&m_arena);
-    int m_opset = 0;
-    std::unordered_map<std::string, ConstantTensor> m_constants;
+    std::unordered_map<std::string, std::string> m_fold_failures;  ///< why a value could not be computed
     std::unordered_map<std::string, TensorValues> m_values;  ///< whole weights, when asked to keep them
     std::unordered_set<std::string> m_weight_inputs;
     std::unordered_set<std::string> m_consumed;
     std::unordered_set<std::string> m_graph_outputs;
     std::vector<std::string> m_inputs;
     std::vector<std::string> m_new_constants;
-    std::unordered_map<std::string, TypeInfo> m_types;
     std::unordered_map<std::string, graph::Shape> m_declared;  ///< output shapes the file declares
     bool m_strict_checked = false;
     std::optional<std::string> m_strict_error;

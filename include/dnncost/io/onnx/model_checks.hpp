@@ -17,6 +17,7 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/io/onnx/proto.hpp>
+#include <dnncost/io/onnx/shape_rules.hpp>
 
 namespace dnncost::io::detail::onnx_impl {
 
@@ -75,9 +76,9 @@ inline int default_opset(const ::onnx::ModelProto& model, const std::string& sou
         else
             fail_import(source, "no opset for the default ONNX domain");
     }
-    const int newest = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(::onnx::ONNX_DOMAIN).second;
-    if (opset < 1 || opset > newest)
-        fail_import(source, "opset ", opset, " is not supported (this libonnx knows opsets 1 to ", newest, ")");
+    if (opset < 1 || opset > newest_readable_opset)
+        fail_import(source, "opset ", opset, " is not supported (the importer reads opsets 1 to ", newest_readable_opset,
+                    ")");
     return opset;
 }
 
@@ -200,20 +201,27 @@ inline void check_attribute_values(const ::onnx::NodeProto& node, const std::str
 }
 
 /// ONNX's own checks of each node against its schema (attribute types, input and output
-/// counts), so that malformed nodes are rejected before shape inference reads them.
-inline void check_nodes(const ::onnx::ModelProto& model, int opset, const std::string& source) {
+/// counts), so that malformed nodes are rejected before shape inference reads them. `opset` is
+/// the model's, `schema_opset` the newest libonnx knows up to it: an operator changed in
+/// between is not checked against its older schema.
+inline void check_nodes(const ::onnx::ModelProto& model, int opset, int schema_opset, const std::string& source) {
     ::onnx::checker::CheckerContext context;
     context.set_ir_version(static_cast<int>(std::max<std::int64_t>(model.ir_version(), 4)));
     std::unordered_map<std::string, int> opsets;
     for (const auto& o : model.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
-    opsets[""] = opset;
+    opsets[""] = schema_opset;
     context.set_opset_imports(opsets);
     ::onnx::checker::LexicalScopeContext scope;
     std::unordered_map<std::string, bool> has_schema;  // one lookup per operator type
     for (const auto& node : model.graph().node()) {
         check_attribute_values(node, source);
         auto [it, fresh] = has_schema.try_emplace(node.domain() + '\n' + node.op_type(), false);
-        if (fresh) it->second = ::onnx::OpSchemaRegistry::Schema(node.op_type(), opset, node.domain()) != nullptr;
+        if (fresh) {
+            const auto change = op_change(node.op_type());
+            const bool newer = change && change->since > schema_opset && change->since <= opset &&
+                               (node.domain().empty() || node.domain() == "ai.onnx");
+            it->second = !newer && ::onnx::OpSchemaRegistry::Schema(node.op_type(), schema_opset, node.domain());
+        }
         if (!it->second) continue;
         try {
             ::onnx::checker::check_node(node, context, scope);
