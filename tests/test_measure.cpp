@@ -578,6 +578,7 @@ TEST_CASE("harness: rounds, statistic, failures by reason, resume without repeat
 TEST_CASE("harness: unstable networks get more rounds up to the cap, stable ones do not") {
     Scratch s("remeasure");
     HarnessOptions ho;
+    ho.statistic = Statistic::median;
     ho.rounds = 3;
     ho.warmup = 0;
     ho.repeats = 2;
@@ -595,6 +596,56 @@ TEST_CASE("harness: unstable networks get more rounds up to the cap, stable ones
     CHECK(noisy->latency_ms == doctest::Approx(1.2));  // rounds 1.2 1.4 1.0 1.2 1.4 1.0
     CHECK(store.result("key-lat2.onnx")->rounds == 3);
     CHECK(store.result("key-lat2.onnx")->spread == 0);
+}
+
+TEST_CASE("harness: the minimum by default, and later rounds get enough runs to fill round_ms") {
+    Scratch s("calibrate");
+    HarnessOptions ho;
+    CHECK(ho.statistic == Statistic::minimum);
+    ho.rounds = 3;
+    ho.warmup = 0;
+    ho.repeats = 2;
+    ho.round_ms = 10;
+    ho.remeasure_spread = 0.05;
+    ho.max_rounds = 6;
+    {
+        RunnerPool pool({s.runner("noisy")});
+        ResultsStore store(s.dir / "r.csv");
+        Harness h(pool, ho);
+        const auto sum = h.run(store, nets(s, {"lat2.onnx", "lat1noisy.onnx"}));
+        CHECK(sum.measured == 2);
+        // the noisy network's rounds are 1.2 1.4 1.0 ...: its minimum is that of its fastest round
+        CHECK(store.result("key-lat1noisy.onnx")->latency_ms == doctest::Approx(1.0));
+        CHECK(store.result("key-lat2.onnx")->latency_ms == 2);
+    }
+    std::vector<std::string> lat2;
+    {
+        std::ifstream in(s.dir / "repeats.log");
+        for (std::string name, n; in >> name >> n;)
+            if (name == "lat2.onnx") lat2.push_back(n);
+    }
+    // round 1 with N = 2 runs; then ceil(10 ms / 2 ms) = 5 runs a round
+    CHECK(lat2 == std::vector<std::string>{"2", "5", "5"});
+
+    // the cap on runs a round
+    Scratch c("calibrate-cap");
+    ho.round_ms = 1000;
+    ho.max_repeats = 7;
+    RunnerPool pool({c.runner("good")});
+    ResultsStore store(c.dir / "r.csv");
+    Harness h(pool, ho);
+    h.run(store, nets(c, {"lat2.onnx"}));
+    std::ifstream in(c.dir / "repeats.log");
+    std::vector<std::string> counts;
+    for (std::string name, n; in >> name >> n;) counts.push_back(n);
+    CHECK(counts == std::vector<std::string>{"2", "7", "7"});
+
+    HarnessOptions bad;
+    bad.max_repeats = 1;
+    CHECK_THROWS_AS(bad.check(), config_error);
+    bad = {};
+    bad.round_ms = -1;
+    CHECK_THROWS_AS(bad.check(), config_error);
 }
 
 TEST_CASE("harness: a resumed unstable network with more than R rounds gets its further rounds") {

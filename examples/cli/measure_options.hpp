@@ -22,7 +22,7 @@ namespace dnncost::cli {
 /// Rounds, runs, statistic, time limit and retries of each measurement.
 struct MeasureFlags {
     measure::HarnessOptions harness;
-    std::string statistic = "median";
+    std::string statistic = "min";
     double timeout = 120;
     int retries = 1;
 
@@ -47,12 +47,19 @@ struct MeasureFlags {
         cmd.add_option("--warmup", harness.warmup, "Untimed runs per round (W)")
             ->transform(check::integer(0, 1000000, "a run count in [0, 10^6]"))
             ->capture_default_str();
-        cmd.add_option("--repeats", harness.repeats, "Timed runs per round (N)")
+        cmd.add_option("--repeats", harness.repeats, "Timed runs of a network's first round (N), the least of every round")
+            ->transform(check::integer(1, 1000000, "a run count in [1, 10^6]"))
+            ->capture_default_str();
+        cmd.add_option("--round-ms", harness.round_ms,
+                       "Later rounds get enough timed runs to last this many ms (up to --max-repeats); 0: N runs")
+            ->check(check::finite(check::Sign::non_negative))
+            ->capture_default_str();
+        cmd.add_option("--max-repeats", harness.max_repeats, "Cap on the timed runs of one round")
             ->transform(check::integer(1, 1000000, "a run count in [1, 10^6]"))
             ->capture_default_str();
         cmd.add_option("--statistic", statistic,
-                       "Statistic of a round's runs and of the rounds: median | min (min resists other processes "
-                       "on a shared CPU)")
+                       "Statistic of a round's runs and of the rounds: min | median (min repeats on a shared machine; "
+                       "see docs/measure.md)")
             ->check(CLI::IsMember({"median", "min"}))
             ->capture_default_str();
         if (extras.remeasure_spread)
@@ -77,6 +84,7 @@ struct MeasureFlags {
         auto h = harness;
         h.statistic = measure::parse_statistic(statistic);
         h.max_rounds = std::max(h.max_rounds, h.rounds);
+        h.max_repeats = std::max(h.max_repeats, h.repeats);
         h.check();
         return h;
     }

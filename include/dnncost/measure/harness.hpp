@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -56,8 +57,15 @@ inline std::string_view to_string(Statistic s) { return s == Statistic::median ?
 struct HarnessOptions {
     int rounds = 5;    ///< R: rounds per network
     int warmup = 5;    ///< W: untimed runs per round
-    int repeats = 20;  ///< N: timed runs per round
-    Statistic statistic = Statistic::median;
+    int repeats = 20;  ///< N: timed runs per round (the first round's; later rounds see round_ms)
+    /// After a network's first round, its timed runs per round are raised so that they last at
+    /// least this many milliseconds (up to max_repeats): the minimum of many runs is what repeats
+    /// on a shared machine (docs/measure.md, "Why measurements varied"). 0: always N runs.
+    double round_ms = 150;
+    int max_repeats = 1000;
+    /// The minimum resists the slow-downs that other tenants of a machine cause (they only ever
+    /// add time); the median keeps them.
+    Statistic statistic = Statistic::minimum;
     double remeasure_spread = 0.02;  ///< networks whose spread exceeds this get more rounds...
     int max_rounds = 10;             ///< ...up to this many in total
     bool force = false;              ///< re-measure networks the store already has
@@ -66,6 +74,10 @@ struct HarnessOptions {
         if (rounds < 1 || rounds > 1000) raise<config_error>("rounds must be in [1, 1000], got ", rounds);
         if (warmup < 0 || warmup > 1000000) raise<config_error>("warm-up runs must be in [0, 10^6], got ", warmup);
         if (repeats < 1 || repeats > 1000000) raise<config_error>("timed runs must be in [1, 10^6], got ", repeats);
+        if (!(round_ms >= 0) || !std::isfinite(round_ms) || round_ms > 3.6e6)
+            raise<config_error>("the time of a round's timed runs must be in [0, 3.6e6] ms, got ", round_ms);
+        if (max_repeats < repeats || max_repeats > 1000000)
+            raise<config_error>("the cap on timed runs per round must be in [", repeats, ", 10^6], got ", max_repeats);
         if (!(remeasure_spread >= 0) || !std::isfinite(remeasure_spread))
             raise<config_error>("the re-measure spread threshold must be a finite number >= 0, got ", remeasure_spread);
         if (max_rounds < rounds)
@@ -77,6 +89,8 @@ struct HarnessOptions {
         v.set("rounds", json::Value::of(static_cast<double>(rounds)));
         v.set("warmup", json::Value::of(static_cast<double>(warmup)));
         v.set("repeats", json::Value::of(static_cast<double>(repeats)));
+        v.set("round_ms", json::Value::of(round_ms));
+        v.set("max_repeats", json::Value::of(static_cast<double>(max_repeats)));
         v.set("statistic", json::Value::of(std::string(measure::to_string(statistic))));
         v.set("remeasure_spread", json::Value::of(remeasure_spread));
         v.set("max_rounds", json::Value::of(static_cast<double>(max_rounds)));
@@ -336,6 +350,18 @@ private:
         return r;
     }
 
+    /// Timed runs per round for a network with these rounds: enough to fill round_ms at the
+    /// fastest round's latency, never fewer than N nor more than the cap.
+    int calibrated_repeats(const std::vector<Record>& done_rounds) const {
+        double fastest = std::numeric_limits<double>::infinity();
+        for (const auto& r : done_rounds)
+            if (r.latency_ms > 0 && std::isfinite(r.latency_ms)) fastest = std::min(fastest, r.latency_ms);
+        if (!(m_options.round_ms > 0) || !std::isfinite(fastest)) return m_options.repeats;
+        const double want = std::ceil(m_options.round_ms / fastest);
+        return static_cast<int>(std::clamp(want, static_cast<double>(m_options.repeats),
+                                           static_cast<double>(m_options.max_repeats)));
+    }
+
     /// Measure `nets` in rounds; `between`, when set, is called after every batch of at most
     /// ReferenceOptions::every requests with the batch's size.
     std::vector<Record> measure_networks(const std::vector<Network>& nets, std::vector<std::vector<Record>> rounds,
@@ -345,6 +371,8 @@ private:
         const std::size_t n = nets.size();
         std::vector<Record> results(n);
         std::vector<int> target(n, m_options.rounds);
+        std::vector<int> repeats(n, m_options.repeats);
+        for (std::size_t i = 0; i < n; ++i) repeats[i] = calibrated_repeats(rounds[i]);
         std::vector<char> done(n, 0);
         std::size_t networks_done = 0;
         const auto start = Clock::now();
@@ -404,6 +432,7 @@ private:
                 r.energy_mj = o.answer.energy_mj;
                 sink(r);
                 rounds[i].push_back(std::move(r));
+                repeats[i] = calibrated_repeats(rounds[i]);
                 settle(i);
             }
             progress();
@@ -420,7 +449,7 @@ private:
                 const std::size_t to = std::min(pending.size(), from + batch);
                 std::vector<Request> requests;
                 for (std::size_t k = from; k < to; ++k)
-                    requests.push_back({0, nets[pending[k]].model.string(), m_options.warmup, m_options.repeats});
+                    requests.push_back({0, nets[pending[k]].model.string(), m_options.warmup, repeats[pending[k]]});
                 m_pool.run(requests, [&](std::size_t k, const Outcome& o) { on_outcome(pending[from + k], o); });
                 if (between) between(to - from);
             }
