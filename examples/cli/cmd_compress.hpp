@@ -327,7 +327,7 @@ inline void add_compress_commands(CLI::App& app, Context& ctx) {
         options.interval_coverage = args.coverage;
         options.seed = args.seed;
         options.fit.max_epochs = args.epochs;
-        options.fit.keep = estimators::keep_from_string(args.keep).value_or(estimators::Keep::automatic);
+        if (args.keep != "auto") options.estimator_settings["keep"] = args.keep;
         sc::HandoverSearch search(pruner, options, latency, accuracy);
         search.set_estimator_cache({[&](const std::string& sig) {
                                         const auto f = dir / ("estimator-" + sig + ".dnncost");
