@@ -126,6 +126,7 @@ public:
     }
 
 protected:
+    double cost_scale() const override { return m_target_scale; }
     std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
         if (m_target_scale <= 0) raise<config_error>("additive: predict called before fit or load");
         std::vector<Prediction> out;

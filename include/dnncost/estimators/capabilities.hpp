@@ -56,6 +56,8 @@ public:
     virtual std::vector<std::vector<double>> compute_targets(std::span<const graph::Graph* const> graphs) const = 0;
     /// Names of the learnt quantities.
     virtual std::vector<std::string> target_names() const = 0;
+    /// The typical value of quantity k (its label scale; see floor_costs).
+    virtual double target_scale(std::size_t k) const = 0;
 };
 
 /// An estimator that can be written as a C++ header with a predict(graph) of its own.
@@ -131,7 +133,7 @@ inline FitResult fit_targets(Estimator& est, const train::MultiTrainData& train,
                             " were given (a multi-target preset such as perfsage learns several)");
     return est.fit(train.target(0), validation.targets.empty() ? train::TrainData{} : validation.target(0), options);
 }
-/// Predictions of every quantity est learnt: [target][graph]; each checked as predict() checks.
+/// Predictions of every quantity est learnt: [target][graph]; each floored as predict() floors.
 /// @throws prediction_error naming the model and the graph's position
 inline std::vector<std::vector<double>> predict_targets(const Estimator& est,
                                                         std::span<const graph::Graph* const> graphs) {
@@ -140,8 +142,8 @@ inline std::vector<std::vector<double>> predict_targets(const Estimator& est,
     auto out = m->compute_targets(graphs);
     const auto names = m->target_names();
     for (std::size_t k = 0; k < out.size(); ++k)
-        check_costs(out[k], k < names.size() ? dnncost::detail::concat(est.name(), ", target ", names[k]) : est.name(),
-                    graphs);
+        floor_costs(out[k], k < names.size() ? dnncost::detail::concat(est.name(), ", target ", names[k]) : est.name(),
+                    graphs, m->target_scale(k));
     return out;
 }
 

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <span>
 #include <string>
@@ -70,26 +72,48 @@ private:
 inline std::string cost_problem(double v) {
     if (std::isfinite(v) && v >= 0) return {};
     return std::isfinite(v)
-               ? "a negative cost: the model extrapolates below zero outside its training data"
+               ? "far below zero: the model file is corrupt"
                : "not a number: the model file is corrupt or the network lies far outside its training data";
 }
 
-/// Checks that every value is a cost (finite, >= 0).
+/// Throw a prediction_error (print and abort when built without exceptions, as raise() does).
+[[noreturn]] inline void raise_prediction(const std::string& message, std::size_t index, double value) {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+    throw prediction_error(printable(message), index, value);
+#else
+    (void)index;
+    (void)value;
+    std::fputs(("dnncost: error: " + printable(message) + "\n").c_str(), stderr);
+    std::abort();
+#endif
+}
+
+/// How far below zero a prediction may fall and still be an extrapolation, in units of the
+/// model's cost scale (its typical training target): further is a corrupt model, not a fit.
+inline constexpr double max_extrapolation_below_zero = 1e3;
+
+/// Makes every value a cost: a value below zero by at most max_extrapolation_below_zero times
+/// `scale` (a linear model extrapolating past its data) becomes 0, the least a network can
+/// cost; a non-finite value or one further below zero is an error.
 /// @param model   the model, as the message names it (its file, or its preset)
 /// @param graphs  the networks predicted, to name the one at fault (may be empty)
+/// @param scale   the model's cost scale; 0: no value below zero is accepted
 /// @throws prediction_error naming the model, the value and the network
-inline void check_costs(std::span<const double> values, std::string_view model,
-                        std::span<const graph::Graph* const> graphs = {}) {
+inline void floor_costs(std::span<double> values, std::string_view model, std::span<const graph::Graph* const> graphs,
+                        double scale) {
     for (std::size_t i = 0; i < values.size(); ++i) {
-        const auto problem = cost_problem(values[i]);
-        if (problem.empty()) continue;
+        double& v = values[i];
+        if (std::isfinite(v) && v >= 0) continue;
+        if (std::isfinite(v) && v >= -max_extrapolation_below_zero * scale) {
+            v = 0.0;
+            continue;
+        }
         const std::string network =
             i < graphs.size() && graphs[i] && !graphs[i]->name().empty()
                 ? dnncost::detail::concat("network '", graphs[i]->name(), "' (", i + 1, " of ", values.size(), ")")
                 : dnncost::detail::concat("network ", i + 1, " of ", values.size());
-        throw prediction_error(
-            printable(dnncost::detail::concat(model, ": predicts ", values[i], " for ", network, " (", problem, ")")),
-            i, values[i]);
+        raise_prediction(dnncost::detail::concat(model, ": predicts ", v, " for ", network, " (", cost_problem(v), ")"),
+                         i, v);
     }
 }
 
@@ -101,19 +125,23 @@ public:
     virtual std::string preset() const = 0;
     virtual FitResult fit(const train::TrainData& train, const train::TrainData& validation,
                           const FitOptions& options) = 0;
-    /// Predictions in the target's own unit, one per graph; never negative or non-finite.
-    /// @throws prediction_error naming the model (name()) and the graph's position otherwise
+    /// Predictions in the target's own unit, one per graph; never negative or non-finite: a
+    /// linear extrapolation below zero is 0 (floor_costs).
+    /// @throws prediction_error naming the model (name()) and the network for a value that is
+    ///         not finite or far below zero (a corrupt model)
     std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const {
         auto out = compute(graphs);
         std::vector<double> values;
         values.reserve(out.size());
         for (const auto& p : out) values.push_back(p.mean);
-        check_costs(values, name(), graphs);
-        for (std::size_t i = 0; i < out.size(); ++i)
+        floor_costs(values, name(), graphs, cost_scale());
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            out[i].mean = values[i];
             if (!std::isfinite(out[i].sigma))
-                throw prediction_error(printable(dnncost::detail::concat(name(), ": uncertainty ", out[i].sigma,
-                                                                         " of network ", i + 1, " is not finite")),
-                                       i, out[i].sigma);
+                raise_prediction(dnncost::detail::concat(name(), ": uncertainty ", out[i].sigma, " of network ", i + 1,
+                                                         " is not finite"),
+                                 i, out[i].sigma);
+        }
         return out;
     }
     /// The predictions' means alone, one per graph (what the metrics of train/metrics.hpp take).
@@ -141,6 +169,9 @@ public:
 protected:
     /// The predictions predict() checks and returns.
     virtual std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const = 0;
+    /// The model's typical cost (its label scale), which bounds how far below zero a prediction
+    /// may extrapolate before it is an error (floor_costs); 0: not at all.
+    virtual double cost_scale() const { return 0.0; }
 
 private:
     std::string m_source;

@@ -296,10 +296,10 @@ public:
     /// Predictions in the target's unit on `threads` threads (0: hardware concurrency). A model
     /// whose network adds nothing (network_is_zero) encodes only the graph-level aggregates its
     /// additive path reads.
-    /// @throws prediction_error for a negative or non-finite prediction (Estimator::predict)
+    /// Floored at zero as Estimator::predict floors. @throws prediction_error as it does
     std::vector<double> predict_mean(std::span<const graph::Graph* const> graphs, unsigned threads) const {
         auto out = unchecked_mean(graphs, threads);
-        check_costs(out, name(), graphs);
+        floor_costs(out, name(), graphs, m_scale);
         return out;
     }
     using Estimator::predict_mean;
@@ -514,6 +514,7 @@ public:
 private:
     static std::uint64_t hash_for(std::string_view preset) { return io::fnv1a64(preset, config_hash()); }
 
+    double cost_scale() const override { return m_scale; }
     std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
         const auto mean = unchecked_mean(graphs, m_threads);
         std::vector<Prediction> out;

@@ -268,7 +268,10 @@ public:
         return predict_encoded(encode(graphs, &pool), &pool);
     }
 
+    double target_scale(std::size_t k) const override { return k < m_target_scale.size() ? m_target_scale[k] : 0.0; }
+
 protected:
+    double cost_scale() const override { return target_scale(0); }
     /// The first target's predictions.
     std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
         const auto p = compute_targets(graphs);

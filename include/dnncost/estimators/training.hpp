@@ -58,9 +58,9 @@ namespace detail {
 /// A prediction_error of `est` re-raised naming the network (`network`) instead of its position.
 [[noreturn]] inline void rethrow_naming(const prediction_error& e, const Estimator& est, std::size_t offset,
                                         const std::string& network) {
-    throw prediction_error(printable(dnncost::detail::concat(est.name(), ": predicts ", e.value(), " for ", network,
-                                                             " (", cost_problem(e.value()), ")")),
-                           offset + e.index(), e.value());
+    raise_prediction(dnncost::detail::concat(est.name(), ": predicts ", e.value(), " for ", network, " (",
+                                             cost_problem(e.value()), ")"),
+                     offset + e.index(), e.value());
 }
 inline std::string item_name(const train::Dataset& ds, std::size_t item) {
     return dnncost::detail::concat("'", ds.key(item), "' (", ds.source(), ":", ds.line(item), ")");
@@ -196,7 +196,7 @@ inline TrainReport train_estimator(const train::Dataset& ds, const TrainRequest&
         raise<config_error>("--target names ", r.targets.size(), " columns; preset '", r.preset,
                             r.ensemble >= 2 ? "' ensembles" : "'", " learn one (perfsage learns several)");
     auto [items, spaces] = balance_spaces(ds, out.split.train, r.default_space, r.split.seed);
-    out.upsampled = items.size() != out.split.train.size();
+    out.upsampled = spaces >= 2 && static_cast<double>(spaces) * min_space_share < 1.0;
     out.spaces = spaces;
     out.training_examples = items.size();
     if (out.upsampled)
