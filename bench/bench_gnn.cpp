@@ -344,10 +344,10 @@ void BM_HifiSageFullTraining(benchmark::State& state) {
     estimators::FitResult r;
     for (auto _ : state) {
         estimators::HiFiSage est;
+        est.set_options({.precision = state.range(1) != 0 ? Precision::bf16 : Precision::fp32});
         estimators::FitOptions o;
         o.seed = 7;
         o.threads = static_cast<unsigned>(state.range(0));
-        o.precision = state.range(1) != 0 ? Precision::bf16 : Precision::fp32;
         r = est.fit(data.train, data.val, o);
     }
     state.counters["epochs"] = r.epochs;

@@ -157,16 +157,21 @@ int main(int argc, char** argv) try {
             const auto truth = ds.values(split.test, device);
             for (const auto& preset : presets) {
                 std::unique_ptr<estimators::Estimator> est;
+                // the GEMM arithmetic and the model selection, for the presets that have them
+                estimators::PresetSettings settings;
+                for (const auto& o : estimators::preset_options().at(preset)) {
+                    if (o.name == "precision") settings["precision"] = std::string(nn::to_string(precision));
+                    if (o.name == "keep") settings["keep"] = std::string(estimators::to_string(keep));
+                }
                 if (ensemble >= 2)
-                    est = estimators::make_ensemble(preset, ensemble);
+                    est = estimators::make_ensemble(preset, ensemble, estimators::EnsembleEstimator::Resample::bootstrap,
+                                                    settings);
                 else
-                    est = estimators::make_estimator(preset);
+                    est = estimators::make_estimator(preset, settings);
                 estimators::FitOptions fo;
                 fo.seed = static_cast<std::uint64_t>(seed);
                 fo.max_epochs = std::stoi(arg["--epochs"]);
                 fo.threads = dopt.threads;
-                fo.precision = precision;
-                fo.keep = keep;
                 const auto fit = est->fit(ds.subset(split.train, device), ds.subset(split.validation, device), fo);
                 const auto pred = est->predict(ds.graphs(split.test));
                 std::vector<double> mean;

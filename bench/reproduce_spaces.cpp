@@ -108,7 +108,7 @@ int main(int argc, char** argv) try {
     }
     const auto presets = split_list(arg["--presets"]);
     for (const auto& p : presets) (void)estimators::make_estimator(p);
-    const auto signs = estimators::RidgeFit::parse_signs(arg["--coefficients"]);
+    (void)estimators::RidgeFit::parse_signs(arg["--coefficients"]);  // fail early on a typo
     const std::string mode = arg["--mode"];
     if (mode != "specialised" && mode != "generalised" && mode != "multi" && mode != "onnx")
         raise<config_error>("--mode takes specialised, generalised, multi or onnx, got '", mode, "'");
@@ -229,18 +229,19 @@ int main(int argc, char** argv) try {
                 // per target alone, or (multi mode, a multi-target preset) all at once
                 std::vector<std::vector<std::string>> fits;
                 if (mode == "multi" &&
-                    estimators::make_estimator(preset)->max_targets() >= static_cast<int>(targets.size()))
+                    estimators::max_targets(*estimators::make_estimator(preset)) >= static_cast<int>(targets.size()))
                     fits.push_back(targets);
                 else
                     for (const auto& t : targets) fits.push_back({t});
                 for (const auto& ts : fits) {
-                    auto est = estimators::make_estimator(preset);
-                    if (auto* additive = dynamic_cast<estimators::AdditiveEstimator*>(est.get()))
-                        additive->set_signs(signs);
-                    const auto fit = est->fit_targets(multi(task.train, ts), multi(task.validation, ts), fo);
+                    auto est = estimators::make_estimator(
+                        preset, preset == "additive" ? estimators::PresetSettings{{"coefficients", arg["--coefficients"]}}
+                                                     : estimators::PresetSettings{});
+                    const auto fit =
+                        estimators::fit_targets(*est, multi(task.train, ts), multi(task.validation, ts), fo);
                     for (const auto& [label, items] : task.tests) {
                         const auto graphs = ds.graphs(items);
-                        const auto pred = est->predict_targets(graphs);
+                        const auto pred = estimators::predict_targets(*est, graphs);
                         for (std::size_t k = 0; k < ts.size(); ++k) {
                             const auto truth = ds.values(items, ts[k]);
                             const auto ev = train::evaluate(pred[k], truth);

@@ -142,9 +142,9 @@ TEST_CASE(
         plain.fit(d.train, d.val, o);
         CHECK(plain.precision() == Precision::fp32);
     }
-    o.precision = Precision::fp32;
+    a.set_options({.precision = Precision::fp32});
     a.fit(d.train, d.val, o);
-    o.precision = Precision::bf16;
+    b.set_options({.precision = Precision::bf16});
     b.fit(d.train, d.val, o);
     CHECK(a.precision() == Precision::fp32);
     CHECK(b.precision() == Precision::bf16);
@@ -168,10 +168,10 @@ TEST_CASE(
     estimators::FitOptions o;
     o.threads = 1;
     o.max_epochs = 3;
-    o.precision = Precision::bf16;
+    est.set_options({.precision = Precision::bf16});
     est.fit(d.train, d.val, o);
-    const auto bytes = est.save();
-    auto loaded = GnnEstimator<gnn_only>::load(bytes, "bf16test");
+    const auto bytes = est.serialize();
+    auto loaded = GnnEstimator<gnn_only>::deserialize(bytes, "bf16test");
     CHECK(loaded.precision() == Precision::bf16);
     const auto p_here = est.predict_mean(d.val.graphs, 1);
     CHECK(loaded.predict_mean(d.val.graphs, 1) == p_here);  // same machine, same arithmetic: bit-identical
@@ -211,13 +211,13 @@ TEST_CASE(
     const std::size_t at = 4 + 8 + preset.size();
     std::string v2 = c.payload.substr(0, at) + c.payload.substr(at + 4 + 1);
     v2[0] = 2;
-    const auto old = GnnEstimator<gnn_only>::load(io::write_container("bf16test", c.config_hash, v2), "bf16test");
+    const auto old = GnnEstimator<gnn_only>::deserialize(io::write_container("bf16test", c.config_hash, v2), "bf16test");
     CHECK(old.precision() == Precision::fp32);
     // an unknown precision code is a clear error
     std::string bad = c.payload;
     bad[at] = 7;
     CHECK_THROWS_WITH_AS(
-        GnnEstimator<gnn_only>::load(io::write_container("bf16test", c.config_hash, bad), "bf16test", "m.dnnc"),
+        GnnEstimator<gnn_only>::deserialize(io::write_container("bf16test", c.config_hash, bad), "bf16test", "m.dnnc"),
         doctest::Contains("precision code 7"), parse_error);
 }
 

@@ -139,8 +139,8 @@ TEST_CASE("model selection forced: keep = untrained is the additive baseline, ke
     estimators::FitOptions o;
     o.threads = 1;
     o.max_epochs = 3;
-    o.keep = estimators::Keep::untrained;
     GnnEstimator<test::additive_preset> untrained;
+    untrained.set_options({.keep = estimators::Keep::untrained});
     const auto ru = untrained.fit(d.train, d.val, o);
     CHECK(ru.summary.find("-> untrained network kept (keep = untrained)") != std::string::npos);
     const auto pu = untrained.predict_mean(d.val.graphs, 1);
@@ -149,8 +149,8 @@ TEST_CASE("model selection forced: keep = untrained is the additive baseline, ke
 
     // The same seed trains the same epochs; keep = trained ends with the best of them, whose
     // validation score fit() reports, and which is not the additive baseline.
-    o.keep = estimators::Keep::trained;
     GnnEstimator<test::additive_preset> trained;
+    trained.set_options({.keep = estimators::Keep::trained});
     const auto rt = trained.fit(d.train, d.val, o);
     CHECK(rt.summary.find("-> trained network kept (keep = trained)") != std::string::npos);
     const auto pt = trained.predict_mean(d.val.graphs, 1);

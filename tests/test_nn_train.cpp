@@ -258,19 +258,19 @@ TEST_CASE("GnnEstimator: fit, predict, save/load round trip and bad files") {
     const auto p = est.predict_mean(d.val.graphs, 1);
     REQUIRE(p.size() == d.val.size());
     for (double x : p) CHECK(std::isfinite(x));
-    const std::string bytes = est.save();
-    auto back = Tiny::load(bytes, "tiny");
+    const std::string bytes = est.serialize();
+    auto back = Tiny::deserialize(bytes, "tiny");
     CHECK(back.predict_mean(d.val.graphs, 1) == p);
     CHECK(back.label_scale() == est.label_scale());
     // wrong preset name / configuration, truncation, corruption
-    CHECK_THROWS_AS(Tiny::load(bytes, "other"), parse_error);
-    CHECK_THROWS_AS(estimators::HiFiSage::load(bytes, "tiny"), parse_error);
-    CHECK_THROWS_AS(Tiny::load(std::string_view(bytes).substr(0, bytes.size() / 2), "tiny"), parse_error);
+    CHECK_THROWS_AS(Tiny::deserialize(bytes, "other"), parse_error);
+    CHECK_THROWS_AS(estimators::HiFiSage::deserialize(bytes, "tiny"), parse_error);
+    CHECK_THROWS_AS(Tiny::deserialize(std::string_view(bytes).substr(0, bytes.size() / 2), "tiny"), parse_error);
     std::string bad = bytes;
     bad[bad.size() / 2] ^= 0x55;
-    CHECK_THROWS_AS(Tiny::load(bad, "tiny"), parse_error);
+    CHECK_THROWS_AS(Tiny::deserialize(bad, "tiny"), parse_error);
     try {
-        (void)estimators::HiFiSage::load(bytes, "tiny");
+        (void)estimators::HiFiSage::deserialize(bytes, "tiny");
     } catch (const parse_error& e) {
         CHECK(std::string(e.what()).find("configuration") != std::string::npos);
     }

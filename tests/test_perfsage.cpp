@@ -185,14 +185,14 @@ TEST_CASE("PerfSAGE: learns latency-like and peak-memory targets at once, saves 
     train::MultiTrainData va{{ptrs.begin() + 32, ptrs.end()}, {}, {"latency", "memory"}};
     va.targets = {{macs.begin() + 32, macs.end()}, {mem.begin() + 32, mem.end()}};
     estimators::PerfSageEstimator est;
+    est.set_options({.precision = nn::Precision::fp32});
     estimators::FitOptions fo;
     fo.seed = 1;
     fo.max_epochs = 25;
     fo.threads = 1;
-    fo.precision = nn::Precision::fp32;
     const auto fit = est.fit_targets(tr, va, fo);
     CHECK(fit.epochs >= 1);
-    const auto p = est.predict_targets(all.subspan(32));
+    const auto p = estimators::predict_targets(est, all.subspan(32));
     REQUIRE(p.size() == 2);
     CHECK(train::spearman(p[0], va.targets[0]) > 0.7);
     CHECK(train::spearman(p[1], va.targets[1]) > 0.7);
@@ -200,11 +200,12 @@ TEST_CASE("PerfSAGE: learns latency-like and peak-memory targets at once, saves 
     const auto bytes = est.serialize();
     const auto back = estimators::load_estimator(bytes, "mem");
     CHECK(back->preset() == "perfsage");
-    CHECK(back->predict_targets(all.subspan(32)) == p);
-    CHECK(back->max_targets() > 1);
+    CHECK(estimators::predict_targets(*back, all.subspan(32)) == p);
+    CHECK(estimators::max_targets(*back) > 1);
+    CHECK(estimators::target_names(*back) == std::vector<std::string>{"latency", "memory"});
     // one-target presets refuse two targets with a message naming the preset
     auto additive = estimators::make_estimator("additive");
-    CHECK_THROWS_WITH_AS(additive->fit_targets(tr, va, fo), doctest::Contains("'additive' learns one quantity"),
+    CHECK_THROWS_WITH_AS(estimators::fit_targets(*additive, tr, va, fo), doctest::Contains("'additive' learns one quantity"),
                          config_error);
     auto corrupt = bytes;
     corrupt[corrupt.size() / 2] ^= 0x5a;

@@ -101,10 +101,12 @@ public:
                               const estimators::FitOptions&) override {
         raise<not_implemented>("FixedEstimator::fit");
     }
-    std::vector<estimators::Prediction> predict(std::span<const graph::Graph* const> graphs) const override {
+    std::string serialize() const override { return {}; }
+
+protected:
+    std::vector<estimators::Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
         return std::vector<estimators::Prediction>(graphs.size(), {m_ms, 0.0});
     }
-    std::string serialize() const override { return {}; }
 
 private:
     double m_ms;
@@ -119,14 +121,16 @@ public:
                               const estimators::FitOptions&) override {
         raise<not_implemented>("KernelEstimator::fit");
     }
-    std::vector<estimators::Prediction> predict(std::span<const graph::Graph* const> graphs) const override {
-        std::vector<estimators::Prediction> r;
-        for (const auto* g : graphs) r.push_back({cost(*g).total_ms, 0.0});
-        return r;
-    }
     std::string serialize() const override { return {}; }
     std::optional<std::vector<cost::ChannelGradient>> channel_gradient(const graph::Graph&) const override {
         return std::vector<cost::ChannelGradient>{{0, 4, 8, 0.25, 0.5}};
+    }
+
+protected:
+    std::vector<estimators::Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
+        std::vector<estimators::Prediction> r;
+        for (const auto* g : graphs) r.push_back({cost(*g).total_ms, 0.0});
+        return r;
     }
 };
 

@@ -156,7 +156,7 @@ inline void run(Args& a) {
     o.search.interval_coverage = a.coverage;
     o.search.seed = a.seed;
     o.search.fit.max_epochs = a.epochs;
-    o.search.fit.keep = estimators::keep_from_string(a.keep).value_or(estimators::Keep::automatic);
+    if (a.keep != "auto") o.search.estimator_settings["keep"] = a.keep;
     o.harness = a.flags.checked_harness();
     o.pool = a.flags.pool();
     std::vector<std::pair<double, double>> reference;

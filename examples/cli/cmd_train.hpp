@@ -1,6 +1,7 @@
 #pragma once
 // `dnncost train`, `dnncost eval`, `dnncost predict`: learn a cost estimator from measurements,
-// evaluate a saved one, predict with it.
+// evaluate a saved one, predict with it. Each callback parses, calls one library function of
+// estimators/training.hpp and prints what it returns (text, or one JSON document with --json).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,27 +9,28 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common.hpp"
+#include "estimator_options.hpp"
 
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/estimators/additive.hpp>
+#include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/registry.hpp>
+#include <dnncost/estimators/training.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/measure/store.hpp>
+#include <dnncost/nn/kernels/cpu_features.hpp>
 #include <dnncost/spaces/registry.hpp>
 #include <dnncost/train/computed_targets.hpp>
 #include <dnncost/train/dataset.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
-#include <dnncost/train/upsample.hpp>
 
 namespace dnncost::cli {
 
@@ -89,75 +91,10 @@ inline train::Dataset load(const std::string& path, const std::string& space, co
     return ds;
 }
 
-/// Operator types a model never saw in training, over many inputs; warn() says it once.
-struct UnknownOperators {
-    std::set<std::string> types;
-    std::size_t inputs = 0, total = 0;
-    template <class Graphs>
-    void add(const estimators::Estimator& est, const Graphs& graphs) {
-        for (const graph::Graph* g : graphs) {
-            const auto u = estimators::unknown_operators(est, *g);
-            inputs += !u.empty();
-            types.insert(u.begin(), u.end());
-            ++total;
-        }
-    }
-    void warn() const {
-        if (types.empty()) return;
-        std::string list;
-        for (const auto& t : types) list += (list.empty() ? "" : ", ") + t;
-        std::cerr << "dnncost: warning: " << inputs << " of " << total
-                  << " input(s) contain operator types the model never saw in training (" << list
-                  << "): their predictions are extrapolations\n";
-    }
-};
-
-/// Predictions for the given items, in chunks, so that a whole NB201 data set (4 GB of graphs)
-/// is never built at once.
-inline std::vector<estimators::Prediction> predict_items(const estimators::Estimator& est, const train::Dataset& ds,
-                                                         const std::vector<std::size_t>& items) {
-    constexpr std::size_t chunk = 2048;
-    std::vector<estimators::Prediction> out;
-    out.reserve(items.size());
-    UnknownOperators unknown;
-    for (std::size_t s = 0; s < items.size(); s += chunk) {
-        const auto part = std::span(items).subspan(s, std::min(chunk, items.size() - s));
-        const auto graphs = ds.graphs(part);
-        unknown.add(est, graphs);
-        const auto p = est.predict(graphs);
-        out.insert(out.end(), p.begin(), p.end());
-    }
-    unknown.warn();
-    return out;
-}
-
-/// A non-finite prediction (a corrupted or diverged model) is an error naming the input; a
-/// negative one is reported once on stderr (a linear head extrapolating past its data).
-template <class Name>
-void check_predictions(const std::vector<estimators::Prediction>& p, Name&& name) {
-    std::size_t negative = 0, first = 0;
-    for (std::size_t i = 0; i < p.size(); ++i) {
-        if (!std::isfinite(p[i].mean) || !std::isfinite(p[i].sigma))
-            raise<error>("the model predicts a non-finite value (", p[i].mean, ") for '", name(i),
-                         "': the model file is corrupt or the input lies far outside its training data");
-        if (p[i].mean < 0 && negative++ == 0) first = i;
-    }
-    if (negative > 0)
-        std::cerr << "dnncost: warning: " << negative << " negative prediction(s), first for '" << name(first)
-                  << "': the estimator extrapolates outside its training data\n";
-}
-
-inline std::vector<double> means(const std::vector<estimators::Prediction>& p) {
-    std::vector<double> m;
-    m.reserve(p.size());
-    for (const auto& x : p) m.push_back(x.mean);
-    return m;
-}
-
 /// One stderr line on the GEMM arithmetic an estimator runs with: always when `always`, else
 /// only for emulated bf16 (slow); nothing for an estimator without GEMMs.
 inline void note_precision(const estimators::Estimator& est, const char* what, bool always) {
-    const auto p = est.precision();
+    const auto p = estimators::precision_of(est);
     if (!p || !(always || (*p == nn::Precision::bf16 && !nn::kernels::bf16_in_hardware()))) return;
     std::cerr << "dnncost: " << what << " in " << nn::to_string(*p);
     if (*p == nn::Precision::bf16) {
@@ -209,89 +146,47 @@ inline std::vector<std::string> target_list(const std::string& spec) {
     return out;
 }
 
-/// The search space a data-set key names ("onnx" for a model path).
-inline std::string space_of_key(const std::string& key, const std::string& default_space) {
-    if (const auto q = spaces::split_qualified(key)) return std::string(q->space->name);
-    return default_space;
+inline void warn_unknown(const estimators::UnknownOperators& u) {
+    if (const auto w = u.warning(); !w.empty()) std::cerr << "dnncost: warning: " << w << '\n';
 }
 
-/// Predictions of every target for the given items, in chunks: [target][item].
-inline std::vector<std::vector<double>> predict_targets_items(const estimators::Estimator& est,
-                                                              const train::Dataset& ds,
-                                                              const std::vector<std::size_t>& items) {
-    constexpr std::size_t chunk = 2048;
-    std::vector<std::vector<double>> out;
-    UnknownOperators unknown;
-    for (std::size_t s = 0; s < items.size(); s += chunk) {
-        const auto part = std::span(items).subspan(s, std::min(chunk, items.size() - s));
-        const auto graphs = ds.graphs(part);
-        unknown.add(est, graphs);
-        const auto p = est.predict_targets(graphs);
-        if (out.empty()) out.resize(p.size());
-        for (std::size_t k = 0; k < p.size(); ++k) out[k].insert(out[k].end(), p[k].begin(), p[k].end());
-    }
-    unknown.warn();
-    return out;
-}
+// ------------------------------------------------------------------ train
 
-inline std::vector<estimators::Prediction> as_predictions(const std::vector<double>& v) {
-    std::vector<estimators::Prediction> p;
-    for (double x : v) p.push_back({x, 0.0});
-    return p;
-}
+struct TrainArgs {
+    std::string data, space = "nb201", space_options, target, preset, sampling = "random", proxy = "macs", out;
+    std::size_t n_train = 100, n_val = 100, n_test = 0;
+    std::uint64_t seed = 0;
+    int ensemble = 0, epochs = -1, patience = -1;
+    unsigned threads = 0;
+    bool strict = false, json_out = false;
+    ReportFile report;
+    CLI::Option* proxy_opt = nullptr;
+    std::shared_ptr<PresetOptionValues> preset_options;
+};
 
-}  // namespace train_detail
-
-inline void add_train_commands(CLI::App& app, Context& ctx) {
-    namespace td = train_detail;
-    // ------------------------------------------------------------------ train
-    struct TrainArgs {
-        std::string data, space = "nb201", space_options, target, preset, sampling = "random", proxy = "macs", out,
-                          report;
-        std::size_t n_train = 100, n_val = 100, n_test = 0;
-        std::uint64_t seed = 0;
-        int ensemble = 0, epochs = -1, patience = -1;
-        unsigned threads = 0;
-        std::string precision = "auto";
-        std::string keep = "auto";
-        std::string coefficients = "either";
-        bool strict = false;
-    };
-    auto targs = std::make_shared<TrainArgs>();
-    auto* train =
-        app.add_subcommand("train", "Train a cost estimator on measured data, evaluate it on a held-out test split");
-    train->add_option("--data", targs->data, "CSV: a key column (arch string or ONNX path) + measured columns")
+inline void add_train_options(CLI::App& cmd, TrainArgs& a) {
+    cmd.add_option("--data", a.data, "CSV: a key column (arch string or ONNX path) + measured columns")->required();
+    add_space_options(cmd, a.space, a.space_options);
+    cmd.add_option("--target", a.target,
+                   "Column to learn (e.g. pixel3), or several, comma-separated, learnt by one model of a "
+                   "multi-target preset (perfsage: e.g. latency_ms,peak_memory_bytes); ir_peak_memory_bytes is "
+                   "computed from each graph (weights + exact sequential peak of activations), no column needed")
         ->required();
-    add_space_options(*train, targs->space, targs->space_options);
-    train
-        ->add_option("--target", targs->target,
-                     "Column to learn (e.g. pixel3), or several, comma-separated, learnt by one model of a "
-                     "multi-target preset (perfsage: e.g. latency_ms,peak_memory_bytes); ir_peak_memory_bytes is "
-                     "computed from each graph (weights + exact sequential peak of activations), no column needed")
-        ->required();
-    train->add_option("--train", targs->n_train, "Number of training samples")->transform(check::integer(1, 100000000));
-    train->add_option("--val", targs->n_val, "Number of validation samples (early stopping / model selection)")
+    cmd.add_option("--train", a.n_train, "Number of training samples")->transform(check::integer(1, 100000000));
+    cmd.add_option("--val", a.n_val, "Number of validation samples (early stopping / model selection)")
         ->transform(check::integer(0, 100000000));
-    train->add_option("--test", targs->n_test, "Number of test samples (0: all remaining rows)")
+    cmd.add_option("--test", a.n_test, "Number of test samples (0: all remaining rows)")
         ->transform(check::integer(0, 100000000));
-    train->add_option("--seed", targs->seed, "Seed of the split and of training")->transform(check::seed());
-    train
-        ->add_option(
-            "--preset", targs->preset,
-            "Estimator preset: " +
-                [] {
-                    std::string s;
-                    for (const auto& n : estimators::estimator_names()) s += (s.empty() ? "" : " | ") + n;
-                    return s;
-                }())
+    cmd.add_option("--seed", a.seed, "Seed of the split and of training")->transform(check::seed());
+    cmd.add_option("--preset", a.preset, "Estimator preset: " + preset_list())
         ->required()
         ->check(CLI::IsMember(estimators::estimator_names()));
-    train->add_option("--ensemble", targs->ensemble, "Train an ensemble of K members (K >= 2) and report sigma")
+    cmd.add_option("--ensemble", a.ensemble, "Train an ensemble of K members (K >= 2) and report sigma")
         ->transform(check::integer(0, 64, "an ensemble size in [0, 64] (0 or 1: a single model)"));
-    train->add_option("--sampling", targs->sampling, "Training-set sampling: random | uniform (MAPLE-Edge targeted)")
+    cmd.add_option("--sampling", a.sampling, "Training-set sampling: random | uniform (MAPLE-Edge targeted)")
         ->check(CLI::IsMember({"random", "uniform"}));
-    auto* proxy_opt = train->add_option("--proxy", targs->proxy,
-                                        "Proxy ranking the candidates for uniform sampling: macs | a column");
+    a.proxy_opt =
+        cmd.add_option("--proxy", a.proxy, "Proxy ranking the candidates for uniform sampling: macs | a column");
     const auto minus_one_or_positive = CLI::Validator(
         [](std::string& s) -> std::string {
             const auto v = check::whole<std::int64_t>(s);
@@ -301,189 +196,246 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
             return {};
         },
         "-1 | INT in [1, 10^6]");
-    train->add_option("--epochs", targs->epochs, "Maximum epochs (-1: the preset's default)")
+    cmd.add_option("--epochs", a.epochs, "Maximum epochs (-1: the preset's default)")->transform(minus_one_or_positive);
+    cmd.add_option("--patience", a.patience, "Early-stopping patience (-1: the preset's default)")
         ->transform(minus_one_or_positive);
-    train->add_option("--patience", targs->patience, "Early-stopping patience (-1: the preset's default)")
-        ->transform(minus_one_or_positive);
-    train->add_option("--threads", targs->threads, "Threads (0: all cores)")
+    cmd.add_option("--threads", a.threads, "Threads (0: all cores)")
         ->transform(check::integer(0, 1024, "a thread count in [0, 1024]"));
-    train
-        ->add_option("--precision", targs->precision,
-                     "GEMM arithmetic, saved with the model: auto (bf16 where the CPU has AMX or AVX512-BF16, else "
-                     "fp32) | bf16 (inputs rounded to bfloat16, fp32 accumulation; emulated without either) | fp32")
-        ->check(CLI::IsMember({"auto", "bf16", "fp32"}));
-    train
-        ->add_option(
-            "--keep", targs->keep,
-            "Model selection of GNN presets: auto (the trained network only if it beats the untrained one out of bag) "
-            "| trained (the best validation epoch) | untrained (the initial network: its additive path, if any)")
-        ->check(CLI::IsMember({"auto", "trained", "untrained"}));
-    auto* coefficients_opt =
-        train->add_option("--coefficients", targs->coefficients,
-                     "Signs of the additive preset's per-operator costs: either (free or non-negative, whichever "
-                     "validates better) | nonnegative (every operator costs time; safer for networks unlike the "
-                     "training ones) | free")
-        ->check(CLI::IsMember({"either", "nonnegative", "free"}));
-    train->add_flag("--strict", targs->strict, "Reject the data set at the first bad row instead of skipping it");
-    train->add_option("--out", targs->out, "Where to save the model (.dnnc)")->required()->check(check::output_path());
-    train->add_option("--report", targs->report, "Write a JSON report of the test metrics")
-        ->check(check::output_path());
-    train->callback([targs, proxy_opt, coefficients_opt, &ctx] {
-        cap_threads(targs->threads);
-        const auto& a = *targs;
-        const auto sampling = train::parse_sampling(a.sampling);
-        if (proxy_opt->count() > 0 && sampling != train::Sampling::uniform)
-            raise<config_error>("--proxy ranks candidates for --sampling uniform only (sampling is '", a.sampling,
-                                "')");
-        // fail before loading and training, not after
-        io::check_distinct_outputs({{"--data", a.data}, {"--out", a.out}, {"--report", a.report}});
-        io::check_writable(a.out);
-        if (!a.report.empty()) io::check_writable(a.report);
-        const auto targets = td::target_list(a.target);
-        std::vector<std::string> columns = targets;
-        const bool proxy_is_column = sampling == train::Sampling::uniform && a.proxy != "macs";
-        if (proxy_is_column && std::find(columns.begin(), columns.end(), a.proxy) == columns.end())
-            columns.push_back(a.proxy);
-        auto ds = td::load(a.data, a.space, a.space_options, columns, a.strict);
+    a.preset_options = add_preset_options(cmd);
+    cmd.add_flag("--strict", a.strict, "Reject the data set at the first bad row instead of skipping it");
+    cmd.add_option("--out", a.out, "Where to save the model (.dnnc)")->required()->check(check::output_path());
+    cmd.add_flag("--json", a.json_out, "Print the report (test metrics, split, fit) as one JSON document");
+    a.report.add(cmd);
+}
 
-        std::vector<double> proxy;
-        if (sampling == train::Sampling::uniform) {
-            if (proxy_is_column) {
-                proxy = ds.column(a.proxy);
-            } else {
-                proxy = ds.map_graphs([](const graph::Graph& g) { return cost::total_cost(g).macs; });
-            }
-        }
-        const auto split = train::make_split(ds.size(), {a.n_train, a.n_val, a.n_test, sampling, a.seed}, proxy);
-        std::cerr << "dnncost: split (seed " << a.seed << ", " << train::to_string(sampling)
-                  << "): " << split.train.size() << " train, " << split.validation.size() << " validation, "
-                  << split.test.size() << " test\n";
+/// The report of a training run: the test metrics (flat for one target, by target for several)
+/// and how the model was made.
+inline json train_json(const TrainArgs& a, const estimators::TrainReport& r) {
+    json j;
+    if (r.test.size() == 1)
+        j = evaluation_json(r.test[0].accuracy);
+    else
+        for (const auto& t : r.test) j["targets"][t.target] = evaluation_json(t.accuracy);
+    if (r.coverage_2sigma) {
+        j["coverage_2sigma"] = *r.coverage_2sigma;
+        j["ensemble"] = a.ensemble;
+    }
+    j["preset"] = r.model->preset();
+    j["target"] = a.target;
+    j["data"] = a.data;
+    j["seed"] = a.seed;
+    j["sampling"] = a.sampling;
+    j["n_train"] = r.split.train.size();
+    j["n_val"] = r.split.validation.size();
+    j["n_test"] = r.split.test.size();
+    j["epochs"] = r.fit.epochs;
+    j["train_seconds"] = r.fit.seconds;
+    j["validation_metric"] = r.fit.validation_metric;
+    j["best_validation"] = r.fit.best_validation;
+    j["selection"] = r.fit.summary;
+    if (const auto p = estimators::precision_of(*r.model)) j["precision"] = nn::to_string(*p);
+    return j;
+}
 
-        std::unique_ptr<estimators::Estimator> est;
-        if (a.ensemble >= 2)
-            est = estimators::make_ensemble(a.preset, a.ensemble);
-        else if (a.ensemble == 0 || a.ensemble == 1)
-            est = estimators::make_estimator(a.preset);
-        else
-            raise<config_error>("--ensemble must be >= 2 (or 0 for a single model), got ", a.ensemble);
-        if (coefficients_opt->count() > 0) {
-            auto* additive = dynamic_cast<estimators::AdditiveEstimator*>(est.get());
-            if (!additive)
-                raise<config_error>("--coefficients applies to a single additive model, not to preset '", a.preset,
-                                    a.ensemble >= 2 ? "' ensembles" : "'");
-            additive->set_signs(estimators::RidgeFit::parse_signs(a.coefficients));
-        }
-        if (targets.size() > 1 && (a.ensemble >= 2 || static_cast<int>(targets.size()) > est->max_targets()))
-            raise<config_error>("--target names ", targets.size(), " columns; preset '", a.preset,
-                                a.ensemble >= 2 ? "' ensembles" : "'", " learn one (perfsage learns several)");
+inline void print_train(const TrainArgs& a, const estimators::TrainReport& r) {
+    std::cout << "preset " << r.model->preset()
+              << (a.ensemble >= 2 ? " x" + std::to_string(a.ensemble) + " ensemble" : "") << ", target " << a.target
+              << ", " << r.fit.epochs << " epochs, " << std::setprecision(3) << r.fit.seconds << " s\n";
+    for (const auto& t : r.test) {
+        const std::string label = r.test.size() > 1 ? "test " + t.target : std::string("test");
+        print_metrics(std::cout, label, t.accuracy.all);
+        print_metrics(std::cout, label + ", non-degenerate", t.accuracy.non_degenerate);
+    }
+    if (r.coverage_2sigma) std::cout << "coverage of ±2 sigma: " << *r.coverage_2sigma << '\n';
+}
 
-        // Several search spaces: every space makes up at least 10 % of the training examples.
-        auto train_items = split.train;
-        {
-            std::vector<std::string> group;
-            for (auto i : split.train) group.push_back(td::space_of_key(ds.key(i), a.space));
-            std::vector<std::string> distinct = group;
-            std::sort(distinct.begin(), distinct.end());
-            distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-            if (distinct.size() >= 2 && distinct.size() < 10) {
-                std::vector<std::size_t> up;
-                for (auto k : train::upsample(group, 0.10, a.seed)) up.push_back(split.train[k]);
-                train_items = std::move(up);
-                std::cerr << "dnncost: " << distinct.size() << " search spaces in the training split; upsampled to "
-                          << train_items.size() << " training examples (each space >= 10 %)\n";
-            }
-        }
+inline void run_train(TrainArgs& a) {
+    cap_threads(a.threads);
+    const auto sampling = train::parse_sampling(a.sampling);
+    if (a.proxy_opt->count() > 0 && sampling != train::Sampling::uniform)
+        raise<config_error>("--proxy ranks candidates for --sampling uniform only (sampling is '", a.sampling, "')");
+    // fail before loading and training, not after
+    io::check_distinct_outputs({{"--data", a.data}, {"--out", a.out}, {"--report", a.report.path}});
+    io::check_writable(a.out);
+    a.report.prepare();
+    estimators::TrainRequest req;
+    req.targets = target_list(a.target);
+    req.preset = a.preset;
+    req.settings = a.preset_options->settings();
+    (void)estimators::make_estimator(a.preset, req.settings);  // an option the preset lacks fails now
+    req.ensemble = a.ensemble;
+    req.split = {a.n_train, a.n_val, a.n_test, sampling, a.seed};
+    req.default_space = a.space;
+    req.fit = {.seed = a.seed,
+               .max_epochs = a.epochs,
+               .patience = a.patience,
+               .threads = a.threads,
+               .on_epoch = [](const std::string& line) {
+                   std::cerr << line << '\n';
+                   return false;
+               }};
+    req.on_note = [](const std::string& line) { std::cerr << "dnncost: " << line << '\n'; };
+    std::vector<std::string> columns = req.targets;
+    const bool proxy_is_column = sampling == train::Sampling::uniform && a.proxy != "macs";
+    if (proxy_is_column && std::find(columns.begin(), columns.end(), a.proxy) == columns.end())
+        columns.push_back(a.proxy);
+    const auto ds = load(a.data, a.space, a.space_options, columns, a.strict);
+    if (sampling == train::Sampling::uniform)
+        req.proxy = proxy_is_column ? ds.column(a.proxy)
+                                    : ds.map_graphs([](const graph::Graph& g) { return cost::total_cost(g).macs; });
 
-        estimators::FitOptions fo;
-        fo.seed = a.seed;
-        fo.max_epochs = a.epochs;
-        fo.patience = a.patience;
-        fo.threads = a.threads;
-        fo.precision = nn::precision_from_string(a.precision);
-        fo.keep = estimators::keep_from_string(a.keep).value_or(estimators::Keep::automatic);
-        fo.on_epoch = [](const std::string& line) {
-            std::cerr << line << '\n';
-            return false;
-        };
-        const auto multi = [&](const std::vector<std::size_t>& items) { return ds.subset(items, targets); };
-        const auto fit = targets.size() > 1
-                             ? est->fit_targets(multi(train_items), multi(split.validation), fo)
-                             : est->fit(ds.subset(train_items, a.target), ds.subset(split.validation, a.target), fo);
-        if (!fit.summary.empty()) std::cerr << fit.summary << '\n';
-        td::note_precision(*est, "trained", true);
-
-        std::vector<std::vector<estimators::Prediction>> preds;
-        if (targets.size() > 1) {
-            for (const auto& p : td::predict_targets_items(*est, ds, split.test))
-                preds.push_back(td::as_predictions(p));
-        } else {
-            preds.push_back(td::predict_items(*est, ds, split.test));
-        }
-        for (const auto& pred : preds)
-            td::check_predictions(pred, [&](std::size_t i) { return ds.key(split.test[i]); });
-
-        std::cout << "preset " << est->preset()
-                  << (a.ensemble >= 2 ? " x" + std::to_string(a.ensemble) + " ensemble" : "") << ", target " << a.target
-                  << ", " << fit.epochs << " epochs, " << std::setprecision(3) << fit.seconds << " s\n";
-        json report;
-        for (std::size_t k = 0; k < targets.size(); ++k) {
-            const auto ev = train::evaluate(td::means(preds[k]), ds.values(split.test, targets[k]));
-            const std::string label = targets.size() > 1 ? "test " + targets[k] : std::string("test");
-            td::print_metrics(std::cout, label, ev.all);
-            td::print_metrics(std::cout, label + ", non-degenerate", ev.non_degenerate);
-            if (targets.size() > 1)
-                report["targets"][targets[k]] = td::evaluation_json(ev);
-            else
-                report = td::evaluation_json(ev);
-        }
-        const auto& pred = preds[0];
-        const auto truth = ds.values(split.test, targets[0]);
-        if (a.ensemble >= 2) {
-            const double cov = estimators::coverage_2sigma(pred, truth);
-            std::cout << "coverage of ±2 sigma: " << cov << '\n';
-            report["coverage_2sigma"] = cov;
-            report["ensemble"] = a.ensemble;
-        }
-        io::write_file_atomic(a.out, io::with_metadata(est->serialize(),
-                                                       {{"target", a.target},
-                                                        {"space", a.space},
-                                                        {"space_options", a.space_options},
-                                                        {"data", a.data},
-                                                        {"seed", std::to_string(a.seed)},
-                                                        {"sampling", a.sampling},
-                                                        {"n_train", std::to_string(split.train.size())},
-                                                        {"n_val", std::to_string(split.validation.size())}},
-                                                       a.out));
-        if (!a.report.empty()) {
-            report["preset"] = est->preset();
-            report["target"] = a.target;
-            report["data"] = a.data;
-            report["seed"] = a.seed;
-            report["sampling"] = a.sampling;
-            report["n_train"] = split.train.size();
-            report["n_val"] = split.validation.size();
-            report["n_test"] = split.test.size();
-            report["epochs"] = fit.epochs;
-            report["train_seconds"] = fit.seconds;
-            report["validation_metric"] = fit.validation_metric;
-            report["best_validation"] = fit.best_validation;
-            report["selection"] = fit.summary;
-            if (const auto p = est->precision()) report["precision"] = nn::to_string(*p);
-            io::write_file_atomic(a.report, report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-        }
+    const auto r = estimators::train_estimator(ds, req);
+    if (!r.fit.summary.empty()) std::cerr << r.fit.summary << '\n';
+    note_precision(*r.model, "trained", true);
+    warn_unknown(r.unknown);
+    if (!a.json_out) print_train(a, r);
+    io::write_file_atomic(a.out, io::with_metadata(r.model->serialize(),
+                                                   {{"target", a.target},
+                                                    {"space", a.space},
+                                                    {"space_options", a.space_options},
+                                                    {"data", a.data},
+                                                    {"seed", std::to_string(a.seed)},
+                                                    {"sampling", a.sampling},
+                                                    {"n_train", std::to_string(r.split.train.size())},
+                                                    {"n_val", std::to_string(r.split.validation.size())}},
+                                                   a.out));
+    const json report = train_json(a, r);
+    a.report.write(report);
+    if (a.json_out)
+        print_json(report);
+    else
         std::cout << "model saved to " << a.out << '\n';
+}
+
+// ------------------------------------------------------------------ eval
+
+struct EvalArgs {
+    std::string model, data, space = "nb201", space_options, target;
+    std::string precision = "model";
+    bool json_out = false, strict = false;
+};
+
+/// A loaded model's GEMM arithmetic set from --precision (model: as saved).
+inline void apply_precision(estimators::Estimator& est, const std::string& precision) {
+    if (const auto p = nn::precision_from_string(precision)) estimators::set_precision(est, *p);
+    note_precision(est, "predicting", false);
+}
+
+inline void run_eval(const EvalArgs& a) {
+    const auto model = load_model(a.model);
+    auto& est = *model.est;
+    check_model_use(model, a.model, a.space, a.target);
+    apply_precision(est, a.precision);
+    const auto targets = target_list(a.target);
+    const auto ds = load(a.data, a.space, a.space_options, targets, a.strict);
+    const auto r = estimators::evaluate_estimator(est, ds, targets, a.model);
+    warn_unknown(r.unknown);
+    if (r.targets.size() > 1) {
+        json j;
+        for (std::size_t k = 0; k < r.targets.size(); ++k) {
+            const auto& t = r.targets[k];
+            if (a.json_out) {
+                j["targets"][t.target] = evaluation_json(t.accuracy);
+                j["targets"][t.target]["model_target"] = r.model_targets[k];
+            } else {
+                print_metrics(std::cout, "all rows, " + t.target + " (model: " + r.model_targets[k] + ")",
+                              t.accuracy.all);
+            }
+        }
+        j["preset"] = est.preset();
+        if (a.json_out) print_json(j);
+        return;
+    }
+    const auto& ev = r.targets[0].accuracy;
+    if (a.json_out) {
+        json j = evaluation_json(ev);
+        j["preset"] = est.preset();
+        j["target"] = a.target;
+        if (const auto t = model.container.meta("target")) j["model_target"] = *t;
+        if (const auto p = estimators::precision_of(est)) j["precision"] = nn::to_string(*p);
+        if (r.coverage_2sigma) j["coverage_2sigma"] = *r.coverage_2sigma;
+        print_json(j);
+    } else {
+        print_metrics(std::cout, "all rows", ev.all);
+        print_metrics(std::cout, "non-degenerate", ev.non_degenerate);
+        if (r.coverage_2sigma) std::cout << "coverage of ±2 sigma: " << *r.coverage_2sigma << '\n';
+    }
+}
+
+// ------------------------------------------------------------------ predict
+
+struct PredictArgs {
+    std::string model, space, space_options;
+    std::vector<std::string> inputs;
+    std::string precision = "model";
+    bool json_out = false;
+};
+
+inline void run_predict(const PredictArgs& a) {
+    const auto model = load_model(a.model);
+    auto& est = *model.est;
+    const std::string space = a.space.empty() ? std::string(train::onnx_keys) : a.space;
+    check_model_use(model, a.model, space);
+    apply_precision(est, a.precision);
+    std::vector<graph::Graph> graphs;
+    graphs.reserve(a.inputs.size());
+    const auto options = spaces::space_options(a.space_options);
+    for (const auto& in : a.inputs) {
+        if (const auto q = spaces::split_qualified(in))
+            graphs.push_back(q->space->build_graph(q->arch, options));
+        else if (space != train::onnx_keys)
+            graphs.push_back(spaces::find_space(space).build_graph(in, options));
+        else
+            graphs.push_back(io::import_onnx(in));
+    }
+    std::vector<const graph::Graph*> ptrs;
+    for (const auto& g : graphs) ptrs.push_back(&g);
+    const auto r = estimators::predict_networks(est, ptrs, a.inputs);
+    warn_unknown(r.unknown);
+    if (a.json_out) {
+        json j;
+        j["model"] = a.model;
+        j["preset"] = est.preset();
+        j["columns"] = r.columns;
+        j["predictions"] = json::array();
+        for (std::size_t i = 0; i < a.inputs.size(); ++i) {
+            json row{{"input", a.inputs[i]}};
+            for (std::size_t k = 0; k < r.columns.size(); ++k) row[r.columns[k]] = r.values[i][k];
+            if (!r.sigma.empty()) row["sigma"] = r.sigma[i];
+            j["predictions"].push_back(row);
+        }
+        print_json(j);
+        return;
+    }
+    if (r.columns.size() > 1) {  // one column per target, named on a header line
+        std::cout << "input";
+        for (const auto& n : r.columns) std::cout << '\t' << n;
+        std::cout << '\n';
+    }
+    for (std::size_t i = 0; i < a.inputs.size(); ++i) {
+        std::cout << a.inputs[i];
+        for (double v : r.values[i]) std::cout << '\t' << std::setprecision(6) << v;
+        if (!r.sigma.empty()) std::cout << "\tsigma " << r.sigma[i];
+        std::cout << '\n';
+    }
+}
+
+}  // namespace train_detail
+
+inline void add_train_commands(CLI::App& app, Context& ctx) {
+    namespace td = train_detail;
+    auto targs = std::make_shared<td::TrainArgs>();
+    auto* train =
+        app.add_subcommand("train", "Train a cost estimator on measured data, evaluate it on a held-out test split");
+    td::add_train_options(*train, *targs);
+    train->callback([targs, &ctx] {
+        td::run_train(*targs);
         ctx.exit_code = 0;
     });
 
-    // ------------------------------------------------------------------ eval
-    struct EvalArgs {
-        std::string model, data, space = "nb201", space_options, target;
-        std::string precision = "model";
-        bool json_out = false, strict = false;
-    };
-    auto eargs = std::make_shared<EvalArgs>();
+    auto eargs = std::make_shared<td::EvalArgs>();
     auto* eval = app.add_subcommand("eval", "Evaluate a saved estimator on every row of a data set");
-    eval->add_option("--model", eargs->model, "Saved model (.dnnc)")->required();
+    eval->add_option("--model", eargs->model, "Saved estimator (.dnnc)")->required();
     eval->add_option("--data", eargs->data, "CSV data set")->required();
     add_space_options(*eval, eargs->space, eargs->space_options);
     eval->add_option("--target", eargs->target,
@@ -491,75 +443,18 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
                      "target it learnt, in its order)")
         ->required();
     eval->add_flag("--strict", eargs->strict, "Reject the data set at the first bad row");
-    eval->add_flag("--json", eargs->json_out, "Print the metrics as JSON");
+    eval->add_flag("--json", eargs->json_out, "Print the metrics as one JSON document");
     eval->add_option("--precision", eargs->precision,
                      "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
         ->check(CLI::IsMember({"model", "bf16", "fp32"}));
     eval->callback([eargs, &ctx] {
-        const auto& a = *eargs;
-        const auto model = td::load_model(a.model);
-        const auto& est = model.est;
-        td::check_model_use(model, a.model, a.space, a.target);
-        if (const auto p = nn::precision_from_string(a.precision)) est->set_precision(*p);
-        td::note_precision(*est, "predicting", false);
-        const auto targets = td::target_list(a.target);
-        auto ds = td::load(a.data, a.space, a.space_options, targets, a.strict);
-        const auto items = ds.all_items();
-        if (targets.size() > 1) {
-            const auto names = est->target_names();
-            if (names.size() != targets.size())
-                raise<config_error>("--target names ", targets.size(), " columns; ", a.model, " predicts ",
-                                    std::max<std::size_t>(1, names.size()));
-            const auto p = td::predict_targets_items(*est, ds, items);
-            json j;
-            for (std::size_t k = 0; k < targets.size(); ++k) {
-                const auto pk = td::as_predictions(p[k]);
-                td::check_predictions(pk, [&](std::size_t i) { return ds.key(items[i]); });
-                const auto ev = train::evaluate(p[k], ds.values(items, targets[k]));
-                if (a.json_out) {
-                    j["targets"][targets[k]] = td::evaluation_json(ev);
-                    j["targets"][targets[k]]["model_target"] = names[k];
-                } else {
-                    td::print_metrics(std::cout, "all rows, " + targets[k] + " (model: " + names[k] + ")", ev.all);
-                }
-            }
-            if (a.json_out) {
-                j["preset"] = est->preset();
-                print_json(j);
-            }
-            ctx.exit_code = 0;
-            return;
-        }
-        const auto pred = td::predict_items(*est, ds, items);
-        td::check_predictions(pred, [&](std::size_t i) { return ds.key(items[i]); });
-        const auto truth = ds.values(items, a.target);
-        const auto ev = train::evaluate(td::means(pred), truth);
-        const bool has_sigma = std::any_of(pred.begin(), pred.end(), [](const auto& p) { return p.sigma > 0; });
-        if (a.json_out) {
-            json j = td::evaluation_json(ev);
-            j["preset"] = est->preset();
-            j["target"] = a.target;
-            if (const auto t = model.container.meta("target")) j["model_target"] = *t;
-            if (const auto p = est->precision()) j["precision"] = nn::to_string(*p);
-            if (has_sigma) j["coverage_2sigma"] = estimators::coverage_2sigma(pred, truth);
-            print_json(j);
-        } else {
-            td::print_metrics(std::cout, "all rows", ev.all);
-            td::print_metrics(std::cout, "non-degenerate", ev.non_degenerate);
-            if (has_sigma) std::cout << "coverage of ±2 sigma: " << estimators::coverage_2sigma(pred, truth) << '\n';
-        }
+        td::run_eval(*eargs);
         ctx.exit_code = 0;
     });
 
-    // ------------------------------------------------------------------ predict
-    struct PredictArgs {
-        std::string model, space, space_options;
-        std::vector<std::string> inputs;
-        std::string precision = "model";
-    };
-    auto pargs = std::make_shared<PredictArgs>();
+    auto pargs = std::make_shared<td::PredictArgs>();
     auto* predict = app.add_subcommand("predict", "Predict with a saved estimator: architecture strings or ONNX files");
-    predict->add_option("--model", pargs->model, "Saved model (.dnnc)")->required();
+    predict->add_option("--model", pargs->model, "Saved estimator (.dnnc)")->required();
     add_space_options(*predict, pargs->space, pargs->space_options,
                       "What the inputs are: a search space's architecture strings or onnx (files; the default); "
                       "an input SPACE:ARCH names its own space");
@@ -568,54 +463,9 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
         ->add_option("--precision", pargs->precision,
                      "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
         ->check(CLI::IsMember({"model", "bf16", "fp32"}));
+    predict->add_flag("--json", pargs->json_out, "Print the predictions as one JSON document");
     predict->callback([pargs, &ctx] {
-        const auto& a = *pargs;
-        const auto model = td::load_model(a.model);
-        const auto& est = model.est;
-        const std::string space = a.space.empty() ? std::string(train::onnx_keys) : a.space;
-        td::check_model_use(model, a.model, space);
-        if (const auto p = nn::precision_from_string(a.precision)) est->set_precision(*p);
-        td::note_precision(*est, "predicting", false);
-        std::vector<graph::Graph> graphs;
-        graphs.reserve(a.inputs.size());
-        const auto options = spaces::space_options(a.space_options);
-        for (const auto& in : a.inputs) {
-            if (const auto q = spaces::split_qualified(in))
-                graphs.push_back(q->space->build_graph(q->arch, options));
-            else if (space != train::onnx_keys)
-                graphs.push_back(spaces::find_space(space).build_graph(in, options));
-            else
-                graphs.push_back(io::import_onnx(in));
-        }
-        std::vector<const graph::Graph*> ptrs;
-        for (const auto& g : graphs) ptrs.push_back(&g);
-        td::UnknownOperators unknown;
-        unknown.add(*est, ptrs);
-        unknown.warn();
-        if (const auto names = est->target_names(); names.size() > 1) {
-            // one column per target, named on a header line
-            const auto p = est->predict_targets(ptrs);
-            for (const auto& pk : p)
-                td::check_predictions(td::as_predictions(pk), [&](std::size_t i) { return a.inputs[i]; });
-            std::cout << "input";
-            for (const auto& n : names) std::cout << '\t' << n;
-            std::cout << '\n';
-            for (std::size_t i = 0; i < ptrs.size(); ++i) {
-                std::cout << a.inputs[i];
-                for (const auto& pk : p) std::cout << '\t' << std::setprecision(6) << pk[i];
-                std::cout << '\n';
-            }
-            ctx.exit_code = 0;
-            return;
-        }
-        const auto pred = est->predict(ptrs);
-        td::check_predictions(pred, [&](std::size_t i) { return a.inputs[i]; });
-        const bool ensemble = dynamic_cast<const estimators::EnsembleEstimator*>(est.get()) != nullptr;
-        for (std::size_t i = 0; i < pred.size(); ++i) {
-            std::cout << a.inputs[i] << '\t' << std::setprecision(6) << pred[i].mean;
-            if (ensemble) std::cout << "\tsigma " << pred[i].sigma;
-            std::cout << '\n';
-        }
+        td::run_predict(*pargs);
         ctx.exit_code = 0;
     });
 }

@@ -80,6 +80,43 @@ if [ -n "$inc" ]; then
       --out $preset.dnnc > /dev/null 2>&1 || fail "train $preset"
   done
   cut -d, -f1 pool.csv | sed -n 2,101p > archs.txt
+
+  # a model file corrupted and resealed with a valid checksum (its intercept set to -2e33, then to
+  # 1e308 so that the prediction overflows): predict fails naming the model and the network
+  cat > reseal.cpp <<'CPP'
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <dnncost/io/serialize.hpp>
+int main(int, char** argv) {
+    std::ifstream file(argv[1], std::ios::binary);
+    std::stringstream bytes;
+    bytes << file.rdbuf();
+    auto c = dnncost::io::read_container(bytes.str(), "additive", argv[1]);
+    // the additive payload ends with intercept, target scale, lambda (f64 each), loss and flag bytes
+    dnncost::io::BinaryWriter w;
+    w.put_f64(std::strtod(argv[3], nullptr));
+    c.payload.replace(c.payload.size() - 26, 8, w.bytes());
+    std::ofstream(argv[2], std::ios::binary) << dnncost::io::write_container(c.kind, c.config_hash, c.payload, c.metadata);
+}
+CPP
+  if "$cxx" -std=c++20 -O1 -I"$inc" reseal.cpp -o reseal 2> reseal.err; then
+    arch=$(head -1 archs.txt)
+    for value in -2e33 1e308; do
+      ./reseal additive.dnnc resealed.dnnc $value || fail "reseal $value"
+      "$bin" predict --model resealed.dnnc --space nb201 "$arch" > resealed.out 2> resealed.err \
+        && fail "predict with a corrupt, resealed model ($value) exits 0: $(cat resealed.out)"
+      grep -q "^dnncost: error: resealed.dnnc (additive model): predicts .* for '$arch'" resealed.err \
+        || fail "predict with a corrupt, resealed model ($value): $(cat resealed.err)"
+      [ -s resealed.out ] && fail "predict with a corrupt, resealed model ($value) printed: $(cat resealed.out)"
+    done
+    "$bin" eval --model resealed.dnnc --data pool.csv --target pixel3 > /dev/null 2> reseal_eval.err \
+      && fail "eval with a corrupt, resealed model exits 0"
+    grep -q "resealed.dnnc (additive model): predicts .* (pool.csv:2)" reseal_eval.err \
+      || fail "eval with a corrupt, resealed model: $(cat reseal_eval.err)"
+  else
+    fail "compile reseal.cpp"; head -5 reseal.err
+  fi
   cat > use.cpp <<'CPP'
 #include <cstdio>
 #include <fstream>
@@ -104,7 +141,7 @@ int main(int, char** argv) {
     std::ifstream file(argv[2], std::ios::binary);
     std::stringstream bytes;
     bytes << file.rdbuf();
-    const auto runtime = my_estimator::estimator_type::load(bytes.str(), my_estimator::preset, argv[2]);
+    const auto runtime = my_estimator::estimator_type::deserialize(bytes.str(), my_estimator::preset, argv[2]);
     std::ifstream in(argv[1]);
     std::string arch;
     while (std::getline(in, arch)) {
@@ -145,7 +182,7 @@ CPP
   done
   "$bin" train --data pool.csv --target pixel3 --preset perfsage --train 20 --val 5 --epochs 1 --seed 3 --out ps.dnnc \
     > /dev/null 2>&1 || fail "train perfsage"
-  expect_error "supports the additive, hifisage and brpnas presets" export-header --model ps.dnnc --out g.hpp --name g
+  expect_error "cannot be written as a header (the additive, hifisage and brpnas presets can)" export-header --model ps.dnnc --out g.hpp --name g
 fi
 
 finish adapt

@@ -27,6 +27,7 @@
 #include <dnncost/nn/mlp.hpp>
 #include <dnncost/optim/optimizer.hpp>
 #include <dnncost/spaces/nb201.hpp>
+#include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
 
 namespace dnncost::estimators {
@@ -68,27 +69,6 @@ inline Eigen::MatrixXd aggregate_encoding(std::span<const graph::Graph* const> g
     for (std::size_t i = 0; i < graphs.size(); ++i) {
         const auto f = features::OpAggregates::raw(*graphs[i], vocab);
         for (std::size_t j = 0; j < f.size(); ++j) x(static_cast<Index>(i), static_cast<Index>(j)) = std::log1p(f[j]);
-    }
-    return x;
-}
-
-/// Encoding of any network by a trained GNN preset: its graph embedding (the readout's output,
-/// the input of its regression head). One row per graph.
-template <nn::GnnConfig C>
-Eigen::MatrixXd gnn_encoding(GnnEstimator<C>& est, std::span<const graph::Graph* const> graphs) {
-    const auto encoded = est.encode(graphs);
-    auto& model = est.model();
-    Eigen::MatrixXd x;
-    constexpr std::size_t chunk = 256;
-    features::GraphBatch<float> batch;
-    for (std::size_t s = 0; s < encoded.size(); s += chunk) {
-        std::vector<const features::EncodedGraph*> ptrs;
-        for (std::size_t i = s; i < std::min(encoded.size(), s + chunk); ++i) ptrs.push_back(&encoded[i]);
-        batch.build(ptrs);
-        nn::Context<float> ctx{&batch, false, nullptr, nullptr, true};
-        const auto& e = model.embed(ctx);
-        if (x.size() == 0) x.resize(static_cast<Index>(encoded.size()), e.cols());
-        x.middleRows(static_cast<Index>(s), e.rows()) = e.template cast<double>();
     }
     return x;
 }
@@ -288,10 +268,8 @@ public:
             const Eigen::MatrixXd f = stack_features(shot_encoding);
             const Eigen::Map<const Eigen::VectorXd> y_ms(shot_ms.data(), static_cast<Index>(shot_ms.size()));
             const double scale = y_ms.mean();
-            std::vector<double> sorted(shot_ms.begin(), shot_ms.end());
-            std::sort(sorted.begin(), sorted.end());
-            const auto fit =
-                RidgeFit::select(f / scale, y_ms / scale, nullptr, nullptr, 0.05 * sorted[sorted.size() / 2] / scale);
+            const auto fit = RidgeFit::select(f / scale, y_ms / scale, nullptr, nullptr,
+                                              train::degenerate_threshold(shot_ms) / scale);
             m_stack = fit.beta;
             m_stack(0) *= scale;  // the intercept column is 1, not 1 / scale
         }
@@ -389,9 +367,7 @@ inline std::vector<double> shots_only_ridge(std::span<const std::string> shot_ar
         y(i) = shot_ms[static_cast<std::size_t>(i)];
     }
     const double scale = y.mean();
-    std::vector<double> sorted(shot_ms.begin(), shot_ms.end());
-    std::sort(sorted.begin(), sorted.end());
-    const double degenerate = 0.05 * sorted[sorted.size() / 2] / scale;
+    const double degenerate = train::degenerate_threshold(shot_ms) / scale;
     const auto fit = RidgeFit::select(x, y / scale, nullptr, nullptr, degenerate);
     std::vector<double> out;
     out.reserve(archs.size());
@@ -420,10 +396,8 @@ inline std::vector<double> shots_only_linear_ridge(const Eigen::MatrixXd& shot_f
     };
     const Eigen::Map<const Eigen::VectorXd> y(shot_ms.data(), n);
     const double y_scale = y.mean();
-    std::vector<double> sorted(shot_ms.begin(), shot_ms.end());
-    std::sort(sorted.begin(), sorted.end());
     const auto fit = RidgeFit::select(design(shot_features), y / y_scale, nullptr, nullptr,
-                                      0.05 * sorted[sorted.size() / 2] / y_scale);
+                                      train::degenerate_threshold(shot_ms) / y_scale);
     const Eigen::VectorXd pred = design(features) * fit.beta * y_scale;
     return {pred.data(), pred.data() + pred.size()};
 }

@@ -18,11 +18,14 @@
 #include <Eigen/Dense>
 
 #include <dnncost/core/error.hpp>
+#include <dnncost/estimators/additive_header.hpp>
+#include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/estimators/ridge.hpp>
 #include <dnncost/features/op_aggregates.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/serialize.hpp>
+#include <dnncost/train/metrics.hpp>
 #include <dnncost/train/train_data.hpp>
 
 namespace dnncost::estimators {
@@ -47,8 +50,12 @@ namespace dnncost::estimators {
 /// the coefficients are held non-negative (RidgeFit::Signs); the final model is
 /// fitted on the training set only, so that it sees exactly the samples the other estimators
 /// train on.
+///
+/// The fit is closed-form: it needs no seed, its one solve counts as one epoch (any max_epochs
+/// bound holds), there is nothing to stop early and it runs on one thread. Its own options are
+/// the coefficient signs (set_signs) and the family scaling.
 
-class AdditiveEstimator final : public Estimator {
+class AdditiveEstimator final : public Estimator, public OperatorVocabulary, public HeaderExport {
 public:
     /// The fitted error: squared relative error (degenerate items ignored) or plain squared error.
     using Loss = RidgeFit::Loss;
@@ -69,8 +76,8 @@ public:
     FitResult fit(const train::TrainData& train, const train::TrainData& validation,
                   const FitOptions& options) override {
         const auto start = std::chrono::steady_clock::now();
-        check_data(train, "training");
-        check_data(validation, "validation");
+        train::check_train_data(train, "additive", "training", true);
+        train::check_train_data(validation, "additive", "validation", true);
         if (train.size() < 2) raise<config_error>("additive: needs at least 2 training samples, got ", train.size());
 
         features::OpAggregates feats;
@@ -82,7 +89,7 @@ public:
             Eigen::Map<const Eigen::VectorXd>(train.targets.data(), static_cast<Eigen::Index>(train.size())) / y_scale;
         // Items below this (scaled) value are "degenerate" (see train/metrics.hpp): they neither
         // drive the relative loss nor count in the selection score.
-        const double degenerate = 0.05 * median_of(train.targets) / y_scale;
+        const double degenerate = train::degenerate_threshold(train.targets) / y_scale;
         Eigen::MatrixXd x_val;
         Eigen::VectorXd y_val;
         if (validation.size() > 0) {
@@ -112,7 +119,15 @@ public:
         return result;
     }
 
-    std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const override {
+    /// The model as a C++ header (estimators/additive_header.hpp).
+    std::string export_header(const std::string& name, const std::string& source) const override {
+        if (m_target_scale <= 0) raise<config_error>("additive: export_header called before fit or load");
+        return additive_header(m_features, m_weights, m_intercept, m_target_scale, config, name, source);
+    }
+
+protected:
+    double cost_scale() const override { return m_target_scale; }
+    std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
         if (m_target_scale <= 0) raise<config_error>("additive: predict called before fit or load");
         std::vector<Prediction> out;
         out.reserve(graphs.size());
@@ -126,6 +141,7 @@ public:
         return out;
     }
 
+public:
     std::vector<std::string> vocabulary() const override {
         auto v = m_features.vocabulary;
         std::sort(v.begin(), v.end());
@@ -193,29 +209,12 @@ public:
     double target_scale() const { return m_target_scale; }
 
 private:
-    static double median_of(std::vector<double> v) {
-        const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-        std::nth_element(v.begin(), mid, v.end());
-        return *mid;
-    }
     static std::string fmt(double v) {
         std::ostringstream os;
         os.precision(3);
         os << v;
         return os.str();
     }
-    static void check_data(const train::TrainData& d, const char* what) {
-        if (d.graphs.size() != d.targets.size())
-            raise<shape_error>("additive: ", what, " data has ", d.graphs.size(), " graphs but ", d.targets.size(),
-                               " targets");
-        for (std::size_t i = 0; i < d.size(); ++i) {
-            if (!d.graphs[i]) raise<config_error>("additive: ", what, " graph ", i, " is null");
-            if (!(d.targets[i] > 0) || !std::isfinite(d.targets[i]))
-                raise<config_error>("additive: ", what, " target ", i, " is ", d.targets[i],
-                                    " (must be positive and finite)");
-        }
-    }
-
     features::OpAggregates m_features;
     bool m_family_scaling = true;
     RidgeFit::Signs m_signs = RidgeFit::Signs::either;

@@ -17,6 +17,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
+#include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/train/metrics.hpp>
@@ -24,18 +25,17 @@
 
 namespace dnncost::estimators {
 
-/// Creates an untrained member.
-using EstimatorFactory = std::function<std::unique_ptr<Estimator>()>;
-/// Rebuilds a member from its serialized bytes (a container of any kind).
-using EstimatorLoader = std::function<std::unique_ptr<Estimator>(std::string_view bytes, std::string_view source)>;
-
 /// Each member gets its own seed derived from the ensemble's seed; members are trained in
 /// parallel on a ThreadPool. Members whose fit does not depend on the seed (the closed-form
 /// additive baseline) would all be identical, so by default each member trains on a bootstrap
 /// resample of the training set (bagging); `resample = none` trains every member on the full set
 /// (deep ensembles, where the seed alone makes members differ).
-class EnsembleEstimator final : public Estimator {
+class EnsembleEstimator final : public Estimator, public GemmPrecision, public OperatorVocabulary {
 public:
+    /// Creates an untrained member.
+    using MemberFactory = std::function<std::unique_ptr<Estimator>()>;
+    /// Rebuilds a member from its serialized bytes (a container of any kind).
+    using MemberLoader = std::function<std::unique_ptr<Estimator>(std::string_view bytes, std::string_view source)>;
     static constexpr std::string_view kind = "ensemble";
     enum class Resample : std::uint8_t { bootstrap = 0, none = 1 };
     /// Every member is a whole model in memory: more than this is a mistake, not an ensemble.
@@ -44,7 +44,7 @@ public:
     /// @param member_preset name of the members' preset (reported by preset())
     /// @param factory       creates one untrained member
     /// @param members       2 <= k <= max_members
-    EnsembleEstimator(std::string member_preset, EstimatorFactory factory, int members,
+    EnsembleEstimator(std::string member_preset, MemberFactory factory, int members,
                       Resample resample = Resample::bootstrap)
         : m_member_preset(std::move(member_preset)), m_factory(std::move(factory)), m_k(members), m_resample(resample) {
         if (members < 2) raise<config_error>("Ensemble: needs at least 2 members, got ", members);
@@ -114,7 +114,8 @@ public:
         return r;
     }
 
-    std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const override {
+protected:
+    std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
         if (m_members.empty()) raise<config_error>("Ensemble: predict called before fit or load");
         std::vector<std::vector<Prediction>> per(m_members.size());
         for (std::size_t m = 0; m < m_members.size(); ++m) per[m] = m_members[m]->predict(graphs);
@@ -131,18 +132,19 @@ public:
         return out;
     }
 
+public:
     void set_precision(nn::Precision p) override {
-        for (auto& m : m_members) m->set_precision(p);
+        for (auto& m : m_members) estimators::set_precision(*m, p);
     }
     /// The members' precision (they are trained alike); empty before fit or without GEMMs.
     std::optional<nn::Precision> precision() const override {
-        return m_members.empty() ? std::nullopt : m_members.front()->precision();
+        return m_members.empty() ? std::nullopt : precision_of(*m_members.front());
     }
     /// The union of the members' vocabularies (bootstrap members see different subsets).
     std::vector<std::string> vocabulary() const override {
         std::vector<std::string> all;
         for (const auto& m : m_members) {
-            const auto v = m->vocabulary();
+            const auto v = vocabulary_of(*m);
             all.insert(all.end(), v.begin(), v.end());
         }
         std::sort(all.begin(), all.end());
@@ -163,8 +165,7 @@ public:
     /// Rebuild an ensemble; `load_member` decodes each member (e.g. registry's load_estimator),
     /// `factory` is kept for a later re-fit and may be empty.
     static std::unique_ptr<EnsembleEstimator> deserialize(std::string_view bytes, std::string_view source,
-                                                          const EstimatorLoader& load_member,
-                                                          EstimatorFactory factory = {}) {
+                                                          const MemberLoader& load_member, MemberFactory factory = {}) {
         const auto c = io::read_container(bytes, kind, source);
         io::BinaryReader r(c.payload, std::string(source));
         auto preset = r.get_string("member preset");
@@ -193,7 +194,7 @@ public:
 
 private:
     std::string m_member_preset;
-    EstimatorFactory m_factory;
+    MemberFactory m_factory;
     int m_k;
     Resample m_resample;
     std::vector<std::unique_ptr<Estimator>> m_members;

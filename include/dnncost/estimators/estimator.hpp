@@ -1,12 +1,16 @@
 #pragma once
 /// @file estimator.hpp
 /// The run-time interface of every learned cost estimator (GNN estimators, the additive
-/// baseline, ensembles): fit on measured graphs, predict, save. The CLI and the searches pick an
-/// estimator by preset name (registry.hpp) and use it through this interface.
-#include <algorithm>
+/// baseline, ensembles): fit on measured graphs, predict, serialize, and the name of its preset.
+/// Nothing else: what only some presets have (GEMM arithmetic, several targets, an operator
+/// vocabulary, a header export, a graph embedding) is an optional capability
+/// (capabilities.hpp), and a preset's own hyper-parameters are its options (registry.hpp).
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,44 +18,23 @@
 #include <vector>
 
 #include <dnncost/core/error.hpp>
-#include <dnncost/features/op_kind.hpp>
 #include <dnncost/graph/graph.hpp>
-#include <dnncost/nn/precision.hpp>
 #include <dnncost/train/train_data.hpp>
 
 namespace dnncost::estimators {
 
-/// Which weights a GNN fit with validation data ends with (FitOptions::keep).
-enum class Keep : std::uint8_t {
-    automatic,  ///< the trained network only if its bootstrapped out-of-bag gain over the untrained one exceeds its standard error
-    trained,    ///< always the best validation epoch (the published recipe: early stopping on validation)
-    untrained,  ///< always the initial network; with an additive path, its closed-form ridge warm start
-};
-inline std::string_view to_string(Keep k) {
-    return k == Keep::trained ? "trained" : k == Keep::untrained ? "untrained" : "auto";
-}
-/// "auto" | "trained" | "untrained"; nullopt for anything else.
-inline std::optional<Keep> keep_from_string(std::string_view s) {
-    if (s == "auto") return Keep::automatic;
-    if (s == "trained") return Keep::trained;
-    if (s == "untrained") return Keep::untrained;
-    return std::nullopt;
-}
-
-/// Options common to every estimator's fit. Preset-specific hyper-parameters live in the
-/// preset's own configuration.
+/// Options common to every estimator's fit; every preset honours each of them. A preset's own
+/// hyper-parameters (GEMM arithmetic, model selection, coefficient signs) are set on the preset
+/// before fit (registry.hpp: PresetSettings).
 struct FitOptions {
     std::uint64_t seed = 0;
-    int max_epochs = -1;   ///< -1: the preset's default
-    int patience = -1;     ///< early-stopping patience in epochs; -1: the preset's default
-    unsigned threads = 0;  ///< 0: hardware concurrency
-    /// Arithmetic of the GEMMs for this fit and the model's later predictions (saved with it).
-    /// Unset: nn::kernels::default_precision(), i.e. bf16 inputs with fp32 accumulation where the
-    /// CPU has a bf16 unit (AMX or AVX512-BF16), fp32 elsewhere. Ignored by estimators without GEMMs.
-    std::optional<nn::Precision> precision{};
-    /// Model selection of GNN estimators (see Keep). Ignored by estimators without training epochs
-    /// and by fits without validation data (they keep the epoch of lowest training loss).
-    Keep keep = Keep::automatic;
+    /// Upper bound on training epochs; -1: the preset's default. A closed-form fit (the additive
+    /// baseline) is one epoch and meets any bound.
+    int max_epochs = -1;
+    /// Early-stopping patience in epochs; -1: the preset's default. Without epochs to stop
+    /// (a closed-form fit) there is nothing to stop early.
+    int patience = -1;
+    unsigned threads = 0;  ///< at most this many threads (0: hardware concurrency)
     /// Called once per epoch with a human-readable progress line; return true to stop.
     std::function<bool(const std::string&)> on_epoch{};
 };
@@ -70,6 +53,70 @@ struct Prediction {
     double sigma = 0.0;
 };
 
+/// A prediction that is not a cost (negative or not finite): what a corrupted model, or a linear
+/// model extrapolating far below its training data, would return. `index` is the graph's
+/// position in the call, so that a caller can name the network.
+class prediction_error : public error {
+public:
+    prediction_error(const std::string& message, std::size_t index, double value)
+        : error(message), m_index(index), m_value(value) {}
+    std::size_t index() const { return m_index; }
+    double value() const { return m_value; }
+
+private:
+    std::size_t m_index;
+    double m_value;
+};
+
+/// Why `v` is not a cost, in words; empty when it is one (finite and >= 0).
+inline std::string cost_problem(double v) {
+    if (std::isfinite(v) && v >= 0) return {};
+    return std::isfinite(v)
+               ? "far below zero: the model file is corrupt"
+               : "not a number: the model file is corrupt or the network lies far outside its training data";
+}
+
+/// Throw a prediction_error (print and abort when built without exceptions, as raise() does).
+[[noreturn]] inline void raise_prediction(const std::string& message, std::size_t index, double value) {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+    throw prediction_error(printable(message), index, value);
+#else
+    (void)index;
+    (void)value;
+    std::fputs(("dnncost: error: " + printable(message) + "\n").c_str(), stderr);
+    std::abort();
+#endif
+}
+
+/// How far below zero a prediction may fall and still be an extrapolation, in units of the
+/// model's cost scale (its typical training target): further is a corrupt model, not a fit.
+inline constexpr double max_extrapolation_below_zero = 1e3;
+
+/// Makes every value a cost: a value below zero by at most max_extrapolation_below_zero times
+/// `scale` (a linear model extrapolating past its data) becomes 0, the least a network can
+/// cost; a non-finite value or one further below zero is an error.
+/// @param model   the model, as the message names it (its file, or its preset)
+/// @param graphs  the networks predicted, to name the one at fault (may be empty)
+/// @param scale   the model's cost scale; 0: no value below zero is accepted
+/// @throws prediction_error naming the model, the value and the network
+inline void floor_costs(std::span<double> values, std::string_view model, std::span<const graph::Graph* const> graphs,
+                        double scale) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        double& v = values[i];
+        if (std::isfinite(v) && v >= 0) continue;
+        if (std::isfinite(v) && v >= -max_extrapolation_below_zero * scale) {
+            v = 0.0;
+            continue;
+        }
+        const std::string network =
+            i < graphs.size() && graphs[i] && !graphs[i]->name().empty()
+                ? dnncost::detail::concat("network '", graphs[i]->name(), "' (", i + 1, " of ", values.size(), ")")
+                : dnncost::detail::concat("network ", i + 1, " of ", values.size());
+        raise_prediction(dnncost::detail::concat(model, ": predicts ", v, " for ", network, " (", cost_problem(v), ")"),
+                         i, v);
+    }
+}
+
 /// A learned cost estimator.
 class Estimator {
 public:
@@ -78,8 +125,25 @@ public:
     virtual std::string preset() const = 0;
     virtual FitResult fit(const train::TrainData& train, const train::TrainData& validation,
                           const FitOptions& options) = 0;
-    /// Predictions in the target's own unit, one per graph.
-    virtual std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const = 0;
+    /// Predictions in the target's own unit, one per graph; never negative or non-finite: a
+    /// linear extrapolation below zero is 0 (floor_costs).
+    /// @throws prediction_error naming the model (name()) and the network for a value that is
+    ///         not finite or far below zero (a corrupt model)
+    std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const {
+        auto out = compute(graphs);
+        std::vector<double> values;
+        values.reserve(out.size());
+        for (const auto& p : out) values.push_back(p.mean);
+        floor_costs(values, name(), graphs, cost_scale());
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            out[i].mean = values[i];
+            if (!std::isfinite(out[i].sigma))
+                raise_prediction(dnncost::detail::concat(name(), ": uncertainty ", out[i].sigma, " of network ", i + 1,
+                                                         " is not finite"),
+                                 i, out[i].sigma);
+        }
+        return out;
+    }
     /// The predictions' means alone, one per graph (what the metrics of train/metrics.hpp take).
     std::vector<double> predict_mean(std::span<const graph::Graph* const> graphs) const {
         const auto predictions = predict(graphs);
@@ -88,52 +152,29 @@ public:
         for (const auto& p : predictions) out.push_back(p.mean);
         return out;
     }
-    /// Everything needed to predict elsewhere (preset, vocabulary, scaling, weights), as bytes.
+    /// Everything needed to predict elsewhere (preset, vocabulary, scaling, weights), as bytes;
+    /// registry.hpp's load_estimator() is the inverse.
     virtual std::string serialize() const = 0;
-    /// Run later predictions in this GEMM arithmetic instead of the one the model was trained
-    /// with (see FitOptions::precision); a no-op for estimators without GEMMs.
-    virtual void set_precision(nn::Precision /*p*/) {}
-    /// The GEMM arithmetic of predict(); empty for estimators without GEMMs.
-    virtual std::optional<nn::Precision> precision() const { return std::nullopt; }
-    /// Operator types seen in training (sorted); empty when the estimator does not keep one.
-    virtual std::vector<std::string> vocabulary() const { return {}; }
 
-    /// How many quantities one model of this preset can learn at once.
-    virtual int max_targets() const { return 1; }
-    /// Learn every quantity of `train` in one model. Presets of one target take exactly one.
-    /// @throws config_error for more targets than max_targets()
-    virtual FitResult fit_targets(const train::MultiTrainData& train, const train::MultiTrainData& validation,
-                                  const FitOptions& options) {
-        if (train.targets.size() != 1)
-            raise<config_error>("preset '", preset(), "' learns one quantity, ", train.targets.size(),
-                                " were given (a multi-target preset such as perfsage learns several)");
-        return fit(train.target(0), validation.targets.empty() ? train::TrainData{} : validation.target(0), options);
+    /// Where the model came from (its file, set by load_estimator_file), for messages; empty
+    /// for a model made in memory.
+    const std::string& source() const { return m_source; }
+    void set_source(std::string source) { m_source = std::move(source); }
+    /// The model as messages name it: "FILE (PRESET model)" or "PRESET model".
+    std::string name() const {
+        return m_source.empty() ? dnncost::detail::concat(preset(), " model")
+                                : dnncost::detail::concat(m_source, " (", preset(), " model)");
     }
-    /// Predictions of every learned quantity: [target][graph], in the target's own unit.
-    virtual std::vector<std::vector<double>> predict_targets(std::span<const graph::Graph* const> graphs) const {
-        return {predict_mean(graphs)};
-    }
-    /// Names of the learned quantities, if the model keeps them (empty otherwise).
-    virtual std::vector<std::string> target_names() const { return {}; }
+
+protected:
+    /// The predictions predict() checks and returns.
+    virtual std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const = 0;
+    /// The model's typical cost (its label scale), which bounds how far below zero a prediction
+    /// may extrapolate before it is an error (floor_costs); 0: not at all.
+    virtual double cost_scale() const { return 0.0; }
+
+private:
+    std::string m_source;
 };
-
-/// Operator types of `g` that `est` never saw in training (sorted, each once): its prediction
-/// for such a graph is an extrapolation (the types share one `unknown` slot or are ignored).
-/// Empty when the estimator keeps no vocabulary.
-inline std::vector<std::string> unknown_operators(const Estimator& est, const graph::Graph& g) {
-    const auto vocab = est.vocabulary();
-    std::vector<std::string> out;
-    if (vocab.empty()) return out;
-    for (const auto& n : g.nodes()) {
-        // a model knows an operator by its kind (op_kind) or, if saved before the split, its type
-        const auto kind = features::op_kind(g, n);
-        if (!std::binary_search(vocab.begin(), vocab.end(), kind) &&
-            !std::binary_search(vocab.begin(), vocab.end(), n.op_type))
-            out.push_back(kind);
-    }
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-}
 
 }  // namespace dnncost::estimators

@@ -1,9 +1,9 @@
 #pragma once
 /// @file gnn_estimator.hpp
 /// A GNN cost estimator configured at compile time (a GnnConfig as template argument): it owns
-/// the feature encoder, the label scale and the network, trains it (Adam/AdamW,
-/// ReduceLROnPlateau, early stopping with best-weights restore, the untrained network as a
-/// candidate), predicts, and saves everything to a versioned, checksummed container.
+/// the feature encoder, the label scale and the network, trains it (Adam/AdamW and the shared
+/// epoch loop of train/epoch_loop.hpp, the untrained network as a candidate), predicts, and
+/// saves everything to a versioned, checksummed container.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,7 +23,9 @@
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/estimator.hpp>
+#include <dnncost/estimators/gnn_header.hpp>
 #include <dnncost/estimators/model_selection.hpp>
 #include <dnncost/estimators/warm_start.hpp>
 #include <dnncost/features/batch.hpp>
@@ -41,7 +43,8 @@
 #include <dnncost/nn/loss/losses.hpp>
 #include <dnncost/nn/precision.hpp>
 #include <dnncost/optim/optimizer.hpp>
-#include <dnncost/optim/schedule.hpp>
+#include <dnncost/train/epoch_loop.hpp>
+#include <dnncost/train/metrics.hpp>
 #include <dnncost/train/train_data.hpp>
 
 namespace dnncost::estimators {
@@ -51,12 +54,31 @@ namespace dnncost::estimators {
 /// unless given a name at construction.
 template <nn::GnnConfig C>
 inline constexpr std::string_view preset_name = "gnn";
+/// The C++ type the presets give configuration C ("HiFiSage"), which an exported header names;
+/// empty for a configuration without one (it cannot be exported).
+template <nn::GnnConfig C>
+inline constexpr std::string_view preset_type_name = "";
+
+/// The GNN presets' own options (registry.hpp sets them from a preset's settings).
+struct GnnOptions {
+    /// Model selection of a fit with validation data (see Keep); a fit without validation data
+    /// keeps the epoch of lowest training loss.
+    Keep keep = Keep::automatic;
+    /// Arithmetic of the GEMMs for the fit and the model's later predictions (saved with it).
+    /// Unset: nn::kernels::default_precision(), i.e. bf16 inputs with fp32 accumulation where the
+    /// CPU has a bf16 unit (AMX or AVX512-BF16), fp32 elsewhere.
+    std::optional<nn::Precision> precision{};
+};
 
 /// A compile-time configured GNN cost estimator (float weights), usable directly or through the
 /// run-time Estimator interface. Its predictions reuse internal buffers: one estimator must not
 /// predict on several threads at once (it parallelises each call itself).
 template <nn::GnnConfig C>
-class GnnEstimator final : public Estimator {
+class GnnEstimator final : public Estimator,
+                           public GemmPrecision,
+                           public OperatorVocabulary,
+                           public HeaderExport,
+                           public GraphEmbedding {
     static_assert(C.depth >= 1, "GnnConfig: depth must be >= 1");
     static_assert(C.width >= 1, "GnnConfig: width must be >= 1");
     static_assert(C.dropout >= 0.0f && C.dropout < 1.0f, "GnnConfig: dropout must be in [0, 1)");
@@ -77,6 +99,9 @@ public:
 
     std::string preset() const override { return m_preset; }
     std::vector<std::string> vocabulary() const override { return m_encoder.vocabulary(); }
+    /// The options of later fits.
+    void set_options(const GnnOptions& o) { m_options = o; }
+    const GnnOptions& options() const { return m_options; }
 
     static features::EncodeOptions encode_options() {
         features::EncodeOptions o;
@@ -107,14 +132,13 @@ public:
 
     /// Fit the encoder and label scale on `train`, build the network from `seed`.
     void prepare(const train::TrainData& train, std::uint64_t seed) {
-        check_data(train, "training");
+        train::check_train_data(train, "GnnEstimator", "training");
         m_encoder = features::FeatureEncoder(encode_options());
         m_encoder.fit(train.graphs);
-        std::vector<double> y = train.targets;
-        std::nth_element(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(y.size() / 2), y.end());
-        m_scale = C.train.pow10_labels
-                      ? std::pow(10.0, std::round(std::log10(std::max(std::abs(y[y.size() / 2]), 1e-30))))
-                      : 1.0;
+        m_scale =
+            C.train.pow10_labels
+                ? std::pow(10.0, std::round(std::log10(std::max(std::abs(train::median_high(train.targets)), 1e-30))))
+                : 1.0;
         double nodes = 0;
         for (const auto* g : train.graphs) nodes += static_cast<double>(g->num_nodes());
         m_sum_scale = train.size() / std::max(nodes, 1.0);
@@ -272,20 +296,41 @@ public:
     /// Predictions in the target's unit on `threads` threads (0: hardware concurrency). A model
     /// whose network adds nothing (network_is_zero) encodes only the graph-level aggregates its
     /// additive path reads.
+    /// Floored at zero as Estimator::predict floors. @throws prediction_error as it does
     std::vector<double> predict_mean(std::span<const graph::Graph* const> graphs, unsigned threads) const {
-        if (!m_model) raise<config_error>("GnnEstimator::predict: not trained");
-        ThreadPool pool(threads);
-        if (m_model->network_is_zero()) return predict_additive_path(encode(graphs, &pool, true));
-        return predict_encoded(encode(graphs, &pool), &pool);
+        auto out = unchecked_mean(graphs, threads);
+        floor_costs(out, name(), graphs, m_scale);
+        return out;
     }
     using Estimator::predict_mean;
-    /// predict_mean() on set_threads() threads, with sigma 0 (a single model).
-    std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const override {
-        const auto mean = predict_mean(graphs, m_threads);
-        std::vector<Prediction> out;
-        out.reserve(mean.size());
-        for (double m : mean) out.push_back({m, 0.0});
-        return out;
+
+    /// The graph embeddings (the readout's output, the input of the regression head), one row per graph.
+    Eigen::MatrixXd embed(std::span<const graph::Graph* const> graphs) const override {
+        if (!m_model) raise<config_error>("GnnEstimator::embed: not trained");
+        const auto encoded = encode(graphs);
+        Eigen::MatrixXd x;
+        constexpr std::size_t chunk = 256;
+        features::GraphBatch<float> batch;
+        for (std::size_t s = 0; s < encoded.size(); s += chunk) {
+            std::vector<const features::EncodedGraph*> ptrs;
+            for (std::size_t i = s; i < std::min(encoded.size(), s + chunk); ++i) ptrs.push_back(&encoded[i]);
+            batch.build(ptrs);
+            nn::Context<float> ctx{&batch, false, nullptr, nullptr, true};
+            const auto& e = m_model->embed(ctx);
+            if (x.size() == 0) x.resize(static_cast<Index>(encoded.size()), e.cols());
+            x.middleRows(static_cast<Index>(s), e.rows()) = e.template cast<double>();
+        }
+        return x;
+    }
+
+    /// The model as a C++ header (estimators/gnn_header.hpp).
+    /// @throws config_error for a configuration without a preset type name
+    std::string export_header(const std::string& name, const std::string& source) const override {
+        if (preset_type_name<C>.empty())
+            raise<config_error>(source, ": the '", m_preset,
+                                "' configuration has no preset type a header could name (hifisage and brpnas have)");
+        if (!m_model) raise<config_error>("GnnEstimator::export_header: not trained");
+        return gnn_header(serialize(false), m_model->parameters(), std::string(preset_type_name<C>), name, source);
     }
 
     /// The whole training recipe of the configuration.
@@ -293,8 +338,8 @@ public:
         const auto t0 = std::chrono::steady_clock::now();
         prepare(train, o.seed);
         m_threads = o.threads;
-        m_precision = o.precision.value_or(nn::kernels::default_precision());  // for this fit and later predictions
-        if (validation.size() > 0) check_data(validation, "validation");
+        m_precision = m_options.precision.value_or(nn::kernels::default_precision());  // this fit and later predictions
+        if (validation.size() > 0) train::check_train_data(validation, "GnnEstimator", "validation");
         ThreadPool pool(o.threads);
         Rng rng(o.seed ^ 0x7261696eULL);
         const auto xt = encode(train.graphs, &pool);
@@ -308,61 +353,56 @@ public:
                 warm += dnncost::detail::concat(" (unpaid share of the removed operators' cost ", m_warm_test->share,
                                                 ", se ", m_warm_test->se, ")");
         }
-        const int max_epochs = o.max_epochs > 0 ? o.max_epochs : C.train.max_epochs;
-        const int patience = o.patience > 0 ? o.patience : C.train.patience;
-        optim::ReduceLROnPlateau plateau(C.train.plateau_factor, C.train.plateau_patience);
-        optim::EarlyStopping stop(patience);
+        train::EpochLoopOptions loop;
+        loop.max_epochs = o.max_epochs > 0 ? o.max_epochs : C.train.max_epochs;
+        loop.patience = o.patience > 0 ? o.patience : C.train.patience;
+        loop.plateau_factor = C.train.plateau_factor;
+        loop.plateau_patience = C.train.plateau_patience;
         const auto params = m_opt->parameters();
-        std::vector<Mat<float>> best;
         FitResult result;
-        result.validation_metric = validation.size() > 0 ? "(1 - spearman) + (1 - within 10%)" : "training loss";
+        const bool has_val = validation.size() > 0;
+        result.validation_metric = has_val ? "(1 - spearman) + (1 - within 10%)" : "training loss";
         double untrained = 0;
         std::vector<double> p_untrained;
         std::vector<std::vector<double>> p_epochs;  // validation predictions per epoch
         std::vector<Mat<float>> initial;
-        if (validation.size() > 0) {
+        if (has_val) {
             // The untrained network is a candidate too: with the additive path it is the ridge
             // solution, which the trained GNN must beat on validation data to be kept.
             p_untrained = predict_encoded(xv, &pool);
             untrained = validation_score(p_untrained, validation.targets);
             for (auto* p : params) initial.push_back(p->value);
         }
-        for (int epoch = 0; epoch < max_epochs; ++epoch) {
-            const double loss = train_epoch(xt, train.targets, rng, &pool);
-            std::vector<double> predicted;
-            if (validation.size() > 0) predicted = predict_encoded(xv, &pool);
-            const double score = validation.size() > 0 ? validation_score(predicted, validation.targets) : loss;
-            if (stop.update(score, epoch)) {
-                best.clear();
-                for (auto* p : params) best.push_back(p->value);
-            }
-            if (validation.size() > 0) p_epochs.push_back(std::move(predicted));
-            m_opt->set_learning_rate(plateau.step(score, m_opt->learning_rate()));
-            result.epochs = epoch + 1;
-            bool user_stop = false;
-            if (o.on_epoch)
-                user_stop = o.on_epoch(dnncost::detail::concat(
-                    "epoch ", epoch + 1, " loss ", loss, " val ", score, " lr ", m_opt->learning_rate(),
-                    epoch == 0 && validation.size() > 0
-                        ? dnncost::detail::concat(" (untrained: val ", untrained, warm, ")")
-                        : std::string()));
-            if (stop.should_stop() || user_stop) break;
-        }
-        double best_score = stop.best();
-        if (validation.size() > 0) {
+        const auto run = train::run_epochs<float>(
+            loop, params, [&] { return train_epoch(xt, train.targets, rng, &pool); },
+            [&](double loss) {
+                if (!has_val) return loss;
+                p_epochs.push_back(predict_encoded(xv, &pool));
+                return validation_score(p_epochs.back(), validation.targets);
+            },
+            [&](int epoch) {
+                return epoch == 0 && has_val ? dnncost::detail::concat(" (untrained: val ", untrained, warm, ")")
+                                             : std::string();
+            },
+            [&] { return m_opt->learning_rate(); }, [&](double lr) { m_opt->set_learning_rate(lr); }, o.on_epoch);
+        result.epochs = run.epochs;
+        auto best = run.best_weights;
+        double best_score = run.best_score;
+        if (has_val) {
             const auto gain = selection_improvement(p_untrained, p_epochs, validation.targets, o.seed);
-            const bool forced = o.keep != Keep::automatic;
-            const bool keep_trained = !best.empty() && (forced ? o.keep == Keep::trained : gain.mean > gain.se);
+            const Keep keep = m_options.keep;
+            const bool forced = keep != Keep::automatic;
+            const bool keep_trained = !best.empty() && (forced ? keep == Keep::trained : gain.mean > gain.se);
             if (!keep_trained) {
                 best = std::move(initial);
                 best_score = untrained;
             }
             result.validation_metric += keep_trained ? "; trained network kept" : "; untrained network kept";
             result.summary = dnncost::detail::concat(
-                "best epoch ", stop.best_epoch() + 1, " val ", stop.best(), " vs untrained ", untrained, warm,
+                "best epoch ", run.best_epoch + 1, " val ", run.best_score, " vs untrained ", untrained, warm,
                 "; out-of-bag improvement ", gain.mean, " (se ", gain.se, ") -> ",
                 keep_trained ? "trained network kept" : "untrained network kept",
-                forced ? dnncost::detail::concat(" (keep = ", to_string(o.keep), ")") : std::string());
+                forced ? dnncost::detail::concat(" (keep = ", to_string(keep), ")") : std::string());
         }
         for (std::size_t i = 0; i < best.size(); ++i) params[i]->value = best[i];
         result.best_validation = best_score;
@@ -370,10 +410,10 @@ public:
         return result;
     }
 
-    /// Serialize encoder, label scale, weights and (optionally) the optimiser state into a
-    /// container of kind preset(), whose config hash covers the preset name and configuration.
-    std::string save(bool with_optimizer = true) const {
-        if (!m_model) raise<config_error>("GnnEstimator::save: not trained");
+    /// Encoder, label scale, weights and (optionally) the optimiser state, in a container of kind
+    /// preset() whose config hash covers the preset name and configuration.
+    std::string serialize(bool with_optimizer) const {
+        if (!m_model) raise<config_error>("GnnEstimator::serialize: not trained");
         io::BinaryWriter w;
         // payload layout version (2: the additive path's graph-level features; 3: precision;
         // 4: operator kinds with convolutions split, features/op_kind.hpp)
@@ -398,12 +438,12 @@ public:
         if (with_optimizer) m_opt->save_state(w);
         return io::write_container(m_preset, hash_for(m_preset), w.bytes());
     }
-    /// A training checkpoint: save() with the optimiser state.
-    std::string serialize() const override { return save(true); }
-    /// Inverse of save(). Throws parse_error on a file of another preset or configuration
+    /// A training checkpoint: serialize() with the optimiser state.
+    std::string serialize() const override { return serialize(true); }
+    /// Inverse of serialize(). Throws parse_error on a file of another preset or configuration
     /// (config hash), truncation or corruption (checksum).
-    static GnnEstimator load(std::string_view bytes, std::string_view preset = preset_name<C>,
-                             std::string_view source = "<memory>") {
+    static GnnEstimator deserialize(std::string_view bytes, std::string_view preset = preset_name<C>,
+                                    std::string_view source = "<memory>") {
         const auto c = io::read_container(bytes, preset, source);
         if (c.config_hash != hash_for(preset))
             raise<parse_error>(source, ": '", preset, "' model was saved with another configuration (config hash 0x",
@@ -473,17 +513,20 @@ public:
 
 private:
     static std::uint64_t hash_for(std::string_view preset) { return io::fnv1a64(preset, config_hash()); }
-    static void check_data(const train::TrainData& d, const char* what) {
-        if (d.graphs.size() != d.targets.size())
-            raise<shape_error>("GnnEstimator: ", what, " data has ", d.graphs.size(), " graphs and ", d.targets.size(),
-                               " targets");
-        if (d.graphs.empty()) raise<config_error>("GnnEstimator: empty ", what, " data");
-        for (std::size_t i = 0; i < d.size(); ++i) {
-            if (!d.graphs[i]) raise<config_error>("GnnEstimator: ", what, " graph ", i, " is null");
-            if (!std::isfinite(d.targets[i]) || !(d.targets[i] > 0))
-                raise<config_error>("GnnEstimator: ", what, " target ", i, " is ", d.targets[i],
-                                    " (costs must be positive and finite)");
-        }
+
+    double cost_scale() const override { return m_scale; }
+    std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
+        const auto mean = unchecked_mean(graphs, m_threads);
+        std::vector<Prediction> out;
+        out.reserve(mean.size());
+        for (double m : mean) out.push_back({m, 0.0});
+        return out;
+    }
+    std::vector<double> unchecked_mean(std::span<const graph::Graph* const> graphs, unsigned threads) const {
+        if (!m_model) raise<config_error>("GnnEstimator::predict: not trained");
+        ThreadPool pool(threads);
+        if (m_model->network_is_zero()) return predict_additive_path(encode(graphs, &pool, true));
+        return predict_encoded(encode(graphs, &pool), &pool);
     }
     /// One model replica per extra pool thread (data parallelism in training and inference).
     void ensure_replicas(ThreadPool* pool) const {
@@ -508,6 +551,7 @@ private:
     }
 
     std::string m_preset;
+    GnnOptions m_options;
     unsigned m_threads = 0;
     features::FeatureEncoder m_encoder;
     nn::Precision m_precision = nn::Precision::fp32;

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <Eigen/Core>
@@ -19,6 +21,23 @@
 #include <dnncost/train/metrics.hpp>
 
 namespace dnncost::estimators {
+
+/// Which weights a GNN fit with validation data ends with (GnnOptions::keep).
+enum class Keep : std::uint8_t {
+    automatic,  ///< the trained network only if its bootstrapped out-of-bag gain over the untrained one exceeds its standard error
+    trained,    ///< always the best validation epoch (the published recipe: early stopping on validation)
+    untrained,  ///< always the initial network; with an additive path, its closed-form ridge warm start
+};
+inline std::string_view to_string(Keep k) {
+    return k == Keep::trained ? "trained" : k == Keep::untrained ? "untrained" : "auto";
+}
+/// "auto" | "trained" | "untrained"; nullopt for anything else.
+inline std::optional<Keep> keep_from_string(std::string_view s) {
+    if (s == "auto") return Keep::automatic;
+    if (s == "trained") return Keep::trained;
+    if (s == "untrained") return Keep::untrained;
+    return std::nullopt;
+}
 
 /// An Eigen vector as a std::vector (the metrics take std::vector).
 inline std::vector<double> to_std_vector(const Eigen::VectorXd& v) {

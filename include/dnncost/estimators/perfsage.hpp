@@ -15,8 +15,10 @@
 ///   initialisation so that each layer keeps its input's scale on the training graphs
 ///   (PerfSageModel::calibrate).
 /// - Each target is divided by its training median; the loss is MAPE + alpha RMSE (alpha 10)
-///   over all targets; Adam, ReduceLROnPlateau, early stopping on the validation score of
-///   model_selection.hpp averaged over the targets, best weights restored.
+///   over all targets; Adam and the shared epoch loop (train/epoch_loop.hpp: ReduceLROnPlateau,
+///   early stopping on the validation score of model_selection.hpp averaged over the targets,
+///   best weights restored). The best epoch is always kept: unlike the GNN presets' additive
+///   warm start, the untrained network is random and no candidate (so the preset has no `keep`).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,6 +35,7 @@
 #include <dnncost/core/rng.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/memory.hpp>
+#include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/estimators/model_selection.hpp>
 #include <dnncost/features/batch.hpp>
@@ -43,7 +46,8 @@
 #include <dnncost/nn/loss/losses.hpp>
 #include <dnncost/nn/perfsage_model.hpp>
 #include <dnncost/optim/optimizer.hpp>
-#include <dnncost/optim/schedule.hpp>
+#include <dnncost/train/epoch_loop.hpp>
+#include <dnncost/train/metrics.hpp>
 
 namespace dnncost::estimators {
 
@@ -64,7 +68,13 @@ struct PerfSageGraph {
     std::vector<int> types;
 };
 
-class PerfSageEstimator final : public Estimator {
+/// The perfsage preset's own options (registry.hpp sets them from a preset's settings).
+struct PerfSageOptions {
+    /// GEMM arithmetic of the fit and later predictions; unset: nn::kernels::default_precision().
+    std::optional<nn::Precision> precision{};
+};
+
+class PerfSageEstimator final : public Estimator, public MultiTarget, public GemmPrecision, public OperatorVocabulary {
 public:
     static constexpr std::string_view kind = "perfsage";
     static constexpr int node_features = 16;  ///< 9 attributes, 4 output dims, 3 memory features
@@ -77,6 +87,8 @@ public:
     std::vector<std::string> target_names() const override { return m_names; }
     void set_precision(nn::Precision p) override { m_precision = p; }
     std::optional<nn::Precision> precision() const override { return m_precision; }
+    void set_options(const PerfSageOptions& o) { m_options = o; }
+    const PerfSageOptions& options() const { return m_options; }
 
     /// Raw node features of g (before standardisation), node_features per node, row-major.
     static std::vector<double> raw_node_features(const graph::Graph& g) {
@@ -142,23 +154,19 @@ public:
     FitResult fit_targets(const train::MultiTrainData& train, const train::MultiTrainData& validation,
                           const FitOptions& o) override {
         const auto t0 = std::chrono::steady_clock::now();
-        check(train, "training");
+        train::check_train_data(train, "PerfSageEstimator", "training");
         const bool has_val = validation.size() > 0;
-        if (has_val) check(validation, "validation");
+        if (has_val) train::check_train_data(validation, "PerfSageEstimator", "validation");
         if (has_val && validation.targets.size() != train.targets.size())
             raise<config_error>("PerfSageEstimator: validation data has ", validation.targets.size(),
                                 " targets, training data ", train.targets.size());
         const auto nt = train.targets.size();
         m_names = train.names.size() == nt ? train.names : std::vector<std::string>(nt, "target");
-        m_precision = o.precision.value_or(nn::kernels::default_precision());
+        m_precision = m_options.precision.value_or(nn::kernels::default_precision());
         m_threads = o.threads;
         prepare(train.graphs);
         m_target_scale.assign(nt, 1.0);
-        for (std::size_t k = 0; k < nt; ++k) {
-            auto y = train.targets[k];
-            std::nth_element(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(y.size() / 2), y.end());
-            m_target_scale[k] = y[y.size() / 2];
-        }
+        for (std::size_t k = 0; k < nt; ++k) m_target_scale[k] = train::median_high(train.targets[k]);
         shape.types = std::max<int>(1, static_cast<int>(m_types.size()));
         shape.targets = static_cast<int>(nt);
         Rng rng(o.seed);
@@ -169,11 +177,12 @@ public:
         optim::AdamOptions ao;
         ao.lr = recipe.lr;
         optim::Adam<float> opt(m_model->parameters(), ao);
-        optim::ReduceLROnPlateau plateau(recipe.plateau_factor, recipe.plateau_patience);
-        const int max_epochs = o.max_epochs > 0 ? o.max_epochs : recipe.max_epochs;
-        optim::EarlyStopping stop(o.patience > 0 ? o.patience : recipe.patience);
+        train::EpochLoopOptions loop;
+        loop.max_epochs = o.max_epochs > 0 ? o.max_epochs : recipe.max_epochs;
+        loop.patience = o.patience > 0 ? o.patience : recipe.patience;
+        loop.plateau_factor = recipe.plateau_factor;
+        loop.plateau_patience = recipe.plateau_patience;
         const auto params = m_model->parameters();
-        std::vector<Mat<float>> best;
         FitResult result;
         result.validation_metric =
             has_val ? "(1 - spearman) + (1 - within 10%), mean over targets" : "training loss (MAPE + alpha RMSE)";
@@ -188,7 +197,7 @@ public:
             nn::Context<float> ctx{&m_batch, false, nullptr, &pool, true};
             m_model->calibrate(m_batch_types, ctx);
         }
-        for (int epoch = 0; epoch < max_epochs; ++epoch) {
+        const auto epoch = [&] {
             shuffle.shuffle(order.begin(), order.end());
             double total = 0;
             int steps = 0;
@@ -212,29 +221,23 @@ public:
                 total += loss;
                 ++steps;
             }
-            const double loss = steps ? total / steps : 0.0;
-            double score = loss;
-            if (has_val) {
-                const auto p = predict_encoded(xv, &pool);
-                score = 0;
-                for (std::size_t k = 0; k < nt; ++k) score += validation_score(p[k], validation.targets[k]);
-                score /= static_cast<double>(nt);
-            }
-            if (stop.update(score, epoch)) {
-                best.clear();
-                for (auto* q : params) best.push_back(q->value);
-            }
-            opt.set_learning_rate(plateau.step(score, opt.learning_rate()));
-            result.epochs = epoch + 1;
-            const bool user_stop =
-                o.on_epoch && o.on_epoch(dnncost::detail::concat("epoch ", epoch + 1, " loss ", loss, " val ", score,
-                                                                 " lr ", opt.learning_rate()));
-            if (stop.should_stop() || user_stop) break;
-        }
-        for (std::size_t i = 0; i < best.size(); ++i) params[i]->value = best[i];
-        result.best_validation = stop.best();
-        result.summary = dnncost::detail::concat("best epoch ", stop.best_epoch() + 1, " of ", result.epochs, ", ",
-                                                 has_val ? "validation score " : "training loss ", stop.best());
+            return steps ? total / steps : 0.0;
+        };
+        const auto score = [&](double loss) {
+            if (!has_val) return loss;
+            const auto p = predict_encoded(xv, &pool);
+            double sum = 0;
+            for (std::size_t k = 0; k < nt; ++k) sum += validation_score(p[k], validation.targets[k]);
+            return sum / static_cast<double>(nt);
+        };
+        const auto run = train::run_epochs<float>(
+            loop, params, epoch, score, [](int) { return std::string(); }, [&] { return opt.learning_rate(); },
+            [&](double lr) { opt.set_learning_rate(lr); }, o.on_epoch);
+        run.restore(params);
+        result.epochs = run.epochs;
+        result.best_validation = run.best_score;
+        result.summary = dnncost::detail::concat("best epoch ", run.best_epoch + 1, " of ", result.epochs, ", ",
+                                                 has_val ? "validation score " : "training loss ", run.best_score);
         result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return result;
     }
@@ -259,18 +262,25 @@ public:
         }
         return out;
     }
-    std::vector<std::vector<double>> predict_targets(std::span<const graph::Graph* const> graphs) const override {
+    /// Predictions of every target, unchecked (estimators::predict_targets checks them).
+    std::vector<std::vector<double>> compute_targets(std::span<const graph::Graph* const> graphs) const override {
         ThreadPool pool(m_threads);
         return predict_encoded(encode(graphs, &pool), &pool);
     }
+
+    double target_scale(std::size_t k) const override { return k < m_target_scale.size() ? m_target_scale[k] : 0.0; }
+
+protected:
+    double cost_scale() const override { return target_scale(0); }
     /// The first target's predictions.
-    std::vector<Prediction> predict(std::span<const graph::Graph* const> graphs) const override {
-        const auto p = predict_targets(graphs);
+    std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
+        const auto p = compute_targets(graphs);
         std::vector<Prediction> out;
         for (double v : p.at(0)) out.push_back({v, 0.0});
         return out;
     }
 
+public:
     std::string serialize() const override {
         if (!m_model) raise<config_error>("PerfSageEstimator::serialize: not trained");
         io::BinaryWriter w;
@@ -340,21 +350,6 @@ private:
                                                    ";head=", s.head_layers, "/", s.head_width, ";lr=", t.lr,
                                                    ";batch=", t.batch_size, ";alpha=", t.alpha));
     }
-    static void check(const train::MultiTrainData& d, const char* what) {
-        if (d.graphs.empty()) raise<config_error>("PerfSageEstimator: empty ", what, " data");
-        if (d.targets.empty()) raise<config_error>("PerfSageEstimator: ", what, " data has no target");
-        for (std::size_t k = 0; k < d.targets.size(); ++k) {
-            if (d.targets[k].size() != d.graphs.size())
-                raise<shape_error>("PerfSageEstimator: ", what, " target ", k, " has ", d.targets[k].size(),
-                                   " values for ", d.graphs.size(), " graphs");
-            for (std::size_t i = 0; i < d.graphs.size(); ++i)
-                if (!std::isfinite(d.targets[k][i]) || !(d.targets[k][i] > 0))
-                    raise<config_error>("PerfSageEstimator: ", what, " target ", k, " of item ", i, " is ",
-                                        d.targets[k][i], " (costs must be positive and finite)");
-        }
-        for (std::size_t i = 0; i < d.graphs.size(); ++i)
-            if (!d.graphs[i]) raise<config_error>("PerfSageEstimator: ", what, " graph ", i, " is null");
-    }
     /// Operator-kind vocabulary and feature standardisation from the training graphs.
     void prepare(std::span<const graph::Graph* const> graphs) {
         m_types.clear();
@@ -400,6 +395,7 @@ private:
 
     std::vector<std::string> m_types, m_names;
     std::vector<double> m_target_scale, m_mean, m_scale;
+    PerfSageOptions m_options;
     nn::Precision m_precision = nn::Precision::fp32;
     unsigned m_threads = 1;
     std::unique_ptr<nn::PerfSageModel<float>> m_model;

@@ -79,6 +79,10 @@ template <>
 inline constexpr std::string_view preset_name<hifi_sage> = "hifisage";
 template <>
 inline constexpr std::string_view preset_name<brp_nas> = "brpnas";
+template <>
+inline constexpr std::string_view preset_type_name<hifi_sage> = "HiFiSage";
+template <>
+inline constexpr std::string_view preset_type_name<brp_nas> = "BrpNas";
 
 using HiFiSage = GnnEstimator<hifi_sage>;
 using BrpNas = GnnEstimator<brp_nas>;

@@ -5,17 +5,23 @@
 /// preset is one register_estimator call, never another branch.
 ///
 /// Built in: "additive" (the additive baseline), "hifisage", "brpnas" and "perfsage" (GNN presets), and the
-/// "ensemble" container kind, whose members are decoded through the same table.
+/// "ensemble" container kind, whose members are decoded through the same table. Each entry also
+/// declares its own options (PresetOption), which a front end offers and passes back as
+/// PresetSettings: no caller needs to know a preset's type to configure it.
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/estimators/additive.hpp>
+#include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/estimators/perfsage.hpp>
@@ -25,14 +31,73 @@
 
 namespace dnncost::estimators {
 
+/// A preset's own options by name, as text ("keep" -> "trained"): what a user sets on the
+/// command line. Only the options a preset declares are accepted.
+using PresetSettings = std::map<std::string, std::string, std::less<>>;
+
+/// One option a preset declares: its name (the CLI spells it --NAME), a help line and the values
+/// it accepts (empty: any text).
+struct PresetOption {
+    std::string name;
+    std::string help;
+    std::vector<std::string> choices;
+};
+
+/// Creates an untrained estimator of a preset, configured by settings already checked against
+/// the preset's declared options.
+using PresetFactory = std::function<std::unique_ptr<Estimator>(const PresetSettings& settings)>;
+/// Rebuilds an estimator from its serialized bytes (a container of the preset's kind).
+using EstimatorLoader = std::function<std::unique_ptr<Estimator>(std::string_view bytes, std::string_view source)>;
+
 struct RegistryEntry {
-    EstimatorFactory make;
+    PresetFactory make;
     EstimatorLoader load;
     std::string description;
+    std::vector<PresetOption> options{};
 };
 
 namespace detail {
 inline std::unique_ptr<Estimator> load_ensemble(std::string_view bytes, std::string_view source);
+
+inline const PresetOption precision_option{
+    "precision",
+    "GEMM arithmetic, saved with the model: auto (bf16 where the CPU has AMX or AVX512-BF16, else fp32) | bf16 "
+    "(inputs rounded to bfloat16, fp32 accumulation; emulated without either) | fp32",
+    {"auto", "bf16", "fp32"}};
+inline const PresetOption keep_option{
+    "keep",
+    "Model selection: auto (the trained network only if it beats the untrained one out of bag) | trained (the best "
+    "validation epoch) | untrained (the initial network: its additive path, if any)",
+    {"auto", "trained", "untrained"}};
+inline const PresetOption coefficients_option{
+    "coefficients",
+    "Signs of the per-operator costs: either (free or non-negative, whichever validates better) | nonnegative "
+    "(every operator costs time; safer for networks unlike the training ones) | free",
+    {"either", "nonnegative", "free"}};
+
+inline std::optional<nn::Precision> precision_setting(const PresetSettings& s) {
+    const auto it = s.find("precision");
+    return it == s.end() ? std::nullopt : nn::precision_from_string(it->second);
+}
+
+template <class Gnn>
+RegistryEntry gnn_entry(std::string_view name, std::string description) {
+    const std::string preset(name);
+    return {[preset](const PresetSettings& s) {
+                auto e = std::make_unique<Gnn>();
+                GnnOptions o;
+                if (const auto it = s.find("keep"); it != s.end())
+                    o.keep = keep_from_string(it->second).value_or(Keep::automatic);
+                o.precision = precision_setting(s);
+                e->set_options(o);
+                return std::unique_ptr<Estimator>(std::move(e));
+            },
+            [preset](std::string_view b, std::string_view src) {
+                return std::unique_ptr<Estimator>(std::make_unique<Gnn>(Gnn::deserialize(b, preset, src)));
+            },
+            std::move(description),
+            {keep_option, precision_option}};
+}
 
 struct Registry {
     std::mutex mutex;
@@ -42,36 +107,37 @@ struct Registry {
 inline Registry& registry() {
     static Registry r;
     static const bool filled = [] {
-        auto& reg = r;
-        reg.entries.emplace(
-            std::string(AdditiveEstimator::kind),
-            RegistryEntry{[] { return std::unique_ptr<Estimator>(std::make_unique<AdditiveEstimator>()); },
-                          [](std::string_view b, std::string_view s) {
-                              return std::unique_ptr<Estimator>(AdditiveEstimator::deserialize(b, s));
-                          },
-                          "ridge regression over per-operator-type counts, MACs and bytes (milliseconds to train)"});
-        reg.entries.emplace(std::string(preset_name<hifi_sage>),
-                            RegistryEntry{[] { return std::unique_ptr<Estimator>(std::make_unique<HiFiSage>()); },
-                                          [](std::string_view b, std::string_view s) {
-                                              return std::unique_ptr<Estimator>(std::make_unique<HiFiSage>(
-                                                  HiFiSage::load(b, preset_name<hifi_sage>, s)));
-                                          },
-                                          "HiFi-SAGE: 7-layer GraphSAGE with LCM readout and a ranking head"});
-        reg.entries.emplace(std::string(preset_name<brp_nas>),
-                            RegistryEntry{[] { return std::unique_ptr<Estimator>(std::make_unique<BrpNas>()); },
-                                          [](std::string_view b, std::string_view s) {
-                                              return std::unique_ptr<Estimator>(
-                                                  std::make_unique<BrpNas>(BrpNas::load(b, preset_name<brp_nas>, s)));
-                                          },
-                                          "BRP-NAS: 4-layer GCN, mean pooling, linear head"});
-        reg.entries.emplace(
-            std::string(PerfSageEstimator::kind),
-            RegistryEntry{[] { return std::unique_ptr<Estimator>(std::make_unique<PerfSageEstimator>()); },
-                          [](std::string_view b, std::string_view s) {
-                              return std::unique_ptr<Estimator>(PerfSageEstimator::deserialize(b, s));
-                          },
-                          "PerfSAGE: per-operator-type input transform, 8 GraphSAGE (sum) layers, max readout, 4 FC "
-                          "layers of 1024; several targets at once (MAPE + 10 RMSE)"});
+        auto& reg = r.entries;
+        reg.emplace(std::string(AdditiveEstimator::kind),
+                    RegistryEntry{[](const PresetSettings& s) {
+                                      auto e = std::make_unique<AdditiveEstimator>();
+                                      if (const auto it = s.find("coefficients"); it != s.end())
+                                          e->set_signs(RidgeFit::parse_signs(it->second));
+                                      return std::unique_ptr<Estimator>(std::move(e));
+                                  },
+                                  [](std::string_view b, std::string_view src) {
+                                      return std::unique_ptr<Estimator>(AdditiveEstimator::deserialize(b, src));
+                                  },
+                                  "ridge regression over per-operator-type counts, MACs and bytes (milliseconds to "
+                                  "train)",
+                                  {coefficients_option}});
+        reg.emplace(std::string(preset_name<hifi_sage>),
+                    gnn_entry<HiFiSage>(preset_name<hifi_sage>,
+                                        "HiFi-SAGE: 7-layer GraphSAGE with LCM readout and a ranking head"));
+        reg.emplace(std::string(preset_name<brp_nas>),
+                    gnn_entry<BrpNas>(preset_name<brp_nas>, "BRP-NAS: 4-layer GCN, mean pooling, linear head"));
+        reg.emplace(std::string(PerfSageEstimator::kind),
+                    RegistryEntry{[](const PresetSettings& s) {
+                                      auto e = std::make_unique<PerfSageEstimator>();
+                                      e->set_options({precision_setting(s)});
+                                      return std::unique_ptr<Estimator>(std::move(e));
+                                  },
+                                  [](std::string_view b, std::string_view src) {
+                                      return std::unique_ptr<Estimator>(PerfSageEstimator::deserialize(b, src));
+                                  },
+                                  "PerfSAGE: per-operator-type input transform, 8 GraphSAGE (sum) layers, max "
+                                  "readout, 4 FC layers of 1024; several targets at once (MAPE + 10 RMSE)",
+                                  {precision_option}});
         return true;
     }();
     (void)filled;
@@ -88,6 +154,15 @@ inline void register_estimator(std::string name, RegistryEntry entry) {
     auto& r = detail::registry();
     std::lock_guard lock(r.mutex);
     r.entries.insert_or_assign(std::move(name), std::move(entry));
+}
+
+/// The options every registered preset declares, by preset name.
+inline std::map<std::string, std::vector<PresetOption>, std::less<>> preset_options() {
+    auto& r = detail::registry();
+    std::lock_guard lock(r.mutex);
+    std::map<std::string, std::vector<PresetOption>, std::less<>> out;
+    for (const auto& [name, e] : r.entries) out.emplace(name, e.options);
+    return out;
 }
 
 /// Registered preset names, sorted.
@@ -110,30 +185,64 @@ inline RegistryEntry find_entry(std::string_view name, std::string_view context)
 }
 }  // namespace detail
 
-/// A fresh, untrained estimator of the named preset. @throws config_error listing known presets
-inline std::unique_ptr<Estimator> make_estimator(std::string_view name) {
-    return detail::find_entry(name, "make_estimator: ").make();
+namespace detail {
+/// Every setting names an option of the preset and holds one of its values.
+inline void check_settings(std::string_view preset, const RegistryEntry& entry, const PresetSettings& settings) {
+    for (const auto& [key, value] : settings) {
+        const auto it = std::find_if(entry.options.begin(), entry.options.end(),
+                                     [&](const PresetOption& o) { return o.name == key; });
+        if (it == entry.options.end()) {
+            std::string known;
+            for (const auto& o : entry.options) known += (known.empty() ? "" : ", ") + o.name;
+            raise<config_error>("preset '", preset, "' has no option '", key, "' (",
+                                known.empty() ? std::string("it has none") : "its options: " + known, ")");
+        }
+        if (!it->choices.empty() && std::find(it->choices.begin(), it->choices.end(), value) == it->choices.end()) {
+            std::string known;
+            for (const auto& c : it->choices) known += (known.empty() ? "" : ", ") + c;
+            raise<config_error>("preset '", preset, "': option '", key, "' is '", value, "', expected one of ", known);
+        }
+    }
+}
+}  // namespace detail
+
+/// A fresh, untrained estimator of the named preset, with its own options set from `settings`.
+/// @throws config_error listing known presets, or naming an option the preset does not have
+inline std::unique_ptr<Estimator> make_estimator(std::string_view name, const PresetSettings& settings = {}) {
+    const auto entry = detail::find_entry(name, "make_estimator: ");
+    detail::check_settings(name, entry, settings);
+    return entry.make(settings);
 }
 
-/// An untrained ensemble of `members` estimators of the named preset.
+/// An untrained ensemble of `members` estimators of the named preset, each with `settings`.
 inline std::unique_ptr<EnsembleEstimator> make_ensemble(
-    std::string_view name, int members, EnsembleEstimator::Resample resample = EnsembleEstimator::Resample::bootstrap) {
+    std::string_view name, int members, EnsembleEstimator::Resample resample = EnsembleEstimator::Resample::bootstrap,
+    const PresetSettings& settings = {}) {
     auto entry = detail::find_entry(name, "make_ensemble: ");
-    return std::make_unique<EnsembleEstimator>(std::string(name), entry.make, members, resample);
+    detail::check_settings(name, entry, settings);
+    return std::make_unique<EnsembleEstimator>(
+        std::string(name), [make = entry.make, settings] { return make(settings); }, members, resample);
 }
 
 /// Rebuild a saved estimator (any registered preset, or an ensemble of one) from its bytes.
 /// @throws parse_error naming `source` for a corrupt/foreign file or an unknown preset
+/// The model's source() is `source` (unless "<memory>"), so that its errors name it.
 inline std::unique_ptr<Estimator> load_estimator(std::string_view bytes, std::string_view source = "<memory>") {
     const auto c = io::read_container(bytes, std::nullopt, source);
-    if (c.kind == EnsembleEstimator::kind) return detail::load_ensemble(bytes, source);
-    RegistryEntry entry;
-    try {
-        entry = detail::find_entry(c.kind, "");
-    } catch (const config_error& e) {
-        raise<parse_error>(source, ": ", e.what());
+    std::unique_ptr<Estimator> est;
+    if (c.kind == EnsembleEstimator::kind) {
+        est = detail::load_ensemble(bytes, source);
+    } else {
+        RegistryEntry entry;
+        try {
+            entry = detail::find_entry(c.kind, "");
+        } catch (const config_error& e) {
+            raise<parse_error>(source, ": ", e.what());
+        }
+        est = entry.load(bytes, source);
     }
-    return entry.load(bytes, source);
+    if (source != "<memory>") est->set_source(std::string(source));
+    return est;
 }
 
 /// Read and rebuild a saved estimator file.

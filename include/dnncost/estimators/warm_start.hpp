@@ -85,9 +85,7 @@ inline AdditivePathStart warm_start_additive_path(const features::OpAggregates& 
     const Index n = static_cast<Index>(train_encoded.size());
     const double y_scale = std::accumulate(yt.begin(), yt.end(), 0.0) / static_cast<double>(n);
     const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(yt.data(), n) / y_scale;
-    std::vector<double> sorted(yt);
-    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
-    const double degenerate = train::degenerate_fraction_of_median * sorted[sorted.size() / 2] / y_scale;
+    const double degenerate = train::degenerate_threshold(yt) / y_scale;
     const bool has_validation = !validation_encoded.empty();
     Eigen::VectorXd y_val;
     if (has_validation) y_val = Eigen::Map<const Eigen::VectorXd>(yv.data(), static_cast<Index>(yv.size())) / y_scale;

@@ -220,6 +220,24 @@ inline double median(std::span<const double> v) {
     return 0.5 * (upper + *std::max_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(mid)));
 }
 
+/// The upper of the two middle values for an even count (the middle one for an odd count): a
+/// median that is always one of the values, which the fits take as a label or target scale.
+/// @throws config_error when empty
+inline double median_high(std::span<const double> v) {
+    if (v.empty()) raise<config_error>("median_high: no values");
+    std::vector<double> s(v.begin(), v.end());
+    const auto mid = s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2);
+    std::nth_element(s.begin(), mid, s.end());
+    return *mid;
+}
+
+/// The value below which a training target is degenerate (degenerate_fraction_of_median of the
+/// targets' median_high): such items neither drive a relative loss nor count in a fit's
+/// selection score. evaluate() reports its own threshold on the true values of a test set.
+inline double degenerate_threshold(std::span<const double> targets) {
+    return degenerate_fraction_of_median * median_high(targets);
+}
+
 /// Metrics on all items and on the non-degenerate ones.
 struct AccuracyReport {
     Metrics all;

@@ -63,6 +63,7 @@ struct HandoverOptions {
     double validation_fraction = 1.0 / 3.0;
     std::uint64_t seed = 0;
     estimators::FitOptions fit{};
+    estimators::PresetSettings estimator_settings{};  ///< the estimator preset's own options (e.g. keep)
 };
 
 /// Everything known about one evaluated genome.
@@ -396,7 +397,9 @@ private:
             va.targets.push_back(*m_records[m_val[k]].measured);
         }
         std::string signature = m_options.estimator + ";" + std::to_string(m_options.seed) + ";" +
-                                std::string(estimators::to_string(m_options.fit.keep)) + ";" +
+                                (m_options.estimator_settings.count("keep") ? m_options.estimator_settings.at("keep")
+                                                                            : std::string("auto")) +
+                                ";" +
                                 std::to_string(m_options.fit.max_epochs) + ";";
         for (auto i : m_train) signature += m_records[i].key + "=" + std::to_string(*m_records[i].measured) + ";";
         signature += "|";
@@ -413,7 +416,7 @@ private:
         if (!m_estimator) {
             message("training '" + m_options.estimator + "' on " + std::to_string(tr.size()) + " measurements (" +
                     std::to_string(va.size()) + " for validation)");
-            m_estimator = estimators::make_estimator(m_options.estimator);
+            m_estimator = estimators::make_estimator(m_options.estimator, m_options.estimator_settings);
             auto fo = m_options.fit;
             fo.seed = m_options.seed;
             const auto fr = m_estimator->fit(tr, va, fo);

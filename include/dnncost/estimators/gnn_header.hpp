@@ -1,20 +1,22 @@
 #pragma once
-// The header `dnncost export-header` writes for a GNN preset (HiFi-SAGE, BRP-NAS): the preset's
-// configuration as the estimator type, every weight tensor as a constexpr array, the rest of the
-// model's state (feature encoder, additive features, label scales) as one constexpr byte array,
-// and predict(graph) that builds the estimator once from them in memory.
+/// @file gnn_header.hpp
+/// The header `dnncost export-header` writes for a GNN preset (HiFi-SAGE, BRP-NAS): the preset's
+/// configuration as the estimator type, every weight tensor as a constexpr array, the rest of the
+/// model's state (feature encoder, additive features, label scales) as one constexpr byte array,
+/// and predict(graph) that builds the estimator once from them in memory.
 #include <cstdint>
-#include <cstdio>
+#include <ostream>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "common.hpp"
-
-#include <dnncost/estimators/presets.hpp>
+#include <dnncost/core/error.hpp>
 #include <dnncost/io/serialize.hpp>
+#include <dnncost/nn/parameter.hpp>
 
-namespace dnncost::cli::export_detail {
+namespace dnncost::estimators {
 
 /// Bytes as a string literal: hex escapes, split every 32 bytes. A brace list of a million
 /// numbers costs the compiler minutes; a string literal of the same bytes, seconds.
@@ -29,15 +31,18 @@ inline void put_bytes_literal(std::ostream& h, std::string_view bytes) {
     h << "\"";
 }
 
-/// The header of a saved GNN estimator of configuration C. The payload layout it rebuilds is
-/// GnnEstimator::save(false)'s; checked here by writing the weights part again and comparing.
-template <nn::GnnConfig C>
-std::string gnn_header(estimators::GnnEstimator<C>& est, const io::Container& container, const std::string& type_name,
-                       const std::string& name, const std::string& source) {
-    const std::string container_bytes = est.save(false);
-    const auto saved = io::read_container(container_bytes, container.kind, source);
+/// The header of a GNN estimator.
+/// @param container_bytes  the model as GnnEstimator::serialize(false) writes it; the payload
+///                         layout the header rebuilds is that one's, checked here by writing the
+///                         weights part again and comparing
+/// @param params           the model's parameters, in the order they are saved
+/// @param type_name        the preset's C++ type ("HiFiSage"), estimator_type in the header
+/// @throws parse_error when the weights are not at the end of the payload
+inline std::string gnn_header(const std::string& container_bytes, const std::vector<nn::Parameter<float>*>& params,
+                              const std::string& type_name, const std::string& name, const std::string& source) {
+    const auto container = io::read_container(container_bytes, std::nullopt, source);
+    const auto& saved = container;
     io::BinaryWriter tail;
-    const auto params = est.model().parameters();
     for (const auto* p : params) {
         tail.put_string(p->name);
         tail.put_i64(p->value.rows());
@@ -101,8 +106,9 @@ std::string gnn_header(estimators::GnnEstimator<C>& est, const io::Container& co
       << "            tail = {};\n"
       << "        }\n"
       << "        tail.put_bool(false);\n        payload += tail.bytes();\n"
-      << "        return estimator_type::load(dnncost::io::write_container(preset, config_hash, payload), preset,\n"
-      << "                                    \"" << name << "\");\n"
+      << "        return estimator_type::deserialize(dnncost::io::write_container(preset, config_hash, payload), "
+         "preset,\n"
+      << "                                           \"" << name << "\");\n"
       << "    }();\n    return m;\n}\n\n"
       << "/// The predicted cost of g, in the unit of the column the model was trained on.\n"
       << "inline double predict(const dnncost::graph::Graph& g) {\n"
@@ -112,4 +118,4 @@ std::string gnn_header(estimators::GnnEstimator<C>& est, const io::Container& co
     return h.str();
 }
 
-}  // namespace dnncost::cli::export_detail
+}  // namespace dnncost::estimators
