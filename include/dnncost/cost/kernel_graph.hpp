@@ -494,7 +494,8 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
         return id;
     };
     std::vector<char> in_kernel(g.num_nodes(), 0);
-    kg.kernels.reserve(plan.item_order.size() + 8);
+    kg.kernels.reserve(plan.item_order.size() + plan.item_order.size() / 2 + 8);  // reorders included, mostly
+    kg.edges.reserve(2 * plan.item_order.size());
     std::vector<int> all, constants, sources;  // buffers reused kernel after kernel
     for (const int item : plan.item_order) {
         if (item < 0) {  // a node without a kernel

@@ -14,6 +14,8 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <dnncost/cost/kernel_graph.hpp>
@@ -53,51 +55,59 @@ inline const std::vector<std::string>& known_kernel_kinds() {
 }
 
 inline bool is_known_kernel_kind(std::string_view key) {
-    const auto& k = known_kernel_kinds();
-    return std::find(k.begin(), k.end(), key) != k.end();
+    static const std::unordered_set<std::string_view> known(known_kernel_kinds().begin(), known_kernel_kinds().end());
+    return known.count(key) > 0;
 }
 
 namespace detail {
 
-inline bool in(std::string_view op, std::initializer_list<std::string_view> set) {
-    return std::find(set.begin(), set.end(), op) != set.end();
-}
-inline bool is_activation(std::string_view op) {
-    return in(op, {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu", "Elu", "Selu",
-                   "PRelu", "Gelu", "FastGelu", "BiasGelu", "Mish", "Softplus", "Swish", "QuickGelu", "Erf", "Exp",
-                   "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Floor", "Ceil", "Round", "Sign", "Not", "Cast",
-                   "Celu", "ThresholdedRelu", "Softsign", "Gelu_pattern"});
-}
-inline bool is_binary(std::string_view op) {
-    return in(op, {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Pow", "Mean", "Where", "Equal", "Greater",
-                   "Less", "And", "Or"});
+/// The families of the operator kinds the kernel model knows by name (looked up once per
+/// kernel, so a hash table rather than a chain of comparisons).
+inline const std::unordered_map<std::string_view, std::string_view>& op_families() {
+    static const auto table = [] {
+        std::unordered_map<std::string_view, std::string_view> t;
+        const auto put = [&](std::string_view family, std::initializer_list<std::string_view> ops) {
+            for (auto op : ops) t.emplace(op, family);
+        };
+        put("Conv", {"Conv"});
+        put("ConvTranspose", {"ConvTranspose"});
+        put("Gemm", {"Gemm", "FusedGemm"});
+        put("MatMul", {"MatMul", "FusedMatMul", "Einsum"});
+        put("Pool", {"MaxPool", "AveragePool", "LpPool"});
+        put("GlobalPool", {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"});
+        put("Elementwise", {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Pow", "Mean", "Where", "Equal", "Greater",
+                            "Less", "And", "Or"});
+        put("Activation", {"Relu",  "Clip",   "Sigmoid",  "HardSigmoid", "HardSwish", "Tanh",  "LeakyRelu",
+                           "Elu",   "Selu",   "PRelu",    "Gelu",        "FastGelu",  "BiasGelu", "Mish",
+                           "Softplus", "Swish", "QuickGelu", "Erf",      "Exp",       "Log",   "Sqrt",
+                           "Reciprocal", "Neg", "Abs",    "Floor",       "Ceil",      "Round", "Sign",
+                           "Not",   "Cast",   "Celu",     "ThresholdedRelu", "Softsign"});
+        put("BatchNorm", {"BatchNormalization"});
+        put("LayerNorm", {"LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
+                          "SimplifiedLayerNormalization", "SkipLayerNormalization"});
+        put("Softmax", {"Softmax", "LogSoftmax", "Hardmax"});
+        put("Reduce", {"ArgMax", "ArgMin"});
+        put("Concat", {"Concat"});
+        put("Resize", {"Resize", "Upsample"});
+        put("DataMovement", {"Transpose", "Slice", "Gather", "Pad", "Split", "Tile", "Expand", "GatherElements",
+                             "ScatterND", "DepthToSpace", "SpaceToDepth", "Range", "ConstantOfShape", "TopK",
+                             "CumSum"});
+        return t;
+    }();
+    return table;
 }
 
 /// The family of operator kind `op` (an ONNX op type or a pattern name), or "" when unknown.
+/// Pattern names are matched by prefix: "LayerNorm...", "Reduce...", "Gelu...".
 inline std::string_view family_of_op(std::string_view op) {
-    if (op == "Conv") return "Conv";
-    if (op == "ConvTranspose") return "ConvTranspose";
-    if (in(op, {"Gemm", "FusedGemm"})) return "Gemm";
-    if (in(op, {"MatMul", "FusedMatMul", "Einsum"})) return "MatMul";
-    if (in(op, {"MaxPool", "AveragePool", "LpPool"})) return "Pool";
-    if (in(op, {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})) return "GlobalPool";
-    if (is_binary(op)) return "Elementwise";
-    if (is_activation(op)) return "Activation";
-    if (op == "BatchNormalization") return "BatchNorm";
-    if (in(op, {"LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
-                "SimplifiedLayerNormalization", "SkipLayerNormalization"}) ||
-        op.substr(0, 9) == "LayerNorm")
-        return "LayerNorm";
-    if (in(op, {"Softmax", "LogSoftmax", "Hardmax"})) return "Softmax";
-    if (op.substr(0, 6) == "Reduce" || in(op, {"ArgMax", "ArgMin"})) return "Reduce";
-    if (op == "Concat") return "Concat";
-    if (in(op, {"Resize", "Upsample"})) return "Resize";
-    if (in(op, {"Transpose", "Slice", "Gather", "Pad", "Split", "Tile", "Expand", "GatherElements", "ScatterND",
-                "DepthToSpace", "SpaceToDepth", "Range", "ConstantOfShape", "TopK", "CumSum"}))
-        return "DataMovement";
-    if (op.substr(0, 4) == "Gelu") return "Activation";
+    const auto& t = op_families();
+    if (const auto it = t.find(op); it != t.end()) return it->second;
+    if (op.starts_with("LayerNorm")) return "LayerNorm";
+    if (op.starts_with("Reduce")) return "Reduce";
+    if (op.starts_with("Gelu")) return "Activation";
     return "";
 }
+inline bool is_binary(std::string_view op) { return family_of_op(op) == "Elementwise"; }
 
 /// The nearest known family of an operator the model does not know, judged by what it reads
 /// (a rank-4 or rank-2 weight, one or two activations) and whether it keeps its input's shape.
@@ -148,13 +158,9 @@ inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, cons
     const auto& first = g.node(k.nodes.front());
     // the kernel's kind is its executed units' kinds joined by '+': the first unit (an operator
     // or a pattern), then what it fused
-    std::vector<std::string_view> units;
-    for (std::size_t s = 0; s <= k.kind.size();) {
-        const auto e = std::min(k.kind.find('+', s), k.kind.size());
-        units.push_back(std::string_view(k.kind).substr(s, e - s));
-        s = e + 1;
-    }
-    std::string_view fam = detail::family_of_op(units.front());
+    const std::string_view kind = k.kind;
+    const auto head_end = std::min(kind.find('+'), kind.size());
+    std::string_view fam = detail::family_of_op(kind.substr(0, head_end));
     if (fam.empty()) {
         fam = detail::nearest_family(g, first, kg.roles);
         note(first, fam);
@@ -162,8 +168,11 @@ inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, cons
     std::string base(fam);
     if (base == "Conv" && detail::is_depthwise(g, first)) base = "DepthwiseConv";
     bool add = false, act = false;
-    for (std::size_t i = 1; i < units.size(); ++i) {
-        const auto f = detail::family_of_op(units[i]);
+    for (std::size_t start = head_end + 1; start <= kind.size();) {
+        const auto end = std::min(kind.find('+', start), kind.size());
+        const auto unit = kind.substr(start, end - start);
+        start = end + 1;
+        const auto f = detail::family_of_op(unit);
         if (f == "Activation") {
             act = true;
         } else if (f == "Elementwise") {
@@ -172,14 +181,14 @@ inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, cons
             // an unknown or unusual fused unit: the nearest epilogue by what its first node reads
             std::string_view near = "Activation";
             for (int v : k.nodes)
-                if (g.node(v).op_type == units[i]) {
+                if (g.node(v).op_type == unit) {
                     near = detail::nearest_family(g, g.node(v), kg.roles);
                     break;
                 }
             const bool as_add = near == "Elementwise";
             (as_add ? add : act) = true;
             out.warning += std::string(out.warning.empty() ? "" : "; ") + "fused operator kind '" +
-                           std::string(units[i]) + "' is not a known epilogue; priced as '" +
+                           std::string(unit) + "' is not a known epilogue; priced as '" +
                            (as_add ? "+Add" : "+Act") + "'";
         }
     }
