@@ -187,7 +187,7 @@ TEST_CASE("kernel sampler: every sample is one kernel of its kind, unique, and r
     const auto kinds = a.kinds();
     for (const char* k : {"Conv", "Conv+Act", "Conv+Add", "Conv+Add+Act", "DepthwiseConv+Act", "Gemm", "Gemm+Act",
                           "MatMul", "MatMul+Add", "Pool", "Elementwise", "LayerNorm", "Softmax"})
-        CHECK_MESSAGE(std::count(kinds.begin(), kinds.end(), k) == 1, k);
+        CHECK_MESSAGE(std::count(kinds.begin(), kinds.end(), k) == 1, std::string(k));
     // Add -> Relu fuses only behind a Conv here: an element-wise kernel with an activation is not a kind
     CHECK(std::count(kinds.begin(), kinds.end(), "Elementwise+Act") == 0);
     Rng ra(11), rb(11);
@@ -233,6 +233,22 @@ TEST_CASE("kernel sampler: the prior holds the layers of given graphs and is dra
         if (!cost::sampleable_family(kind.substr(0, kind.find('+')))) continue;
         for (const auto& s : sampler.draw(kind, 3, rng)) CHECK(channels.count(s.config.c) == 1);
     }
+}
+
+TEST_CASE("kernel sampler: the prior of the five search spaces") {
+    cost::KernelSampler sampler(doc_rules());
+    Rng rng(8);
+    CHECK(cost::add_space_prior(sampler, 2, rng) > 100);
+    const auto& prior = sampler.prior();
+    // convolutions (NB201, FBNet, OFA, KWS), depthwise ones (FBNet, OFA) and transformer layers (ViT)
+    std::string kinds;
+    for (const auto& [kind, configs] : prior) kinds += kind + " ";
+    for (const char* kind : {"DepthwiseConv+Act", "MatMul+Add", "LayerNorm", "Softmax"})
+        CHECK_MESSAGE(prior.count(kind) == 1, (std::string(kind) + " not in " + kinds));
+    std::size_t convs = 0;
+    for (const auto& [kind, configs] : prior)
+        if (kind.starts_with("Conv")) convs += configs.size();
+    CHECK(convs > 20);
 }
 
 TEST_CASE("adaptive rounds: the budget goes to kinds above the error threshold, more to larger errors") {

@@ -30,6 +30,7 @@
 #include <dnncost/cost/kernel_kind.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/hash.hpp>
+#include <dnncost/spaces/registry.hpp>
 
 namespace dnncost::cost {
 
@@ -529,6 +530,16 @@ private:
     std::map<std::string, std::vector<KernelConfig>> m_prior;
     std::set<std::string> m_seen;
 };
+
+/// Adds to the prior the kernels of `per_space` networks drawn (seeded, by each space's own
+/// sampling) from every search space with its default options. Returns the kernels added.
+inline std::size_t add_space_prior(KernelSampler& sampler, std::size_t per_space, Rng& rng) {
+    std::size_t added = 0;
+    for (const auto& space : spaces::all_spaces())
+        for (std::size_t i = 0; i < per_space; ++i)
+            added += sampler.add_prior(space.build_graph(space.sample(rng), {}));
+    return added;
+}
 
 /// How many new samples each kind gets from `budget`: kinds whose held-out error exceeds
 /// `threshold` share the budget in proportion to their error (largest remainders first, ties to
