@@ -22,7 +22,6 @@
 /// Everything is deterministic: ties go to the earlier node in the graph's topological order.
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <queue>
 #include <set>
 #include <span>
@@ -469,7 +468,9 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
         Layout layout;
     };
     std::vector<Provider> provider(g.num_tensors());
-    std::map<std::pair<int, std::int64_t>, int> reorders;  // (tensor, target block) -> kernel
+    // reorder kernels of each tensor, to the plain and to the blocked layout (the rule set has
+    // one block, so these are the only two targets)
+    std::vector<int> reorder_to_plain(g.num_tensors(), -1), reorder_to_blocked(g.num_tensors(), -1);
     kg.kernel_of_node.assign(g.num_nodes(), -1);
     const auto add_edge = [&](int src, int dst, int t) {
         if (src >= 0) kg.edges.push_back({src, dst, t});
@@ -478,8 +479,8 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
     const auto ensure = [&](int t, Layout want) {
         const auto p = provider[static_cast<std::size_t>(t)];
         if (p.layout == want) return p.kernel;
-        const auto key = std::make_pair(t, want.block);
-        if (auto it = reorders.find(key); it != reorders.end()) return it->second;
+        int& known = (want.blocked() ? reorder_to_blocked : reorder_to_plain)[static_cast<std::size_t>(t)];
+        if (known >= 0) return known;
         Kernel r;
         r.kind = "Reorder";
         r.inputs = r.outputs = {t};
@@ -490,7 +491,7 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
         const int id = static_cast<int>(kg.kernels.size());
         kg.kernels.push_back(std::move(r));
         add_edge(p.kernel, id, t);
-        reorders.emplace(key, id);
+        known = id;
         return id;
     };
     std::vector<char> in_kernel(g.num_nodes(), 0);
