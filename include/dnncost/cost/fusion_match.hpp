@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <dnncost/cost/analytic.hpp>
@@ -27,9 +28,22 @@ enum class NodeRole {
 /// the shape arithmetic behind them.
 inline std::vector<NodeRole> node_roles(const graph::Graph& g, const std::vector<int>& order) {
     std::vector<NodeRole> roles(g.num_nodes(), NodeRole::compute);
+    // what an op type is, looked up once per distinct type (a graph has few)
+    struct OpKind {
+        std::string_view op;
+        bool shape, free;
+    };
+    std::vector<OpKind> seen;
+    const auto kind_of = [&](const std::string& op) -> const OpKind& {
+        for (const auto& k : seen)
+            if (k.op == op) return k;
+        seen.push_back({op, op == "Shape" || op == "Size", is_free_operator(op)});
+        return seen.back();
+    };
     for (int v : order) {
         const auto& n = g.node(v);
-        bool constant = n.op_type == "Shape" || n.op_type == "Size";
+        const auto& kind = kind_of(n.op_type);
+        bool constant = kind.shape;
         if (!constant) {
             constant = true;
             for (int t : n.inputs) {
@@ -43,7 +57,7 @@ inline std::vector<NodeRole> node_roles(const graph::Graph& g, const std::vector
         }
         if (constant)
             roles[static_cast<std::size_t>(v)] = NodeRole::constant;
-        else if (is_free_operator(n.op_type))
+        else if (kind.free)
             roles[static_cast<std::size_t>(v)] = NodeRole::free;
     }
     return roles;

@@ -22,9 +22,9 @@
 /// Everything is deterministic: ties go to the earlier node in the graph's topological order.
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <queue>
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -151,8 +151,10 @@ namespace detail {
 
 /// The units of a graph (pattern groups and single compute nodes) and the fused groups of units.
 struct FusionPlan {
-    std::vector<std::vector<int>> unit_nodes;  ///< nodes of each unit, in topological order
-    std::vector<std::string> unit_kind;
+    /// nodes of unit u, in topological order: unit_flat[unit_start[u] .. unit_start[u + 1])
+    std::vector<int> unit_start{0};
+    std::vector<int> unit_flat;
+    std::vector<int> unit_kind;  ///< per unit: an id into KindIndex::names
     std::vector<int> unit_of;  ///< per node; -1 for a node without a kernel
     std::vector<int> group;    ///< per unit: the first unit of its kernel
     std::vector<char> folded;  ///< per unit
@@ -162,12 +164,79 @@ struct FusionPlan {
     };
     std::vector<Fused> fused;
     std::vector<int> item_order;  ///< kernels (as their first unit) and kernel-less nodes (as ~node)
+
+    std::size_t units() const { return unit_kind.size(); }
+    std::span<const int> nodes_of(std::size_t u) const {
+        return {unit_flat.data() + unit_start[u], static_cast<std::size_t>(unit_start[u + 1] - unit_start[u])};
+    }
+    void add_unit(std::span<const int> nodes, int kind) {
+        unit_flat.insert(unit_flat.end(), nodes.begin(), nodes.end());
+        unit_start.push_back(static_cast<int>(unit_flat.size()));
+        unit_kind.push_back(kind);
+    }
+};
+
+/// The operator kinds of one graph (op types and pattern names) as small integers, and the
+/// fusion rules indexed by them, so that the pass compares integers, not strings.
+struct KindIndex {
+    std::vector<std::string_view> names;
+    std::vector<int> op_kind;                    ///< per node
+    std::vector<std::vector<int>> by_consumer;   ///< per kind: rules with it as consumer, in rule order
+    std::vector<int> producer;                   ///< per rule: its producer's kind, -1 when absent
+    std::vector<std::vector<int>> after;         ///< per rule: kinds of its `after` list present
+    std::vector<char> anchor, follower;          ///< per kind: of the layout rule
+
+    int intern(std::string_view name) {
+        for (std::size_t i = 0; i < names.size(); ++i)
+            if (names[i] == name) return static_cast<int>(i);
+        names.push_back(name);
+        return static_cast<int>(names.size()) - 1;
+    }
+    int find(std::string_view name) const {
+        for (std::size_t i = 0; i < names.size(); ++i)
+            if (names[i] == name) return static_cast<int>(i);
+        return -1;
+    }
+    KindIndex(const graph::Graph& g, const FusionRules& rules) {
+        op_kind.resize(g.num_nodes());
+        for (std::size_t v = 0; v < g.num_nodes(); ++v) op_kind[v] = intern(g.node(static_cast<int>(v)).op_type);
+        for (const auto& p : rules.patterns) (void)intern(p.name);
+        by_consumer.resize(names.size());
+        producer.resize(rules.fusions.size());
+        after.resize(rules.fusions.size());
+        for (std::size_t r = 0; r < rules.fusions.size(); ++r) {
+            const auto& f = rules.fusions[r];
+            producer[r] = find(f.producer);
+            for (const auto& a : f.after)
+                if (const int k = find(a); k >= 0) after[r].push_back(k);
+            if (const int c = find(f.consumer); c >= 0) by_consumer[static_cast<std::size_t>(c)].push_back(static_cast<int>(r));
+        }
+        anchor.assign(names.size(), 0);
+        follower.assign(names.size(), 0);
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            anchor[k] = rules.layout.is_anchor(names[k]);
+            follower[k] = rules.layout.is_follower(names[k]);
+        }
+    }
+    /// As FusionRules::find, on kinds of this index.
+    const FusionRule* find_rule(const FusionRules& rules, int producer_kind, int consumer_kind, Operands operands,
+                                int anchor_kind) const {
+        for (int r : by_consumer[static_cast<std::size_t>(consumer_kind)]) {
+            const auto& rule = rules.fusions[static_cast<std::size_t>(r)];
+            if (producer[static_cast<std::size_t>(r)] != producer_kind) continue;
+            if (rule.operands != Operands::any && rule.operands != operands) continue;
+            const auto& a = after[static_cast<std::size_t>(r)];
+            if (!rule.after.empty() && std::find(a.begin(), a.end(), anchor_kind) == a.end()) continue;
+            return &rule;
+        }
+        return nullptr;
+    }
 };
 
 /// Groups units by the fusion rules, skipping `banned` (producer unit, consumer unit, tensor).
 inline void fuse_units(const graph::Graph& g, const std::vector<NodeRole>& roles, const FusionRules& rules,
-                       const std::set<std::tuple<int, int, int>>& banned, FusionPlan& plan) {
-    const std::size_t units = plan.unit_nodes.size();
+                       const KindIndex& kinds, const std::set<std::tuple<int, int, int>>& banned, FusionPlan& plan) {
+    const std::size_t units = plan.units();
     plan.group.resize(units);
     plan.folded.assign(units, 0);
     plan.fused.clear();
@@ -175,21 +244,20 @@ inline void fuse_units(const graph::Graph& g, const std::vector<NodeRole>& roles
     for (std::size_t v = 0; v < units; ++v) {
         plan.group[v] = static_cast<int>(v);
         effective[v] = static_cast<int>(v);
-        bool consumed = false;  // does any rule take this kind as a consumer?
-        for (const auto& r : rules.fusions) consumed = consumed || r.consumer == plan.unit_kind[v];
-        if (!consumed) continue;
+        // does any rule take this kind as a consumer?
+        if (kinds.by_consumer[static_cast<std::size_t>(plan.unit_kind[v])].empty()) continue;
         bool joined = false;
-        for (int n : plan.unit_nodes[v]) {
+        for (int n : plan.nodes_of(v)) {
             for (int t : g.node(n).inputs) {
                 if (joined || t < 0 || is_constant_tensor(g, roles, t)) continue;
                 const int p = g.tensor(t).producer;
                 if (p < 0 || plan.unit_of[static_cast<std::size_t>(p)] < 0) continue;
                 const int u = plan.unit_of[static_cast<std::size_t>(p)];
-                if (u == static_cast<int>(v) || banned.count({u, static_cast<int>(v), t})) continue;
+                if (u == static_cast<int>(v) || (!banned.empty() && banned.count({u, static_cast<int>(v), t}))) continue;
                 const auto gu = static_cast<std::size_t>(plan.group[static_cast<std::size_t>(u)]);
-                const auto* rule =
-                    rules.find(plan.unit_kind[static_cast<std::size_t>(effective[static_cast<std::size_t>(u)])],
-                               plan.unit_kind[v], operand_class(g, roles, n, t), plan.unit_kind[gu]);
+                const auto* rule = kinds.find_rule(
+                    rules, plan.unit_kind[static_cast<std::size_t>(effective[static_cast<std::size_t>(u)])],
+                    plan.unit_kind[v], operand_class(g, roles, n, t), plan.unit_kind[gu]);
                 if (!rule) continue;
                 plan.group[v] = static_cast<int>(gu);
                 plan.folded[v] = rule->fold;
@@ -224,35 +292,41 @@ inline std::vector<std::tuple<int, int, int>> sole_consumer_violations(const gra
 inline bool order_items(const graph::Graph& g, const std::vector<int>& pos, FusionPlan& plan, int& cyclic) {
     const std::size_t n = g.num_nodes();
     // item of a node: its kernel's first unit, or units + node for a kernel-less node
-    const auto units = static_cast<int>(plan.unit_nodes.size());
+    const auto units = static_cast<int>(plan.units());
     const auto item_of = [&](int node) {
         const int u = plan.unit_of[static_cast<std::size_t>(node)];
         return u >= 0 ? plan.group[static_cast<std::size_t>(u)] : units + node;
     };
-    const std::size_t items = plan.unit_nodes.size() + n;
+    const std::size_t items = plan.units() + n;
     std::vector<int> key(items, -1), indeg(items, 0);
     for (std::size_t v = 0; v < n; ++v) {
         const int it = item_of(static_cast<int>(v));
         auto& k = key[static_cast<std::size_t>(it)];
         if (k < 0 || pos[v] < k) k = pos[v];
     }
-    // successors of each item, in compressed rows
-    const auto edges = g.edges();
+    // successors of each item, in compressed rows (the graph's edges: producer -> consumer of
+    // every input; the order of a row does not matter, keys are unique)
+    const auto for_each_edge = [&](const auto& f) {
+        for (std::size_t v = 0; v < n; ++v)
+            for (int t : g.node(static_cast<int>(v)).inputs)
+                if (t >= 0)
+                    if (const int p = g.tensor(t).producer; p >= 0) f(p, static_cast<int>(v));
+    };
     std::vector<int> start(items + 1, 0), succ;
-    for (const auto& e : edges) {
-        const int a = item_of(e.src), b = item_of(e.dst);
-        if (a == b) continue;
+    for_each_edge([&](int src, int dst) {
+        const int a = item_of(src), b = item_of(dst);
+        if (a == b) return;
         ++start[static_cast<std::size_t>(a) + 1];
         ++indeg[static_cast<std::size_t>(b)];
-    }
+    });
     for (std::size_t i = 0; i < items; ++i) start[i + 1] += start[i];
     succ.resize(static_cast<std::size_t>(start[items]));
     {
         auto fill = start;
-        for (const auto& e : edges) {
-            const int a = item_of(e.src), b = item_of(e.dst);
+        for_each_edge([&](int src, int dst) {
+            const int a = item_of(src), b = item_of(dst);
             if (a != b) succ[static_cast<std::size_t>(fill[static_cast<std::size_t>(a)]++)] = b;
-        }
+        });
     }
     using Entry = std::pair<int, int>;  // (key, item)
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
@@ -307,14 +381,29 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
     rules.check();
     KernelGraph kg;
     kg.layout_name = rules.layout.name;
-    const auto order = g.topological_order();
+    // a graph whose nodes are already in topological order is its own stable order
+    bool sorted = true;
+    for (std::size_t v = 0; v < g.num_nodes() && sorted; ++v)
+        for (int t : g.node(static_cast<int>(v)).inputs)
+            if (t >= 0 && g.tensor(t).producer >= static_cast<int>(v)) sorted = false;
+    std::vector<int> order;
+    if (sorted) {
+        order.resize(g.num_nodes());
+        for (std::size_t v = 0; v < order.size(); ++v) order[v] = static_cast<int>(v);
+    } else {
+        order = g.topological_order();
+    }
     kg.roles = node_roles(g, order);
     const auto& roles = kg.roles;
     const auto pos = topological_positions(g, order);
 
     // units: pattern groups first, then every other compute node, numbered in topological order
+    const detail::KindIndex kinds(g, rules);
     detail::FusionPlan plan;
     plan.unit_of.assign(g.num_nodes(), -1);
+    plan.unit_kind.reserve(g.num_nodes());
+    plan.unit_flat.reserve(g.num_nodes());
+    plan.unit_start.reserve(g.num_nodes() + 1);
     std::vector<int> pattern_of(g.num_nodes(), -1);
     const auto matches = match_patterns(g, roles, rules.patterns, order);
     for (std::size_t m = 0; m < matches.size(); ++m)
@@ -328,25 +417,23 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
             plan.unit_of[vi] = unit_of_match[static_cast<std::size_t>(m)];
             continue;
         }
-        plan.unit_of[vi] = static_cast<int>(plan.unit_nodes.size());
+        plan.unit_of[vi] = static_cast<int>(plan.units());
         if (m >= 0) {
             unit_of_match[static_cast<std::size_t>(m)] = plan.unit_of[vi];
             auto nodes = matches[static_cast<std::size_t>(m)].nodes;
             std::sort(nodes.begin(), nodes.end(), [&](int a, int b) {
                 return pos[static_cast<std::size_t>(a)] < pos[static_cast<std::size_t>(b)];
             });
-            plan.unit_nodes.push_back(std::move(nodes));
-            plan.unit_kind.push_back(rules.patterns[matches[static_cast<std::size_t>(m)].pattern].name);
+            plan.add_unit(nodes, kinds.find(rules.patterns[matches[static_cast<std::size_t>(m)].pattern].name));
         } else {
-            plan.unit_nodes.push_back({v});
-            plan.unit_kind.push_back(g.node(v).op_type);
+            plan.add_unit(std::span<const int>(&v, 1), kinds.op_kind[vi]);
         }
     }
 
     // fusion, undoing fusions that break a condition or a cycle until none does
     std::set<std::tuple<int, int, int>> banned;
     for (;;) {
-        detail::fuse_units(g, roles, rules, banned, plan);
+        detail::fuse_units(g, roles, rules, kinds, banned, plan);
         const auto bad = detail::sole_consumer_violations(g, plan);
         if (!bad.empty()) {
             banned.insert(bad.begin(), bad.end());
@@ -361,20 +448,29 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
                 banned.insert({f.producer, f.consumer, f.tensor});
         if (banned.size() == before)  // a single unit on a cycle: only a malformed pattern match could do this
             raise<shape_error>("kernel graph of '", g.name(), "': unit '",
-                               plan.unit_kind[static_cast<std::size_t>(cyclic)], "' lies on a cycle of kernels");
+                               kinds.names[static_cast<std::size_t>(plan.unit_kind[static_cast<std::size_t>(cyclic)])],
+                               "' lies on a cycle of kernels");
     }
 
     // kernels, in the order found; providers of values: (kernel or -1, layout)
-    const std::size_t units = plan.unit_nodes.size();
-    std::vector<std::vector<int>> members(units);  // units of each kernel, by first unit
-    for (std::size_t u = 0; u < units; ++u)
-        members[static_cast<std::size_t>(plan.group[u])].push_back(static_cast<int>(u));
+    const std::size_t units = plan.units();
+    // units of each kernel (by its first unit), in unit order: member_flat[member_start[k] ..)
+    std::vector<int> member_start(units + 1, 0), member_flat(units);
+    for (std::size_t u = 0; u < units; ++u) ++member_start[static_cast<std::size_t>(plan.group[u]) + 1];
+    for (std::size_t u = 0; u < units; ++u) member_start[u + 1] += member_start[u];
+    {
+        auto fill = member_start;
+        for (std::size_t u = 0; u < units; ++u)
+            member_flat[static_cast<std::size_t>(fill[static_cast<std::size_t>(plan.group[u])]++)] = static_cast<int>(u);
+    }
     struct Provider {
         int kernel = -1;
         Layout layout;
     };
     std::vector<Provider> provider(g.num_tensors());
-    std::map<std::pair<int, std::int64_t>, int> reorders;  // (tensor, target block) -> kernel
+    // reorder kernels of each tensor, to the plain and to the blocked layout (the rule set has
+    // one block, so these are the only two targets)
+    std::vector<int> reorder_to_plain(g.num_tensors(), -1), reorder_to_blocked(g.num_tensors(), -1);
     kg.kernel_of_node.assign(g.num_nodes(), -1);
     const auto add_edge = [&](int src, int dst, int t) {
         if (src >= 0) kg.edges.push_back({src, dst, t});
@@ -383,8 +479,8 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
     const auto ensure = [&](int t, Layout want) {
         const auto p = provider[static_cast<std::size_t>(t)];
         if (p.layout == want) return p.kernel;
-        const auto key = std::make_pair(t, want.block);
-        if (auto it = reorders.find(key); it != reorders.end()) return it->second;
+        int& known = (want.blocked() ? reorder_to_blocked : reorder_to_plain)[static_cast<std::size_t>(t)];
+        if (known >= 0) return known;
         Kernel r;
         r.kind = "Reorder";
         r.inputs = r.outputs = {t};
@@ -395,11 +491,12 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
         const int id = static_cast<int>(kg.kernels.size());
         kg.kernels.push_back(std::move(r));
         add_edge(p.kernel, id, t);
-        reorders.emplace(key, id);
+        known = id;
         return id;
     };
     std::vector<char> in_kernel(g.num_nodes(), 0);
-    kg.kernels.reserve(plan.item_order.size() + 8);
+    kg.kernels.reserve(plan.item_order.size() + plan.item_order.size() / 2 + 8);  // reorders included, mostly
+    kg.edges.reserve(2 * plan.item_order.size());
     std::vector<int> all, constants, sources;  // buffers reused kernel after kernel
     for (const int item : plan.item_order) {
         if (item < 0) {  // a node without a kernel
@@ -418,13 +515,17 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
         }
         Kernel k;
         all.clear();
-        for (int u : members[static_cast<std::size_t>(item)]) {
-            const auto& nodes = plan.unit_nodes[static_cast<std::size_t>(u)];
+        for (int m = member_start[static_cast<std::size_t>(item)]; m < member_start[static_cast<std::size_t>(item) + 1];
+             ++m) {
+            const int u = member_flat[static_cast<std::size_t>(m)];
+            const auto nodes = plan.nodes_of(static_cast<std::size_t>(u));
             all.insert(all.end(), nodes.begin(), nodes.end());
             auto& dst = plan.folded[static_cast<std::size_t>(u)] ? k.folded : k.nodes;
             dst.insert(dst.end(), nodes.begin(), nodes.end());
-            if (!plan.folded[static_cast<std::size_t>(u)])
-                k.kind += (k.kind.empty() ? "" : "+") + plan.unit_kind[static_cast<std::size_t>(u)];
+            if (!plan.folded[static_cast<std::size_t>(u)]) {
+                if (!k.kind.empty()) k.kind += '+';
+                k.kind += kinds.names[static_cast<std::size_t>(plan.unit_kind[static_cast<std::size_t>(u)])];
+            }
         }
         const auto by_pos = [&](int a, int b) {
             return pos[static_cast<std::size_t>(a)] < pos[static_cast<std::size_t>(b)];
@@ -456,11 +557,12 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
                 return s.size() == 4 && s[1] % b == 0;
             };
             bool blocked = false;
-            if (rules.layout.is_anchor(a.op_type)) {
+            const auto first_kind = static_cast<std::size_t>(kinds.op_kind[static_cast<std::size_t>(k.nodes.front())]);
+            if (kinds.anchor[first_kind]) {
                 blocked = detail::anchor_fits(g, a, rules.layout, narrow);
                 for (int t : k.inputs)
                     if (!(narrow && t == a.inputs[0]) && !fits(t)) blocked = false;
-            } else if (rules.layout.is_follower(a.op_type)) {
+            } else if (kinds.follower[first_kind]) {
                 blocked = !k.inputs.empty();
                 for (int t : k.inputs)
                     if (!fits(t) || !provider[static_cast<std::size_t>(t)].layout.blocked()) blocked = false;

@@ -1,0 +1,213 @@
+#pragma once
+/// @file kernel_kind.hpp
+/// The kernel kind key: groups the kernels of cost::KernelGraph so that one latency regressor
+/// per kind makes sense.
+///
+/// A kind key is the family of the kernel's first executed unit (Conv, DepthwiseConv, Gemm,
+/// MatMul, Pool, Elementwise, LayerNorm, ...) followed by what it fused: "+Add" for a binary
+/// element-wise operator, "+Act" for activations. Folded operators (BatchNorm into Conv) add
+/// nothing: they execute nothing. So "Conv+Add+Act" is a convolution with a residual add and an
+/// activation, whatever activation it is (which one is a kernel feature). An operator the model
+/// has never seen is priced by the nearest known family (by the operands it reads and the shape
+/// it writes) and the key comes with a warning for the caller to report; nothing is dropped.
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/graph/graph.hpp>
+
+namespace dnncost::cost {
+
+/// The families a kernel's first executed operator falls in.
+inline const std::vector<std::string>& kernel_families() {
+    static const std::vector<std::string> f{"Conv",        "DepthwiseConv", "ConvTranspose", "Gemm",     "MatMul",
+                                            "Pool",        "GlobalPool",    "Elementwise",   "Activation",
+                                            "BatchNorm",   "LayerNorm",     "Softmax",       "Reduce",   "Concat",
+                                            "Resize",      "DataMovement",  "Reorder"};
+    return f;
+}
+
+/// Every kind key the kernel model knows: a family, or a family with the fusions a runtime
+/// performs behind it.
+inline const std::vector<std::string>& known_kernel_kinds() {
+    static const std::vector<std::string> k = [] {
+        std::vector<std::string> out;
+        for (const auto& f : kernel_families()) {
+            out.push_back(f);
+            if (f == "Conv" || f == "DepthwiseConv" || f == "ConvTranspose") {
+                out.push_back(f + "+Act");
+                out.push_back(f + "+Add");
+                out.push_back(f + "+Add+Act");
+            } else if (f == "Gemm" || f == "MatMul" || f == "Elementwise" || f == "BatchNorm" || f == "LayerNorm" ||
+                       f == "Pool") {
+                out.push_back(f + "+Act");
+            }
+            if (f == "MatMul") out.push_back("MatMul+Add");
+        }
+        return out;
+    }();
+    return k;
+}
+
+inline bool is_known_kernel_kind(std::string_view key) {
+    static const std::unordered_set<std::string_view> known(known_kernel_kinds().begin(), known_kernel_kinds().end());
+    return known.count(key) > 0;
+}
+
+namespace detail {
+
+/// The families of the operator kinds the kernel model knows by name (looked up once per
+/// kernel, so a hash table rather than a chain of comparisons).
+inline const std::unordered_map<std::string_view, std::string_view>& op_families() {
+    static const auto table = [] {
+        std::unordered_map<std::string_view, std::string_view> t;
+        const auto put = [&](std::string_view family, std::initializer_list<std::string_view> ops) {
+            for (auto op : ops) t.emplace(op, family);
+        };
+        put("Conv", {"Conv"});
+        put("ConvTranspose", {"ConvTranspose"});
+        put("Gemm", {"Gemm", "FusedGemm"});
+        put("MatMul", {"MatMul", "FusedMatMul", "Einsum"});
+        put("Pool", {"MaxPool", "AveragePool", "LpPool"});
+        put("GlobalPool", {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"});
+        put("Elementwise", {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Pow", "Mean", "Where", "Equal", "Greater",
+                            "Less", "And", "Or"});
+        put("Activation", {"Relu",  "Clip",   "Sigmoid",  "HardSigmoid", "HardSwish", "Tanh",  "LeakyRelu",
+                           "Elu",   "Selu",   "PRelu",    "Gelu",        "FastGelu",  "BiasGelu", "Mish",
+                           "Softplus", "Swish", "QuickGelu", "Erf",      "Exp",       "Log",   "Sqrt",
+                           "Reciprocal", "Neg", "Abs",    "Floor",       "Ceil",      "Round", "Sign",
+                           "Not",   "Cast",   "Celu",     "ThresholdedRelu", "Softsign"});
+        put("BatchNorm", {"BatchNormalization"});
+        put("LayerNorm", {"LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
+                          "SimplifiedLayerNormalization", "SkipLayerNormalization"});
+        put("Softmax", {"Softmax", "LogSoftmax", "Hardmax"});
+        put("Reduce", {"ArgMax", "ArgMin"});
+        put("Concat", {"Concat"});
+        put("Resize", {"Resize", "Upsample"});
+        put("DataMovement", {"Transpose", "Slice", "Gather", "Pad", "Split", "Tile", "Expand", "GatherElements",
+                             "ScatterND", "DepthToSpace", "SpaceToDepth", "Range", "ConstantOfShape", "TopK",
+                             "CumSum"});
+        return t;
+    }();
+    return table;
+}
+
+/// The family of operator kind `op` (an ONNX op type or a pattern name), or "" when unknown.
+/// Pattern names are matched by prefix: "LayerNorm...", "Reduce...", "Gelu...".
+inline std::string_view family_of_op(std::string_view op) {
+    const auto& t = op_families();
+    if (const auto it = t.find(op); it != t.end()) return it->second;
+    if (op.starts_with("LayerNorm")) return "LayerNorm";
+    if (op.starts_with("Reduce")) return "Reduce";
+    if (op.starts_with("Gelu")) return "Activation";
+    return "";
+}
+inline bool is_binary(std::string_view op) { return family_of_op(op) == "Elementwise"; }
+
+/// The nearest known family of an operator the model does not know, judged by what it reads
+/// (a rank-4 or rank-2 weight, one or two activations) and whether it keeps its input's shape.
+inline std::string_view nearest_family(const graph::Graph& g, const graph::Node& n,
+                                       const std::vector<NodeRole>& roles) {
+    int activations = 0, weight_rank = -1;
+    for (int t : n.inputs) {
+        if (t < 0) continue;
+        if (is_constant_tensor(g, roles, t))
+            weight_rank = std::max(weight_rank, static_cast<int>(g.tensor(t).shape.size()));
+        else
+            ++activations;
+    }
+    if (weight_rank >= 4) return "Conv";
+    if (weight_rank >= 2) return "MatMul";
+    if (activations >= 2) return "Elementwise";
+    const bool same_shape = !n.inputs.empty() && n.inputs[0] >= 0 && !n.outputs.empty() &&
+                            g.tensor(n.inputs[0]).shape == g.tensor(n.outputs[0]).shape;
+    return same_shape ? "Activation" : "DataMovement";
+}
+
+inline bool is_depthwise(const graph::Graph& g, const graph::Node& n) {
+    if (n.op_type != "Conv" || n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty()) return false;
+    const auto group = n.attr_int("group", 1);
+    const auto& x = g.tensor(n.inputs[0]).shape;
+    return group > 1 && x.size() >= 2 && x[1] == group;
+}
+
+}  // namespace detail
+
+/// A kernel's kind key, and why it is approximate when it is.
+struct KernelKind {
+    std::string key;
+    std::string warning;  ///< empty, or which operator was priced as which kind
+};
+
+/// The kind key of kernel `k` of `kg` (a kernel graph of `g`).
+inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, const Kernel& k) {
+    KernelKind out;
+    if (k.is_reorder()) {
+        out.key = "Reorder";
+        return out;
+    }
+    const auto note = [&](const graph::Node& n, std::string_view as) {
+        out.warning += std::string(out.warning.empty() ? "" : "; ") + "operator '" + n.name + "' of kind '" +
+                       n.op_type + "' is not known to the kernel model; priced as '" + std::string(as) + "'";
+    };
+    const auto& first = g.node(k.nodes.front());
+    // the kernel's kind is its executed units' kinds joined by '+': the first unit (an operator
+    // or a pattern), then what it fused
+    const std::string_view kind = k.kind;
+    const auto head_end = std::min(kind.find('+'), kind.size());
+    std::string_view fam = detail::family_of_op(kind.substr(0, head_end));
+    if (fam.empty()) {
+        fam = detail::nearest_family(g, first, kg.roles);
+        note(first, fam);
+    }
+    std::string base(fam);
+    if (base == "Conv" && detail::is_depthwise(g, first)) base = "DepthwiseConv";
+    bool add = false, act = false;
+    for (std::size_t start = head_end + 1; start <= kind.size();) {
+        const auto end = std::min(kind.find('+', start), kind.size());
+        const auto unit = kind.substr(start, end - start);
+        start = end + 1;
+        const auto f = detail::family_of_op(unit);
+        if (f == "Activation") {
+            act = true;
+        } else if (f == "Elementwise") {
+            add = true;
+        } else {
+            // an unknown or unusual fused unit: the nearest epilogue by what its first node reads
+            std::string_view near = "Activation";
+            for (int v : k.nodes)
+                if (g.node(v).op_type == unit) {
+                    near = detail::nearest_family(g, g.node(v), kg.roles);
+                    break;
+                }
+            const bool as_add = near == "Elementwise";
+            (as_add ? add : act) = true;
+            out.warning += std::string(out.warning.empty() ? "" : "; ") + "fused operator kind '" +
+                           std::string(unit) + "' is not a known epilogue; priced as '" +
+                           (as_add ? "+Add" : "+Act") + "'";
+        }
+    }
+    const auto with = [&](bool a, bool b) {
+        std::string s = base;
+        if (a) s += "+Add";
+        if (b) s += "+Act";
+        return s;
+    };
+    out.key = with(add, act);
+    if (!is_known_kernel_kind(out.key)) {
+        // the nearest known key: drop the Add, then the activation
+        std::string near = with(false, act);
+        if (!is_known_kernel_kind(near)) near = base;
+        out.warning += std::string(out.warning.empty() ? "" : "; ") + "kernel kind '" + out.key +
+                       "' is not known to the kernel model; priced as '" + near + "'";
+        out.key = near;
+    }
+    return out;
+}
+
+}  // namespace dnncost::cost

@@ -1,0 +1,131 @@
+// Kernel samples measured through the harness and a fake runner (tests/measure/fake_runner.sh):
+// rows come back with features and the runner's latency, a second run measures nothing again,
+// and a time budget (on a clock the test controls: ten seconds per runner request) stops the
+// run where the measured time per sample says the budget ends; a later run finishes the rest.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <dnncost/cost/kernel_sampler.hpp>
+#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/measure/kernel_sampling.hpp>
+
+using namespace dnncost;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::size_t lines_of(const fs::path& p) {
+    std::ifstream in(p);
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+}
+
+cost::FusionRules rules() {
+    return cost::FusionRules::parse(
+        "dnncost-fusion-rules 1\n"
+        "fold Conv BatchNormalization operands=constant\n"
+        "fuse Conv Relu operands=none\n"
+        "fuse Gemm Relu\n"
+        "layout NCHWc 8 anchors=Conv followers=MaxPool,Add,Relu\n");
+}
+
+measure::KernelSamplingSetup setup(const fs::path& dir, const std::string& store) {
+    measure::KernelSamplingSetup s;
+    s.runners = {"bash '" + std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh' good '" + dir.string() + "'"};
+    s.device = "fake-device";
+    s.store = dir / store;
+    s.harness.rounds = s.harness.max_rounds = 1;
+    s.harness.warmup = 0;
+    s.harness.repeats = 1;
+    s.chunk = 4;
+    return s;
+}
+
+std::vector<cost::KernelSample> samples(std::size_t per_kind) {
+    cost::KernelSampler sampler(rules(), {.max_macs = 20'000'000, .max_elements = 1'000'000});
+    Rng rng(1);
+    std::vector<cost::KernelSample> out;
+    for (const char* kind : {"Conv+Act", "Gemm", "Pool"})
+        for (auto& s : sampler.draw(kind, per_kind, rng)) out.push_back(std::move(s));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("kernel sampling: measured rows, resumable from the store") {
+    const fs::path dir = fs::path(DNNCOST_BINARY_DIR) / "test_kernel_sampling_resume";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const auto s = setup(dir, "kernels.csv");
+    const auto todo = samples(3);
+    REQUIRE(todo.size() == 9);
+    std::vector<measure::SamplingProgress> seen;
+    auto with_progress = s;
+    with_progress.on_progress = [&](const measure::SamplingProgress& p) { seen.push_back(p); };
+    const auto first = measure::measure_kernel_samples(todo, rules(), with_progress);
+    CHECK(first.measured == 9);
+    CHECK(first.from_store == 0);
+    CHECK(first.over_budget == 0);
+    CHECK(first.failed == 0);
+    REQUIRE(first.rows.size() == 9);
+    for (std::size_t i = 0; i < first.rows.size(); ++i) {
+        CHECK(first.rows[i].kind == todo[i].config.kind);
+        CHECK(first.rows[i].key == todo[i].key);
+        CHECK(first.rows[i].latency_ms == doctest::Approx(1.0));  // the fake runner's answer
+        CHECK(first.rows[i].features.size() == features::kernel_feature_names().size());
+    }
+    CHECK(lines_of(dir / "requests.log") == 9);
+    REQUIRE(seen.size() >= 2);
+    CHECK(seen.front().done == 0);
+    CHECK(seen.back().done == 9);
+    CHECK(seen.back().total == 9);
+    CHECK(seen.back().eta_seconds == 0);
+    for (std::size_t i = 1; i + 1 < seen.size(); ++i) {
+        CHECK(seen[i].done > seen[i - 1].done);
+        CHECK(std::isfinite(seen[i].eta_seconds));
+    }
+
+    const auto second = measure::measure_kernel_samples(todo, rules(), s);
+    CHECK(second.measured == 0);
+    CHECK(second.from_store == 9);
+    CHECK(second.rows.size() == 9);
+    CHECK(lines_of(dir / "requests.log") == 9);  // nothing measured again
+
+    auto other = s;
+    other.device = "another";
+    CHECK_THROWS_WITH_AS(measure::measure_kernel_samples(todo, rules(), other),
+                         doctest::Contains("holds measurements of device"), config_error);
+}
+
+TEST_CASE("kernel sampling: a time budget is honoured, and the rest is measured later") {
+    const fs::path dir = fs::path(DNNCOST_BINARY_DIR) / "test_kernel_sampling_budget";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    auto s = setup(dir, "kernels.csv");
+    s.chunk = 16;
+    s.budget_minutes = 1;  // 60 s of the clock below: six samples at ten seconds each
+    s.clock = [&] { return 10.0 * static_cast<double>(lines_of(dir / "requests.log")); };
+    const auto todo = samples(4);
+    REQUIRE(todo.size() == 12);
+    const auto first = measure::measure_kernel_samples(todo, rules(), s);
+    CHECK(first.measured == 6);
+    CHECK(first.over_budget == 6);
+    CHECK(first.rows.size() == 6);
+    CHECK(lines_of(dir / "requests.log") == 6);
+
+    s.budget_minutes = 0;
+    const auto rest = measure::measure_kernel_samples(todo, rules(), s);
+    CHECK(rest.from_store == 6);
+    CHECK(rest.measured == 6);
+    CHECK(rest.rows.size() == 12);
+    CHECK(lines_of(dir / "requests.log") == 12);
+
+    s.budget_minutes = -1;
+    CHECK_THROWS_AS(measure::measure_kernel_samples(todo, rules(), s), config_error);
+}
