@@ -287,8 +287,17 @@ public:
 private:
     /// Measure the reference network once (one request, the run's settings) into `c.reference`.
     void measure_reference(RunConditions& c) {
-        const auto out =
-            m_pool.run({Request{0, m_provenance.reference_model.string(), m_options.warmup, m_options.repeats}});
+        const auto model = m_provenance.reference_model.string();
+        if (m_reference_repeats == 0) {
+            // a first, unrecorded request learns how many runs fill a round (and warms the runner
+            // up): N runs of a sub-millisecond network give a minimum that wanders by tens of %
+            const auto probe = m_pool.run({Request{0, model, m_options.warmup, m_options.repeats}});
+            if (probe.front().ok())
+                m_reference_repeats =
+                    repeats_for(statistic_of(probe.front().answer.latency_ms, Statistic::minimum));
+        }
+        const int repeats = m_reference_repeats > 0 ? m_reference_repeats : m_options.repeats;
+        const auto out = m_pool.run({Request{0, model, m_options.warmup, repeats}});
         const auto& o = out.front();
         if (!o.ok()) {
             c.warnings.push_back("the reference network could not be measured (" + std::string(to_string(o.failure)) +
@@ -356,7 +365,10 @@ private:
         double fastest = std::numeric_limits<double>::infinity();
         for (const auto& r : done_rounds)
             if (r.latency_ms > 0 && std::isfinite(r.latency_ms)) fastest = std::min(fastest, r.latency_ms);
-        if (!(m_options.round_ms > 0) || !std::isfinite(fastest)) return m_options.repeats;
+        return repeats_for(fastest);
+    }
+    int repeats_for(double fastest) const {
+        if (!(m_options.round_ms > 0) || !(fastest > 0) || !std::isfinite(fastest)) return m_options.repeats;
         const double want = std::ceil(m_options.round_ms / fastest);
         return static_cast<int>(std::clamp(want, static_cast<double>(m_options.repeats),
                                            static_cast<double>(m_options.max_repeats)));
@@ -461,6 +473,7 @@ private:
     ProvenanceOptions m_provenance;
     LoadSampler m_sampler;
     std::vector<double> m_reference_spreads;  ///< within each reference measurement of this run
+    int m_reference_repeats = 0;              ///< timed runs of a reference request; 0: not yet known
 };
 
 }  // namespace dnncost::measure
