@@ -38,6 +38,7 @@
 #include <vector>
 
 #include <dnncost/core/error.hpp>
+#include <dnncost/core/json_string.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/fusion_match.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
@@ -172,19 +173,7 @@ struct DiscoveryResult {
 
 namespace detail {
 
-inline std::string json_string(const std::string& s) {
-    std::string o = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\')
-            o += std::string("\\") + c;
-        else if (static_cast<unsigned char>(c) < 0x20) {
-            static const char* hex = "0123456789abcdef";
-            o += std::string("\\u00") + hex[(c >> 4) & 0xf] + hex[c & 0xf];
-        } else
-            o += c;
-    }
-    return o + "\"";
-}
+inline std::string json_string(const std::string& s) { return json_quote(s); }
 inline std::string json_number(double x) {
     if (!std::isfinite(x)) return "null";
     char buf[32];

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <dnncost/core/error.hpp>
+#include <dnncost/core/json_string.hpp>
 
 namespace dnncost::cost {
 
@@ -277,19 +278,7 @@ struct FusionRules {
     /// The rule set as one JSON object (for reports; the text form is what is read back).
     std::string to_json() const {
         check();
-        const auto str = [](const std::string& s) {
-            std::string o = "\"";
-            for (char c : s) {
-                if (c == '"' || c == '\\')
-                    o += std::string("\\") + c;
-                else if (static_cast<unsigned char>(c) < 0x20) {
-                    static const char* hex = "0123456789abcdef";
-                    o += std::string("\\u00") + hex[(c >> 4) & 0xf] + hex[c & 0xf];
-                } else
-                    o += c;
-            }
-            return o + "\"";
-        };
+        const auto str = [](const std::string& s) { return json_quote(s); };
         const auto arr = [&](const std::vector<std::string>& v) {
             std::string o = "[";
             for (std::size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + str(v[i]);

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include <dnncost/core/error.hpp>
+#include <dnncost/core/json_string.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/fusion_match.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
@@ -105,19 +106,7 @@ struct KernelGraph {
 
     /// One JSON object: the kernels (kind, layout, node names, shapes, counts) and the edges.
     std::string to_json(const graph::Graph& g) const {
-        const auto str = [](const std::string& s) {
-            std::string o = "\"";
-            for (char c : s) {
-                if (c == '"' || c == '\\')
-                    o += std::string("\\") + c;
-                else if (static_cast<unsigned char>(c) < 0x20) {
-                    static const char* hex = "0123456789abcdef";
-                    o += std::string("\\u00") + hex[(c >> 4) & 0xf] + hex[c & 0xf];
-                } else
-                    o += c;
-            }
-            return o + "\"";
-        };
+        const auto str = [](const std::string& s) { return json_quote(s); };
         const auto names = [&](const std::vector<int>& ids) {
             std::string o = "[";
             for (std::size_t i = 0; i < ids.size(); ++i) o += (i ? ", " : "") + str(g.node(ids[i]).name);
