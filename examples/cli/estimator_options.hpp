@@ -53,11 +53,6 @@ inline std::string preset_list() {
     return s;
 }
 
-/// The one-line warning of a deprecated spelling.
-inline void warn_deprecated(const std::string& old_spelling, const std::string& instead) {
-    std::cerr << "dnncost: warning: " << old_spelling << " is deprecated; use " << instead << '\n';
-}
-
 /// `--report FILE`, the deprecated way to get a command's JSON report (now --json on stdout).
 /// Checked writable up front; warns when used.
 struct ReportFile {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <dnncost/measure/json.hpp>
+#include <dnncost/train/metrics.hpp>
 
 #if defined(__linux__)
 #include <linux/perf_event.h>
@@ -235,10 +236,7 @@ inline Descriptor run(int repetitions = 15) {
                 if (const auto v = cs[c]->stop()) counts[c].push_back(static_cast<double>(*v));
             ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         }
-        const auto median = [](std::vector<double> v) {
-            std::sort(v.begin(), v.end());
-            return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-        };
+        const auto median = [](const std::vector<double>& v) { return train::median(v); };
         KernelResult kr{k.name, median(ms), {}};
         for (const auto& c : counts)
             kr.per_second.push_back(c.size() == ms.size() && kr.latency_ms > 0
