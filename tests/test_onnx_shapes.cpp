@@ -489,7 +489,7 @@ TEST_CASE("onnx shapes: hostile values in the own rules are errors, not overflow
                          onnx_import_error);
 }
 
-TEST_CASE("onnx shapes: opset 23 reads with the importer's rules; a newer opset is refused by name") {
+TEST_CASE("onnx shapes: opset 23 reads with the importer's rules, a newer opset is refused by name") {
     auto model = [](int opset) {
         Builder b(opset);
         b.input("x", {2, 5, 8});

@@ -244,9 +244,10 @@ TEST_CASE("a trained estimator as a cost source: its total, or its own kernels w
     CHECK(c.breakdown() == cost::Breakdown::none);
     CHECK(c.by_kernel(g).empty());
     CHECK_FALSE(plain.channel_gradient(g).has_value());
-    // a negative prediction is an error naming the estimator and the graph, not a price
+    // a negative prediction is an error naming the estimator and the graph, not a price (the
+    // estimator's own check catches it before the cost source's)
     CHECK_THROWS_WITH_AS(estimators::EstimatorCost(std::make_shared<FixedEstimator>(-3.0)).cost(g),
-                         doctest::Contains("cost source 'fixed' pricing graph 'conv_relu'"), error);
+                         doctest::Contains("fixed model: predicts -3 for network 'conv_relu'"), error);
     CHECK_THROWS_AS(estimators::EstimatorCost(nullptr), config_error);
 
     const auto model = std::make_shared<KernelEstimator>(device);

@@ -474,7 +474,10 @@ inline void print_cosearch_front(const CoSearchArgs& a, const mp::CoSearchReport
         std::vector<std::size_t> count(cus.size(), 0);
         for (auto c : p.mapping.best.cus) ++count[c];
         std::string use;
-        for (std::size_t c = 0; c < cus.size(); ++c) use += (c ? "/" : "") + std::to_string(count[c]);
+        for (std::size_t c = 0; c < cus.size(); ++c) {
+            if (c) use += '/';
+            use += std::to_string(count[c]);
+        }
         std::cout << "  " << std::left << std::setw(34) << mp::VigSpace::to_string(p.architecture) << std::right
                   << std::setw(9) << fixed(p.accuracy, 2) << std::setw(10) << fixed(p.mapping.best.value.t, 2)
                   << std::setw(10) << fixed(p.mapping.best.value.e, 2) << std::setw(8) << fixed(p.mapping.best.p, 3)
