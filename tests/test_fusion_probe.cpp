@@ -11,6 +11,8 @@
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/fusion_probe.hpp>
 
+#include "measure/scratch.hpp"
+
 #include "kernel_graph_fixtures.hpp"
 
 using namespace dnncost;
@@ -19,12 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::size_t lines_of(const fs::path& p) {
-    std::ifstream in(p);
-    std::size_t n = 0;
-    for (std::string line; std::getline(in, line);) ++n;
-    return n;
-}
+using measure_tests::lines_of;
 
 }  // namespace
 

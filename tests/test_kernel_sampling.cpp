@@ -14,17 +14,14 @@
 #include <dnncost/features/kernel_features.hpp>
 #include <dnncost/measure/kernel_sampling.hpp>
 
+#include "measure/scratch.hpp"
+
 using namespace dnncost;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::size_t lines_of(const fs::path& p) {
-    std::ifstream in(p);
-    std::size_t n = 0;
-    for (std::string line; std::getline(in, line);) ++n;
-    return n;
-}
+using measure_tests::lines_of;
 
 cost::FusionRules rules() {
     return cost::FusionRules::parse(

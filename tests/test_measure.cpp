@@ -24,34 +24,17 @@
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
+#include "measure/scratch.hpp"
+
 namespace fs = std::filesystem;
 using namespace dnncost;
 using namespace dnncost::measure;
 
 namespace {
-const std::string fake = std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh";
 
 /// A fresh scratch directory per test.
-struct Scratch {
-    fs::path dir;
-    explicit Scratch(const std::string& name) {
-        dir = fs::temp_directory_path() / ("dnncost_test_measure_" + name + "_" + std::to_string(::getpid()));
-        fs::remove_all(dir);
-        fs::create_directories(dir);
-    }
-    ~Scratch() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-    }
-    std::string runner(const std::string& mode) const {
-        return "bash '" + fake + "' " + mode + " '" + dir.string() + "'";
-    }
-    std::size_t requests() const {
-        std::ifstream in(dir / "requests.log");
-        std::size_t n = 0;
-        for (std::string line; std::getline(in, line);) ++n;
-        return n;
-    }
+struct Scratch : measure_tests::Scratch {
+    explicit Scratch(const std::string& name) : measure_tests::Scratch("dnncost_test_measure", name) {}
 };
 
 Request req(const std::string& model, int repeats = 3) { return {1, model, 0, repeats}; }

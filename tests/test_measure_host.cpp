@@ -21,34 +21,16 @@
 #include <dnncost/measure/sidecar.hpp>
 #include <dnncost/measure/store_mix.hpp>
 
+#include "measure/scratch.hpp"
+
 namespace fs = std::filesystem;
 using namespace dnncost;
 using namespace dnncost::measure;
 
 namespace {
-const std::string fake = std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh";
 
-struct Scratch {
-    fs::path dir;
-    explicit Scratch(const std::string& name) {
-        dir = fs::temp_directory_path() / ("dnncost_test_measure_host_" + name + "_" + std::to_string(::getpid()));
-        fs::remove_all(dir);
-        fs::create_directories(dir);
-    }
-    ~Scratch() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-    }
-    std::string runner(const std::string& mode) const {
-        return "bash '" + fake + "' " + mode + " '" + dir.string() + "'";
-    }
-    /// How many requests named `model` the fake runners received.
-    std::size_t requests_of(const std::string& model) const {
-        std::ifstream in(dir / "requests.log");
-        std::size_t n = 0;
-        for (std::string line; std::getline(in, line);) n += fs::path(line).filename() == model;
-        return n;
-    }
+struct Scratch : measure_tests::Scratch {
+    explicit Scratch(const std::string& name) : measure_tests::Scratch("dnncost_test_measure_host", name) {}
 };
 
 const char* x86_cpuinfo = R"(processor	: 0
