@@ -42,8 +42,11 @@ grep -q '"prior_device"' r.json || fail "adapt report lacks the prior device"
 
 # --- the new device's measurements in a results file of `dnncost measure`
 echo "key,id,latency_ms,spread,rounds,status,time,peak_memory_bytes,energy_mj,detail" > results.csv
+# distinct keys: a repeated key is a re-measurement and replaces the earlier row
+row=0
 sed -n 2,41p pool.csv | while IFS=, read -r arch g rest; do
-  echo "k$RANDOM,nb201:$arch,$g,0.01,3,ok,2026-01-01T00:00:00Z,,,"
+  row=$((row + 1))
+  echo "k$row,nb201:$arch,$g,0.01,3,ok,2026-01-01T00:00:00Z,,,"
 done >> results.csv
 "$bin" adapt --pool pool.csv --pool-targets $pool --data results.csv --shots 10 $fast --report rr.json \
   > res.out 2> res.err || { fail "adapt --data results file"; tail -3 res.err; }

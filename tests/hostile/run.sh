@@ -197,7 +197,7 @@ size=$(wc -c < good.dnnc)
 : > empty.dnnc
 head -c $((size / 2)) good.dnnc > half.dnnc
 cp good.dnnc flipped.dnnc && printf '\x5a' | dd of=flipped.dnnc bs=1 seek=$((size / 2)) conv=notrunc status=none
-head -c 4096 /dev/urandom > random.dnnc
+LC_ALL=C awk 'BEGIN { srand(7); for (i = 0; i < 4096; i++) printf "%c", int(rand() * 256) }' > random.dnnc  # seeded: the same bytes every run
 { cat good.dnnc; echo trailing; } > trailing.dnnc
 predict=(predict --space nb201 "$(sed -n 2p small.csv | cut -d, -f1)")
 expect_ok    "model: good file predicts"      "$bin" "${predict[@]}" --model good.dnnc
