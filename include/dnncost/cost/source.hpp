@@ -50,6 +50,9 @@ struct GraphCost {
     /// Empty for sources that do not price kernel by kernel. Nodes in no kernel cost nothing
     /// (folded away or free, such as a Reshape the runtime aliases).
     std::vector<KernelCost> kernels;
+    /// Time of the run itself (launch, input and output copies), in no node or kernel; part of
+    /// the total a kernel breakdown adds up to.
+    double run_overhead_ms = 0;
 
     Breakdown breakdown() const {
         if (!kernels.empty()) return Breakdown::kernels;
@@ -89,7 +92,8 @@ inline void check_graph_cost(const GraphCost& c, const graph::Graph& g, const st
     const auto valid = [](double v) { return std::isfinite(v) && v >= 0; };
     if (!valid(c.total_ms)) fail("latency ", c.total_ms, " ms is negative or not finite");
     if (!c.per_node_ms.empty() && !c.kernels.empty()) fail("both a per-node and a per-kernel breakdown");
-    double sum = 0;
+    if (!valid(c.run_overhead_ms)) fail("run overhead ", c.run_overhead_ms, " ms is negative or not finite");
+    double sum = c.run_overhead_ms;
     if (!c.per_node_ms.empty()) {
         if (c.per_node_ms.size() != g.num_nodes())
             fail(c.per_node_ms.size(), " per-node figures for ", g.num_nodes(), " nodes");

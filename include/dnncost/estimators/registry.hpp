@@ -22,6 +22,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/estimators/additive.hpp>
 #include <dnncost/estimators/capabilities.hpp>
+#include <dnncost/estimators/device_model.hpp>
 #include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/estimators/perfsage.hpp>
@@ -138,6 +139,14 @@ inline Registry& registry() {
                                   "PerfSAGE: per-operator-type input transform, 8 GraphSAGE (sum) layers, max "
                                   "readout, 4 FC layers of 1024; several targets at once (MAPE + 10 RMSE)",
                                   {precision_option}});
+        reg.emplace(std::string(DeviceModel::kind),
+                    RegistryEntry{[](const PresetSettings&) { return std::unique_ptr<Estimator>(std::make_unique<DeviceModel>()); },
+                                  [](std::string_view b, std::string_view src) {
+                                      return std::unique_ptr<Estimator>(DeviceModel::deserialize(b, src));
+                                  },
+                                  "kernel-level device model: the runtime's kernels (measured fusion and layout rules) "
+                                  "priced by per-kind regressors learnt from single-kernel measurements; built by "
+                                  "`dnncost device build`, fit() calibrates it"});
         return true;
     }();
     (void)filled;

@@ -1,0 +1,428 @@
+#pragma once
+/// @file device_model.hpp
+/// A kernel-level device model: a network's latency as the sum of the kernels the runtime
+/// executes. The device's fusion and layout rules (found by measuring, cost/fusion_discovery.hpp)
+/// turn the operator graph into kernels (cost/kernel_graph.hpp); one regressor per kernel kind,
+/// learnt from single-kernel measurements, prices each kernel from its features
+/// (features/kernel_features.hpp); the run's own overhead (launch, input and output copies) is
+/// added once. A multiplicative factor fitted on a few networks measured on the machine at hand
+/// (calibrate) carries the model from the host it was built on to another of its kind.
+///
+/// The model is an Estimator (saved in the project's container, loaded by the registry) and a
+/// cost::CostSource whose breakdown is by kernel. A kernel kind without a regressor of its own is
+/// priced by the nearest kind that has one, and the kernel says so in its warning.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/matrix.hpp>
+#include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/cost/kernel_kind.hpp>
+#include <dnncost/cost/source.hpp>
+#include <dnncost/estimators/estimator.hpp>
+#include <dnncost/estimators/tabular_choice.hpp>
+#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/io/serialize.hpp>
+
+namespace dnncost::estimators {
+
+/// One measured single-kernel sample: its kind, its features (features::kernel_feature_names()
+/// order) and its latency as the runner measured it, run overhead included.
+struct KernelMeasurement {
+    std::string kind;
+    std::vector<double> features;
+    double latency_ms = 0;
+};
+
+/// The regressor of one kernel kind and how it validated.
+struct KernelKindModel {
+    std::unique_ptr<TabularRegressor> regressor;
+    std::string chosen;                ///< "mlp" or "gbt"
+    std::vector<TabularScore> scores;  ///< every candidate on the held-out samples
+    std::int64_t samples = 0;          ///< measured samples of the kind
+    std::int64_t held_out = 0;         ///< of them, held out for the choice
+};
+
+struct DeviceModelOptions {
+    /// A kind with fewer samples gets no regressor of its own (the nearest kind prices it).
+    std::int64_t min_samples = 24;
+    TabularChoiceOptions choice{};
+    std::uint64_t seed = 1;  ///< of the candidates' fits
+};
+
+/// One kernel of a priced network.
+struct PricedKernel {
+    std::string kind;       ///< its kind key
+    std::string priced_as;  ///< the kind whose regressor priced it (= kind unless it had none)
+    std::vector<int> nodes;
+    std::string layout;
+    double ms = 0;
+    std::string warning;  ///< why it was priced as another kind, or empty
+};
+
+/// A network's price, kernel by kernel; the kernels and the overhead add up to total_ms.
+struct DevicePrice {
+    std::vector<PricedKernel> kernels;
+    double run_overhead_ms = 0;
+    double total_ms = 0;
+};
+
+class DeviceModel final : public Estimator, public cost::CostSource {
+public:
+    static constexpr std::string_view kind = "device";
+    static constexpr std::uint32_t payload_version = 1;
+
+    DeviceModel() = default;
+
+    /// Fits one regressor per kind with enough samples (choose_tabular_regressor: the MLP against
+    /// the gradient-boosted trees when the build has XGBoost, on held-out samples).
+    /// `run_overhead_ms` is the latency of a run that does nearly nothing (a tiny model measured
+    /// the same way): it is taken off every sample and added once per network.
+    /// @throws config_error for no samples, a non-finite feature or latency, rows of another width
+    static DeviceModel build(cost::FusionRules rules, std::span<const KernelMeasurement> samples,
+                             double run_overhead_ms, const DeviceModelOptions& options = {}) {
+        rules.check();
+        if (samples.empty()) raise<config_error>("device model: no kernel samples");
+        if (!(std::isfinite(run_overhead_ms) && run_overhead_ms >= 0))
+            raise<config_error>("device model: run overhead ", run_overhead_ms, " ms is not a finite value >= 0");
+        const auto& names = features::kernel_feature_names();
+        std::map<std::string, std::vector<std::size_t>> by_kind;
+        for (std::size_t i = 0; i < samples.size(); ++i) {
+            const auto& s = samples[i];
+            if (s.features.size() != names.size())
+                raise<config_error>("device model: sample ", i, " (", s.kind, ") has ", s.features.size(),
+                                    " features, expected ", names.size());
+            if (!(std::isfinite(s.latency_ms) && s.latency_ms > 0))
+                raise<config_error>("device model: sample ", i, " (", s.kind, ") latency ", s.latency_ms,
+                                    " ms is not finite and positive");
+            by_kind[s.kind].push_back(i);
+        }
+        DeviceModel m;
+        m.m_rules = std::move(rules);
+        m.m_run_overhead_ms = run_overhead_ms;
+        for (const auto& [k, rows] : by_kind) {
+            KernelKindModel km;
+            km.samples = static_cast<std::int64_t>(rows.size());
+            if (km.samples < options.min_samples) {
+                m.m_kinds.emplace(k, std::move(km));
+                continue;
+            }
+            Mat<double> x(static_cast<Index>(rows.size()), static_cast<Index>(names.size()));
+            std::vector<double> y;
+            for (std::size_t r = 0; r < rows.size(); ++r) {
+                const auto& s = samples[rows[r]];
+                for (std::size_t j = 0; j < names.size(); ++j) x(static_cast<Index>(r), static_cast<Index>(j)) = s.features[j];
+                y.push_back(kernel_time(s.latency_ms, run_overhead_ms));
+            }
+            auto choice = choose_tabular_regressor(x, y, names, default_tabular_candidates(options.seed), options.choice);
+            km.regressor = std::move(choice.model);
+            km.chosen = std::move(choice.chosen);
+            km.scores = std::move(choice.scores);
+            km.held_out = choice.held_out_rows;
+            m.m_kinds.emplace(k, std::move(km));
+        }
+        if (m.priced_kinds().empty())
+            raise<config_error>("device model: no kernel kind has ", options.min_samples,
+                                " samples; measure more kernels");
+        return m;
+    }
+
+    /// A sample's own time: its latency less the run overhead, never below a tenth of it (a
+    /// kernel too small to tell from the overhead still costs something).
+    static double kernel_time(double latency_ms, double run_overhead_ms) {
+        return std::max(latency_ms - run_overhead_ms, 0.1 * latency_ms);
+    }
+
+    // ---------------------------------------------------------------- Estimator
+    std::string preset() const override { return std::string(kind); }
+    std::string name() const override { return Estimator::name(); }
+
+    /// A device model is built from kernel measurements (build, or `dnncost device build`);
+    /// fit() on whole networks calibrates it to them instead (calibrate()).
+    FitResult fit(const train::TrainData& train, const train::TrainData& validation, const FitOptions&) override {
+        if (m_kinds.empty())
+            raise<config_error>("device model: build it from kernel measurements first (dnncost device build); "
+                                "fit() only calibrates a built model to whole networks");
+        std::vector<const graph::Graph*> graphs;
+        std::vector<double> ms;
+        for (const auto* d : {&train, &validation})
+            for (std::size_t i = 0; i < d->graphs.size(); ++i) {
+                graphs.push_back(d->graphs[i]);
+                ms.push_back(d->targets[i]);
+            }
+        FitResult r;
+        r.epochs = 1;
+        r.summary = dnncost::detail::concat("calibrated on ", calibrate(graphs, ms), " networks, factor ", m_scale);
+        return r;
+    }
+
+    std::string serialize() const override {
+        io::BinaryWriter w;
+        w.put_u32(payload_version);
+        w.put_string(m_rules.to_text());
+        w.put_f64(m_run_overhead_ms);
+        w.put_f64(m_scale);
+        w.put_u32(m_calibration_shots);
+        w.put_string(m_build_info);
+        w.put_u64(m_kinds.size());
+        for (const auto& [k, km] : m_kinds) {
+            w.put_string(k);
+            w.put_i64(km.samples);
+            w.put_i64(km.held_out);
+            w.put_string(km.chosen);
+            w.put_u64(km.scores.size());
+            for (const auto& s : km.scores) {
+                w.put_string(s.name);
+                w.put_f64(s.mape);
+                w.put_f64(s.within_10);
+            }
+            w.put_bool(km.regressor != nullptr);
+            if (km.regressor) w.put_string(km.regressor->save());
+        }
+        return io::write_container(kind, io::fnv1a64("device-model"), w.bytes());
+    }
+
+    /// Rebuild a model saved by serialize(). @throws parse_error naming `source`
+    static std::unique_ptr<DeviceModel> deserialize(std::string_view bytes, std::string_view source = "<memory>") {
+        const auto c = io::read_container(bytes, kind, source);
+        if (c.config_hash != io::fnv1a64("device-model"))
+            raise<parse_error>(source, ": device model written by an incompatible configuration (hash mismatch)");
+        io::BinaryReader r(c.payload, std::string(source));
+        const auto version = r.get_u32("payload version");
+        if (version != payload_version)
+            r.fail("device model payload version ", version, " (this build reads ", payload_version, ")");
+        auto m = std::make_unique<DeviceModel>();
+        try {
+            m->m_rules = cost::FusionRules::parse(r.get_string("fusion rules"), std::string(source) + " (fusion rules)");
+        } catch (const config_error& e) {
+            r.fail(e.what());
+        }
+        m->m_run_overhead_ms = r.get_finite_f64("run overhead");
+        m->m_scale = r.get_finite_f64("calibration factor");
+        if (!(m->m_run_overhead_ms >= 0 && m->m_scale > 0 && m->m_scale < 1e6))
+            r.fail("run overhead ", m->m_run_overhead_ms, " ms or calibration factor ", m->m_scale, " out of range");
+        m->m_calibration_shots = r.get_u32("calibration shots");
+        m->m_build_info = r.get_string("build information");
+        const auto n = r.get_u64("kernel kinds");
+        if (n > 4096) r.fail(n, " kernel kinds");
+        for (std::uint64_t i = 0; i < n; ++i) {
+            auto k = r.get_string("kind");
+            KernelKindModel km;
+            km.samples = r.get_i64("samples");
+            km.held_out = r.get_i64("held-out samples");
+            km.chosen = r.get_string("chosen regressor");
+            const auto ns = r.get_u64("scores");
+            if (ns > 16) r.fail(ns, " regressor scores of kind '", k, "'");
+            for (std::uint64_t s = 0; s < ns; ++s) {
+                TabularScore sc;
+                sc.name = r.get_string("score name");
+                sc.mape = r.get_finite_f64("held-out MAPE");
+                sc.within_10 = r.get_finite_f64("held-out within 10 %");
+                km.scores.push_back(std::move(sc));
+            }
+            if (r.get_bool("has regressor"))
+                km.regressor = load_tabular_regressor(r.get_string("regressor"),
+                                                      std::string(source) + " (kernel kind " + k + ")");
+            m->m_kinds.emplace(std::move(k), std::move(km));
+        }
+        r.expect_end("device model");
+        if (m->priced_kinds().empty()) r.fail("device model without any kernel regressor");
+        return m;
+    }
+
+    // ---------------------------------------------------------------- pricing
+    /// Every network's price kernel by kernel, the kernels of one kind priced in one batch.
+    std::vector<DevicePrice> price_networks(std::span<const graph::Graph* const> graphs) const {
+        if (m_kinds.empty()) raise<config_error>("device model: not built");
+        struct Pending {
+            std::size_t graph, kernel;
+        };
+        std::vector<DevicePrice> out(graphs.size());
+        std::map<std::string, std::pair<std::vector<Pending>, std::vector<std::vector<double>>>> batches;
+        const auto block = m_rules.layout.block;
+        for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+            const auto& g = *graphs[gi];
+            const auto kg = cost::kernel_graph(g, m_rules);
+            auto& price = out[gi];
+            price.kernels.resize(kg.kernels.size());
+            for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+                auto f = features::kernel_features(g, kg, k, block);
+                auto& pk = price.kernels[k];
+                pk.kind = f.kind.key;
+                pk.nodes = kg.kernels[k].nodes;
+                pk.layout = kg.layout_string(kg.kernels[k].layout);
+                pk.priced_as = nearest_priced_kind(pk.kind);
+                pk.warning = f.kind.warning;
+                if (pk.priced_as != pk.kind) {
+                    const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind, ") priced as ",
+                                                             pk.priced_as, ": no samples of its own kind");
+                    pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
+                }
+                auto& b = batches[pk.priced_as];
+                b.first.push_back({gi, k});
+                b.second.push_back(std::move(f.values));
+            }
+        }
+        for (auto& [k, b] : batches) {
+            const auto& reg = *m_kinds.at(k).regressor;
+            Mat<double> x(static_cast<Index>(b.second.size()), static_cast<Index>(b.second.front().size()));
+            for (std::size_t r = 0; r < b.second.size(); ++r)
+                for (std::size_t j = 0; j < b.second[r].size(); ++j)
+                    x(static_cast<Index>(r), static_cast<Index>(j)) = b.second[r][j];
+            const auto ms = reg.predict(x);
+            for (std::size_t r = 0; r < b.first.size(); ++r)
+                out[b.first[r].graph].kernels[b.first[r].kernel].ms = ms[r] * m_scale;
+        }
+        for (auto& p : out) {
+            p.run_overhead_ms = m_run_overhead_ms * m_scale;
+            p.total_ms = p.run_overhead_ms;
+            for (const auto& k : p.kernels) p.total_ms += k.ms;
+        }
+        return out;
+    }
+
+    /// Fits the calibration factor to networks measured on the machine at hand: the median ratio
+    /// of measured to predicted latency (robust to one odd network). Replaces any earlier factor.
+    /// Returns the number of networks used.
+    /// @throws config_error for no networks, sizes that disagree or a latency that is not positive
+    std::size_t calibrate(std::span<const graph::Graph* const> graphs, std::span<const double> measured_ms) {
+        if (graphs.empty()) raise<config_error>("device model: calibration needs at least one measured network");
+        if (graphs.size() != measured_ms.size())
+            raise<config_error>("device model: ", graphs.size(), " networks but ", measured_ms.size(), " latencies");
+        m_scale = 1.0;
+        const auto p = price_networks(graphs);
+        std::vector<double> log_ratio;
+        for (std::size_t i = 0; i < graphs.size(); ++i) {
+            if (!(std::isfinite(measured_ms[i]) && measured_ms[i] > 0))
+                raise<config_error>("device model: calibration network ", i + 1, " ('", graphs[i]->name(),
+                                    "') has latency ", measured_ms[i], " ms");
+            log_ratio.push_back(std::log(measured_ms[i] / p[i].total_ms));
+        }
+        std::sort(log_ratio.begin(), log_ratio.end());
+        const auto n = log_ratio.size();
+        const double mid = n % 2 ? log_ratio[n / 2] : 0.5 * (log_ratio[n / 2 - 1] + log_ratio[n / 2]);
+        m_scale = std::exp(mid);
+        m_calibration_shots = static_cast<std::uint32_t>(n);
+        return n;
+    }
+
+    // ---------------------------------------------------------------- inspection
+    const cost::FusionRules& rules() const { return m_rules; }
+    const std::map<std::string, KernelKindModel, std::less<>>& kinds() const { return m_kinds; }
+    std::vector<std::string> priced_kinds() const {
+        std::vector<std::string> out;
+        for (const auto& [k, km] : m_kinds)
+            if (km.regressor) out.push_back(k);
+        return out;
+    }
+    double run_overhead_ms() const { return m_run_overhead_ms; }
+    double calibration_factor() const { return m_scale; }
+    std::uint32_t calibration_shots() const { return m_calibration_shots; }
+    /// Free text the builder records (device, runner, budget, sample counts, build time).
+    const std::string& build_info() const { return m_build_info; }
+    void set_build_info(std::string info) { m_build_info = std::move(info); }
+
+    /// The kind whose regressor prices a kernel of kind `k`: its own, else the kind without its
+    /// last fusion ("Conv+Add+Act" -> "Conv+Add" -> "Conv"), else the nearest family that has one.
+    std::string nearest_priced_kind(const std::string& k) const {
+        const auto has = [&](std::string_view x) {
+            const auto it = m_kinds.find(x);
+            return it != m_kinds.end() && it->second.regressor != nullptr;
+        };
+        std::string x = k;
+        while (true) {
+            if (has(x)) return x;
+            const auto plus = x.rfind('+');
+            if (plus == std::string::npos) break;
+            x.resize(plus);
+        }
+        for (const auto& near : nearest_families(x))
+            for (const auto& suffix : {"", "+Act", "+Add", "+Add+Act"}) {
+                const std::string y = near + suffix;
+                if (has(y)) return y;
+            }
+        return priced_kinds().front();
+    }
+
+protected:
+    std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
+        const auto p = price_networks(graphs);
+        std::vector<Prediction> out;
+        for (const auto& x : p) out.push_back({x.total_ms, 0.0});
+        return out;
+    }
+
+    cost::GraphCost price(const graph::Graph& g) const override {
+        const graph::Graph* one[] = {&g};
+        const auto p = price_networks(one).front();
+        cost::GraphCost c;
+        c.total_ms = p.total_ms;
+        c.run_overhead_ms = p.run_overhead_ms;
+        // a reorder runs no node of the graph: its time goes to the kernel that reads its value
+        double carry = 0;
+        for (const auto& k : p.kernels) {
+            if (k.nodes.empty()) {
+                carry += k.ms;
+                continue;
+            }
+            c.kernels.push_back({k.kind, k.nodes, k.ms + carry});
+            carry = 0;
+        }
+        if (carry > 0) {
+            if (c.kernels.empty())
+                c.run_overhead_ms += carry;
+            else
+                c.kernels.back().ms += carry;
+        }
+        for (const auto& k : p.kernels)
+            if (!k.warning.empty()) c.fallbacks.push_back(k.warning);
+        return c;
+    }
+
+private:
+    /// Families in the order of likeness to `family`'s work (what a kernel reads and writes).
+    static std::vector<std::string> nearest_families(std::string_view family) {
+        static const std::map<std::string, std::vector<std::string>, std::less<>> near{
+            {"Conv", {"Conv", "DepthwiseConv", "Gemm", "MatMul"}},
+            {"DepthwiseConv", {"DepthwiseConv", "Conv", "Pool"}},
+            {"ConvTranspose", {"Conv", "DepthwiseConv"}},
+            {"Gemm", {"Gemm", "MatMul", "Conv"}},
+            {"MatMul", {"MatMul", "Gemm", "Conv"}},
+            {"Pool", {"Pool", "DepthwiseConv", "GlobalPool"}},
+            {"GlobalPool", {"GlobalPool", "Reduce", "Pool"}},
+            {"Reduce", {"Reduce", "GlobalPool", "Softmax"}},
+            {"Softmax", {"Softmax", "Reduce", "Activation"}},
+            {"LayerNorm", {"LayerNorm", "Softmax", "Reduce", "BatchNorm"}},
+            {"BatchNorm", {"BatchNorm", "Elementwise", "Activation"}},
+            {"Elementwise", {"Elementwise", "Activation", "DataMovement"}},
+            {"Activation", {"Activation", "Elementwise", "DataMovement"}},
+            {"Concat", {"Concat", "DataMovement", "Elementwise"}},
+            {"Resize", {"Resize", "DataMovement", "Elementwise"}},
+            {"DataMovement", {"DataMovement", "Concat", "Activation", "Elementwise"}},
+            {"Reorder", {"Reorder", "DataMovement", "Activation", "Elementwise"}},
+        };
+        const auto it = near.find(family);
+        return it == near.end() ? std::vector<std::string>{"Elementwise", "Activation", "DataMovement"} : it->second;
+    }
+
+    double cost_scale() const override { return 1.0; }
+
+    cost::FusionRules m_rules;
+    std::map<std::string, KernelKindModel, std::less<>> m_kinds;
+    double m_run_overhead_ms = 0;
+    double m_scale = 1.0;
+    std::uint32_t m_calibration_shots = 0;
+    std::string m_build_info;
+};
+
+}  // namespace dnncost::estimators

@@ -1,0 +1,200 @@
+// The kernel-level device model: built from single-kernel samples whose latencies come from a
+// planted kernel model, it prices networks as the kernel sum plus the run overhead (checked
+// against the sum computed by hand from its own regressors), learns the planted model, prices an
+// unsampled kind by a named nearest kind, calibrates to a machine whose latencies are a known
+// multiple, round-trips through its file and rejects a damaged one.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <dnncost/cost/kernel_sampler.hpp>
+#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/estimators/registry.hpp>
+#include <dnncost/spaces/nb201.hpp>
+
+#include "kernel_graph_fixtures.hpp"
+
+using namespace dnncost;
+using namespace kg_fixtures;
+
+namespace {
+
+cost::FusionRules rules() {
+    return cost::FusionRules::parse(
+        "dnncost-fusion-rules 1\n"
+        "device planted\n"
+        "fold Conv BatchNormalization operands=constant\n"
+        "fuse Conv Relu operands=none\n"
+        "fuse Conv Add operands=activation\n"
+        "fuse Add Relu operands=none after=Conv\n");
+}
+
+constexpr double overhead_ms = 0.02;
+
+// the planted device: a kernel costs 0.004 ms plus 1 ms per 2 GFLOP and 1 ms per 4 GB moved
+double planted_kernel_ms(const cost::Kernel& k) {
+    return 0.004 + double(k.cost.flops) * 5e-10 + double(k.cost.input_bytes + k.cost.output_bytes) * 2.5e-10;
+}
+
+std::vector<estimators::KernelMeasurement> planted_samples(std::size_t per_kind, std::uint64_t seed) {
+    cost::KernelSampler sampler(rules());
+    Rng rng(seed);
+    cost::add_space_prior(sampler, 3, rng);
+    std::vector<estimators::KernelMeasurement> out;
+    for (const auto& s : sampler.draw_all(per_kind, rng)) {
+        const auto kg = cost::kernel_graph(s.graph, rules());
+        for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+            if (kg.kernels[k].is_reorder()) continue;
+            auto f = features::kernel_features(s.graph, kg, k, 0);
+            out.push_back({f.kind.key, std::move(f.values), overhead_ms + planted_kernel_ms(kg.kernels[k])});
+        }
+    }
+    return out;
+}
+
+estimators::DeviceModel planted_model() {
+    estimators::DeviceModelOptions o;
+    o.min_samples = 24;
+    return estimators::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
+}
+
+std::vector<graph::Graph> nb201_networks(int n) {
+    std::vector<graph::Graph> out;
+    Rng rng(3);
+    for (int i = 0; i < n; ++i) {
+        nb201::Arch a;
+        for (auto& op : a.ops) op = static_cast<nb201::Op>(rng.below(5));
+        out.push_back(nb201::build_graph(a));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("device model: a network costs its kernels plus the run overhead, each kernel priced by its regressor") {
+    const auto m = planted_model();
+    const auto nets = nb201_networks(3);
+    std::vector<const graph::Graph*> ptrs;
+    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto prices = m.price_networks(ptrs);
+    const auto totals = m.predict_mean(ptrs);
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        const auto kg = cost::kernel_graph(nets[i], rules());
+        REQUIRE(prices[i].kernels.size() == kg.kernels.size());
+        double by_hand = overhead_ms;
+        for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+            const auto f = features::kernel_features(nets[i], kg, k, 0);
+            const auto& pk = prices[i].kernels[k];
+            CHECK(pk.kind == f.kind.key);
+            Mat<double> x(1, static_cast<Index>(f.values.size()));
+            for (std::size_t j = 0; j < f.values.size(); ++j) x(0, static_cast<Index>(j)) = f.values[j];
+            const double ms = m.kinds().at(pk.priced_as).regressor->predict(x)[0];
+            CHECK(pk.ms == doctest::Approx(ms).epsilon(1e-12));
+            by_hand += ms;
+        }
+        CHECK(totals[i] == doctest::Approx(by_hand).epsilon(1e-12));
+        CHECK(prices[i].total_ms == doctest::Approx(by_hand).epsilon(1e-12));
+        // as a cost source: kernels (reorders folded into their readers) and the overhead add up
+        const auto c = m.cost(nets[i]);
+        CHECK(c.breakdown() == cost::Breakdown::kernels);
+        CHECK(c.run_overhead_ms == doctest::Approx(overhead_ms));
+        CHECK(c.total_ms == doctest::Approx(by_hand).epsilon(1e-12));
+    }
+}
+
+TEST_CASE("device model: the planted kernel model is learnt; networks priced close to the planted sum") {
+    const auto m = planted_model();
+    for (const auto& [kind, km] : m.kinds())
+        if (km.regressor) {
+            REQUIRE_FALSE(km.scores.empty());
+            CHECK(km.held_out > 0);
+        }
+    const auto nets = nb201_networks(8);
+    double worst = 0;
+    for (const auto& g : nets) {
+        const auto kg = cost::kernel_graph(g, rules());
+        double truth = overhead_ms;
+        for (const auto& k : kg.kernels) truth += planted_kernel_ms(k);
+        const graph::Graph* one[] = {&g};
+        worst = std::max(worst, std::abs(m.predict_mean(one)[0] / truth - 1));
+    }
+    CHECK(worst < 0.25);
+}
+
+TEST_CASE("device model: an unsampled kind is priced by the nearest kind, with a warning naming it") {
+    auto samples = planted_samples(40, 7);
+    std::erase_if(samples, [](const auto& s) { return s.kind.rfind("Pool", 0) == 0; });
+    const auto m = estimators::DeviceModel::build(rules(), samples, overhead_ms);
+    Graph g("pooled");
+    const int x = g.add_input("x", {1, 16, 8, 8});
+    const int y = g.add_op("MaxPool", "pool", {x}, {1, 16, 4, 4},
+                           {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+    g.mark_output(y);
+    const graph::Graph* one[] = {&g};
+    const auto p = m.price_networks(one)[0];
+    REQUIRE(p.kernels.size() == 1);
+    CHECK(p.kernels[0].kind == "Pool");
+    CHECK(p.kernels[0].priced_as != "Pool");
+    CHECK(p.kernels[0].warning.find("priced as") != std::string::npos);
+    CHECK(p.kernels[0].ms > 0);
+}
+
+TEST_CASE("device model: calibration recovers a machine that is a known multiple slower") {
+    auto m = planted_model();
+    const auto nets = nb201_networks(5);
+    std::vector<const graph::Graph*> ptrs;
+    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto before = m.predict_mean(ptrs);
+    std::vector<double> measured;
+    for (double b : before) measured.push_back(1.7 * b);
+    CHECK(m.calibrate(ptrs, measured) == 5);
+    CHECK(m.calibration_factor() == doctest::Approx(1.7).epsilon(1e-12));
+    const auto after = m.predict_mean(ptrs);
+    for (std::size_t i = 0; i < nets.size(); ++i) CHECK(after[i] == doctest::Approx(measured[i]).epsilon(1e-12));
+    measured[0] = -1;
+    CHECK_THROWS_AS(m.calibrate(ptrs, measured), config_error);
+}
+
+TEST_CASE("device model: saved and loaded through the registry; a damaged file is a clear error") {
+    auto m = planted_model();
+    const auto nets = nb201_networks(2);
+    std::vector<const graph::Graph*> ptrs;
+    for (const auto& g : nets) ptrs.push_back(&g);
+    std::vector<double> measured{1.0, 2.0};
+    m.calibrate(ptrs, measured);
+    m.set_build_info("planted test device");
+    const auto bytes = m.serialize();
+    const auto loaded = estimators::load_estimator(bytes, "planted.dnnc");
+    CHECK(loaded->preset() == "device");
+    CHECK(loaded->predict_mean(ptrs) == m.predict_mean(ptrs));
+    const auto& d = dynamic_cast<const estimators::DeviceModel&>(*loaded);
+    CHECK(d.rules() == m.rules());
+    CHECK(d.build_info() == "planted test device");
+    CHECK(d.calibration_shots() == 2);
+
+    CHECK_THROWS_WITH_AS(estimators::load_estimator(bytes.substr(0, bytes.size() / 2), "half.dnnc"),
+                         doctest::Contains("half.dnnc"), parse_error);
+    auto flipped = bytes;
+    flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x5a);
+    CHECK_THROWS_WITH_AS(estimators::load_estimator(flipped, "flipped.dnnc"), doctest::Contains("flipped.dnnc"),
+                         parse_error);
+}
+
+TEST_CASE("device model: bad samples and an unbuilt model are errors, not garbage") {
+    CHECK_THROWS_AS(estimators::DeviceModel::build(rules(), {}, overhead_ms), config_error);
+    auto samples = planted_samples(40, 7);
+    samples[3].latency_ms = std::nan("");
+    CHECK_THROWS_WITH_AS(estimators::DeviceModel::build(rules(), samples, overhead_ms), doctest::Contains("sample 3"),
+                         config_error);
+    samples = planted_samples(40, 7);
+    CHECK_THROWS_AS(estimators::DeviceModel::build(rules(), samples, -1.0), config_error);
+    samples.resize(5);
+    CHECK_THROWS_WITH_AS(estimators::DeviceModel::build(rules(), samples, overhead_ms),
+                         doctest::Contains("measure more kernels"), config_error);
+    estimators::DeviceModel empty;
+    const auto nets = nb201_networks(1);
+    const graph::Graph* one[] = {&nets[0]};
+    CHECK_THROWS_AS(empty.predict(one), config_error);
+}
