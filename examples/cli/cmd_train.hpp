@@ -19,6 +19,7 @@
 
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/estimators/capabilities.hpp>
+#include <dnncost/estimators/estimator_cost.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/estimators/training.hpp>
 #include <dnncost/io/file.hpp>
@@ -368,8 +369,37 @@ struct PredictArgs {
     std::string model, space, space_options;
     std::vector<std::string> inputs;
     std::string precision = "model";
-    bool json_out = false;
+    bool json_out = false, per_kernel = false;
 };
+
+/// Each network's kernels (or nodes) with their latencies, from a model that prices graphs in
+/// detail; warnings for kernels priced as another kind.
+inline json breakdown_json(const estimators::Estimator& est, const std::vector<graph::Graph>& graphs,
+                           const std::vector<std::string>& inputs, bool print_text) {
+    const estimators::EstimatorCost source(std::shared_ptr<const estimators::Estimator>(&est, [](const auto*) {}));
+    json out = json::array();
+    for (std::size_t i = 0; i < graphs.size(); ++i) {
+        const auto c = source.cost(graphs[i]);
+        const auto kernels = c.by_kernel(graphs[i]);
+        if (kernels.empty())
+            raise<config_error>("--per-kernel: ", est.name(), " prices whole networks only (no kernel breakdown)");
+        for (const auto& w : c.fallbacks) std::cerr << "dnncost: warning: " << inputs[i] << ": " << w << '\n';
+        json ks = json::array();
+        for (const auto& k : kernels) {
+            json nodes = json::array();
+            for (int n : k.nodes) nodes.push_back(graphs[i].node(n).name);
+            ks.push_back({{"kernel", k.name}, {"ms", k.ms}, {"nodes", nodes}});
+            if (print_text)
+                std::cout << inputs[i] << '\t' << k.name << '\t' << std::setprecision(6) << k.ms << '\t'
+                          << graphs[i].node(k.nodes.front()).name << (k.nodes.size() > 1 ? " ..." : "") << '\n';
+        }
+        if (print_text && c.run_overhead_ms > 0)
+            std::cout << inputs[i] << "\trun overhead\t" << c.run_overhead_ms << "\t-\n";
+        out.push_back({{"input", inputs[i]}, {"total_ms", c.total_ms}, {"run_overhead_ms", c.run_overhead_ms},
+                       {"kernels", ks}});
+    }
+    return out;
+}
 
 inline void run_predict(const PredictArgs& a) {
     const auto model = load_model(a.model);
@@ -392,8 +422,10 @@ inline void run_predict(const PredictArgs& a) {
     for (const auto& g : graphs) ptrs.push_back(&g);
     const auto r = estimators::predict_networks(est, ptrs, a.inputs);
     warn_unknown(r.unknown);
+    if (a.per_kernel && !a.json_out) breakdown_json(est, graphs, a.inputs, true);
     if (a.json_out) {
         json j;
+        if (a.per_kernel) j["breakdown"] = breakdown_json(est, graphs, a.inputs, false);
         j["model"] = a.model;
         j["preset"] = est.preset();
         j["columns"] = r.columns;
@@ -464,6 +496,9 @@ inline void add_train_commands(CLI::App& app, Context& ctx) {
                      "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
         ->check(CLI::IsMember({"model", "bf16", "fp32"}));
     predict->add_flag("--json", pargs->json_out, "Print the predictions as one JSON document");
+    predict->add_flag("--per-kernel", pargs->per_kernel,
+                      "Also show each network's kernels and their latencies (INPUT<TAB>KERNEL<TAB>ms<TAB>first node "
+                      "lines before the totals), for a model that prices kernels (a device model)");
     predict->callback([pargs, &ctx] {
         td::run_predict(*pargs);
         ctx.exit_code = 0;

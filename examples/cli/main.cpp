@@ -5,6 +5,7 @@
 
 #include "cmd_adapt.hpp"
 #include "cmd_compress.hpp"
+#include "cmd_device.hpp"
 #include "cmd_export.hpp"
 #include "cmd_inspect.hpp"
 #include "cmd_map.hpp"
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     dnncost::cli::add_prune_command(app, ctx);
     dnncost::cli::add_adapt_commands(app, ctx);
     dnncost::cli::add_export_commands(app, ctx);
+    dnncost::cli::add_device_commands(app, ctx);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -56,6 +56,8 @@ while IFS= read -r line; do
     wrong_id) printf '{"id":%s,"latency_ms":[1.0]}\n' "$((id + 1000))" ;;
     error) printf '{"id":%s,"error":"cannot load %s"}\n' "$id" "$model" ;;
     memory) printf '{"id":%s,"latency_ms":[2.0,2.0],"peak_memory_bytes":4096,"energy_mj":1.5}\n' "$id" ;;
+    size)  # a planted device: 0.02 ms per run plus 1 ms per 4 MB of model file (its weights)
+      answer "$id" "$model" "$repeats" "$(awk -v b="$(stat -c %s "$model")" 'BEGIN { printf "%.6f", 0.02 + b / 4e6 }')" ;;
     noisy)  # models named *noisy* cycle through 1x, 1.2x and 1.4x their base, request by request
       if [[ $model == *noisy* ]]; then
         c=$(( $(grep -c -F "$model" "$state/requests.log") % 3 ))

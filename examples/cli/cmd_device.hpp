@@ -1,0 +1,268 @@
+#pragma once
+// `dnncost device build|calibrate|info`: kernel-level device models (docs/device_model.md).
+// Building and calibrating measure through runners; both resume from their work directory.
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "measure_options.hpp"
+
+#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/io/onnx.hpp>
+#include <dnncost/measure/device_build.hpp>
+#include <dnncost/measure/host.hpp>
+
+namespace dnncost::cli {
+
+namespace device_detail {
+namespace fs = std::filesystem;
+
+/// The flags of a kernel measurement: fewer, shorter rounds than a network campaign's (a kernel
+/// is one operator; thousands are measured).
+inline MeasureFlags kernel_flags() {
+    MeasureFlags f(3, 5, 3, 10, 0.05);
+    f.harness.round_ms = 60;
+    return f;
+}
+
+struct BuildArgs {
+    std::vector<std::string> runners, prior;
+    std::string out, work, device = "device", rules;
+    double budget = 60;
+    std::size_t per_kind = 60, prior_per_space = 30, adaptive_samples = 300, probe_measurements = 600;
+    int adaptive_rounds = 3;
+    std::uint64_t seed = 1;
+    MeasureFlags flags = kernel_flags();
+    bool json_out = false;
+};
+
+inline json kind_table(const estimators::DeviceModel& m) {
+    json kinds = json::array();
+    for (const auto& [kind, km] : m.kinds()) {
+        json k{{"kind", kind}, {"samples", km.samples}};
+        if (km.regressor) {
+            k["regressor"] = km.chosen;
+            k["held_out"] = km.held_out;
+            for (const auto& s : km.scores) k["held_out_scores"][s.name] = {{"mape", s.mape}, {"within_10", s.within_10}};
+        } else {
+            k["priced_as"] = m.nearest_priced_kind(kind);
+        }
+        kinds.push_back(std::move(k));
+    }
+    return kinds;
+}
+
+inline void print_kinds(const estimators::DeviceModel& m) {
+    std::cout << std::left << std::setw(22) << "kind" << std::right << std::setw(8) << "samples" << std::setw(6)
+              << "model" << std::setw(12) << "held-out" << std::setw(10) << "±10 %" << '\n';
+    for (const auto& [kind, km] : m.kinds()) {
+        std::cout << std::left << std::setw(22) << kind << std::right << std::setw(8) << km.samples;
+        if (!km.regressor) {
+            std::cout << "  priced as " << m.nearest_priced_kind(kind) << '\n';
+            continue;
+        }
+        for (const auto& s : km.scores)
+            if (s.name == km.chosen)
+                std::cout << std::setw(6) << km.chosen << std::setw(11) << percent(s.mape) << ' ' << std::setw(9)
+                          << percent(s.within_10) << '\n';
+    }
+    std::cout << "run overhead " << m.run_overhead_ms() << " ms, calibration factor " << m.calibration_factor()
+              << " (" << m.calibration_shots() << " shots)\n";
+}
+
+/// The networks of data/onnx (or those given): discovery's operators and part of the prior.
+inline std::vector<graph::Graph> prior_networks(const std::vector<std::string>& files) {
+    std::vector<std::string> paths = files;
+    if (paths.empty()) {
+        const fs::path dir = fs::path(DNNCOST_DATA_DIR) / "onnx";
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(dir, ec))
+            if (e.path().extension() == ".onnx") paths.push_back(e.path().string());
+        std::sort(paths.begin(), paths.end());
+    }
+    std::vector<graph::Graph> out;
+    for (const auto& p : paths) out.push_back(io::import_onnx(p));
+    return out;
+}
+
+inline void run_build(const BuildArgs& a) {
+    io::check_writable(a.out);
+    measure::DeviceBuildSetup s;
+    s.runners = a.runners;
+    s.device = a.device;
+    s.work_dir = a.work.empty() ? fs::path(a.out + ".work") : fs::path(a.work);
+    if (!a.rules.empty()) s.rules = cost::FusionRules::parse(io::read_file(a.rules), a.rules);
+    s.harness = a.flags.checked_harness();
+    s.probe_harness = s.harness;
+    s.pool = a.flags.pool();
+    s.discovery.max_measurements = a.probe_measurements;
+    s.discovery.candidate_patterns =
+        cost::FusionRules::parse("dnncost-fusion-rules 1\n"
+                                 "pattern LayerNormalization ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add\n")
+            .patterns;
+    s.budget_minutes = a.budget;
+    s.per_kind = a.per_kind;
+    s.prior_per_space = a.prior_per_space;
+    s.adaptive_samples = a.adaptive_samples;
+    s.adaptive_rounds = a.adaptive_rounds;
+    s.seed = a.seed;
+    const ProgressLine line;
+    double last_line = -1e9;
+    s.on_progress = [&](const measure::DeviceBuildProgress& p) {
+        const auto& q = p.sampling;
+        std::ostringstream os;
+        os << p.step << ": " << q.done << '/' << q.total << ", elapsed " << duration(p.elapsed_seconds);
+        if (std::isfinite(q.eta_seconds)) os << ", step ETA " << duration(q.eta_seconds);
+        if (line.tty) {
+            std::cerr << "\r\033[K" << os.str() << std::flush;
+        } else if (p.elapsed_seconds - last_line >= 30 || q.done == q.total) {
+            std::cerr << os.str() << '\n';
+            last_line = p.elapsed_seconds;
+        }
+    };
+    auto r = measure::build_device_model(prior_networks(a.prior), s);
+    line.done();
+    json info{{"device", a.device},
+              {"runners", a.runners},
+              {"host", json::parse(measure::json::dump(measure::to_json(measure::local_host())))},
+              {"budget_minutes", a.budget},
+              {"build_seconds", r.seconds},
+              {"samples", r.samples},
+              {"adaptive_rounds", r.adaptive_rounds},
+              {"rules", r.discovery ? "discovered" : a.rules}};
+    r.model.set_build_info(info.dump());
+    io::write_file_atomic(a.out, r.model.serialize());
+    if (a.json_out) {
+        json j = info;
+        j["out"] = a.out;
+        j["measured"] = r.measured;
+        j["over_budget"] = r.over_budget;
+        j["failed"] = r.failed;
+        j["run_overhead_ms"] = r.model.run_overhead_ms();
+        j["rules_text"] = r.model.rules().to_text();
+        j["kinds"] = kind_table(r.model);
+        return print_json(j);
+    }
+    std::cout << "device model " << a.out << ": " << r.samples << " kernel samples (" << r.measured
+              << " measured now, " << r.over_budget << " over the budget, " << r.failed << " failed), "
+              << r.adaptive_rounds << " adaptive rounds, " << duration(r.seconds) << "\n"
+              << r.model.rules().to_text();
+    print_kinds(r.model);
+}
+
+struct CalibrateArgs {
+    std::string model, out, work;
+    std::vector<std::string> runners;
+    std::size_t shots = 10;
+    MeasureFlags flags;
+    bool json_out = false;
+};
+
+inline void run_calibrate(const CalibrateArgs& a) {
+    io::check_writable(a.out);
+    auto m = estimators::DeviceModel::deserialize(io::read_file(a.model), a.model);
+    m->set_source(a.model);
+    measure::DeviceCalibrationSetup s;
+    s.runners = a.runners;
+    s.work_dir = a.work.empty() ? fs::path(a.out + ".work") : fs::path(a.work);
+    s.harness = a.flags.checked_harness();
+    s.pool = a.flags.pool();
+    const ProgressLine line;
+    s.events.on_progress = [&](const measure::Progress& p) {
+        if (line.tty) std::cerr << "\r\033[K" << p.networks_done << '/' << p.networks_total << " networks" << std::flush;
+    };
+    const auto r = measure::calibrate_device_model(*m, measure::calibration_networks(a.shots), s);
+    line.done();
+    io::write_file_atomic(a.out, m->serialize());
+    if (a.json_out) {
+        json shots = json::array();
+        for (std::size_t i = 0; i < r.shots.size(); ++i)
+            shots.push_back({{"network", r.shots[i]}, {"measured_ms", r.measured_ms[i]}, {"predicted_ms", r.predicted_ms[i]}});
+        return print_json({{"model", a.model}, {"out", a.out}, {"factor", r.factor}, {"shots", shots}});
+    }
+    for (std::size_t i = 0; i < r.shots.size(); ++i)
+        std::cout << r.shots[i] << "\tmeasured " << r.measured_ms[i] << " ms\tpredicted " << r.predicted_ms[i]
+                  << " ms\n";
+    std::cout << "calibration factor " << r.factor << " from " << r.shots.size() << " networks; written to " << a.out
+              << '\n';
+}
+
+}  // namespace device_detail
+
+inline void add_device_commands(CLI::App& app, Context& ctx) {
+    namespace dd = device_detail;
+    auto* device = app.add_subcommand("device", "Kernel-level device models: build one by measuring, calibrate, inspect");
+    device->require_subcommand(1);
+
+    auto b = std::make_shared<dd::BuildArgs>();
+    auto* build = device->add_subcommand("build", "Discover fusion rules, sample and measure kernels, fit a device model");
+    add_runner_option(*build, b->runners, true)->required();
+    build->add_option("--out", b->out, "Device model file to write (.dnnc)")->required()->check(check::output_path());
+    build->add_option("--budget", b->budget, "Minutes of measuring for the whole build (0: no limit)")
+        ->check(check::finite(check::Sign::non_negative))
+        ->capture_default_str();
+    build->add_option("--device", b->device, "The device's name, kept in the model and its stores")->capture_default_str();
+    build->add_option("--work", b->work, "Stores and model files of the build (resumable); default OUT.work");
+    build->add_option("--rules", b->rules, "Fusion rules file to use instead of discovering them");
+    build->add_option("--prior", b->prior, "ONNX networks for the rules and the sampling prior; default data/onnx");
+    build->add_option("--per-kind", b->per_kind, "Samples per kernel kind in the first draw")->capture_default_str();
+    build->add_option("--prior-networks", b->prior_per_space, "Networks of each search space in the prior")
+        ->capture_default_str();
+    build->add_option("--adaptive-samples", b->adaptive_samples, "Samples per adaptive round")->capture_default_str();
+    build->add_option("--adaptive-rounds", b->adaptive_rounds, "Most adaptive rounds")->capture_default_str();
+    build->add_option("--probe-measurements", b->probe_measurements, "Budget of the rule discovery, in measurements")
+        ->capture_default_str();
+    build->add_option("--seed", b->seed, "Seed of the draws and the fits")->capture_default_str();
+    b->flags.add_to(*build, {});
+    add_json_flag(*build, b->json_out);
+    build->callback([b, &ctx] {
+        dd::run_build(*b);
+        ctx.exit_code = 0;
+    });
+
+    auto c = std::make_shared<dd::CalibrateArgs>();
+    auto* cal = device->add_subcommand("calibrate", "Measure a few networks here and fit the model's calibration factor");
+    cal->add_option("--model", c->model, "Device model (.dnnc)")->required();
+    add_runner_option(*cal, c->runners, true)->required();
+    cal->add_option("--out", c->out, "Calibrated model to write")->required()->check(check::output_path());
+    cal->add_option("--shots", c->shots, "Networks to measure")
+        ->transform(check::integer(1, 100, "a count in [1, 100]"))
+        ->capture_default_str();
+    cal->add_option("--work", c->work, "Store and model files of the shots (resumable); default OUT.work");
+    c->flags.add_to(*cal, {});
+    add_json_flag(*cal, c->json_out);
+    cal->callback([c, &ctx] {
+        dd::run_calibrate(*c);
+        ctx.exit_code = 0;
+    });
+
+    auto model = std::make_shared<std::string>();
+    auto info_json = std::make_shared<bool>(false);
+    auto* info = device->add_subcommand("info", "The rules, kernel kinds and held-out accuracy of a device model");
+    info->add_option("--model", *model, "Device model (.dnnc)")->required();
+    add_json_flag(*info, *info_json);
+    info->callback([model, info_json, &ctx] {
+        const auto m = estimators::DeviceModel::deserialize(io::read_file(*model), *model);
+        if (*info_json) {
+            print_json({{"model", *model},
+                        {"build", json::parse(m->build_info().empty() ? "{}" : m->build_info(), nullptr, false)},
+                        {"rules_text", m->rules().to_text()},
+                        {"run_overhead_ms", m->run_overhead_ms()},
+                        {"calibration_factor", m->calibration_factor()},
+                        {"calibration_shots", m->calibration_shots()},
+                        {"kinds", dd::kind_table(*m)}});
+        } else {
+            std::cout << m->rules().to_text();
+            dd::print_kinds(*m);
+        }
+        ctx.exit_code = 0;
+    });
+}
+
+}  // namespace dnncost::cli

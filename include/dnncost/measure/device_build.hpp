@@ -1,0 +1,303 @@
+#pragma once
+/// @file device_build.hpp
+/// Building a kernel-level device model (estimators/device_model.hpp) on a real device, and
+/// calibrating one to the machine at hand. Building runs three steps through the runner harness,
+/// each resumable from its results store: the fusion and layout rules are discovered by measuring
+/// operators alone and together (fusion_probe.hpp, skipped when rules are given); the run overhead
+/// is measured on a model that does nearly nothing; then single-kernel samples are drawn from a
+/// prior of the given networks and from ranges that cover real networks, measured within the time
+/// budget (kernel_sampling.hpp), and, while time remains, more are drawn where a kind's held-out
+/// error exceeds 10 %. Needs the `dnncost::onnx` target.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/rng.hpp>
+#include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/cost/kernel_sampler.hpp>
+#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/graph/hash.hpp>
+#include <dnncost/measure/fusion_probe.hpp>
+#include <dnncost/measure/harness.hpp>
+#include <dnncost/measure/kernel_sampling.hpp>
+#include <dnncost/measure/model_file.hpp>
+#include <dnncost/measure/runner_pool.hpp>
+#include <dnncost/measure/store.hpp>
+#include <dnncost/spaces/registry.hpp>
+
+namespace dnncost::measure {
+
+/// Where a build stands, for a progress line.
+struct DeviceBuildProgress {
+    std::string step;  ///< "rules", "overhead", "kernels", "adaptive round N"
+    SamplingProgress sampling;
+    double elapsed_seconds = 0;  ///< of the whole build
+};
+
+struct DeviceBuildSetup {
+    std::vector<std::string> runners;
+    std::string device;                ///< the device's name, in the stores and the rules
+    std::filesystem::path work_dir;    ///< stores and model files of every step (resumable)
+    std::optional<cost::FusionRules> rules;  ///< given rules: no discovery
+    HarnessOptions harness{};          ///< of the kernel samples and the overhead
+    HarnessOptions probe_harness{};    ///< of the fusion discovery's graphs
+    PoolOptions pool{};
+    cost::DiscoveryOptions discovery{};
+    cost::KernelSamplerOptions sampler{};
+    estimators::DeviceModelOptions model{};
+    double budget_minutes = 60;        ///< the whole build; 0: no limit
+    std::size_t per_kind = 60;         ///< first draw, per kind
+    std::size_t prior_per_space = 30;  ///< networks of each search space in the sampling prior
+    std::size_t adaptive_samples = 300;  ///< drawn per adaptive round where the error is large
+    int adaptive_rounds = 3;
+    std::uint64_t seed = 1;
+    std::function<void(const DeviceBuildProgress&)> on_progress;
+    std::function<double()> clock;  ///< seconds; empty: a steady clock
+};
+
+struct DeviceBuildResult {
+    estimators::DeviceModel model;
+    std::optional<cost::DiscoveryResult> discovery;  ///< when the rules were discovered
+    std::size_t samples = 0, measured = 0, over_budget = 0, failed = 0;
+    int adaptive_rounds = 0;
+    double seconds = 0;
+};
+
+/// The lowest ONNX opset every search space's graphs export at (HardSwish needs 14).
+inline int spaces_opset() {
+    int opset = 13;
+    for (const auto& s : spaces::all_spaces()) opset = std::max(opset, s.onnx_opset);
+    return opset;
+}
+
+namespace detail {
+/// A model that does nearly nothing: one Relu on eight numbers.
+inline cost::KernelSample overhead_sample() {
+    graph::Graph g("run-overhead");
+    const int x = g.add_input("x", {1, 8});
+    g.mark_output(g.add_op("Relu", "relu", {x}, {1, 8}));
+    cost::KernelSample s;
+    s.config.kind = "Activation";
+    s.config.op = "Relu";
+    s.key = graph::canonical_hash(g).hex();
+    s.graph = std::move(g);
+    return s;
+}
+
+inline std::vector<estimators::KernelMeasurement> measurements(const std::vector<KernelRow>& rows) {
+    std::vector<estimators::KernelMeasurement> out;
+    out.reserve(rows.size());
+    for (const auto& r : rows) out.push_back({r.kind, r.features, r.latency_ms});
+    return out;
+}
+}  // namespace detail
+
+/// Build a device model for the device behind `setup.runners`. `graphs` are the networks whose
+/// operators the rules are discovered on and whose kernels join the sampling prior (with
+/// `prior_per_space` networks of each search space).
+/// @throws config_error (no runner, bad options, too few kernels measured), io_error, parse_error
+inline DeviceBuildResult build_device_model(const std::vector<graph::Graph>& graphs, const DeviceBuildSetup& setup) {
+    if (setup.runners.empty()) raise<config_error>("device build: no runner command");
+    if (setup.work_dir.empty()) raise<config_error>("device build: no work directory");
+    if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
+        raise<config_error>("device build: the budget must be a finite number of minutes >= 0");
+    std::error_code ec;
+    std::filesystem::create_directories(setup.work_dir, ec);
+    if (!std::filesystem::is_directory(setup.work_dir))
+        raise<io_error>("device build: cannot create the work directory '", setup.work_dir.string(), "'");
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto now = [&] {
+        return setup.clock ? setup.clock()
+                           : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    const double start = now();
+    DeviceBuildResult out;
+    const auto progress = [&](const std::string& step, const SamplingProgress& p) {
+        if (setup.on_progress) setup.on_progress({step, p, now() - start});
+    };
+
+    // 1. rules
+    cost::FusionRules rules;
+    if (setup.rules) {
+        rules = *setup.rules;
+    } else {
+        FusionProbeSetup p;
+        p.runners = setup.runners;
+        p.device = setup.device;
+        p.store = setup.work_dir / "fusion.csv";
+        p.rules_out = setup.work_dir / "fusion.rules";
+        p.evidence_out = setup.work_dir / "fusion.json";
+        p.harness = setup.probe_harness;
+        p.pool = setup.pool;
+        p.discovery = setup.discovery;
+        p.seed = setup.seed;
+        p.opset = spaces_opset();
+        p.events.on_progress = [&](const Progress& h) {
+            SamplingProgress s;
+            s.done = h.requests_done;
+            s.total = h.requests_total;
+            progress("rules", s);
+        };
+        auto r = probe_fusion_rules(graphs, p);
+        rules = r.discovery.rules;
+        out.discovery = std::move(r.discovery);
+    }
+    rules.device = setup.device;
+
+    // 2. the run overhead and 3. the kernels, in one store
+    KernelSamplingSetup ks;
+    ks.runners = setup.runners;
+    ks.device = setup.device;
+    ks.store = setup.work_dir / "kernels.csv";
+    ks.harness = setup.harness;
+    ks.pool = setup.pool;
+    ks.seed = setup.seed;
+    ks.opset = spaces_opset();
+    ks.clock = setup.clock;
+    const auto overhead = measure_kernel_samples({detail::overhead_sample()}, rules, ks);
+    if (overhead.rows.empty())
+        raise<config_error>("device build: the run-overhead model could not be measured (see ", ks.store.string(), ")");
+    const double overhead_ms = overhead.rows.front().latency_ms;
+
+    cost::KernelSampler sampler(rules, setup.sampler);
+    Rng rng(setup.seed);
+    cost::add_space_prior(sampler, setup.prior_per_space, rng);
+    for (const auto& g : graphs) sampler.add_prior(g);
+    auto samples = sampler.draw_all(setup.per_kind, rng);
+    const auto remaining_minutes = [&] {
+        return setup.budget_minutes > 0 ? std::max(0.0, setup.budget_minutes - (now() - start) / 60.0) : 0.0;
+    };
+    const auto measure_all = [&](const std::string& step) {
+        auto s = ks;
+        s.budget_minutes = remaining_minutes();
+        if (setup.budget_minutes > 0 && s.budget_minutes <= 0) s.budget_minutes = 1e-9;
+        s.on_progress = [&](const SamplingProgress& p) { progress(step, p); };
+        auto r = measure_kernel_samples(samples, rules, s);
+        out.measured += r.measured;
+        out.failed += r.failed;
+        out.over_budget = r.over_budget;
+        return r;
+    };
+    auto measured = measure_all("kernels");
+    out.model = estimators::DeviceModel::build(rules, detail::measurements(measured.rows), overhead_ms, setup.model);
+
+    // adaptive rounds: more samples where a kind's held-out error is large, while time remains
+    for (int round = 1; round <= setup.adaptive_rounds; ++round) {
+        if (measured.over_budget > 0 || (setup.budget_minutes > 0 && remaining_minutes() <= 0)) break;
+        std::map<std::string, double> errors;
+        for (const auto& kind : sampler.kinds()) {
+            const auto it = out.model.kinds().find(kind);
+            double e = std::nan("");
+            if (it != out.model.kinds().end() && it->second.regressor)
+                for (const auto& s : it->second.scores)
+                    if (s.name == it->second.chosen) e = s.mape;
+            errors[kind] = e;
+        }
+        const auto extra = cost::allocate_samples(errors, setup.adaptive_samples);
+        std::size_t drawn = 0;
+        for (const auto& [kind, n] : extra) {
+            if (n == 0) continue;
+            for (auto& s : sampler.draw(kind, n, rng)) {
+                samples.push_back(std::move(s));
+                ++drawn;
+            }
+        }
+        if (drawn == 0) break;
+        measured = measure_all("adaptive round " + std::to_string(round));
+        out.model =
+            estimators::DeviceModel::build(rules, detail::measurements(measured.rows), overhead_ms, setup.model);
+        out.adaptive_rounds = round;
+    }
+    out.samples = measured.rows.size();
+    out.seconds = now() - start;
+    return out;
+}
+
+/// The networks `device calibrate` measures: real-network-sized members of the search spaces
+/// (Once-for-All at 160-224 pixels, FBNet, ViT, keyword spotting, NB201), seeded, the largest
+/// kinds of work first, so that ten shots cover convolutions, depthwise stages and attention.
+inline std::vector<graph::Graph> calibration_networks(std::size_t n, std::uint64_t seed = 2026) {
+    static const std::pair<std::string_view, std::string_view> plan[] = {
+        {"ofa", "resolution=224"}, {"fbnet", ""}, {"vit", ""},   {"ofa", "resolution=192"}, {"kws", ""},
+        {"nb201", ""},             {"fbnet", ""}, {"vit", ""},   {"ofa", "resolution=160"}, {"nb201", ""}};
+    Rng rng(seed);
+    std::vector<graph::Graph> out;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto& [space, options] = plan[i % std::size(plan)];
+        const auto& info = spaces::find_space(space);
+        const auto arch = info.sample(rng);
+        auto g = info.build_graph(arch, spaces::space_options(options));
+        g.set_name(spaces::qualified_arch(space, arch) + (options.empty() ? "" : " (" + std::string(options) + ")"));
+        out.push_back(std::move(g));
+    }
+    return out;
+}
+
+struct DeviceCalibrationSetup {
+    std::vector<std::string> runners;
+    std::string device;
+    std::filesystem::path work_dir;  ///< the shots' store and model files (resumable)
+    HarnessOptions harness{};
+    PoolOptions pool{};
+    std::uint64_t seed = 0;  ///< of the weight values
+    HarnessEvents events{};
+};
+
+struct DeviceCalibrationResult {
+    std::vector<std::string> shots;      ///< the networks measured
+    std::vector<double> measured_ms;     ///< as measured
+    std::vector<double> predicted_ms;    ///< by the model before calibration
+    double factor = 1;                   ///< fitted
+};
+
+/// Measure `shots` (networks the caller chose) on the machine at hand and fit the model's
+/// calibration factor to them. Networks that fail to measure are left out.
+/// @throws config_error when no shot could be measured
+inline DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& model,
+                                                      const std::vector<graph::Graph>& shots,
+                                                      const DeviceCalibrationSetup& setup) {
+    if (setup.runners.empty()) raise<config_error>("device calibrate: no runner command");
+    if (shots.empty()) raise<config_error>("device calibrate: no networks to measure");
+    std::error_code ec;
+    std::filesystem::create_directories(setup.work_dir / "models", ec);
+    if (!std::filesystem::is_directory(setup.work_dir / "models"))
+        raise<io_error>("device calibrate: cannot create the work directory '", setup.work_dir.string(), "'");
+    ResultsStore store(setup.work_dir / "shots.csv");
+    std::vector<Network> networks;
+    for (const auto& g : shots) {
+        const auto key = graph::canonical_hash(g).hex();
+        Network n{key, g.name(), setup.work_dir / "models" / (key + ".onnx")};
+        if (!std::filesystem::exists(n.model)) write_model_for_runner(g, n.model, setup.seed, spaces_opset());
+        networks.push_back(std::move(n));
+    }
+    RunnerPool pool(setup.runners, setup.pool);
+    Harness harness(pool, setup.harness);
+    (void)harness.run(store, networks, setup.events);
+    DeviceCalibrationResult out;
+    std::vector<const graph::Graph*> used;
+    for (std::size_t i = 0; i < shots.size(); ++i) {
+        const auto* r = store.result(networks[i].key);
+        if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms > 0)) continue;
+        used.push_back(&shots[i]);
+        out.shots.push_back(shots[i].name());
+        out.measured_ms.push_back(r->latency_ms);
+    }
+    if (used.empty())
+        raise<config_error>("device calibrate: none of the ", shots.size(), " networks could be measured (see ",
+                            (setup.work_dir / "shots.csv").string(), ")");
+    model.calibrate(used, out.measured_ms);
+    out.factor = model.calibration_factor();
+    for (double p : model.predict_mean(used)) out.predicted_ms.push_back(p / out.factor);
+    return out;
+}
+
+}  // namespace dnncost::measure
