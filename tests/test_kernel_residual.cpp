@@ -244,6 +244,19 @@ TEST_CASE("kernel residual: save and load give identical predictions, a damaged 
     CHECK(back.fitted());
     CHECK(back.is_zero() == m.is_zero());
     for (const auto& s : val) CHECK(back.predict_ms(s) == m.predict_ms(s));
+    const KernelResidual copy = m;  // NOLINT(performance-unnecessary-copy-initialization): the copy is the test
+    for (const auto& s : val) CHECK(copy.predict_ms(s) == m.predict_ms(s));
+
+    // the same seed gives the same model; another seed, another one
+    KernelResidual again(o), other(o);
+    again.fit(train, planted_ms(train), val, planted_ms(val), {});
+    other.fit(train, planted_ms(train), val, planted_ms(val), {.seed = 2});
+    bool differs = false;
+    for (const auto& s : val) {
+        CHECK(again.predict_ms(s) == m.predict_ms(s));
+        differs = differs || other.predict_ms(s) != m.predict_ms(s);
+    }
+    CHECK(differs);
 
     for (std::size_t cut : {bytes.size() - 1, bytes.size() / 2, std::size_t{10}, std::size_t{0}}) {
         INFO("truncated to " << cut << " bytes");

@@ -124,6 +124,17 @@ public:
         if (options.max_epochs < 1) raise<config_error>("KernelResidual: max_epochs must be >= 1, got ", options.max_epochs);
         if (options.patience < 1) raise<config_error>("KernelResidual: patience must be >= 1, got ", options.patience);
     }
+    /// A copy is the saved model loaded again: the layers' buffers are not worth copying.
+    KernelResidual(const KernelResidual& other) : m_o(other.m_o) {
+        io::BinaryWriter w;
+        other.save(w);
+        io::BinaryReader r(w.bytes(), "KernelResidual copy");
+        *this = load(r);
+    }
+    KernelResidual& operator=(const KernelResidual& other) {
+        if (this != &other) *this = KernelResidual(other);
+        return *this;
+    }
     KernelResidual(KernelResidual&&) = default;
     KernelResidual& operator=(KernelResidual&&) = default;
 
