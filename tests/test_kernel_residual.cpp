@@ -193,6 +193,13 @@ TEST_CASE("kernel residual: a planted residual is learnt, noise is not") {
         const double before = zero_log_mse(val, v_ms), after = log_mse(m, val, v_ms);
         CHECK(after <= 0.5 * before);
         CHECK(r.best_validation == doctest::Approx(after).epsilon(1e-5));
+        // batched and one at a time agree (a network without kernels keeps its sum)
+        auto mixed = std::vector<KernelGraphSample>(val.begin(), val.begin() + 40);
+        mixed[5] = KernelGraphSample{Mat<double>(0, 4), {}, {}, 0.3};
+        const auto fs = m.factors(mixed);
+        REQUIRE(fs.size() == mixed.size());
+        CHECK(fs[5] == 1.0);
+        for (std::size_t i = 0; i < mixed.size(); ++i) CHECK(fs[i] == doctest::Approx(m.factor(mixed[i])).epsilon(1e-12));
         // and on networks it saw neither in training nor in early stopping
         CHECK(log_mse(m, test, x_ms) <= 0.5 * zero_log_mse(test, x_ms));
     }

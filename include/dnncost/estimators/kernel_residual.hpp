@@ -234,6 +234,23 @@ public:
         return std::clamp(std::exp(r), 0.25, 4.0);  // exp(+-log 4) may round just outside
     }
     double predict_ms(const KernelGraphSample& s) const { return s.sum_ms * factor(s); }
+    /// factor() of every sample, the networks batched through the GNN together.
+    /// @throws shape_error / config_error for a malformed sample, naming its index
+    std::vector<double> factors(const std::vector<KernelGraphSample>& samples) const {
+        std::vector<double> out(samples.size(), 1.0);
+        if (is_zero()) return out;
+        std::vector<features::EncodedGraph> enc;
+        std::vector<std::size_t> at;
+        for (std::size_t i = 0; i < samples.size(); ++i) {
+            check_sample(samples[i], i, "predicted", m_in);
+            if (samples[i].features.rows() == 0) continue;
+            enc.push_back(encode(samples[i]));
+            at.push_back(i);
+        }
+        const auto r = residuals(enc);
+        for (std::size_t j = 0; j < r.size(); ++j) out[at[j]] = std::clamp(std::exp(r[j]), 0.25, 4.0);
+        return out;
+    }
     bool fitted() const { return m_in > 0; }
     /// The zero residual: untrained, or kept because no epoch beat it.
     bool is_zero() const { return !fitted() || m_zero; }
