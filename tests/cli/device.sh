@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `dnncost device build|calibrate|info` and `predict --per-kernel` end to end with a fake runner
+# whose latency is planted (0.02 ms a run plus 1 ms per 4 MB of model file): a small build, a
+# resumed build that measures nothing again, kernels that add up to the network's latency, a
+# calibration whose factor scales every prediction, and damaged model files as clear errors.
+# usage: device.sh DNNCOST_BINARY DATA_DIR WORK_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
+runner="bash $(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/measure/fake_runner.sh size $PWD"
+fast=(--rounds 1 --max-rounds 1 --warmup 0 --repeats 1 --round-ms 0)
+small=(--budget 0 --per-kind 26 --prior-networks 1 --adaptive-rounds 1 --adaptive-samples 20 --probe-measurements 120
+       --prior "$data/onnx/squeezenet1_1.onnx")
+net=$data/onnx/mobilenet_v2.onnx
+
+"$bin" device build --runner "$runner" --out dev.dnnc "${small[@]}" "${fast[@]}" --json > build.json 2> build.err ||
+  { fail "device build"; tail -3 build.err; }
+[ -s dev.dnnc ] || fail "device build wrote no model"
+for key in kinds rules_text run_overhead_ms samples build_seconds host; do
+  grep -q "\"$key\"" build.json || fail "device build --json lacks $key"
+done
+grep -q '"regressor"' build.json || fail "device build: no kind got a regressor"
+"$bin" device build --runner "$runner" --out dev2.dnnc --work dev.dnnc.work "${small[@]}" "${fast[@]}" --json \
+  > again.json 2> /dev/null || fail "device build, resumed"
+grep -q '"measured": 0' again.json || fail "a resumed build measured again what its store holds"
+[ "$("$bin" predict --model dev.dnnc "$net" 2>/dev/null)" = "$("$bin" predict --model dev2.dnnc "$net" 2>/dev/null)" ] ||
+  fail "a resumed build gave another model from the same measurements"
+
+# predict: one FILE<TAB>ms line; --per-kernel lines that add up (with the run overhead) to it
+"$bin" predict --model dev.dnnc "$net" > p.out 2> p.err || { fail "predict with a device model"; tail -3 p.err; }
+[ "$(wc -l < p.out)" -eq 1 ] && [ "$(cut -f1 p.out)" = "$net" ] || fail "predict: not one FILE<TAB>ms line"
+total=$(cut -f2 p.out)
+"$bin" predict --model dev.dnnc --per-kernel "$net" > k.out 2> /dev/null || fail "predict --per-kernel"
+sum=$(awk -F'\t' 'NF == 4 { s += $3 } END { printf "%.9g", s }' k.out)
+awk -v a="$sum" -v b="$total" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 <= (1e-4 * b) ^ 2) }' ||
+  fail "predict --per-kernel: kernels and overhead add up to $sum ms, the total is $total ms"
+"$bin" predict --model dev.dnnc --per-kernel --json "$net" > k.json 2> /dev/null || fail "predict --per-kernel --json"
+grep -q '"breakdown"' k.json || fail "predict --per-kernel --json has no breakdown"
+
+# calibrate: ten networks measured here; the factor multiplies every prediction
+"$bin" device calibrate --model dev.dnnc --runner "$runner" --out cal.dnnc --shots 4 "${fast[@]}" --json \
+  > cal.json 2> cal.err || { fail "device calibrate"; tail -3 cal.err; }
+factor=$(grep -o '"factor": [0-9.e+-]*' cal.json | awk '{ print $2 }')
+[ "$(grep -c '"measured_ms"' cal.json)" -eq 4 ] || fail "device calibrate: not 4 shots"
+after=$("$bin" predict --model cal.dnnc "$net" 2> /dev/null | cut -f2)
+awk -v a="$after" -v b="$total" -v f="$factor" 'BEGIN { exit !(f > 0 && (a - f * b) ^ 2 <= (1e-4 * a) ^ 2) }' ||
+  fail "calibrated prediction $after is not factor $factor times $total"
+"$bin" device info --model cal.dnnc --json > info.json || fail "device info"
+grep -q '"calibration_shots": 4' info.json || fail "device info: not 4 calibration shots"
+
+# damaged files: clear errors naming them
+size=$(wc -c < dev.dnnc)
+head -c $((size / 2)) dev.dnnc > half.dnnc
+"$bin" predict --model half.dnnc "$net" > /dev/null 2> half.err && fail "a truncated device model predicted"
+grep -q "half.dnnc" half.err || fail "a truncated device model: the error does not name the file"
+"$bin" device info --model "$net" > /dev/null 2> notmodel.err && fail "device info read an ONNX file as a model"
+grep -q "mobilenet_v2.onnx" notmodel.err || fail "device info on an ONNX file: the error does not name it"
+"$bin" device build --runner "bash -c 'exit 3'" --out never.dnnc "${small[@]}" "${fast[@]}" > /dev/null 2> crash.err &&
+  fail "device build with a runner that dies succeeded"
+[ -e never.dnnc ] && fail "a failed device build left a model file"
+finish device
