@@ -13,6 +13,7 @@
 #include <dnncost/estimators/device_model.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/spaces/nb201.hpp>
+#include <dnncost/train/train_data.hpp>
 
 #include "kernel_graph_fixtures.hpp"
 
@@ -197,4 +198,38 @@ TEST_CASE("device model: bad samples and an unbuilt model are errors, not garbag
     const auto nets = nb201_networks(1);
     const graph::Graph* one[] = {&nets[0]};
     CHECK_THROWS_AS(empty.predict(one), config_error);
+}
+
+TEST_CASE("device model: the residual learns what the kernel sum misses, and survives saving") {
+    auto m = planted_model();
+    const auto nets = nb201_networks(60);
+    std::vector<const graph::Graph*> ptrs;
+    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto sums = m.predict_mean(ptrs);
+    // the planted device runs every network 30 % slower than its kernels add up to
+    train::TrainData tr, va;
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        auto& d = i < 45 ? tr : va;
+        d.graphs.push_back(ptrs[i]);
+        d.targets.push_back(1.3 * sums[i]);
+    }
+    estimators::KernelResidualOptions ro;
+    ro.max_epochs = 200;
+    m.set_residual_options(ro);
+    estimators::FitOptions fo;
+    fo.seed = 5;
+    m.fit(tr, va, fo);
+    REQUIRE(m.residual());
+    CHECK_FALSE(m.residual()->is_zero());
+    const auto after = m.predict_mean(va.graphs);
+    for (std::size_t i = 0; i < after.size(); ++i) CHECK(after[i] / va.targets[i] == doctest::Approx(1.0).epsilon(0.05));
+    // the breakdown still adds up, and the saved model predicts the same
+    const auto p = m.price_networks(va.graphs);
+    for (const auto& x : p) {
+        double sum = x.run_overhead_ms;
+        for (const auto& k : x.kernels) sum += k.ms;
+        CHECK(sum == doctest::Approx(x.total_ms).epsilon(1e-12));
+    }
+    const auto loaded = estimators::load_estimator(m.serialize(), "residual.dnnc");
+    CHECK(loaded->predict_mean(va.graphs) == after);
 }

@@ -128,6 +128,7 @@ inline void run_build(const BuildArgs& a) {
     };
     auto r = measure::build_device_model(prior_networks(a.prior), s);
     line.done();
+    for (const auto& e : r.probe_model_errors) std::cerr << "dnncost: warning: rule discovery: " << e << '\n';
     json info{{"device", a.device},
               {"runners", a.runners},
               {"host", json::parse(measure::json::dump(measure::to_json(measure::local_host())))},
@@ -193,6 +194,67 @@ inline void run_calibrate(const CalibrateArgs& a) {
               << '\n';
 }
 
+struct ResidualArgs {
+    std::string model, out;
+    std::vector<std::string> data;
+    double validation = 0.2;
+    int epochs = 300, patience = 30;
+    std::uint64_t seed = 1;
+    bool json_out = false;
+};
+
+/// Trains the model's residual on networks measured on its device (results stores of `dnncost
+/// measure`), a seeded share of them held out for early stopping.
+inline void run_residual(const ResidualArgs& a) {
+    io::check_writable(a.out);
+    auto m = estimators::DeviceModel::deserialize(io::read_file(a.model), a.model);
+    std::vector<train::TrainData> parts;  // keep the graphs the stores' rows were built into alive
+    train::TrainData tr, va;
+    Rng rng(a.seed);
+    for (const auto& path : a.data) {
+        const auto ds = measure::load_results_dataset(path, {"latency_ms"}, false,
+                                                      [](const fs::path& p) { return io::import_onnx(p); });
+        const auto items = ds.all_items();
+        parts.push_back(ds.subset(items, "latency_ms"));
+        const auto& t = parts.back();
+        for (std::size_t i = 0; i < t.size(); ++i) {
+            auto& d = rng.uniform() < a.validation ? va : tr;
+            d.graphs.push_back(t.graphs[i]);
+            d.targets.push_back(t.targets[i]);
+        }
+        std::cerr << "dnncost: " << t.size() << " networks from " << path << '\n';
+    }
+    if (tr.graphs.empty()) raise<config_error>("device residual: no measured networks to train on");
+    estimators::KernelResidualOptions o;
+    o.max_epochs = a.epochs;
+    o.patience = a.patience;
+    o.seed = a.seed;
+    m->set_residual_options(o);
+    estimators::FitOptions fo;
+    fo.seed = a.seed;
+    const ProgressLine line;
+    fo.on_epoch = [&](const std::string& l) {
+        if (line.tty) std::cerr << "\r\033[K" << l << std::flush;
+        return false;
+    };
+    const auto before_v = va.graphs.empty() ? std::vector<double>{} : m->predict_mean(va.graphs);
+    const auto r = m->fit(tr, va, fo);
+    line.done();
+    io::write_file_atomic(a.out, m->serialize());
+    const auto after_v = va.graphs.empty() ? std::vector<double>{} : m->predict_mean(va.graphs);
+    json j{{"model", a.model},     {"out", a.out},          {"train", tr.graphs.size()},
+           {"validation", va.graphs.size()}, {"epochs", r.epochs}, {"summary", r.summary},
+           {"kept", m->residual() && !m->residual()->is_zero() ? "trained residual" : "zero residual (the kernel sum)"}};
+    if (!va.graphs.empty()) {
+        j["validation_mape_kernel_sum"] = train::mape(before_v, va.targets);
+        j["validation_mape_with_residual"] = train::mape(after_v, va.targets);
+        j["validation_within_10_kernel_sum"] = train::error_bound_accuracy(before_v, va.targets, 0.10);
+        j["validation_within_10_with_residual"] = train::error_bound_accuracy(after_v, va.targets, 0.10);
+    }
+    if (a.json_out) return print_json(j);
+    std::cout << j.dump(2) << '\n';
+}
+
 }  // namespace device_detail
 
 inline void add_device_commands(CLI::App& app, Context& ctx) {
@@ -239,6 +301,25 @@ inline void add_device_commands(CLI::App& app, Context& ctx) {
     add_json_flag(*cal, c->json_out);
     cal->callback([c, &ctx] {
         dd::run_calibrate(*c);
+        ctx.exit_code = 0;
+    });
+
+    auto ra = std::make_shared<dd::ResidualArgs>();
+    auto* res = device->add_subcommand("residual",
+                                       "Train the model's graph-level residual on networks measured on its device");
+    res->add_option("--model", ra->model, "Device model (.dnnc)")->required();
+    res->add_option("--data", ra->data, "Results stores of `dnncost measure` on the model's device (one or more)")
+        ->required();
+    res->add_option("--out", ra->out, "Model with the residual, to write")->required()->check(check::output_path());
+    res->add_option("--validation", ra->validation, "Share of the networks held out for early stopping")
+        ->check(check::in_range(0, 0.9, "a share in [0, 0.9]"))
+        ->capture_default_str();
+    res->add_option("--epochs", ra->epochs, "Most epochs")->capture_default_str();
+    res->add_option("--patience", ra->patience, "Early-stopping patience in epochs")->capture_default_str();
+    res->add_option("--seed", ra->seed, "Seed of the split and the initial weights")->capture_default_str();
+    add_json_flag(*res, ra->json_out);
+    res->callback([ra, &ctx] {
+        dd::run_residual(*ra);
         ctx.exit_code = 0;
     });
 

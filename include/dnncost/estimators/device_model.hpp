@@ -6,7 +6,10 @@
 /// learnt from single-kernel measurements, prices each kernel from its features
 /// (features/kernel_features.hpp); the run's own overhead (launch, input and output copies) is
 /// added once. A multiplicative factor fitted on a few networks measured on the machine at hand
-/// (calibrate) carries the model from the host it was built on to another of its kind.
+/// (calibrate) carries the model from the host it was built on to another of its kind. An
+/// optional graph-level residual (kernel_residual.hpp), trained on whole networks measured on the
+/// device (fit), corrects what the sum misses: a GNN over the kernel graph with the sum as its
+/// additive path.
 ///
 /// The model is an Estimator (saved in the project's container, loaded by the registry) and a
 /// cost::CostSource whose breakdown is by kernel. A kernel kind without a regressor of its own is
@@ -16,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +33,7 @@
 #include <dnncost/cost/kernel_kind.hpp>
 #include <dnncost/cost/source.hpp>
 #include <dnncost/estimators/estimator.hpp>
+#include <dnncost/estimators/kernel_residual.hpp>
 #include <dnncost/estimators/tabular_choice.hpp>
 #include <dnncost/features/kernel_features.hpp>
 #include <dnncost/graph/graph.hpp>
@@ -147,24 +152,30 @@ public:
     std::string preset() const override { return std::string(kind); }
     std::string name() const override { return Estimator::name(); }
 
-    /// A device model is built from kernel measurements (build, or `dnncost device build`);
-    /// fit() on whole networks calibrates it to them instead (calibrate()).
-    FitResult fit(const train::TrainData& train, const train::TrainData& validation, const FitOptions&) override {
+    /// Trains the graph-level residual on whole networks measured on the device (`train`), early
+    /// stopped on `validation`; the kernel regressors stay as built. The calibration factor is
+    /// reset to 1: the residual learns this device's own latencies.
+    /// @throws config_error for a model not built yet (dnncost device build), or bad data
+    FitResult fit(const train::TrainData& train, const train::TrainData& validation,
+                  const FitOptions& options) override {
         if (m_kinds.empty())
             raise<config_error>("device model: build it from kernel measurements first (dnncost device build); "
-                                "fit() only calibrates a built model to whole networks");
-        std::vector<const graph::Graph*> graphs;
-        std::vector<double> ms;
-        for (const auto* d : {&train, &validation})
-            for (std::size_t i = 0; i < d->graphs.size(); ++i) {
-                graphs.push_back(d->graphs[i]);
-                ms.push_back(d->targets[i]);
-            }
-        FitResult r;
-        r.epochs = 1;
-        r.summary = dnncost::detail::concat("calibrated on ", calibrate(graphs, ms), " networks, factor ", m_scale);
+                                "fit() trains its residual on whole networks");
+        std::vector<KernelGraphSample> xt, xv;
+        (void)raw_prices(train.graphs, &xt);
+        (void)raw_prices(validation.graphs, &xv);
+        KernelResidual residual(m_residual_options);
+        auto r = residual.fit(xt, train.targets, xv, validation.targets, options);
+        m_residual = std::move(residual);
+        m_scale = 1.0;
+        m_calibration_shots = 0;
         return r;
     }
+
+    /// Options of the residual the next fit() trains.
+    void set_residual_options(const KernelResidualOptions& o) { m_residual_options = o; }
+    /// The trained residual, if any (a zero residual adds nothing).
+    const std::optional<KernelResidual>& residual() const { return m_residual; }
 
     std::string serialize() const override {
         io::BinaryWriter w;
@@ -189,6 +200,8 @@ public:
             w.put_bool(km.regressor != nullptr);
             if (km.regressor) w.put_string(km.regressor->save());
         }
+        w.put_bool(m_residual.has_value());
+        if (m_residual) m_residual->save(w);
         return io::write_container(kind, io::fnv1a64("device-model"), w.bytes());
     }
 
@@ -235,58 +248,30 @@ public:
                                                       std::string(source) + " (kernel kind " + k + ")");
             m->m_kinds.emplace(std::move(k), std::move(km));
         }
+        if (r.get_bool("has residual")) m->m_residual = KernelResidual::load(r);
         r.expect_end("device model");
         if (m->priced_kinds().empty()) r.fail("device model without any kernel regressor");
         return m;
     }
 
     // ---------------------------------------------------------------- pricing
-    /// Every network's price kernel by kernel, the kernels of one kind priced in one batch.
+    /// Every network's price kernel by kernel: the kernel regressors' figures, corrected by the
+    /// residual (when trained) and the calibration factor, kernels and overhead alike, so that the
+    /// breakdown adds up to the total.
     std::vector<DevicePrice> price_networks(std::span<const graph::Graph* const> graphs) const {
-        if (m_kinds.empty()) raise<config_error>("device model: not built");
-        struct Pending {
-            std::size_t graph, kernel;
-        };
-        std::vector<DevicePrice> out(graphs.size());
-        std::map<std::string, std::pair<std::vector<Pending>, std::vector<std::vector<double>>>> batches;
-        const auto block = m_rules.layout.block;
-        for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
-            const auto& g = *graphs[gi];
-            const auto kg = cost::kernel_graph(g, m_rules);
-            auto& price = out[gi];
-            price.kernels.resize(kg.kernels.size());
-            for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
-                auto f = features::kernel_features(g, kg, k, block);
-                auto& pk = price.kernels[k];
-                pk.kind = f.kind.key;
-                pk.nodes = kg.kernels[k].nodes;
-                pk.layout = kg.layout_string(kg.kernels[k].layout);
-                pk.priced_as = nearest_priced_kind(pk.kind);
-                pk.warning = f.kind.warning;
-                if (pk.priced_as != pk.kind) {
-                    const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind, ") priced as ",
-                                                             pk.priced_as, ": no samples of its own kind");
-                    pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
-                }
-                auto& b = batches[pk.priced_as];
-                b.first.push_back({gi, k});
-                b.second.push_back(std::move(f.values));
-            }
-        }
-        for (auto& [k, b] : batches) {
-            const auto& reg = *m_kinds.at(k).regressor;
-            Mat<double> x(static_cast<Index>(b.second.size()), static_cast<Index>(b.second.front().size()));
-            for (std::size_t r = 0; r < b.second.size(); ++r)
-                for (std::size_t j = 0; j < b.second[r].size(); ++j)
-                    x(static_cast<Index>(r), static_cast<Index>(j)) = b.second[r][j];
-            const auto ms = reg.predict(x);
-            for (std::size_t r = 0; r < b.first.size(); ++r)
-                out[b.first[r].graph].kernels[b.first[r].kernel].ms = ms[r] * m_scale;
-        }
-        for (auto& p : out) {
-            p.run_overhead_ms = m_run_overhead_ms * m_scale;
+        const bool residual = m_residual && !m_residual->is_zero();
+        std::vector<KernelGraphSample> samples;
+        auto out = raw_prices(graphs, residual ? &samples : nullptr);
+        const auto factors = residual ? m_residual->factors(samples) : std::vector<double>(out.size(), 1.0);
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            auto& p = out[i];
+            const double f = factors[i] * m_scale;
+            p.run_overhead_ms *= f;
             p.total_ms = p.run_overhead_ms;
-            for (const auto& k : p.kernels) p.total_ms += k.ms;
+            for (auto& k : p.kernels) {
+                k.ms *= f;
+                p.total_ms += k.ms;
+            }
         }
         return out;
     }
@@ -390,6 +375,67 @@ protected:
     }
 
 private:
+    /// The kernel regressors' figures (no residual, no calibration factor); with `samples`, each
+    /// network's kernel graph as the residual reads it.
+    std::vector<DevicePrice> raw_prices(std::span<const graph::Graph* const> graphs,
+                                        std::vector<KernelGraphSample>* samples) const {
+        if (m_kinds.empty()) raise<config_error>("device model: not built");
+        struct Pending {
+            std::size_t graph, kernel;
+        };
+        std::vector<DevicePrice> out(graphs.size());
+        std::vector<cost::KernelGraph> kgs;
+        std::map<std::string, std::pair<std::vector<Pending>, std::vector<std::vector<double>>>> batches;
+        const auto block = m_rules.layout.block;
+        for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+            const auto& g = *graphs[gi];
+            auto kg = cost::kernel_graph(g, m_rules);
+            auto& price = out[gi];
+            price.kernels.resize(kg.kernels.size());
+            for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+                auto f = features::kernel_features(g, kg, k, block);
+                auto& pk = price.kernels[k];
+                pk.kind = f.kind.key;
+                pk.nodes = kg.kernels[k].nodes;
+                pk.layout = kg.layout_string(kg.kernels[k].layout);
+                pk.priced_as = nearest_priced_kind(pk.kind);
+                pk.warning = f.kind.warning;
+                if (pk.priced_as != pk.kind) {
+                    const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind, ") priced as ",
+                                                             pk.priced_as, ": no samples of its own kind");
+                    pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
+                }
+                auto& b = batches[pk.priced_as];
+                b.first.push_back({gi, k});
+                b.second.push_back(std::move(f.values));
+            }
+            if (samples) kgs.push_back(std::move(kg));
+        }
+        for (auto& [k, b] : batches) {
+            const auto& reg = *m_kinds.at(k).regressor;
+            Mat<double> x(static_cast<Index>(b.second.size()), static_cast<Index>(b.second.front().size()));
+            for (std::size_t r = 0; r < b.second.size(); ++r)
+                for (std::size_t j = 0; j < b.second[r].size(); ++j)
+                    x(static_cast<Index>(r), static_cast<Index>(j)) = b.second[r][j];
+            const auto ms = reg.predict(x);
+            for (std::size_t r = 0; r < b.first.size(); ++r)
+                out[b.first[r].graph].kernels[b.first[r].kernel].ms = ms[r];
+        }
+        for (std::size_t gi = 0; gi < out.size(); ++gi) {
+            auto& p = out[gi];
+            p.run_overhead_ms = m_run_overhead_ms;
+            p.total_ms = p.run_overhead_ms;
+            std::vector<double> kernel_ms;
+            for (const auto& k : p.kernels) {
+                p.total_ms += k.ms;
+                kernel_ms.push_back(k.ms);
+            }
+            if (samples)
+                samples->push_back(make_kernel_graph_sample(*graphs[gi], kgs[gi], block, kernel_ms, m_run_overhead_ms));
+        }
+        return out;
+    }
+
     /// Families in the order of likeness to `family`'s work (what a kernel reads and writes).
     static std::vector<std::string> nearest_families(std::string_view family) {
         static const std::map<std::string, std::vector<std::string>, std::less<>> near{
@@ -423,6 +469,8 @@ private:
     double m_scale = 1.0;
     std::uint32_t m_calibration_shots = 0;
     std::string m_build_info;
+    std::optional<KernelResidual> m_residual;
+    KernelResidualOptions m_residual_options{};
 };
 
 }  // namespace dnncost::estimators

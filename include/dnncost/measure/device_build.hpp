@@ -43,6 +43,17 @@ struct DeviceBuildProgress {
     double elapsed_seconds = 0;  ///< of the whole build
 };
 
+/// Sampling the sizes of real networks' layers: the largest activation of an ImageNet network at
+/// batch 1 holds a few million values (112 x 112 x 256), its largest layer about a billion
+/// multiply-accumulates; more of the draws come from the prior of real and space networks.
+inline cost::KernelSamplerOptions device_sampler_options() {
+    cost::KernelSamplerOptions o;
+    o.prior_share = 0.7;
+    o.max_macs = 2'000'000'000;
+    o.max_elements = 6'000'000;
+    return o;
+}
+
 struct DeviceBuildSetup {
     std::vector<std::string> runners;
     std::string device;                ///< the device's name, in the stores and the rules
@@ -52,11 +63,12 @@ struct DeviceBuildSetup {
     HarnessOptions probe_harness{};    ///< of the fusion discovery's graphs
     PoolOptions pool{};
     cost::DiscoveryOptions discovery{};
-    cost::KernelSamplerOptions sampler{};
+    cost::KernelSamplerOptions sampler = device_sampler_options();
     estimators::DeviceModelOptions model{};
     double budget_minutes = 60;        ///< the whole build; 0: no limit
     std::size_t per_kind = 60;         ///< first draw, per kind
     std::size_t prior_per_space = 30;  ///< networks of each search space in the sampling prior
+    std::size_t probe_per_space = 2;   ///< of them, the first ones join the rule discovery's graphs
     std::size_t adaptive_samples = 300;  ///< drawn per adaptive round where the error is large
     int adaptive_rounds = 3;
     std::uint64_t seed = 1;
@@ -67,6 +79,7 @@ struct DeviceBuildSetup {
 struct DeviceBuildResult {
     estimators::DeviceModel model;
     std::optional<cost::DiscoveryResult> discovery;  ///< when the rules were discovered
+    std::vector<std::string> probe_model_errors;  ///< graphs of the discovery that could not be written
     std::size_t samples = 0, measured = 0, over_budget = 0, failed = 0;
     int adaptive_rounds = 0;
     double seconds = 0;
@@ -147,7 +160,14 @@ inline DeviceBuildResult build_device_model(const std::vector<graph::Graph>& gra
             s.total = h.requests_total;
             progress("rules", s);
         };
-        auto r = probe_fusion_rules(graphs, p);
+        // the space networks bring what the given networks may lack (BatchNorm after Conv, LayerNorm, GELU)
+        auto probe_graphs = graphs;
+        Rng probe_rng(setup.seed);
+        for (const auto& space : spaces::all_spaces())
+            for (std::size_t i = 0; i < setup.probe_per_space; ++i)
+                probe_graphs.push_back(space.build_graph(space.sample(probe_rng), {}));
+        auto r = probe_fusion_rules(probe_graphs, p);
+        out.probe_model_errors = r.model_errors;
         rules = r.discovery.rules;
         out.discovery = std::move(r.discovery);
     }

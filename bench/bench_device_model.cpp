@@ -1,0 +1,80 @@
+// Pricing networks with the committed device model (data/devices/ort-cpu-all-1t.dnnc) on NB201
+// networks (Google Benchmark): the kernel pass, every kernel's features, the per-kind regressors
+// and the sum, one core.
+//   bench_device_model --benchmark_filter=DeviceModelBatch    64 networks per call (a search's population)
+//   bench_device_model --benchmark_filter=DeviceModelSingle   one network per call
+// The model's residual, if it has one, is part of the price; "kernel sum" runs are those of a
+// model without one.
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <dnncost/core/rng.hpp>
+#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/spaces/nb201.hpp>
+
+using namespace dnncost;
+
+namespace {
+
+const estimators::DeviceModel* model() {
+    static const auto m = []() -> std::unique_ptr<estimators::DeviceModel> {
+        const std::string path = std::string(DNNCOST_DATA_DIR) + "/devices/ort-cpu-all-1t.dnnc";
+        try {
+            return estimators::DeviceModel::deserialize(io::read_file(path), path);
+        } catch (const error&) {
+            return nullptr;
+        }
+    }();
+    return m.get();
+}
+
+const std::vector<graph::Graph>& networks() {
+    static const auto g = [] {
+        std::vector<graph::Graph> out;
+        Rng rng(2024);
+        for (int i = 0; i < 64; ++i)
+            out.push_back(nb201::build_graph(nb201::from_index(static_cast<std::int64_t>(rng() % 15625))));
+        return out;
+    }();
+    return g;
+}
+
+}  // namespace
+
+static void BM_DeviceModelBatch(benchmark::State& state) {
+    const auto* m = model();
+    if (!m) return state.SkipWithError("data/devices/ort-cpu-all-1t.dnnc does not load");
+    std::vector<const graph::Graph*> ptrs;
+    for (const auto& g : networks()) ptrs.push_back(&g);
+    for (auto _ : state) {
+        const auto p = m->predict_mean(ptrs);
+        benchmark::DoNotOptimize(p.data());
+    }
+    state.counters["networks/s"] =
+        benchmark::Counter(static_cast<double>(state.iterations() * ptrs.size()), benchmark::Counter::kIsRate);
+    state.SetLabel(m->residual() && !m->residual()->is_zero() ? "with residual" : "kernel sum");
+}
+BENCHMARK(BM_DeviceModelBatch)->Unit(benchmark::kMillisecond);
+
+static void BM_DeviceModelSingle(benchmark::State& state) {
+    const auto* m = model();
+    if (!m) return state.SkipWithError("data/devices/ort-cpu-all-1t.dnnc does not load");
+    const auto& g = networks();
+    std::size_t i = 0;
+    for (auto _ : state) {
+        const graph::Graph* one[] = {&g[i]};
+        const auto p = m->predict_mean(one);
+        benchmark::DoNotOptimize(p.data());
+        i = (i + 1) % g.size();
+    }
+    state.counters["networks/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+    state.SetLabel(m->residual() && !m->residual()->is_zero() ? "with residual" : "kernel sum");
+}
+BENCHMARK(BM_DeviceModelSingle)->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

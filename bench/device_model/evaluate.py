@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Accuracy of saved estimators on results stores of `dnncost measure`: MAPE, share within
+±10 % and ±25 %, Spearman's rho, median and worst ratio of predicted to measured latency, one row
+per (model, store). Writes one JSON document (a list of rows) and prints a markdown table.
+  evaluate.py --cli build/release/dnncost --out rows.json MODEL=NAME... -- STORE...
+A model argument is FILE or FILE=LABEL."""
+import argparse, csv, json, math, os, subprocess, sys
+
+
+def load_store(path):
+    rows = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["status"] == "ok":
+                rows[r["id"]] = float(r["latency_ms"])  # the last ok row of an id wins
+    return rows
+
+
+def predict(cli, model, ids):
+    # a bare NB201 string is the one id without its space
+    named = ["nb201:" + i if i.startswith("|") else i for i in ids]
+    out = subprocess.run([cli, "predict", "--model", model, "--json", *named], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{model}: predict failed: {out.stderr.strip()[:400]}")
+    doc = json.loads(out.stdout)
+    return [p["latency"] for p in doc["predictions"]]
+
+
+def ranks(v):
+    order = sorted(range(len(v)), key=lambda i: v[i])
+    r = [0.0] * len(v)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = math.sqrt(sum((x - ma) ** 2 for x in ra))
+    vb = math.sqrt(sum((y - mb) ** 2 for y in rb))
+    return cov / (va * vb) if va > 0 and vb > 0 else float("nan")
+
+
+def metrics(pred, meas):
+    ratio = sorted(p / m for p, m in zip(pred, meas))
+    err = [abs(r - 1) for r in ratio]
+    n = len(ratio)
+    return {"n": n, "mape": sum(err) / n, "within_10": sum(e <= 0.10 for e in err) / n,
+            "within_25": sum(e <= 0.25 for e in err) / n, "spearman": spearman(pred, meas),
+            "median_ratio": ratio[n // 2] if n % 2 else (ratio[n // 2 - 1] + ratio[n // 2]) / 2,
+            "worst_ratio": max(ratio, key=lambda r: abs(math.log(r))),
+            "negative_or_nonfinite": sum(not (math.isfinite(p) and p >= 0) for p in pred)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", default="build/release/dnncost")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("args", nargs="+")
+    a = ap.parse_args()
+    if "--" not in a.args:
+        raise SystemExit("give MODELS -- STORES")
+    cut = a.args.index("--")
+    models = [m.split("=", 1) if "=" in m else [m, os.path.basename(m)] for m in a.args[:cut]]
+    stores = a.args[cut + 1:]
+    rows = []
+    for store in stores:
+        meas = load_store(store)
+        ids = sorted(meas)
+        for path, label in models:
+            pred = predict(a.cli, path, ids)
+            m = metrics(pred, [meas[i] for i in ids])
+            rows.append({"model": label, "store": os.path.basename(store), **m})
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(rows, f, indent=1)
+    os.replace(tmp, a.out)
+    print("| store | model | n | MAPE | ±10 % | ±25 % | Spearman | median pred/meas | worst |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['store']} | {r['model']} | {r['n']} | {100 * r['mape']:.1f} % | {100 * r['within_10']:.0f} % | "
+              f"{100 * r['within_25']:.0f} % | {r['spearman']:.3f} | {r['median_ratio']:.2f} | {r['worst_ratio']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
