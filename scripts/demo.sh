@@ -15,6 +15,16 @@ arch='|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_
 echo "== NAS-Bench-201 $arch"
 "$bin" nb201 "$arch" | sed -n 1,12p   # sed reads to the end: no SIGPIPE under pipefail
 
+# Price real networks with the committed device models of this kind of machine (ONNX Runtime
+# "all" and "disabled", 1 thread): a prediction per network, then ResNet-50's costliest kernels.
+for level in all disabled; do
+  echo "== predict with data/devices/ort-cpu-$level-1t.dnnc (ms, ONNX Runtime \"$level\", 1 thread)"
+  "$bin" predict --model "data/devices/ort-cpu-$level-1t.dnnc" data/onnx/*.onnx 2>/dev/null
+done
+echo "== ResNet-50's five costliest kernels under \"all\" (predict --per-kernel)"
+"$bin" predict --model data/devices/ort-cpu-all-1t.dnnc --per-kernel data/onnx/resnet50.onnx 2>/dev/null |
+  awk -F'\t' 'NF == 4' | sort -t$'\t' -k3 -g -r | sed -n 1,5p
+
 # Learn a device from 100 measurements (+100 for validation), test on 2,000 other networks,
 # and compare with the additive (per-operator ridge) baseline on the same split.
 device=gold_6240

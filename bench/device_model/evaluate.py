@@ -2,7 +2,7 @@
 """Accuracy of saved estimators on results stores of `dnncost measure`: MAPE, share within
 ±10 % and ±25 %, Spearman's rho, median and worst ratio of predicted to measured latency, one row
 per (model, store). Writes one JSON document (a list of rows) and prints a markdown table.
-  evaluate.py --cli build/release/dnncost --out rows.json MODEL=NAME... -- STORE...
+  evaluate.py --cli build/release/dnncost --out rows.json --stores STORE... -- MODEL[=LABEL]...
 A model argument is FILE or FILE=LABEL."""
 import argparse, csv, json, math, os, subprocess, sys
 
@@ -16,9 +16,10 @@ def load_store(path):
     return rows
 
 
-def predict(cli, model, ids):
-    # a bare NB201 string is the one id without its space
-    named = ["nb201:" + i if i.startswith("|") else i for i in ids]
+def predict(cli, model, ids, store_dir):
+    # a bare NB201 string is the one id without its space; an ONNX path is relative to its store
+    named = ["nb201:" + i if i.startswith("|") else os.path.normpath(os.path.join(store_dir, i))
+             if i.endswith(".onnx") else i for i in ids]
     out = subprocess.run([cli, "predict", "--model", model, "--json", *named], capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"{model}: predict failed: {out.stderr.strip()[:400]}")
@@ -64,19 +65,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default="build/release/dnncost")
     ap.add_argument("--out", required=True)
-    ap.add_argument("args", nargs="+")
+    ap.add_argument("--stores", nargs="+", required=True)
+    ap.add_argument("models", nargs="+")
     a = ap.parse_args()
-    if "--" not in a.args:
-        raise SystemExit("give MODELS -- STORES")
-    cut = a.args.index("--")
-    models = [m.split("=", 1) if "=" in m else [m, os.path.basename(m)] for m in a.args[:cut]]
-    stores = a.args[cut + 1:]
+    models = [m.split("=", 1) if "=" in m else [m, os.path.basename(m)] for m in a.models]
+    stores = a.stores
     rows = []
     for store in stores:
         meas = load_store(store)
         ids = sorted(meas)
         for path, label in models:
-            pred = predict(a.cli, path, ids)
+            pred = predict(a.cli, path, ids, os.path.dirname(os.path.abspath(store)))
             m = metrics(pred, [meas[i] for i in ids])
             rows.append({"model": label, "store": os.path.basename(store), **m})
     tmp = a.out + ".tmp"

@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -158,7 +159,7 @@ inline void run_build(const BuildArgs& a) {
 }
 
 struct CalibrateArgs {
-    std::string model, out, work;
+    std::string model, out, work, data;
     std::vector<std::string> runners;
     std::size_t shots = 10;
     MeasureFlags flags;
@@ -178,7 +179,16 @@ inline void run_calibrate(const CalibrateArgs& a) {
     s.events.on_progress = [&](const measure::Progress& p) {
         if (line.tty) std::cerr << "\r\033[K" << p.networks_done << '/' << p.networks_total << " networks" << std::flush;
     };
-    const auto r = measure::calibrate_device_model(*m, measure::calibration_networks(a.shots), s);
+    if (a.runners.empty() == a.data.empty())
+        raise<config_error>("device calibrate: give --runner (measure the shots here) or --data (networks measured here)");
+    std::optional<train::TrainData> measured;  // keeps the store's graphs alive
+    if (!a.data.empty()) {
+        const auto ds = measure::load_results_dataset(a.data, {"latency_ms"}, false,
+                                                      [](const fs::path& p) { return io::import_onnx(p); });
+        measured = ds.subset(ds.all_items(), "latency_ms");
+    }
+    const auto r = measured ? measure::calibrate_device_model(*m, *measured, a.shots)
+                            : measure::calibrate_device_model(*m, measure::calibration_networks(a.shots), s);
     line.done();
     io::write_file_atomic(a.out, m->serialize());
     if (a.json_out) {
@@ -291,7 +301,10 @@ inline void add_device_commands(CLI::App& app, Context& ctx) {
     auto c = std::make_shared<dd::CalibrateArgs>();
     auto* cal = device->add_subcommand("calibrate", "Measure a few networks here and fit the model's calibration factor");
     cal->add_option("--model", c->model, "Device model (.dnnc)")->required();
-    add_runner_option(*cal, c->runners, true)->required();
+    add_runner_option(*cal, c->runners, true);
+    cal->add_option("--data", c->data,
+                    "Instead of --runner: a results store of networks measured on this machine; the shots are taken "
+                    "at evenly spaced quantiles of their latency");
     cal->add_option("--out", c->out, "Calibrated model to write")->required()->check(check::output_path());
     cal->add_option("--shots", c->shots, "Networks to measure")
         ->transform(check::integer(1, 100, "a count in [1, 100]"))

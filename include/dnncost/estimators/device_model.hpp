@@ -387,11 +387,17 @@ private:
         std::vector<cost::KernelGraph> kgs;
         std::map<std::string, std::pair<std::vector<Pending>, std::vector<std::vector<double>>>> batches;
         const auto block = m_rules.layout.block;
+        const auto add = [&](std::size_t gi, std::size_t k, features::KernelFeatures&& f, const std::string& as) {
+            auto& b = batches[as];
+            b.first.push_back({gi, k});
+            b.second.push_back(std::move(f.values));
+        };
         for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
             const auto& g = *graphs[gi];
             auto kg = cost::kernel_graph(g, m_rules);
             auto& price = out[gi];
             price.kernels.resize(kg.kernels.size());
+            std::vector<std::size_t> unsampled;  // fused kernels of a kind no sample had
             for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
                 auto f = features::kernel_features(g, kg, k, block);
                 auto& pk = price.kernels[k];
@@ -400,14 +406,40 @@ private:
                 pk.layout = kg.layout_string(kg.kernels[k].layout);
                 pk.priced_as = nearest_priced_kind(pk.kind);
                 pk.warning = f.kind.warning;
+                if (pk.priced_as != pk.kind && pk.nodes.size() > 1) {
+                    unsampled.push_back(k);
+                    continue;
+                }
                 if (pk.priced_as != pk.kind) {
                     const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind, ") priced as ",
                                                              pk.priced_as, ": no samples of its own kind");
                     pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
                 }
-                auto& b = batches[pk.priced_as];
-                b.first.push_back({gi, k});
-                b.second.push_back(std::move(f.values));
+                add(gi, k, std::move(f), pk.priced_as);
+            }
+            if (!unsampled.empty()) {
+                // a fusion no sample showed is priced as its operators running alone: an upper
+                // bound, where a regressor of a similar kind would extrapolate from work it never saw
+                const auto plain = cost::kernel_graph(g, unfused_rules());
+                for (std::size_t k : unsampled) {
+                    auto& pk = price.kernels[k];
+                    std::vector<std::string> parts;
+                    for (std::size_t p = 0; p < plain.kernels.size(); ++p) {
+                        const auto& nodes = plain.kernels[p].nodes;
+                        if (nodes.empty() || kg.kernel_of_node[static_cast<std::size_t>(nodes.front())] != int(k)) continue;
+                        auto f = features::kernel_features(g, plain, p, block);
+                        const auto as = nearest_priced_kind(f.kind.key);
+                        parts.push_back(as);
+                        add(gi, k, std::move(f), as);
+                    }
+                    pk.priced_as.clear();
+                    for (const auto& x : parts) pk.priced_as += (pk.priced_as.empty() ? "" : " + ") + x;
+                    const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind,
+                                                             ") has no samples of its kind: priced as its operators "
+                                                             "unfused (",
+                                                             pk.priced_as, ")");
+                    pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
+                }
             }
             if (samples) kgs.push_back(std::move(kg));
         }
@@ -419,7 +451,7 @@ private:
                     x(static_cast<Index>(r), static_cast<Index>(j)) = b.second[r][j];
             const auto ms = reg.predict(x);
             for (std::size_t r = 0; r < b.first.size(); ++r)
-                out[b.first[r].graph].kernels[b.first[r].kernel].ms = ms[r];
+                out[b.first[r].graph].kernels[b.first[r].kernel].ms += ms[r];
         }
         for (std::size_t gi = 0; gi < out.size(); ++gi) {
             auto& p = out[gi];
@@ -428,12 +460,20 @@ private:
             std::vector<double> kernel_ms;
             for (const auto& k : p.kernels) {
                 p.total_ms += k.ms;
-                kernel_ms.push_back(k.ms);
+                kernel_ms.push_back(std::max(k.ms, 1e-6));  // a kernel of free operators only: the residual reads logs
             }
             if (samples)
                 samples->push_back(make_kernel_graph_sample(*graphs[gi], kgs[gi], block, kernel_ms, m_run_overhead_ms));
         }
         return out;
+    }
+
+    /// The rules without their run-time fusions: folds stay (they happen at load time).
+    cost::FusionRules unfused_rules() const {
+        auto r = m_rules;
+        r.patterns.clear();
+        std::erase_if(r.fusions, [](const cost::FusionRule& f) { return !f.fold; });
+        return r;
     }
 
     /// Families in the order of likeness to `family`'s work (what a kernel reads and writes).

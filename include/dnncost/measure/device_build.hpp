@@ -33,6 +33,7 @@
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/registry.hpp>
+#include <dnncost/train/train_data.hpp>
 
 namespace dnncost::measure {
 
@@ -243,20 +244,20 @@ inline DeviceBuildResult build_device_model(const std::vector<graph::Graph>& gra
 }
 
 /// The networks `device calibrate` measures: real-network-sized members of the search spaces
-/// (Once-for-All at 160-224 pixels, FBNet, ViT, keyword spotting, NB201), seeded, the largest
-/// kinds of work first, so that ten shots cover convolutions, depthwise stages and attention.
+/// (Once-for-All at its sampled resolution of 128-224 pixels, FBNet, ViT, keyword spotting,
+/// NB201), seeded, the largest kinds of work first, so that ten shots cover convolutions,
+/// depthwise stages and attention. Each is named by its qualified architecture, so that a
+/// results store of the shots is a data set (`device calibrate --data`).
 inline std::vector<graph::Graph> calibration_networks(std::size_t n, std::uint64_t seed = 2026) {
-    static const std::pair<std::string_view, std::string_view> plan[] = {
-        {"ofa", "resolution=224"}, {"fbnet", ""}, {"vit", ""},   {"ofa", "resolution=192"}, {"kws", ""},
-        {"nb201", ""},             {"fbnet", ""}, {"vit", ""},   {"ofa", "resolution=160"}, {"nb201", ""}};
+    static const std::string_view plan[] = {"ofa", "fbnet", "vit", "ofa", "kws", "nb201", "fbnet", "vit", "ofa", "nb201"};
     Rng rng(seed);
     std::vector<graph::Graph> out;
     for (std::size_t i = 0; i < n; ++i) {
-        const auto& [space, options] = plan[i % std::size(plan)];
+        const auto space = plan[i % std::size(plan)];
         const auto& info = spaces::find_space(space);
         const auto arch = info.sample(rng);
-        auto g = info.build_graph(arch, spaces::space_options(options));
-        g.set_name(spaces::qualified_arch(space, arch) + (options.empty() ? "" : " (" + std::string(options) + ")"));
+        auto g = info.build_graph(arch, {});
+        g.set_name(spaces::qualified_arch(space, arch));
         out.push_back(std::move(g));
     }
     return out;
@@ -314,6 +315,35 @@ inline DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& m
     if (used.empty())
         raise<config_error>("device calibrate: none of the ", shots.size(), " networks could be measured (see ",
                             (setup.work_dir / "shots.csv").string(), ")");
+    model.calibrate(used, out.measured_ms);
+    out.factor = model.calibration_factor();
+    for (double p : model.predict_mean(used)) out.predicted_ms.push_back(p / out.factor);
+    return out;
+}
+
+/// Calibrate on networks already measured on the machine at hand (e.g. a results store of
+/// `dnncost measure`): `shots` of them at evenly spaced quantiles of their latency, so that small
+/// and large networks both count.
+/// @throws config_error when `measured` is empty or a latency is not positive
+inline DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& model, const train::TrainData& measured,
+                                                      std::size_t shots) {
+    if (measured.graphs.empty()) raise<config_error>("device calibrate: no measured networks");
+    if (shots < 1) raise<config_error>("device calibrate: at least one shot");
+    std::vector<std::size_t> order(measured.graphs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return measured.targets[a] < measured.targets[b] || (measured.targets[a] == measured.targets[b] && a < b);
+    });
+    const std::size_t n = std::min(shots, order.size());
+    std::vector<const graph::Graph*> used;
+    DeviceCalibrationResult out;
+    for (std::size_t k = 0; k < n; ++k) {
+        // the k-th of n evenly spaced quantiles, ends included
+        const auto i = order[n == 1 ? order.size() / 2 : k * (order.size() - 1) / (n - 1)];
+        used.push_back(measured.graphs[i]);
+        out.shots.push_back(measured.graphs[i]->name());
+        out.measured_ms.push_back(measured.targets[i]);
+    }
     model.calibrate(used, out.measured_ms);
     out.factor = model.calibration_factor();
     for (double p : model.predict_mean(used)) out.predicted_ms.push_back(p / out.factor);
