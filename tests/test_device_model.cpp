@@ -105,7 +105,7 @@ TEST_CASE("device model: a network costs its kernels plus the run overhead, each
     }
 }
 
-TEST_CASE("device model: the planted kernel model is learnt; networks priced close to the planted sum") {
+TEST_CASE("device model: the planted kernel model is learnt, networks priced close to the planted sum") {
     const auto m = planted_model();
     for (const auto& [kind, km] : m.kinds())
         if (km.regressor) {
@@ -158,7 +158,7 @@ TEST_CASE("device model: calibration recovers a machine that is a known multiple
     CHECK_THROWS_AS(m.calibrate(ptrs, measured), config_error);
 }
 
-TEST_CASE("device model: saved and loaded through the registry; a damaged file is a clear error") {
+TEST_CASE("device model: saved and loaded through the registry, a damaged file is a clear error") {
     auto m = planted_model();
     const auto nets = nb201_networks(2);
     std::vector<const graph::Graph*> ptrs;
