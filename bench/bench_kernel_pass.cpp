@@ -16,6 +16,8 @@
 #include <dnncost/features/kernel_features.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
+#include "nb201_networks.hpp"
+
 using namespace dnncost;
 
 namespace {
@@ -32,17 +34,7 @@ const cost::FusionRules& rules() {
     return r;
 }
 
-// 64 seeded NB201 cells, built once
-const std::vector<graph::Graph>& networks() {
-    static const auto g = [] {
-        std::vector<graph::Graph> out;
-        Rng rng(2024);
-        for (int i = 0; i < 64; ++i)
-            out.push_back(nb201::build_graph(nb201::from_index(static_cast<std::int64_t>(rng() % 15625))));
-        return out;
-    }();
-    return g;
-}
+const std::vector<graph::Graph>& networks() { return bench_networks::nb201_networks(); }
 
 }  // namespace
 

@@ -265,15 +265,10 @@ inline void run_residual(const ResidualArgs& a) {
     std::cout << j.dump(2) << '\n';
 }
 
-}  // namespace device_detail
 
-inline void add_device_commands(CLI::App& app, Context& ctx) {
-    namespace dd = device_detail;
-    auto* device = app.add_subcommand("device", "Kernel-level device models: build one by measuring, calibrate, inspect");
-    device->require_subcommand(1);
-
-    auto b = std::make_shared<dd::BuildArgs>();
-    auto* build = device->add_subcommand("build", "Discover fusion rules, sample and measure kernels, fit a device model");
+inline void add_device_build(CLI::App& device, Context& ctx) {
+    auto b = std::make_shared<BuildArgs>();
+    auto* build = device.add_subcommand("build", "Discover fusion rules, sample and measure kernels, fit a device model");
     add_runner_option(*build, b->runners, true)->required();
     build->add_option("--out", b->out, "Device model file to write (.dnnc)")->required()->check(check::output_path());
     build->add_option("--budget", b->budget, "Minutes of measuring for the whole build (0: no limit)")
@@ -294,12 +289,14 @@ inline void add_device_commands(CLI::App& app, Context& ctx) {
     b->flags.add_to(*build, {});
     add_json_flag(*build, b->json_out);
     build->callback([b, &ctx] {
-        dd::run_build(*b);
+        run_build(*b);
         ctx.exit_code = 0;
     });
+}
 
-    auto c = std::make_shared<dd::CalibrateArgs>();
-    auto* cal = device->add_subcommand("calibrate", "Measure a few networks here and fit the model's calibration factor");
+inline void add_device_calibrate(CLI::App& device, Context& ctx) {
+    auto c = std::make_shared<CalibrateArgs>();
+    auto* cal = device.add_subcommand("calibrate", "Measure a few networks here and fit the model's calibration factor");
     cal->add_option("--model", c->model, "Device model (.dnnc)")->required();
     add_runner_option(*cal, c->runners, true);
     cal->add_option("--data", c->data,
@@ -313,13 +310,15 @@ inline void add_device_commands(CLI::App& app, Context& ctx) {
     c->flags.add_to(*cal, {});
     add_json_flag(*cal, c->json_out);
     cal->callback([c, &ctx] {
-        dd::run_calibrate(*c);
+        run_calibrate(*c);
         ctx.exit_code = 0;
     });
+}
 
-    auto ra = std::make_shared<dd::ResidualArgs>();
-    auto* res = device->add_subcommand("residual",
-                                       "Train the model's graph-level residual on networks measured on its device");
+inline void add_device_residual(CLI::App& device, Context& ctx) {
+    auto ra = std::make_shared<ResidualArgs>();
+    auto* res = device.add_subcommand("residual",
+                                      "Train the model's graph-level residual on networks measured on its device");
     res->add_option("--model", ra->model, "Device model (.dnnc)")->required();
     res->add_option("--data", ra->data, "Results stores of `dnncost measure` on the model's device (one or more)")
         ->required();
@@ -332,29 +331,42 @@ inline void add_device_commands(CLI::App& app, Context& ctx) {
     res->add_option("--seed", ra->seed, "Seed of the split and the initial weights")->capture_default_str();
     add_json_flag(*res, ra->json_out);
     res->callback([ra, &ctx] {
-        dd::run_residual(*ra);
+        run_residual(*ra);
         ctx.exit_code = 0;
     });
+}
 
+inline void run_info(const std::string& path, bool json_out) {
+    const auto m = estimators::DeviceModel::deserialize(io::read_file(path), path);
+    if (!json_out) {
+        std::cout << m->rules().to_text();
+        return print_kinds(*m);
+    }
+    print_json({{"model", path},
+                {"build", json::parse(m->build_info().empty() ? "{}" : m->build_info(), nullptr, false)},
+                {"rules_text", m->rules().to_text()},
+                {"run_overhead_ms", m->run_overhead_ms()},
+                {"calibration_factor", m->calibration_factor()},
+                {"calibration_shots", m->calibration_shots()},
+                {"kinds", kind_table(*m)}});
+}
+
+}  // namespace device_detail
+
+inline void add_device_commands(CLI::App& app, Context& ctx) {
+    namespace dd = device_detail;
+    auto* device = app.add_subcommand("device", "Kernel-level device models: build one by measuring, calibrate, inspect");
+    device->require_subcommand(1);
+    dd::add_device_build(*device, ctx);
+    dd::add_device_calibrate(*device, ctx);
+    dd::add_device_residual(*device, ctx);
     auto model = std::make_shared<std::string>();
     auto info_json = std::make_shared<bool>(false);
     auto* info = device->add_subcommand("info", "The rules, kernel kinds and held-out accuracy of a device model");
     info->add_option("--model", *model, "Device model (.dnnc)")->required();
     add_json_flag(*info, *info_json);
     info->callback([model, info_json, &ctx] {
-        const auto m = estimators::DeviceModel::deserialize(io::read_file(*model), *model);
-        if (*info_json) {
-            print_json({{"model", *model},
-                        {"build", json::parse(m->build_info().empty() ? "{}" : m->build_info(), nullptr, false)},
-                        {"rules_text", m->rules().to_text()},
-                        {"run_overhead_ms", m->run_overhead_ms()},
-                        {"calibration_factor", m->calibration_factor()},
-                        {"calibration_shots", m->calibration_shots()},
-                        {"kinds", dd::kind_table(*m)}});
-        } else {
-            std::cout << m->rules().to_text();
-            dd::print_kinds(*m);
-        }
+        dd::run_info(*model, *info_json);
         ctx.exit_code = 0;
     });
 }
