@@ -3,11 +3,13 @@
 // and the sum, one core.
 //   bench_device_model --benchmark_filter=DeviceModelBatch    64 networks per call (a search's population)
 //   bench_device_model --benchmark_filter=DeviceModelSingle   one network per call
+//   DNNCOST_DEVICE_MODEL=FILE bench_device_model             another model
 // The model's residual, if it has one, is part of the price; "kernel sum" runs are those of a
 // model without one.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,16 +25,19 @@ using namespace dnncost;
 
 namespace {
 
+// DNNCOST_DEVICE_MODEL=FILE prices with another model (one without a residual, say). The model
+// is never destroyed: its gradient-boosted trees must not be freed after XGBoost's own statics.
 const estimators::DeviceModel* model() {
-    static const auto m = []() -> std::unique_ptr<estimators::DeviceModel> {
-        const std::string path = std::string(DNNCOST_DATA_DIR) + "/devices/ort-cpu-all-1t.dnnc";
+    static const estimators::DeviceModel* m = []() -> const estimators::DeviceModel* {
+        const char* env = std::getenv("DNNCOST_DEVICE_MODEL");
+        const std::string path = env ? env : std::string(DNNCOST_DATA_DIR) + "/devices/ort-cpu-all-1t.dnnc";
         try {
-            return estimators::DeviceModel::deserialize(io::read_file(path), path);
+            return estimators::DeviceModel::deserialize(io::read_file(path), path).release();
         } catch (const error&) {
             return nullptr;
         }
     }();
-    return m.get();
+    return m;
 }
 
 const std::vector<graph::Graph>& networks() { return bench_networks::nb201_networks(); }
