@@ -48,6 +48,13 @@ struct TestBatch {
     }
 };
 
+/// A forward context over the batch's graphs.
+inline nn::Context<double> ctx_of(const TestBatch& tb) {
+    nn::Context<double> c;
+    c.batch = &tb.batch;
+    return c;
+}
+
 /// Check d(sum(R .* module(x)))/dx and /dparams by central differences.
 /// `reset` runs before every forward (e.g. to reseed dropout).
 inline void gradcheck(nn::Module<double>& m, const Mat<double>& x_in, nn::Context<double> ctx,

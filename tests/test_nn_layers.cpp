@@ -18,16 +18,10 @@
 using namespace dnncost;
 using namespace dnncost::nn;
 using dnncost::test::gradcheck;
+using dnncost::test::ctx_of;
 using dnncost::test::TestBatch;
 using features::Direction;
 
-namespace {
-nn::Context<double> ctx_of(const TestBatch& tb) {
-    nn::Context<double> c;
-    c.batch = &tb.batch;
-    return c;
-}
-}  // namespace
 
 TEST_CASE("gradcheck: Linear, MLP, LayerNorm") {
     TestBatch tb(4);

@@ -12,14 +12,10 @@
 using namespace dnncost;
 using namespace dnncost::nn;
 using dnncost::test::gradcheck;
+using dnncost::test::ctx_of;
 using dnncost::test::TestBatch;
 
 namespace {
-nn::Context<double> ctx_of(const TestBatch& tb) {
-    nn::Context<double> c;
-    c.batch = &tb.batch;
-    return c;
-}
 // The same graph with its nodes relabelled by a random permutation.
 features::EncodedGraph permuted(const features::EncodedGraph& g, Rng& rng) {
     std::vector<int> perm(static_cast<std::size_t>(g.num_nodes));

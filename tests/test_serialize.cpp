@@ -17,19 +17,13 @@
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/serialize.hpp>
 
+#include "messages.hpp"
+
 using namespace dnncost;
+using dnncost::test::contains;
+using dnncost::test::message_of;
 
 namespace {
-std::string message_of(auto&& fn) {
-    try {
-        fn();
-    } catch (const parse_error& e) {
-        return e.what();
-    }
-    return "<no parse_error>";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 std::string sample_payload() {
     io::BinaryWriter w;
     w.put_u32(0xdeadbeef);
@@ -87,7 +81,7 @@ TEST_CASE("serialize: reader names the truncated field and the source") {
     const auto payload = sample_payload();
     io::BinaryReader r(std::string_view(payload).substr(0, 6), "model.dnnc");
     r.get_u32("magic word");
-    const auto msg = message_of([&] { r.get_i64("layer count"); });
+    const auto msg = message_of<parse_error>([&] { r.get_i64("layer count"); });
     CHECK(contains(msg, "model.dnnc"));
     CHECK(contains(msg, "layer count"));
     CHECK(contains(msg, "truncated"));
@@ -97,7 +91,7 @@ TEST_CASE("serialize: a huge declared length fails before allocating") {
     io::BinaryWriter w;
     w.put_u64(std::numeric_limits<std::uint64_t>::max() / 2);
     io::BinaryReader r(w.bytes(), "x.dnnc");
-    const auto msg = message_of([&] { r.get_f64_vector("weights"); });
+    const auto msg = message_of<parse_error>([&] { r.get_f64_vector("weights"); });
     CHECK(contains(msg, "weights"));
     CHECK(contains(msg, "x.dnnc"));
 }
@@ -108,7 +102,7 @@ TEST_CASE("serialize: trailing bytes are reported by expect_end") {
     w.put_u8(7);
     io::BinaryReader r(w.bytes(), "t.dnnc");
     r.get_u32();
-    CHECK(contains(message_of([&] { r.expect_end("header"); }), "trailing"));
+    CHECK(contains(message_of<parse_error>([&] { r.expect_end("header"); }), "trailing"));
 }
 
 TEST_CASE("container: round trip keeps kind, hash and payload") {
@@ -128,30 +122,30 @@ TEST_CASE("container: every failure mode gives a clear message naming the file")
     SUBCASE("wrong magic") {
         std::string bad = bytes;
         bad[1] = 'X';
-        const auto msg = message_of([&] { io::read_container(bad, std::nullopt, "a.dnnc"); });
+        const auto msg = message_of<parse_error>([&] { io::read_container(bad, std::nullopt, "a.dnnc"); });
         CHECK(contains(msg, "a.dnnc"));
         CHECK(contains(msg, "magic"));
-        CHECK(contains(message_of([&] { io::read_container("arch,latency\n", std::nullopt, "b.csv"); }),
+        CHECK(contains(message_of<parse_error>([&] { io::read_container("arch,latency\n", std::nullopt, "b.csv"); }),
                        "not a dnncost model"));
     }
     SUBCASE("newer version") {
         std::string bad = bytes;
         bad[8] = static_cast<char>(io::container_format_version + 1);
-        const auto msg = message_of([&] { io::read_container(bad, std::nullopt, "v.dnnc"); });
+        const auto msg = message_of<parse_error>([&] { io::read_container(bad, std::nullopt, "v.dnnc"); });
         CHECK(contains(msg, "v.dnnc"));
         CHECK(contains(msg, "newer"));
     }
     SUBCASE("checksum mismatch") {
         std::string bad = bytes;
         bad[bad.size() - 10] ^= 0x20;  // a payload byte
-        const auto msg = message_of([&] { io::read_container(bad, std::nullopt, "c.dnnc"); });
+        const auto msg = message_of<parse_error>([&] { io::read_container(bad, std::nullopt, "c.dnnc"); });
         CHECK(contains(msg, "c.dnnc"));
         CHECK(contains(msg, "checksum"));
     }
     SUBCASE("truncation, at every length") {
         for (std::size_t len = 0; len < bytes.size(); ++len) {
             const auto msg =
-                message_of([&] { io::read_container(std::string_view(bytes).substr(0, len), std::nullopt, "t.dnnc"); });
+                message_of<parse_error>([&] { io::read_container(std::string_view(bytes).substr(0, len), std::nullopt, "t.dnnc"); });
             INFO("length " << len << ": " << msg);
             CHECK(contains(msg, "t.dnnc"));
             // Before the magic is complete the file cannot be told from a foreign one.
@@ -163,21 +157,21 @@ TEST_CASE("container: every failure mode gives a clear message naming the file")
         // the walk runs past the end, and the message says the file is corrupt or truncated
         std::string bad = bytes;
         bad[8 + 4 + 4 + 8 + 8 + 5] ^= 0x01;
-        const auto msg = message_of([&] { io::read_container(bad, std::nullopt, "f.dnnc"); });
+        const auto msg = message_of<parse_error>([&] { io::read_container(bad, std::nullopt, "f.dnnc"); });
         CHECK(contains(msg, "f.dnnc: corrupt or truncated file (the checksum does not match): truncated: 'payload'"));
         // an intact file cut short says the same, since the checksum is gone with its end
-        CHECK(contains(message_of([&] {
+        CHECK(contains(message_of<parse_error>([&] {
                            io::read_container(std::string_view(bytes).substr(0, bytes.size() - 1), std::nullopt,
                                               "f.dnnc");
                        }),
                        "corrupt or truncated"));
     }
     SUBCASE("trailing garbage") {
-        const auto msg = message_of([&] { io::read_container(bytes + "xx", std::nullopt, "g.dnnc"); });
+        const auto msg = message_of<parse_error>([&] { io::read_container(bytes + "xx", std::nullopt, "g.dnnc"); });
         CHECK(contains(msg, "unexpected bytes"));
     }
     SUBCASE("unexpected kind") {
-        const auto msg = message_of([&] { io::read_container(bytes, "hifisage", "k.dnnc"); });
+        const auto msg = message_of<parse_error>([&] { io::read_container(bytes, "hifisage", "k.dnnc"); });
         CHECK(contains(msg, "'additive'"));
         CHECK(contains(msg, "'hifisage'"));
     }
@@ -250,19 +244,19 @@ TEST_CASE("container metadata: round trip in order, lookup, replacement, version
 TEST_CASE("container metadata: bad keys are refused when written and reported when read") {
     CHECK_THROWS_AS(io::write_container("k", 0, "p", {{"", "x"}}), config_error);
     CHECK_THROWS_AS(io::write_container("k", 0, "p", {{"a", "1"}, {"a", "2"}}), config_error);
-    CHECK(contains(message_of([] {
+    CHECK(contains(message_of<parse_error>([] {
                        io::read_container(raw_metadata_container({{"a", "1"}, {"a", "2"}}, 2), std::nullopt, "d.dnnc");
                    }),
                    "d.dnnc: corrupt metadata: key 'a' given twice"));
-    CHECK(contains(message_of([] {
+    CHECK(contains(message_of<parse_error>([] {
                        io::read_container(raw_metadata_container({{"", "1"}}, 1), std::nullopt, "e.dnnc");
                    }),
                    "e.dnnc: corrupt metadata: empty key"));
     const auto huge =
-        message_of([] { io::read_container(raw_metadata_container({}, 0xffffffffu), std::nullopt, "h.dnnc"); });
+        message_of<parse_error>([] { io::read_container(raw_metadata_container({}, 0xffffffffu), std::nullopt, "h.dnnc"); });
     CHECK(contains(huge, "h.dnnc: corrupt metadata"));
     // a count larger than what follows is a truncation, not a crash
-    CHECK(contains(message_of([] {
+    CHECK(contains(message_of<parse_error>([] {
                        io::read_container(raw_metadata_container({{"a", "1"}}, 3), std::nullopt, "t.dnnc");
                    }),
                    "truncated"));
@@ -270,7 +264,7 @@ TEST_CASE("container metadata: bad keys are refused when written and reported wh
     const auto bytes = io::write_container("k", 0, "p", {{"target", "pixel3"}});
     for (std::size_t len = 8; len < bytes.size(); ++len)
         CHECK(contains(
-            message_of([&] { io::read_container(std::string_view(bytes).substr(0, len), std::nullopt, "t.dnnc"); }),
+            message_of<parse_error>([&] { io::read_container(std::string_view(bytes).substr(0, len), std::nullopt, "t.dnnc"); }),
             "truncated"));
 }
 
@@ -283,7 +277,7 @@ TEST_CASE("csv: RFC 4180 quoting, CRLF and a missing final newline") {
     CHECK(t.rows[2][1] == "3");
     CHECK(t.lines == std::vector<std::size_t>{2, 3, 4});
     CHECK(t.column("value") == 1);
-    CHECK(contains(message_of([&] { (void)t.column("latency"); }), "no column 'latency'"));
+    CHECK(contains(message_of<parse_error>([&] { (void)t.column("latency"); }), "no column 'latency'"));
 }
 
 TEST_CASE("csv: blank lines and a trailing newline are tolerated") {
@@ -293,12 +287,12 @@ TEST_CASE("csv: blank lines and a trailing newline are tolerated") {
 }
 
 TEST_CASE("csv: malformed input names file and line") {
-    CHECK(contains(message_of([] { io::parse_csv("a,b\n1,2\n3\n", "f.csv"); }), "f.csv:3"));
-    CHECK(contains(message_of([] { io::parse_csv("a,b\n1,2\n\"3,4\n", "f.csv"); }), "f.csv:3: unterminated"));
-    CHECK(contains(message_of([] { io::parse_csv("a,b\n1,x\"y\n", "f.csv"); }), "f.csv:2: quote inside"));
-    CHECK(contains(message_of([] { io::parse_csv("a,b\n\"1\"x,2\n", "f.csv"); }), "after closing quote"));
-    CHECK(contains(message_of([] { io::parse_csv("a,a\n1,2\n", "f.csv"); }), "duplicate column"));
-    CHECK(contains(message_of([] { io::parse_csv("", "e.csv"); }), "e.csv: empty"));
+    CHECK(contains(message_of<parse_error>([] { io::parse_csv("a,b\n1,2\n3\n", "f.csv"); }), "f.csv:3"));
+    CHECK(contains(message_of<parse_error>([] { io::parse_csv("a,b\n1,2\n\"3,4\n", "f.csv"); }), "f.csv:3: unterminated"));
+    CHECK(contains(message_of<parse_error>([] { io::parse_csv("a,b\n1,x\"y\n", "f.csv"); }), "f.csv:2: quote inside"));
+    CHECK(contains(message_of<parse_error>([] { io::parse_csv("a,b\n\"1\"x,2\n", "f.csv"); }), "after closing quote"));
+    CHECK(contains(message_of<parse_error>([] { io::parse_csv("a,a\n1,2\n", "f.csv"); }), "duplicate column"));
+    CHECK(contains(message_of<parse_error>([] { io::parse_csv("", "e.csv"); }), "e.csv: empty"));
 }
 
 TEST_CASE("csv: skip_bad_rows records the row instead of throwing") {
@@ -320,7 +314,7 @@ TEST_CASE("csv: numbers via from_chars with NaN / inf / empty detection") {
     CHECK(io::parse_number("1,5").status == io::NumberStatus::malformed);
     CHECK(io::parse_number("1e999").status == io::NumberStatus::malformed);
     const auto t = io::parse_csv("arch,lat\nx,abc\n", "n.csv");
-    const auto msg = message_of([&] { io::require_number(t, 0, 1); });
+    const auto msg = message_of<parse_error>([&] { io::require_number(t, 0, 1); });
     CHECK(contains(msg, "n.csv:2"));
     CHECK(contains(msg, "column 'lat'"));
 }
@@ -333,7 +327,7 @@ TEST_CASE("serialize: fields that must be finite reject NaN and infinity, naming
     w.put_f64(2.0);
     {
         io::BinaryReader r(w.bytes(), "m.dnnc");
-        const auto msg = message_of([&] { r.get_finite_f64("label scale"); });
+        const auto msg = message_of<parse_error>([&] { r.get_finite_f64("label scale"); });
         CHECK(contains(msg, "m.dnnc"));
         CHECK(contains(msg, "'label scale'"));
         CHECK(contains(msg, "not a finite number"));
@@ -341,7 +335,7 @@ TEST_CASE("serialize: fields that must be finite reject NaN and infinity, naming
     {
         io::BinaryReader r(w.bytes(), "m.dnnc");
         CHECK(std::isnan(r.get_f64("any")));  // the plain readers keep every value
-        const auto msg = message_of([&] { r.get_finite_f32_vector("parameter values"); });
+        const auto msg = message_of<parse_error>([&] { r.get_finite_f32_vector("parameter values"); });
         CHECK(contains(msg, "element 1"));
         CHECK(r.get_finite_f64("next") == 2.0);
     }

@@ -20,20 +20,14 @@
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
 
+#include "messages.hpp"
+
 using namespace dnncost;
+using dnncost::test::contains;
+using dnncost::test::message_of;
 using doctest::Approx;
 
 namespace {
-std::string message_of(auto&& fn) {
-    try {
-        fn();
-    } catch (const error& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 /// A latency that is an exact linear function of the per-cell op counts.
 double linear_latency(const nb201::Arch& a) {
     const auto c = nb201::op_counts(a);
@@ -358,7 +352,7 @@ TEST_CASE("additive: a saved model reloads and predicts identically, corruption 
     std::filesystem::remove(path);
 }
 
-TEST_CASE("registry: names, unknown presets and unknown kinds") {
+TEST_CASE("registry: names, unknown presets, unknown kinds and the device preset's header") {
     const auto names = estimators::estimator_names();
     CHECK(std::find(names.begin(), names.end(), "additive") != names.end());
     CHECK(std::find(names.begin(), names.end(), "hifisage") != names.end());
@@ -370,6 +364,9 @@ TEST_CASE("registry: names, unknown presets and unknown kinds") {
     const auto foreign = io::write_container("mystery", 0, "");
     CHECK(contains(message_of([&] { estimators::load_estimator(foreign, "x.dnnc"); }), "x.dnnc"));
     CHECK_THROWS_AS(estimators::load_estimator(foreign, "x.dnnc"), parse_error);
+    // device models register from their own header, which this program does not include
+    const auto device = io::write_container("device", 0, "");
+    CHECK(contains(message_of([&] { estimators::load_estimator(device, "d.dnnc"); }), "device_model.hpp"));
 }
 
 TEST_CASE("ensemble: positive sigma, coverage computed right, save/load identical") {

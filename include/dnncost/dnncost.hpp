@@ -1,7 +1,9 @@
 #pragma once
 /// @file dnncost.hpp
 /// Umbrella header: the whole header-only core. The ONNX importer is not included here (it
-/// needs protobuf); include <dnncost/io/onnx.hpp> and link dnncost::onnx for it.
+/// needs protobuf); include <dnncost/io/onnx.hpp> and link dnncost::onnx for it. Nor are device
+/// models, slow to compile: include <dnncost/estimators/device_model.hpp> where one is loaded or
+/// built (including it registers the "device" preset).
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/core/parallel.hpp>

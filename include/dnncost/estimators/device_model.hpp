@@ -11,7 +11,8 @@
 /// device (fit), corrects what the sum misses: a GNN over the kernel graph with the sum as its
 /// additive path.
 ///
-/// The model is an Estimator (saved in the project's container, loaded by the registry) and a
+/// The model is an Estimator (saved in the project's container; including this header adds it to
+/// the registry, so load_estimator and make_estimator know the "device" preset) and a
 /// cost::CostSource whose breakdown is by kernel. A kernel kind without a regressor of its own is
 /// priced by the nearest kind that has one, and the kernel says so in its warning.
 #include <algorithm>
@@ -34,6 +35,7 @@
 #include <dnncost/cost/source.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/estimators/kernel_residual.hpp>
+#include <dnncost/estimators/registry.hpp>
 #include <dnncost/estimators/tabular_choice.hpp>
 #include <dnncost/features/kernel_features.hpp>
 #include <dnncost/graph/graph.hpp>
@@ -512,5 +514,21 @@ private:
     std::optional<KernelResidual> m_residual;
     KernelResidualOptions m_residual_options{};
 };
+
+namespace detail {
+/// Registered from here rather than in registry.hpp: the model's regressors, kernel pass and
+/// residual are heavy to compile, and only programs that price with device models need them.
+inline const bool device_model_registered = [] {
+    register_estimator(std::string(DeviceModel::kind),
+                       RegistryEntry{[](const PresetSettings&) { return std::unique_ptr<Estimator>(std::make_unique<DeviceModel>()); },
+                                     [](std::string_view b, std::string_view src) {
+                                         return std::unique_ptr<Estimator>(DeviceModel::deserialize(b, src));
+                                     },
+                                     "kernel-level device model: the runtime's kernels (measured fusion and layout "
+                                     "rules) priced by per-kind regressors learnt from single-kernel measurements; "
+                                     "built by `dnncost device build`, fit() calibrates it"});
+    return true;
+}();
+}  // namespace detail
 
 }  // namespace dnncost::estimators

@@ -22,7 +22,6 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/estimators/additive.hpp>
 #include <dnncost/estimators/capabilities.hpp>
-#include <dnncost/estimators/device_model.hpp>
 #include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/estimators/perfsage.hpp>
@@ -139,14 +138,6 @@ inline Registry& registry() {
                                   "PerfSAGE: per-operator-type input transform, 8 GraphSAGE (sum) layers, max "
                                   "readout, 4 FC layers of 1024; several targets at once (MAPE + 10 RMSE)",
                                   {precision_option}});
-        reg.emplace(std::string(DeviceModel::kind),
-                    RegistryEntry{[](const PresetSettings&) { return std::unique_ptr<Estimator>(std::make_unique<DeviceModel>()); },
-                                  [](std::string_view b, std::string_view src) {
-                                      return std::unique_ptr<Estimator>(DeviceModel::deserialize(b, src));
-                                  },
-                                  "kernel-level device model: the runtime's kernels (measured fusion and layout rules) "
-                                  "priced by per-kind regressors learnt from single-kernel measurements; built by "
-                                  "`dnncost device build`, fit() calibrates it"});
         return true;
     }();
     (void)filled;
@@ -190,7 +181,11 @@ inline RegistryEntry find_entry(std::string_view name, std::string_view context)
     if (auto it = r.entries.find(name); it != r.entries.end()) return it->second;
     std::string known;
     for (const auto& [n, e] : r.entries) known += (known.empty() ? "" : ", ") + n;
-    raise<config_error>(context, "unknown preset '", name, "' (known: ", known, ")");
+    // Presets that register themselves keep their heavy headers out of every program that
+    // only needs the built-in ones; say which header brings them.
+    const std::string_view hint =
+        name == "device" ? "; device models register when <dnncost/estimators/device_model.hpp> is included" : "";
+    raise<config_error>(context, "unknown preset '", name, "' (known: ", known, hint, ")");
 }
 }  // namespace detail
 
