@@ -429,12 +429,14 @@ private:
         KernelBatches batches(regressors.size(), row.size());
         KernelFigures out;
         std::vector<cost::KernelGraph> kgs;
+        cost::KernelGraph reused, plain;  // storage of one network's kernels passed on to the next
         std::optional<cost::FusionRules> unfused;
         if (details) details->assign(graphs.size(), {});
         std::vector<std::size_t> unsampled;  // fused kernels of a kind no sample had
         for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
             const auto& g = *graphs[gi];
-            auto kg = cost::kernel_graph(g, m_rules);
+            auto& kg = samples ? kgs.emplace_back() : reused;
+            cost::kernel_graph_into(g, m_rules, kg);
             const std::size_t first = out.ms.size();
             out.ms.resize(first + kg.kernels.size(), 0.0);
             out.start.push_back(out.ms.size());
@@ -465,7 +467,7 @@ private:
                 // a fusion no sample showed is priced as its operators running alone: an upper
                 // bound, where a regressor of a similar kind would extrapolate from work it never saw
                 if (!unfused) unfused = unfused_rules();
-                const auto plain = cost::kernel_graph(g, *unfused);
+                cost::kernel_graph_into(g, *unfused, plain);
                 for (std::size_t k : unsampled) {
                     std::string parts;
                     for (std::size_t p = 0; p < plain.kernels.size(); ++p) {
@@ -485,7 +487,6 @@ private:
                     pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
                 }
             }
-            if (samples) kgs.push_back(std::move(kg));
         }
         batches.predict_into(regressors, out.ms);
         if (samples)
