@@ -2,7 +2,8 @@
 // planted kernel model, it prices networks as the kernel sum plus the run overhead (checked
 // against the sum computed by hand from its own regressors), learns the planted model, prices an
 // unsampled kind by a named nearest kind, calibrates to a machine whose latencies are a known
-// multiple, round-trips through its file and rejects a damaged one.
+// multiple, round-trips through its file and rejects a damaged one; its totals alone are its
+// breakdown's totals.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -230,6 +231,91 @@ TEST_CASE("device model: the residual learns what the kernel sum misses, and sur
         for (const auto& k : x.kernels) sum += k.ms;
         CHECK(sum == doctest::Approx(x.total_ms).epsilon(1e-12));
     }
+    for (std::size_t i = 0; i < p.size(); ++i) CHECK(after[i] == doctest::Approx(p[i].total_ms).epsilon(1e-12));
     const auto loaded = estimators::load_estimator(m.serialize(), "residual.dnnc");
     CHECK(loaded->predict_mean(va.graphs) == after);
+}
+
+TEST_CASE("device model: the totals alone are the breakdown's totals, fallbacks and repeated kernels included") {
+    // no samples of the fused Conv+Add+Act (priced as its operators unfused) nor of Pool (priced
+    // as the nearest kind): both occur in NB201's cells
+    auto samples = planted_samples(40, 7);
+    std::erase_if(samples, [](const auto& s) { return s.kind == "Conv+Add+Act" || s.kind.rfind("Pool", 0) == 0; });
+    const auto m = estimators::DeviceModel::build(rules(), samples, overhead_ms);
+    REQUIRE(m.kinds().count("Conv+Add") == 1);
+    auto nets = nb201_networks(40);
+    nets.push_back(nets[3]);  // the same network twice in one call
+    std::vector<const graph::Graph*> ptrs;
+    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto prices = m.price_networks(ptrs);
+    const auto totals = m.price_totals(ptrs);
+    const auto means = m.predict_mean(ptrs);
+    REQUIRE(totals.size() == nets.size());
+    bool unfused = false, nearest = false;
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        CHECK(totals[i] == doctest::Approx(prices[i].total_ms).epsilon(1e-12));
+        CHECK(means[i] == totals[i]);
+        // each network priced on its own: a kernel's figure does not depend on the others of a call
+        const graph::Graph* one[] = {ptrs[i]};
+        const auto alone = m.price_networks(one)[0];
+        CHECK(alone.total_ms == doctest::Approx(totals[i]).epsilon(1e-12));
+        REQUIRE(alone.kernels.size() == prices[i].kernels.size());
+        double sum = prices[i].run_overhead_ms;
+        for (std::size_t k = 0; k < alone.kernels.size(); ++k) {
+            const auto& pk = prices[i].kernels[k];
+            CHECK(pk.ms == doctest::Approx(alone.kernels[k].ms).epsilon(1e-12));
+            CHECK(pk.priced_as == alone.kernels[k].priced_as);
+            CHECK(pk.warning == alone.kernels[k].warning);
+            sum += pk.ms;
+            if (pk.kind == "Conv+Add+Act") {
+                unfused = true;
+                CHECK(pk.priced_as.find(" + ") != std::string::npos);
+                CHECK(pk.warning.find("priced as its operators unfused") != std::string::npos);
+            }
+            if (pk.kind == "Pool") {
+                nearest = true;
+                CHECK(pk.priced_as != "Pool");
+                CHECK(pk.warning.find("no samples of its own kind") != std::string::npos);
+            }
+        }
+        CHECK(sum == doctest::Approx(totals[i]).epsilon(1e-12));
+    }
+    CHECK(unfused);
+    CHECK(nearest);
+    CHECK(totals.back() == totals[3]);
+}
+
+TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching every kernel that has it") {
+    const auto m = planted_model();
+    const auto* reg = m.kinds().at("Conv").regressor.get();
+    REQUIRE(reg);
+    const auto nets = nb201_networks(1);
+    const auto kg = cost::kernel_graph(nets[0], rules());
+    std::vector<std::vector<double>> rows;
+    for (std::size_t k = 0; k < kg.kernels.size() && rows.size() < 2; ++k) {
+        auto f = features::kernel_features(nets[0], kg, k, 0);
+        if (f.kind.key == "Conv" && (rows.empty() || rows[0] != f.values)) rows.push_back(std::move(f.values));
+    }
+    REQUIRE(rows.size() == 2);
+    estimators::KernelBatches b(1, rows[0].size());
+    b.add(0, rows[0], 0);
+    b.add(0, rows[1], 1);
+    b.add(0, rows[0], 2);
+    b.add(0, rows[0], 0);
+    CHECK(b.distinct_rows(0) == 2);
+    std::vector<double> figures(3, 0.0);
+    const estimators::TabularRegressor* regs[] = {reg};
+    b.predict_into(regs, figures);
+    const auto alone = [&](const std::vector<double>& r) {
+        Mat<double> x(1, static_cast<Index>(r.size()));
+        for (std::size_t j = 0; j < r.size(); ++j) x(0, static_cast<Index>(j)) = r[j];
+        return reg->predict(x)[0];
+    };
+    CHECK(figures[0] == doctest::Approx(2 * alone(rows[0])).epsilon(1e-12));
+    CHECK(figures[1] == doctest::Approx(alone(rows[1])).epsilon(1e-12));
+    CHECK(figures[2] == doctest::Approx(alone(rows[0])).epsilon(1e-12));
+    CHECK_THROWS_AS(b.add(1, rows[0], 0), shape_error);
+    CHECK_THROWS_AS(b.add(0, std::vector<double>(3, 0.0), 0), shape_error);
+    std::vector<double> too_few(2, 0.0);
+    CHECK_THROWS_AS(b.predict_into(regs, too_few), shape_error);
 }

@@ -7,6 +7,7 @@
 
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 #include "kernel_graph_fixtures.hpp"
 
@@ -310,6 +311,53 @@ TEST_CASE("kernel graph: deterministic, and its JSON is one object") {
     CHECK(a.front() == '{');
     CHECK(a.back() == '}');
     CHECK(a.find("\"kind\": \"Conv+Relu\"") != std::string::npos);
+}
+
+TEST_CASE("kernel graph: built over another's storage, it is the graph built afresh") {
+    Graph mobile("mobile");
+    {
+        const int x = mobile.add_input("x", {1, 32, 14, 14});
+        const int r1 = same(mobile, "Relu", "relu1", {conv(mobile, "pw1", x, 64, 1)});
+        const int r2 = same(mobile, "Relu", "relu2", {conv(mobile, "dw", r1, 64, 3, 1, 64)});
+        mobile.mark_output(conv(mobile, "pw2", r2, 32, 1));
+        mobile.validate();
+    }
+    nb201::Arch a;
+    for (std::size_t i = 0; i < a.ops.size(); ++i) a.ops[i] = static_cast<nb201::Op>(i % 5);
+    const std::vector<Graph> graphs{nb201::build_graph(a), conv_bn_relu(), mobile, nb201::build_graph(a), mobile};
+    const auto rules = parse(std::string(resnet_rules) + "layout NCHWc 16 anchors=Conv followers=Relu,Add\n");
+    const auto same_kernels = [](const cost::KernelGraph& x, const cost::KernelGraph& y) {
+        REQUIRE(x.kernels.size() == y.kernels.size());
+        for (std::size_t i = 0; i < x.kernels.size(); ++i) {
+            const auto &p = x.kernels[i], &q = y.kernels[i];
+            CHECK(p.kind == q.kind);
+            CHECK(p.nodes == q.nodes);
+            CHECK(p.folded == q.folded);
+            CHECK(p.inputs == q.inputs);
+            CHECK(p.outputs == q.outputs);
+            CHECK(p.input_shapes == q.input_shapes);
+            CHECK(p.output_shapes == q.output_shapes);
+            CHECK(p.layout == q.layout);
+            CHECK(p.input_layout == q.input_layout);
+            CHECK((p.cost.macs == q.cost.macs && p.cost.flops == q.cost.flops && p.cost.params == q.cost.params &&
+                   p.cost.input_bytes == q.cost.input_bytes && p.cost.output_bytes == q.cost.output_bytes &&
+                   p.cost.weight_bytes == q.cost.weight_bytes));
+        }
+        CHECK(x.edges == y.edges);
+        CHECK(x.kernel_of_node == y.kernel_of_node);
+        CHECK(x.roles == y.roles);
+        CHECK(x.layout_name == y.layout_name);
+    };
+    cost::KernelGraph reused;
+    std::size_t reorders = 0;
+    for (const auto& g : graphs) {
+        cost::kernel_graph_into(g, rules, reused);
+        const auto fresh = cost::kernel_graph(g, rules);
+        reorders += fresh.num_reorders();
+        same_kernels(reused, fresh);
+        CHECK(reused.to_json(g) == fresh.to_json(g));
+    }
+    CHECK(reorders > 0);  // the storage was reused across plain, blocked and reorder kernels
 }
 
 TEST_CASE("fusion rules: the text form round-trips and bad lines are named") {

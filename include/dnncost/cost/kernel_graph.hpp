@@ -363,13 +363,27 @@ inline bool anchor_fits(const graph::Graph& g, const graph::Node& a, const Layou
 
 }  // namespace detail
 
-/// The kernel graph of `g` under `rules`.
-/// @throws shape_error for a cyclic graph or a node whose cost cannot be computed (see node_cost);
-/// config_error for an invalid rule set (FusionRules::check)
-inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules) {
+/// The kernel graph of `g` under `rules`, written over `kg`: the same result as kernel_graph(),
+/// reusing the storage of the kernels `kg` held, for a caller that builds many (a kernel's
+/// vectors are most of the pass's allocations).
+/// @throws as kernel_graph(); `kg` is then left in an unspecified but valid state
+inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, KernelGraph& kg) {
     rules.check();
-    KernelGraph kg;
     kg.layout_name = rules.layout.name;
+    kg.edges.clear();
+    std::size_t used = 0;  // kernels of kg written so far; the rest are storage to reuse
+    const auto next_kernel = [&]() -> Kernel& {
+        if (used == kg.kernels.size()) kg.kernels.emplace_back();
+        return kg.kernels[used++];
+    };
+    // a shape list written over the storage of the old one
+    const auto set_shapes = [&](std::vector<graph::Shape>& dst, const std::vector<int>& tensors) {
+        dst.resize(tensors.size());
+        for (std::size_t i = 0; i < tensors.size(); ++i) {
+            const auto& s = g.tensor(tensors[i]).shape;
+            dst[i].assign(s.begin(), s.end());
+        }
+    };
     // a graph whose nodes are already in topological order is its own stable order
     bool sorted = true;
     for (std::size_t v = 0; v < g.num_nodes() && sorted; ++v)
@@ -470,15 +484,19 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
         if (p.layout == want) return p.kernel;
         int& known = (want.blocked() ? reorder_to_blocked : reorder_to_plain)[static_cast<std::size_t>(t)];
         if (known >= 0) return known;
-        Kernel r;
+        const int id = static_cast<int>(used);
+        Kernel& r = next_kernel();
         r.kind = "Reorder";
-        r.inputs = r.outputs = {t};
-        r.input_shapes = r.output_shapes = {g.tensor(t).shape};
+        r.nodes.clear();
+        r.folded.clear();
+        r.inputs.assign(1, t);
+        r.outputs.assign(1, t);
+        set_shapes(r.input_shapes, r.inputs);
+        set_shapes(r.output_shapes, r.outputs);
         r.layout = want;
         r.input_layout = p.layout;
+        r.cost = NodeCost{};
         r.cost.input_bytes = r.cost.output_bytes = g.tensor(t).bytes();
-        const int id = static_cast<int>(kg.kernels.size());
-        kg.kernels.push_back(std::move(r));
         add_edge(p.kernel, id, t);
         known = id;
         return id;
@@ -487,6 +505,7 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
     kg.kernels.reserve(plan.item_order.size() + plan.item_order.size() / 2 + 8);  // reorders included, mostly
     kg.edges.reserve(2 * plan.item_order.size());
     std::vector<int> all, constants, sources;  // buffers reused kernel after kernel
+    Kernel k;  // the kernel being built, before its place (after the reorders it needs) is known
     for (const int item : plan.item_order) {
         if (item < 0) {  // a node without a kernel
             const int v = ~item;
@@ -502,7 +521,13 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
             for (int t : g.node(v).outputs) provider[static_cast<std::size_t>(t)] = {src, Layout{}};
             continue;
         }
-        Kernel k;
+        k.kind.clear();
+        k.nodes.clear();
+        k.folded.clear();
+        k.inputs.clear();
+        k.outputs.clear();
+        k.layout = k.input_layout = Layout{};
+        k.cost = NodeCost{};
         all.clear();
         for (int m = member_start[static_cast<std::size_t>(item)]; m < member_start[static_cast<std::size_t>(item) + 1];
              ++m) {
@@ -566,7 +591,7 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
             const bool plain_read = !k.layout.blocked() || (narrow && t == g.node(k.nodes.front()).inputs[0]);
             sources.push_back(ensure(t, plain_read ? Layout{} : k.layout));
         }
-        const int id = static_cast<int>(kg.kernels.size());
+        const int id = static_cast<int>(used);
         for (std::size_t i = 0; i < sources.size(); ++i) add_edge(sources[i], id, k.inputs[i]);
         // costs: arithmetic of the executed nodes, the bytes crossing the kernel's boundary, and
         // the constants its executed nodes read (each once)
@@ -586,13 +611,10 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
             if (ten.kind == graph::TensorKind::weight)
                 k.cost.params = detail::add_or_raise(k.cost.params, ten.elements(), "kernel parameters");
         }
-        for (int t : k.inputs) {
+        for (int t : k.inputs)
             k.cost.input_bytes = detail::add_or_raise(k.cost.input_bytes, g.tensor(t).bytes(), "kernel bytes");
-            k.input_shapes.push_back(g.tensor(t).shape);
-        }
         for (int t : k.outputs) {
             k.cost.output_bytes = detail::add_or_raise(k.cost.output_bytes, g.tensor(t).bytes(), "kernel bytes");
-            k.output_shapes.push_back(g.tensor(t).shape);
             provider[static_cast<std::size_t>(t)] = {id, k.layout};
         }
         (void)k.cost.bytes();  // must fit in 64 bits
@@ -600,11 +622,30 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
             kg.kernel_of_node[static_cast<std::size_t>(v)] = id;
             in_kernel[static_cast<std::size_t>(v)] = 0;
         }
-        kg.kernels.push_back(std::move(k));
+        Kernel& out = next_kernel();  // copied over its storage
+        out.kind = k.kind;
+        out.nodes = k.nodes;
+        out.folded = k.folded;
+        out.inputs = k.inputs;
+        out.outputs = k.outputs;
+        set_shapes(out.input_shapes, k.inputs);
+        set_shapes(out.output_shapes, k.outputs);
+        out.layout = k.layout;
+        out.input_layout = k.input_layout;
+        out.cost = k.cost;
     }
     // graph outputs leave in the plain layout
     for (int t : g.outputs())
         if (provider[static_cast<std::size_t>(t)].layout.blocked()) (void)ensure(t, Layout{});
+    kg.kernels.resize(used);
+}
+
+/// The kernel graph of `g` under `rules`.
+/// @throws shape_error for a cyclic graph or a node whose cost cannot be computed (see node_cost);
+/// config_error for an invalid rule set (FusionRules::check)
+inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules) {
+    KernelGraph kg;
+    kernel_graph_into(g, rules, kg);
     return kg;
 }
 

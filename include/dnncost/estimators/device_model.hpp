@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include <dnncost/cost/kernel_kind.hpp>
 #include <dnncost/cost/source.hpp>
 #include <dnncost/estimators/estimator.hpp>
+#include <dnncost/estimators/kernel_batches.hpp>
 #include <dnncost/estimators/kernel_residual.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/estimators/tabular_choice.hpp>
@@ -164,8 +166,8 @@ public:
             raise<config_error>("device model: build it from kernel measurements first (dnncost device build); "
                                 "fit() trains its residual on whole networks");
         std::vector<KernelGraphSample> xt, xv;
-        (void)raw_prices(train.graphs, &xt);
-        (void)raw_prices(validation.graphs, &xv);
+        (void)kernel_figures(train.graphs, nullptr, &xt);
+        (void)kernel_figures(validation.graphs, nullptr, &xv);
         KernelResidual residual(m_residual_options);
         auto r = residual.fit(xt, train.targets, xv, validation.targets, options);
         m_residual = std::move(residual);
@@ -261,21 +263,15 @@ public:
     /// residual (when trained) and the calibration factor, kernels and overhead alike, so that the
     /// breakdown adds up to the total.
     std::vector<DevicePrice> price_networks(std::span<const graph::Graph* const> graphs) const {
-        const bool residual = m_residual && !m_residual->is_zero();
-        std::vector<KernelGraphSample> samples;
-        auto out = raw_prices(graphs, residual ? &samples : nullptr);
-        const auto factors = residual ? m_residual->factors(samples) : std::vector<double>(out.size(), 1.0);
-        for (std::size_t i = 0; i < out.size(); ++i) {
-            auto& p = out[i];
-            const double f = factors[i] * m_scale;
-            p.run_overhead_ms *= f;
-            p.total_ms = p.run_overhead_ms;
-            for (auto& k : p.kernels) {
-                k.ms *= f;
-                p.total_ms += k.ms;
-            }
-        }
+        std::vector<DevicePrice> out;
+        (void)priced(graphs, &out);
         return out;
+    }
+
+    /// Every network's total, as price_networks() gives it, without the breakdown: the route of
+    /// a search, which asks for many prices and reads only totals.
+    std::vector<double> price_totals(std::span<const graph::Graph* const> graphs) const {
+        return priced(graphs, nullptr);
     }
 
     /// Fits the calibration factor to networks measured on the machine at hand: the median ratio
@@ -287,13 +283,13 @@ public:
         if (graphs.size() != measured_ms.size())
             raise<config_error>("device model: ", graphs.size(), " networks but ", measured_ms.size(), " latencies");
         m_scale = 1.0;
-        const auto p = price_networks(graphs);
+        const auto p = price_totals(graphs);
         std::vector<double> log_ratio;
         for (std::size_t i = 0; i < graphs.size(); ++i) {
             if (!(std::isfinite(measured_ms[i]) && measured_ms[i] > 0))
                 raise<config_error>("device model: calibration network ", i + 1, " ('", graphs[i]->name(),
                                     "') has latency ", measured_ms[i], " ms");
-            log_ratio.push_back(std::log(measured_ms[i] / p[i].total_ms));
+            log_ratio.push_back(std::log(measured_ms[i] / p[i]));
         }
         std::sort(log_ratio.begin(), log_ratio.end());
         const auto n = log_ratio.size();
@@ -343,9 +339,8 @@ public:
 
 protected:
     std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const override {
-        const auto p = price_networks(graphs);
         std::vector<Prediction> out;
-        for (const auto& x : p) out.push_back({x.total_ms, 0.0});
+        for (const double t : price_totals(graphs)) out.push_back({t, 0.0});
         return out;
     }
 
@@ -377,65 +372,116 @@ protected:
     }
 
 private:
-    /// The kernel regressors' figures (no residual, no calibration factor); with `samples`, each
-    /// network's kernel graph as the residual reads it.
-    std::vector<DevicePrice> raw_prices(std::span<const graph::Graph* const> graphs,
-                                        std::vector<KernelGraphSample>* samples) const {
+    /// The regressors' figure of every kernel of every network, without the residual and the
+    /// calibration factor: network i's kernels at ms[start[i] .. start[i + 1]).
+    struct KernelFigures {
+        std::vector<double> ms;
+        std::vector<std::size_t> start{0};
+    };
+
+    /// Every network's total, and with `details` its price kernel by kernel: one computation for
+    /// both, so that the totals alone are the breakdown's totals.
+    std::vector<double> priced(std::span<const graph::Graph* const> graphs, std::vector<DevicePrice>* details) const {
+        const bool residual = m_residual && !m_residual->is_zero();
+        std::vector<KernelGraphSample> samples;
+        const auto fig = kernel_figures(graphs, details, residual ? &samples : nullptr);
+        const auto factors = residual ? m_residual->factors(samples) : std::vector<double>(graphs.size(), 1.0);
+        std::vector<double> totals(graphs.size());
+        for (std::size_t i = 0; i < graphs.size(); ++i) {
+            const double f = factors[i] * m_scale;
+            double total = m_run_overhead_ms * f;
+            for (std::size_t k = fig.start[i]; k < fig.start[i + 1]; ++k) total += fig.ms[k] * f;
+            totals[i] = total;
+            if (!details) continue;
+            auto& p = (*details)[i];
+            p.run_overhead_ms = m_run_overhead_ms * f;
+            for (std::size_t k = 0; k < p.kernels.size(); ++k) p.kernels[k].ms = fig.ms[fig.start[i] + k] * f;
+            p.total_ms = total;
+        }
+        return totals;
+    }
+
+    /// The kernel regressors' figures (kernel_figures without residual or calibration factor); with
+    /// `details`, each network's kernels described (kind, nodes, layout, the kind that priced them,
+    /// warnings; their times are left to the caller); with `samples`, each network's kernel graph
+    /// as the residual reads it.
+    KernelFigures kernel_figures(std::span<const graph::Graph* const> graphs, std::vector<DevicePrice>* details,
+                                 std::vector<KernelGraphSample>* samples) const {
         if (m_kinds.empty()) raise<config_error>("device model: not built");
-        struct Pending {
-            std::size_t graph, kernel;
+        // the regressors in kind order: a kernel priced in parts sums them in this order
+        std::vector<const TabularRegressor*> regressors;
+        std::vector<std::string_view> regressor_kind;
+        for (const auto& [k, km] : m_kinds)
+            if (km.regressor) {
+                regressors.push_back(km.regressor.get());
+                regressor_kind.push_back(k);
+            }
+        std::unordered_map<std::string, std::size_t> priced_by;  // kind key -> regressor, looked up once a call
+        const auto regressor_of = [&](const std::string& key) {
+            auto it = priced_by.find(key);
+            if (it == priced_by.end()) {
+                const auto as = nearest_priced_kind(key);
+                const auto r = std::lower_bound(regressor_kind.begin(), regressor_kind.end(), as);
+                it = priced_by.emplace(key, static_cast<std::size_t>(r - regressor_kind.begin())).first;
+            }
+            return it->second;
         };
-        std::vector<DevicePrice> out(graphs.size());
-        std::vector<cost::KernelGraph> kgs;
-        std::map<std::string, std::pair<std::vector<Pending>, std::vector<std::vector<double>>>> batches;
         const auto block = m_rules.layout.block;
-        const auto add = [&](std::size_t gi, std::size_t k, features::KernelFeatures&& f, const std::string& as) {
-            auto& b = batches[as];
-            b.first.push_back({gi, k});
-            b.second.push_back(std::move(f.values));
-        };
+        std::vector<double> row(features::kernel_feature_names().size());
+        KernelBatches batches(regressors.size(), row.size());
+        KernelFigures out;
+        std::vector<cost::KernelGraph> kgs;
+        cost::KernelGraph reused, plain;  // storage of one network's kernels passed on to the next
+        std::optional<cost::FusionRules> unfused;
+        if (details) details->assign(graphs.size(), {});
+        std::vector<std::size_t> unsampled;  // fused kernels of a kind no sample had
         for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
             const auto& g = *graphs[gi];
-            auto kg = cost::kernel_graph(g, m_rules);
-            auto& price = out[gi];
-            price.kernels.resize(kg.kernels.size());
-            std::vector<std::size_t> unsampled;  // fused kernels of a kind no sample had
+            auto& kg = samples ? kgs.emplace_back() : reused;
+            cost::kernel_graph_into(g, m_rules, kg);
+            const std::size_t first = out.ms.size();
+            out.ms.resize(first + kg.kernels.size(), 0.0);
+            out.start.push_back(out.ms.size());
+            auto* d = details ? &(*details)[gi] : nullptr;
+            if (d) d->kernels.resize(kg.kernels.size());
+            unsampled.clear();
             for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
-                auto f = features::kernel_features(g, kg, k, block);
-                auto& pk = price.kernels[k];
-                pk.kind = f.kind.key;
-                pk.nodes = kg.kernels[k].nodes;
-                pk.layout = kg.layout_string(kg.kernels[k].layout);
-                pk.priced_as = nearest_priced_kind(pk.kind);
-                pk.warning = f.kind.warning;
-                if (pk.priced_as != pk.kind && pk.nodes.size() > 1) {
-                    unsampled.push_back(k);
-                    continue;
+                const auto kind = features::kernel_features_into(g, kg, k, block, row);
+                const auto r = regressor_of(kind.key);
+                const bool own = regressor_kind[r] == kind.key;
+                if (!own && kg.kernels[k].nodes.size() > 1) unsampled.push_back(k);
+                if (d) {
+                    auto& pk = d->kernels[k];
+                    pk.kind = kind.key;
+                    pk.nodes = kg.kernels[k].nodes;
+                    pk.layout = kg.layout_string(kg.kernels[k].layout);
+                    pk.priced_as = regressor_kind[r];
+                    pk.warning = kind.warning;
+                    if (!own && kg.kernels[k].nodes.size() <= 1) {
+                        const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind, ") priced as ",
+                                                                 pk.priced_as, ": no samples of its own kind");
+                        pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
+                    }
                 }
-                if (pk.priced_as != pk.kind) {
-                    const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind, ") priced as ",
-                                                             pk.priced_as, ": no samples of its own kind");
-                    pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
-                }
-                add(gi, k, std::move(f), pk.priced_as);
+                if (own || kg.kernels[k].nodes.size() <= 1) batches.add(r, row, first + k);
             }
             if (!unsampled.empty()) {
                 // a fusion no sample showed is priced as its operators running alone: an upper
                 // bound, where a regressor of a similar kind would extrapolate from work it never saw
-                const auto plain = cost::kernel_graph(g, unfused_rules());
+                if (!unfused) unfused = unfused_rules();
+                cost::kernel_graph_into(g, *unfused, plain);
                 for (std::size_t k : unsampled) {
-                    auto& pk = price.kernels[k];
-                    std::vector<std::string> parts;
+                    std::string parts;
                     for (std::size_t p = 0; p < plain.kernels.size(); ++p) {
                         const auto& nodes = plain.kernels[p].nodes;
                         if (nodes.empty() || kg.kernel_of_node[static_cast<std::size_t>(nodes.front())] != int(k)) continue;
-                        auto f = features::kernel_features(g, plain, p, block);
-                        const auto as = nearest_priced_kind(f.kind.key);
-                        parts.push_back(as);
-                        add(gi, k, std::move(f), as);
+                        const auto r = regressor_of(features::kernel_features_into(g, plain, p, block, row).key);
+                        if (d) parts += (parts.empty() ? "" : " + ") + std::string(regressor_kind[r]);
+                        batches.add(r, row, first + k);
                     }
-                    pk.priced_as.clear();
-                    for (const auto& x : parts) pk.priced_as += (pk.priced_as.empty() ? "" : " + ") + x;
+                    if (!d) continue;
+                    auto& pk = d->kernels[k];
+                    pk.priced_as = std::move(parts);
                     const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind,
                                                              ") has no samples of its kind: priced as its operators "
                                                              "unfused (",
@@ -443,30 +489,15 @@ private:
                     pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
                 }
             }
-            if (samples) kgs.push_back(std::move(kg));
         }
-        for (auto& [k, b] : batches) {
-            const auto& reg = *m_kinds.at(k).regressor;
-            Mat<double> x(static_cast<Index>(b.second.size()), static_cast<Index>(b.second.front().size()));
-            for (std::size_t r = 0; r < b.second.size(); ++r)
-                for (std::size_t j = 0; j < b.second[r].size(); ++j)
-                    x(static_cast<Index>(r), static_cast<Index>(j)) = b.second[r][j];
-            const auto ms = reg.predict(x);
-            for (std::size_t r = 0; r < b.first.size(); ++r)
-                out[b.first[r].graph].kernels[b.first[r].kernel].ms += ms[r];
-        }
-        for (std::size_t gi = 0; gi < out.size(); ++gi) {
-            auto& p = out[gi];
-            p.run_overhead_ms = m_run_overhead_ms;
-            p.total_ms = p.run_overhead_ms;
-            std::vector<double> kernel_ms;
-            for (const auto& k : p.kernels) {
-                p.total_ms += k.ms;
-                kernel_ms.push_back(std::max(k.ms, 1e-6));  // a kernel of free operators only: the residual reads logs
-            }
-            if (samples)
+        batches.predict_into(regressors, out.ms);
+        if (samples)
+            for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+                std::vector<double> kernel_ms;  // a kernel of free operators only: the residual reads logs
+                for (std::size_t k = out.start[gi]; k < out.start[gi + 1]; ++k)
+                    kernel_ms.push_back(std::max(out.ms[k], 1e-6));
                 samples->push_back(make_kernel_graph_sample(*graphs[gi], kgs[gi], block, kernel_ms, m_run_overhead_ms));
-        }
+            }
         return out;
     }
 

@@ -11,6 +11,8 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,17 +87,19 @@ inline KernelDims kernel_dims(const graph::Shape& in, const graph::Shape& out) {
     return d;
 }
 
-/// The features of kernel `index` of `kg` (a kernel graph of `g`). `block` is the device's
-/// layout block (its rule set's), used to judge channel alignment even for a kernel that runs
-/// in the plain layout (0: no blocked layout).
-/// @throws config_error for an index out of range
-inline KernelFeatures kernel_features(const graph::Graph& g, const cost::KernelGraph& kg, std::size_t index,
-                                      std::int64_t block) {
+/// The features of kernel `index` of `kg` (a kernel graph of `g`) written to `values`
+/// (kernel_feature_names() order, as many), and its kind: kernel_features() without a vector of
+/// its own, for a caller that prices many kernels. `block` as for kernel_features().
+/// @throws config_error for an index out of range; shape_error for `values` of another size
+inline KernelKind kernel_features_into(const graph::Graph& g, const cost::KernelGraph& kg, std::size_t index,
+                                       std::int64_t block, std::span<double> values) {
     if (index >= kg.kernels.size())
         raise<config_error>("kernel_features: kernel ", index, " of ", kg.kernels.size(), " does not exist");
+    if (values.size() != kernel_feature_names().size())
+        raise<shape_error>("kernel_features: room for ", values.size(), " features, there are ",
+                           kernel_feature_names().size());
     const auto& k = kg.kernels[index];
-    KernelFeatures out;
-    out.kind = kernel_kind(g, kg, k);
+    KernelKind kind = kernel_kind(g, kg, k);
     static const graph::Shape none{};
     const auto& in = k.input_shapes.empty() ? none : k.input_shapes.front();
     const auto& o = k.output_shapes.empty() ? none : k.output_shapes.front();
@@ -156,44 +160,58 @@ inline KernelFeatures kernel_features(const graph::Graph& g, const cost::KernelG
     const double bytes = static_cast<double>(k.cost.bytes());
     const double flops = static_cast<double>(k.cost.flops);
     const auto L = detail::log2p;
-    out.values = {L(static_cast<double>(d.n)),
-                  L(static_cast<double>(d.c)),
-                  L(static_cast<double>(d.h)),
-                  L(static_cast<double>(d.w)),
-                  L(static_cast<double>(d.k)),
-                  L(static_cast<double>(d.oh)),
-                  L(static_cast<double>(d.ow)),
-                  static_cast<double>(kh),
-                  static_cast<double>(kw),
-                  static_cast<double>(sh),
-                  static_cast<double>(sw),
-                  L(static_cast<double>(groups)),
-                  depthwise ? 1.0 : 0.0,
-                  groups > 1 && !depthwise ? 1.0 : 0.0,
-                  L(static_cast<double>(k.cost.macs)),
-                  L(flops),
-                  L(static_cast<double>(k.cost.input_bytes)),
-                  L(static_cast<double>(k.cost.output_bytes)),
-                  L(static_cast<double>(k.cost.weight_bytes)),
-                  L(static_cast<double>(k.cost.params)),
-                  L(bytes > 0 ? flops / bytes : 0.0),
-                  k.layout.blocked() ? 1.0 : 0.0,
-                  L(static_cast<double>(k.layout.blocked() ? k.layout.block : block)),
-                  misaligned(d.c),
-                  misaligned(d.k),
-                  k.is_reorder() ? 1.0 : 0.0,
-                  k.is_reorder() && k.layout.blocked() ? 1.0 : 0.0,
-                  static_cast<double>(k.inputs.size()),
-                  static_cast<double>(k.nodes.size()),
-                  static_cast<double>(k.folded.size()),
-                  static_cast<double>(add),
-                  static_cast<double>(relu),
-                  static_cast<double>(clip),
-                  static_cast<double>(sigmoid),
-                  static_cast<double>(hard),
-                  static_cast<double>(other),
-                  weighted ? 1.0 : 0.0,
-                  out.kind.warning.empty() ? 0.0 : 1.0};
+    const double v[] = {L(static_cast<double>(d.n)),
+                        L(static_cast<double>(d.c)),
+                        L(static_cast<double>(d.h)),
+                        L(static_cast<double>(d.w)),
+                        L(static_cast<double>(d.k)),
+                        L(static_cast<double>(d.oh)),
+                        L(static_cast<double>(d.ow)),
+                        static_cast<double>(kh),
+                        static_cast<double>(kw),
+                        static_cast<double>(sh),
+                        static_cast<double>(sw),
+                        L(static_cast<double>(groups)),
+                        depthwise ? 1.0 : 0.0,
+                        groups > 1 && !depthwise ? 1.0 : 0.0,
+                        L(static_cast<double>(k.cost.macs)),
+                        L(flops),
+                        L(static_cast<double>(k.cost.input_bytes)),
+                        L(static_cast<double>(k.cost.output_bytes)),
+                        L(static_cast<double>(k.cost.weight_bytes)),
+                        L(static_cast<double>(k.cost.params)),
+                        L(bytes > 0 ? flops / bytes : 0.0),
+                        k.layout.blocked() ? 1.0 : 0.0,
+                        L(static_cast<double>(k.layout.blocked() ? k.layout.block : block)),
+                        misaligned(d.c),
+                        misaligned(d.k),
+                        k.is_reorder() ? 1.0 : 0.0,
+                        k.is_reorder() && k.layout.blocked() ? 1.0 : 0.0,
+                        static_cast<double>(k.inputs.size()),
+                        static_cast<double>(k.nodes.size()),
+                        static_cast<double>(k.folded.size()),
+                        static_cast<double>(add),
+                        static_cast<double>(relu),
+                        static_cast<double>(clip),
+                        static_cast<double>(sigmoid),
+                        static_cast<double>(hard),
+                        static_cast<double>(other),
+                        weighted ? 1.0 : 0.0,
+                        kind.warning.empty() ? 0.0 : 1.0};
+    static_assert(std::size(v) == 38, "one value per name of kernel_feature_names()");
+    std::copy(std::begin(v), std::end(v), values.begin());
+    return kind;
+}
+
+/// The features of kernel `index` of `kg` (a kernel graph of `g`). `block` is the device's
+/// layout block (its rule set's), used to judge channel alignment even for a kernel that runs
+/// in the plain layout (0: no blocked layout).
+/// @throws config_error for an index out of range
+inline KernelFeatures kernel_features(const graph::Graph& g, const cost::KernelGraph& kg, std::size_t index,
+                                      std::int64_t block) {
+    KernelFeatures out;
+    out.values.resize(kernel_feature_names().size());
+    out.kind = kernel_features_into(g, kg, index, block, out.values);
     return out;
 }
 
