@@ -11,10 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-20} cpu=${2:-}
 bash scripts/deps.sh
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DDNNCOST_BUILD_BENCH=ON >/dev/null
-cmake --build build/release -j "$(nproc)" --target bench_harness >/dev/null
+# its own build tree: the test build (build/release) stays without benchmarks
+cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DDNNCOST_BUILD_BENCH=ON -DDNNCOST_BUILD_TESTS=OFF >/dev/null
+cmake --build build/bench -j "$(nproc)" --target bench_harness >/dev/null
 runner="$PWD/runners/onnxruntime/run --optimization all --threads 1"
 [ -n "$cpu" ] && runner="taskset -c $cpu $runner"
 mkdir -p bench/results
-build/release/bench/bench_harness --runner "$runner" --networks "$n" --store-dir build/release \
+build/bench/bench/bench_harness --runner "$runner" --networks "$n" --store-dir build/bench \
   --benchmark_out=bench/results/harness_cost.json --benchmark_out_format=json

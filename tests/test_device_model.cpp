@@ -217,9 +217,11 @@ TEST_CASE("device model: the residual learns what the kernel sum misses, and sur
     estimators::KernelResidualOptions ro;
     ro.max_epochs = 200;
     m.set_residual_options(ro);
+    m.set_fit_parts(false, true);  // the residual alone: no scale fitted before it
     estimators::FitOptions fo;
     fo.seed = 5;
     m.fit(tr, va, fo);
+    CHECK(m.calibration_factor() == 1.0);
     REQUIRE(m.residual());
     CHECK_FALSE(m.residual()->is_zero());
     const auto after = m.predict_mean(va.graphs);
@@ -234,6 +236,47 @@ TEST_CASE("device model: the residual learns what the kernel sum misses, and sur
     for (std::size_t i = 0; i < p.size(); ++i) CHECK(after[i] == doctest::Approx(p[i].total_ms).epsilon(1e-12));
     const auto loaded = estimators::load_estimator(m.serialize(), "residual.dnnc");
     CHECK(loaded->predict_mean(va.graphs) == after);
+}
+
+TEST_CASE("device model: fit() finds planted sample-boundary rates and the scale, and keeps them") {
+    auto m = planted_model();
+    const auto nets = nb201_networks(60);
+    std::vector<const graph::Graph*> ptrs;
+    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto raw = m.price_networks(ptrs);
+    // the planted device: each kernel 2 us and 0.05 ms per MB of output cheaper inside a network
+    // than its sample, and the whole machine 20 % slower
+    const estimators::SampleBoundaryCost planted{0.002, 0.05, 0.0};
+    train::TrainData tr, va;
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        const auto kg = cost::kernel_graph(nets[i], m.rules());
+        REQUIRE(kg.kernels.size() == raw[i].kernels.size());
+        double t = raw[i].run_overhead_ms;
+        for (std::size_t k = 0; k < kg.kernels.size(); ++k)
+            t += planted.in_network_ms(raw[i].kernels[k].ms, double(kg.kernels[k].cost.output_bytes), 0.0);
+        auto& d = i < 45 ? tr : va;
+        d.graphs.push_back(ptrs[i]);
+        d.targets.push_back(1.2 * t);
+    }
+    m.set_fit_parts(true, false);
+    m.fit(tr, va, {});
+    REQUIRE(m.boundary_fit());
+    CHECK(m.boundary_fit()->kept);
+    CHECK(m.boundary_fit()->spread_with < 0.01 * m.boundary_fit()->spread_without);
+    CHECK(m.boundary().ms_per_kernel == doctest::Approx(planted.ms_per_kernel).epsilon(0.03));
+    CHECK(m.boundary().ms_per_output_mb == doctest::Approx(planted.ms_per_output_mb).epsilon(0.03));
+    CHECK(m.calibration_factor() == doctest::Approx(1.2).epsilon(0.01));
+    CHECK_FALSE(m.residual());
+    const auto after = m.predict_mean(va.graphs);
+    for (std::size_t i = 0; i < after.size(); ++i) CHECK(after[i] / va.targets[i] == doctest::Approx(1.0).epsilon(0.005));
+    const auto loaded = estimators::load_estimator(m.serialize(), "boundary.dnnc");
+    CHECK(loaded->predict_mean(va.graphs) == after);
+    // networks that are exactly their kernels' sum, scaled: no rates kept, the scale is
+    for (std::size_t i = 0; i < tr.size(); ++i) tr.targets[i] = 0.8 * raw[i].total_ms;
+    for (std::size_t i = 0; i < va.size(); ++i) va.targets[i] = 0.8 * raw[45 + i].total_ms;
+    m.fit(tr, va, {});
+    CHECK(m.boundary().is_zero());
+    CHECK(m.calibration_factor() == doctest::Approx(0.8).epsilon(1e-9));
 }
 
 TEST_CASE("device model: the totals alone are the breakdown's totals, fallbacks and repeated kernels included") {

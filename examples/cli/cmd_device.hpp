@@ -59,6 +59,12 @@ inline json kind_table(const estimators::DeviceModel& m) {
     return kinds;
 }
 
+inline json boundary_json(const estimators::SampleBoundaryCost& b) {
+    return {{"ms_per_kernel", b.ms_per_kernel},
+            {"ms_per_output_mb", b.ms_per_output_mb},
+            {"ms_per_reorder_mb", b.ms_per_reorder_mb}};
+}
+
 inline void print_kinds(const estimators::DeviceModel& m) {
     std::cout << std::left << std::setw(22) << "kind" << std::right << std::setw(8) << "samples" << std::setw(6)
               << "model" << std::setw(12) << "held-out" << std::setw(10) << "±10 %" << '\n';
@@ -75,6 +81,10 @@ inline void print_kinds(const estimators::DeviceModel& m) {
     }
     std::cout << "run overhead " << m.run_overhead_ms() << " ms, calibration factor " << m.calibration_factor()
               << " (" << m.calibration_shots() << " shots)\n";
+    const auto& b = m.boundary();
+    std::cout << "sample boundary: " << b.ms_per_kernel << " ms per kernel, " << b.ms_per_output_mb
+              << " ms/MB of output, " << b.ms_per_reorder_mb << " ms/MB reordered\n";
+    std::cout << "residual: " << (m.residual() && !m.residual()->is_zero() ? "trained" : "none") << '\n';
 }
 
 /// The networks of data/onnx (or those given): discovery's operators and part of the prior.
@@ -210,11 +220,13 @@ struct ResidualArgs {
     double validation = 0.2;
     int epochs = 300, patience = 30;
     std::uint64_t seed = 1;
+    bool no_boundary = false, no_residual = false;
     bool json_out = false;
 };
 
-/// Trains the model's residual on networks measured on its device (results stores of `dnncost
-/// measure`), a seeded share of them held out for early stopping.
+/// Fits the model to networks measured on its device (results stores of `dnncost measure`): the
+/// sample-boundary rates and scale, then the residual; a seeded share of the networks held out
+/// to judge the rates and stop the residual's training.
 inline void run_residual(const ResidualArgs& a) {
     io::check_writable(a.out);
     auto m = estimators::DeviceModel::deserialize(io::read_file(a.model), a.model);
@@ -235,6 +247,8 @@ inline void run_residual(const ResidualArgs& a) {
         std::cerr << "dnncost: " << t.size() << " networks from " << path << '\n';
     }
     if (tr.graphs.empty()) raise<config_error>("device residual: no measured networks to train on");
+    if (a.no_boundary && a.no_residual) raise<config_error>("device residual: --no-boundary and --no-residual leave nothing to fit");
+    m->set_fit_parts(!a.no_boundary, !a.no_residual);
     estimators::KernelResidualOptions o;
     o.max_epochs = a.epochs;
     o.patience = a.patience;
@@ -254,12 +268,19 @@ inline void run_residual(const ResidualArgs& a) {
     const auto after_v = va.graphs.empty() ? std::vector<double>{} : m->predict_mean(va.graphs);
     json j{{"model", a.model},     {"out", a.out},          {"train", tr.graphs.size()},
            {"validation", va.graphs.size()}, {"epochs", r.epochs}, {"summary", r.summary},
-           {"kept", m->residual() && !m->residual()->is_zero() ? "trained residual" : "zero residual (the kernel sum)"}};
+           {"kept", m->residual() && !m->residual()->is_zero() ? "trained residual" : "zero residual (the kernel sum)"},
+           {"calibration_factor", m->calibration_factor()},
+           {"sample_boundary", boundary_json(m->boundary())}};
+    if (const auto& bf = m->boundary_fit())
+        j["sample_boundary_fit"] = {{"fitted", boundary_json(bf->fit.cost)},
+                                    {"log_spread_without", bf->spread_without},
+                                    {"log_spread_with", bf->spread_with},
+                                    {"kept", bf->kept}};
     if (!va.graphs.empty()) {
-        j["validation_mape_kernel_sum"] = train::mape(before_v, va.targets);
-        j["validation_mape_with_residual"] = train::mape(after_v, va.targets);
-        j["validation_within_10_kernel_sum"] = train::error_bound_accuracy(before_v, va.targets, 0.10);
-        j["validation_within_10_with_residual"] = train::error_bound_accuracy(after_v, va.targets, 0.10);
+        j["validation_mape_before"] = train::mape(before_v, va.targets);
+        j["validation_mape_after"] = train::mape(after_v, va.targets);
+        j["validation_within_10_before"] = train::error_bound_accuracy(before_v, va.targets, 0.10);
+        j["validation_within_10_after"] = train::error_bound_accuracy(after_v, va.targets, 0.10);
     }
     if (a.json_out) return print_json(j);
     std::cout << j.dump(2) << '\n';
@@ -318,7 +339,8 @@ inline void add_device_calibrate(CLI::App& device, Context& ctx) {
 inline void add_device_residual(CLI::App& device, Context& ctx) {
     auto ra = std::make_shared<ResidualArgs>();
     auto* res = device.add_subcommand("residual",
-                                      "Train the model's graph-level residual on networks measured on its device");
+                                      "Fit the model to networks measured on its device: sample-boundary rates, then "
+                                      "the graph-level residual");
     res->add_option("--model", ra->model, "Device model (.dnnc)")->required();
     res->add_option("--data", ra->data, "Results stores of `dnncost measure` on the model's device (one or more)")
         ->required();
@@ -329,6 +351,8 @@ inline void add_device_residual(CLI::App& device, Context& ctx) {
     res->add_option("--epochs", ra->epochs, "Most epochs")->capture_default_str();
     res->add_option("--patience", ra->patience, "Early-stopping patience in epochs")->capture_default_str();
     res->add_option("--seed", ra->seed, "Seed of the split and the initial weights")->capture_default_str();
+    res->add_flag("--no-boundary", ra->no_boundary, "Fit no sample-boundary rates (nor their scale)");
+    res->add_flag("--no-residual", ra->no_residual, "Train no residual: the rates and scale alone");
     add_json_flag(*res, ra->json_out);
     res->callback([ra, &ctx] {
         run_residual(*ra);
@@ -348,6 +372,8 @@ inline void run_info(const std::string& path, bool json_out) {
                 {"run_overhead_ms", m->run_overhead_ms()},
                 {"calibration_factor", m->calibration_factor()},
                 {"calibration_shots", m->calibration_shots()},
+                {"sample_boundary", boundary_json(m->boundary())},
+                {"residual", m->residual() && !m->residual()->is_zero()},
                 {"kinds", kind_table(*m)}});
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `dnncost device build|calibrate|info` and `predict --per-kernel` end to end with a fake runner
-# whose latency is planted (0.02 ms a run plus 1 ms per 4 MB of model file): a small build, a
-# resumed build that measures nothing again, kernels that add up to the network's latency, a
-# calibration whose factor scales every prediction, and damaged model files as clear errors.
+# `dnncost device build|calibrate|residual|info` and `predict --per-kernel` end to end with a fake
+# runner whose latency is planted (0.02 ms a run plus 1 ms per 4 MB of model file): a small build,
+# a resumed build that measures nothing again, kernels that add up to the network's latency, a
+# calibration whose factor scales every prediction, a fit to measured networks, and damaged model
+# files as clear errors.
 # usage: device.sh DNNCOST_BINARY DATA_DIR WORK_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
 runner="bash $(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/measure/fake_runner.sh size $PWD"
@@ -53,6 +54,27 @@ awk -v a="$factor" -v b="$factor2" 'BEGIN { exit !((a - b) ^ 2 <= (1e-5 * a) ^ 2
 grep -q -- "--runner" none.err || fail "device calibrate without --runner or --data: the error does not say what to give"
 "$bin" device info --model cal.dnnc --json > info.json || fail "device info"
 grep -q '"calibration_shots": 4' info.json || fail "device info: not 4 calibration shots"
+
+# residual: fitted to networks measured on the device, the sample-boundary rates and scale alone
+"$bin" measure --runner "$runner" --device fake --space nb201 --sample 12 --seed 3 --out nets.csv "${fast[@]}" > /dev/null 2> nets.err ||
+  { fail "measure networks for device residual"; tail -3 nets.err; }
+"$bin" device residual --model dev.dnnc --data nets.csv --no-residual --out fit.dnnc --json > fit.json 2> fit.err ||
+  { fail "device residual --no-residual"; tail -3 fit.err; }
+for key in sample_boundary sample_boundary_fit calibration_factor validation_mape_before validation_mape_after; do
+  grep -q "\"$key\"" fit.json || fail "device residual --json lacks $key"
+done
+grep -q '"kept": "zero residual' fit.json || fail "device residual --no-residual trained a residual"
+# the fitted scale is the model's calibration factor, and predictions follow it
+fitted=$(grep -o '"calibration_factor": [0-9.e+-]*' fit.json | awk '{ print $2 }')
+"$bin" device info --model fit.dnnc --json > fit_info.json || fail "device info on a fitted model"
+grep -q "\"calibration_factor\": $fitted" fit_info.json || fail "device info: not the fitted factor $fitted"
+grep -q '"sample_boundary"' fit_info.json || fail "device info --json lacks the sample boundary"
+awk -v b="$(grep -o '"validation_mape_before": [0-9.e+-]*' fit.json | awk '{ print $2 }')" \
+    -v a="$(grep -o '"validation_mape_after": [0-9.e+-]*' fit.json | awk '{ print $2 }')" \
+    'BEGIN { exit !(a <= b * 1.05 + 1e-9) }' || fail "device residual made the validation networks worse"
+"$bin" device residual --model dev.dnnc --data nets.csv --no-residual --no-boundary --out x.dnnc > /dev/null 2> both.err &&
+  fail "device residual with nothing to fit succeeded"
+grep -q "nothing to fit" both.err || fail "device residual with nothing to fit: unclear error $(cat both.err)"
 
 # damaged files: clear errors naming them
 size=$(wc -c < dev.dnnc)

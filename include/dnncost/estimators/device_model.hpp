@@ -38,6 +38,7 @@
 #include <dnncost/estimators/kernel_batches.hpp>
 #include <dnncost/estimators/kernel_residual.hpp>
 #include <dnncost/estimators/registry.hpp>
+#include <dnncost/estimators/sample_boundary.hpp>
 #include <dnncost/estimators/tabular_choice.hpp>
 #include <dnncost/features/kernel_features.hpp>
 #include <dnncost/graph/graph.hpp>
@@ -89,7 +90,8 @@ struct DevicePrice {
 class DeviceModel final : public Estimator, public cost::CostSource {
 public:
     static constexpr std::string_view kind = "device";
-    static constexpr std::uint32_t payload_version = 1;
+    /// 2 adds the sample-boundary rates; version 1 files still load (with none).
+    static constexpr std::uint32_t payload_version = 2;
 
     DeviceModel() = default;
 
@@ -156,25 +158,81 @@ public:
     std::string preset() const override { return std::string(kind); }
     std::string name() const override { return Estimator::name(); }
 
-    /// Trains the graph-level residual on whole networks measured on the device (`train`), early
-    /// stopped on `validation`; the kernel regressors stay as built. The calibration factor is
-    /// reset to 1: the residual learns this device's own latencies.
+    /// Fits the model to whole networks measured on the device (`train`; `validation` decides what
+    /// is kept and stops the residual's training), the kernel regressors staying as built:
+    ///  1. the sample-boundary rates (sample_boundary.hpp) with a scale, kept only when they
+    ///     narrow the spread of log(measured / predicted) on validation (on train without one);
+    ///  2. the scale becomes the calibration factor: the model now prices this device;
+    ///  3. the graph-level residual on what is left, kept only when it beats no residual on
+    ///     validation (KernelResidual::fit).
+    /// set_fit_parts() leaves either part out.
     /// @throws config_error for a model not built yet (dnncost device build), or bad data
     FitResult fit(const train::TrainData& train, const train::TrainData& validation,
                   const FitOptions& options) override {
         if (m_kinds.empty())
             raise<config_error>("device model: build it from kernel measurements first (dnncost device build); "
-                                "fit() trains its residual on whole networks");
-        std::vector<KernelGraphSample> xt, xv;
-        (void)kernel_figures(train.graphs, nullptr, &xt);
-        (void)kernel_figures(validation.graphs, nullptr, &xv);
-        KernelResidual residual(m_residual_options);
-        auto r = residual.fit(xt, train.targets, xv, validation.targets, options);
-        m_residual = std::move(residual);
+                                "fit() fits it to whole networks");
+        m_boundary = {};
+        m_residual.reset();
         m_scale = 1.0;
         m_calibration_shots = 0;
+        m_boundary_fit.reset();
+        // root mean square of log(measured / predicted) at given rates and scale
+        const auto spread = [](std::span<const BoundaryNetwork> nets, const SampleBoundaryCost& c, double scale) {
+            double ss = 0;
+            for (const auto& n : nets) {
+                const double r = std::log(n.measured_ms / (scale * detail::boundary_predicted_ms(n, c)));
+                ss += r * r;
+            }
+            return std::sqrt(ss / static_cast<double>(nets.size()));
+        };
+        if (m_fit_boundary && train.size() >= 3) {
+            const auto nets = boundary_networks(train);
+            const auto f = fit_sample_boundary(nets);
+            const double zero_scale = std::exp(detail::boundary_log_spread(nets, {}).second);
+            const auto judge = validation.size() > 0 ? boundary_networks(validation) : nets;
+            const double without = spread(judge, {}, zero_scale), with = spread(judge, f.cost, f.scale);
+            m_boundary_fit = BoundaryFitReport{f, without, with, with < without};
+            m_boundary = with < without ? f.cost : SampleBoundaryCost{};
+            m_scale = with < without ? f.scale : zero_scale;
+        }
+        FitResult r;
+        if (m_fit_residual) {
+            std::vector<KernelGraphSample> xt, xv;
+            (void)kernel_figures(train.graphs, nullptr, &xt);
+            (void)kernel_figures(validation.graphs, nullptr, &xv);
+            // the residual learns what is left after the scale
+            std::vector<double> yt(train.targets), yv(validation.targets);
+            for (auto& y : yt) y /= m_scale;
+            for (auto& y : yv) y /= m_scale;
+            KernelResidual residual(m_residual_options);
+            r = residual.fit(xt, yt, xv, yv, options);
+            m_residual = std::move(residual);
+        }
+        if (m_boundary_fit)
+            r.summary = dnncost::detail::concat(
+                "sample boundary ", m_boundary_fit->kept ? "kept" : "not kept", " (", m_boundary_fit->fit.cost.ms_per_kernel,
+                " ms per kernel, ", m_boundary_fit->fit.cost.ms_per_output_mb, " ms/MB output, ",
+                m_boundary_fit->fit.cost.ms_per_reorder_mb, " ms/MB reordered; log spread ", m_boundary_fit->spread_without,
+                " -> ", m_boundary_fit->spread_with, "); scale ", m_scale, r.summary.empty() ? "" : "; ", r.summary);
         return r;
     }
+
+    /// Which parts the next fit() fits: the sample-boundary rates, the residual (both by default).
+    void set_fit_parts(bool boundary, bool residual) {
+        m_fit_boundary = boundary;
+        m_fit_residual = residual;
+    }
+    /// What the last fit() found for the sample boundary (rates, spread without and with them on
+    /// the networks that judged them, and whether they were kept); none before a fit.
+    struct BoundaryFitReport {
+        SampleBoundaryFit fit;
+        double spread_without = 0, spread_with = 0;
+        bool kept = false;
+    };
+    const std::optional<BoundaryFitReport>& boundary_fit() const { return m_boundary_fit; }
+    /// The sample-boundary rates in use (zero until a fit keeps them).
+    const SampleBoundaryCost& boundary() const { return m_boundary; }
 
     /// Options of the residual the next fit() trains.
     void set_residual_options(const KernelResidualOptions& o) { m_residual_options = o; }
@@ -187,6 +245,9 @@ public:
         w.put_string(m_rules.to_text());
         w.put_f64(m_run_overhead_ms);
         w.put_f64(m_scale);
+        w.put_f64(m_boundary.ms_per_kernel);
+        w.put_f64(m_boundary.ms_per_output_mb);
+        w.put_f64(m_boundary.ms_per_reorder_mb);
         w.put_u32(m_calibration_shots);
         w.put_string(m_build_info);
         w.put_u64(m_kinds.size());
@@ -216,8 +277,8 @@ public:
             raise<parse_error>(source, ": device model written by an incompatible configuration (hash mismatch)");
         io::BinaryReader r(c.payload, std::string(source));
         const auto version = r.get_u32("payload version");
-        if (version != payload_version)
-            r.fail("device model payload version ", version, " (this build reads ", payload_version, ")");
+        if (version < 1 || version > payload_version)
+            r.fail("device model payload version ", version, " (this build reads 1 to ", payload_version, ")");
         auto m = std::make_unique<DeviceModel>();
         try {
             m->m_rules = cost::FusionRules::parse(r.get_string("fusion rules"), std::string(source) + " (fusion rules)");
@@ -228,6 +289,16 @@ public:
         m->m_scale = r.get_finite_f64("calibration factor");
         if (!(m->m_run_overhead_ms >= 0 && m->m_scale > 0 && m->m_scale < 1e6))
             r.fail("run overhead ", m->m_run_overhead_ms, " ms or calibration factor ", m->m_scale, " out of range");
+        if (version >= 2) {
+            auto& b = m->m_boundary;
+            b.ms_per_kernel = r.get_finite_f64("sample boundary per kernel");
+            b.ms_per_output_mb = r.get_finite_f64("sample boundary per output MB");
+            b.ms_per_reorder_mb = r.get_finite_f64("sample boundary per reordered MB");
+            if (!(b.ms_per_kernel >= 0 && b.ms_per_output_mb >= 0 && b.ms_per_reorder_mb >= 0 && b.ms_per_kernel < 1e3 &&
+                  b.ms_per_output_mb < 1e3 && b.ms_per_reorder_mb < 1e3))
+                r.fail("sample boundary rates ", b.ms_per_kernel, ", ", b.ms_per_output_mb, ", ", b.ms_per_reorder_mb,
+                       " out of range");
+        }
         m->m_calibration_shots = r.get_u32("calibration shots");
         m->m_build_info = r.get_string("build information");
         const auto n = r.get_u64("kernel kinds");
@@ -377,6 +448,7 @@ private:
     struct KernelFigures {
         std::vector<double> ms;
         std::vector<std::size_t> start{0};
+        std::vector<double> output_bytes, reorder_bytes;  ///< per kernel, what its sample's edges moved
     };
 
     /// Every network's total, and with `details` its price kernel by kernel: one computation for
@@ -442,6 +514,12 @@ private:
             const std::size_t first = out.ms.size();
             out.ms.resize(first + kg.kernels.size(), 0.0);
             out.start.push_back(out.ms.size());
+            for (const auto& kn : kg.kernels) {
+                out.output_bytes.push_back(static_cast<double>(kn.cost.output_bytes));
+                out.reorder_bytes.push_back(!kn.is_reorder() && kn.layout.blocked()
+                                                ? static_cast<double>(kn.cost.input_bytes + kn.cost.output_bytes)
+                                                : 0.0);
+            }
             auto* d = details ? &(*details)[gi] : nullptr;
             if (d) d->kernels.resize(kg.kernels.size());
             unsampled.clear();
@@ -491,6 +569,9 @@ private:
             }
         }
         batches.predict_into(regressors, out.ms);
+        if (!m_boundary.is_zero())  // a kernel priced in unfused parts loses its own edges once
+            for (std::size_t k = 0; k < out.ms.size(); ++k)
+                out.ms[k] = m_boundary.in_network_ms(out.ms[k], out.output_bytes[k], out.reorder_bytes[k]);
         if (samples)
             for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
                 std::vector<double> kernel_ms;  // a kernel of free operators only: the residual reads logs
@@ -499,6 +580,20 @@ private:
                 samples->push_back(make_kernel_graph_sample(*graphs[gi], kgs[gi], block, kernel_ms, m_run_overhead_ms));
             }
         return out;
+    }
+
+    /// The networks of `d` as the sample-boundary fit reads them: the regressors' own figures
+    /// (called while no boundary is in use), each kernel's edge bytes, the overhead, the latency.
+    std::vector<BoundaryNetwork> boundary_networks(const train::TrainData& d) const {
+        const auto fig = kernel_figures(d.graphs, nullptr, nullptr);
+        std::vector<BoundaryNetwork> nets(d.size());
+        for (std::size_t i = 0; i < nets.size(); ++i) {
+            nets[i].overhead_ms = m_run_overhead_ms;
+            nets[i].measured_ms = d.targets[i];
+            for (std::size_t k = fig.start[i]; k < fig.start[i + 1]; ++k)  // free operators: a token figure
+                nets[i].kernels.push_back({std::max(fig.ms[k], 1e-9), fig.output_bytes[k], fig.reorder_bytes[k]});
+        }
+        return nets;
     }
 
     /// The rules without their run-time fusions: folds stay (they happen at load time).
@@ -544,6 +639,9 @@ private:
     std::string m_build_info;
     std::optional<KernelResidual> m_residual;
     KernelResidualOptions m_residual_options{};
+    SampleBoundaryCost m_boundary{};
+    std::optional<BoundaryFitReport> m_boundary_fit;
+    bool m_fit_boundary = true, m_fit_residual = true;
 };
 
 namespace detail {

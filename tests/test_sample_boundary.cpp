@@ -1,0 +1,91 @@
+// The sample-boundary correction of the device model: planted per-byte rates recovered from
+// networks, the floor that keeps every kernel priced, and bad input.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/rng.hpp>
+#include <dnncost/estimators/sample_boundary.hpp>
+
+using namespace dnncost;
+using estimators::BoundaryKernel;
+using estimators::BoundaryNetwork;
+using estimators::SampleBoundaryCost;
+
+namespace {
+/// Networks of 5-60 kernels whose measured latency follows the planted rates and scale exactly:
+/// small kernels with large outputs (the edge dominates) and large ones with small outputs.
+std::vector<BoundaryNetwork> planted(const SampleBoundaryCost& c, double scale, int count, std::uint64_t seed) {
+    Rng rng(seed);
+    std::vector<BoundaryNetwork> nets;
+    for (int i = 0; i < count; ++i) {
+        BoundaryNetwork n;
+        n.overhead_ms = 0.02;
+        const int kernels = 5 + static_cast<int>(rng.uniform() * 55);
+        const double size = std::pow(10.0, rng.uniform() * 3);  // networks from small to 1,000x larger
+        for (int k = 0; k < kernels; ++k) {
+            BoundaryKernel b;
+            b.output_bytes = size * 4096 * (0.5 + rng.uniform());
+            b.sample_ms = 1e-3 + b.output_bytes / (1024.0 * 1024.0) * (0.05 + 2 * rng.uniform());
+            b.reorder_bytes = rng.uniform() < 0.6 ? 2 * b.output_bytes : 0.0;
+            n.kernels.push_back(b);
+        }
+        double sum = n.overhead_ms;
+        for (const auto& k : n.kernels) sum += c.in_network_ms(k.sample_ms, k.output_bytes, k.reorder_bytes);
+        n.measured_ms = scale * sum;
+        nets.push_back(n);
+    }
+    return nets;
+}
+}  // namespace
+
+TEST_CASE("sample boundary: a kernel loses its edge bytes' cost, never more than 90 % of its time") {
+    const SampleBoundaryCost c{0, 0.1, 0.05};
+    // 1 MiB out, 2 MiB reordered: 0.1 + 0.1 ms of edge off 1 ms
+    CHECK(c.in_network_ms(1.0, 1024 * 1024, 2 * 1024 * 1024) == doctest::Approx(0.8));
+    CHECK(SampleBoundaryCost{0.01, 0, 0}.in_network_ms(1.0, 1e9, 1e9) == doctest::Approx(0.99));
+    // a kernel whose whole sample was edge keeps a tenth
+    CHECK(c.in_network_ms(0.05, 1024 * 1024, 0) == doctest::Approx(0.005));
+    CHECK(SampleBoundaryCost{}.in_network_ms(0.3, 1e9, 1e9) == 0.3);
+    CHECK(SampleBoundaryCost{}.is_zero());
+    CHECK_FALSE(c.is_zero());
+}
+
+TEST_CASE("sample boundary: planted rates and scale are recovered from whole networks") {
+    const SampleBoundaryCost truth{0.002, 0.2, 0.08};
+    const auto nets = planted(truth, 1.3, 60, 11);
+    const auto fit = estimators::fit_sample_boundary(nets);
+    CHECK(fit.cost.ms_per_kernel == doctest::Approx(truth.ms_per_kernel).epsilon(0.02));
+    CHECK(fit.cost.ms_per_output_mb == doctest::Approx(truth.ms_per_output_mb).epsilon(0.02));
+    CHECK(fit.cost.ms_per_reorder_mb == doctest::Approx(truth.ms_per_reorder_mb).epsilon(0.02));
+    CHECK(fit.scale == doctest::Approx(1.3).epsilon(0.01));
+    CHECK(fit.rms_log_fitted < 1e-3);
+    CHECK(fit.rms_log_zero > 0.02);  // without the correction the networks disagree with the sum
+}
+
+TEST_CASE("sample boundary: networks that are their kernels' sum keep rates near zero") {
+    const auto nets = planted({}, 0.7, 40, 3);
+    const auto fit = estimators::fit_sample_boundary(nets);
+    CHECK(fit.cost.ms_per_kernel < 1e-5);
+    CHECK(fit.cost.ms_per_output_mb < 1e-3);
+    CHECK(fit.cost.ms_per_reorder_mb < 1e-3);
+    CHECK(fit.scale == doctest::Approx(0.7).epsilon(1e-3));
+    CHECK(fit.rms_log_fitted <= fit.rms_log_zero + 1e-12);
+}
+
+TEST_CASE("sample boundary: too few networks, empty networks and bad figures are errors naming them") {
+    auto nets = planted({0, 0.1, 0.1}, 1.0, 5, 1);
+    CHECK_THROWS_AS(estimators::fit_sample_boundary(std::span(nets).first(2)), config_error);
+    auto bad = nets;
+    bad[2].measured_ms = std::nan("");
+    CHECK_THROWS_WITH_AS(estimators::fit_sample_boundary(bad), doctest::Contains("network 3"), config_error);
+    bad = nets;
+    bad[1].kernels.clear();
+    CHECK_THROWS_WITH_AS(estimators::fit_sample_boundary(bad), doctest::Contains("network 2 has no kernels"),
+                         config_error);
+    bad = nets;
+    bad[4].kernels[0].sample_ms = -1;
+    CHECK_THROWS_WITH_AS(estimators::fit_sample_boundary(bad), doctest::Contains("network 5"), config_error);
+}
