@@ -125,6 +125,40 @@ TEST_CASE("device model: the planted kernel model is learnt, networks priced clo
     CHECK(worst < 0.25);
 }
 
+TEST_CASE("device model: family regressors learn the fused kinds with their family, and price them whole") {
+    estimators::DeviceModelOptions o;
+    o.family_regressors = true;
+    const auto m = estimators::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
+    const auto& kinds = m.kinds();
+    REQUIRE(kinds.count("Conv+Act") == 1);
+    CHECK(kinds.at("Conv+Act").pooled_into == "Conv");
+    CHECK_FALSE(kinds.at("Conv+Act").regressor);
+    REQUIRE(kinds.at("Conv").regressor);
+    // the family's regressor held out samples of the whole family
+    CHECK(kinds.at("Conv").held_out > kinds.at("Conv").samples / 5);
+    const auto nets = nb201_networks(8);
+    double worst = 0;
+    for (const auto& g : nets) {
+        const auto kg = cost::kernel_graph(g, rules());
+        double truth = overhead_ms;
+        for (const auto& k : kg.kernels) truth += planted_kernel_ms(k);
+        const graph::Graph* one[] = {&g};
+        worst = std::max(worst, std::abs(m.predict_mean(one)[0] / truth - 1));
+        // a fused kind the family learnt is priced as one kernel, not as its operators unfused
+        const auto price = m.price_networks(one).front();
+        for (const auto& k : price.kernels) {
+            CHECK(k.warning.find("unfused") == std::string::npos);
+            if (k.kind == "Conv+Act") CHECK(k.priced_as == "Conv");
+        }
+    }
+    CHECK(worst < 0.25);
+    const auto loaded = estimators::DeviceModel::deserialize(m.serialize(), "family.dnnc");
+    CHECK(loaded->kinds().at("Conv+Act").pooled_into == "Conv");
+    std::vector<const graph::Graph*> ptrs;
+    for (const auto& g : nets) ptrs.push_back(&g);
+    CHECK(loaded->predict_mean(ptrs) == m.predict_mean(ptrs));
+}
+
 TEST_CASE("device model: an unsampled kind is priced by the nearest kind, with a warning naming it") {
     auto samples = planted_samples(40, 7);
     std::erase_if(samples, [](const auto& s) { return s.kind.rfind("Pool", 0) == 0; });

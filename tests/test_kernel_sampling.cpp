@@ -12,6 +12,8 @@
 
 #include <dnncost/cost/kernel_sampler.hpp>
 #include <dnncost/features/kernel_features.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/measure/kernel_sample_file.hpp>
 #include <dnncost/measure/kernel_sampling.hpp>
 
 #include "measure/scratch.hpp"
@@ -125,4 +127,54 @@ TEST_CASE("kernel sampling: a time budget is honoured, and the rest is measured 
 
     s.budget_minutes = -1;
     CHECK_THROWS_AS(measure::measure_kernel_samples(todo, rules(), s), config_error);
+}
+
+TEST_CASE("kernel sample file: what a build fitted to comes back exactly, and damage is a clear error") {
+    measure::KernelSampleFile f;
+    f.device = "fake-device";
+    f.rules = rules();
+    f.run_overhead_ms = 0.0123456789012345;
+    const auto n = features::kernel_feature_names().size();
+    for (int i = 0; i < 3; ++i) {
+        estimators::KernelMeasurement m;
+        m.kind = i == 2 ? "Gemm" : "Conv+Act";
+        m.latency_ms = 0.1 / 3.0 * (i + 1);
+        for (std::size_t j = 0; j < n; ++j) m.features.push_back(std::ldexp(1.0 / 7.0, int(j)) - double(i));
+        f.samples.push_back(m);
+        f.keys.push_back("key" + std::to_string(i));
+    }
+    const fs::path dir = fs::path(DNNCOST_BINARY_DIR) / "test_kernel_sample_file";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const auto path = dir / "kernel_samples.json";
+    measure::write_kernel_sample_file(path, f);
+    const auto back = measure::read_kernel_sample_file(path);
+    CHECK(back.device == f.device);
+    CHECK(back.rules.to_text() == f.rules.to_text());
+    CHECK(back.run_overhead_ms == f.run_overhead_ms);
+    CHECK(back.keys == f.keys);
+    REQUIRE(back.samples.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+        CHECK(back.samples[i].kind == f.samples[i].kind);
+        CHECK(back.samples[i].latency_ms == f.samples[i].latency_ms);
+        CHECK(back.samples[i].features == f.samples[i].features);  // bit for bit
+    }
+    const auto text = io::read_file(path);
+    const auto damaged = [&](const std::string& from, const std::string& to) {
+        auto t = text;
+        const auto at = t.find(from);
+        REQUIRE(at != std::string::npos);
+        t.replace(at, from.size(), to);
+        io::write_file_atomic(path, t);
+    };
+    damaged("dnncost-kernel-samples 1", "something else");
+    CHECK_THROWS_WITH_AS(measure::read_kernel_sample_file(path), doctest::Contains("kernel_samples.json"), parse_error);
+    damaged("\"log_batch\"", "\"log_something\"");
+    CHECK_THROWS_WITH_AS(measure::read_kernel_sample_file(path), doctest::Contains("not this build's"), parse_error);
+    damaged("\"latency_ms\":0.1", "\"latency_ms\":null");
+    CHECK_THROWS_WITH_AS(measure::read_kernel_sample_file(path), doctest::Contains("sample 3"), parse_error);
+    io::write_file_atomic(path, text.substr(0, text.size() / 2));
+    CHECK_THROWS_WITH_AS(measure::read_kernel_sample_file(path), doctest::Contains("kernel_samples.json"), parse_error);
+    fs::remove(path);
+    CHECK_THROWS(measure::read_kernel_sample_file(path));
 }

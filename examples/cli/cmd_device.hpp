@@ -40,6 +40,7 @@ struct BuildArgs {
     int adaptive_rounds = 3;
     std::uint64_t seed = 1;
     MeasureFlags flags = kernel_flags();
+    bool refit = false, family_regressors = false;
     bool json_out = false;
 };
 
@@ -51,6 +52,8 @@ inline json kind_table(const estimators::DeviceModel& m) {
             k["regressor"] = km.chosen;
             k["held_out"] = km.held_out;
             for (const auto& s : km.scores) k["held_out_scores"][s.name] = {{"mape", s.mape}, {"within_10", s.within_10}};
+        } else if (!km.pooled_into.empty()) {
+            k["family_regressor"] = km.pooled_into;
         } else {
             k["priced_as"] = m.nearest_priced_kind(kind);
         }
@@ -71,7 +74,8 @@ inline void print_kinds(const estimators::DeviceModel& m) {
     for (const auto& [kind, km] : m.kinds()) {
         std::cout << std::left << std::setw(22) << kind << std::right << std::setw(8) << km.samples;
         if (!km.regressor) {
-            std::cout << "  priced as " << m.nearest_priced_kind(kind) << '\n';
+            std::cout << (km.pooled_into.empty() ? "  priced as " : "  in the family regressor of ")
+                      << (km.pooled_into.empty() ? m.nearest_priced_kind(kind) : km.pooled_into) << '\n';
             continue;
         }
         for (const auto& s : km.scores)
@@ -102,8 +106,36 @@ inline std::vector<graph::Graph> prior_networks(const std::vector<std::string>& 
     return out;
 }
 
+/// `device build --refit`: the model fitted again to the measurements a build saved in its work
+/// directory, measuring nothing.
+inline void run_refit(const BuildArgs& a) {
+    const fs::path work = a.work.empty() ? fs::path(a.out + ".work") : fs::path(a.work);
+    estimators::DeviceModelOptions o;
+    o.seed = a.seed;
+    o.family_regressors = a.family_regressors;
+    auto m = measure::refit_device_model(work, o);
+    json info{{"device", m.rules().device},
+              {"refit", (work / "kernel_samples.json").string()},
+              {"family_regressors", a.family_regressors},
+              {"host", json::parse(measure::json::dump(measure::to_json(measure::local_host())))}};
+    m.set_build_info(info.dump());
+    io::write_file_atomic(a.out, m.serialize());
+    if (a.json_out) {
+        json j = info;
+        j["out"] = a.out;
+        j["run_overhead_ms"] = m.run_overhead_ms();
+        j["rules_text"] = m.rules().to_text();
+        j["kinds"] = kind_table(m);
+        return print_json(j);
+    }
+    std::cout << "device model " << a.out << ": fitted again to " << (work / "kernel_samples.json").string() << '\n';
+    print_kinds(m);
+}
+
 inline void run_build(const BuildArgs& a) {
     io::check_writable(a.out);
+    if (a.refit) return run_refit(a);
+    if (a.runners.empty()) raise<config_error>("device build: --runner is required (or --refit, to fit again without measuring)");
     measure::DeviceBuildSetup s;
     s.runners = a.runners;
     s.device = a.device;
@@ -123,6 +155,7 @@ inline void run_build(const BuildArgs& a) {
     s.adaptive_samples = a.adaptive_samples;
     s.adaptive_rounds = a.adaptive_rounds;
     s.seed = a.seed;
+    s.model.family_regressors = a.family_regressors;
     const ProgressLine line;
     double last_line = -1e9;
     s.on_progress = [&](const measure::DeviceBuildProgress& p) {
@@ -147,6 +180,7 @@ inline void run_build(const BuildArgs& a) {
               {"build_seconds", r.seconds},
               {"samples", r.samples},
               {"adaptive_rounds", r.adaptive_rounds},
+              {"family_regressors", a.family_regressors},
               {"rules", r.discovery ? "discovered" : a.rules}};
     r.model.set_build_info(info.dump());
     io::write_file_atomic(a.out, r.model.serialize());
@@ -290,7 +324,7 @@ inline void run_residual(const ResidualArgs& a) {
 inline void add_device_build(CLI::App& device, Context& ctx) {
     auto b = std::make_shared<BuildArgs>();
     auto* build = device.add_subcommand("build", "Discover fusion rules, sample and measure kernels, fit a device model");
-    add_runner_option(*build, b->runners, true)->required();
+    add_runner_option(*build, b->runners, true);
     build->add_option("--out", b->out, "Device model file to write (.dnnc)")->required()->check(check::output_path());
     build->add_option("--budget", b->budget, "Minutes of measuring for the whole build (0: no limit)")
         ->check(check::finite(check::Sign::non_negative))
@@ -307,6 +341,11 @@ inline void add_device_build(CLI::App& device, Context& ctx) {
     build->add_option("--probe-measurements", b->probe_measurements, "Budget of the rule discovery, in measurements")
         ->capture_default_str();
     build->add_option("--seed", b->seed, "Seed of the draws and the fits")->capture_default_str();
+    build->add_flag("--family-regressors", b->family_regressors,
+                    "One regressor per kernel family (Conv with its fused kinds, ...), the fusions as features");
+    build->add_flag("--refit", b->refit,
+                    "Fit the model again to the measurements in the work directory (kernel_samples.json), measuring "
+                    "nothing; no --runner needed");
     b->flags.add_to(*build, {});
     add_json_flag(*build, b->json_out);
     build->callback([b, &ctx] {

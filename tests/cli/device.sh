@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `dnncost device build|calibrate|residual|info` and `predict --per-kernel` end to end with a fake
 # runner whose latency is planted (0.02 ms a run plus 1 ms per 4 MB of model file): a small build,
-# a resumed build that measures nothing again, kernels that add up to the network's latency, a
-# calibration whose factor scales every prediction, a fit to measured networks, and damaged model
-# files as clear errors.
+# a resumed build that measures nothing again, a refit from its saved samples, kernels that add up
+# to the network's latency, a calibration whose factor scales every prediction, a fit to measured
+# networks, and damaged model files as clear errors.
 # usage: device.sh DNNCOST_BINARY DATA_DIR WORK_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
 runner="bash $(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/measure/fake_runner.sh size $PWD"
@@ -24,6 +24,21 @@ grep -q '"regressor"' build.json || fail "device build: no kind got a regressor"
 grep -q '"measured": 0' again.json || fail "a resumed build measured again what its store holds"
 [ "$("$bin" predict --model dev.dnnc "$net" 2>/dev/null)" = "$("$bin" predict --model dev2.dnnc "$net" 2>/dev/null)" ] ||
   fail "a resumed build gave another model from the same measurements"
+
+# refit: the same model from the build's saved samples, measuring nothing; family regressors too
+[ -s dev.dnnc.work/kernel_samples.json ] || fail "device build saved no kernel_samples.json"
+"$bin" device build --refit --work dev.dnnc.work --out refit.dnnc > /dev/null 2> refit.err ||
+  { fail "device build --refit"; tail -3 refit.err; }
+[ "$("$bin" predict --model dev.dnnc "$net" 2>/dev/null)" = "$("$bin" predict --model refit.dnnc "$net" 2>/dev/null)" ] ||
+  fail "device build --refit gave another model from the same samples"
+"$bin" device build --refit --family-regressors --work dev.dnnc.work --out fam.dnnc --json > fam.json 2> fam.err ||
+  { fail "device build --refit --family-regressors"; tail -3 fam.err; }
+grep -q '"family_regressors": true' fam.json || fail "device build --refit --family-regressors: not recorded"
+"$bin" predict --model fam.dnnc "$net" > /dev/null 2> fam_p.err || fail "predict with family regressors"
+"$bin" device build --refit --work nowhere --out x.dnnc > /dev/null 2> refit_none.err && fail "--refit without samples"
+grep -q "kernel_samples.json" refit_none.err || fail "--refit without samples: the error does not name the file"
+"$bin" device build --out x.dnnc > /dev/null 2> norunner.err && fail "device build without --runner"
+grep -q -- "--runner" norunner.err || fail "device build without --runner: unclear error"
 
 # predict: one FILE<TAB>ms line; --per-kernel lines that add up (with the run overhead) to it
 "$bin" predict --model dev.dnnc "$net" > p.out 2> p.err || { fail "predict with a device model"; tail -3 p.err; }

@@ -60,7 +60,10 @@ struct KernelKindModel {
     std::string chosen;                ///< "mlp" or "gbt"
     std::vector<TabularScore> scores;  ///< every candidate on the held-out samples
     std::int64_t samples = 0;          ///< measured samples of the kind
-    std::int64_t held_out = 0;         ///< of them, held out for the choice
+    std::int64_t held_out = 0;         ///< of them (or of its family's), held out for the choice
+    /// With family regressors: the kind whose regressor learnt this kind's samples with its
+    /// family's (empty: its own regressor, or none).
+    std::string pooled_into;
 };
 
 struct DeviceModelOptions {
@@ -68,6 +71,10 @@ struct DeviceModelOptions {
     std::int64_t min_samples = 24;
     TabularChoiceOptions choice{};
     std::uint64_t seed = 1;  ///< of the candidates' fits
+    /// Train each kind's regressor on the samples of its whole family (Conv, Conv+Act, Conv+Add,
+    /// ... together; the fusion flags are features): a fused kind borrows the sizes its family
+    /// was sampled at, where its own samples may cover only small ones.
+    bool family_regressors = false;
 };
 
 /// One kernel of a priced network.
@@ -90,8 +97,8 @@ struct DevicePrice {
 class DeviceModel final : public Estimator, public cost::CostSource {
 public:
     static constexpr std::string_view kind = "device";
-    /// 2 adds the sample-boundary rates; version 1 files still load (with none).
-    static constexpr std::uint32_t payload_version = 2;
+    /// 2 adds the sample-boundary rates, 3 family regressors; older versions still load.
+    static constexpr std::uint32_t payload_version = 3;
 
     DeviceModel() = default;
 
@@ -121,13 +128,23 @@ public:
         DeviceModel m;
         m.m_rules = std::move(rules);
         m.m_run_overhead_ms = run_overhead_ms;
+        // the rows each regressor learns from: its kind's, or its whole family's
+        std::map<std::string, std::vector<std::size_t>> groups;
+        for (const auto& [k, rows] : by_kind) {
+            const auto group = options.family_regressors ? std::string(k.substr(0, k.find('+'))) : k;
+            auto& g = groups[group];
+            g.insert(g.end(), rows.begin(), rows.end());
+        }
         for (const auto& [k, rows] : by_kind) {
             KernelKindModel km;
             km.samples = static_cast<std::int64_t>(rows.size());
-            if (km.samples < options.min_samples) {
-                m.m_kinds.emplace(k, std::move(km));
-                continue;
-            }
+            const auto group = options.family_regressors ? std::string(k.substr(0, k.find('+'))) : k;
+            if (group != k && static_cast<std::int64_t>(groups[group].size()) >= options.min_samples) km.pooled_into = group;
+            m.m_kinds.emplace(k, std::move(km));
+        }
+        for (const auto& [k, rows] : groups) {
+            if (static_cast<std::int64_t>(rows.size()) < options.min_samples) continue;
+            auto& km = m.m_kinds[k];  // a family none of whose samples ran unfused gets its entry here
             Mat<double> x(static_cast<Index>(rows.size()), static_cast<Index>(names.size()));
             std::vector<double> y;
             for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -140,7 +157,6 @@ public:
             km.chosen = std::move(choice.chosen);
             km.scores = std::move(choice.scores);
             km.held_out = choice.held_out_rows;
-            m.m_kinds.emplace(k, std::move(km));
         }
         if (m.priced_kinds().empty())
             raise<config_error>("device model: no kernel kind has ", options.min_samples,
@@ -262,6 +278,7 @@ public:
                 w.put_f64(s.mape);
                 w.put_f64(s.within_10);
             }
+            w.put_string(km.pooled_into);
             w.put_bool(km.regressor != nullptr);
             if (km.regressor) w.put_string(km.regressor->save());
         }
@@ -318,6 +335,7 @@ public:
                 sc.within_10 = r.get_finite_f64("held-out within 10 %");
                 km.scores.push_back(std::move(sc));
             }
+            if (version >= 3) km.pooled_into = r.get_string("family regressor");
             if (r.get_bool("has regressor"))
                 km.regressor = load_tabular_regressor(r.get_string("regressor"),
                                                       std::string(source) + " (kernel kind " + k + ")");
@@ -488,16 +506,21 @@ private:
                 regressors.push_back(km.regressor.get());
                 regressor_kind.push_back(k);
             }
-        std::unordered_map<std::string, std::size_t> priced_by;  // kind key -> regressor, looked up once a call
-        const auto regressor_of = [&](const std::string& key) {
+        // kind key -> (its regressor, whether that regressor learnt the kind's own samples), looked
+        // up once a call
+        std::unordered_map<std::string, std::pair<std::size_t, bool>> priced_by;
+        const auto lookup = [&](const std::string& key) {
             auto it = priced_by.find(key);
             if (it == priced_by.end()) {
                 const auto as = nearest_priced_kind(key);
                 const auto r = std::lower_bound(regressor_kind.begin(), regressor_kind.end(), as);
-                it = priced_by.emplace(key, static_cast<std::size_t>(r - regressor_kind.begin())).first;
+                const auto k = m_kinds.find(key);
+                const bool own = as == key || (k != m_kinds.end() && k->second.pooled_into == as);
+                it = priced_by.emplace(key, std::pair{static_cast<std::size_t>(r - regressor_kind.begin()), own}).first;
             }
             return it->second;
         };
+        const auto regressor_of = [&](const std::string& key) { return lookup(key).first; };
         const auto block = m_rules.layout.block;
         std::vector<double> row(features::kernel_feature_names().size());
         KernelBatches batches(regressors.size(), row.size());
@@ -525,8 +548,7 @@ private:
             unsampled.clear();
             for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
                 const auto kind = features::kernel_features_into(g, kg, k, block, row);
-                const auto r = regressor_of(kind.key);
-                const bool own = regressor_kind[r] == kind.key;
+                const auto [r, own] = lookup(kind.key);
                 if (!own && kg.kernels[k].nodes.size() > 1) unsampled.push_back(k);
                 if (d) {
                     auto& pk = d->kernels[k];

@@ -28,6 +28,7 @@
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/measure/fusion_probe.hpp>
 #include <dnncost/measure/harness.hpp>
+#include <dnncost/measure/kernel_sample_file.hpp>
 #include <dnncost/measure/kernel_sampling.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner_pool.hpp>
@@ -239,8 +240,21 @@ inline DeviceBuildResult build_device_model(const std::vector<graph::Graph>& gra
         out.adaptive_rounds = round;
     }
     out.samples = measured.rows.size();
+    // what the model was fitted to, so that it can be fitted again without measuring
+    KernelSampleFile file{setup.device, rules, overhead_ms, {}, detail::measurements(measured.rows)};
+    for (const auto& r : measured.rows) file.keys.push_back(r.key);
+    write_kernel_sample_file(setup.work_dir / "kernel_samples.json", file);
     out.seconds = now() - start;
     return out;
+}
+
+/// Fits a device model again to the kernel measurements a build saved in `work_dir`
+/// (kernel_samples.json), with other options, measuring nothing.
+/// @throws io_error / parse_error naming the file when there is none or it is damaged
+inline estimators::DeviceModel refit_device_model(const std::filesystem::path& work_dir,
+                                                  const estimators::DeviceModelOptions& options) {
+    const auto f = read_kernel_sample_file(work_dir / "kernel_samples.json");
+    return estimators::DeviceModel::build(f.rules, f.samples, f.run_overhead_ms, options);
 }
 
 /// The networks `device calibrate` measures: real-network-sized members of the search spaces
