@@ -157,6 +157,12 @@ TEST_CASE("device model: family regressors learn the fused kinds with their fami
     std::vector<const graph::Graph*> ptrs;
     for (const auto& g : nets) ptrs.push_back(&g);
     CHECK(loaded->predict_mean(ptrs) == m.predict_mean(ptrs));
+    // one regressor per kind: each kind learns from its own samples only
+    o.family_regressors = false;
+    const auto per_kind = estimators::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
+    CHECK(per_kind.kinds().at("Conv+Act").regressor);
+    CHECK(per_kind.kinds().at("Conv+Act").pooled_into.empty());
+    CHECK(per_kind.kinds().at("Conv").held_out < kinds.at("Conv").held_out);
 }
 
 TEST_CASE("device model: an unsampled kind is priced by the nearest kind, with a warning naming it") {

@@ -40,7 +40,7 @@ struct BuildArgs {
     int adaptive_rounds = 3;
     std::uint64_t seed = 1;
     MeasureFlags flags = kernel_flags();
-    bool refit = false, family_regressors = false;
+    bool refit = false, family_regressors = true;
     bool json_out = false;
 };
 
@@ -341,8 +341,9 @@ inline void add_device_build(CLI::App& device, Context& ctx) {
     build->add_option("--probe-measurements", b->probe_measurements, "Budget of the rule discovery, in measurements")
         ->capture_default_str();
     build->add_option("--seed", b->seed, "Seed of the draws and the fits")->capture_default_str();
-    build->add_flag("--family-regressors", b->family_regressors,
-                    "One regressor per kernel family (Conv with its fused kinds, ...), the fusions as features");
+    build->add_flag("!--per-kind-regressors", b->family_regressors,
+                    "One regressor per kernel kind, rather than one per family (Conv with its fused kinds, ...) with "
+                    "the fusions as features");
     build->add_flag("--refit", b->refit,
                     "Fit the model again to the measurements in the work directory (kernel_samples.json), measuring "
                     "nothing; no --runner needed");

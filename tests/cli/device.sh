@@ -25,16 +25,16 @@ grep -q '"measured": 0' again.json || fail "a resumed build measured again what 
 [ "$("$bin" predict --model dev.dnnc "$net" 2>/dev/null)" = "$("$bin" predict --model dev2.dnnc "$net" 2>/dev/null)" ] ||
   fail "a resumed build gave another model from the same measurements"
 
-# refit: the same model from the build's saved samples, measuring nothing; family regressors too
+# refit: the same model from the build's saved samples, measuring nothing; per-kind regressors too
 [ -s dev.dnnc.work/kernel_samples.json ] || fail "device build saved no kernel_samples.json"
 "$bin" device build --refit --work dev.dnnc.work --out refit.dnnc > /dev/null 2> refit.err ||
   { fail "device build --refit"; tail -3 refit.err; }
 [ "$("$bin" predict --model dev.dnnc "$net" 2>/dev/null)" = "$("$bin" predict --model refit.dnnc "$net" 2>/dev/null)" ] ||
   fail "device build --refit gave another model from the same samples"
-"$bin" device build --refit --family-regressors --work dev.dnnc.work --out fam.dnnc --json > fam.json 2> fam.err ||
-  { fail "device build --refit --family-regressors"; tail -3 fam.err; }
-grep -q '"family_regressors": true' fam.json || fail "device build --refit --family-regressors: not recorded"
-"$bin" predict --model fam.dnnc "$net" > /dev/null 2> fam_p.err || fail "predict with family regressors"
+"$bin" device build --refit --per-kind-regressors --work dev.dnnc.work --out kind.dnnc --json > kind.json 2> kind.err ||
+  { fail "device build --refit --per-kind-regressors"; tail -3 kind.err; }
+grep -q '"family_regressors": false' kind.json || fail "device build --refit --per-kind-regressors: not recorded"
+"$bin" predict --model kind.dnnc "$net" > /dev/null 2> kind_p.err || fail "predict with per-kind regressors"
 "$bin" device build --refit --work nowhere --out x.dnnc > /dev/null 2> refit_none.err && fail "--refit without samples"
 grep -q "kernel_samples.json" refit_none.err || fail "--refit without samples: the error does not name the file"
 "$bin" device build --out x.dnnc > /dev/null 2> norunner.err && fail "device build without --runner"

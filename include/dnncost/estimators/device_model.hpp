@@ -71,10 +71,10 @@ struct DeviceModelOptions {
     std::int64_t min_samples = 24;
     TabularChoiceOptions choice{};
     std::uint64_t seed = 1;  ///< of the candidates' fits
-    /// Train each kind's regressor on the samples of its whole family (Conv, Conv+Act, Conv+Add,
+    /// Train one regressor per family on the samples of all its kinds (Conv, Conv+Act, Conv+Add,
     /// ... together; the fusion flags are features): a fused kind borrows the sizes its family
-    /// was sampled at, where its own samples may cover only small ones.
-    bool family_regressors = false;
+    /// was sampled at, where its own samples may cover only small ones. false: one per kind.
+    bool family_regressors = true;
 };
 
 /// One kernel of a priced network.
