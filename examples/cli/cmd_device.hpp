@@ -114,8 +114,11 @@ inline void run_refit(const BuildArgs& a) {
     o.seed = a.seed;
     o.family_regressors = a.family_regressors;
     auto m = measure::refit_device_model(work, o);
+    std::size_t samples = 0;
+    for (const auto& [kind, km] : m.kinds()) samples += static_cast<std::size_t>(km.samples);
     json info{{"device", m.rules().device},
-              {"refit", (work / "kernel_samples.json").string()},
+              {"refit", "kernel_samples.json"},
+              {"samples", samples},
               {"family_regressors", a.family_regressors},
               {"host", json::parse(measure::json::dump(measure::to_json(measure::local_host())))}};
     m.set_build_info(info.dump());
