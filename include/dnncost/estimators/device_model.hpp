@@ -193,21 +193,13 @@ public:
         m_scale = 1.0;
         m_calibration_shots = 0;
         m_boundary_fit.reset();
-        // root mean square of log(measured / predicted) at given rates and scale
-        const auto spread = [](std::span<const BoundaryNetwork> nets, const SampleBoundaryCost& c, double scale) {
-            double ss = 0;
-            for (const auto& n : nets) {
-                const double r = std::log(n.measured_ms / (scale * detail::boundary_predicted_ms(n, c)));
-                ss += r * r;
-            }
-            return std::sqrt(ss / static_cast<double>(nets.size()));
-        };
         if (m_fit_boundary && train.size() >= 3) {
             const auto nets = boundary_networks(train);
             const auto f = fit_sample_boundary(nets);
             const double zero_scale = std::exp(detail::boundary_log_spread(nets, {}).second);
             const auto judge = validation.size() > 0 ? boundary_networks(validation) : nets;
-            const double without = spread(judge, {}, zero_scale), with = spread(judge, f.cost, f.scale);
+            const double without = detail::boundary_log_rms(judge, {}, zero_scale);
+            const double with = detail::boundary_log_rms(judge, f.cost, f.scale);
             m_boundary_fit = BoundaryFitReport{f, without, with, with < without};
             m_boundary = with < without ? f.cost : SampleBoundaryCost{};
             m_scale = with < without ? f.scale : zero_scale;

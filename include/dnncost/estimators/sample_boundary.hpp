@@ -73,6 +73,16 @@ inline double boundary_predicted_ms(const BoundaryNetwork& n, const SampleBounda
     return sum;
 }
 
+/// Root mean square of log(measured / (scale · predicted)): the error at a given scale.
+inline double boundary_log_rms(std::span<const BoundaryNetwork> nets, const SampleBoundaryCost& c, double scale) {
+    double ss = 0;
+    for (const auto& n : nets) {
+        const double r = std::log(n.measured_ms / (scale * boundary_predicted_ms(n, c)));
+        ss += r * r;
+    }
+    return std::sqrt(ss / static_cast<double>(nets.size()));
+}
+
 /// Spread (root mean square about the mean) of log(measured / predicted), and the mean.
 inline std::pair<double, double> boundary_log_spread(std::span<const BoundaryNetwork> nets,
                                                      const SampleBoundaryCost& c) {
