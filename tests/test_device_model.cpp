@@ -80,13 +80,18 @@ std::vector<graph::Graph> nb201_networks(int n) {
     return out;
 }
 
+std::vector<const graph::Graph*> pointers(const std::vector<graph::Graph>& nets) {
+    std::vector<const graph::Graph*> out;
+    for (const auto& g : nets) out.push_back(&g);
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("device model: a network costs its kernels plus the run overhead, each kernel priced by its regressor") {
     const auto m = planted_model();
     const auto nets = nb201_networks(3);
-    std::vector<const graph::Graph*> ptrs;
-    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto ptrs = pointers(nets);
     const auto prices = m.price_networks(ptrs);
     const auto totals = m.predict_mean(ptrs);
     for (std::size_t i = 0; i < nets.size(); ++i) {
@@ -155,8 +160,7 @@ TEST_CASE("device model: family regressors learn the fused kinds with their fami
     CHECK(worst < 0.25);
     const auto loaded = estimators::DeviceModel::deserialize(m.serialize(), "family.dnnc");
     CHECK(loaded->kinds().at("Conv+Act").pooled_into == "Conv");
-    std::vector<const graph::Graph*> ptrs;
-    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto ptrs = pointers(nets);
     CHECK(loaded->predict_mean(ptrs) == m.predict_mean(ptrs));
     // one regressor per kind: each kind learns from its own samples only
     o.family_regressors = false;
@@ -187,8 +191,7 @@ TEST_CASE("device model: an unsampled kind is priced by the nearest kind, with a
 TEST_CASE("device model: calibration recovers a machine that is a known multiple slower") {
     auto m = planted_model();
     const auto nets = nb201_networks(5);
-    std::vector<const graph::Graph*> ptrs;
-    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto ptrs = pointers(nets);
     const auto before = m.predict_mean(ptrs);
     std::vector<double> measured;
     for (double b : before) measured.push_back(1.7 * b);
@@ -203,8 +206,7 @@ TEST_CASE("device model: calibration recovers a machine that is a known multiple
 TEST_CASE("device model: saved and loaded through the registry, a damaged file is a clear error") {
     auto m = planted_model();
     const auto nets = nb201_networks(2);
-    std::vector<const graph::Graph*> ptrs;
-    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto ptrs = pointers(nets);
     std::vector<double> measured{1.0, 2.0};
     m.calibrate(ptrs, measured);
     m.set_build_info("planted test device");
@@ -245,8 +247,7 @@ TEST_CASE("device model: bad samples and an unbuilt model are errors, not garbag
 TEST_CASE("device model: the residual learns what the kernel sum misses, and survives saving") {
     auto m = planted_model();
     const auto nets = nb201_networks(60);
-    std::vector<const graph::Graph*> ptrs;
-    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto ptrs = pointers(nets);
     const auto sums = m.predict_mean(ptrs);
     // the planted device runs every network 30 % slower than its kernels add up to
     train::TrainData tr, va;
@@ -282,8 +283,7 @@ TEST_CASE("device model: the residual learns what the kernel sum misses, and sur
 TEST_CASE("device model: fit() finds planted sample-boundary rates and the scale, and keeps them") {
     auto m = planted_model();
     const auto nets = nb201_networks(60);
-    std::vector<const graph::Graph*> ptrs;
-    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto ptrs = pointers(nets);
     const auto raw = m.price_networks(ptrs);
     // the planted device: each kernel 2 us and 0.05 ms per MB of output cheaper inside a network
     // than its sample, and the whole machine 20 % slower
@@ -329,8 +329,7 @@ TEST_CASE("device model: the totals alone are the breakdown's totals, fallbacks 
     REQUIRE(m.kinds().count("Conv+Add") == 1);
     auto nets = nb201_networks(40);
     nets.push_back(nets[3]);  // the same network twice in one call
-    std::vector<const graph::Graph*> ptrs;
-    for (const auto& g : nets) ptrs.push_back(&g);
+    const auto ptrs = pointers(nets);
     const auto prices = m.price_networks(ptrs);
     const auto totals = m.price_totals(ptrs);
     const auto means = m.predict_mean(ptrs);
