@@ -12,7 +12,7 @@
 
 #include <dnncost/cost/kernel_sampler.hpp>
 #include <dnncost/estimators/device_model.hpp>
-#include <dnncost/estimators/registry.hpp>
+#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/spaces/nb201.hpp>
 #include <dnncost/train/train_data.hpp>
 

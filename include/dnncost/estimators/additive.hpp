@@ -21,6 +21,7 @@
 #include <dnncost/estimators/additive_header.hpp>
 #include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/estimator.hpp>
+#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/estimators/ridge.hpp>
 #include <dnncost/features/op_aggregates.hpp>
 #include <dnncost/graph/graph.hpp>
@@ -222,5 +223,31 @@ private:
     double m_intercept = 0.0, m_target_scale = 0.0, m_lambda = 0.0;
     Loss m_loss = Loss::relative;
 };
+
+namespace detail {
+inline const PresetOption coefficients_option{
+    "coefficients",
+    "Signs of the per-operator costs: either (free or non-negative, whichever validates better) | nonnegative "
+    "(every operator costs time; safer for networks unlike the training ones) | free",
+    {"either", "nonnegative", "free"}};
+
+/// The "additive" preset, registered by including this header (see preset_registry.hpp).
+inline const bool additive_registered = [] {
+    register_estimator(std::string(AdditiveEstimator::kind),
+                       RegistryEntry{[](const PresetSettings& s) {
+                                         auto e = std::make_unique<AdditiveEstimator>();
+                                         if (const auto it = s.find("coefficients"); it != s.end())
+                                             e->set_signs(RidgeFit::parse_signs(it->second));
+                                         return std::unique_ptr<Estimator>(std::move(e));
+                                     },
+                                     [](std::string_view b, std::string_view src) {
+                                         return std::unique_ptr<Estimator>(AdditiveEstimator::deserialize(b, src));
+                                     },
+                                     "ridge regression over per-operator-type counts, MACs and bytes (milliseconds "
+                                     "to train)",
+                                     {coefficients_option}});
+    return true;
+}();
+}  // namespace detail
 
 }  // namespace dnncost::estimators

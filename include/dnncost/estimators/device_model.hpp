@@ -37,7 +37,7 @@
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/estimators/kernel_batches.hpp>
 #include <dnncost/estimators/kernel_residual.hpp>
-#include <dnncost/estimators/registry.hpp>
+#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/estimators/sample_boundary.hpp>
 #include <dnncost/estimators/tabular_choice.hpp>
 #include <dnncost/features/kernel_features.hpp>
@@ -659,8 +659,8 @@ private:
 };
 
 namespace detail {
-/// Registered from here rather than in registry.hpp: the model's regressors, kernel pass and
-/// residual are heavy to compile, and only programs that price with device models need them.
+/// The "device" preset, registered by including this header (see preset_registry.hpp); registry.hpp
+/// leaves it out: only programs that price with device models compile its regressors and kernel pass.
 inline const bool device_model_registered = [] {
     register_estimator(std::string(DeviceModel::kind),
                        RegistryEntry{[](const PresetSettings&) { return std::unique_ptr<Estimator>(std::make_unique<DeviceModel>()); },

@@ -2,9 +2,12 @@
 /// @file presets.hpp
 /// Published GNN estimators as compile-time configurations, with the preset names their models
 /// are saved under ("hifisage", "brpnas"): `HiFiSage est;` is a GnnEstimator<hifi_sage>.
+#include <memory>
+#include <string>
 #include <string_view>
 
 #include <dnncost/estimators/gnn_estimator.hpp>
+#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/features/batch.hpp>
 #include <dnncost/nn/config.hpp>
 
@@ -86,5 +89,42 @@ inline constexpr std::string_view preset_type_name<brp_nas> = "BrpNas";
 
 using HiFiSage = GnnEstimator<hifi_sage>;
 using BrpNas = GnnEstimator<brp_nas>;
+
+namespace detail {
+inline const PresetOption keep_option{
+    "keep",
+    "Model selection: auto (the trained network only if it beats the untrained one out of bag) | trained (the best "
+    "validation epoch) | untrained (the initial network: its additive path, if any)",
+    {"auto", "trained", "untrained"}};
+
+template <class Gnn>
+RegistryEntry gnn_entry(std::string_view name, std::string description) {
+    const std::string preset(name);
+    return {[preset](const PresetSettings& s) {
+                auto e = std::make_unique<Gnn>();
+                GnnOptions o;
+                if (const auto it = s.find("keep"); it != s.end())
+                    o.keep = keep_from_string(it->second).value_or(Keep::automatic);
+                o.precision = precision_setting(s);
+                e->set_options(o);
+                return std::unique_ptr<Estimator>(std::move(e));
+            },
+            [preset](std::string_view b, std::string_view src) {
+                return std::unique_ptr<Estimator>(std::make_unique<Gnn>(Gnn::deserialize(b, preset, src)));
+            },
+            std::move(description),
+            {keep_option, precision_option}};
+}
+
+/// The "hifisage" and "brpnas" presets, registered by including this header.
+inline const bool gnn_presets_registered = [] {
+    register_estimator(std::string(preset_name<hifi_sage>),
+                       gnn_entry<HiFiSage>(preset_name<hifi_sage>,
+                                           "HiFi-SAGE: 7-layer GraphSAGE with LCM readout and a ranking head"));
+    register_estimator(std::string(preset_name<brp_nas>),
+                       gnn_entry<BrpNas>(preset_name<brp_nas>, "BRP-NAS: 4-layer GCN, mean pooling, linear head"));
+    return true;
+}();
+}  // namespace detail
 
 }  // namespace dnncost::estimators
