@@ -1,0 +1,291 @@
+#pragma once
+/// @file gbt_forest.hpp
+/// The trees of a gradient-boosted regressor as one flat node array, read from XGBoost's JSON
+/// model and evaluated the way XGBoost's CPU predictor evaluates them: features as float, a split
+/// sends `x < threshold` left and a missing (NaN) feature to the node's default child, and the
+/// leaves are added in float, tree after tree, onto the base score. Pricing a network asks for a
+/// few rows per kernel kind; XGBoost's own prediction builds a matrix and a thread team for every
+/// call, which costs more than walking the trees. Needs no XGBoost: the model is text.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+
+namespace dnncost::estimators {
+
+namespace detail {
+/// A cursor over JSON text that finds members and elements without building a document: the
+/// model holds hundreds of trees of a dozen arrays each, of which the forest reads five.
+class JsonCursor {
+public:
+    explicit JsonCursor(std::string_view text) : m_text(text) {}
+
+    /// The text of the value starting at `pos` (after white space), and the position after it.
+    std::string_view value_at(std::size_t& pos) const {
+        skip_space(pos);
+        const std::size_t begin = pos;
+        if (pos >= m_text.size()) fail("a value", pos);
+        const char c = m_text[pos];
+        if (c == '{' || c == '[') {
+            int depth = 0;
+            while (pos < m_text.size()) {
+                const char d = m_text[pos];
+                if (d == '"') {
+                    skip_string(pos);
+                    continue;
+                }
+                if (d == '{' || d == '[') ++depth;
+                if (d == '}' || d == ']') --depth;
+                ++pos;
+                if (depth == 0) return m_text.substr(begin, pos - begin);
+            }
+            fail("the end of an object or array", begin);
+        }
+        if (c == '"') {
+            skip_string(pos);
+            return m_text.substr(begin, pos - begin);
+        }
+        while (pos < m_text.size() && !is_space(m_text[pos]) && m_text[pos] != ',' && m_text[pos] != '}' &&
+               m_text[pos] != ']')
+            ++pos;
+        if (pos == begin) fail("a value", begin);
+        return m_text.substr(begin, pos - begin);
+    }
+
+    /// Calls f(key, value) for each member of the object `obj` (text of an object).
+    template <class F>
+    static void members(std::string_view obj, F&& f) {
+        const JsonCursor c(obj);
+        std::size_t pos = 0;
+        c.expect(pos, '{');
+        c.skip_space(pos);
+        if (pos < obj.size() && obj[pos] == '}') return;
+        for (;;) {
+            const auto key = unquote(c.value_at(pos));
+            c.expect(pos, ':');
+            f(key, c.value_at(pos));
+            c.skip_space(pos);
+            if (pos < obj.size() && obj[pos] == '}') return;
+            c.expect(pos, ',');
+        }
+    }
+    /// Calls f(value) for each element of the array `arr` (text of an array).
+    template <class F>
+    static void elements(std::string_view arr, F&& f) {
+        const JsonCursor c(arr);
+        std::size_t pos = 0;
+        c.expect(pos, '[');
+        c.skip_space(pos);
+        if (pos < arr.size() && arr[pos] == ']') return;
+        for (;;) {
+            f(c.value_at(pos));
+            c.skip_space(pos);
+            if (pos < arr.size() && arr[pos] == ']') return;
+            c.expect(pos, ',');
+        }
+    }
+    /// The member `key` of the object `obj`. @throws config_error when it has none
+    static std::string_view member(std::string_view obj, std::string_view key) {
+        std::string_view found;
+        bool seen = false;
+        members(obj, [&](std::string_view k, std::string_view v) {
+            if (!seen && k == key) {
+                found = v;
+                seen = true;
+            }
+        });
+        if (!seen) raise<config_error>("XGBoost model: no member '", key, "' where one was expected");
+        return found;
+    }
+    /// A string's contents (XGBoost's keys and numbers-as-strings carry no escapes), or the text
+    /// itself when it is not a string.
+    static std::string_view unquote(std::string_view v) {
+        return v.size() >= 2 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : v;
+    }
+
+private:
+    static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+    void skip_space(std::size_t& pos) const {
+        while (pos < m_text.size() && is_space(m_text[pos])) ++pos;
+    }
+    void skip_string(std::size_t& pos) const {
+        const std::size_t begin = pos++;
+        while (pos < m_text.size() && m_text[pos] != '"') pos += m_text[pos] == '\\' ? 2 : 1;
+        if (pos >= m_text.size()) fail("the end of a string", begin);
+        ++pos;
+    }
+    void expect(std::size_t& pos, char c) const {
+        skip_space(pos);
+        if (pos >= m_text.size() || m_text[pos] != c) fail(std::string("'") + c + "'", pos);
+        ++pos;
+    }
+    [[noreturn]] void fail(const std::string& what, std::size_t pos) const {
+        raise<config_error>("XGBoost model: expected ", what, " at character ", pos, " of its JSON");
+    }
+    std::string_view m_text;
+};
+
+/// A number of XGBoost's JSON (bare, or in a string as XGBoost writes its parameters), read
+/// exactly: a float through from_chars, not through double, which could round twice.
+template <class T>
+T json_number(std::string_view v, std::string_view what) {
+    v = JsonCursor::unquote(v);
+    T out{};
+    if (v == "true" || v == "false") {
+        if constexpr (std::is_integral_v<T>) return v == "true" ? T{1} : T{0};
+    }
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    if (ec != std::errc{} || end != v.data() + v.size())
+        raise<config_error>("XGBoost model: ", what, " '", v, "' is not a number");
+    return out;
+}
+}  // namespace detail
+
+/// Regression trees with one output, summed onto a base score.
+class GbtForest {
+public:
+    /// The forest of XGBoost's JSON model (XGBoosterSaveModelToBuffer with format "json") of a
+    /// single-output gbtree booster with numerical splits.
+    /// @throws config_error for another kind of model, or a malformed tree
+    static GbtForest from_xgboost_json(std::string_view json) {
+        using detail::JsonCursor;
+        const auto learner = JsonCursor::member(json, "learner");
+        const auto param = JsonCursor::member(learner, "learner_model_param");
+        GbtForest f;
+        f.m_base = detail::json_number<float>(JsonCursor::member(param, "base_score"), "base score");
+        f.m_features = detail::json_number<std::size_t>(JsonCursor::member(param, "num_feature"), "feature count");
+        const auto targets = detail::json_number<int>(JsonCursor::member(param, "num_class"), "class count");
+        const auto booster = JsonCursor::member(learner, "gradient_booster");
+        if (JsonCursor::unquote(JsonCursor::member(booster, "name")) != "gbtree" || targets > 1)
+            raise<config_error>("XGBoost model: only a single-output gbtree booster is read");
+        const auto model = JsonCursor::member(booster, "model");
+        JsonCursor::elements(JsonCursor::member(model, "tree_info"), [&](std::string_view g) {
+            if (detail::json_number<int>(g, "tree group") != 0)
+                raise<config_error>("XGBoost model: a tree of output group ", g, "; only one output is read");
+        });
+        JsonCursor::elements(JsonCursor::member(model, "trees"), [&](std::string_view tree) { f.add_tree(tree); });
+        return f;
+    }
+
+    std::size_t num_trees() const { return m_roots.size(); }
+    std::size_t num_features() const { return m_features; }
+    float base_score() const { return m_base; }
+    /// Per feature, the distinct thresholds its splits use, in increasing order.
+    std::vector<std::vector<float>> thresholds() const {
+        std::vector<std::vector<float>> t(m_features);
+        for (const auto& n : m_nodes)
+            if (n.left >= 0) t[n.feature].push_back(n.value);
+        for (auto& v : t) {
+            std::sort(v.begin(), v.end());
+            v.erase(std::unique(v.begin(), v.end()), v.end());
+        }
+        return t;
+    }
+
+    /// The forest's output for each of `rows` rows of num_features() floats (row-major in `x`),
+    /// written to `out`. Trees run over all rows before the next tree (a tree stays in cache),
+    /// and each row still adds its leaves in tree order, as XGBoost does.
+    /// @throws shape_error for sizes that do not match
+    void predict(std::span<const float> x, std::span<float> out) const {
+        const std::size_t rows = out.size();
+        if (x.size() != rows * m_features)
+            raise<shape_error>("GbtForest::predict: ", x.size(), " features for ", rows, " rows of ", m_features);
+        for (auto& o : out) o = m_base;
+        for (const auto root : m_roots)
+            for (std::size_t r = 0; r < rows; ++r) {
+                const float* row = x.data() + r * m_features;
+                const Node* n = &m_nodes[static_cast<std::size_t>(root)];
+                while (n->left >= 0) {
+                    const float v = row[n->feature];
+                    const bool left = std::isnan(v) ? n->default_left != 0 : v < n->value;
+                    n = &m_nodes[static_cast<std::size_t>(left ? n->left : n->right)];
+                }
+                out[r] += n->value;
+            }
+    }
+
+private:
+    /// A split (left >= 0: feature, threshold in `value`, children) or a leaf (left < 0: its
+    /// value). Children are indices into the whole forest's array.
+    struct Node {
+        std::int32_t left = -1, right = -1;
+        std::uint32_t feature = 0;
+        float value = 0;
+        std::uint8_t default_left = 0;
+    };
+
+    void add_tree(std::string_view tree) {
+        using detail::JsonCursor;
+        const auto ints = [&](std::string_view key) {
+            std::vector<std::int64_t> v;
+            JsonCursor::elements(JsonCursor::member(tree, key),
+                                 [&](std::string_view e) { v.push_back(detail::json_number<std::int64_t>(e, key)); });
+            return v;
+        };
+        const auto left = ints("left_children"), right = ints("right_children"), feature = ints("split_indices"),
+                   default_left = ints("default_left");
+        std::vector<float> value;
+        JsonCursor::elements(JsonCursor::member(tree, "split_conditions"), [&](std::string_view e) {
+            value.push_back(detail::json_number<float>(e, "split condition"));
+        });
+        const std::size_t n = left.size();
+        std::int64_t categorical = 0;
+        JsonCursor::members(tree, [&](std::string_view k, std::string_view v) {
+            if (k == "split_type")
+                JsonCursor::elements(v, [&](std::string_view e) { categorical += detail::json_number<int>(e, k) != 0; });
+        });
+        if (n == 0 || right.size() != n || feature.size() != n || default_left.size() != n || value.size() != n)
+            raise<config_error>("XGBoost model: tree ", m_roots.size(), " has arrays of different lengths");
+        if (categorical > 0)
+            raise<config_error>("XGBoost model: tree ", m_roots.size(), " has categorical splits; only numerical ones are read");
+        const auto base = m_nodes.size();
+        if (base + n > static_cast<std::size_t>(INT32_MAX)) raise<config_error>("XGBoost model: too many tree nodes");
+        // every node reached once from the root: the walk in predict() ends, and reads no node twice
+        std::vector<char> reached(n, 0);
+        std::vector<std::size_t> stack{0};
+        reached[0] = 1;
+        while (!stack.empty()) {
+            const auto i = stack.back();
+            stack.pop_back();
+            if (left[i] < 0) continue;
+            for (const auto c : {left[i], right[i]}) {
+                if (c < 0 || static_cast<std::size_t>(c) >= n || reached[static_cast<std::size_t>(c)])
+                    raise<config_error>("XGBoost model: node ", i, " of tree ", m_roots.size(), " has child ", c,
+                                        ", not a fresh node of its ", n);
+                reached[static_cast<std::size_t>(c)] = 1;
+                stack.push_back(static_cast<std::size_t>(c));
+            }
+            if (feature[i] < 0 || static_cast<std::size_t>(feature[i]) >= m_features)
+                raise<config_error>("XGBoost model: node ", i, " of tree ", m_roots.size(), " splits on feature ",
+                                    feature[i], " of ", m_features);
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            Node node;
+            node.value = value[i];
+            if (left[i] >= 0 && reached[i]) {
+                node.left = static_cast<std::int32_t>(base + static_cast<std::size_t>(left[i]));
+                node.right = static_cast<std::int32_t>(base + static_cast<std::size_t>(right[i]));
+                node.feature = static_cast<std::uint32_t>(feature[i]);
+                node.default_left = default_left[i] != 0;
+            }
+            m_nodes.push_back(node);
+        }
+        m_roots.push_back(static_cast<std::int32_t>(base));
+    }
+
+    std::vector<Node> m_nodes;
+    std::vector<std::int32_t> m_roots;
+    float m_base = 0;
+    std::size_t m_features = 0;
+};
+
+}  // namespace dnncost::estimators
