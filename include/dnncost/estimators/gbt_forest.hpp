@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -182,8 +183,8 @@ public:
     /// Per feature, the distinct thresholds its splits use, in increasing order.
     std::vector<std::vector<float>> thresholds() const {
         std::vector<std::vector<float>> t(m_features);
-        for (const auto& n : m_nodes)
-            if (n.left >= 0) t[n.feature].push_back(n.value);
+        for (std::size_t i = 0; i < m_nodes.size(); ++i)
+            if (!is_leaf(i)) t[m_nodes[i].feature].push_back(m_nodes[i].value);
         for (auto& v : t) {
             std::sort(v.begin(), v.end());
             v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -192,36 +193,50 @@ public:
     }
 
     /// The forest's output for each of `rows` rows of num_features() floats (row-major in `x`),
-    /// written to `out`. Trees run over all rows before the next tree (a tree stays in cache),
-    /// and each row still adds its leaves in tree order, as XGBoost does.
+    /// written to `out`. A row walks `lanes` trees at once, each lane for as many steps as the
+    /// deepest of them (a leaf leads to itself), so that the walks' loads overlap; the leaves are
+    /// then added in tree order, as XGBoost adds them.
     /// @throws shape_error for sizes that do not match
     void predict(std::span<const float> x, std::span<float> out) const {
         const std::size_t rows = out.size();
         if (x.size() != rows * m_features)
             raise<shape_error>("GbtForest::predict: ", x.size(), " features for ", rows, " rows of ", m_features);
-        for (auto& o : out) o = m_base;
-        for (const auto root : m_roots)
-            for (std::size_t r = 0; r < rows; ++r) {
-                const float* row = x.data() + r * m_features;
-                const Node* n = &m_nodes[static_cast<std::size_t>(root)];
-                while (n->left >= 0) {
-                    const float v = row[n->feature];
-                    const bool left = std::isnan(v) ? n->default_left != 0 : v < n->value;
-                    n = &m_nodes[static_cast<std::size_t>(left ? n->left : n->right)];
-                }
-                out[r] += n->value;
+        const std::size_t trees = m_roots.size(), full = trees / lanes * lanes;
+        for (std::size_t r = 0; r < rows; ++r) {
+            const float* row = x.data() + r * m_features;
+            float sum = m_base;
+            for (std::size_t t = 0; t < trees; t += lanes) {
+                const std::size_t width = t < full ? lanes : trees - t;
+                std::int32_t at[lanes];
+                for (std::size_t l = 0; l < lanes; ++l) at[l] = m_roots[t + (l < width ? l : 0)];
+                for (int step = 0; step < m_group_depth[t / lanes]; ++step)
+                    for (std::size_t l = 0; l < lanes; ++l) at[l] = next(at[l], row);
+                for (std::size_t l = 0; l < width; ++l) sum += m_nodes[static_cast<std::size_t>(at[l])].value;
             }
+            out[r] = sum;
+        }
     }
 
 private:
-    /// A split (left >= 0: feature, threshold in `value`, children) or a leaf (left < 0: its
-    /// value). Children are indices into the whole forest's array.
+    static constexpr std::size_t lanes = 8;
+
+    /// A split (feature, threshold in `value`, children) or a leaf (its value; both children
+    /// itself). Children are indices into the whole forest's array.
     struct Node {
-        std::int32_t left = -1, right = -1;
+        std::int32_t left = 0, right = 0;
         std::uint32_t feature = 0;
         float value = 0;
         std::uint8_t default_left = 0;
     };
+    bool is_leaf(std::size_t i) const { return m_nodes[i].left == static_cast<std::int32_t>(i); }
+
+    /// The node after `at` for `row`: `x < threshold` left, a missing value the default side.
+    std::int32_t next(std::int32_t at, const float* row) const {
+        const Node& n = m_nodes[static_cast<std::size_t>(at)];
+        const float v = row[n.feature];
+        const bool left = v < n.value || (std::isnan(v) && n.default_left != 0);
+        return left ? n.left : n.right;
+    }
 
     void add_tree(std::string_view tree) {
         using detail::JsonCursor;
@@ -251,18 +266,20 @@ private:
         if (base + n > static_cast<std::size_t>(INT32_MAX)) raise<config_error>("XGBoost model: too many tree nodes");
         // every node reached once from the root: the walk in predict() ends, and reads no node twice
         std::vector<char> reached(n, 0);
-        std::vector<std::size_t> stack{0};
+        std::vector<std::pair<std::size_t, int>> stack{{0, 0}};  // (node, its depth)
         reached[0] = 1;
+        int depth = 0;
         while (!stack.empty()) {
-            const auto i = stack.back();
+            const auto [i, d] = stack.back();
             stack.pop_back();
+            depth = std::max(depth, d);
             if (left[i] < 0) continue;
             for (const auto c : {left[i], right[i]}) {
                 if (c < 0 || static_cast<std::size_t>(c) >= n || reached[static_cast<std::size_t>(c)])
                     raise<config_error>("XGBoost model: node ", i, " of tree ", m_roots.size(), " has child ", c,
                                         ", not a fresh node of its ", n);
                 reached[static_cast<std::size_t>(c)] = 1;
-                stack.push_back(static_cast<std::size_t>(c));
+                stack.emplace_back(static_cast<std::size_t>(c), d + 1);
             }
             if (feature[i] < 0 || static_cast<std::size_t>(feature[i]) >= m_features)
                 raise<config_error>("XGBoost model: node ", i, " of tree ", m_roots.size(), " splits on feature ",
@@ -271,6 +288,7 @@ private:
         for (std::size_t i = 0; i < n; ++i) {
             Node node;
             node.value = value[i];
+            node.left = node.right = static_cast<std::int32_t>(base + i);
             if (left[i] >= 0 && reached[i]) {
                 node.left = static_cast<std::int32_t>(base + static_cast<std::size_t>(left[i]));
                 node.right = static_cast<std::int32_t>(base + static_cast<std::size_t>(right[i]));
@@ -279,11 +297,14 @@ private:
             }
             m_nodes.push_back(node);
         }
+        if (m_roots.size() % lanes == 0) m_group_depth.push_back(0);
+        m_group_depth.back() = std::max(m_group_depth.back(), depth);
         m_roots.push_back(static_cast<std::int32_t>(base));
     }
 
     std::vector<Node> m_nodes;
     std::vector<std::int32_t> m_roots;
+    std::vector<int> m_group_depth;  ///< per `lanes` trees in order: the deepest one's depth
     float m_base = 0;
     std::size_t m_features = 0;
 };
