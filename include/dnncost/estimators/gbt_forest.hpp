@@ -7,6 +7,7 @@
 /// few rows per kernel kind; XGBoost's own prediction builds a matrix and a thread team for every
 /// call, which costs more than walking the trees. Needs no XGBoost: the model is text.
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -39,13 +40,14 @@ public:
         if (c == '{' || c == '[') {
             int depth = 0;
             while (pos < m_text.size()) {
+                while (pos < m_text.size() && !is_structural(m_text[pos])) ++pos;  // most of the text: numbers
+                if (pos >= m_text.size()) break;
                 const char d = m_text[pos];
                 if (d == '"') {
                     skip_string(pos);
                     continue;
                 }
-                if (d == '{' || d == '[') ++depth;
-                if (d == '}' || d == ']') --depth;
+                depth += d == '{' || d == '[' ? 1 : -1;
                 ++pos;
                 if (depth == 0) return m_text.substr(begin, pos - begin);
             }
@@ -94,18 +96,26 @@ public:
             c.expect(pos, ',');
         }
     }
+    /// The members `keys` of the object `obj`, found in one pass over it.
+    /// @throws config_error naming the first of them it lacks
+    template <std::size_t N>
+    static std::array<std::string_view, N> member(std::string_view obj, const std::array<std::string_view, N>& keys) {
+        std::array<std::string_view, N> found{};
+        std::array<bool, N> seen{};
+        members(obj, [&](std::string_view k, std::string_view v) {
+            for (std::size_t i = 0; i < N; ++i)
+                if (!seen[i] && k == keys[i]) {
+                    found[i] = v;
+                    seen[i] = true;
+                }
+        });
+        for (std::size_t i = 0; i < N; ++i)
+            if (!seen[i]) raise<config_error>("XGBoost model: no member '", keys[i], "' where one was expected");
+        return found;
+    }
     /// The member `key` of the object `obj`. @throws config_error when it has none
     static std::string_view member(std::string_view obj, std::string_view key) {
-        std::string_view found;
-        bool seen = false;
-        members(obj, [&](std::string_view k, std::string_view v) {
-            if (!seen && k == key) {
-                found = v;
-                seen = true;
-            }
-        });
-        if (!seen) raise<config_error>("XGBoost model: no member '", key, "' where one was expected");
-        return found;
+        return member<1>(obj, {key})[0];
     }
     /// A string's contents (XGBoost's keys and numbers-as-strings carry no escapes), or the text
     /// itself when it is not a string.
@@ -115,6 +125,14 @@ public:
 
 private:
     static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+    static bool is_structural(char c) {
+        static const auto table = [] {
+            std::array<bool, 256> t{};
+            for (const unsigned char s : {'"', '{', '}', '[', ']'}) t[s] = true;
+            return t;
+        }();
+        return table[static_cast<unsigned char>(c)];
+    }
     void skip_space(std::size_t& pos) const {
         while (pos < m_text.size() && is_space(m_text[pos])) ++pos;
     }
@@ -160,20 +178,21 @@ public:
     static GbtForest from_xgboost_json(std::string_view json) {
         using detail::JsonCursor;
         const auto learner = JsonCursor::member(json, "learner");
-        const auto param = JsonCursor::member(learner, "learner_model_param");
+        const auto [param, booster] = JsonCursor::member<2>(learner, {"learner_model_param", "gradient_booster"});
+        const auto [base, features, classes] = JsonCursor::member<3>(param, {"base_score", "num_feature", "num_class"});
         GbtForest f;
-        f.m_base = detail::json_number<float>(JsonCursor::member(param, "base_score"), "base score");
-        f.m_features = detail::json_number<std::size_t>(JsonCursor::member(param, "num_feature"), "feature count");
-        const auto targets = detail::json_number<int>(JsonCursor::member(param, "num_class"), "class count");
-        const auto booster = JsonCursor::member(learner, "gradient_booster");
-        if (JsonCursor::unquote(JsonCursor::member(booster, "name")) != "gbtree" || targets > 1)
+        f.m_base = detail::json_number<float>(base, "base score");
+        f.m_features = detail::json_number<std::size_t>(features, "feature count");
+        const auto targets = detail::json_number<int>(classes, "class count");
+        const auto [name, model_text] = JsonCursor::member<2>(booster, {"name", "model"});
+        if (JsonCursor::unquote(name) != "gbtree" || targets > 1)
             raise<config_error>("XGBoost model: only a single-output gbtree booster is read");
-        const auto model = JsonCursor::member(booster, "model");
-        JsonCursor::elements(JsonCursor::member(model, "tree_info"), [&](std::string_view g) {
+        const auto [tree_info, trees] = JsonCursor::member<2>(model_text, {"tree_info", "trees"});
+        JsonCursor::elements(tree_info, [&](std::string_view g) {
             if (detail::json_number<int>(g, "tree group") != 0)
                 raise<config_error>("XGBoost model: a tree of output group ", g, "; only one output is read");
         });
-        JsonCursor::elements(JsonCursor::member(model, "trees"), [&](std::string_view tree) { f.add_tree(tree); });
+        JsonCursor::elements(trees, [&](std::string_view tree) { f.add_tree(tree); });
         return f;
     }
 
@@ -240,24 +259,23 @@ private:
 
     void add_tree(std::string_view tree) {
         using detail::JsonCursor;
-        const auto ints = [&](std::string_view key) {
-            std::vector<std::int64_t> v;
-            JsonCursor::elements(JsonCursor::member(tree, key),
-                                 [&](std::string_view e) { v.push_back(detail::json_number<std::int64_t>(e, key)); });
-            return v;
-        };
-        const auto left = ints("left_children"), right = ints("right_children"), feature = ints("split_indices"),
-                   default_left = ints("default_left");
+        std::vector<std::int64_t> left, right, feature, default_left;
         std::vector<float> value;
-        JsonCursor::elements(JsonCursor::member(tree, "split_conditions"), [&](std::string_view e) {
-            value.push_back(detail::json_number<float>(e, "split condition"));
-        });
-        const std::size_t n = left.size();
-        std::int64_t categorical = 0;
+        std::int64_t categorical = 0;  // split_type is absent from models of older XGBoost versions
+        const auto ints = [](std::string_view text, std::string_view what, std::vector<std::int64_t>& v) {
+            JsonCursor::elements(text, [&](std::string_view e) { v.push_back(detail::json_number<std::int64_t>(e, what)); });
+        };
         JsonCursor::members(tree, [&](std::string_view k, std::string_view v) {
+            if (k == "left_children") ints(v, k, left);
+            if (k == "right_children") ints(v, k, right);
+            if (k == "split_indices") ints(v, k, feature);
+            if (k == "default_left") ints(v, k, default_left);
+            if (k == "split_conditions")
+                JsonCursor::elements(v, [&](std::string_view e) { value.push_back(detail::json_number<float>(e, k)); });
             if (k == "split_type")
                 JsonCursor::elements(v, [&](std::string_view e) { categorical += detail::json_number<int>(e, k) != 0; });
         });
+        const std::size_t n = left.size();
         if (n == 0 || right.size() != n || feature.size() != n || default_left.size() != n || value.size() != n)
             raise<config_error>("XGBoost model: tree ", m_roots.size(), " has arrays of different lengths");
         if (categorical > 0)

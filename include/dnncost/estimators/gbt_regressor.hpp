@@ -71,9 +71,10 @@ inline XgbMatrix xgb_matrix(const Mat<double>& x, std::span<const Index> rows) {
             data[k++] = xgb_feature(x, i, j);
         }
     DMatrixHandle h = nullptr;
-    xgb_check(XGDMatrixCreateFromMat(data.data(), static_cast<bst_ulong>(rows.size()),
-                                     static_cast<bst_ulong>(x.cols()), std::numeric_limits<float>::quiet_NaN(), &h),
-              "XGDMatrixCreateFromMat");
+    // one thread: a team of OpenMP threads left spinning after a small matrix costs more than it saves
+    xgb_check(XGDMatrixCreateFromMat_omp(data.data(), static_cast<bst_ulong>(rows.size()),
+                                         static_cast<bst_ulong>(x.cols()), std::numeric_limits<float>::quiet_NaN(), &h, 1),
+              "XGDMatrixCreateFromMat_omp");
     return XgbMatrix(h);
 }
 }  // namespace detail
