@@ -170,3 +170,21 @@ TEST_CASE("graph: element and byte counts of a never-validated unknown or hostil
     const int u = g.add_weight("u", {4, -1});
     CHECK_THROWS_WITH_AS((void)g.tensor(u).elements(), doctest::Contains("[4,-1] is unknown"), shape_error);
 }
+
+TEST_CASE("graph: attribute lists read in place agree with the copies") {
+    const auto g = diamond();
+    const auto& conv = g.node(0);
+    REQUIRE(conv.op_type == "Conv");
+    const auto view = conv.attr_ints_view("pads");
+    CHECK(std::vector<std::int64_t>(view.begin(), view.end()) == conv.attr_ints("pads"));
+    CHECK(view.data() == std::get<std::vector<std::int64_t>>(*conv.find_attr("pads")).data());  // no copy
+    CHECK(conv.attr_ints_view("strides").empty());
+    graph::Node n;
+    n.name = "pool";
+    n.op_type = "MaxPool";
+    n.attributes = {{"axis", std::int64_t{2}}, {"mode", std::string("x")}};
+    REQUIRE(n.attr_ints_view("axis").size() == 1);  // a single integer is a list of one
+    CHECK(n.attr_ints_view("axis")[0] == 2);
+    CHECK_THROWS_WITH_AS(n.attr_ints_view("mode"), doctest::Contains("node 'pool' (MaxPool): attribute 'mode'"),
+                         parse_error);
+}

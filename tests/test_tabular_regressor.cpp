@@ -15,6 +15,8 @@
 #include <dnncost/train/metrics.hpp>
 #if defined(DNNCOST_HAS_XGBOOST)
 #include <dnncost/estimators/gbt_regressor.hpp>
+#include <dnncost/core/rng.hpp>
+#include <limits>
 #endif
 
 using namespace dnncost;
@@ -320,6 +322,93 @@ TEST_CASE("GBT regressor: a booster XGBoost cannot read, with every checksum val
         CHECK_THROWS_WITH_AS(GbtRegressor::load(bytes, "kernel.dnnc"),
                              doctest::Contains("kernel.dnnc: XGBoost cannot read the gbt booster"), parse_error);
     }
+}
+
+TEST_CASE("GBT forest: the trees read from XGBoost's JSON give XGBoost's own figures, bit for bit") {
+    // a booster trained straight through the C API on rows with missing values, so that splits
+    // learn default directions
+    const auto nan = std::numeric_limits<float>::quiet_NaN();
+    constexpr int n = 600, width = 5;
+    Rng rng(11);
+    std::vector<float> x(n * width), y(n);
+    for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < width; ++j) x[i * width + j] = static_cast<float>(rng.uniform() * 10.0 - 3.0);
+        if (i % 7 == 0) x[i * width + i % width] = nan;
+        const float a = std::isnan(x[i * width]) ? 4.0f : x[i * width];
+        y[i] = a * a - 2.0f * (std::isnan(x[i * width + 1]) ? -1.0f : x[i * width + 1]) + 0.1f * static_cast<float>(rng.normal());
+    }
+    DMatrixHandle train = nullptr;
+    REQUIRE(XGDMatrixCreateFromMat(x.data(), n, width, nan, &train) == 0);
+    estimators::detail::XgbMatrix train_owner(train);
+    REQUIRE(XGDMatrixSetFloatInfo(train, "label", y.data(), n) == 0);
+    BoosterHandle h = nullptr;
+    REQUIRE(XGBoosterCreate(&train, 1, &h) == 0);
+    estimators::detail::XgbBooster booster(h);
+    for (const auto& [k, v] : {std::pair{"verbosity", "0"}, {"tree_method", "hist"}, {"nthread", "1"},
+                               {"max_depth", "6"}, {"eta", "0.1"}, {"base_score", "0.3"}})
+        REQUIRE(XGBoosterSetParam(h, k, v) == 0);
+    for (int round = 0; round < 40; ++round) REQUIRE(XGBoosterUpdateOneIter(h, round, train) == 0);
+    bst_ulong len = 0;
+    const char* json = nullptr;
+    REQUIRE(XGBoosterSaveModelToBuffer(h, R"({"format": "json"})", &len, &json) == 0);
+    const std::string text(json, len);  // XGBoost's buffer lasts until its next call
+    const auto forest = GbtForest::from_xgboost_json(text);
+    CHECK(forest.num_trees() == 40);
+    CHECK(forest.num_features() == width);
+    CHECK(forest.base_score() == 0.3f);
+
+    // rows inside the range, far beyond it, missing, and at and just around every threshold
+    std::vector<float> rows;
+    const auto add = [&](std::vector<float> r) { rows.insert(rows.end(), r.begin(), r.end()); };
+    for (int i = 0; i < 300; ++i) {
+        std::vector<float> r(width);
+        for (auto& v : r) v = static_cast<float>(rng.uniform() * 14.0 - 5.0);
+        if (i % 5 == 0) r[static_cast<std::size_t>(i % width)] = nan;
+        add(r);
+    }
+    add(std::vector<float>(width, 1e30f));
+    add(std::vector<float>(width, -1e30f));
+    add(std::vector<float>(width, 0.0f));
+    add(std::vector<float>(width, nan));
+    const auto thresholds = forest.thresholds();
+    std::size_t splits = 0;
+    for (std::size_t j = 0; j < thresholds.size(); ++j)
+        for (const float t : thresholds[j]) {
+            ++splits;
+            for (const float v : {t, std::nextafter(t, -1e38f), std::nextafter(t, 1e38f)}) {
+                std::vector<float> r(width, 1.0f);
+                r[j] = v;
+                add(r);
+            }
+        }
+    CHECK(splits > 20);
+    const auto m = rows.size() / width;
+    DMatrixHandle test = nullptr;
+    REQUIRE(XGDMatrixCreateFromMat(rows.data(), m, width, nan, &test) == 0);
+    estimators::detail::XgbMatrix test_owner(test);
+    const float* expected = nullptr;
+    REQUIRE(XGBoosterPredict(h, test, 0, 0, 0, &len, &expected) == 0);
+    REQUIRE(len == m);
+    std::vector<float> mine(m);
+    forest.predict(rows, mine);
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < m; ++i) same += mine[i] == expected[i];
+    CHECK(same == m);
+
+    CHECK_THROWS_AS(forest.predict(std::span<const float>(rows.data(), width - 1), std::span<float>(mine.data(), 1)),
+                    shape_error);
+    // text that is not a single-output tree model is refused, not read as one
+    CHECK_THROWS_WITH_AS(GbtForest::from_xgboost_json(text.substr(0, text.size() / 2)),
+                         doctest::Contains("XGBoost model: expected"), config_error);
+    CHECK_THROWS_WITH_AS(GbtForest::from_xgboost_json("{\"version\": [1, 7, 4]}"),
+                         doctest::Contains("no member 'learner'"), config_error);
+    auto looped = text;  // the root's left child made the root itself: a walk that never ends
+    const auto key = looped.find("\"left_children\"");
+    REQUIRE(key != std::string::npos);
+    const auto first = looped.find('[', key) + 1, end = looped.find_first_of(",]", first);
+    looped.replace(first, end - first, "0");
+    CHECK_THROWS_WITH_AS(GbtForest::from_xgboost_json(looped), doctest::Contains("node 0 of tree 0 has child 0"),
+                         config_error);
 }
 
 TEST_CASE("default candidates: the MLP and the trees compared on one kernel kind") {

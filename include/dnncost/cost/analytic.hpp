@@ -245,7 +245,7 @@ inline void recurrent(const graph::Graph& g, const graph::Node& n, NodeCost& c) 
 }
 inline void pool(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     std::int64_t k = 1;
-    for (auto d : n.attr_ints("kernel_shape")) k = mul(n, k, d);
+    for (auto d : n.attr_ints_view("kernel_shape")) k = mul(n, k, d);
     c.flops = mul(n, out_elems(g, n), k);
 }
 inline void batch_norm(const graph::Graph& g, const graph::Node& n, NodeCost& c) {

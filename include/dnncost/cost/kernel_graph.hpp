@@ -22,8 +22,6 @@
 /// Everything is deterministic: ties go to the earlier node in the graph's topological order.
 #include <algorithm>
 #include <cstdint>
-#include <queue>
-#include <set>
 #include <span>
 #include <string>
 #include <tuple>
@@ -35,6 +33,7 @@
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/fusion_match.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/cost/kernel_graph_plan.hpp>
 #include <dnncost/graph/graph.hpp>
 
 namespace dnncost::cost {
@@ -137,230 +136,29 @@ struct KernelGraph {
 };
 
 namespace detail {
-
-/// The units of a graph (pattern groups and single compute nodes) and the fused groups of units.
-struct FusionPlan {
-    /// nodes of unit u, in topological order: unit_flat[unit_start[u] .. unit_start[u + 1])
-    std::vector<int> unit_start{0};
-    std::vector<int> unit_flat;
-    std::vector<int> unit_kind;  ///< per unit: an id into KindIndex::names
-    std::vector<int> unit_of;  ///< per node; -1 for a node without a kernel
-    std::vector<int> group;    ///< per unit: the first unit of its kernel
-    std::vector<char> folded;  ///< per unit
-    struct Fused {
-        int producer, consumer, tensor;
-        const FusionRule* rule;
+/// Everything the kernel pass needs besides its result, kept from one graph to the next on the
+/// same thread: a search prices thousands of networks, and allocating this anew for each was
+/// a third of the pass. It holds the storage of the largest graph the thread has seen.
+struct KernelPassScratch {
+    struct Provider {
+        int kernel = -1;
+        Layout layout;
     };
-    std::vector<Fused> fused;
-    std::vector<int> item_order;  ///< kernels (as their first unit) and kernel-less nodes (as ~node)
-
-    std::size_t units() const { return unit_kind.size(); }
-    std::span<const int> nodes_of(std::size_t u) const {
-        return {unit_flat.data() + unit_start[u], static_cast<std::size_t>(unit_start[u + 1] - unit_start[u])};
-    }
-    void add_unit(std::span<const int> nodes, int kind) {
-        unit_flat.insert(unit_flat.end(), nodes.begin(), nodes.end());
-        unit_start.push_back(static_cast<int>(unit_flat.size()));
-        unit_kind.push_back(kind);
-    }
+    std::vector<int> order, pos, pattern_of, unit_of_match, effective, member_start, member_flat, member_fill;
+    std::vector<int> reorder_to_plain, reorder_to_blocked, all, constants, sources;
+    std::vector<char> in_kernel;
+    std::vector<Provider> provider;
+    std::vector<BannedFusion> banned, bad;
+    KindIndex kinds;
+    FusionPlan plan;
+    OrderScratch order_scratch;
+    Kernel kernel;              ///< the kernel being built
+    std::vector<Kernel> spare;  ///< kernels a smaller graph left over, with their storage
 };
-
-/// The operator kinds of one graph (op types and pattern names) as small integers, and the
-/// fusion rules indexed by them, so that the pass compares integers, not strings.
-struct KindIndex {
-    std::vector<std::string_view> names;
-    std::vector<int> op_kind;                    ///< per node
-    std::vector<std::vector<int>> by_consumer;   ///< per kind: rules with it as consumer, in rule order
-    std::vector<int> producer;                   ///< per rule: its producer's kind, -1 when absent
-    std::vector<std::vector<int>> after;         ///< per rule: kinds of its `after` list present
-    std::vector<char> anchor, follower;          ///< per kind: of the layout rule
-
-    int intern(std::string_view name) {
-        for (std::size_t i = 0; i < names.size(); ++i)
-            if (names[i] == name) return static_cast<int>(i);
-        names.push_back(name);
-        return static_cast<int>(names.size()) - 1;
-    }
-    int find(std::string_view name) const {
-        for (std::size_t i = 0; i < names.size(); ++i)
-            if (names[i] == name) return static_cast<int>(i);
-        return -1;
-    }
-    KindIndex(const graph::Graph& g, const FusionRules& rules) {
-        op_kind.resize(g.num_nodes());
-        for (std::size_t v = 0; v < g.num_nodes(); ++v) op_kind[v] = intern(g.node(static_cast<int>(v)).op_type);
-        for (const auto& p : rules.patterns) (void)intern(p.name);
-        by_consumer.resize(names.size());
-        producer.resize(rules.fusions.size());
-        after.resize(rules.fusions.size());
-        for (std::size_t r = 0; r < rules.fusions.size(); ++r) {
-            const auto& f = rules.fusions[r];
-            producer[r] = find(f.producer);
-            for (const auto& a : f.after)
-                if (const int k = find(a); k >= 0) after[r].push_back(k);
-            if (const int c = find(f.consumer); c >= 0) by_consumer[static_cast<std::size_t>(c)].push_back(static_cast<int>(r));
-        }
-        anchor.assign(names.size(), 0);
-        follower.assign(names.size(), 0);
-        for (std::size_t k = 0; k < names.size(); ++k) {
-            anchor[k] = rules.layout.is_anchor(names[k]);
-            follower[k] = rules.layout.is_follower(names[k]);
-        }
-    }
-    /// As FusionRules::find, on kinds of this index.
-    const FusionRule* find_rule(const FusionRules& rules, int producer_kind, int consumer_kind, Operands operands,
-                                int anchor_kind) const {
-        for (int r : by_consumer[static_cast<std::size_t>(consumer_kind)]) {
-            const auto& rule = rules.fusions[static_cast<std::size_t>(r)];
-            if (producer[static_cast<std::size_t>(r)] != producer_kind) continue;
-            if (rule.operands != Operands::any && rule.operands != operands) continue;
-            const auto& a = after[static_cast<std::size_t>(r)];
-            if (!rule.after.empty() && std::find(a.begin(), a.end(), anchor_kind) == a.end()) continue;
-            return &rule;
-        }
-        return nullptr;
-    }
-};
-
-/// Groups units by the fusion rules, skipping `banned` (producer unit, consumer unit, tensor).
-inline void fuse_units(const graph::Graph& g, const std::vector<NodeRole>& roles, const FusionRules& rules,
-                       const KindIndex& kinds, const std::set<std::tuple<int, int, int>>& banned, FusionPlan& plan) {
-    const std::size_t units = plan.units();
-    plan.group.resize(units);
-    plan.folded.assign(units, 0);
-    plan.fused.clear();
-    std::vector<int> effective(units);  // the unit whose kind a unit shows: a folded one its producer's
-    for (std::size_t v = 0; v < units; ++v) {
-        plan.group[v] = static_cast<int>(v);
-        effective[v] = static_cast<int>(v);
-        // does any rule take this kind as a consumer?
-        if (kinds.by_consumer[static_cast<std::size_t>(plan.unit_kind[v])].empty()) continue;
-        bool joined = false;
-        for (int n : plan.nodes_of(v)) {
-            for (int t : g.node(n).inputs) {
-                if (joined || t < 0 || is_constant_tensor(g, roles, t)) continue;
-                const int p = g.tensor(t).producer;
-                if (p < 0 || plan.unit_of[static_cast<std::size_t>(p)] < 0) continue;
-                const int u = plan.unit_of[static_cast<std::size_t>(p)];
-                if (u == static_cast<int>(v) || (!banned.empty() && banned.count({u, static_cast<int>(v), t}))) continue;
-                const auto gu = static_cast<std::size_t>(plan.group[static_cast<std::size_t>(u)]);
-                const auto* rule = kinds.find_rule(
-                    rules, plan.unit_kind[static_cast<std::size_t>(effective[static_cast<std::size_t>(u)])],
-                    plan.unit_kind[v], operand_class(g, roles, n, t), plan.unit_kind[gu]);
-                if (!rule) continue;
-                plan.group[v] = static_cast<int>(gu);
-                plan.folded[v] = rule->fold;
-                if (rule->fold) effective[v] = effective[static_cast<std::size_t>(u)];
-                plan.fused.push_back({u, static_cast<int>(v), t, rule});
-                joined = true;
-            }
-        }
-    }
+inline KernelPassScratch& kernel_pass_scratch() {
+    thread_local KernelPassScratch s;
+    return s;
 }
-
-/// Fusions that break a sole-consumer condition: the intermediate is a graph output or is read
-/// by a node outside the kernel.
-inline std::vector<std::tuple<int, int, int>> sole_consumer_violations(const graph::Graph& g, const FusionPlan& plan) {
-    std::vector<std::tuple<int, int, int>> out;
-    for (const auto& f : plan.fused) {
-        if (!f.rule->sole_consumer) continue;
-        const auto& ten = g.tensor(f.tensor);
-        const int kernel = plan.group[static_cast<std::size_t>(f.consumer)];
-        bool ok = !ten.is_output;
-        for (int c : ten.consumers) {
-            const int u = plan.unit_of[static_cast<std::size_t>(c)];
-            if (u < 0 || plan.group[static_cast<std::size_t>(u)] != kernel) ok = false;
-        }
-        if (!ok) out.emplace_back(f.producer, f.consumer, f.tensor);
-    }
-    return out;
-}
-
-/// Orders the kernels and kernel-less nodes topologically (earliest first node first); returns
-/// false when the grouping is cyclic, with `cyclic` set to the earliest kernel left unordered.
-inline bool order_items(const graph::Graph& g, const std::vector<int>& pos, FusionPlan& plan, int& cyclic) {
-    const std::size_t n = g.num_nodes();
-    // item of a node: its kernel's first unit, or units + node for a kernel-less node
-    const auto units = static_cast<int>(plan.units());
-    const auto item_of = [&](int node) {
-        const int u = plan.unit_of[static_cast<std::size_t>(node)];
-        return u >= 0 ? plan.group[static_cast<std::size_t>(u)] : units + node;
-    };
-    const std::size_t items = plan.units() + n;
-    std::vector<int> key(items, -1), indeg(items, 0);
-    for (std::size_t v = 0; v < n; ++v) {
-        const int it = item_of(static_cast<int>(v));
-        auto& k = key[static_cast<std::size_t>(it)];
-        if (k < 0 || pos[v] < k) k = pos[v];
-    }
-    // successors of each item, in compressed rows (the graph's edges: producer -> consumer of
-    // every input; the order of a row does not matter, keys are unique)
-    const auto for_each_edge = [&](const auto& f) {
-        for (std::size_t v = 0; v < n; ++v)
-            for (int t : g.node(static_cast<int>(v)).inputs)
-                if (t >= 0)
-                    if (const int p = g.tensor(t).producer; p >= 0) f(p, static_cast<int>(v));
-    };
-    std::vector<int> start(items + 1, 0), succ;
-    for_each_edge([&](int src, int dst) {
-        const int a = item_of(src), b = item_of(dst);
-        if (a == b) return;
-        ++start[static_cast<std::size_t>(a) + 1];
-        ++indeg[static_cast<std::size_t>(b)];
-    });
-    for (std::size_t i = 0; i < items; ++i) start[i + 1] += start[i];
-    succ.resize(static_cast<std::size_t>(start[items]));
-    {
-        auto fill = start;
-        for_each_edge([&](int src, int dst) {
-            const int a = item_of(src), b = item_of(dst);
-            if (a != b) succ[static_cast<std::size_t>(fill[static_cast<std::size_t>(a)]++)] = b;
-        });
-    }
-    using Entry = std::pair<int, int>;  // (key, item)
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
-    std::size_t live = 0;
-    for (std::size_t i = 0; i < items; ++i)
-        if (key[i] >= 0) {
-            ++live;
-            if (indeg[i] == 0) ready.push({key[i], static_cast<int>(i)});
-        }
-    plan.item_order.clear();
-    while (!ready.empty()) {
-        const int it = ready.top().second;
-        ready.pop();
-        plan.item_order.push_back(it < units ? it : ~(it - units));
-        for (int j = start[static_cast<std::size_t>(it)]; j < start[static_cast<std::size_t>(it) + 1]; ++j) {
-            const int s = succ[static_cast<std::size_t>(j)];
-            if (--indeg[static_cast<std::size_t>(s)] == 0) ready.push({key[static_cast<std::size_t>(s)], s});
-        }
-    }
-    if (plan.item_order.size() == live) return true;
-    cyclic = -1;
-    for (int u = 0; u < units; ++u)
-        if (key[static_cast<std::size_t>(u)] >= 0 && indeg[static_cast<std::size_t>(u)] > 0 &&
-            (cyclic < 0 || key[static_cast<std::size_t>(u)] < key[static_cast<std::size_t>(cyclic)]))
-            cyclic = u;
-    return false;
-}
-
-/// Whether a kernel starting with anchor node `a` can run blocked by `block`, and whether it
-/// reads its first input in the plain layout (a narrow first convolution).
-inline bool anchor_fits(const graph::Graph& g, const graph::Node& a, const LayoutRule& layout, bool& narrow) {
-    narrow = false;
-    const auto b = layout.block;
-    if (a.inputs.empty() || a.inputs[0] < 0 || a.outputs.empty()) return false;
-    const auto& x = g.tensor(a.inputs[0]).shape;
-    const auto& y = g.tensor(a.outputs[0]).shape;
-    if (x.size() != 4 || y.size() != 4 || y[1] % b != 0) return false;
-    const std::int64_t c = x[1], k = y[1];
-    const auto group = a.op_type == "Conv" ? a.attr_int("group", 1) : 1;
-    if (group > 1) return group == c && c == k && c % b == 0;  // depthwise only
-    if (c % b == 0) return true;
-    narrow = layout.narrow_input && a.op_type == "Conv" && c < b;
-    return narrow;
-}
-
 }  // namespace detail
 
 /// The kernel graph of `g` under `rules`, written over `kg`: the same result as kernel_graph(),
@@ -369,11 +167,19 @@ inline bool anchor_fits(const graph::Graph& g, const graph::Node& a, const Layou
 /// @throws as kernel_graph(); `kg` is then left in an unspecified but valid state
 inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, KernelGraph& kg) {
     rules.check();
+    auto& sc = detail::kernel_pass_scratch();
     kg.layout_name = rules.layout.name;
     kg.edges.clear();
     std::size_t used = 0;  // kernels of kg written so far; the rest are storage to reuse
     const auto next_kernel = [&]() -> Kernel& {
-        if (used == kg.kernels.size()) kg.kernels.emplace_back();
+        if (used == kg.kernels.size()) {
+            if (sc.spare.empty()) {
+                kg.kernels.emplace_back();
+            } else {
+                kg.kernels.push_back(std::move(sc.spare.back()));
+                sc.spare.pop_back();
+            }
+        }
         return kg.kernels[used++];
     };
     // a shape list written over the storage of the old one
@@ -389,7 +195,7 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
     for (std::size_t v = 0; v < g.num_nodes() && sorted; ++v)
         for (int t : g.node(static_cast<int>(v)).inputs)
             if (t >= 0 && g.tensor(t).producer >= static_cast<int>(v)) sorted = false;
-    std::vector<int> order;
+    auto& order = sc.order;
     if (sorted) {
         order.resize(g.num_nodes());
         for (std::size_t v = 0; v < order.size(); ++v) order[v] = static_cast<int>(v);
@@ -398,20 +204,22 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
     }
     kg.roles = node_roles(g, order);
     const auto& roles = kg.roles;
-    const auto pos = topological_positions(g, order);
+    auto& pos = sc.pos;
+    pos.assign(g.num_nodes(), 0);
+    for (std::size_t i = 0; i < order.size(); ++i) pos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
 
     // units: pattern groups first, then every other compute node, numbered in topological order
-    const detail::KindIndex kinds(g, rules);
-    detail::FusionPlan plan;
-    plan.unit_of.assign(g.num_nodes(), -1);
-    plan.unit_kind.reserve(g.num_nodes());
-    plan.unit_flat.reserve(g.num_nodes());
-    plan.unit_start.reserve(g.num_nodes() + 1);
-    std::vector<int> pattern_of(g.num_nodes(), -1);
+    auto& kinds = sc.kinds;
+    kinds.reset(g, rules);
+    auto& plan = sc.plan;
+    plan.clear(g.num_nodes());
+    auto& pattern_of = sc.pattern_of;
+    pattern_of.assign(g.num_nodes(), -1);
     const auto matches = match_patterns(g, roles, rules.patterns, order);
     for (std::size_t m = 0; m < matches.size(); ++m)
         for (int v : matches[m].nodes) pattern_of[static_cast<std::size_t>(v)] = static_cast<int>(m);
-    std::vector<int> unit_of_match(matches.size(), -1);
+    auto& unit_of_match = sc.unit_of_match;
+    unit_of_match.assign(matches.size(), -1);
     for (int v : order) {
         const auto vi = static_cast<std::size_t>(v);
         if (roles[vi] != NodeRole::compute) continue;
@@ -434,21 +242,28 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
     }
 
     // fusion, undoing fusions that break a condition or a cycle until none does
-    std::set<std::tuple<int, int, int>> banned;
+    auto& banned = sc.banned;  // sorted, each once
+    banned.clear();
+    const auto settle = [&] {
+        std::sort(banned.begin(), banned.end());
+        banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
+    };
     for (;;) {
-        detail::fuse_units(g, roles, rules, kinds, banned, plan);
-        const auto bad = detail::sole_consumer_violations(g, plan);
-        if (!bad.empty()) {
-            banned.insert(bad.begin(), bad.end());
+        detail::fuse_units(g, roles, rules, kinds, banned, plan, sc.effective);
+        detail::sole_consumer_violations(g, plan, sc.bad);
+        if (!sc.bad.empty()) {
+            banned.insert(banned.end(), sc.bad.begin(), sc.bad.end());
+            settle();
             continue;
         }
         int cyclic = -1;
-        if (detail::order_items(g, pos, plan, cyclic)) break;
+        if (detail::order_items(g, pos, plan, cyclic, sc.order_scratch)) break;
         if (cyclic < 0) raise<shape_error>("kernel graph of '", g.name(), "': the graph has a cycle");
         const auto before = banned.size();
         for (const auto& f : plan.fused)
             if (plan.group[static_cast<std::size_t>(f.consumer)] == cyclic)
-                banned.insert({f.producer, f.consumer, f.tensor});
+                banned.emplace_back(f.producer, f.consumer, f.tensor);
+        settle();
         if (banned.size() == before)  // a single unit on a cycle: only a malformed pattern match could do this
             raise<shape_error>("kernel graph of '", g.name(), "': unit '",
                                kinds.names[static_cast<std::size_t>(plan.unit_kind[static_cast<std::size_t>(cyclic)])],
@@ -458,22 +273,26 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
     // kernels, in the order found; providers of values: (kernel or -1, layout)
     const std::size_t units = plan.units();
     // units of each kernel (by its first unit), in unit order: member_flat[member_start[k] ..)
-    std::vector<int> member_start(units + 1, 0), member_flat(units);
+    auto& member_start = sc.member_start;
+    auto& member_flat = sc.member_flat;
+    member_start.assign(units + 1, 0);
+    member_flat.resize(units);
     for (std::size_t u = 0; u < units; ++u) ++member_start[static_cast<std::size_t>(plan.group[u]) + 1];
     for (std::size_t u = 0; u < units; ++u) member_start[u + 1] += member_start[u];
     {
-        auto fill = member_start;
+        auto& fill = sc.member_fill;
+        fill.assign(member_start.begin(), member_start.end());
         for (std::size_t u = 0; u < units; ++u)
             member_flat[static_cast<std::size_t>(fill[static_cast<std::size_t>(plan.group[u])]++)] = static_cast<int>(u);
     }
-    struct Provider {
-        int kernel = -1;
-        Layout layout;
-    };
-    std::vector<Provider> provider(g.num_tensors());
+    auto& provider = sc.provider;
+    provider.assign(g.num_tensors(), {});
     // reorder kernels of each tensor, to the plain and to the blocked layout (the rule set has
     // one block, so these are the only two targets)
-    std::vector<int> reorder_to_plain(g.num_tensors(), -1), reorder_to_blocked(g.num_tensors(), -1);
+    auto& reorder_to_plain = sc.reorder_to_plain;
+    auto& reorder_to_blocked = sc.reorder_to_blocked;
+    reorder_to_plain.assign(g.num_tensors(), -1);
+    reorder_to_blocked.assign(g.num_tensors(), -1);
     kg.kernel_of_node.assign(g.num_nodes(), -1);
     const auto add_edge = [&](int src, int dst, int t) {
         if (src >= 0) kg.edges.push_back({src, dst, t});
@@ -501,11 +320,14 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
         known = id;
         return id;
     };
-    std::vector<char> in_kernel(g.num_nodes(), 0);
+    auto& in_kernel = sc.in_kernel;
+    in_kernel.assign(g.num_nodes(), 0);
     kg.kernels.reserve(plan.item_order.size() + plan.item_order.size() / 2 + 8);  // reorders included, mostly
     kg.edges.reserve(2 * plan.item_order.size());
-    std::vector<int> all, constants, sources;  // buffers reused kernel after kernel
-    Kernel k;  // the kernel being built, before its place (after the reorders it needs) is known
+    auto& all = sc.all;  // buffers reused kernel after kernel
+    auto& constants = sc.constants;
+    auto& sources = sc.sources;
+    Kernel& k = sc.kernel;  // the kernel being built, before its place (after the reorders it needs) is known
     for (const int item : plan.item_order) {
         if (item < 0) {  // a node without a kernel
             const int v = ~item;
@@ -637,7 +459,11 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
     // graph outputs leave in the plain layout
     for (int t : g.outputs())
         if (provider[static_cast<std::size_t>(t)].layout.blocked()) (void)ensure(t, Layout{});
-    kg.kernels.resize(used);
+    // kernels past the last are kept, with their storage, for the next graph
+    while (kg.kernels.size() > used) {
+        sc.spare.push_back(std::move(kg.kernels.back()));
+        kg.kernels.pop_back();
+    }
 }
 
 /// The kernel graph of `g` under `rules`.

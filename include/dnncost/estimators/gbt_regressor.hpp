@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
+#include <dnncost/estimators/gbt_forest.hpp>
 #include <dnncost/estimators/tabular_regressor.hpp>
 
 namespace dnncost::estimators {
@@ -52,22 +53,28 @@ struct XgbMatrixFree {
 using XgbBooster = std::unique_ptr<void, XgbBoosterFree>;
 using XgbMatrix = std::unique_ptr<void, XgbMatrixFree>;
 
+/// Feature j of row i as XGBoost reads it. @throws config_error beyond the float range
+inline float xgb_feature(const Mat<double>& x, Index i, Index j) {
+    const auto v = static_cast<float>(x(i, j));
+    if (!std::isfinite(v))
+        raise<config_error>("GbtRegressor: feature ", j, " of row ", i, " (", x(i, j),
+                            ") is beyond the float range XGBoost reads");
+    return v;
+}
+
 /// A DMatrix of the given rows (XGBoost reads float; a feature beyond float range is an error).
 inline XgbMatrix xgb_matrix(const Mat<double>& x, std::span<const Index> rows) {
     std::vector<float> data(rows.size() * static_cast<std::size_t>(x.cols()));
     std::size_t k = 0;
     for (auto i : rows)
         for (Index j = 0; j < x.cols(); ++j) {
-            data[k] = static_cast<float>(x(i, j));
-            if (!std::isfinite(data[k]))
-                raise<config_error>("GbtRegressor: feature ", j, " of row ", i, " (", x(i, j),
-                                    ") is beyond the float range XGBoost reads");
-            ++k;
+            data[k++] = xgb_feature(x, i, j);
         }
     DMatrixHandle h = nullptr;
-    xgb_check(XGDMatrixCreateFromMat(data.data(), static_cast<bst_ulong>(rows.size()),
-                                     static_cast<bst_ulong>(x.cols()), std::numeric_limits<float>::quiet_NaN(), &h),
-              "XGDMatrixCreateFromMat");
+    // one thread: a team of OpenMP threads left spinning after a small matrix costs more than it saves
+    xgb_check(XGDMatrixCreateFromMat_omp(data.data(), static_cast<bst_ulong>(rows.size()),
+                                         static_cast<bst_ulong>(x.cols()), std::numeric_limits<float>::quiet_NaN(), &h, 1),
+              "XGDMatrixCreateFromMat_omp");
     return XgbMatrix(h);
 }
 }  // namespace detail
@@ -161,19 +168,20 @@ protected:
         }
         m_booster = std::move(booster);
         m_rounds = best_round + 1;
+        read_trees(&x);
     }
 
+    /// Through the booster's trees read into a GbtForest: XGBoost's own figures (checked when
+    /// the trees are read), without its per-call matrix.
     Eigen::VectorXd predict_log(const Mat<double>& x) const override {
-        std::vector<Index> rows(static_cast<std::size_t>(x.rows()));
-        std::iota(rows.begin(), rows.end(), Index{0});
-        auto dm = detail::xgb_matrix(x, rows);
-        bst_ulong len = 0;
-        const float* out = nullptr;
-        detail::xgb_check(XGBoosterPredict(m_booster.get(), dm.get(), 0, 0, 0, &len, &out), "XGBoosterPredict");
-        if (len != static_cast<bst_ulong>(x.rows()))
-            raise<config_error>("GbtRegressor: XGBoost returned ", len, " predictions for ", x.rows(), " rows");
+        std::vector<float> data(static_cast<std::size_t>(x.size()));
+        std::size_t k = 0;
+        for (Index i = 0; i < x.rows(); ++i)
+            for (Index j = 0; j < x.cols(); ++j) data[k++] = detail::xgb_feature(x, i, j);
+        std::vector<float> out(static_cast<std::size_t>(x.rows()));
+        m_forest.predict(data, out);
         Eigen::VectorXd y(x.rows());
-        for (Index i = 0; i < x.rows(); ++i) y[i] = out[i];
+        for (Index i = 0; i < x.rows(); ++i) y[i] = out[static_cast<std::size_t>(i)];
         return y;
     }
 
@@ -210,9 +218,53 @@ protected:
             r.fail("gbt booster has ", features, " features and ", rounds, " rounds, expected ", n_features, " and ",
                    m_rounds);
         m_booster = std::move(booster);
+        try {
+            read_trees(nullptr);
+        } catch (const config_error& e) {
+            r.fail("gbt booster: ", e.what());
+        }
     }
 
 private:
+    /// Reads the booster's trees into m_forest and checks that they give XGBoost's own figures,
+    /// bit for bit, on rows at and just below every threshold (and on up to 256 of `x`'s rows).
+    /// @throws config_error when they do not
+    void read_trees(const Mat<double>* x) {
+        bst_ulong len = 0;
+        const char* json = nullptr;
+        detail::xgb_check(XGBoosterSaveModelToBuffer(m_booster.get(), R"({"format": "json"})", &len, &json),
+                          "XGBoosterSaveModelToBuffer");
+        m_forest = GbtForest::from_xgboost_json(std::string_view(json, static_cast<std::size_t>(len)));
+        const auto width = static_cast<Index>(m_forest.num_features());
+        const auto thresholds = m_forest.thresholds();
+        std::size_t most = 0;
+        for (const auto& t : thresholds) most = std::max(most, t.size());
+        const Index from_x = x ? std::min<Index>(256, x->rows()) : 0;
+        const auto at = static_cast<Index>(std::min<std::size_t>(most, 128));
+        Mat<double> rows(from_x + 2 * at, width);
+        for (Index i = 0; i < from_x; ++i) rows.row(i) = x->row(i * x->rows() / from_x);
+        for (Index i = 0; i < at; ++i)
+            for (Index j = 0; j < width; ++j) {
+                const auto& t = thresholds[static_cast<std::size_t>(j)];
+                const float v = t.empty() ? 0.0f : t[static_cast<std::size_t>(i) % t.size()];
+                rows(from_x + 2 * i, j) = v;
+                rows(from_x + 2 * i + 1, j) = std::nextafter(v, -std::numeric_limits<float>::infinity());
+            }
+        if (rows.rows() == 0) return;
+        std::vector<Index> all(static_cast<std::size_t>(rows.rows()));
+        std::iota(all.begin(), all.end(), Index{0});
+        auto dm = detail::xgb_matrix(rows, all);
+        const float* out = nullptr;
+        detail::xgb_check(XGBoosterPredict(m_booster.get(), dm.get(), 0, 0, 0, &len, &out), "XGBoosterPredict");
+        if (len != static_cast<bst_ulong>(rows.rows()))
+            raise<config_error>("GbtRegressor: XGBoost returned ", len, " predictions for ", rows.rows(), " rows");
+        const Eigen::VectorXd mine = predict_log(rows);
+        for (Index i = 0; i < rows.rows(); ++i)
+            if (static_cast<double>(out[i]) != mine[i])
+                raise<config_error>("GbtRegressor: the trees read from XGBoost's model give ", mine[i], " on row ", i,
+                                    " where XGBoost gives ", out[i]);
+    }
+
     void set_params(BoosterHandle h, double base_score) const {
         const auto set = [&](const char* name, const std::string& value) {
             detail::xgb_check(XGBoosterSetParam(h, name, value.c_str()), "XGBoosterSetParam");
@@ -248,7 +300,8 @@ private:
     }
 
     GbtRegressorOptions m_o;
-    detail::XgbBooster m_booster;
+    detail::XgbBooster m_booster;  ///< trained, saved and loaded by XGBoost
+    GbtForest m_forest;            ///< its trees, which predict
     int m_rounds = 0;
 };
 

@@ -6,6 +6,7 @@
 /// of its batch, so predicting each distinct row once gives every kernel the figure it would get
 /// on its own, at a fraction of the cost.
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <span>
@@ -85,10 +86,22 @@ private:
     // rows compare bit for bit: equal bits give equal figures
     struct RowHash {
         const KernelBatches* self;
+        // the row's 64-bit words mixed in four independent chains (a kernel's row is a few
+        // dozen words, hashed once per kernel priced), then folded
         std::size_t operator()(const Key& k) const {
             const auto x = self->row_of(k);
-            const std::string_view bytes(reinterpret_cast<const char*>(x.data()), x.size_bytes());
-            return std::hash<std::string_view>{}(bytes) ^ (k.regressor * 0x9e3779b97f4a7c15ull);
+            constexpr std::uint64_t mul = 0x9e3779b97f4a7c15ull;
+            std::uint64_t h[4] = {k.regressor + 1, 2, 3, 4};
+            std::size_t i = 0;
+            for (; i < x.size(); ++i) {
+                std::uint64_t w;
+                std::memcpy(&w, &x[i], sizeof w);
+                auto& c = h[i % 4];
+                c = (c ^ w ^ (w >> 29)) * mul;
+            }
+            std::uint64_t r = ((h[0] * mul ^ h[1]) * mul ^ h[2]) * mul ^ h[3];
+            r ^= r >> 32;
+            return static_cast<std::size_t>(r * mul ^ (r >> 29));
         }
     };
     struct RowEqual {

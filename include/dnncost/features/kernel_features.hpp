@@ -110,7 +110,7 @@ inline KernelKind kernel_features_into(const graph::Graph& g, const cost::Kernel
     if (!k.is_reorder()) {
         const auto& a = g.node(k.nodes.front());
         if (a.op_type == "Conv" || a.op_type == "ConvTranspose" || cost::detail::family_of_op(a.op_type) == "Pool") {
-            const auto ks = a.attr_ints("kernel_shape");
+            const auto ks = a.attr_ints_view("kernel_shape");
             if (ks.size() >= 2) {
                 kh = ks[ks.size() - 2];
                 kw = ks[ks.size() - 1];
@@ -121,7 +121,7 @@ inline KernelKind kernel_features_into(const graph::Graph& g, const cost::Kernel
                 const auto& ws = g.tensor(a.inputs[1]).shape;
                 if (ws.size() >= 4) kh = ws[ws.size() - 2], kw = ws[ws.size() - 1];
             }
-            const auto st = a.attr_ints("strides");
+            const auto st = a.attr_ints_view("strides");
             if (st.size() >= 2) sh = st[st.size() - 2], sw = st[st.size() - 1];
             groups = a.attr_int("group", 1);
             depthwise = cost::detail::is_depthwise(g, a);

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <optional>
 #include <queue>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -166,6 +167,15 @@ struct Node {
         if (!v) return fallback;
         if (const auto* i = std::get_if<std::vector<std::int64_t>>(v)) return *i;
         if (const auto* s = std::get_if<std::int64_t>(v)) return {*s};
+        raise<parse_error>("node '", name, "' (", op_type, "): attribute '", key, "' is not an integer list");
+    }
+    /// attr_ints() without a copy, for the hot paths of pricing: a view into this node (empty
+    /// when the attribute is absent), valid while the node is.
+    std::span<const std::int64_t> attr_ints_view(std::string_view key) const {
+        const auto* v = find_attr(key);
+        if (!v) return {};
+        if (const auto* i = std::get_if<std::vector<std::int64_t>>(v)) return *i;
+        if (const auto* s = std::get_if<std::int64_t>(v)) return {s, 1};
         raise<parse_error>("node '", name, "' (", op_type, "): attribute '", key, "' is not an integer list");
     }
     std::string attr_string(std::string_view key, std::string fallback = {}) const {
