@@ -234,18 +234,13 @@ inline const PresetOption coefficients_option{
 /// The "additive" preset, registered by including this header (see preset_registry.hpp).
 inline const bool additive_registered = [] {
     register_estimator(std::string(AdditiveEstimator::kind),
-                       RegistryEntry{[](const PresetSettings& s) {
-                                         auto e = std::make_unique<AdditiveEstimator>();
-                                         if (const auto it = s.find("coefficients"); it != s.end())
-                                             e->set_signs(RidgeFit::parse_signs(it->second));
-                                         return std::unique_ptr<Estimator>(std::move(e));
-                                     },
-                                     [](std::string_view b, std::string_view src) {
-                                         return std::unique_ptr<Estimator>(AdditiveEstimator::deserialize(b, src));
-                                     },
-                                     "ridge regression over per-operator-type counts, MACs and bytes (milliseconds "
-                                     "to train)",
-                                     {coefficients_option}});
+                       entry_of<AdditiveEstimator>(
+                           [](AdditiveEstimator& e, const PresetSettings& s) {
+                               if (const auto it = s.find("coefficients"); it != s.end())
+                                   e.set_signs(RidgeFit::parse_signs(it->second));
+                           },
+                           "ridge regression over per-operator-type counts, MACs and bytes (milliseconds to train)",
+                           {coefficients_option}));
     return true;
 }();
 }  // namespace detail

@@ -663,13 +663,10 @@ namespace detail {
 /// leaves it out: only programs that price with device models compile its regressors and kernel pass.
 inline const bool device_model_registered = [] {
     register_estimator(std::string(DeviceModel::kind),
-                       RegistryEntry{[](const PresetSettings&) { return std::unique_ptr<Estimator>(std::make_unique<DeviceModel>()); },
-                                     [](std::string_view b, std::string_view src) {
-                                         return std::unique_ptr<Estimator>(DeviceModel::deserialize(b, src));
-                                     },
-                                     "kernel-level device model: the runtime's kernels (measured fusion and layout "
-                                     "rules) priced by per-kind regressors learnt from single-kernel measurements; "
-                                     "built by `dnncost device build`, fit() calibrates it"});
+                       entry_of<DeviceModel>([](DeviceModel&, const PresetSettings&) {},
+                                             "kernel-level device model: the runtime's kernels (measured fusion and "
+                                             "layout rules) priced by per-kind regressors learnt from single-kernel "
+                                             "measurements; built by `dnncost device build`, fit() calibrates it"));
     return true;
 }();
 }  // namespace detail

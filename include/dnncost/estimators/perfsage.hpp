@@ -411,17 +411,11 @@ namespace detail {
 /// The "perfsage" preset, registered by including this header (see preset_registry.hpp).
 inline const bool perfsage_registered = [] {
     register_estimator(std::string(PerfSageEstimator::kind),
-                       RegistryEntry{[](const PresetSettings& s) {
-                                         auto e = std::make_unique<PerfSageEstimator>();
-                                         e->set_options({precision_setting(s)});
-                                         return std::unique_ptr<Estimator>(std::move(e));
-                                     },
-                                     [](std::string_view b, std::string_view src) {
-                                         return std::unique_ptr<Estimator>(PerfSageEstimator::deserialize(b, src));
-                                     },
-                                     "PerfSAGE: per-operator-type input transform, 8 GraphSAGE (sum) layers, max "
-                                     "readout, 4 FC layers of 1024; several targets at once (MAPE + 10 RMSE)",
-                                     {precision_option}});
+                       entry_of<PerfSageEstimator>(
+                           [](PerfSageEstimator& e, const PresetSettings& s) { e.set_options({precision_setting(s)}); },
+                           "PerfSAGE: per-operator-type input transform, 8 GraphSAGE (sum) layers, max readout, 4 FC "
+                           "layers of 1024; several targets at once (MAPE + 10 RMSE)",
+                           {precision_option}));
     return true;
 }();
 }  // namespace detail

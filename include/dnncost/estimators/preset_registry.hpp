@@ -69,6 +69,19 @@ inline std::optional<nn::Precision> precision_setting(const PresetSettings& s) {
     return it == s.end() ? std::nullopt : nn::precision_from_string(it->second);
 }
 
+/// The entry of a preset whose estimator T is default-constructed, then configured from the
+/// settings by `configure(T&, settings)`, and whose saved bytes T::deserialize(bytes, source) reads.
+template <class T, class Configure>
+RegistryEntry entry_of(Configure configure, std::string description, std::vector<PresetOption> options = {}) {
+    return {[configure](const PresetSettings& s) {
+                auto e = std::make_unique<T>();
+                configure(*e, s);
+                return std::unique_ptr<Estimator>(std::move(e));
+            },
+            [](std::string_view b, std::string_view src) { return std::unique_ptr<Estimator>(T::deserialize(b, src)); },
+            std::move(description), std::move(options)};
+}
+
 struct Registry {
     std::mutex mutex;
     std::map<std::string, RegistryEntry, std::less<>> entries;
