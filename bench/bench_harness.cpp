@@ -7,13 +7,14 @@
 //       BM_HarnessInstant: a runner that answers at once (this program, started with
 //       --instant-runner): everything measured is the harness's own cost. Counters: per_network
 //       and per_request wall time.
-//   bench_harness --runner 'CMD' [--networks N] [--store-dir DIR] [benchmark flags]
+//   bench_harness --runner 'CMD' [--networks N] [--no-reference] [--store-dir DIR] [benchmark flags]
 //       BM_HarnessRunner: N NB201 networks (seed 1) measured with the default settings through
 //       a real runner (bench/harness_cost.sh runs the bundled one). Counters: per_network wall
 //       time, timed (the sum of the timed runs the runner reported, per network), and
 //       overhead = wall / timed - 1 (the goal is at most 0.2); of it, warmup_share is what the
 //       untimed warm-up runs take (estimated at each answer's mean latency), and
 //       other_ms_per_request the rest per request (requests_per_network of them).
+//       --no-reference leaves the reference network out, to tell its share of that rest.
 //
 // The stores go to --store-dir (default: a folder in the current directory, so that their
 // fsyncs hit the disk a user's store would); they are removed afterwards.
@@ -44,6 +45,7 @@ namespace {
 std::string g_self, g_runner;
 fs::path g_store_dir = "bench_harness_stores";
 int g_networks = 10;
+bool g_reference = true;
 
 /// A runner that answers every request at once with 1 microsecond per timed run.
 int instant_runner() {
@@ -72,9 +74,11 @@ Workload workload(std::size_t n, bool export_models, const fs::path& dir) {
     Workload w;
     Rng rng(1);
     fs::create_directories(dir);
-    w.provenance.reference_model = dir / "reference.onnx";
-    w.provenance.reference_key = measure::network_key(measure::reference_graph());
-    if (export_models) measure::write_reference_model(w.provenance.reference_model);
+    if (g_reference) {
+        w.provenance.reference_model = dir / "reference.onnx";
+        w.provenance.reference_key = measure::network_key(measure::reference_graph());
+        if (export_models) measure::write_reference_model(w.provenance.reference_model);
+    }
     for (std::size_t i = 0; i < n; ++i) {
         const auto arch = nb201::to_string(nb201::from_index(static_cast<std::int64_t>(rng.below(15625))));
         const auto g = nb201::build_graph(arch);
@@ -169,6 +173,8 @@ int main(int argc, char** argv) {
             g_runner = argv[++i];
         else if (a == "--networks" && has_value)
             g_networks = std::max(1, std::atoi(argv[++i]));
+        else if (a == "--no-reference")
+            g_reference = false;
         else if (a == "--store-dir" && has_value)
             g_store_dir = argv[++i];
         else
