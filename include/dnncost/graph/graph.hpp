@@ -163,11 +163,9 @@ struct Node {
         raise<parse_error>("node '", name, "' (", op_type, "): attribute '", key, "' is not a number");
     }
     std::vector<std::int64_t> attr_ints(std::string_view key, std::vector<std::int64_t> fallback = {}) const {
-        const auto* v = find_attr(key);
-        if (!v) return fallback;
-        if (const auto* i = std::get_if<std::vector<std::int64_t>>(v)) return *i;
-        if (const auto* s = std::get_if<std::int64_t>(v)) return {*s};
-        raise<parse_error>("node '", name, "' (", op_type, "): attribute '", key, "' is not an integer list");
+        if (!find_attr(key)) return fallback;
+        const auto ints = attr_ints_view(key);
+        return {ints.begin(), ints.end()};
     }
     /// attr_ints() without a copy, for the hot paths of pricing: a view into this node (empty
     /// when the attribute is absent), valid while the node is.
