@@ -581,6 +581,54 @@ TEST_CASE("harness: unstable networks get more rounds up to the cap, stable ones
     CHECK(store.result("key-lat2.onnx")->spread == 0);
 }
 
+TEST_CASE("harness: rounds go round-robin within groups, the runner keeps a session for planned rounds only") {
+    CHECK(encode_request({4, "/m.onnx", 1, 2}).find("keep") == std::string::npos);
+    CHECK(encode_request({4, "/m.onnx", 1, 2, true}) == "{\"id\":4,\"model\":\"/m.onnx\",\"warmup\":1,\"repeats\":2,\"keep\":true}\n");
+    const auto run = [](int interleave, bool keep_sessions) {
+        Scratch s("groups");
+        HarnessOptions ho;
+        ho.statistic = Statistic::median;
+        ho.rounds = 3;
+        ho.warmup = 0;
+        ho.repeats = 2;
+        ho.remeasure_spread = 0.05;
+        ho.max_rounds = 4;
+        ho.interleave = interleave;
+        ho.keep_sessions = keep_sessions;
+        RunnerPool pool({s.runner("noisy")});
+        ResultsStore store(s.dir / "r.csv");
+        Harness h(pool, ho);
+        const auto sum = h.run(store, nets(s, {"lat1noisy.onnx", "lat2.onnx", "lat3.onnx", "lat4.onnx", "lat5.onnx"}));
+        CHECK(sum.measured == 5);
+        CHECK(store.result("key-lat1noisy.onnx")->rounds == 4);
+        std::ifstream in(s.dir / "sessions.log");
+        std::vector<std::string> lines;
+        for (std::string line; std::getline(in, line);) lines.push_back(line);
+        return lines;
+    };
+    // groups of two: {noisy, 2}, {3, 4}, {5}; every planned round but a network's last keeps its
+    // session; the unstable network's extra round loads afresh
+    const std::vector<std::string> grouped = {
+        "lat1noisy.onnx keep",  "lat2.onnx keep",  "lat1noisy.onnx keep", "lat2.onnx keep",
+        "lat1noisy.onnx fresh", "lat2.onnx fresh", "lat1noisy.onnx fresh", "lat3.onnx keep",
+        "lat4.onnx keep",       "lat3.onnx keep",  "lat4.onnx keep",      "lat3.onnx fresh",
+        "lat4.onnx fresh",      "lat5.onnx keep",  "lat5.onnx keep",      "lat5.onnx fresh"};
+    CHECK(run(2, true) == grouped);
+    // asked for fresh sessions: the same order, nothing kept
+    auto fresh = grouped;
+    for (auto& line : fresh) line = line.substr(0, line.find(' ')) + " fresh";
+    CHECK(run(2, false) == fresh);
+    // 0: every pending network in each round
+    const auto all = run(0, true);
+    REQUIRE(all.size() == 16);
+    CHECK(all[0] == "lat1noisy.onnx keep");
+    CHECK(all[4] == "lat5.onnx keep");
+    CHECK(all[5] == "lat1noisy.onnx keep");
+    CHECK(all[10] == "lat1noisy.onnx fresh");
+    CHECK(all[14] == "lat5.onnx fresh");
+    CHECK(all[15] == "lat1noisy.onnx fresh");
+}
+
 TEST_CASE("harness: the minimum by default, and later rounds get enough runs to fill round_ms") {
     Scratch s("calibrate");
     HarnessOptions ho;

@@ -23,6 +23,7 @@ namespace dnncost::cli {
 struct MeasureFlags {
     measure::HarnessOptions harness;
     std::string statistic = "min";
+    bool fresh_sessions = false;
     double timeout = 120;
     int retries = 1;
 
@@ -71,6 +72,12 @@ struct MeasureFlags {
             cmd.add_option("--max-rounds", harness.max_rounds, "Cap on rounds per network, re-measuring included")
                 ->transform(check::integer(1, 1000, "a round count in [1, 1000]"))
                 ->capture_default_str();
+        cmd.add_option("--interleave", harness.interleave,
+                       "Networks whose rounds go round-robin together (0: all pending networks)")
+            ->transform(check::integer(0, 1000000, "a network count in [0, 10^6]"))
+            ->capture_default_str();
+        cmd.add_flag("--fresh-sessions", fresh_sessions,
+                     "Load every round's model afresh instead of asking the runner to keep it between a network's rounds");
         cmd.add_option("--timeout", timeout, "Seconds one request (load, warm-up, timed runs) may take")
             ->check(check::finite(check::Sign::positive))
             ->capture_default_str();
@@ -83,6 +90,7 @@ struct MeasureFlags {
         if (timeout > 1e6) raise<config_error>("--timeout ", timeout, " is more than 10^6 seconds");
         auto h = harness;
         h.statistic = measure::parse_statistic(statistic);
+        h.keep_sessions = !fresh_sessions;
         h.max_rounds = std::max(h.max_rounds, h.rounds);
         h.max_repeats = std::max(h.max_repeats, h.repeats);
         h.check();

@@ -2,11 +2,12 @@
 // execution provider) on this machine. It speaks the dnncost runner protocol (docs/measure.md):
 // JSON Lines on stdin/stdout, one request per line, one answer per line, a device line first.
 //
-//   run [--optimization disabled|basic|extended|all] [--threads N] [--seed S]
+//   run [--optimization disabled|basic|extended|all] [--threads N] [--seed S] [--keep-sessions K]
 //
-// Every request creates a fresh inference session and releases it afterwards: each round of a
-// measurement then sees its own memory layout and session state, so the rounds sample the
-// variation a later re-measurement would see instead of repeating one lucky or unlucky layout.
+// A request creates an inference session and releases it afterwards, unless it says "keep": then
+// the session stays for the model's next request (at most K sessions, the least recently used
+// released first). Creating a session is most of a round's cost besides its runs, and the
+// fastest runs of a kept session repeat as well as fresh sessions' (docs/measure.md).
 'use strict';
 
 const fs = require('node:fs');
@@ -16,12 +17,12 @@ const readline = require('node:readline');
 
 function usage(message) {
   process.stderr.write(`run: ${message}\n` +
-    'usage: run [--optimization disabled|basic|extended|all] [--threads N] [--seed S]\n');
+    'usage: run [--optimization disabled|basic|extended|all] [--threads N] [--seed S] [--keep-sessions K]\n');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const opt = { optimization: 'all', threads: 1, seed: 0 };
+  const opt = { optimization: 'all', threads: 1, seed: 0, keepSessions: 32 };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -40,8 +41,12 @@ function parseArgs(argv) {
       const v = value();
       if (!/^[0-9]{1,9}$/.test(v)) usage(`--seed must be an integer in [0, 999999999], got '${v}'`);
       opt.seed = Number(v);
+    } else if (a === '--keep-sessions') {
+      const v = value();
+      if (!/^[0-9]{1,4}$/.test(v)) usage(`--keep-sessions must be an integer in [0, 9999], got '${v}'`);
+      opt.keepSessions = Number(v);
     } else if (a === '--help' || a === '-h') {
-      process.stdout.write('run [--optimization disabled|basic|extended|all] [--threads N] [--seed S]\n');
+      process.stdout.write('run [--optimization disabled|basic|extended|all] [--threads N] [--seed S] [--keep-sessions K]\n');
       process.exit(0);
     } else {
       usage(`unknown argument '${a}'`);
@@ -190,6 +195,14 @@ function checkCount(value, what) {
   return value;
 }
 
+// Sessions kept for their model's next request, by model path, least recently used first.
+const kept = new Map();
+// What identifies one version of a model file: a rewritten file gets a fresh session.
+function fileStamp(file) {
+  const st = fs.statSync(file);
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+}
+
 let primed = false;
 async function measure(request) {
   const model = request.model;
@@ -197,6 +210,7 @@ async function measure(request) {
   const warmup = checkCount(request.warmup ?? 0, 'warmup');
   const repeats = checkCount(request.repeats ?? 1, 'repeats');
   if (repeats < 1) throw new Error('"repeats" must be at least 1');
+  if (request.keep !== undefined && typeof request.keep !== 'boolean') throw new Error('"keep" must be true or false');
   if (!fs.existsSync(model)) throw new Error(`no such model file: ${model}`);
 
   if (!primed) {
@@ -210,11 +224,32 @@ async function measure(request) {
     }
     primed = true;
   }
-  const rssBefore = peakMemorySupported ? statusKb('VmRSS') : null;
-  if (peakMemorySupported) resetPeak();
-  const session = await ort.InferenceSession.create(path.resolve(model), sessionOptions());
+  const resolved = path.resolve(model);
+  const stamp = fileStamp(resolved);
+  let entry = kept.get(resolved);
+  if (entry) {
+    kept.delete(resolved);
+    if (entry.stamp !== stamp) {
+      // the file changed since its session was kept: load the new one
+      await entry.session.release();
+      entry = undefined;
+    }
+  }
+  let peak;
+  if (!entry) {
+    const rssBefore = peakMemorySupported ? statusKb('VmRSS') : null;
+    if (peakMemorySupported) resetPeak();
+    entry = { session: await ort.InferenceSession.create(resolved, sessionOptions()), stamp, feeds: null, peak: null };
+    peak = () => {
+      const hwm = peakMemorySupported ? statusKb('VmHWM') : null;
+      if (hwm !== null && rssBefore !== null) entry.peak = Math.max(0, hwm - rssBefore) * 1024;
+    };
+  }
+  let keep = false;
   try {
-    const feeds = makeFeeds(session, model);
+    const session = entry.session;
+    if (!entry.feeds) entry.feeds = makeFeeds(session, model);
+    const feeds = entry.feeds;
     for (let i = 0; i < warmup; ++i) await session.run(feeds);
     const latency = new Array(repeats);
     for (let i = 0; i < repeats; ++i) {
@@ -222,14 +257,23 @@ async function measure(request) {
       await session.run(feeds);
       latency[i] = Number(process.hrtime.bigint() - t0) / 1e6;
     }
+    if (peak) peak();
     const answer = { id: request.id, latency_ms: latency };
-    if (peakMemorySupported) {
-      const hwm = statusKb('VmHWM');
-      if (hwm !== null && rssBefore !== null) answer.peak_memory_bytes = Math.max(0, hwm - rssBefore) * 1024;
-    }
+    // a kept session answers with the peak measured when it was created: its runs reuse its arena
+    if (entry.peak !== null) answer.peak_memory_bytes = entry.peak;
+    keep = request.keep === true && options.keepSessions > 0;
     return answer;
   } finally {
-    await session.release();
+    if (keep) {
+      kept.set(resolved, entry);
+      for (const [oldest, e] of kept) {
+        if (kept.size <= options.keepSessions) break;
+        kept.delete(oldest);
+        await e.session.release();
+      }
+    } else {
+      await entry.session.release();
+    }
   }
 }
 

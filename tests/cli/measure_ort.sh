@@ -46,6 +46,40 @@ rc=$?
 grep -q 'squeezenet1_1.onnx' onnx.csv || fail "onnx.csv lacks the model's id"
 cat out.txt
 
+# a session kept for "keep": the runner answers from it while the file's identity (inode, size,
+# modification time) is unchanged, even with its bytes overwritten in place, and loads afresh
+# otherwise; a request without "keep" uses it once more and releases it
+"$bin" space nb201 '|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_3x3~2|' \
+  --onnx kept.onnx --weights random >/dev/null 2>err.txt || fail "space --onnx: $(head -1 err.txt)"
+cp -p kept.onnx kept.copy
+k=$PWD/kept.onnx
+overwrite() { dd if=/dev/zero of=kept.onnx bs=1 count=4096 seek=64 conv=notrunc status=none; }
+rm -f runner.in; mkfifo runner.in
+timeout 300 "$runner/run" <runner.in >kept.out 2>err.txt &
+exec 7>runner.in
+ask() {  # ask ID EXTRA: one request, then wait for its answer
+  echo '{"id":'$1',"model":"'"$k"'","warmup":0,"repeats":2'"$2"'}' >&7
+  for ((w = 0; w < 1200; ++w)); do grep -q '"id":'$1',' kept.out && return; sleep 0.1; done
+}
+ask 1 ',"keep":true'
+overwrite; touch -r kept.copy kept.onnx
+ask 2 ',"keep":true'
+ask 3 ''
+ask 4 ''
+cp kept.copy kept.onnx
+ask 5 ',"keep":true'
+overwrite
+ask 6 ',"keep":"yes"'
+ask 7 ''
+exec 7>&-
+wait
+for id in 1 2 3 5; do
+  grep -q '"id":'$id',"latency_ms"' kept.out || fail "kept session: request $id not answered with latencies: $(cat kept.out)"
+done
+grep -q '"id":4,"error"' kept.out || fail "a released session's overwritten file was not loaded afresh: $(cat kept.out)"
+grep -q '"id":6,"error":"\\"keep\\" must be true or false"' kept.out || fail "a malformed keep was taken: $(cat kept.out)"
+grep -q '"id":7,"error"' kept.out || fail "a kept session was used for a changed file: $(cat kept.out)"
+
 # the store as a data set: the NB201 ids build their graphs
 "$bin" train --data nb201.csv --target latency_ms --preset additive --train 2 --val 0 --out m.dnnc >out.txt 2>err.txt
 grep -q '3 rows (3 distinct graphs) from nb201.csv' err.txt || fail "train --data nb201.csv: '$(grep -m1 rows err.txt)'"

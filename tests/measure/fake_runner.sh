@@ -32,7 +32,9 @@ while IFS= read -r line; do
   [[ $line =~ \"repeats\":([0-9]+) ]] && repeats=${BASH_REMATCH[1]}
   # the reference network dnncost measures with every run is logged apart: requests.log counts networks
   if [[ $(basename "$model") == reference.onnx ]]; then echo "$model" >> "$state/references.log"
-  else echo "$model" >> "$state/requests.log"; echo "$(basename "$model") $repeats" >> "$state/repeats.log"; fi
+  else echo "$model" >> "$state/requests.log"; echo "$(basename "$model") $repeats" >> "$state/repeats.log"
+    if [[ $line == *'"keep":true'* ]]; then keep=keep; else keep=fresh; fi
+    echo "$(basename "$model") $keep" >> "$state/sessions.log"; fi
   case $mode in
     good|silent|slow_device) answer "$id" "$model" "$repeats" ;;
     slow) sleep 0.2; answer "$id" "$model" "$repeats" ;;

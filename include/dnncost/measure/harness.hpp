@@ -4,8 +4,9 @@
 ///
 /// A single timing loop per network lets slow drift (thermal state, other processes, frequency
 /// changes) fall on whichever networks happen to run then. The harness instead measures in
-/// rounds: each round sends every pending network once (W untimed warm-up runs, then N timed
-/// runs), round-robin, so drift hits every network alike. A round's statistic is the median
+/// rounds: each round sends every pending network of a group (HarnessOptions::interleave) once
+/// (W untimed warm-up runs, then N timed runs), round-robin, so drift hits the group's networks
+/// alike; the runner may keep a network's session between its rounds. A round's statistic is the median
 /// (or minimum) of its N timed runs; a network's value is the median (or minimum) of its round
 /// statistics, and its spread is the median absolute deviation of the round statistics relative
 /// to that value (with one round: of its timed runs). Networks whose spread exceeds a threshold
@@ -69,6 +70,14 @@ struct HarnessOptions {
     double remeasure_spread = 0.02;  ///< networks whose spread exceeds this get more rounds...
     int max_rounds = 10;             ///< ...up to this many in total
     bool force = false;              ///< re-measure networks the store already has
+    /// Networks measured together: their rounds go round-robin among at most this many pending
+    /// networks at a time, so drift hits them alike while a network's rounds stay seconds apart
+    /// and its loaded model can be kept between them. 0: all pending networks at once.
+    int interleave = 16;
+    /// Ask the runner to keep a network's loaded model (its session) between the network's
+    /// planned rounds (Request::keep): loading is the harness's largest cost per round, and the
+    /// minimum repeats as well with a kept session as with fresh ones (docs/measure.md).
+    bool keep_sessions = true;
 
     void check() const {
         if (rounds < 1 || rounds > 1000) raise<config_error>("rounds must be in [1, 1000], got ", rounds);
@@ -82,6 +91,8 @@ struct HarnessOptions {
             raise<config_error>("the re-measure spread threshold must be a finite number >= 0, got ", remeasure_spread);
         if (max_rounds < rounds)
             raise<config_error>("the cap on rounds (", max_rounds, ") is below the number of rounds (", rounds, ")");
+        if (interleave < 0 || interleave > 1000000)
+            raise<config_error>("the networks measured together must be in [0, 10^6] (0: all), got ", interleave);
     }
     /// The settings as a JSON object (stored in the sidecar).
     std::string to_json() const {
@@ -94,6 +105,8 @@ struct HarnessOptions {
         v.set("statistic", json::Value::of(std::string(measure::to_string(statistic))));
         v.set("remeasure_spread", json::Value::of(remeasure_spread));
         v.set("max_rounds", json::Value::of(static_cast<double>(max_rounds)));
+        v.set("interleave", json::Value::of(static_cast<double>(interleave)));
+        v.set("keep_sessions", json::Value::of(keep_sessions));
         return json::dump(v);
     }
 };
@@ -451,19 +464,35 @@ private:
         };
         for (std::size_t i = 0; i < n; ++i) settle(i);
         progress();
-        for (;;) {
-            std::vector<std::size_t> pending;
-            for (std::size_t i = 0; i < n; ++i)
-                if (!done[i] && static_cast<int>(rounds[i].size()) < target[i]) pending.push_back(i);
-            if (pending.empty()) break;
-            const std::size_t batch = between ? m_provenance.every : pending.size();
-            for (std::size_t from = 0; from < pending.size(); from += batch) {
-                const std::size_t to = std::min(pending.size(), from + batch);
-                std::vector<Request> requests;
-                for (std::size_t k = from; k < to; ++k)
-                    requests.push_back({0, nets[pending[k]].model.string(), m_options.warmup, repeats[pending[k]]});
-                m_pool.run(requests, [&](std::size_t k, const Outcome& o) { on_outcome(pending[from + k], o); });
-                if (between) between(to - from);
+        // Groups of at most `interleave` networks, each measured to the end before the next.
+        std::vector<std::size_t> open;
+        for (std::size_t i = 0; i < n; ++i)
+            if (!done[i]) open.push_back(i);
+        const std::size_t group = m_options.interleave > 0 ? static_cast<std::size_t>(m_options.interleave) : n;
+        for (std::size_t first = 0; first < open.size(); first += group) {
+            const std::size_t last = std::min(open.size(), first + group);
+            for (;;) {
+                std::vector<std::size_t> pending;
+                for (std::size_t g = first; g < last; ++g) {
+                    const auto i = open[g];
+                    if (!done[i] && static_cast<int>(rounds[i].size()) < target[i]) pending.push_back(i);
+                }
+                if (pending.empty()) break;
+                const std::size_t batch = between ? m_provenance.every : pending.size();
+                for (std::size_t from = 0; from < pending.size(); from += batch) {
+                    const std::size_t to = std::min(pending.size(), from + batch);
+                    std::vector<Request> requests;
+                    for (std::size_t k = from; k < to; ++k) {
+                        const auto i = pending[k];
+                        // kept only for a planned round to come: an unstable network's extra
+                        // rounds each load the model afresh
+                        const bool keep =
+                            m_options.keep_sessions && static_cast<int>(rounds[i].size()) + 1 < target[i];
+                        requests.push_back({0, nets[i].model.string(), m_options.warmup, repeats[i], keep});
+                    }
+                    m_pool.run(requests, [&](std::size_t k, const Outcome& o) { on_outcome(pending[from + k], o); });
+                    if (between) between(to - from);
+                }
             }
         }
         return results;

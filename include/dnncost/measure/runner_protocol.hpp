@@ -5,7 +5,7 @@
 ///
 /// A runner is any executable that measures ONNX models on a device and talks JSON Lines over
 /// stdin/stdout (docs/measure.md):
-///   request  {"id": 7, "model": "/abs/path.onnx", "warmup": W, "repeats": N}
+///   request  {"id": 7, "model": "/abs/path.onnx", "warmup": W, "repeats": N}  (+ optional "keep": true)
 ///   answer   {"id": 7, "latency_ms": [t1, ..., tN]}  (+ optional "peak_memory_bytes", "energy_mj")
 ///   or       {"id": 7, "error": "why"}
 ///   device   {"device": {...}}  a line without "id", normally the first; stored with the results
@@ -32,6 +32,9 @@ struct Request {
     std::string model;
     int warmup = 0;
     int repeats = 1;
+    /// The same model comes again soon: a runner may keep what it loaded for it (a session)
+    /// instead of loading it again; a request without it may release what was kept.
+    bool keep = false;
 };
 
 /// A successful answer.
@@ -98,6 +101,7 @@ inline std::string encode_request(const Request& r) {
     v.set("model", json::Value::of(r.model));
     v.set("warmup", json::Value::of(static_cast<double>(r.warmup)));
     v.set("repeats", json::Value::of(static_cast<double>(r.repeats)));
+    if (r.keep) v.set("keep", json::Value::of(true));
     return json::dump(v) + "\n";
 }
 
