@@ -14,7 +14,9 @@
 //       overhead = wall / timed - 1 (the goal is at most 0.2); of it, warmup_share is what the
 //       untimed warm-up runs take (estimated at each answer's mean latency), and
 //       other_ms_per_request the rest per request (requests_per_network of them).
-//       --no-reference leaves the reference network out, to tell its share of that rest.
+//       --no-reference leaves the reference network out, to tell its share of that rest;
+//       --fresh-sessions and --interleave N change those two settings (--interleave 0
+//       --fresh-sessions: every round a fresh session, round-robin over all networks).
 //
 // The stores go to --store-dir (default: a folder in the current directory, so that their
 // fsyncs hit the disk a user's store would); they are removed afterwards.
@@ -46,6 +48,7 @@ std::string g_self, g_runner;
 fs::path g_store_dir = "bench_harness_stores";
 int g_networks = 10;
 bool g_reference = true;
+measure::HarnessOptions g_options;  ///< the defaults, but for --fresh-sessions and --interleave
 
 /// A runner that answers every request at once with 1 microsecond per timed run.
 int instant_runner() {
@@ -97,7 +100,7 @@ double one_run(measure::RunnerPool& pool, const Workload& w, const fs::path& sto
                double& warmup_ms) {
     fs::remove(store_path);
     measure::ResultsStore store(store_path);
-    const measure::HarnessOptions options;
+    const measure::HarnessOptions& options = g_options;
     measure::Harness harness(pool, options, w.provenance);
     double timed_ms = 0;
     measure::HarnessEvents ev;
@@ -175,6 +178,10 @@ int main(int argc, char** argv) {
             g_networks = std::max(1, std::atoi(argv[++i]));
         else if (a == "--no-reference")
             g_reference = false;
+        else if (a == "--fresh-sessions")
+            g_options.keep_sessions = false;
+        else if (a == "--interleave" && has_value)
+            g_options.interleave = std::max(0, std::atoi(argv[++i]));
         else if (a == "--store-dir" && has_value)
             g_store_dir = argv[++i];
         else
