@@ -113,8 +113,16 @@ std::string resealed_with_flip(const std::string& bytes, std::size_t payload_off
     return io::write_container(c.kind, c.config_hash, c.payload);
 }
 
-void check_regressor(TabularRegressor& model, const std::string& what) {
-    const auto train = make_kernels(1500, 11), held = make_kernels(400, 12);
+/// Every feature as log2(1 + x), the scale kernel features are on.
+Mat<double> logged(Mat<double> x) { return x.array().log1p() / std::log(2.0); }
+
+void check_regressor(TabularRegressor& model, const std::string& what, bool log_features = false) {
+    auto train = make_kernels(1500, 11), held = make_kernels(400, 12);
+    if (log_features) {
+        train.x = logged(train.x);
+        held.x = logged(held.x);
+    }
+    const auto far_x = log_features ? logged(far_rows()) : far_rows();
     model.fit(train.x, train.latency_ms, train.names);
     const auto pred = model.predict(held.x);
     const double mape = train::mape(pred, held.latency_ms);
@@ -126,7 +134,7 @@ void check_regressor(TabularRegressor& model, const std::string& what) {
     CHECK(mape < 0.1 * constant);
     CHECK(within10 > 0.9);
 
-    const auto far = model.predict(far_rows());
+    const auto far = model.predict(far_x);
     for (double v : far) {
         CHECK(std::isfinite(v));
         CHECK(v > 0);
@@ -137,7 +145,7 @@ void check_regressor(TabularRegressor& model, const std::string& what) {
     CHECK(again->kind() == model.kind());
     CHECK(again->feature_names() == train.names);
     CHECK(again->predict(held.x) == pred);
-    CHECK(again->predict(far_rows()) == far);
+    CHECK(again->predict(far_x) == far);
 
     // damaged bytes: a flipped byte (CRC), a truncation, a resealed payload with a changed value
     auto flipped = bytes;
@@ -273,6 +281,55 @@ TEST_CASE("GBT regressor: accurate, positive far out, round trip, damaged bytes"
     GbtRegressor gbt;
     check_regressor(gbt, "gbt");
     CHECK(gbt.rounds() >= 1);
+}
+
+TEST_CASE("GBT regressor on a linear base: accurate, positive far out, round trip, damaged bytes") {
+    GbtRegressor gbt({.linear_base = true});
+    CHECK(gbt.kind() == "gbt-linear");
+    check_regressor(gbt, "gbt-linear", true);
+    CHECK_THROWS_AS(GbtRegressor({.linear_base = true, .linear_ridge = 0}), config_error);
+}
+
+TEST_CASE("GBT regressor on a linear base carries a power law beyond the samples; trees alone hold flat") {
+    // latency = 2e-5 c^1.2 s^2 ms with log features: the log-latency is linear in them
+    Rng rng(5);
+    const Index n = 400;
+    Mat<double> x(n, 3);
+    std::vector<double> y;
+    const auto law_ms = [](double c, double s) { return 2e-5 * std::pow(c, 1.2) * s * s; };
+    for (Index i = 0; i < n; ++i) {
+        const double c = std::exp(rng.uniform(std::log(8.0), std::log(256.0)));
+        const double sp = std::exp(rng.uniform(std::log(4.0), std::log(32.0)));
+        x.row(i) << std::log2(c), std::log2(sp), rng.uniform(0, 1);  // the last one is noise
+        y.push_back(law_ms(c, sp) * std::exp(0.01 * rng.normal()));
+    }
+    const std::vector<std::string> names{"log_c", "log_s", "unrelated"};
+    GbtRegressor linear({.linear_base = true}), trees;
+    linear.fit(x, y, names);
+    trees.fit(x, y, names);
+    Mat<double> far(2, 3);
+    far.row(0) << std::log2(1024.0), std::log2(128.0), 0.5;  // 4x the channels, 4x the spatial size
+    far.row(1) << std::log2(2.0), std::log2(2.0), 0.5;       // below the range
+    const auto pl = linear.predict(far), pt = trees.predict(far);
+    for (Index i = 0; i < 2; ++i) {
+        const double truth = law_ms(std::exp2(far(i, 0)), std::exp2(far(i, 1)));
+        MESSAGE("row ", i, ": law ", truth, " ms, linear base ", pl[static_cast<std::size_t>(i)], ", trees ",
+                pt[static_cast<std::size_t>(i)]);
+        CHECK(std::abs(pl[static_cast<std::size_t>(i)] / truth - 1) < 0.05);
+        CHECK(std::abs(pt[static_cast<std::size_t>(i)] / truth - 1) > 0.5);
+    }
+    // a feature outside the base's list is left to the trees: a value far beyond its samples
+    // does not scale the prediction
+    GbtRegressor listed({.linear_base = true, .linear_features = {"log_c", "log_s"}});
+    listed.fit(x, y, names);
+    auto beyond = far;
+    beyond(0, 2) = 1000;
+    CHECK(std::abs(listed.predict(beyond)[0] / law_ms(1024, 128) - 1) < 0.1);
+    CHECK(std::abs(listed.predict(far)[0] / law_ms(1024, 128) - 1) < 0.05);
+    // the base is part of the saved model
+    const auto again = GbtRegressor::load(linear.save(), "linear.dnnc");
+    CHECK(again.kind() == "gbt-linear");
+    CHECK(again.predict(far) == pl);
 }
 
 TEST_CASE("GBT regressor: the same seed gives the same model, another seed another") {
@@ -411,13 +468,16 @@ TEST_CASE("GBT forest: the trees read from XGBoost's JSON give XGBoost's own fig
                          config_error);
 }
 
-TEST_CASE("default candidates: the MLP and the trees compared on one kernel kind") {
+TEST_CASE("default candidates: the MLP and the trees, alone and on a linear base, compared on one kernel kind") {
     const auto k = make_kernels(800, 31);
     const auto choice = choose_tabular_regressor(k.x, k.latency_ms, k.names, default_tabular_candidates(7));
-    REQUIRE(choice.scores.size() == 2);
+    REQUIRE(choice.scores.size() == 3);
     CHECK(choice.scores[0].name == "mlp");
     CHECK(choice.scores[1].name == "gbt");
-    const std::size_t better = choice.scores[0].mape <= choice.scores[1].mape ? 0 : 1;
+    CHECK(choice.scores[2].name == "gbt-linear");
+    std::size_t better = 0;
+    for (std::size_t c = 1; c < 3; ++c)
+        if (choice.scores[c].mape < choice.scores[better].mape) better = c;
     CHECK(choice.chosen == choice.scores[better].name);
     CHECK(choice.model->kind() == choice.chosen);
     for (const auto& s : choice.scores) MESSAGE(s.name, ": held-out MAPE ", s.mape, ", within 10 % ", s.within_10);

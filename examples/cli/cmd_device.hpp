@@ -69,8 +69,8 @@ inline json boundary_json(const estimators::SampleBoundaryCost& b) {
 }
 
 inline void print_kinds(const estimators::DeviceModel& m) {
-    std::cout << std::left << std::setw(22) << "kind" << std::right << std::setw(8) << "samples" << std::setw(6)
-              << "model" << std::setw(12) << "held-out" << std::setw(10) << "±10 %" << '\n';
+    std::cout << std::left << std::setw(22) << "kind" << std::right << std::setw(8) << "samples" << std::setw(12)
+              << "model" << std::setw(11) << "held-out" << std::setw(10) << "±10 %" << '\n';
     for (const auto& [kind, km] : m.kinds()) {
         std::cout << std::left << std::setw(22) << kind << std::right << std::setw(8) << km.samples;
         if (!km.regressor) {
@@ -80,7 +80,7 @@ inline void print_kinds(const estimators::DeviceModel& m) {
         }
         for (const auto& s : km.scores)
             if (s.name == km.chosen)
-                std::cout << std::setw(6) << km.chosen << std::setw(11) << percent(s.mape) << ' ' << std::setw(9)
+                std::cout << std::setw(12) << km.chosen << std::setw(10) << percent(s.mape) << ' ' << std::setw(9)
                           << percent(s.within_10) << '\n';
     }
     std::cout << "run overhead " << m.run_overhead_ms() << " ms, calibration factor " << m.calibration_factor()

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Cholesky>
+
 #include <dnncost/core/rng.hpp>
 #include <dnncost/estimators/gbt_forest.hpp>
 #include <dnncost/estimators/tabular_regressor.hpp>
@@ -37,6 +39,17 @@ struct GbtRegressorOptions {
     /// Threads of XGBoost. One by default: the histogram sums then have one order, so the same
     /// rows and seed give the same trees.
     int nthread = 1;
+    /// Fit a ridge-regularised linear model of the log-latency first and boost trees on what it
+    /// leaves: a power law in the log features carries the trend between and beyond the samples,
+    /// which trees alone can only follow in steps and hold flat past the last one. Meant for
+    /// features on a log scale, as kernel features are.
+    bool linear_base = false;
+    double linear_ridge = 1.0;  ///< L2 penalty of the linear base, on standardised features
+    /// The features the linear base reads, by name; those of them the data has (all features
+    /// when it has none). Sizes such as work and traffic carry a trend that holds beyond the
+    /// samples; a feature that only shifts the cost (a flag, a count of inputs) is left to the
+    /// trees, so a value far outside its samples cannot scale a prediction.
+    std::vector<std::string> linear_features = {};
 };
 
 namespace detail {
@@ -82,7 +95,9 @@ inline XgbMatrix xgb_matrix(const Mat<double>& x, std::span<const Index> rows) {
 /// Boosted regression trees on log-latency (squared error), early-stopped on a seeded
 /// validation split and cut to the best round. Trees are invariant to monotone transforms of a
 /// feature, so features are passed as they are; beyond the training range a tree predicts the
-/// value at the range's edge, so extrapolation is flat (positive and finite).
+/// value at the range's edge, so extrapolation is flat (positive and finite). With a linear
+/// base (kind "gbt-linear") the trees learn the residual of a linear model of the features,
+/// which extrapolates as that model does.
 class GbtRegressor final : public TabularRegressor {
 public:
     /// @throws config_error on a bad hyper-parameter
@@ -96,9 +111,12 @@ public:
                                 "min child weight and lambda non-negative");
         if (!(o.validation_fraction > 0 && o.validation_fraction < 0.5))
             raise<config_error>("GbtRegressor: validation fraction ", o.validation_fraction, " outside (0, 0.5)");
+        if (!(o.linear_ridge > 0) || !std::isfinite(o.linear_ridge))
+            raise<config_error>("GbtRegressor: the linear base's ridge penalty must be finite and positive, got ",
+                                o.linear_ridge);
     }
 
-    std::string kind() const override { return "gbt"; }
+    std::string kind() const override { return m_o.linear_base ? "gbt-linear" : "gbt"; }
     /// Trees kept (the best validation round + 1), after fit or load.
     int rounds() const { return m_rounds; }
 
@@ -106,7 +124,9 @@ public:
     /// @throws parse_error naming `source` (see TabularRegressor::restore); XGBoost's own
     ///         message when it cannot read the booster
     static GbtRegressor load(std::string_view bytes, const std::string& source = "<memory>") {
-        GbtRegressor r;
+        GbtRegressorOptions o;
+        o.linear_base = io::read_container(bytes, std::nullopt, source).kind == "tabular-gbt-linear";
+        GbtRegressor r(o);
         r.restore(bytes, source);
         return r;
     }
@@ -125,9 +145,12 @@ protected:
         const auto n_val = static_cast<std::size_t>(
             std::max<Index>(2, static_cast<Index>(std::lround(m_o.validation_fraction * static_cast<double>(n)))));
         const std::span<const Index> val(order.data(), n_val), train(order.data() + n_val, order.size() - n_val);
+        m_base.resize(0);
+        if (m_o.linear_base) m_base = fit_linear_base(x, log_y, train);
+        const Eigen::VectorXd trend = linear_base(x);
         auto labels = [&](std::span<const Index> rows) {
             std::vector<float> y;
-            for (auto i : rows) y.push_back(static_cast<float>(log_y[i]));
+            for (auto i : rows) y.push_back(static_cast<float>(log_y[i] - trend[i]));
             return y;
         };
         auto dtrain = detail::xgb_matrix(x, train), dval = detail::xgb_matrix(x, val);
@@ -173,7 +196,10 @@ protected:
 
     /// Through the booster's trees read into a GbtForest: XGBoost's own figures (checked when
     /// the trees are read), without its per-call matrix.
-    Eigen::VectorXd predict_log(const Mat<double>& x) const override {
+    Eigen::VectorXd predict_log(const Mat<double>& x) const override { return forest_log(x) + linear_base(x); }
+
+    /// The trees' part of the prediction.
+    Eigen::VectorXd forest_log(const Mat<double>& x) const {
         std::vector<float> data(static_cast<std::size_t>(x.size()));
         std::size_t k = 0;
         for (Index i = 0; i < x.rows(); ++i)
@@ -196,6 +222,7 @@ protected:
         // whose container checksum was recomputed
         w.put_u64(io::fnv1a64(model));
         w.put_string(model);
+        if (m_o.linear_base) w.put_f64_vector(std::span<const double>(m_base.data(), static_cast<std::size_t>(m_base.size())));
     }
 
     void load_model(io::BinaryReader& r, std::size_t n_features) override {
@@ -217,6 +244,13 @@ protected:
         if (features != n_features || rounds != m_rounds)
             r.fail("gbt booster has ", features, " features and ", rounds, " rounds, expected ", n_features, " and ",
                    m_rounds);
+        if (m_o.linear_base) {
+            const auto w = r.get_finite_f64_vector("gbt linear base");
+            if (w.size() != n_features + 1)
+                r.fail("gbt linear base has ", w.size(), " coefficients for ", n_features, " features (expected ",
+                       n_features + 1, ")");
+            m_base = Eigen::Map<const Eigen::VectorXd>(w.data(), static_cast<Index>(w.size()));
+        }
         m_booster = std::move(booster);
         try {
             read_trees(nullptr);
@@ -258,7 +292,7 @@ private:
         detail::xgb_check(XGBoosterPredict(m_booster.get(), dm.get(), 0, 0, 0, &len, &out), "XGBoosterPredict");
         if (len != static_cast<bst_ulong>(rows.rows()))
             raise<config_error>("GbtRegressor: XGBoost returned ", len, " predictions for ", rows.rows(), " rows");
-        const Eigen::VectorXd mine = predict_log(rows);
+        const Eigen::VectorXd mine = forest_log(rows);
         for (Index i = 0; i < rows.rows(); ++i)
             if (static_cast<double>(out[i]) != mine[i])
                 raise<config_error>("GbtRegressor: the trees read from XGBoost's model give ", mine[i], " on row ", i,
@@ -299,10 +333,56 @@ private:
         return v;
     }
 
+    /// Ridge regression of the log-latency on the standardised features of `rows`, returned as
+    /// raw-feature coefficients followed by the intercept. A constant feature gets 0.
+    Eigen::VectorXd fit_linear_base(const Mat<double>& x, const Eigen::VectorXd& log_y,
+                                    std::span<const Index> rows) const {
+        const Index p = x.cols();
+        const auto n = static_cast<Index>(rows.size());
+        std::vector<char> used(static_cast<std::size_t>(p), 0);
+        const auto& names = feature_names();
+        for (Index j = 0; j < p; ++j)
+            used[static_cast<std::size_t>(j)] =
+                std::find(m_o.linear_features.begin(), m_o.linear_features.end(), names[static_cast<std::size_t>(j)]) !=
+                m_o.linear_features.end();
+        if (std::none_of(used.begin(), used.end(), [](char u) { return u != 0; })) std::fill(used.begin(), used.end(), 1);
+        Mat<double> z(n, p);
+        Eigen::VectorXd y(n);
+        for (Index r = 0; r < n; ++r) {
+            z.row(r) = x.row(rows[static_cast<std::size_t>(r)]);
+            y[r] = log_y[rows[static_cast<std::size_t>(r)]];
+        }
+        const Eigen::RowVectorXd mean = z.colwise().mean();
+        z.rowwise() -= mean;
+        Eigen::RowVectorXd scale = (z.colwise().squaredNorm() / static_cast<double>(n)).cwiseSqrt();
+        for (Index j = 0; j < p; ++j) scale[j] = scale[j] > 1e-12 && used[static_cast<std::size_t>(j)] ? scale[j] : 0.0;
+        for (Index j = 0; j < p; ++j) z.col(j) = scale[j] > 0 ? Eigen::VectorXd(z.col(j) / scale[j]) : Eigen::VectorXd::Zero(n);
+        const double y_mean = y.mean();
+        Mat<double> a = z.transpose() * z;
+        a.diagonal().array() += m_o.linear_ridge;
+        const Eigen::VectorXd w_std = a.ldlt().solve(z.transpose() * (y.array() - y_mean).matrix());
+        Eigen::VectorXd w(p + 1);
+        double intercept = y_mean;
+        for (Index j = 0; j < p; ++j) {
+            w[j] = scale[j] > 0 ? w_std[j] / scale[j] : 0.0;
+            intercept -= w[j] * mean[j];
+        }
+        w[p] = intercept;
+        if (!w.allFinite()) raise<config_error>("GbtRegressor: the linear base has non-finite coefficients");
+        return w;
+    }
+    /// The linear base of every row (zero without one).
+    Eigen::VectorXd linear_base(const Mat<double>& x) const {
+        if (m_base.size() == 0) return Eigen::VectorXd::Zero(x.rows());
+        const Index p = x.cols();
+        return (x * m_base.head(p)).array() + m_base[p];
+    }
+
     GbtRegressorOptions m_o;
     detail::XgbBooster m_booster;  ///< trained, saved and loaded by XGBoost
     GbtForest m_forest;            ///< its trees, which predict
     int m_rounds = 0;
+    Eigen::VectorXd m_base;  ///< linear base: one coefficient per feature, then the intercept; empty: none
 };
 
 }  // namespace dnncost::estimators

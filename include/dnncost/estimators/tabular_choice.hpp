@@ -32,7 +32,8 @@ struct TabularCandidate {
     std::function<std::unique_ptr<TabularRegressor>()> make;
 };
 
-/// The MLP, and the gradient-boosted trees when this build has XGBoost, all seeded with `seed`.
+/// The MLP, and the gradient-boosted trees alone and on a linear base when this build has
+/// XGBoost, all seeded with `seed`.
 inline std::vector<TabularCandidate> default_tabular_candidates(std::uint64_t seed = 1) {
     std::vector<TabularCandidate> c;
     c.push_back({"mlp", [seed] {
@@ -44,6 +45,14 @@ inline std::vector<TabularCandidate> default_tabular_candidates(std::uint64_t se
     c.push_back({"gbt", [seed] {
                      GbtRegressorOptions o;
                      o.seed = seed;
+                     return std::make_unique<GbtRegressor>(o);
+                 }});
+    c.push_back({"gbt-linear", [seed] {
+                     GbtRegressorOptions o;
+                     o.seed = seed;
+                     o.linear_base = true;
+                     // the kernel features of work and traffic (features/kernel_features.hpp)
+                     o.linear_features = {"log_flops", "log_input_bytes", "log_output_bytes", "log_weight_bytes"};
                      return std::make_unique<GbtRegressor>(o);
                  }});
 #endif
@@ -147,7 +156,7 @@ inline std::unique_ptr<TabularRegressor> load_tabular_regressor(std::string_view
                                                                 const std::string& source = "<memory>") {
     const auto kind = io::read_container(bytes, std::nullopt, source).kind;
     if (kind == "tabular-mlp") return std::make_unique<MlpRegressor>(MlpRegressor::load(bytes, source));
-    if (kind == "tabular-gbt") {
+    if (kind == "tabular-gbt" || kind == "tabular-gbt-linear") {
 #if defined(DNNCOST_HAS_XGBOOST)
         return std::make_unique<GbtRegressor>(GbtRegressor::load(bytes, source));
 #else
@@ -155,7 +164,7 @@ inline std::unique_ptr<TabularRegressor> load_tabular_regressor(std::string_view
                                    "(target dnncost::xgboost, Debian package libxgboost-dev)");
 #endif
     }
-    raise<parse_error>(source, ": model kind '", kind, "' is not a tabular regressor (tabular-mlp or tabular-gbt)");
+    raise<parse_error>(source, ": model kind '", kind, "' is not a tabular regressor (tabular-mlp, tabular-gbt or tabular-gbt-linear)");
 }
 
 }  // namespace dnncost::estimators
