@@ -23,6 +23,36 @@ public:
     void rebuild(const Graph& g) {
         m_graph = &g;
         const std::size_t n = g.num_nodes(), nt = g.num_tensors();
+        // tensors first, in storage order; a Tensor's own consumer list is not read: it is the
+        // transpose of the nodes' inputs, built below from memory already read
+        m_producer.resize(nt);
+        m_weight.resize(nt);
+        m_is_output.resize(nt);
+        m_elements.resize(nt);
+        m_bytes.resize(nt);
+        m_shape_start.assign(1, 0);
+        m_shape_flat.clear();
+        m_outputs.clear();
+        // each shape and input list is a heap block of its own, mostly not in cache: asking for
+        // the blocks a few tensors (nodes) ahead overlaps the waits
+        constexpr std::size_t ahead = 8;
+        for (std::size_t t = 0; t < nt; ++t) {
+            if (t + ahead < nt) __builtin_prefetch(g.tensors()[t + ahead].shape.data());
+            const auto& ten = g.tensors()[t];
+            m_producer[t] = ten.producer;
+            m_weight[t] = ten.kind == TensorKind::weight;
+            m_is_output[t] = ten.is_output;
+            if (ten.is_output) m_outputs.push_back(static_cast<int>(t));
+            m_shape_flat.insert(m_shape_flat.end(), ten.shape.begin(), ten.shape.end());
+            m_shape_start.push_back(static_cast<int>(m_shape_flat.size()));
+            // sizes that Tensor::elements()/bytes() would refuse are marked -1: asked for, they
+            // raise the tensor's own error
+            const auto e = checked_numel(ten.shape);
+            std::int64_t b = -1;
+            if (e && __builtin_mul_overflow(*e, static_cast<std::int64_t>(element_size(ten.dtype)), &b)) b = -1;
+            m_elements[t] = e ? *e : -1;
+            m_bytes[t] = b;
+        }
         m_op_names.clear();
         m_op.resize(n);
         m_in_start.assign(1, 0);
@@ -30,46 +60,32 @@ public:
         m_in_flat.clear();
         m_out_flat.clear();
         m_sorted = true;
+        m_cons_start.assign(nt + 1, 0);
         for (std::size_t v = 0; v < n; ++v) {
+            if (v + ahead < n) {
+                const auto& next = g.nodes()[v + ahead];
+                __builtin_prefetch(next.inputs.data());
+                __builtin_prefetch(next.outputs.data());
+                __builtin_prefetch(next.op_type.data());
+            }
             const auto& node = g.nodes()[v];
             m_op[v] = intern(node.op_type);
             for (int t : node.inputs) {
                 m_in_flat.push_back(t);
-                if (t >= 0 && g.tensors()[static_cast<std::size_t>(t)].producer >= static_cast<int>(v))
-                    m_sorted = false;
+                if (t < 0) continue;
+                ++m_cons_start[static_cast<std::size_t>(t) + 1];
+                if (m_producer[static_cast<std::size_t>(t)] >= static_cast<int>(v)) m_sorted = false;
             }
             m_in_start.push_back(static_cast<int>(m_in_flat.size()));
             m_out_flat.insert(m_out_flat.end(), node.outputs.begin(), node.outputs.end());
             m_out_start.push_back(static_cast<int>(m_out_flat.size()));
         }
-        m_producer.resize(nt);
-        m_weight.resize(nt);
-        m_is_output.resize(nt);
-        m_elements.resize(nt);
-        m_bytes.resize(nt);
-        m_cons_start.assign(1, 0);
-        m_cons_flat.clear();
-        m_shape_start.assign(1, 0);
-        m_shape_flat.clear();
-        m_outputs.clear();
-        for (std::size_t t = 0; t < nt; ++t) {
-            const auto& ten = g.tensors()[t];
-            m_producer[t] = ten.producer;
-            m_weight[t] = ten.kind == TensorKind::weight;
-            m_is_output[t] = ten.is_output;
-            if (ten.is_output) m_outputs.push_back(static_cast<int>(t));
-            m_cons_flat.insert(m_cons_flat.end(), ten.consumers.begin(), ten.consumers.end());
-            m_cons_start.push_back(static_cast<int>(m_cons_flat.size()));
-            m_shape_flat.insert(m_shape_flat.end(), ten.shape.begin(), ten.shape.end());
-            m_shape_start.push_back(static_cast<int>(m_shape_flat.size()));
-            // sizes that Tensor::elements()/bytes() would refuse are marked -1: asked for, they
-            // raise the tensor's own error (bytes())
-            const auto e = checked_numel(ten.shape);
-            std::int64_t b = -1;
-            if (e && __builtin_mul_overflow(*e, static_cast<std::int64_t>(element_size(ten.dtype)), &b)) b = -1;
-            m_elements[t] = e ? *e : -1;
-            m_bytes[t] = b;
-        }
+        for (std::size_t t = 0; t < nt; ++t) m_cons_start[t + 1] += m_cons_start[t];
+        m_cons_flat.resize(static_cast<std::size_t>(m_cons_start[nt]));
+        m_cons_fill.assign(m_cons_start.begin(), m_cons_start.end() - 1);
+        for (std::size_t v = 0; v < n; ++v)
+            for (int t : inputs(static_cast<int>(v)))
+                if (t >= 0) m_cons_flat[static_cast<std::size_t>(m_cons_fill[static_cast<std::size_t>(t)]++)] = static_cast<int>(v);
     }
 
     const Graph& graph() const { return *m_graph; }
@@ -96,7 +112,7 @@ public:
     int producer(int t) const { return m_producer[static_cast<std::size_t>(t)]; }
     bool is_weight(int t) const { return m_weight[static_cast<std::size_t>(t)] != 0; }
     bool is_output(int t) const { return m_is_output[static_cast<std::size_t>(t)] != 0; }
-    /// Consumers of tensor t, one entry per input slot that reads it.
+    /// Consumers of tensor t, one entry per input slot that reads it, in node order.
     std::span<const int> consumers(int t) const { return row(m_cons_start, m_cons_flat, t); }
     std::span<const std::int64_t> shape(int t) const {
         const auto i = static_cast<std::size_t>(t);
@@ -132,7 +148,7 @@ private:
     std::vector<int> m_in_start, m_in_flat, m_out_start, m_out_flat;
     std::vector<int> m_producer;
     std::vector<char> m_weight, m_is_output;
-    std::vector<int> m_cons_start, m_cons_flat;
+    std::vector<int> m_cons_start, m_cons_flat, m_cons_fill;
     std::vector<int> m_shape_start;
     std::vector<std::int64_t> m_shape_flat;
     std::vector<std::int64_t> m_elements, m_bytes;
