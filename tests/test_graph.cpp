@@ -1,5 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
 using namespace dnncost;
@@ -187,4 +193,74 @@ TEST_CASE("graph: attribute lists read in place agree with the copies") {
     CHECK(n.attr_ints_view("axis")[0] == 2);
     CHECK_THROWS_WITH_AS(n.attr_ints_view("mode"), doctest::Contains("node 'pool' (MaxPool): attribute 'mode'"),
                          parse_error);
+}
+
+TEST_CASE("graph: the flat view describes its graph, and the next one over the same storage") {
+    // every field of the view against the Graph's own objects
+    const auto check_view = [](const Graph& g, const graph::FlatView& v) {
+        REQUIRE(v.num_nodes() == g.num_nodes());
+        REQUIRE(v.num_tensors() == g.num_tensors());
+        CHECK(&v.graph() == &g);
+        CHECK(v.sorted() == g.is_topologically_sorted());
+        CHECK(v.outputs() == g.outputs());
+        for (std::size_t i = 0; i < g.num_nodes(); ++i) {
+            const int n = static_cast<int>(i);
+            CHECK(v.op_names()[static_cast<std::size_t>(v.op(n))] == g.node(n).op_type);
+            CHECK(v.find_op(g.node(n).op_type) == v.op(n));
+            CHECK(std::vector<int>(v.inputs(n).begin(), v.inputs(n).end()) == g.node(n).inputs);
+            CHECK(std::vector<int>(v.outputs(n).begin(), v.outputs(n).end()) == g.node(n).outputs);
+        }
+        for (std::size_t i = 0; i < g.num_tensors(); ++i) {
+            const int t = static_cast<int>(i);
+            const auto& ten = g.tensor(t);
+            CHECK(v.producer(t) == ten.producer);
+            CHECK(v.is_weight(t) == (ten.kind == graph::TensorKind::weight));
+            CHECK(v.is_output(t) == ten.is_output);
+            CHECK(graph::Shape(v.shape(t).begin(), v.shape(t).end()) == ten.shape);
+            CHECK(v.elements(t) == ten.elements());
+            CHECK(v.bytes(t) == ten.bytes());
+            auto c = std::vector<int>(v.consumers(t).begin(), v.consumers(t).end());
+            auto want = ten.consumers;
+            std::sort(want.begin(), want.end());
+            CHECK(std::is_sorted(c.begin(), c.end()));  // node order
+            CHECK(c == want);
+        }
+    };
+    Graph g("ooo");
+    const int x = g.add_input("x", {1, 3, 8, 8});
+    const int w = g.add_weight("w", {4, 3, 3, 3}, graph::DataType::float16);
+    const int t1 = g.add_tensor("t1", {1, 4, 6, 6});
+    const int t2 = g.add_tensor("t2", {1, 4, 6, 6});
+    const int t3 = g.add_tensor("t3", {1, 4, 6, 6});
+    g.add_node("Mul", "square", {t1, t1}, {t2});  // before its producer, and a multi-edge
+    g.add_node("Conv", "conv", {x, w, -1}, {t1});
+    g.add_node("Relu", "relu", {t2}, {t3});
+    g.mark_output(t3);
+    g.mark_output(t1);
+    graph::FlatView v;
+    v.rebuild(g);
+    check_view(g, v);
+    CHECK_FALSE(v.sorted());
+    CHECK(v.op_names() == std::vector<std::string_view>{"Mul", "Conv", "Relu"});
+    CHECK(v.find_op("Gemm") == -1);
+    CHECK(v.bytes(w) == 4 * 3 * 3 * 3 * 2);
+    CHECK(std::vector<int>(v.consumers(t1).begin(), v.consumers(t1).end()) == std::vector<int>{0, 0});
+
+    // a smaller graph over the same storage: nothing of the first one is left
+    Graph h("sq");
+    const int a = h.add_input("a", {2, 2});
+    const int b = h.add_op("Relu", "r", {a}, {2, 2});
+    h.mark_output(h.add_op("Mul", "m", {b, b}, {2, 2}));
+    v.rebuild(h);
+    check_view(h, v);
+    CHECK(v.sorted());
+
+    // a size beyond 64 bits: the tensor's own error, only when asked for
+    Graph huge("huge");
+    const int big = huge.add_input("big", {std::int64_t{1} << 40, std::int64_t{1} << 40});
+    const int ok = huge.add_op("Relu", "r", {huge.add_input("small", {2})}, {2});
+    v.rebuild(huge);
+    CHECK(v.bytes(ok) == 8);
+    CHECK_THROWS_AS((void)v.bytes(big), shape_error);
+    CHECK_THROWS_AS((void)v.elements(big), shape_error);
 }

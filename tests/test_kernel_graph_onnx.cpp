@@ -1,13 +1,23 @@
 // The kernel pass on the real networks of data/onnx under a rule set of the kind a CPU runtime
 // has: invariants that hold for any correct pass (every executed node in one kernel, kernels in
-// execution order, arithmetic kept), and counts that follow from the networks' structure.
+// execution order, arithmetic kept), and counts that follow from the networks' structure; the
+// committed device models' prices of these and of NB201 networks, kernel by kernel, unchanged.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include <dnncost/core/rng.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 using namespace dnncost;
 
@@ -66,4 +76,88 @@ TEST_CASE("kernel graph on data/onnx: invariants and structure of real networks"
         MESSAGE(file, ": ", g.num_nodes(), " nodes, ", kg.kernels.size(), " kernels (", kg.num_reorders(),
                 " reorders)");
     }
+}
+
+// Prices of the committed device models, kernel by kernel, against the figures the reference
+// pass wrote (tests/data/device_model_prices.txt; its first lines say how it was made): a change
+// that makes pricing faster must leave every kernel, its kind, layout and price bit for bit as
+// they were. DNNCOST_WRITE_DEVICE_PRICES=FILE writes the figures of this build to FILE instead.
+namespace {
+
+std::string hex(double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a", x);
+    return buf;
+}
+
+// One line per network, then one per kernel: kind, the kind that priced it, layout, nodes,
+// milliseconds (hexadecimal, exact), warning.
+std::string price_lines(const std::string& label, const estimators::DevicePrice& p, double batch_total) {
+    std::string o = "network " + label + " total " + hex(p.total_ms) + " batch_total " + hex(batch_total) +
+                    " overhead " + hex(p.run_overhead_ms) + "\n";
+    for (const auto& k : p.kernels) {
+        std::string nodes;
+        for (int v : k.nodes) {
+            if (!nodes.empty()) nodes += ',';
+            nodes += std::to_string(v);
+        }
+        o += k.kind + "\t" + k.priced_as + "\t" + k.layout + "\t" + nodes + "\t" + hex(k.ms) + "\t" + k.warning + "\n";
+    }
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("device models price data/onnx and NB201 networks as the reference figures, bit for bit") {
+#if !defined(DNNCOST_HAS_XGBOOST)
+    MESSAGE("skipped: the committed device models' gradient-boosted trees need a build with XGBoost");
+    return;
+#endif
+    std::vector<std::pair<std::string, graph::Graph>> nets;
+    for (const std::string file :
+         {"resnet50.onnx", "mobilenet_v2.onnx", "squeezenet1_1.onnx", "inception_v3.onnx", "resnet18-v1-7-no-weight.onnx"})
+        nets.emplace_back(file, io::import_onnx(std::string(DNNCOST_DATA_DIR) + "/onnx/" + file));
+    Rng rng(2024);  // the cells of bench/nb201_networks.hpp, the first twelve
+    for (int i = 0; i < 12; ++i) {
+        const auto index = static_cast<std::int64_t>(rng() % 15625);
+        nets.emplace_back("nb201-" + std::to_string(index), nb201::build_graph(nb201::from_index(index)));
+    }
+    std::vector<const graph::Graph*> ptrs;
+    for (const auto& n : nets) ptrs.push_back(&n.second);
+    std::string got =
+        "# Device model prices kernel by kernel (tests/test_kernel_graph_onnx.cpp). Made by that test with\n"
+        "# DNNCOST_WRITE_DEVICE_PRICES=FILE on the kernel pass of commit 9f44961 (main, before the flat graph view).\n";
+    for (const std::string model : {"ort-cpu-all-1t.dnnc", "ort-cpu-disabled-1t.dnnc"}) {
+        const auto path = std::string(DNNCOST_DATA_DIR) + "/devices/" + model;
+        const auto m = estimators::DeviceModel::deserialize(io::read_file(path), path);
+        const auto prices = m->price_networks(ptrs);
+        const auto totals = m->price_totals(ptrs);
+        REQUIRE(prices.size() == nets.size());
+        REQUIRE(totals.size() == nets.size());
+        for (std::size_t i = 0; i < nets.size(); ++i) {
+            CHECK(totals[i] == prices[i].total_ms);  // the search's route gives the breakdown's totals
+            got += price_lines(model + " " + nets[i].first, prices[i], totals[i]);
+        }
+        // one network at a time: no batch effect on any figure
+        for (std::size_t i = 0; i < nets.size(); ++i) {
+            const graph::Graph* one[] = {ptrs[i]};
+            CHECK(m->price_totals(one).front() == totals[i]);
+        }
+    }
+    if (const char* out = std::getenv("DNNCOST_WRITE_DEVICE_PRICES")) {
+        io::write_file_atomic(out, got);
+        MESSAGE("wrote ", out);
+        return;
+    }
+    const auto want = io::read_file(std::string(DNNCOST_TESTS_DIR) + "/data/device_model_prices.txt");
+    // the first differing line, not a 400 kB dump
+    std::size_t line = 1, at = 0;
+    while (at < got.size() && at < want.size() && got[at] == want[at]) line += got[at++] == '\n';
+    const auto line_of = [&](const std::string& s) {
+        const auto b = s.rfind('\n', at == 0 ? 0 : at - 1);
+        const auto begin = at == 0 || b == std::string::npos ? 0 : b + 1;
+        return s.substr(begin, s.find('\n', begin) - begin);
+    };
+    INFO("first difference at line ", line, "\n  expected: ", line_of(want), "\n  got:      ", line_of(got));
+    CHECK(got == want);
 }

@@ -12,6 +12,7 @@
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/op_config.hpp>
+#include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
 namespace dnncost::cost {
@@ -23,46 +24,57 @@ enum class NodeRole {
     free       ///< relabels memory only (cost::is_free_operator): no kernel of its own
 };
 
-/// The role of every node, indexed like g.nodes(), given the graph's topological order. A Shape
-/// or Size node is constant: shapes are static once the graph is validated, so a runtime folds
-/// the shape arithmetic behind them.
-inline std::vector<NodeRole> node_roles(const graph::Graph& g, const std::vector<int>& order) {
-    std::vector<NodeRole> roles(g.num_nodes(), NodeRole::compute);
+/// The role of every node of `view`, indexed like its nodes, given the graph's topological
+/// order, written over `roles`. A Shape or Size node is constant: shapes are static once the
+/// graph is validated, so a runtime folds the shape arithmetic behind them.
+inline void node_roles_into(const graph::FlatView& view, const std::vector<int>& order, std::vector<NodeRole>& roles) {
+    roles.assign(view.num_nodes(), NodeRole::compute);
     // what an op type is, looked up once per distinct type (a graph has few)
-    struct OpKind {
-        std::string_view op;
-        bool shape, free;
-    };
-    std::vector<OpKind> seen;
-    const auto kind_of = [&](const std::string& op) -> const OpKind& {
-        for (const auto& k : seen)
-            if (k.op == op) return k;
-        seen.push_back({op, op == "Shape" || op == "Size", is_free_operator(op)});
-        return seen.back();
-    };
+    const auto& ops = view.op_names();
+    std::vector<char> shape_op(ops.size()), free_op(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        shape_op[i] = ops[i] == "Shape" || ops[i] == "Size";
+        free_op[i] = is_free_operator(std::string(ops[i]));
+    }
     for (int v : order) {
-        const auto& n = g.node(v);
-        const auto& kind = kind_of(n.op_type);
-        bool constant = kind.shape;
+        bool constant = shape_op[static_cast<std::size_t>(view.op(v))] != 0;
         if (!constant) {
             constant = true;
-            for (int t : n.inputs) {
-                if (t < 0) continue;
-                const auto& ten = g.tensor(t);
-                if (ten.kind == graph::TensorKind::weight) continue;
-                if (ten.producer >= 0 && roles[static_cast<std::size_t>(ten.producer)] == NodeRole::constant) continue;
+            for (int t : view.inputs(v)) {
+                if (t < 0 || view.is_weight(t)) continue;
+                const int p = view.producer(t);
+                if (p >= 0 && roles[static_cast<std::size_t>(p)] == NodeRole::constant) continue;
                 constant = false;
                 break;
             }
         }
         if (constant)
             roles[static_cast<std::size_t>(v)] = NodeRole::constant;
-        else if (kind.free)
+        else if (free_op[static_cast<std::size_t>(view.op(v))])
             roles[static_cast<std::size_t>(v)] = NodeRole::free;
     }
+}
+
+/// The role of every node, indexed like g.nodes(), given the graph's topological order.
+inline std::vector<NodeRole> node_roles(const graph::Graph& g, const std::vector<int>& order) {
+    graph::FlatView view;
+    view.rebuild(g);
+    std::vector<NodeRole> roles;
+    node_roles_into(view, order, roles);
     return roles;
 }
 inline std::vector<NodeRole> node_roles(const graph::Graph& g) { return node_roles(g, g.topological_order()); }
+
+/// Per tensor of `view`: 1 when it is a constant (a weight or the output of a constant node),
+/// written over `out`.
+inline void constant_tensors_into(const graph::FlatView& view, const std::vector<NodeRole>& roles,
+                                  std::vector<char>& out) {
+    out.resize(view.num_tensors());
+    for (std::size_t t = 0; t < out.size(); ++t) {
+        const int p = view.producer(static_cast<int>(t));
+        out[t] = view.is_weight(static_cast<int>(t)) || (p >= 0 && roles[static_cast<std::size_t>(p)] == NodeRole::constant);
+    }
+}
 
 /// True when tensor `t` is a constant: a weight or the output of a constant node.
 inline bool is_constant_tensor(const graph::Graph& g, const std::vector<NodeRole>& roles, int t) {
@@ -78,6 +90,17 @@ inline Operands operand_class(const graph::Graph& g, const std::vector<NodeRole>
     for (int in : g.node(consumer).inputs) {
         if (in < 0 || in == t) continue;
         if (!is_constant_tensor(g, roles, in)) return Operands::activation;
+        any = true;
+    }
+    return any ? Operands::constant : Operands::none;
+}
+
+/// operand_class() on a view, with `constant` from constant_tensors_into().
+inline Operands operand_class(const graph::FlatView& view, const std::vector<char>& constant, int consumer, int t) {
+    bool any = false;
+    for (int in : view.inputs(consumer)) {
+        if (in < 0 || in == t) continue;
+        if (!constant[static_cast<std::size_t>(in)]) return Operands::activation;
         any = true;
     }
     return any ? Operands::constant : Operands::none;

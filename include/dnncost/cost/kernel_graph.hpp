@@ -34,6 +34,7 @@
 #include <dnncost/cost/fusion_match.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph_plan.hpp>
+#include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
 namespace dnncost::cost {
@@ -146,8 +147,9 @@ struct KernelPassScratch {
     };
     std::vector<int> order, pos, pattern_of, unit_of_match, effective, member_start, member_flat, member_fill;
     std::vector<int> reorder_to_plain, reorder_to_blocked, all, constants, sources;
-    std::vector<char> in_kernel;
+    std::vector<char> in_kernel, constant;
     std::vector<Provider> provider;
+    graph::FlatView view;  ///< of the graph being priced, for callers that do not bring their own
     std::vector<BannedFusion> banned, bad;
     KindIndex kinds;
     FusionPlan plan;
@@ -161,13 +163,15 @@ inline KernelPassScratch& kernel_pass_scratch() {
 }
 }  // namespace detail
 
-/// The kernel graph of `g` under `rules`, written over `kg`: the same result as kernel_graph(),
-/// reusing the storage of the kernels `kg` held, for a caller that builds many (a kernel's
-/// vectors are most of the pass's allocations).
+/// The kernel graph of the graph of `view` under `rules`, written over `kg`: the same result as
+/// kernel_graph(), reusing the storage of the kernels `kg` held, for a caller that builds many
+/// (a kernel's vectors are most of the pass's allocations) and that keeps the graph's flat view
+/// for what it reads next (the kernels' features).
 /// @throws as kernel_graph(); `kg` is then left in an unspecified but valid state
-inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, KernelGraph& kg) {
+inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg) {
     rules.check();
     auto& sc = detail::kernel_pass_scratch();
+    const graph::Graph& g = view.graph();
     kg.layout_name = rules.layout.name;
     kg.edges.clear();
     std::size_t used = 0;  // kernels of kg written so far; the rest are storage to reuse
@@ -186,31 +190,30 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
     const auto set_shapes = [&](std::vector<graph::Shape>& dst, const std::vector<int>& tensors) {
         dst.resize(tensors.size());
         for (std::size_t i = 0; i < tensors.size(); ++i) {
-            const auto& s = g.tensor(tensors[i]).shape;
+            const auto s = view.shape(tensors[i]);
             dst[i].assign(s.begin(), s.end());
         }
     };
     // a graph whose nodes are already in topological order is its own stable order
-    bool sorted = true;
-    for (std::size_t v = 0; v < g.num_nodes() && sorted; ++v)
-        for (int t : g.node(static_cast<int>(v)).inputs)
-            if (t >= 0 && g.tensor(t).producer >= static_cast<int>(v)) sorted = false;
     auto& order = sc.order;
-    if (sorted) {
+    if (view.sorted()) {
         order.resize(g.num_nodes());
         for (std::size_t v = 0; v < order.size(); ++v) order[v] = static_cast<int>(v);
     } else {
         order = g.topological_order();
     }
-    kg.roles = node_roles(g, order);
+    node_roles_into(view, order, kg.roles);
     const auto& roles = kg.roles;
+    auto& constant = sc.constant;
+    constant_tensors_into(view, roles, constant);
+    const auto is_constant = [&](int t) { return constant[static_cast<std::size_t>(t)] != 0; };
     auto& pos = sc.pos;
     pos.assign(g.num_nodes(), 0);
     for (std::size_t i = 0; i < order.size(); ++i) pos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
 
     // units: pattern groups first, then every other compute node, numbered in topological order
     auto& kinds = sc.kinds;
-    kinds.reset(g, rules);
+    kinds.reset(view, rules);
     auto& plan = sc.plan;
     plan.clear(g.num_nodes());
     auto& pattern_of = sc.pattern_of;
@@ -249,15 +252,15 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
         banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
     };
     for (;;) {
-        detail::fuse_units(g, roles, rules, kinds, banned, plan, sc.effective);
-        detail::sole_consumer_violations(g, plan, sc.bad);
+        detail::fuse_units(view, constant, rules, kinds, banned, plan, sc.effective);
+        detail::sole_consumer_violations(view, plan, sc.bad);
         if (!sc.bad.empty()) {
             banned.insert(banned.end(), sc.bad.begin(), sc.bad.end());
             settle();
             continue;
         }
         int cyclic = -1;
-        if (detail::order_items(g, pos, plan, cyclic, sc.order_scratch)) break;
+        if (detail::order_items(view, pos, plan, cyclic, sc.order_scratch)) break;
         if (cyclic < 0) raise<shape_error>("kernel graph of '", g.name(), "': the graph has a cycle");
         const auto before = banned.size();
         for (const auto& f : plan.fused)
@@ -286,13 +289,13 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
             member_flat[static_cast<std::size_t>(fill[static_cast<std::size_t>(plan.group[u])]++)] = static_cast<int>(u);
     }
     auto& provider = sc.provider;
-    provider.assign(g.num_tensors(), {});
+    provider.assign(view.num_tensors(), {});
     // reorder kernels of each tensor, to the plain and to the blocked layout (the rule set has
     // one block, so these are the only two targets)
     auto& reorder_to_plain = sc.reorder_to_plain;
     auto& reorder_to_blocked = sc.reorder_to_blocked;
-    reorder_to_plain.assign(g.num_tensors(), -1);
-    reorder_to_blocked.assign(g.num_tensors(), -1);
+    reorder_to_plain.assign(view.num_tensors(), -1);
+    reorder_to_blocked.assign(view.num_tensors(), -1);
     kg.kernel_of_node.assign(g.num_nodes(), -1);
     const auto add_edge = [&](int src, int dst, int t) {
         if (src >= 0) kg.edges.push_back({src, dst, t});
@@ -315,13 +318,14 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
         r.layout = want;
         r.input_layout = p.layout;
         r.cost = NodeCost{};
-        r.cost.input_bytes = r.cost.output_bytes = g.tensor(t).bytes();
+        r.cost.input_bytes = r.cost.output_bytes = view.bytes(t);
         add_edge(p.kernel, id, t);
         known = id;
         return id;
     };
     auto& in_kernel = sc.in_kernel;
     in_kernel.assign(g.num_nodes(), 0);
+    const int conv_op = view.find_op("Conv");
     kg.kernels.reserve(plan.item_order.size() + plan.item_order.size() / 2 + 8);  // reorders included, mostly
     kg.edges.reserve(2 * plan.item_order.size());
     auto& all = sc.all;  // buffers reused kernel after kernel
@@ -334,13 +338,13 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
             if (roles[static_cast<std::size_t>(v)] == NodeRole::constant) continue;
             int src = -1;  // a free operator reads the plain layout and passes its input's provider on
             bool first = true;
-            for (int t : g.node(v).inputs) {
-                if (t < 0 || is_constant_tensor(g, roles, t)) continue;
+            for (int t : view.inputs(v)) {
+                if (t < 0 || is_constant(t)) continue;
                 const int k = ensure(t, Layout{});
                 if (first) src = k;
                 first = false;
             }
-            for (int t : g.node(v).outputs) provider[static_cast<std::size_t>(t)] = {src, Layout{}};
+            for (int t : view.outputs(v)) provider[static_cast<std::size_t>(t)] = {src, Layout{}};
             continue;
         }
         k.kind.clear();
@@ -370,34 +374,34 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
         std::sort(k.folded.begin(), k.folded.end(), by_pos);
         for (int v : all) in_kernel[static_cast<std::size_t>(v)] = 1;
         for (int v : all)
-            for (int t : g.node(v).inputs) {
-                if (t < 0 || is_constant_tensor(g, roles, t)) continue;
-                const int p = g.tensor(t).producer;
+            for (int t : view.inputs(v)) {
+                if (t < 0 || is_constant(t)) continue;
+                const int p = view.producer(t);
                 if (p >= 0 && in_kernel[static_cast<std::size_t>(p)]) continue;
                 if (std::find(k.inputs.begin(), k.inputs.end(), t) == k.inputs.end()) k.inputs.push_back(t);
             }
         for (int v : all)
-            for (int t : g.node(v).outputs) {
-                const auto& ten = g.tensor(t);
-                bool leaves = ten.is_output;
-                for (int c : ten.consumers) leaves = leaves || !in_kernel[static_cast<std::size_t>(c)];
+            for (int t : view.outputs(v)) {
+                bool leaves = view.is_output(t);
+                for (int c : view.consumers(t)) leaves = leaves || !in_kernel[static_cast<std::size_t>(c)];
                 if (leaves) k.outputs.push_back(t);
             }
         // layout
         bool narrow = false;
         if (rules.layout.enabled()) {
-            const auto& a = g.node(k.nodes.front());
+            const int a = k.nodes.front();
+            const int a_input = view.inputs(a).empty() ? -1 : view.inputs(a)[0];
             const auto b = rules.layout.block;
             const auto fits = [&](int t) {
-                const auto& s = g.tensor(t).shape;
+                const auto s = view.shape(t);
                 return s.size() == 4 && s[1] % b == 0;
             };
             bool blocked = false;
             const auto first_kind = static_cast<std::size_t>(kinds.op_kind[static_cast<std::size_t>(k.nodes.front())]);
             if (kinds.anchor[first_kind]) {
-                blocked = detail::anchor_fits(g, a, rules.layout, narrow);
+                blocked = detail::anchor_fits(view, a, conv_op, rules.layout, narrow);
                 for (int t : k.inputs)
-                    if (!(narrow && t == a.inputs[0]) && !fits(t)) blocked = false;
+                    if (!(narrow && t == a_input) && !fits(t)) blocked = false;
             } else if (kinds.follower[first_kind]) {
                 blocked = !k.inputs.empty();
                 for (int t : k.inputs)
@@ -410,7 +414,7 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
         }
         sources.clear();  // reorders the inputs need come first
         for (int t : k.inputs) {
-            const bool plain_read = !k.layout.blocked() || (narrow && t == g.node(k.nodes.front()).inputs[0]);
+            const bool plain_read = !k.layout.blocked() || (narrow && t == view.inputs(k.nodes.front())[0]);
             sources.push_back(ensure(t, plain_read ? Layout{} : k.layout));
         }
         const int id = static_cast<int>(used);
@@ -422,21 +426,20 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
             const auto c = node_cost(g, v);
             k.cost.macs = detail::add_or_raise(k.cost.macs, c.macs, "kernel MACs");
             k.cost.flops = detail::add_or_raise(k.cost.flops, c.flops, "kernel FLOPs");
-            for (int t : g.node(v).inputs)
-                if (t >= 0 && is_constant_tensor(g, roles, t) &&
+            for (int t : view.inputs(v))
+                if (t >= 0 && is_constant(t) &&
                     std::find(constants.begin(), constants.end(), t) == constants.end())
                     constants.push_back(t);
         }
         for (int t : constants) {
-            const auto& ten = g.tensor(t);
-            k.cost.weight_bytes = detail::add_or_raise(k.cost.weight_bytes, ten.bytes(), "kernel bytes");
-            if (ten.kind == graph::TensorKind::weight)
-                k.cost.params = detail::add_or_raise(k.cost.params, ten.elements(), "kernel parameters");
+            k.cost.weight_bytes = detail::add_or_raise(k.cost.weight_bytes, view.bytes(t), "kernel bytes");
+            if (view.is_weight(t))
+                k.cost.params = detail::add_or_raise(k.cost.params, view.elements(t), "kernel parameters");
         }
         for (int t : k.inputs)
-            k.cost.input_bytes = detail::add_or_raise(k.cost.input_bytes, g.tensor(t).bytes(), "kernel bytes");
+            k.cost.input_bytes = detail::add_or_raise(k.cost.input_bytes, view.bytes(t), "kernel bytes");
         for (int t : k.outputs) {
-            k.cost.output_bytes = detail::add_or_raise(k.cost.output_bytes, g.tensor(t).bytes(), "kernel bytes");
+            k.cost.output_bytes = detail::add_or_raise(k.cost.output_bytes, view.bytes(t), "kernel bytes");
             provider[static_cast<std::size_t>(t)] = {id, k.layout};
         }
         (void)k.cost.bytes();  // must fit in 64 bits
@@ -457,13 +460,20 @@ inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, K
         out.cost = k.cost;
     }
     // graph outputs leave in the plain layout
-    for (int t : g.outputs())
+    for (int t : view.outputs())
         if (provider[static_cast<std::size_t>(t)].layout.blocked()) (void)ensure(t, Layout{});
     // kernels past the last are kept, with their storage, for the next graph
     while (kg.kernels.size() > used) {
         sc.spare.push_back(std::move(kg.kernels.back()));
         kg.kernels.pop_back();
     }
+}
+
+/// kernel_graph_into() on `g`, its flat view built in this thread's scratch.
+inline void kernel_graph_into(const graph::Graph& g, const FusionRules& rules, KernelGraph& kg) {
+    auto& view = detail::kernel_pass_scratch().view;
+    view.rebuild(g);
+    kernel_graph_into(view, rules, kg);
 }
 
 /// The kernel graph of `g` under `rules`.

@@ -16,6 +16,7 @@
 
 #include <dnncost/cost/fusion_match.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
 namespace dnncost::cost {
@@ -81,11 +82,12 @@ struct KindIndex {
             if (names[i] == name) return static_cast<int>(i);
         return -1;
     }
-    /// Indexes the kinds of `g` and `rules`, over the storage of an earlier graph's index.
-    void reset(const graph::Graph& g, const FusionRules& rules) {
-        names.clear();
-        op_kind.resize(g.num_nodes());
-        for (std::size_t v = 0; v < g.num_nodes(); ++v) op_kind[v] = intern(g.node(static_cast<int>(v)).op_type);
+    /// Indexes the kinds of the graph of `view` and `rules`, over the storage of an earlier
+    /// graph's index: the graph's op types keep the view's numbers.
+    void reset(const graph::FlatView& view, const FusionRules& rules) {
+        names.assign(view.op_names().begin(), view.op_names().end());
+        op_kind.resize(view.num_nodes());
+        for (std::size_t v = 0; v < op_kind.size(); ++v) op_kind[v] = view.op(static_cast<int>(v));
         for (const auto& p : rules.patterns) (void)intern(p.name);
         by_consumer.resize(std::max(by_consumer.size(), names.size()));
         for (auto& b : by_consumer) b.clear();
@@ -124,8 +126,9 @@ struct KindIndex {
 /// A fusion undone: (producer unit, consumer unit, tensor).
 using BannedFusion = std::tuple<int, int, int>;
 
-/// Groups units by the fusion rules, skipping `banned` (sorted). `effective` is scratch.
-inline void fuse_units(const graph::Graph& g, const std::vector<NodeRole>& roles, const FusionRules& rules,
+/// Groups units by the fusion rules, skipping `banned` (sorted). `constant`: per tensor, as
+/// constant_tensors_into(); `effective` is scratch.
+inline void fuse_units(const graph::FlatView& g, const std::vector<char>& constant, const FusionRules& rules,
                        const KindIndex& kinds, const std::vector<BannedFusion>& banned, FusionPlan& plan,
                        std::vector<int>& effective) {
     const std::size_t units = plan.units();
@@ -140,16 +143,16 @@ inline void fuse_units(const graph::Graph& g, const std::vector<NodeRole>& roles
         if (kinds.by_consumer[static_cast<std::size_t>(plan.unit_kind[v])].empty()) continue;
         bool joined = false;
         for (int n : plan.nodes_of(v)) {
-            for (int t : g.node(n).inputs) {
-                if (joined || t < 0 || is_constant_tensor(g, roles, t)) continue;
-                const int p = g.tensor(t).producer;
+            for (int t : g.inputs(n)) {
+                if (joined || t < 0 || constant[static_cast<std::size_t>(t)]) continue;
+                const int p = g.producer(t);
                 if (p < 0 || plan.unit_of[static_cast<std::size_t>(p)] < 0) continue;
                 const int u = plan.unit_of[static_cast<std::size_t>(p)];
                 if (u == static_cast<int>(v) || (!banned.empty() && std::binary_search(banned.begin(), banned.end(), BannedFusion{u, static_cast<int>(v), t}))) continue;
                 const auto gu = static_cast<std::size_t>(plan.group[static_cast<std::size_t>(u)]);
                 const auto* rule = kinds.find_rule(
                     rules, plan.unit_kind[static_cast<std::size_t>(effective[static_cast<std::size_t>(u)])],
-                    plan.unit_kind[v], operand_class(g, roles, n, t), plan.unit_kind[gu]);
+                    plan.unit_kind[v], operand_class(g, constant, n, t), plan.unit_kind[gu]);
                 if (!rule) continue;
                 plan.group[v] = static_cast<int>(gu);
                 plan.folded[v] = rule->fold;
@@ -163,14 +166,14 @@ inline void fuse_units(const graph::Graph& g, const std::vector<NodeRole>& roles
 
 /// Fusions that break a sole-consumer condition (the intermediate is a graph output or is read
 /// by a node outside the kernel), written over `out`.
-inline void sole_consumer_violations(const graph::Graph& g, const FusionPlan& plan, std::vector<BannedFusion>& out) {
+inline void sole_consumer_violations(const graph::FlatView& g, const FusionPlan& plan,
+                                     std::vector<BannedFusion>& out) {
     out.clear();
     for (const auto& f : plan.fused) {
         if (!f.rule->sole_consumer) continue;
-        const auto& ten = g.tensor(f.tensor);
         const int kernel = plan.group[static_cast<std::size_t>(f.consumer)];
-        bool ok = !ten.is_output;
-        for (int c : ten.consumers) {
+        bool ok = !g.is_output(f.tensor);
+        for (int c : g.consumers(f.tensor)) {
             const int u = plan.unit_of[static_cast<std::size_t>(c)];
             if (u < 0 || plan.group[static_cast<std::size_t>(u)] != kernel) ok = false;
         }
@@ -186,7 +189,7 @@ struct OrderScratch {
     std::vector<std::pair<int, int>> ready;  ///< a min-heap of (key, item)
 };
 
-inline bool order_items(const graph::Graph& g, const std::vector<int>& pos, FusionPlan& plan, int& cyclic,
+inline bool order_items(const graph::FlatView& g, const std::vector<int>& pos, FusionPlan& plan, int& cyclic,
                         OrderScratch& scratch) {
     const std::size_t n = g.num_nodes();
     // item of a node: its kernel's first unit, or units + node for a kernel-less node
@@ -209,9 +212,9 @@ inline bool order_items(const graph::Graph& g, const std::vector<int>& pos, Fusi
     // every input; the order of a row does not matter, keys are unique)
     const auto for_each_edge = [&](const auto& f) {
         for (std::size_t v = 0; v < n; ++v)
-            for (int t : g.node(static_cast<int>(v)).inputs)
+            for (int t : g.inputs(static_cast<int>(v)))
                 if (t >= 0)
-                    if (const int p = g.tensor(t).producer; p >= 0) f(p, static_cast<int>(v));
+                    if (const int p = g.producer(t); p >= 0) f(p, static_cast<int>(v));
     };
     auto& start = scratch.start;
     auto& succ = scratch.succ;
@@ -267,19 +270,23 @@ inline bool order_items(const graph::Graph& g, const std::vector<int>& pos, Fusi
 }
 
 /// Whether a kernel starting with anchor node `a` can run blocked by `block`, and whether it
-/// reads its first input in the plain layout (a narrow first convolution).
-inline bool anchor_fits(const graph::Graph& g, const graph::Node& a, const LayoutRule& layout, bool& narrow) {
+/// reads its first input in the plain layout (a narrow first convolution). `conv`: the number
+/// of op type "Conv" in the view (FlatView::find_op).
+inline bool anchor_fits(const graph::FlatView& g, int a, int conv, const LayoutRule& layout, bool& narrow) {
     narrow = false;
     const auto b = layout.block;
-    if (a.inputs.empty() || a.inputs[0] < 0 || a.outputs.empty()) return false;
-    const auto& x = g.tensor(a.inputs[0]).shape;
-    const auto& y = g.tensor(a.outputs[0]).shape;
+    const auto in = g.inputs(a);
+    const auto out = g.outputs(a);
+    if (in.empty() || in[0] < 0 || out.empty()) return false;
+    const auto x = g.shape(in[0]);
+    const auto y = g.shape(out[0]);
     if (x.size() != 4 || y.size() != 4 || y[1] % b != 0) return false;
     const std::int64_t c = x[1], k = y[1];
-    const auto group = a.op_type == "Conv" ? a.attr_int("group", 1) : 1;
+    const bool is_conv = g.op(a) == conv;
+    const auto group = is_conv ? g.graph().node(a).attr_int("group", 1) : 1;
     if (group > 1) return group == c && c == k && c % b == 0;  // depthwise only
     if (c % b == 0) return true;
-    narrow = layout.narrow_input && a.op_type == "Conv" && c < b;
+    narrow = layout.narrow_input && is_conv && c < b;
     return narrow;
 }
 

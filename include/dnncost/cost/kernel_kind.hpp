@@ -144,13 +144,14 @@ struct KernelKind {
     std::string warning;  ///< empty, or which operator was priced as which kind
 };
 
-/// The kind key of kernel `k` of `kg` (a kernel graph of `g`).
-inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, const Kernel& k) {
+namespace detail {
+/// kernel_kind() of a kernel that is not a reorder, `depthwise` telling whether its first node
+/// is a depthwise convolution; `by_name_only` is cleared when the key or the warning depends on
+/// the kernel's nodes beyond its kind string and `depthwise`.
+inline KernelKind kernel_kind_of_nodes(const graph::Graph& g, const KernelGraph& kg, const Kernel& k, bool depthwise,
+                                       bool& by_name_only) {
     KernelKind out;
-    if (k.is_reorder()) {
-        out.key = "Reorder";
-        return out;
-    }
+    by_name_only = true;
     const auto note = [&](const graph::Node& n, std::string_view as) {
         out.warning += std::string(out.warning.empty() ? "" : "; ") + "operator '" + n.name + "' of kind '" +
                        n.op_type + "' is not known to the kernel model; priced as '" + std::string(as) + "'";
@@ -160,29 +161,31 @@ inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, cons
     // or a pattern), then what it fused
     const std::string_view kind = k.kind;
     const auto head_end = std::min(kind.find('+'), kind.size());
-    std::string_view fam = detail::family_of_op(kind.substr(0, head_end));
+    std::string_view fam = family_of_op(kind.substr(0, head_end));
     if (fam.empty()) {
-        fam = detail::nearest_family(g, first, kg.roles);
+        fam = nearest_family(g, first, kg.roles);
         note(first, fam);
+        by_name_only = false;
     }
     std::string base(fam);
-    if (base == "Conv" && detail::is_depthwise(g, first)) base = "DepthwiseConv";
+    if (base == "Conv" && depthwise) base = "DepthwiseConv";
     bool add = false, act = false;
     for (std::size_t start = head_end + 1; start <= kind.size();) {
         const auto end = std::min(kind.find('+', start), kind.size());
         const auto unit = kind.substr(start, end - start);
         start = end + 1;
-        const auto f = detail::family_of_op(unit);
+        const auto f = family_of_op(unit);
         if (f == "Activation") {
             act = true;
         } else if (f == "Elementwise") {
             add = true;
         } else {
             // an unknown or unusual fused unit: the nearest epilogue by what its first node reads
+            by_name_only = false;
             std::string_view near = "Activation";
             for (int v : k.nodes)
                 if (g.node(v).op_type == unit) {
-                    near = detail::nearest_family(g, g.node(v), kg.roles);
+                    near = nearest_family(g, g.node(v), kg.roles);
                     break;
                 }
             const bool as_add = near == "Elementwise";
@@ -206,6 +209,35 @@ inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, cons
         out.warning += std::string(out.warning.empty() ? "" : "; ") + "kernel kind '" + out.key +
                        "' is not known to the kernel model; priced as '" + near + "'";
         out.key = near;
+    }
+    return out;
+}
+
+/// Kind keys already worked out, by kind string and depthwise-ness, for the kernels whose key
+/// and warning follow from those alone (most): a pricing call meets the same few kinds again
+/// and again. Bounded: cleared when it grows past what any real rule set produces.
+struct KernelKindCache {
+    std::unordered_map<std::string, KernelKind> known[2];  ///< [depthwise]
+};
+inline KernelKindCache& kernel_kind_cache() {
+    thread_local KernelKindCache c;
+    return c;
+}
+}  // namespace detail
+
+/// The kind key of kernel `k` of `kg` (a kernel graph of `g`).
+inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, const Kernel& k) {
+    if (k.is_reorder()) return {"Reorder", {}};
+    // only a kernel that starts with a convolution can be depthwise (its kind string starts "Conv")
+    const std::string_view head = std::string_view(k.kind).substr(0, k.kind.find('+'));
+    const bool depthwise = head == "Conv" && detail::is_depthwise(g, g.node(k.nodes.front()));
+    auto& known = detail::kernel_kind_cache().known[depthwise ? 1 : 0];
+    if (const auto it = known.find(k.kind); it != known.end()) return it->second;
+    bool by_name_only = true;
+    auto out = detail::kernel_kind_of_nodes(g, kg, k, depthwise, by_name_only);
+    if (by_name_only) {
+        if (known.size() >= 4096) known.clear();
+        known.emplace(k.kind, out);
     }
     return out;
 }

@@ -31,7 +31,20 @@ using cost::KernelKind;
 using cost::known_kernel_kinds;
 
 namespace detail {
-inline double log2p(double x) { return std::log2(1.0 + std::max(0.0, x)); }
+/// log2(1 + x) for x >= 0 (0 below). Dimensions and counts are mostly small whole numbers,
+/// read from a table of the same function's values: bit for bit what the call would give.
+inline double log2p(double x) {
+    static const auto small = [] {
+        std::array<double, 1024> t{};
+        for (std::size_t i = 0; i < t.size(); ++i) t[i] = std::log2(1.0 + static_cast<double>(i));
+        return t;
+    }();
+    if (x >= 0 && x < static_cast<double>(small.size())) {
+        const auto i = static_cast<std::size_t>(x);
+        if (static_cast<double>(i) == x) return small[i];
+    }
+    return std::log2(1.0 + std::max(0.0, x));
+}
 }  // namespace detail
 
 /// The names of the features kernel_features() returns, in order.

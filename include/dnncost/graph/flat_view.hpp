@@ -1,0 +1,159 @@
+#pragma once
+/// @file flat_view.hpp
+/// A compact, read-only view of a Graph's structure for passes that walk a graph many times:
+/// op types as small integers, node inputs and outputs, tensor consumers and shapes in flat
+/// compressed rows, and per-tensor producers, flags and sizes in plain arrays. A Graph keeps each
+/// node and tensor in its own heap objects (names, attribute lists, vectors); a pass that visits
+/// them again and again spends its time waiting for memory. Built once per graph (rebuild()
+/// reuses the storage of the previous graph), it describes the graph it was built from only
+/// while that graph is unchanged.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <dnncost/graph/graph.hpp>
+
+namespace dnncost::graph {
+
+class FlatView {
+public:
+    /// Describes `g` (which must outlive the view's use), over the storage of the last graph.
+    void rebuild(const Graph& g) {
+        m_graph = &g;
+        const std::size_t n = g.num_nodes(), nt = g.num_tensors();
+        // tensors first, in storage order; a Tensor's own consumer list is not read: it is the
+        // transpose of the nodes' inputs, built below from memory already read
+        m_producer.resize(nt);
+        m_weight.resize(nt);
+        m_is_output.resize(nt);
+        m_elements.resize(nt);
+        m_bytes.resize(nt);
+        m_shape_start.assign(1, 0);
+        m_shape_flat.clear();
+        m_outputs.clear();
+        // each shape and input list is a heap block of its own, mostly not in cache: asking for
+        // the blocks a few tensors (nodes) ahead overlaps the waits
+        constexpr std::size_t ahead = 8;
+        for (std::size_t t = 0; t < nt; ++t) {
+            if (t + ahead < nt) __builtin_prefetch(g.tensors()[t + ahead].shape.data());
+            const auto& ten = g.tensors()[t];
+            m_producer[t] = ten.producer;
+            m_weight[t] = ten.kind == TensorKind::weight;
+            m_is_output[t] = ten.is_output;
+            if (ten.is_output) m_outputs.push_back(static_cast<int>(t));
+            m_shape_flat.insert(m_shape_flat.end(), ten.shape.begin(), ten.shape.end());
+            m_shape_start.push_back(static_cast<int>(m_shape_flat.size()));
+            // sizes that Tensor::elements()/bytes() would refuse are marked -1: asked for, they
+            // raise the tensor's own error
+            const auto e = checked_numel(ten.shape);
+            std::int64_t b = -1;
+            if (e && __builtin_mul_overflow(*e, static_cast<std::int64_t>(element_size(ten.dtype)), &b)) b = -1;
+            m_elements[t] = e ? *e : -1;
+            m_bytes[t] = b;
+        }
+        m_op_names.clear();
+        m_op.resize(n);
+        m_in_start.assign(1, 0);
+        m_out_start.assign(1, 0);
+        m_in_flat.clear();
+        m_out_flat.clear();
+        m_sorted = true;
+        m_cons_start.assign(nt + 1, 0);
+        for (std::size_t v = 0; v < n; ++v) {
+            if (v + ahead < n) {
+                const auto& next = g.nodes()[v + ahead];
+                __builtin_prefetch(next.inputs.data());
+                __builtin_prefetch(next.outputs.data());
+                __builtin_prefetch(next.op_type.data());
+            }
+            const auto& node = g.nodes()[v];
+            m_op[v] = intern(node.op_type);
+            for (int t : node.inputs) {
+                m_in_flat.push_back(t);
+                if (t < 0) continue;
+                ++m_cons_start[static_cast<std::size_t>(t) + 1];
+                if (m_producer[static_cast<std::size_t>(t)] >= static_cast<int>(v)) m_sorted = false;
+            }
+            m_in_start.push_back(static_cast<int>(m_in_flat.size()));
+            m_out_flat.insert(m_out_flat.end(), node.outputs.begin(), node.outputs.end());
+            m_out_start.push_back(static_cast<int>(m_out_flat.size()));
+        }
+        for (std::size_t t = 0; t < nt; ++t) m_cons_start[t + 1] += m_cons_start[t];
+        m_cons_flat.resize(static_cast<std::size_t>(m_cons_start[nt]));
+        m_cons_fill.assign(m_cons_start.begin(), m_cons_start.end() - 1);
+        for (std::size_t v = 0; v < n; ++v)
+            for (int t : inputs(static_cast<int>(v)))
+                if (t >= 0) m_cons_flat[static_cast<std::size_t>(m_cons_fill[static_cast<std::size_t>(t)]++)] = static_cast<int>(v);
+    }
+
+    const Graph& graph() const { return *m_graph; }
+    std::size_t num_nodes() const { return m_op.size(); }
+    std::size_t num_tensors() const { return m_producer.size(); }
+    /// True when every node's producers come before it: node order is a topological order.
+    bool sorted() const { return m_sorted; }
+
+    /// The distinct op types, numbered in order of first appearance among the nodes.
+    const std::vector<std::string_view>& op_names() const { return m_op_names; }
+    /// Node v's op type as an index into op_names().
+    int op(int v) const { return m_op[static_cast<std::size_t>(v)]; }
+    /// The number of op type `name` in this graph, or -1 when no node has it.
+    int find_op(std::string_view name) const {
+        for (std::size_t i = 0; i < m_op_names.size(); ++i)
+            if (m_op_names[i] == name) return static_cast<int>(i);
+        return -1;
+    }
+
+    /// Node v's input tensors (-1 for an omitted optional input) and outputs, in slot order.
+    std::span<const int> inputs(int v) const { return row(m_in_start, m_in_flat, v); }
+    std::span<const int> outputs(int v) const { return row(m_out_start, m_out_flat, v); }
+
+    int producer(int t) const { return m_producer[static_cast<std::size_t>(t)]; }
+    bool is_weight(int t) const { return m_weight[static_cast<std::size_t>(t)] != 0; }
+    bool is_output(int t) const { return m_is_output[static_cast<std::size_t>(t)] != 0; }
+    /// Consumers of tensor t, one entry per input slot that reads it, in node order.
+    std::span<const int> consumers(int t) const { return row(m_cons_start, m_cons_flat, t); }
+    std::span<const std::int64_t> shape(int t) const {
+        const auto i = static_cast<std::size_t>(t);
+        return {m_shape_flat.data() + m_shape_start[i], static_cast<std::size_t>(m_shape_start[i + 1] - m_shape_start[i])};
+    }
+    /// As Tensor::elements() and Tensor::bytes(), with the same errors.
+    std::int64_t elements(int t) const {
+        const auto e = m_elements[static_cast<std::size_t>(t)];
+        return e >= 0 ? e : m_graph->tensor(t).elements();
+    }
+    std::int64_t bytes(int t) const {
+        const auto b = m_bytes[static_cast<std::size_t>(t)];
+        return b >= 0 ? b : m_graph->tensor(t).bytes();
+    }
+    /// The graph outputs, in tensor order (as Graph::outputs()).
+    const std::vector<int>& outputs() const { return m_outputs; }
+
+private:
+    int intern(std::string_view name) {
+        for (std::size_t i = 0; i < m_op_names.size(); ++i)
+            if (m_op_names[i] == name) return static_cast<int>(i);
+        m_op_names.push_back(name);
+        return static_cast<int>(m_op_names.size()) - 1;
+    }
+    static std::span<const int> row(const std::vector<int>& start, const std::vector<int>& flat, int i) {
+        const auto s = static_cast<std::size_t>(i);
+        return {flat.data() + start[s], static_cast<std::size_t>(start[s + 1] - start[s])};
+    }
+
+    const Graph* m_graph = nullptr;
+    std::vector<std::string_view> m_op_names;
+    std::vector<int> m_op;
+    std::vector<int> m_in_start, m_in_flat, m_out_start, m_out_flat;
+    std::vector<int> m_producer;
+    std::vector<char> m_weight, m_is_output;
+    std::vector<int> m_cons_start, m_cons_flat, m_cons_fill;
+    std::vector<int> m_shape_start;
+    std::vector<std::int64_t> m_shape_flat;
+    std::vector<std::int64_t> m_elements, m_bytes;
+    std::vector<int> m_outputs;
+    bool m_sorted = true;
+};
+
+}  // namespace dnncost::graph
