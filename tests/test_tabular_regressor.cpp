@@ -290,7 +290,7 @@ TEST_CASE("GBT regressor on a linear base: accurate, positive far out, round tri
     CHECK_THROWS_AS(GbtRegressor({.linear_base = true, .linear_ridge = 0}), config_error);
 }
 
-TEST_CASE("GBT regressor on a linear base carries a power law beyond the samples; trees alone hold flat") {
+TEST_CASE("GBT regressor on a linear base carries a power law beyond the samples, trees alone hold flat") {
     // latency = 2e-5 c^1.2 s^2 ms with log features: the log-latency is linear in them
     Rng rng(5);
     const Index n = 400;
