@@ -371,11 +371,19 @@ private:
         if (!w.allFinite()) raise<config_error>("GbtRegressor: the linear base has non-finite coefficients");
         return w;
     }
-    /// The linear base of every row (zero without one).
+    /// The linear base of every row (zero without one). One fused multiply-add per coefficient in
+    /// a fixed order: the same figure in every build, whatever its vector width or contraction.
     Eigen::VectorXd linear_base(const Mat<double>& x) const {
         if (m_base.size() == 0) return Eigen::VectorXd::Zero(x.rows());
         const Index p = x.cols();
-        return (x * m_base.head(p)).array() + m_base[p];
+        Eigen::VectorXd out(x.rows());
+        for (Index i = 0; i < x.rows(); ++i) {
+            double s = m_base[p];
+            for (Index j = 0; j < p; ++j)
+                if (m_base[j] != 0) s = std::fma(m_base[j], x(i, j), s);
+            out[i] = s;
+        }
+        return out;
     }
 
     GbtRegressorOptions m_o;
