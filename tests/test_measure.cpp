@@ -558,15 +558,24 @@ TEST_CASE("harness: rounds, statistic, failures by reason, resume without repeat
     CHECK(no_children());
 }
 
-TEST_CASE("harness: unstable networks get more rounds up to the cap, stable ones do not") {
-    Scratch s("remeasure");
+namespace {
+/// Settings for the fake "noisy" runner: the median of 3 rounds of 2 runs, re-measured above a
+/// spread of 5 % up to `max_rounds`.
+HarnessOptions noisy_settings(int max_rounds) {
     HarnessOptions ho;
     ho.statistic = Statistic::median;
     ho.rounds = 3;
     ho.warmup = 0;
     ho.repeats = 2;
     ho.remeasure_spread = 0.05;
-    ho.max_rounds = 6;
+    ho.max_rounds = max_rounds;
+    return ho;
+}
+}  // namespace
+
+TEST_CASE("harness: unstable networks get more rounds up to the cap, stable ones do not") {
+    Scratch s("remeasure");
+    const auto ho = noisy_settings(6);
     RunnerPool pool({s.runner("noisy")});
     ResultsStore store(s.dir / "r.csv");
     Harness h(pool, ho);
@@ -586,13 +595,7 @@ TEST_CASE("harness: rounds go round-robin within groups, the runner keeps a sess
     CHECK(encode_request({4, "/m.onnx", 1, 2, true}) == "{\"id\":4,\"model\":\"/m.onnx\",\"warmup\":1,\"repeats\":2,\"keep\":true}\n");
     const auto run = [](int interleave, bool keep_sessions) {
         Scratch s("groups");
-        HarnessOptions ho;
-        ho.statistic = Statistic::median;
-        ho.rounds = 3;
-        ho.warmup = 0;
-        ho.repeats = 2;
-        ho.remeasure_spread = 0.05;
-        ho.max_rounds = 4;
+        auto ho = noisy_settings(4);
         ho.interleave = interleave;
         ho.keep_sessions = keep_sessions;
         RunnerPool pool({s.runner("noisy")});
