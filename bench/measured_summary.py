@@ -51,12 +51,24 @@ if os.path.exists(sidecar):
 rd = device.get("runner_device", {})
 st = device.get("settings", {})
 print("# The data set measured on this machine\n")
+host = device.get("host", {})
+round_ms = f", at least {st['round_ms']} ms" if "round_ms" in st else ""
+cpu = rd.get("cpu", "?")
+if "cpu_family" in host:
+    cpu = f"{host['cpu']} (family {host['cpu_family']}, model {host['cpu_model']}, {host.get('isa_level', '?')})"
 print(f"ONNX Runtime {rd.get('version', '?')} (onnxruntime-node, Node.js {rd.get('node', '?')}), CPU execution "
-      f"provider, {rd.get('threads', '?')} thread, on an {rd.get('cpu', '?')} (Zen 5) VM with "
+      f"provider, {rd.get('threads', '?')} thread, on an {cpu} VM with "
       f"{rd.get('logical_cpus', '?')} vCPUs. Protocol: {st.get('rounds')} rounds × ({st.get('warmup')} warm-up + "
-      f"{st.get('repeats')} timed runs), the {st.get('statistic')} of the round medians, further rounds above a "
+      f"{st.get('repeats')} timed runs{round_ms}), the {st.get('statistic')} of the "
+      f"rounds' {st.get('statistic')}s, further rounds above a "
       f"spread of {100 * st.get('remeasure_spread', 0):.0f} % up to {st.get('max_rounds')} rounds. "
       "Produced by `bench/measure_dataset.sh`; this file by `bench/measured_summary.py`.\n")
+refs = device.get("references", [])
+if refs:
+    lat = [float(r["latency_ms"]) for r in refs]
+    print(f"The reference network, measured at the start of each invocation ({len(refs)} times, "
+          f"{refs[0]['time'][:10]} to {refs[-1]['time'][:10]}): {min(lat):.4g}–{max(lat):.4g} ms "
+          f"(kernel {host.get('kernel', '?')}, CPU flags digest {host.get('flags_digest', '?')}).\n")
 
 print("## Networks\n")
 print("| space | level | networks | latency min / median / max (ms) | median spread | peak memory median (MB) |")
@@ -75,9 +87,10 @@ for lv, rows in levels.items():
 
 print("\n## Noise and time per network\n")
 print("Each invocation's noise check re-measures networks from scratch with fresh runner processes; "
-      "the load average is the machine's when the invocation started.\n")
-print("| level | what | networks measured | s per network | load average | re-measured | within ±5 % | within ±10 % | σ (log) |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+      "the load average is the machine's when the invocation started; \"disturbed\" is the harness's own "
+      "verdict on the run (other processes kept a core busy).\n")
+print("| level | what | networks measured | s per network | load average | disturbed | re-measured | within ±5 % | within ±10 % | σ (log) |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for e in log:
     s = e["summary"]
     nc = s.get("noise_check") or {}
@@ -87,7 +100,8 @@ for e in log:
         noise = f"{nc.get('pairs')} | {100 * nc['within_5']:.0f} % | {100 * nc['within_10']:.0f} % | {nc['sigma']:.3f}"
     else:
         noise = "— | — | — | —"
-    print(f"| {e['level']} | {e['what']} | {s.get('measured')} | {spn_txt} | {e['loadavg'].split()[0]} | {noise} |")
+    disturbed = {True: "yes", False: "no"}.get(s.get("disturbed"), "—")  # older summaries did not say
+    print(f"| {e['level']} | {e['what']} | {s.get('measured')} | {spn_txt} | {e['loadavg'].split()[0]} | {disturbed} | {noise} |")
 
 print("\n## What graph optimisation buys\n")
 print("Speed-up = latency at \"disabled\" / latency at \"all\", on the networks measured at both levels.\n")

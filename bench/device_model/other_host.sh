@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Calibration to another host: the committed device model of a level prices the networks of
-# data/measured/ (measured on another VM of this kind), first as calibrated here, then
+# data/measured/earlier_host/ (measured on another VM of this kind), first as calibrated here, then
 # calibrated with 1, 3 or 10 of those networks as shots (`device calibrate --data`; the shots
 # are the networks at evenly spaced quantiles of measured latency). Measures nothing.
 #
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 level=${1:?usage: other_host.sh all|disabled}
 bin=build/release/dnncost
 model=data/devices/ort-cpu-$level-1t.dnnc
-store=data/measured/ort_cpu_${level}_1t.csv
+store=data/measured/earlier_host/ort_cpu_${level}_1t.csv
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cp "$model" "$tmp/calibrated here"
 for k in 1 3 10; do
