@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <sstream>
 #include <string>
@@ -125,7 +126,13 @@ inline LoadedModel load_model(const std::string& path) {
 /// compared with another measured column. Not an error: transfer across devices is a use.
 inline void check_model_use(const LoadedModel& m, const std::string& path, const std::string& space,
                             const std::string& target = {}) {
-    if (const auto s = m.container.meta("space"); s && *s != space)
+    const auto trained_on = [&](const std::string& spaces) {  // one space, or a comma-separated list
+        std::stringstream ss(spaces);
+        for (std::string s; std::getline(ss, s, ',');)
+            if (s == space) return true;
+        return false;
+    };
+    if (const auto s = m.container.meta("space"); s && !trained_on(*s))
         std::cerr << "dnncost: warning: " << path << " was trained on " << *s << " graphs; these inputs are " << space
                   << " (operators it has not seen contribute nothing)\n";
     if (const auto t = m.container.meta("target"); t && !target.empty() && *t != target)
@@ -285,6 +292,17 @@ inline void run_train(TrainArgs& a) {
         req.proxy = proxy_is_column ? ds.column(a.proxy)
                                     : ds.map_graphs([](const graph::Graph& g) { return cost::total_cost(g).macs; });
 
+    // the spaces the training rows came from: a results store mixes them (and model files)
+    std::set<std::string> data_spaces;
+    for (std::size_t i = 0; i < ds.size(); ++i) {
+        const auto key = ds.key(i);
+        if (const auto q = spaces::split_qualified(key))
+            data_spaces.insert(std::string(q->space->name));
+        else
+            data_spaces.insert(key.ends_with(".onnx") ? std::string(train::onnx_keys) : a.space);
+    }
+    std::string trained_spaces;
+    for (const auto& s : data_spaces) trained_spaces += (trained_spaces.empty() ? "" : ",") + s;
     const auto r = estimators::train_estimator(ds, req);
     if (!r.fit.summary.empty()) std::cerr << r.fit.summary << '\n';
     note_precision(*r.model, "trained", true);
@@ -292,7 +310,7 @@ inline void run_train(TrainArgs& a) {
     if (!a.json_out) print_train(a, r);
     io::write_file_atomic(a.out, io::with_metadata(r.model->serialize(),
                                                    {{"target", a.target},
-                                                    {"space", a.space},
+                                                    {"space", trained_spaces},
                                                     {"space_options", a.space_options},
                                                     {"data", a.data},
                                                     {"seed", std::to_string(a.seed)},

@@ -24,4 +24,17 @@ grep -q "warning" nb.err && fail "predict on the training space warns: $(cat nb.
 grep -q "m.dnnc was trained on nb201 graphs; these inputs are onnx" onnx.err || fail "predict on ONNX files does not warn: $(cat onnx.err)"
 [ "$(wc -l < onnx.out)" -eq 1 ] || fail "predict onnx: expected one line, got: $(cat onnx.out)"
 
+# a results store mixes spaces: the model records every space it learnt from, and warns only
+# for inputs of another one
+store="$data/measured/ort_cpu_all_1t.csv"
+{ head -n 1 "$store"; grep ',|' "$store" | head -n 20; grep ',fbnet:' "$store" | head -n 20; } > mixed.csv
+fbnet_arch="$(grep ',fbnet:' "$store" | sed -n 30p | cut -d, -f2 | cut -d: -f2)"
+"$bin" train --data mixed.csv --target latency_ms --preset additive --train 28 --val 10 --seed 2 --out mixed.dnnc \
+  > /dev/null 2> mixed_train.err || { fail "training on a mixed store"; tail -3 mixed_train.err; }
+"$bin" predict --model mixed.dnnc --space fbnet "$fbnet_arch" > mixed_fb.out 2> mixed_fb.err || fail "predict fbnet"
+grep -q "warning" mixed_fb.err && fail "predict on one of the training spaces warns: $(cat mixed_fb.err)"
+"$bin" predict --model mixed.dnnc "$onnx" > /dev/null 2> mixed_onnx.err || fail "predict onnx with the mixed model"
+grep -q "mixed.dnnc was trained on fbnet,nb201 graphs; these inputs are onnx" mixed_onnx.err \
+  || fail "predict on ONNX files does not name the training spaces: $(cat mixed_onnx.err)"
+
 finish model_use
