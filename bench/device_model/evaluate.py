@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Accuracy of saved estimators on results stores of `dnncost measure`: MAPE, share within
 ±10 % and ±25 %, Spearman's rho, median and worst ratio of predicted to measured latency, one row
-per (model, store). Writes one JSON document (a list of rows) and prints a markdown table.
-  evaluate.py --cli build/release/dnncost --out rows.json --stores STORE... -- MODEL[=LABEL]...
+per (model, store), or with --by-space per (model, store, search space) of a mixed store.
+Writes one JSON document (a list of rows) and prints a markdown table.
+  evaluate.py --cli build/release/dnncost --out rows.json [--by-space] --stores STORE... -- MODEL[=LABEL]...
 A model argument is FILE or FILE=LABEL."""
 import argparse, csv, json, math, os, subprocess, sys
 
@@ -14,6 +15,13 @@ def load_store(path):
             if r["status"] == "ok":
                 rows[r["id"]] = float(r["latency_ms"])  # the last ok row of an id wins
     return rows
+
+
+def space_of(net_id):
+    """The search space of a store's id (bare |...| strings are NB201), or onnx for a model file."""
+    if net_id.startswith("|"):
+        return "nb201"
+    return "onnx" if net_id.endswith(".onnx") else net_id.split(":", 1)[0]
 
 
 def predict(cli, model, ids, store_dir):
@@ -66,6 +74,7 @@ def main():
     ap.add_argument("--cli", default="build/release/dnncost")
     ap.add_argument("--out", required=True)
     ap.add_argument("--stores", nargs="+", required=True)
+    ap.add_argument("--by-space", action="store_true", help="one row per search space of each store")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     models = [m.split("=", 1) if "=" in m else [m, os.path.basename(m)] for m in a.models]
@@ -73,11 +82,15 @@ def main():
     rows = []
     for store in stores:
         meas = load_store(store)
-        ids = sorted(meas)
+        groups = {}
+        for i in sorted(meas):
+            groups.setdefault(space_of(i) if a.by_space else None, []).append(i)
         for path, label in models:
-            pred = predict(a.cli, path, ids, os.path.dirname(os.path.abspath(store)))
-            m = metrics(pred, [meas[i] for i in ids])
-            rows.append({"model": label, "store": os.path.basename(store), **m})
+            for space, ids in sorted(groups.items(), key=lambda g: g[0] or ""):
+                pred = predict(a.cli, path, ids, os.path.dirname(os.path.abspath(store)))
+                m = metrics(pred, [meas[i] for i in ids])
+                name = os.path.basename(store) + (f" {space}" if space else "")
+                rows.append({"model": label, "store": name, **({"space": space} if space else {}), **m})
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(rows, f, indent=1)
