@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/graph/flat_view.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
 using namespace dnncost;
@@ -184,6 +185,42 @@ TEST_CASE("cost: a count that would exceed 64 bits is an error naming the node, 
     cost::NodeCost b;
     b.input_bytes = b.output_bytes = std::numeric_limits<std::int64_t>::max() / 2 + 1;
     CHECK_THROWS_AS((void)b.bytes(), shape_error);
+}
+
+TEST_CASE("cost: node_arithmetic on a flat view gives node_cost's MACs and FLOPs, and its errors") {
+    const auto same = [](const graph::Graph& g) {
+        graph::FlatView v;
+        v.rebuild(g);
+        for (std::size_t i = 0; i < g.num_nodes(); ++i) {
+            const int n = static_cast<int>(i);
+            const auto want = cost::node_cost(g, n);
+            const auto got = cost::node_arithmetic(v, n, cost::cost_rule_of(g.node(n).op_type));
+            CHECK(got.macs == want.macs);
+            CHECK(got.flops == want.flops);
+        }
+    };
+    nb201::Nb201Options o;
+    same(nb201::build_graph("|nor_conv_3x3~0|+|nor_conv_1x1~0|avg_pool_3x3~1|+|none~0|skip_connect~1|none~2|", o));
+    graph::Graph other("other");
+    const int x = other.add_input("x", {2, 8});
+    other.add_op("Mystery", "m", {x}, {2, 8});  // no rule of its own: one FLOP per output element
+    other.add_op("Gemm", "fc", {x, other.add_weight("w", {4, 8}), other.add_weight("b", {4})}, {2, 4},
+                 {{"transB", std::int64_t{1}}});
+    same(other);
+    // a tensor of unknown shape, or byte counts whose sum exceeds 64 bits: node_cost's own errors
+    graph::Graph unknown("unknown");
+    unknown.add_op("Relu", "r", {unknown.add_input("u", {1, -4})}, {1, 4});
+    graph::FlatView v;
+    v.rebuild(unknown);
+    CHECK_THROWS_WITH_AS(cost::node_arithmetic(v, 0, cost::cost_rule_of("Relu")), doctest::Contains("unknown shape"),
+                         shape_error);
+    const std::int64_t k30 = std::int64_t{1} << 30;
+    graph::Graph wide("wide");  // each input holds 2^62 bytes, the two together more than 64 bits count
+    wide.add_op("Add", "add", {wide.add_input("a", {k30, k30}), wide.add_input("b", {k30, k30})}, {1});
+    v.rebuild(wide);
+    CHECK_THROWS_WITH_AS(cost::node_arithmetic(v, 0, cost::cost_rule_of("Add")), doctest::Contains("node 'add' (Add)"),
+                         shape_error);
+    CHECK_THROWS_WITH_AS(cost::node_cost(wide, 0), doctest::Contains("node 'add' (Add)"), shape_error);
 }
 
 TEST_CASE("cost: graphs that were never validated get errors, not negative or NaN costs") {

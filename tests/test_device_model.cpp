@@ -6,7 +6,9 @@
 // breakdown's totals.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -386,6 +388,11 @@ TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching
     b.add(0, rows[0], 2);
     b.add(0, rows[0], 0);
     CHECK(b.distinct_rows(0) == 2);
+    // a row written in place (new_row, add_new_row) is a row like any other
+    const auto room = b.new_row(0);
+    std::copy(rows[1].begin(), rows[1].end(), room.begin());
+    b.add_new_row(0, 2);
+    CHECK(b.distinct_rows(0) == 2);
     std::vector<double> figures(3, 0.0);
     const estimators::TabularRegressor* regs[] = {reg};
     b.predict_into(regs, figures);
@@ -396,9 +403,20 @@ TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching
     };
     CHECK(figures[0] == doctest::Approx(2 * alone(rows[0])).epsilon(1e-12));
     CHECK(figures[1] == doctest::Approx(alone(rows[1])).epsilon(1e-12));
-    CHECK(figures[2] == doctest::Approx(alone(rows[0])).epsilon(1e-12));
+    CHECK(figures[2] == doctest::Approx(alone(rows[0]) + alone(rows[1])).epsilon(1e-12));
     CHECK_THROWS_AS(b.add(1, rows[0], 0), shape_error);
     CHECK_THROWS_AS(b.add(0, std::vector<double>(3, 0.0), 0), shape_error);
     std::vector<double> too_few(2, 0.0);
     CHECK_THROWS_AS(b.predict_into(regs, too_few), shape_error);
+    CHECK_THROWS_AS((void)b.new_row(1), shape_error);
+
+    // many rows, each added twice: every one is found again, past the index's first size
+    estimators::KernelBatches many(2, 3);
+    for (int pass = 0; pass < 2; ++pass)
+        for (int j = 0; j < 100; ++j)
+            many.add(static_cast<std::size_t>(j % 2), std::vector<double>{j * 1.0, 1.0, -0.0}, 0);
+    CHECK(many.distinct_rows(0) == 50);
+    CHECK(many.distinct_rows(1) == 50);
+    many.add(0, std::vector<double>{0.0, 1.0, 0.0}, 0);  // rows are told apart by their bits: -0.0 is not 0.0
+    CHECK(many.distinct_rows(0) == 51);
 }

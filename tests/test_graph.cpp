@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -195,6 +197,43 @@ TEST_CASE("graph: attribute lists read in place agree with the copies") {
                          parse_error);
 }
 
+TEST_CASE("graph: the flat view reads the windows of convolutions and pooling as their nodes do") {
+    using Ints = std::vector<std::int64_t>;
+    Graph g("windows");
+    const int x = g.add_input("x", {1, 4, 8, 8});
+    const int y = g.add_op("Conv", "dw", {x, g.add_weight("w", {4, 1, 3, 3})}, {1, 4, 8, 8},
+                           {{"group", std::int64_t{4}},
+                            {"kernel_shape", Ints{3, 3}},
+                            {"strides", Ints{1, 1}},
+                            {"group", std::int64_t{9}}});  // a second of one name: the first counts
+    const int p = g.add_op("MaxPool", "pool", {y}, {1, 4, 4, 4},
+                           {{"kernel_shape", std::int64_t{2}}, {"strides", Ints{2, 2}}, {"group", 1.0}});
+    const int q = g.add_op("AveragePool", "odd", {p}, {1, 4, 4, 4},
+                           {{"kernel_shape", Ints{1, 1}}, {"group", std::string("x")}});
+    g.mark_output(g.add_op("Relu", "relu", {q}, {1, 4, 4, 4}, {{"group", std::int64_t{3}}}));
+    graph::FlatView v;
+    v.rebuild(g);
+    const auto ints = [](std::span<const std::int64_t> s) { return Ints(s.begin(), s.end()); };
+    CHECK(ints(v.kernel_shape(0)) == Ints{3, 3});
+    CHECK(ints(v.strides(0)) == Ints{1, 1});
+    CHECK(v.group(0) == 4);
+    CHECK(ints(v.kernel_shape(1)) == Ints{2});  // a single integer is a list of one
+    CHECK(ints(v.strides(1)) == Ints{2, 2});
+    CHECK(v.group(1) == 1);
+    // a group of another type: the node's own error; its other attributes as the node has them
+    CHECK(ints(v.kernel_shape(2)) == Ints{1, 1});
+    CHECK(v.strides(2).empty());
+    CHECK_THROWS_WITH_AS((void)v.group(2), doctest::Contains("node 'odd' (AveragePool): attribute 'group'"),
+                         parse_error);
+    // not a window: asked of the node
+    CHECK(v.group(3) == 3);
+    CHECK(v.kernel_shape(3).empty());
+    for (int n = 0; n < 4; ++n) {
+        CHECK(ints(v.kernel_shape(n)) == g.node(n).attr_ints("kernel_shape"));
+        CHECK(ints(v.strides(n)) == g.node(n).attr_ints("strides"));
+    }
+}
+
 TEST_CASE("graph: the flat view describes its graph, and the next one over the same storage") {
     // every field of the view against the Graph's own objects
     const auto check_view = [](const Graph& g, const graph::FlatView& v) {
@@ -260,6 +299,8 @@ TEST_CASE("graph: the flat view describes its graph, and the next one over the s
     const int big = huge.add_input("big", {std::int64_t{1} << 40, std::int64_t{1} << 40});
     const int ok = huge.add_op("Relu", "r", {huge.add_input("small", {2})}, {2});
     v.rebuild(huge);
+    CHECK(v.sized(ok));
+    CHECK_FALSE(v.sized(big));
     CHECK(v.bytes(ok) == 8);
     CHECK_THROWS_AS((void)v.bytes(big), shape_error);
     CHECK_THROWS_AS((void)v.elements(big), shape_error);

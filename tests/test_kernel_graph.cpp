@@ -2,6 +2,7 @@
 // kernels, layouts, reorders and per-kernel counts worked out in the comments.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -313,6 +314,29 @@ TEST_CASE("kernel graph: deterministic, and its JSON is one object") {
     CHECK(a.find("\"kind\": \"Conv+Relu\"") != std::string::npos);
 }
 
+TEST_CASE("kernel graph: kernels of one graph with the same kind number have the same kind string") {
+    nb201::Arch a;
+    for (std::size_t i = 0; i < a.ops.size(); ++i) a.ops[i] = static_cast<nb201::Op>(i % 5);
+    const auto rules = parse(std::string(resnet_rules) + "layout NCHWc 16 anchors=Conv followers=Relu,Add\n");
+    std::size_t fused = 0, reorders = 0;
+    for (const auto& g : {nb201::build_graph(a), conv_bn_relu()}) {
+        const auto kg = cost::kernel_graph(g, rules);
+        std::map<int, std::string> kind_of_number;
+        std::map<std::string, int> number_of_kind;
+        for (const auto& k : kg.kernels) {
+            REQUIRE(k.kind_id >= 0);
+            CHECK(kind_of_number.emplace(k.kind_id, k.kind).first->second == k.kind);
+            // no op type here has a '+' in its name, so a kind string has one number too
+            CHECK(number_of_kind.emplace(k.kind, k.kind_id).first->second == k.kind_id);
+            if (k.is_reorder()) CHECK(k.kind_id == 0);
+            fused += k.kind.find('+') != std::string::npos;
+            reorders += k.is_reorder();
+        }
+    }
+    CHECK(fused > 0);  // kernels of several units (Conv+Relu) were numbered
+    CHECK(reorders > 0);
+}
+
 TEST_CASE("kernel graph: built over another's storage, it is the graph built afresh") {
     Graph mobile("mobile");
     {
@@ -339,6 +363,7 @@ TEST_CASE("kernel graph: built over another's storage, it is the graph built afr
             CHECK(p.output_shapes == q.output_shapes);
             CHECK(p.layout == q.layout);
             CHECK(p.input_layout == q.input_layout);
+            CHECK(p.kind_id == q.kind_id);
             CHECK((p.cost.macs == q.cost.macs && p.cost.flops == q.cost.flops && p.cost.params == q.cost.params &&
                    p.cost.input_bytes == q.cost.input_bytes && p.cost.output_bytes == q.cost.output_bytes &&
                    p.cost.weight_bytes == q.cost.weight_bytes));

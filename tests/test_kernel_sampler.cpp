@@ -9,8 +9,10 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <dnncost/cost/kernel_kind_table.hpp>
 #include <dnncost/cost/kernel_sampler.hpp>
 #include <dnncost/features/kernel_features.hpp>
 #include <dnncost/spaces/nb201.hpp>
@@ -98,6 +100,42 @@ TEST_CASE("kernel kinds: keys of hand-built kernels, depthwise apart, unknown on
     CHECK(cost::kernel_kind(h, hk, hk.kernels[0]).key == "Conv");
     CHECK(cost::kernel_kind(h, hk, hk.kernels[1]).key == "Elementwise");
     CHECK(cost::kernel_kind(h, hk, hk.kernels[1]).warning.find("Blend") != std::string::npos);
+}
+
+TEST_CASE("kernel kind table: each kernel's kind as kernel_kind() gives it, a shared kind worked out once") {
+    Graph g("net");
+    const int x = g.add_input("x", {1, 16, 8, 8});
+    const int a = same(g, "Relu", "r1", {batch_norm(g, "bn1", conv(g, "c1", x, 16, 3))});
+    const int d = same(g, "Relu", "r2", {conv(g, "dw", a, 16, 3, 1, 16)});
+    const int s = same(g, "Add", "add", {conv(g, "c2", d, 16, 1), a});
+    const int u = same(g, "Frobnicate", "odd", {same(g, "Frobnicate", "odd2", {s})});
+    g.mark_output(same(g, "Relu", "r3", {u}));
+    g.validate();
+    const auto kg = cost::kernel_graph(g, doc_rules());
+    graph::FlatView view;
+    view.rebuild(g);
+    cost::KernelKindTable<int> table;
+    int asked = 0;
+    for (int round = 0; round < 2; ++round) {  // the same graph twice: its numbers forgotten, its kinds not
+        table.next_graph();
+        for (const auto& k : kg.kernels) {
+            const auto want = cost::kernel_kind(g, kg, k);
+            const auto& got = table.find(view, kg, k, [&](const cost::KernelKind&) { return ++asked; });
+            CHECK(got.kind.key == want.key);
+            CHECK(got.kind.warning == want.warning);  // an unknown operator's names that operator
+        }
+    }
+    std::set<std::pair<std::string, int>> shared;
+    int own = 0;
+    for (const auto& k : kg.kernels) {
+        if (k.kind.find("Frobnicate") != std::string::npos)
+            ++own;
+        else
+            shared.emplace(k.kind, cost::kernel_kind_variant(g, k));
+    }
+    CHECK(own == 2);
+    CHECK(shared.size() >= 4);  // Conv+Relu, its depthwise variant, Conv+Add, Relu
+    CHECK(asked == static_cast<int>(shared.size()) + 2 * own);
 }
 
 TEST_CASE("kernel features: hand-computed values of a strided convolution with a folded BatchNorm") {

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
+#include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
 namespace dnncost::cost {
@@ -71,7 +73,7 @@ struct NodeCost {
 
 /// Operators whose cost is zero by construction (they only relabel memory in a runtime that
 /// can alias): they still appear in the graph and still count their memory traffic.
-inline bool is_shape_only(const std::string& op) {
+inline bool is_shape_only(std::string_view op) {
     return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
            op == "Shape" || op == "Constant" || op == "Dropout";
 }
@@ -139,6 +141,8 @@ inline void variadic(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     c.flops = mul(n, out_elems(g, n), std::max<std::int64_t>(1, operands - 1));
 }
 inline void zero_cost(const graph::Graph&, const graph::Node&, NodeCost& c) { c.flops = 0; }
+/// An operator without a rule of its own: one FLOP per output element (an elementwise guess).
+inline void elementwise_guess(const graph::Graph& g, const graph::Node& n, NodeCost& c) { c.flops = out_elems(g, n); }
 inline void linear_bias(const graph::Graph& g, const graph::Node& n, NodeCost& c, std::size_t bias_slot) {
     c.flops = add(n, mul(n, 2, c.macs), has_input(n, bias_slot) ? out_elems(g, n) : 0);
 }
@@ -272,9 +276,10 @@ inline void resize(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     c.flops = mul(n, mul(n, 2, neighbours), first_out_elems(g, n));
 }
 
-inline const std::unordered_map<std::string, CostRule>& cost_rules() {
-    static const std::unordered_map<std::string, CostRule> rules = [] {
-        std::unordered_map<std::string, CostRule> r;
+// keyed by views of the string literals below: looked up by a node's op type without a copy
+inline const std::unordered_map<std::string_view, CostRule>& cost_rules() {
+    static const std::unordered_map<std::string_view, CostRule> rules = [] {
+        std::unordered_map<std::string_view, CostRule> r;
         r["Conv"] = conv;
         r["ConvTranspose"] = conv_transpose;
         r["Gemm"] = gemm;
@@ -378,17 +383,16 @@ inline const std::unordered_map<std::string, CostRule>& cost_rules() {
 /// output element).
 inline bool is_known_operator(const std::string& op) { return detail::cost_rules().count(op) > 0; }
 
-/// Cost of node `id` of `g`. Unknown operator types get MACs = 0 and FLOPs = one per output
-/// element (an elementwise guess), so a new operator never makes a model unusable; use
-/// `is_known_operator` to find out.
-/// Per-operator FLOPs: linear algebra 2 x MACs (+1 per output with a bias; Einsum's MACs are
-/// its output elements times the extents it contracts, per extra operand); pooling one per
-/// window element; BatchNormalization 2 per element; Layer/Instance/GroupNormalization 6 per
-/// element; reductions one per input element; binary elementwise one per output and extra
-/// operand; Relu-like one, Clip two, transcendental activations four, Gelu eight, Softmax eight
-/// per element; Resize 2 per interpolation neighbour (0 for nearest); data movement zero.
-/// @throws shape_error if a linear-algebra node lacks the inputs its cost depends on
-inline NodeCost node_cost(const graph::Graph& g, int id) {
+/// The cost rule node_cost() applies to op type `op` (its elementwise guess when `op` has none
+/// of its own): looked up once per op type by a pass that prices many nodes of few types.
+inline detail::CostRule cost_rule_of(std::string_view op) {
+    const auto& rules = detail::cost_rules();
+    const auto it = rules.find(op);
+    return it != rules.end() ? it->second : detail::elementwise_guess;
+}
+
+/// node_cost() of node `id` with its op type's rule already looked up (cost_rule_of).
+inline NodeCost node_cost(const graph::Graph& g, int id, detail::CostRule rule) {
     const auto& n = g.node(id);
     NodeCost c;
     for (int t : n.inputs) {
@@ -403,11 +407,61 @@ inline NodeCost node_cost(const graph::Graph& g, int id) {
     }
     for (int t : n.outputs) c.output_bytes = detail::add(n, c.output_bytes, detail::bytes(n, g.tensor(t)));
     (void)detail::add(n, detail::add(n, c.input_bytes, c.output_bytes), c.weight_bytes);  // bytes() must fit too
-    const auto& rules = detail::cost_rules();
-    if (auto it = rules.find(n.op_type); it != rules.end())
-        it->second(g, n, c);
-    else
-        c.flops = detail::out_elems(g, n);
+    rule(g, n, c);
+    return c;
+}
+
+/// Cost of node `id` of `g`. Unknown operator types get MACs = 0 and FLOPs = one per output
+/// element (an elementwise guess), so a new operator never makes a model unusable; use
+/// `is_known_operator` to find out.
+/// Per-operator FLOPs: linear algebra 2 x MACs (+1 per output with a bias; Einsum's MACs are
+/// its output elements times the extents it contracts, per extra operand); pooling one per
+/// window element; BatchNormalization 2 per element; Layer/Instance/GroupNormalization 6 per
+/// element; reductions one per input element; binary elementwise one per output and extra
+/// operand; Relu-like one, Clip two, transcendental activations four, Gelu eight, Softmax eight
+/// per element; Resize 2 per interpolation neighbour (0 for nearest); data movement zero.
+/// @throws shape_error if a linear-algebra node lacks the inputs its cost depends on
+inline NodeCost node_cost(const graph::Graph& g, int id) { return node_cost(g, id, cost_rule_of(g.node(id).op_type)); }
+
+/// The MACs and FLOPs of node `id` of the graph of `view` as node_cost(view.graph(), id, rule)
+/// gives them (its other counts left zero), with the same errors: the byte counts node_cost
+/// checks are checked on the view's sizes, and node_cost itself runs only when one of them is out
+/// of range, to raise its own error. For a pass that needs only the arithmetic of many nodes.
+inline NodeCost node_arithmetic(const graph::FlatView& view, int id, detail::CostRule rule) {
+    // node_cost's sums, in its order; a size or a sum out of range leaves the checking to it
+    std::int64_t weight_bytes = 0, params = 0, input_bytes = 0, output_bytes = 0, total = 0;
+    bool in_range = true;
+    const auto sum = [&](std::int64_t& into, std::int64_t x) {
+        if (__builtin_add_overflow(into, x, &into)) in_range = false;
+    };
+    for (int t : view.inputs(id)) {
+        if (t < 0) continue;
+        if (!view.sized(t)) {
+            in_range = false;
+        } else if (view.is_weight(t)) {
+            sum(weight_bytes, view.bytes(t));
+            sum(params, view.elements(t));
+        } else {
+            sum(input_bytes, view.bytes(t));
+        }
+    }
+    for (int t : view.outputs(id)) {
+        if (view.sized(t))
+            sum(output_bytes, view.bytes(t));
+        else
+            in_range = false;
+    }
+    sum(total, input_bytes);
+    sum(total, output_bytes);
+    sum(total, weight_bytes);
+    NodeCost c;
+    if (!in_range) {
+        const auto full = node_cost(view.graph(), id, rule);
+        c.macs = full.macs;
+        c.flops = full.flops;
+        return c;
+    }
+    rule(view.graph(), view.graph().node(id), c);
     return c;
 }
 

@@ -58,6 +58,10 @@ struct Kernel {
     Layout layout;
     Layout input_layout;  ///< = layout except for a reorder
     NodeCost cost;        ///< MACs and FLOPs of its executed nodes; bytes it moves; weights
+    /// Its kind as a small number of its kernel graph: kernels of one kernel graph with the same
+    /// number have the same kind string, so that a caller can tell kinds apart without reading
+    /// strings (two numbers may still name one string). -1: none given (a kernel built by hand).
+    int kind_id = -1;
     bool is_reorder() const { return nodes.empty(); }
 };
 
@@ -149,6 +153,8 @@ struct KernelPassScratch {
     std::vector<int> reorder_to_plain, reorder_to_blocked, all, constants, sources;
     std::vector<char> in_kernel, constant;
     std::vector<Provider> provider;
+    std::vector<std::string> fused_kinds;  ///< kind strings of the graph's kernels of several units
+    std::vector<CostRule> op_rule;  ///< per op type of the view: its cost rule (cost_rule_of)
     graph::FlatView view;  ///< of the graph being priced, for callers that do not bring their own
     std::vector<BannedFusion> banned, bad;
     KindIndex kinds;
@@ -214,6 +220,9 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
     // units: pattern groups first, then every other compute node, numbered in topological order
     auto& kinds = sc.kinds;
     kinds.reset(view, rules);
+    auto& op_rule = sc.op_rule;
+    op_rule.resize(view.op_names().size());
+    for (std::size_t i = 0; i < op_rule.size(); ++i) op_rule[i] = cost_rule_of(view.op_names()[i]);
     auto& plan = sc.plan;
     plan.clear(g.num_nodes());
     auto& pattern_of = sc.pattern_of;
@@ -309,6 +318,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         const int id = static_cast<int>(used);
         Kernel& r = next_kernel();
         r.kind = "Reorder";
+        r.kind_id = 0;
         r.nodes.clear();
         r.folded.clear();
         r.inputs.assign(1, t);
@@ -328,6 +338,15 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
     const int conv_op = view.find_op("Conv");
     kg.kernels.reserve(plan.item_order.size() + plan.item_order.size() / 2 + 8);  // reorders included, mostly
     kg.edges.reserve(2 * plan.item_order.size());
+    // kind numbers: 0 a reorder, 1 + k a kernel of one executed unit of kind k (KindIndex), and
+    // after those the kind strings of kernels of several, in order of appearance
+    auto& fused_kinds = sc.fused_kinds;
+    fused_kinds.clear();
+    const auto fused_kind_id = [&](const std::string& kind) {
+        auto it = std::find(fused_kinds.begin(), fused_kinds.end(), kind);
+        if (it == fused_kinds.end()) it = fused_kinds.insert(it, kind);
+        return 1 + static_cast<int>(kinds.names.size()) + static_cast<int>(it - fused_kinds.begin());
+    };
     auto& all = sc.all;  // buffers reused kernel after kernel
     auto& constants = sc.constants;
     auto& sources = sc.sources;
@@ -355,6 +374,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         k.layout = k.input_layout = Layout{};
         k.cost = NodeCost{};
         all.clear();
+        int executed_units = 0, unit_kind = -1;
         for (int m = member_start[static_cast<std::size_t>(item)]; m < member_start[static_cast<std::size_t>(item) + 1];
              ++m) {
             const int u = member_flat[static_cast<std::size_t>(m)];
@@ -363,10 +383,13 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
             auto& dst = plan.folded[static_cast<std::size_t>(u)] ? k.folded : k.nodes;
             dst.insert(dst.end(), nodes.begin(), nodes.end());
             if (!plan.folded[static_cast<std::size_t>(u)]) {
+                unit_kind = plan.unit_kind[static_cast<std::size_t>(u)];
+                ++executed_units;
                 if (!k.kind.empty()) k.kind += '+';
-                k.kind += kinds.names[static_cast<std::size_t>(plan.unit_kind[static_cast<std::size_t>(u)])];
+                k.kind += kinds.names[static_cast<std::size_t>(unit_kind)];
             }
         }
+        k.kind_id = executed_units == 1 ? 1 + unit_kind : fused_kind_id(k.kind);
         const auto by_pos = [&](int a, int b) {
             return pos[static_cast<std::size_t>(a)] < pos[static_cast<std::size_t>(b)];
         };
@@ -423,7 +446,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         // the constants its executed nodes read (each once)
         constants.clear();
         for (int v : k.nodes) {
-            const auto c = node_cost(g, v);
+            const auto c = node_arithmetic(view, v, op_rule[static_cast<std::size_t>(view.op(v))]);
             k.cost.macs = detail::add_or_raise(k.cost.macs, c.macs, "kernel MACs");
             k.cost.flops = detail::add_or_raise(k.cost.flops, c.flops, "kernel FLOPs");
             for (int t : view.inputs(v))
@@ -447,17 +470,19 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
             kg.kernel_of_node[static_cast<std::size_t>(v)] = id;
             in_kernel[static_cast<std::size_t>(v)] = 0;
         }
-        Kernel& out = next_kernel();  // copied over its storage
-        out.kind = k.kind;
-        out.nodes = k.nodes;
-        out.folded = k.folded;
-        out.inputs = k.inputs;
-        out.outputs = k.outputs;
-        set_shapes(out.input_shapes, k.inputs);
-        set_shapes(out.output_shapes, k.outputs);
+        // the kernel takes over what k built, and k the storage the kernel held, for the next one
+        Kernel& out = next_kernel();
+        std::swap(out.kind, k.kind);
+        std::swap(out.nodes, k.nodes);
+        std::swap(out.folded, k.folded);
+        std::swap(out.inputs, k.inputs);
+        std::swap(out.outputs, k.outputs);
+        set_shapes(out.input_shapes, out.inputs);
+        set_shapes(out.output_shapes, out.outputs);
         out.layout = k.layout;
         out.input_layout = k.input_layout;
         out.cost = k.cost;
+        out.kind_id = k.kind_id;
     }
     // graph outputs leave in the plain layout
     for (int t : view.outputs())

@@ -185,7 +185,7 @@ inline void sole_consumer_violations(const graph::FlatView& g, const FusionPlan&
 /// false when the grouping is cyclic, with `cyclic` set to the earliest kernel left unordered.
 /// Scratch of order_items, kept from one graph to the next.
 struct OrderScratch {
-    std::vector<int> key, indeg, start, succ, fill;
+    std::vector<int> key, indeg, start, succ, fill, at_key;
     std::vector<std::pair<int, int>> ready;  ///< a min-heap of (key, item)
 };
 
@@ -200,22 +200,41 @@ inline bool order_items(const graph::FlatView& g, const std::vector<int>& pos, F
     };
     const std::size_t items = plan.units() + n;
     auto& key = scratch.key;
-    auto& indeg = scratch.indeg;
     key.assign(items, -1);
-    indeg.assign(items, 0);
     for (std::size_t v = 0; v < n; ++v) {
         const int it = item_of(static_cast<int>(v));
         auto& k = key[static_cast<std::size_t>(it)];
         if (k < 0 || pos[v] < k) k = pos[v];
     }
-    // successors of each item, in compressed rows (the graph's edges: producer -> consumer of
-    // every input; the order of a row does not matter, keys are unique)
+    // the graph's edges between items: producer -> consumer of every input
     const auto for_each_edge = [&](const auto& f) {
         for (std::size_t v = 0; v < n; ++v)
             for (int t : g.inputs(static_cast<int>(v)))
                 if (t >= 0)
                     if (const int p = g.producer(t); p >= 0) f(p, static_cast<int>(v));
     };
+    // When every edge runs from an earlier key to a later one (the grouping never reaches back,
+    // as for most graphs), the earliest-ready order below is the order of the keys: each is the
+    // position of one item's first node, so one pass over the positions lists them.
+    bool forward = true;
+    for_each_edge([&](int src, int dst) {
+        const int a = item_of(src), b = item_of(dst);
+        if (a != b && key[static_cast<std::size_t>(a)] > key[static_cast<std::size_t>(b)]) forward = false;
+    });
+    if (forward) {
+        auto& at_key = scratch.at_key;
+        at_key.assign(n, -1);
+        for (std::size_t i = 0; i < items; ++i)
+            if (key[i] >= 0) at_key[static_cast<std::size_t>(key[i])] = static_cast<int>(i);
+        plan.item_order.clear();
+        for (const int it : at_key)
+            if (it >= 0) plan.item_order.push_back(it < units ? it : ~(it - units));
+        return true;
+    }
+    auto& indeg = scratch.indeg;
+    indeg.assign(items, 0);
+    // successors of each item, in compressed rows (the order of a row does not matter, keys are
+    // unique)
     auto& start = scratch.start;
     auto& succ = scratch.succ;
     start.assign(items + 1, 0);
@@ -283,7 +302,7 @@ inline bool anchor_fits(const graph::FlatView& g, int a, int conv, const LayoutR
     if (x.size() != 4 || y.size() != 4 || y[1] % b != 0) return false;
     const std::int64_t c = x[1], k = y[1];
     const bool is_conv = g.op(a) == conv;
-    const auto group = is_conv ? g.graph().node(a).attr_int("group", 1) : 1;
+    const auto group = is_conv ? g.group(a) : 1;
     if (group > 1) return group == c && c == k && c % b == 0;  // depthwise only
     if (c % b == 0) return true;
     narrow = layout.narrow_input && is_conv && c < b;

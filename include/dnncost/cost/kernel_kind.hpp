@@ -11,6 +11,7 @@
 /// has never seen is priced by the nearest known family (by the operands it reads and the shape
 /// it writes) and the key comes with a warning for the caller to report; nothing is dropped.
 #include <algorithm>
+#include <array>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
 namespace dnncost::cost {
@@ -61,6 +63,12 @@ inline bool is_known_kernel_kind(std::string_view key) {
 
 namespace detail {
 
+/// The operators of the "Pool" family (pooling over a window), asked about for every kernel.
+inline constexpr std::array<std::string_view, 3> pool_ops{"MaxPool", "AveragePool", "LpPool"};
+inline bool is_pool_op(std::string_view op) {
+    return std::find(pool_ops.begin(), pool_ops.end(), op) != pool_ops.end();
+}
+
 /// The families of the operator kinds the kernel model knows by name (looked up once per
 /// kernel, so a hash table rather than a chain of comparisons).
 inline const std::unordered_map<std::string_view, std::string_view>& op_families() {
@@ -73,7 +81,7 @@ inline const std::unordered_map<std::string_view, std::string_view>& op_families
         put("ConvTranspose", {"ConvTranspose"});
         put("Gemm", {"Gemm", "FusedGemm"});
         put("MatMul", {"MatMul", "FusedMatMul", "Einsum"});
-        put("Pool", {"MaxPool", "AveragePool", "LpPool"});
+        for (const auto op : pool_ops) t.emplace(op, "Pool");
         put("GlobalPool", {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"});
         put("Elementwise", {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Pow", "Mean", "Where", "Equal", "Greater",
                             "Less", "And", "Or"});
@@ -133,6 +141,16 @@ inline bool is_depthwise(const graph::Graph& g, const graph::Node& n) {
     if (n.op_type != "Conv" || n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty()) return false;
     const auto group = n.attr_int("group", 1);
     const auto& x = g.tensor(n.inputs[0]).shape;
+    return group > 1 && x.size() >= 2 && x[1] == group;
+}
+/// is_depthwise() of node `v` of the graph of `view`, read from the view.
+inline bool is_depthwise(const graph::FlatView& view, int v) {
+    const auto in = view.inputs(v);
+    if (view.op_names()[static_cast<std::size_t>(view.op(v))] != "Conv" || in.empty() || in[0] < 0 ||
+        view.outputs(v).empty())
+        return false;
+    const auto group = view.group(v);
+    const auto x = view.shape(in[0]);
     return group > 1 && x.size() >= 2 && x[1] == group;
 }
 
@@ -225,21 +243,43 @@ inline KernelKindCache& kernel_kind_cache() {
 }
 }  // namespace detail
 
-/// The kind key of kernel `k` of `kg` (a kernel graph of `g`).
-inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, const Kernel& k) {
-    if (k.is_reorder()) return {"Reorder", {}};
+/// Which kernels of one kind string share a kind key: 0 most, 1 those that start with a depthwise
+/// convolution, 2 reorders.
+inline int kernel_kind_variant(const graph::Graph& g, const Kernel& k) {
+    if (k.is_reorder()) return 2;
     // only a kernel that starts with a convolution can be depthwise (its kind string starts "Conv")
     const std::string_view head = std::string_view(k.kind).substr(0, k.kind.find('+'));
-    const bool depthwise = head == "Conv" && detail::is_depthwise(g, g.node(k.nodes.front()));
-    auto& known = detail::kernel_kind_cache().known[depthwise ? 1 : 0];
+    return head == "Conv" && detail::is_depthwise(g, g.node(k.nodes.front())) ? 1 : 0;
+}
+/// kernel_kind_variant() of a kernel of the graph of `view`, read from the view.
+inline int kernel_kind_variant(const graph::FlatView& view, const Kernel& k) {
+    if (k.is_reorder()) return 2;
+    const std::string_view head = std::string_view(k.kind).substr(0, k.kind.find('+'));
+    return head == "Conv" && detail::is_depthwise(view, k.nodes.front()) ? 1 : 0;
+}
+
+/// The kind key of kernel `k` of `kg` (a kernel graph of `g`), its variant given
+/// (kernel_kind_variant()). `shared` tells whether every kernel of the same kind string and
+/// variant gets the same key and warning (most do; a warning that names an operator the model does
+/// not know belongs to its kernel), so that a caller may work it out once for all of them.
+inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, const Kernel& k, int variant,
+                              bool& shared) {
+    shared = true;
+    if (variant == 2) return {"Reorder", {}};
+    auto& known = detail::kernel_kind_cache().known[variant == 1 ? 1 : 0];
     if (const auto it = known.find(k.kind); it != known.end()) return it->second;
-    bool by_name_only = true;
-    auto out = detail::kernel_kind_of_nodes(g, kg, k, depthwise, by_name_only);
-    if (by_name_only) {
+    auto out = detail::kernel_kind_of_nodes(g, kg, k, variant == 1, shared);
+    if (shared) {
         if (known.size() >= 4096) known.clear();
         known.emplace(k.kind, out);
     }
     return out;
+}
+
+/// The kind key of kernel `k` of `kg` (a kernel graph of `g`).
+inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, const Kernel& k) {
+    bool shared = true;
+    return kernel_kind(g, kg, k, kernel_kind_variant(g, k), shared);
 }
 
 }  // namespace dnncost::cost

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
@@ -70,7 +71,7 @@ struct OpConfig {
 };
 
 /// Operators a table prices at zero: they only relabel memory (see is_shape_only).
-inline bool is_free_operator(const std::string& op) { return is_shape_only(op); }
+inline bool is_free_operator(std::string_view op) { return is_shape_only(op); }
 
 /// The configuration of node `id`, or nullopt with `why` set when the table cannot describe it
 /// (an operator whose channel counts it cannot tell, or a free operator).

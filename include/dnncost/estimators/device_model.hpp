@@ -33,6 +33,7 @@
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
 #include <dnncost/cost/kernel_kind.hpp>
+#include <dnncost/cost/kernel_kind_table.hpp>
 #include <dnncost/cost/source.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/estimators/kernel_batches.hpp>
@@ -41,6 +42,7 @@
 #include <dnncost/estimators/sample_boundary.hpp>
 #include <dnncost/estimators/tabular_choice.hpp>
 #include <dnncost/features/kernel_features.hpp>
+#include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/serialize.hpp>
 
@@ -512,20 +514,25 @@ private:
             }
             return it->second;
         };
-        const auto regressor_of = [&](const std::string& key) { return lookup(key).first; };
+        // each kernel's kind key and (regressor, own), worked out once for the kernels that share them
+        cost::KernelKindTable<std::pair<std::size_t, bool>> kinds_met;
+        const auto priced_as = [&](const features::KernelKind& kind) { return lookup(kind.key); };
         const auto block = m_rules.layout.block;
         std::vector<double> row(features::kernel_feature_names().size());
         KernelBatches batches(regressors.size(), row.size());
         KernelFigures out;
         std::vector<cost::KernelGraph> kgs;
         cost::KernelGraph reused, plain;  // storage of one network's kernels passed on to the next
+        thread_local graph::FlatView view;  // of the network being priced, read by the pass and the features
         std::optional<cost::FusionRules> unfused;
         if (details) details->assign(graphs.size(), {});
         std::vector<std::size_t> unsampled;  // fused kernels of a kind no sample had
         for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
             const auto& g = *graphs[gi];
             auto& kg = samples ? kgs.emplace_back() : reused;
-            cost::kernel_graph_into(g, m_rules, kg);
+            view.rebuild(g);
+            cost::kernel_graph_into(view, m_rules, kg);
+            kinds_met.next_graph();
             const std::size_t first = out.ms.size();
             out.ms.resize(first + kg.kernels.size(), 0.0);
             out.start.push_back(out.ms.size());
@@ -539,9 +546,15 @@ private:
             if (d) d->kernels.resize(kg.kernels.size());
             unsampled.clear();
             for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
-                const auto kind = features::kernel_features_into(g, kg, k, block, row);
-                const auto [r, own] = lookup(kind.key);
-                if (!own && kg.kernels[k].nodes.size() > 1) unsampled.push_back(k);
+                const auto& met = kinds_met.find(view, kg, kg.kernels[k], priced_as);
+                const auto& kind = met.kind;
+                const auto [r, own] = met.value;
+                const bool priced_whole = own || kg.kernels[k].nodes.size() <= 1;
+                // the features go straight into the batch; those of a kernel priced in parts are
+                // still worked out (and dropped), for the errors they may raise
+                const auto values = priced_whole ? batches.new_row(r) : std::span<double>(row);
+                features::kernel_features_into(view, kg, k, block, kind, values);
+                if (!priced_whole) unsampled.push_back(k);
                 if (d) {
                     auto& pk = d->kernels[k];
                     pk.kind = kind.key;
@@ -555,21 +568,24 @@ private:
                         pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
                     }
                 }
-                if (own || kg.kernels[k].nodes.size() <= 1) batches.add(r, row, first + k);
+                if (priced_whole) batches.add_new_row(r, first + k);
             }
             if (!unsampled.empty()) {
                 // a fusion no sample showed is priced as its operators running alone: an upper
                 // bound, where a regressor of a similar kind would extrapolate from work it never saw
                 if (!unfused) unfused = unfused_rules();
-                cost::kernel_graph_into(g, *unfused, plain);
+                cost::kernel_graph_into(view, *unfused, plain);
+                kinds_met.next_graph();
                 for (std::size_t k : unsampled) {
                     std::string parts;
                     for (std::size_t p = 0; p < plain.kernels.size(); ++p) {
                         const auto& nodes = plain.kernels[p].nodes;
                         if (nodes.empty() || kg.kernel_of_node[static_cast<std::size_t>(nodes.front())] != int(k)) continue;
-                        const auto r = regressor_of(features::kernel_features_into(g, plain, p, block, row).key);
+                        const auto& met = kinds_met.find(view, plain, plain.kernels[p], priced_as);
+                        const auto r = met.value.first;
+                        features::kernel_features_into(view, plain, p, block, met.kind, batches.new_row(r));
                         if (d) parts += (parts.empty() ? "" : " + ") + std::string(regressor_kind[r]);
-                        batches.add(r, row, first + k);
+                        batches.add_new_row(r, first + k);
                     }
                     if (!d) continue;
                     auto& pk = d->kernels[k];

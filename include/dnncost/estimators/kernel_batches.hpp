@@ -5,13 +5,11 @@
 /// of a call repeat one another; a regressor's figure for a row does not depend on the other rows
 /// of its batch, so predicting each distinct row once gives every kernel the figure it would get
 /// on its own, at a fraction of the cost.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <span>
-#include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
@@ -24,13 +22,7 @@ class KernelBatches {
 public:
     /// Rows of `width` features for `regressors` regressors (numbered 0 .. regressors - 1).
     KernelBatches(std::size_t regressors, std::size_t width)
-        : m_width(width),
-          m_rows(regressors),
-          m_uses(regressors),
-          m_index(64, RowHash{this}, RowEqual{this}) {}
-    // the row index refers back to this object
-    KernelBatches(const KernelBatches&) = delete;
-    KernelBatches& operator=(const KernelBatches&) = delete;
+        : m_width(width), m_rows(regressors), m_count(regressors, 0), m_uses(regressors), m_slots(64) {}
 
     /// Adds row `x` for regressor `r`: its figure will be added to `figures[target]`.
     /// @throws shape_error for a row of another width or a regressor out of range
@@ -38,16 +30,53 @@ public:
         if (r >= m_rows.size() || x.size() != m_width)
             raise<shape_error>("KernelBatches::add: regressor ", r, " of ", m_rows.size(), ", row of ", x.size(),
                                " features (expected ", m_width, ")");
+        const auto row = new_row(r);
+        std::copy(x.begin(), x.end(), row.begin());
+        add_new_row(r, target);
+    }
+
+    /// Room for the next row of regressor `r`, for a caller that writes the features there (rather
+    /// than into a row of its own that add() would copy); add_new_row() then adds it. Valid until
+    /// the next call of new_row() or add_new_row() for `r`.
+    /// @throws shape_error for a regressor out of range
+    std::span<double> new_row(std::size_t r) {
+        if (r >= m_rows.size()) raise<shape_error>("KernelBatches::new_row: regressor ", r, " of ", m_rows.size());
         auto& rows = m_rows[r];
-        const auto candidate = rows.size() / m_width;
-        rows.insert(rows.end(), x.begin(), x.end());
-        const auto [it, fresh] = m_index.insert(Key{r, candidate});
-        if (!fresh) rows.resize(rows.size() - m_width);
-        m_uses[r].push_back({target, it->row});
+        // a repeated row leaves its room in place for the next one
+        const auto end = (m_count[r] + 1) * m_width;
+        if (rows.size() < end) rows.resize(end);
+        return {rows.data() + m_count[r] * m_width, m_width};
+    }
+
+    /// Adds the row written at new_row(r) for regressor `r`: its figure will be added to
+    /// `figures[target]`.
+    /// @throws shape_error for a regressor out of range
+    void add_new_row(std::size_t r, std::size_t target) {
+        if (r >= m_rows.size()) raise<shape_error>("KernelBatches::add_new_row: regressor ", r, " of ", m_rows.size());
+        (void)new_row(r);  // room, had the caller not asked for it
+        const std::size_t candidate = m_count[r];
+        const auto x = row_of(r, candidate);
+        const std::uint64_t h = hash_row(r, x);
+        const std::size_t mask = m_slots.size() - 1;
+        for (std::size_t i = static_cast<std::size_t>(h) & mask;; i = (i + 1) & mask) {
+            Slot& s = m_slots[i];
+            if (s.regressor == empty) {
+                s = {h, r, candidate};
+                ++m_count[r];
+                m_uses[r].push_back({target, candidate});
+                if (2 * ++m_filled > m_slots.size()) grow();
+                return;
+            }
+            if (s.hash == h && s.regressor == r &&
+                std::memcmp(row_of(r, s.row).data(), x.data(), m_width * sizeof(double)) == 0) {
+                m_uses[r].push_back({target, s.row});
+                return;
+            }
+        }
     }
 
     /// Distinct rows of regressor `r` so far.
-    std::size_t distinct_rows(std::size_t r) const { return m_rows.at(r).size() / m_width; }
+    std::size_t distinct_rows(std::size_t r) const { return m_count.at(r); }
 
     /// Predicts each regressor's distinct rows in one call, regressors in order, and adds every
     /// figure to its targets in the order they were added.
@@ -60,9 +89,9 @@ public:
         Mat<double> x;
         for (std::size_t r = 0; r < m_rows.size(); ++r) {
             if (m_uses[r].empty()) continue;
-            const auto n = static_cast<Index>(m_rows[r].size() / m_width);
-            x.resize(n, static_cast<Index>(m_width));
-            std::memcpy(x.data(), m_rows[r].data(), m_rows[r].size() * sizeof(double));  // Mat is row-major
+            const auto n = m_count[r];
+            x.resize(static_cast<Index>(n), static_cast<Index>(m_width));
+            std::memcpy(x.data(), m_rows[r].data(), n * m_width * sizeof(double));  // Mat is row-major
             const auto ms = regressors[r]->predict(x);
             for (const auto& u : m_uses[r]) {
                 if (u.target >= figures.size())
@@ -74,48 +103,55 @@ public:
     }
 
 private:
-    struct Key {
-        std::size_t regressor, row;
-    };
     struct Use {
         std::size_t target, row;
     };
-    std::span<const double> row_of(const Key& k) const {
-        return {m_rows[k.regressor].data() + k.row * m_width, m_width};
-    }
-    // rows compare bit for bit: equal bits give equal figures
-    struct RowHash {
-        const KernelBatches* self;
-        // the row's 64-bit words mixed in four independent chains (a kernel's row is a few
-        // dozen words, hashed once per kernel priced), then folded
-        std::size_t operator()(const Key& k) const {
-            const auto x = self->row_of(k);
-            constexpr std::uint64_t mul = 0x9e3779b97f4a7c15ull;
-            std::uint64_t h[4] = {k.regressor + 1, 2, 3, 4};
-            std::size_t i = 0;
-            for (; i < x.size(); ++i) {
-                std::uint64_t w;
-                std::memcpy(&w, &x[i], sizeof w);
-                auto& c = h[i % 4];
-                c = (c ^ w ^ (w >> 29)) * mul;
-            }
-            std::uint64_t r = ((h[0] * mul ^ h[1]) * mul ^ h[2]) * mul ^ h[3];
-            r ^= r >> 32;
-            return static_cast<std::size_t>(r * mul ^ (r >> 29));
-        }
-    };
-    struct RowEqual {
-        const KernelBatches* self;
-        bool operator()(const Key& a, const Key& b) const {
-            return a.regressor == b.regressor &&
-                   std::memcmp(self->row_of(a).data(), self->row_of(b).data(), self->m_width * sizeof(double)) == 0;
-        }
+    static constexpr std::size_t empty = ~std::size_t{0};
+    /// A distinct row in the index: open addressing with linear probing over a power-of-two
+    /// table, its hash kept to compare before the row's bits and to grow without hashing again.
+    struct Slot {
+        std::uint64_t hash = 0;
+        std::size_t regressor = empty;
+        std::size_t row = 0;
     };
 
+    std::span<const double> row_of(std::size_t r, std::size_t row) const {
+        return {m_rows[r].data() + row * m_width, m_width};
+    }
+    // the row's 64-bit words mixed in four independent chains (a kernel's row is a few dozen
+    // words, hashed once per kernel priced), then folded; rows compare bit for bit, and equal
+    // bits give equal figures
+    static std::uint64_t hash_row(std::size_t r, std::span<const double> x) {
+        constexpr std::uint64_t mul = 0x9e3779b97f4a7c15ull;
+        std::uint64_t h[4] = {r + 1, 2, 3, 4};
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            std::uint64_t w;
+            std::memcpy(&w, &x[i], sizeof w);
+            auto& c = h[i % 4];
+            c = (c ^ w ^ (w >> 29)) * mul;
+        }
+        std::uint64_t f = ((h[0] * mul ^ h[1]) * mul ^ h[2]) * mul ^ h[3];
+        f ^= f >> 32;
+        return f * mul ^ (f >> 29);
+    }
+    void grow() {
+        std::vector<Slot> old(2 * m_slots.size());
+        old.swap(m_slots);
+        const std::size_t mask = m_slots.size() - 1;
+        for (const auto& s : old) {
+            if (s.regressor == empty) continue;
+            std::size_t i = static_cast<std::size_t>(s.hash) & mask;
+            while (m_slots[i].regressor != empty) i = (i + 1) & mask;
+            m_slots[i] = s;
+        }
+    }
+
     std::size_t m_width;
-    std::vector<std::vector<double>> m_rows;  ///< per regressor: its distinct rows, flat
+    std::vector<std::vector<double>> m_rows;  ///< per regressor: its distinct rows, flat (and room for one more)
+    std::vector<std::size_t> m_count;         ///< per regressor: its distinct rows
     std::vector<std::vector<Use>> m_uses;     ///< per regressor: where each added row's figure goes
-    std::unordered_set<Key, RowHash, RowEqual> m_index;
+    std::vector<Slot> m_slots;
+    std::size_t m_filled = 0;
 };
 
 }  // namespace dnncost::estimators

@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <span>
 #include <string>
@@ -20,6 +21,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
 #include <dnncost/cost/kernel_kind.hpp>
+#include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
 namespace dnncost::features {
@@ -32,7 +34,9 @@ using cost::known_kernel_kinds;
 
 namespace detail {
 /// log2(1 + x) for x >= 0 (0 below). Dimensions and counts are mostly small whole numbers,
-/// read from a table of the same function's values: bit for bit what the call would give.
+/// read from a table of the same function's values; larger ones (MACs, bytes) recur from kernel
+/// to kernel and network to network, and are remembered by their bits in a small cache of the
+/// thread: bit for bit what the call would give.
 inline double log2p(double x) {
     static const auto small = [] {
         std::array<double, 1024> t{};
@@ -43,7 +47,17 @@ inline double log2p(double x) {
         const auto i = static_cast<std::size_t>(x);
         if (static_cast<double>(i) == x) return small[i];
     }
-    return std::log2(1.0 + std::max(0.0, x));
+    // direct-mapped by the bits' hash; the empty slot's bits (those of +0.0) never get here
+    struct Slot {
+        std::uint64_t bits;
+        double value;
+    };
+    thread_local std::array<Slot, 512> memo{};
+    std::uint64_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    auto& slot = memo[static_cast<std::size_t>((bits * 0x9e3779b97f4a7c15ull) >> 55)];
+    if (slot.bits != bits) slot = {bits, std::log2(1.0 + std::max(0.0, x))};
+    return slot.value;
 }
 }  // namespace detail
 
@@ -100,19 +114,12 @@ inline KernelDims kernel_dims(const graph::Shape& in, const graph::Shape& out) {
     return d;
 }
 
-/// The features of kernel `index` of `kg` (a kernel graph of `g`) written to `values`
-/// (kernel_feature_names() order, as many), and its kind: kernel_features() without a vector of
-/// its own, for a caller that prices many kernels. `block` as for kernel_features().
-/// @throws config_error for an index out of range; shape_error for `values` of another size
-inline KernelKind kernel_features_into(const graph::Graph& g, const cost::KernelGraph& kg, std::size_t index,
-                                       std::int64_t block, std::span<double> values) {
-    if (index >= kg.kernels.size())
-        raise<config_error>("kernel_features: kernel ", index, " of ", kg.kernels.size(), " does not exist");
-    if (values.size() != kernel_feature_names().size())
-        raise<shape_error>("kernel_features: room for ", values.size(), " features, there are ",
-                           kernel_feature_names().size());
-    const auto& k = kg.kernels[index];
-    KernelKind kind = kernel_kind(g, kg, k);
+namespace detail {
+/// The features of kernel `k` of `kg` (a kernel graph of `g`) of kind `kind`, written to
+/// `values` (as many as kernel_feature_names()); windows read from `view` (of `g`) when given.
+inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* view, const cost::KernelGraph& kg,
+                                  const cost::Kernel& k, std::int64_t block, const KernelKind& kind,
+                                  std::span<double> values) {
     static const graph::Shape none{};
     const auto& in = k.input_shapes.empty() ? none : k.input_shapes.front();
     const auto& o = k.output_shapes.empty() ? none : k.output_shapes.front();
@@ -121,9 +128,10 @@ inline KernelKind kernel_features_into(const graph::Graph& g, const cost::Kernel
     bool depthwise = false, weighted = false;
     int add = 0, relu = 0, clip = 0, sigmoid = 0, hard = 0, other = 0;
     if (!k.is_reorder()) {
-        const auto& a = g.node(k.nodes.front());
-        if (a.op_type == "Conv" || a.op_type == "ConvTranspose" || cost::detail::family_of_op(a.op_type) == "Pool") {
-            const auto ks = a.attr_ints_view("kernel_shape");
+        const int first = k.nodes.front();
+        const auto& a = g.node(first);
+        if (a.op_type == "Conv" || a.op_type == "ConvTranspose" || cost::detail::is_pool_op(a.op_type)) {
+            const auto ks = view ? view->kernel_shape(first) : a.attr_ints_view("kernel_shape");
             if (ks.size() >= 2) {
                 kh = ks[ks.size() - 2];
                 kw = ks[ks.size() - 1];
@@ -134,10 +142,14 @@ inline KernelKind kernel_features_into(const graph::Graph& g, const cost::Kernel
                 const auto& ws = g.tensor(a.inputs[1]).shape;
                 if (ws.size() >= 4) kh = ws[ws.size() - 2], kw = ws[ws.size() - 1];
             }
-            const auto st = a.attr_ints_view("strides");
+            const auto st = view ? view->strides(first) : a.attr_ints_view("strides");
             if (st.size() >= 2) sh = st[st.size() - 2], sw = st[st.size() - 1];
-            groups = a.attr_int("group", 1);
-            depthwise = cost::detail::is_depthwise(g, a);
+            groups = view ? view->group(first) : a.attr_int("group", 1);
+            // cost::detail::is_depthwise, with the group just read
+            if (a.op_type == "Conv" && !a.inputs.empty() && a.inputs[0] >= 0 && !a.outputs.empty()) {
+                const auto& x = g.tensor(a.inputs[0]).shape;
+                depthwise = groups > 1 && x.size() >= 2 && x[1] == groups;
+            }
         }
         for (int t : a.inputs)
             if (t >= 0 && cost::is_constant_tensor(g, kg.roles, t) && g.tensor(t).shape.size() >= 2) weighted = true;
@@ -213,7 +225,38 @@ inline KernelKind kernel_features_into(const graph::Graph& g, const cost::Kernel
                         kind.warning.empty() ? 0.0 : 1.0};
     static_assert(std::size(v) == 38, "one value per name of kernel_feature_names()");
     std::copy(std::begin(v), std::end(v), values.begin());
+}
+
+inline void check_kernel_features_call(const cost::KernelGraph& kg, std::size_t index, std::span<double> values) {
+    if (index >= kg.kernels.size())
+        raise<config_error>("kernel_features: kernel ", index, " of ", kg.kernels.size(), " does not exist");
+    if (values.size() != kernel_feature_names().size())
+        raise<shape_error>("kernel_features: room for ", values.size(), " features, there are ",
+                           kernel_feature_names().size());
+}
+}  // namespace detail
+
+/// The features of kernel `index` of `kg` (a kernel graph of `g`) written to `values`
+/// (kernel_feature_names() order, as many), and its kind: kernel_features() without a vector of
+/// its own, for a caller that prices many kernels. `block` as for kernel_features().
+/// @throws config_error for an index out of range; shape_error for `values` of another size
+inline KernelKind kernel_features_into(const graph::Graph& g, const cost::KernelGraph& kg, std::size_t index,
+                                       std::int64_t block, std::span<double> values) {
+    detail::check_kernel_features_call(kg, index, values);
+    const auto& k = kg.kernels[index];
+    KernelKind kind = kernel_kind(g, kg, k);
+    detail::write_kernel_features(g, nullptr, kg, k, block, kind, values);
     return kind;
+}
+
+/// kernel_features_into() of a kernel of the graph of `view` whose kind is known (kernel_kind()
+/// of it), its windows read from the view: for a caller that prices many kernels and works out
+/// a kind once for the many kernels that share it.
+/// @throws as kernel_features_into()
+inline void kernel_features_into(const graph::FlatView& view, const cost::KernelGraph& kg, std::size_t index,
+                                 std::int64_t block, const KernelKind& kind, std::span<double> values) {
+    detail::check_kernel_features_call(kg, index, values);
+    detail::write_kernel_features(view.graph(), &view, kg, kg.kernels[index], block, kind, values);
 }
 
 /// The features of kernel `index` of `kg` (a kernel graph of `g`). `block` is the device's

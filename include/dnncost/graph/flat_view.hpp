@@ -2,7 +2,8 @@
 /// @file flat_view.hpp
 /// A compact, read-only view of a Graph's structure for passes that walk a graph many times:
 /// op types as small integers, node inputs and outputs, tensor consumers and shapes in flat
-/// compressed rows, and per-tensor producers, flags and sizes in plain arrays. A Graph keeps each
+/// compressed rows, per-tensor producers, flags and sizes in plain arrays, and the windows
+/// (kernel shape, strides, group) of convolutions and pooling. A Graph keeps each
 /// node and tensor in its own heap objects (names, attribute lists, vectors); a pass that visits
 /// them again and again spends its time waiting for memory. Built once per graph (rebuild()
 /// reuses the storage of the previous graph), it describes the graph it was built from only
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <dnncost/graph/graph.hpp>
@@ -54,7 +56,10 @@ public:
             m_bytes[t] = b;
         }
         m_op_names.clear();
+        m_window_op.clear();
         m_op.resize(n);
+        m_window.resize(n);
+        m_window_flat.clear();
         m_in_start.assign(1, 0);
         m_out_start.assign(1, 0);
         m_in_flat.clear();
@@ -67,9 +72,23 @@ public:
                 __builtin_prefetch(next.inputs.data());
                 __builtin_prefetch(next.outputs.data());
                 __builtin_prefetch(next.op_type.data());
+                // an attribute list spans several lines (a convolution's five attributes, six)
+                const auto* list = reinterpret_cast<const char*>(next.attributes.data());
+                const std::size_t list_bytes = next.attributes.size() * sizeof(Attribute);
+                for (std::size_t at = 0; at < list_bytes && at < 512; at += 64) __builtin_prefetch(list + at);
             }
+            // and, half as far ahead (its attribute list asked for above has come), the integer
+            // lists of a node's attributes: a window's kernel shape and strides are blocks of their own
+            if (v + ahead / 2 < n)
+                for (const auto& a : g.nodes()[v + ahead / 2].attributes)
+                    if (const auto* list = std::get_if<std::vector<std::int64_t>>(&a.value))
+                        __builtin_prefetch(list->data());
             const auto& node = g.nodes()[v];
             m_op[v] = intern(node.op_type);
+            if (m_window_op[static_cast<std::size_t>(m_op[v])])
+                read_window(v, node);
+            else
+                m_window[v] = Window{};
             for (int t : node.inputs) {
                 m_in_flat.push_back(t);
                 if (t < 0) continue;
@@ -118,6 +137,8 @@ public:
         const auto i = static_cast<std::size_t>(t);
         return {m_shape_flat.data() + m_shape_start[i], static_cast<std::size_t>(m_shape_start[i + 1] - m_shape_start[i])};
     }
+    /// Whether tensor t's elements and bytes are in range (elements() and bytes() then raise nothing).
+    bool sized(int t) const { return m_bytes[static_cast<std::size_t>(t)] >= 0; }
     /// As Tensor::elements() and Tensor::bytes(), with the same errors.
     std::int64_t elements(int t) const {
         const auto e = m_elements[static_cast<std::size_t>(t)];
@@ -130,12 +151,78 @@ public:
     /// The graph outputs, in tensor order (as Graph::outputs()).
     const std::vector<int>& outputs() const { return m_outputs; }
 
+    /// Node v's attributes kernel_shape and strides (as Node::attr_ints_view) and group (as
+    /// Node::attr_int, 1 when absent). Passes ask for the windows of convolutions and pooling again
+    /// and again: theirs are read once, by rebuild(); any other node's, or one of a type these do
+    /// not read, come from the node itself (with its errors).
+    std::span<const std::int64_t> kernel_shape(int v) const {
+        const auto& w = m_window[static_cast<std::size_t>(v)];
+        if (!w.read) return m_graph->node(v).attr_ints_view("kernel_shape");
+        return {m_window_flat.data() + w.kernel_shape, static_cast<std::size_t>(w.kernel_shape_size)};
+    }
+    std::span<const std::int64_t> strides(int v) const {
+        const auto& w = m_window[static_cast<std::size_t>(v)];
+        if (!w.read) return m_graph->node(v).attr_ints_view("strides");
+        return {m_window_flat.data() + w.strides, static_cast<std::size_t>(w.strides_size)};
+    }
+    std::int64_t group(int v) const {
+        const auto& w = m_window[static_cast<std::size_t>(v)];
+        return w.read ? w.group : m_graph->node(v).attr_int("group", 1);
+    }
+
 private:
+    /// A node's window attributes: kernel_shape and strides as runs of m_window_flat, group.
+    struct Window {
+        int kernel_shape = 0, kernel_shape_size = 0;
+        int strides = 0, strides_size = 0;
+        std::int64_t group = 1;
+        bool read = false;  ///< false: ask the node
+    };
+
     int intern(std::string_view name) {
         for (std::size_t i = 0; i < m_op_names.size(); ++i)
             if (m_op_names[i] == name) return static_cast<int>(i);
         m_op_names.push_back(name);
+        m_window_op.push_back(name == "Conv" || name == "ConvTranspose" || name == "MaxPool" || name == "AveragePool" ||
+                              name == "LpPool");
         return static_cast<int>(m_op_names.size()) - 1;
+    }
+    /// The window of node v (`node`), read as Node::attr_ints_view and Node::attr_int read it: the
+    /// first attribute of each name; left to the node when one has another type.
+    void read_window(std::size_t v, const Node& node) {
+        Window w;
+        w.read = true;
+        bool kernel_seen = false, strides_seen = false, group_seen = false;
+        const auto ints = [&](const AttrValue& value, int& start, int& size) {
+            start = static_cast<int>(m_window_flat.size());
+            if (const auto* list = std::get_if<std::vector<std::int64_t>>(&value)) {
+                m_window_flat.insert(m_window_flat.end(), list->begin(), list->end());
+                size = static_cast<int>(list->size());
+            } else if (const auto* one = std::get_if<std::int64_t>(&value)) {
+                m_window_flat.push_back(*one);
+                size = 1;
+            } else {
+                w.read = false;
+            }
+        };
+        for (const auto& a : node.attributes) {
+            if (!kernel_seen && a.name == "kernel_shape") {
+                kernel_seen = true;
+                ints(a.value, w.kernel_shape, w.kernel_shape_size);
+            } else if (!strides_seen && a.name == "strides") {
+                strides_seen = true;
+                ints(a.value, w.strides, w.strides_size);
+            } else if (!group_seen && a.name == "group") {
+                group_seen = true;
+                if (const auto* i = std::get_if<std::int64_t>(&a.value))
+                    w.group = *i;
+                else if (const auto* d = std::get_if<double>(&a.value))
+                    w.group = static_cast<std::int64_t>(*d);
+                else
+                    w.read = false;
+            }
+        }
+        m_window[v] = w;
     }
     static std::span<const int> row(const std::vector<int>& start, const std::vector<int>& flat, int i) {
         const auto s = static_cast<std::size_t>(i);
@@ -153,6 +240,9 @@ private:
     std::vector<std::int64_t> m_shape_flat;
     std::vector<std::int64_t> m_elements, m_bytes;
     std::vector<int> m_outputs;
+    std::vector<char> m_window_op;  ///< per op type: a convolution or pooling over a window
+    std::vector<Window> m_window;   ///< per node
+    std::vector<std::int64_t> m_window_flat;
     bool m_sorted = true;
 };
 
