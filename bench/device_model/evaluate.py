@@ -65,8 +65,9 @@ def metrics(pred, meas):
     return {"n": n, "mape": sum(err) / n, "within_10": sum(e <= 0.10 for e in err) / n,
             "within_25": sum(e <= 0.25 for e in err) / n, "spearman": spearman(pred, meas),
             "median_ratio": ratio[n // 2] if n % 2 else (ratio[n // 2 - 1] + ratio[n // 2]) / 2,
-            "worst_ratio": max(ratio, key=lambda r: abs(math.log(r))),
-            "negative_or_nonfinite": sum(not (math.isfinite(p) and p >= 0) for p in pred)}
+            "worst_ratio": max(ratio, key=lambda r: abs(math.log(r)) if r > 0 else math.inf),
+            "negative_or_nonfinite": sum(not (math.isfinite(p) and p >= 0) for p in pred),
+            "zero": sum(p == 0 for p in pred)}  # a linear model floored at zero: no latency at all
 
 
 def main():
