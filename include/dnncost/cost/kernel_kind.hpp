@@ -12,6 +12,7 @@
 /// it writes) and the key comes with a warning for the caller to report; nothing is dropped.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -137,11 +138,14 @@ inline std::string_view nearest_family(const graph::Graph& g, const graph::Node&
     return same_shape ? "Activation" : "DataMovement";
 }
 
-inline bool is_depthwise(const graph::Graph& g, const graph::Node& n) {
+/// Whether node `n` of `g` is a depthwise convolution, its group already read.
+inline bool is_depthwise(const graph::Graph& g, const graph::Node& n, std::int64_t group) {
     if (n.op_type != "Conv" || n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty()) return false;
-    const auto group = n.attr_int("group", 1);
     const auto& x = g.tensor(n.inputs[0]).shape;
     return group > 1 && x.size() >= 2 && x[1] == group;
+}
+inline bool is_depthwise(const graph::Graph& g, const graph::Node& n) {
+    return n.op_type == "Conv" && is_depthwise(g, n, n.attr_int("group", 1));
 }
 /// is_depthwise() of node `v` of the graph of `view`, read from the view.
 inline bool is_depthwise(const graph::FlatView& view, int v) {

@@ -145,11 +145,7 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
             const auto st = view ? view->strides(first) : a.attr_ints_view("strides");
             if (st.size() >= 2) sh = st[st.size() - 2], sw = st[st.size() - 1];
             groups = view ? view->group(first) : a.attr_int("group", 1);
-            // cost::detail::is_depthwise, with the group just read
-            if (a.op_type == "Conv" && !a.inputs.empty() && a.inputs[0] >= 0 && !a.outputs.empty()) {
-                const auto& x = g.tensor(a.inputs[0]).shape;
-                depthwise = groups > 1 && x.size() >= 2 && x[1] == groups;
-            }
+            depthwise = cost::detail::is_depthwise(g, a, groups);
         }
         for (int t : a.inputs)
             if (t >= 0 && cost::is_constant_tensor(g, kg.roles, t) && g.tensor(t).shape.size() >= 2) weighted = true;
