@@ -17,7 +17,6 @@
 ///     fuse Gemm Relu consumers=shared
 ///     layout NCHWc 16 anchors=Conv followers=MaxPool,AveragePool,Add,Relu narrow-input=yes
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -126,17 +125,8 @@ struct FusionRules {
     /// @throws config_error naming the rule when a kind is not a plain token, a fold does not
     /// require constant operands and a sole consumer, a pattern has fewer than two operators, or the block is negative
     void check() const {
-        // the characters a token may not hold, as a table: the kernel pass checks its rules for
-        // every graph it is given
-        static constexpr std::array<bool, 256> not_in_token = [] {
-            std::array<bool, 256> t{};
-            for (const char c : std::string_view(" \t\r\n,=#")) t[static_cast<unsigned char>(c)] = true;
-            return t;
-        }();
         const auto token = [](std::string_view what, const std::string& s) {
-            bool ok = !s.empty();
-            for (const char c : s) ok = ok && !not_in_token[static_cast<unsigned char>(c)];
-            if (!ok)
+            if (s.empty() || s.find_first_of(" \t\r\n,=#") != std::string::npos)
                 raise<config_error>("fusion rules: ", what, " '", s,
                                     "' is not a single token (no blanks, commas, '=' or '#')");
         };

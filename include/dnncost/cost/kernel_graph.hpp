@@ -174,8 +174,12 @@ inline KernelPassScratch& kernel_pass_scratch() {
 /// (a kernel's vectors are most of the pass's allocations) and that keeps the graph's flat view
 /// for what it reads next (the kernels' features).
 /// @throws as kernel_graph(); `kg` is then left in an unspecified but valid state
-inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg) {
-    rules.check();
+inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg);
+
+namespace detail {
+/// kernel_graph_into() with rules already checked (FusionRules::check()): for a caller that
+/// builds the kernel graphs of many networks under one rule set and checks it once.
+inline void kernel_graph_into_checked(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg) {
     auto& sc = detail::kernel_pass_scratch();
     const graph::Graph& g = view.graph();
     kg.layout_name = rules.layout.name;
@@ -492,6 +496,12 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         sc.spare.push_back(std::move(kg.kernels.back()));
         kg.kernels.pop_back();
     }
+}
+}  // namespace detail
+
+inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg) {
+    rules.check();
+    detail::kernel_graph_into_checked(view, rules, kg);
 }
 
 /// kernel_graph_into() on `g`, its flat view built in this thread's scratch.

@@ -492,6 +492,7 @@ private:
     KernelFigures kernel_figures(std::span<const graph::Graph* const> graphs, std::vector<DevicePrice>* details,
                                  std::vector<KernelGraphSample>* samples) const {
         if (m_kinds.empty()) raise<config_error>("device model: not built");
+        m_rules.check();  // once for every network of the call
         // the regressors in kind order: a kernel priced in parts sums them in this order
         std::vector<const TabularRegressor*> regressors;
         std::vector<std::string_view> regressor_kind;
@@ -531,7 +532,7 @@ private:
             const auto& g = *graphs[gi];
             auto& kg = samples ? kgs.emplace_back() : reused;
             view.rebuild(g);
-            cost::kernel_graph_into(view, m_rules, kg);
+            cost::detail::kernel_graph_into_checked(view, m_rules, kg);
             kinds_met.next_graph();
             const std::size_t first = out.ms.size();
             out.ms.resize(first + kg.kernels.size(), 0.0);
@@ -574,7 +575,7 @@ private:
                 // a fusion no sample showed is priced as its operators running alone: an upper
                 // bound, where a regressor of a similar kind would extrapolate from work it never saw
                 if (!unfused) unfused = unfused_rules();
-                cost::kernel_graph_into(view, *unfused, plain);
+                cost::detail::kernel_graph_into_checked(view, *unfused, plain);
                 kinds_met.next_graph();
                 for (std::size_t k : unsampled) {
                     std::string parts;
