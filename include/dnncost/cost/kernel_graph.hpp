@@ -201,7 +201,9 @@ inline void kernel_graph_into_checked(const graph::FlatView& view, const FusionR
         dst.resize(tensors.size());
         for (std::size_t i = 0; i < tensors.size(); ++i) {
             const auto s = view.shape(tensors[i]);
-            dst[i].assign(s.begin(), s.end());
+            // element by element: a shape is a few numbers, and a copy call costs more than they do
+            dst[i].resize(s.size());
+            for (std::size_t d = 0; d < s.size(); ++d) dst[i][d] = s[d];
         }
     };
     // a graph whose nodes are already in topological order is its own stable order
@@ -383,9 +385,11 @@ inline void kernel_graph_into_checked(const graph::FlatView& view, const FusionR
              ++m) {
             const int u = member_flat[static_cast<std::size_t>(m)];
             const auto nodes = plan.nodes_of(static_cast<std::size_t>(u));
-            all.insert(all.end(), nodes.begin(), nodes.end());
             auto& dst = plan.folded[static_cast<std::size_t>(u)] ? k.folded : k.nodes;
-            dst.insert(dst.end(), nodes.begin(), nodes.end());
+            for (int v : nodes) {  // a unit is mostly one node
+                all.push_back(v);
+                dst.push_back(v);
+            }
             if (!plan.folded[static_cast<std::size_t>(u)]) {
                 unit_kind = plan.unit_kind[static_cast<std::size_t>(u)];
                 ++executed_units;

@@ -68,7 +68,7 @@ public:
                 return;
             }
             if (s.hash == h && s.regressor == r &&
-                std::memcmp(row_of(r, s.row).data(), x.data(), m_width * sizeof(double)) == 0) {
+                same_bits(row_of(r, s.row), x)) {
                 m_uses[r].push_back({target, s.row});
                 return;
             }
@@ -118,21 +118,42 @@ private:
     std::span<const double> row_of(std::size_t r, std::size_t row) const {
         return {m_rows[r].data() + row * m_width, m_width};
     }
-    // the row's 64-bit words mixed in four independent chains (a kernel's row is a few dozen
-    // words, hashed once per kernel priced), then folded; rows compare bit for bit, and equal
-    // bits give equal figures
+    // each 64-bit word mixed on its own and weighted by an odd multiplier of its position, the
+    // products summed in eight lanes (independent of one another, so the loop vectorises), then
+    // folded: a kernel's row is a few dozen words, hashed once per kernel priced; rows compare
+    // bit for bit, and equal bits give equal figures
     static std::uint64_t hash_row(std::size_t r, std::span<const double> x) {
         constexpr std::uint64_t mul = 0x9e3779b97f4a7c15ull;
-        std::uint64_t h[4] = {r + 1, 2, 3, 4};
-        for (std::size_t i = 0; i < x.size(); ++i) {
+        std::uint64_t lane[8] = {r + 1, 2, 3, 4, 5, 6, 7, 8};
+        const std::size_t n = x.size();
+        std::size_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (std::size_t j = 0; j < 8; ++j) {
+                std::uint64_t w;
+                std::memcpy(&w, &x[i + j], sizeof w);
+                lane[j] += (w ^ (w >> 29)) * (mul + 2 * (i + j));
+            }
+        for (; i < n; ++i) {
             std::uint64_t w;
             std::memcpy(&w, &x[i], sizeof w);
-            auto& c = h[i % 4];
-            c = (c ^ w ^ (w >> 29)) * mul;
+            lane[i % 8] += (w ^ (w >> 29)) * (mul + 2 * i);
         }
-        std::uint64_t f = ((h[0] * mul ^ h[1]) * mul ^ h[2]) * mul ^ h[3];
+        std::uint64_t f = 0;
+        for (const auto l : lane) f = (f ^ l ^ (l >> 31)) * mul;
         f ^= f >> 32;
         return f * mul ^ (f >> 29);
+    }
+    // bit for bit, without stopping at the first difference: a hit (the common case) reads
+    // every word anyway, and a loop without exits vectorises
+    static bool same_bits(std::span<const double> a, std::span<const double> b) {
+        std::uint64_t diff = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            std::uint64_t u, v;
+            std::memcpy(&u, &a[i], sizeof u);
+            std::memcpy(&v, &b[i], sizeof v);
+            diff |= u ^ v;
+        }
+        return diff == 0;
     }
     void grow() {
         std::vector<Slot> old(2 * m_slots.size());

@@ -130,14 +130,15 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
     if (!k.is_reorder()) {
         const int first = k.nodes.front();
         const auto& a = g.node(first);
-        if (a.op_type == "Conv" || a.op_type == "ConvTranspose" || cost::detail::is_pool_op(a.op_type)) {
+        const std::string_view a_op = a.op_type;  // compared by size first, then inline
+        if (a_op == "Conv" || a_op == "ConvTranspose" || cost::detail::is_pool_op(a_op)) {
             const auto ks = view ? view->kernel_shape(first) : a.attr_ints_view("kernel_shape");
             if (ks.size() >= 2) {
                 kh = ks[ks.size() - 2];
                 kw = ks[ks.size() - 1];
             } else if (ks.size() == 1) {
                 kw = ks[0];
-            } else if (a.op_type != "MaxPool" && a.op_type != "AveragePool" && a.inputs.size() > 1 &&
+            } else if (a_op != "MaxPool" && a_op != "AveragePool" && a.inputs.size() > 1 &&
                        a.inputs[1] >= 0) {
                 const auto& ws = g.tensor(a.inputs[1]).shape;
                 if (ws.size() >= 4) kh = ws[ws.size() - 2], kw = ws[ws.size() - 1];
@@ -149,7 +150,7 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
         }
         for (int t : a.inputs)
             if (t >= 0 && cost::is_constant_tensor(g, kg.roles, t) && g.tensor(t).shape.size() >= 2) weighted = true;
-        if (a.op_type == "MatMul" || a.op_type == "Gemm") {
+        if (a_op == "MatMul" || a_op == "Gemm") {
             // [.., M, K] x [K, N]: K is the inner size, N the output's last dimension
             if (!in.empty()) d.c = in.back();
             if (!o.empty()) d.k = o.back();
@@ -160,10 +161,10 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
             for (std::size_t i = 0; i + 2 < o.size(); ++i) d.n *= o[i];
         }
         for (std::size_t i = 1; i < k.nodes.size(); ++i) {
-            const auto& op = g.node(k.nodes[i]).op_type;
-            if (cost::detail::is_binary(op))
-                ++add;
-            else if (op == "Relu")
+            const std::string_view op = g.node(k.nodes[i]).op_type;
+            // the named activations first: none of them is binary, and a name costs less than a
+            // family lookup
+            if (op == "Relu")
                 ++relu;
             else if (op == "Clip")
                 ++clip;
@@ -171,6 +172,8 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
                 ++sigmoid;
             else if (op == "HardSigmoid" || op == "HardSwish")
                 ++hard;
+            else if (cost::detail::is_binary(op))
+                ++add;
             else
                 ++other;
         }

@@ -45,7 +45,8 @@ public:
             m_weight[t] = ten.kind == TensorKind::weight;
             m_is_output[t] = ten.is_output;
             if (ten.is_output) m_outputs.push_back(static_cast<int>(t));
-            m_shape_flat.insert(m_shape_flat.end(), ten.shape.begin(), ten.shape.end());
+            // element by element: a shape is a few numbers, and a copy call costs more than they do
+            for (const auto d : ten.shape) m_shape_flat.push_back(d);
             m_shape_start.push_back(static_cast<int>(m_shape_flat.size()));
             // sizes that Tensor::elements()/bytes() would refuse are marked -1: asked for, they
             // raise the tensor's own error
@@ -96,7 +97,7 @@ public:
                 if (m_producer[static_cast<std::size_t>(t)] >= static_cast<int>(v)) m_sorted = false;
             }
             m_in_start.push_back(static_cast<int>(m_in_flat.size()));
-            m_out_flat.insert(m_out_flat.end(), node.outputs.begin(), node.outputs.end());
+            for (int t : node.outputs) m_out_flat.push_back(t);
             m_out_start.push_back(static_cast<int>(m_out_flat.size()));
         }
         for (std::size_t t = 0; t < nt; ++t) m_cons_start[t + 1] += m_cons_start[t];
@@ -206,13 +207,13 @@ private:
             }
         };
         for (const auto& a : node.attributes) {
-            if (!kernel_seen && a.name == "kernel_shape") {
+            if (!kernel_seen && std::string_view(a.name) == "kernel_shape") {
                 kernel_seen = true;
                 ints(a.value, w.kernel_shape, w.kernel_shape_size);
-            } else if (!strides_seen && a.name == "strides") {
+            } else if (!strides_seen && std::string_view(a.name) == "strides") {
                 strides_seen = true;
                 ints(a.value, w.strides, w.strides_size);
-            } else if (!group_seen && a.name == "group") {
+            } else if (!group_seen && std::string_view(a.name) == "group") {
                 group_seen = true;
                 if (const auto* i = std::get_if<std::int64_t>(&a.value))
                     w.group = *i;
