@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""One kernel_samples.json from the samples of several device builds of one device (the same rules
+and features), each sample key once (the first file's wins), for `dnncost device build --refit`.
+  merge_samples.py OUT_DIR/kernel_samples.json FIRST.json MORE.json...
+The run overhead is the first file's: every file's own overhead is printed, and they should agree."""
+import json, os, sys
+
+if len(sys.argv) < 4:
+    raise SystemExit(__doc__)
+out, paths = sys.argv[1], sys.argv[2:]
+docs = [json.load(open(p)) for p in paths]
+first = docs[0]
+for p, d in zip(paths[1:], docs[1:]):
+    if d.get("format") != first.get("format"):
+        raise SystemExit(f"{p}: format {d.get('format')!r}, {paths[0]} has {first.get('format')!r}")
+    if d["rules_text"] != first["rules_text"]:
+        raise SystemExit(f"{p}: other fusion rules than {paths[0]}")
+    if d["feature_names"] != first["feature_names"]:
+        raise SystemExit(f"{p}: other kernel features than {paths[0]}")
+merged, seen = dict(first), set()
+merged["samples"] = []
+for p, d in zip(paths, docs):
+    fresh = [s for s in d["samples"] if s["key"] not in seen]
+    seen.update(s["key"] for s in fresh)
+    merged["samples"] += fresh
+    print(f"{p}: {len(d['samples'])} samples, {len(fresh)} new; run overhead {d['run_overhead_ms']} ms")
+print(f"{out}: {len(merged['samples'])} samples")
+os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+with open(out + ".tmp", "w") as f:
+    json.dump(merged, f)
+os.replace(out + ".tmp", out)
