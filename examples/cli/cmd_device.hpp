@@ -150,7 +150,9 @@ inline void run_build(const BuildArgs& a) {
     s.discovery.max_measurements = a.probe_measurements;
     s.discovery.candidate_patterns =
         cost::FusionRules::parse("dnncost-fusion-rules 1\n"
-                                 "pattern LayerNormalization ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add\n")
+                                 "pattern LayerNormalization ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add\n"
+                                 "pattern Gelu Div Erf Add Mul Mul\n"
+                                 "pattern Swish Sigmoid Mul\n")
             .patterns;
     s.budget_minutes = a.budget;
     s.per_kind = a.per_kind;
