@@ -11,7 +11,6 @@
 /// has never seen is priced by the nearest known family (by the operands it reads and the shape
 /// it writes) and the key comes with a warning for the caller to report; nothing is dropped.
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -64,12 +63,6 @@ inline bool is_known_kernel_kind(std::string_view key) {
 
 namespace detail {
 
-/// The operators of the "Pool" family (pooling over a window), asked about for every kernel.
-inline constexpr std::array<std::string_view, 3> pool_ops{"MaxPool", "AveragePool", "LpPool"};
-inline bool is_pool_op(std::string_view op) {
-    return std::find(pool_ops.begin(), pool_ops.end(), op) != pool_ops.end();
-}
-
 /// The families of the operator kinds the kernel model knows by name (looked up once per
 /// kernel, so a hash table rather than a chain of comparisons).
 inline const std::unordered_map<std::string_view, std::string_view>& op_families() {
@@ -82,7 +75,7 @@ inline const std::unordered_map<std::string_view, std::string_view>& op_families
         put("ConvTranspose", {"ConvTranspose"});
         put("Gemm", {"Gemm", "FusedGemm"});
         put("MatMul", {"MatMul", "FusedMatMul", "Einsum"});
-        for (const auto op : pool_ops) t.emplace(op, "Pool");
+        put("Pool", {"MaxPool", "AveragePool", "LpPool"});
         put("GlobalPool", {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"});
         put("Elementwise", {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Pow", "Mean", "Where", "Equal", "Greater",
                             "Less", "And", "Or"});

@@ -131,7 +131,7 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
         const int first = k.nodes.front();
         const auto& a = g.node(first);
         const std::string_view a_op = a.op_type;  // compared by size first, then inline
-        if (a_op == "Conv" || a_op == "ConvTranspose" || cost::detail::is_pool_op(a_op)) {
+        if (graph::is_window_operator(a_op)) {
             const auto ks = view ? view->kernel_shape(first) : a.attr_ints_view("kernel_shape");
             if (ks.size() >= 2) {
                 kh = ks[ks.size() - 2];

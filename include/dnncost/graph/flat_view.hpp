@@ -19,6 +19,11 @@
 
 namespace dnncost::graph {
 
+/// Operators over a window (kernel shape, strides, group): convolutions and pooling.
+inline bool is_window_operator(std::string_view op) {
+    return op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" || op == "LpPool";
+}
+
 class FlatView {
 public:
     /// Describes `g` (which must outlive the view's use), over the storage of the last graph.
@@ -184,24 +189,21 @@ private:
         for (std::size_t i = 0; i < m_op_names.size(); ++i)
             if (m_op_names[i] == name) return static_cast<int>(i);
         m_op_names.push_back(name);
-        m_window_op.push_back(name == "Conv" || name == "ConvTranspose" || name == "MaxPool" || name == "AveragePool" ||
-                              name == "LpPool");
+        m_window_op.push_back(is_window_operator(name));
         return static_cast<int>(m_op_names.size()) - 1;
     }
-    /// The window of node v (`node`), read as Node::attr_ints_view and Node::attr_int read it: the
-    /// first attribute of each name; left to the node when one has another type.
+    /// The window of node v (`node`), read as Node::attr_ints_view and Node::attr_int read it (the
+    /// first attribute of each name, the same conversions); left to the node when one has another
+    /// type, so that asking for it raises the node's error.
     void read_window(std::size_t v, const Node& node) {
         Window w;
         w.read = true;
         bool kernel_seen = false, strides_seen = false, group_seen = false;
         const auto ints = [&](const AttrValue& value, int& start, int& size) {
             start = static_cast<int>(m_window_flat.size());
-            if (const auto* list = std::get_if<std::vector<std::int64_t>>(&value)) {
+            if (const auto list = attr_value_ints(value)) {
                 m_window_flat.insert(m_window_flat.end(), list->begin(), list->end());
                 size = static_cast<int>(list->size());
-            } else if (const auto* one = std::get_if<std::int64_t>(&value)) {
-                m_window_flat.push_back(*one);
-                size = 1;
             } else {
                 w.read = false;
             }
@@ -215,10 +217,8 @@ private:
                 ints(a.value, w.strides, w.strides_size);
             } else if (!group_seen && std::string_view(a.name) == "group") {
                 group_seen = true;
-                if (const auto* i = std::get_if<std::int64_t>(&a.value))
+                if (const auto i = attr_value_int(a.value))
                     w.group = *i;
-                else if (const auto* d = std::get_if<double>(&a.value))
-                    w.group = static_cast<std::int64_t>(*d);
                 else
                     w.read = false;
             }

@@ -128,6 +128,20 @@ struct Tensor {
 using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, std::vector<double>,
                                std::vector<std::string>>;
 
+/// An attribute value read as an integer list (one integer as a list of one): a view into the
+/// value, or nullopt for a value of another type.
+inline std::optional<std::span<const std::int64_t>> attr_value_ints(const AttrValue& v) {
+    if (const auto* list = std::get_if<std::vector<std::int64_t>>(&v)) return std::span<const std::int64_t>(*list);
+    if (const auto* one = std::get_if<std::int64_t>(&v)) return std::span<const std::int64_t>(one, 1);
+    return std::nullopt;
+}
+/// An attribute value read as an integer (a float truncated), or nullopt for a value of another type.
+inline std::optional<std::int64_t> attr_value_int(const AttrValue& v) {
+    if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
+    if (const auto* d = std::get_if<double>(&v)) return static_cast<std::int64_t>(*d);
+    return std::nullopt;
+}
+
 struct Attribute {
     std::string name;
     AttrValue value;
@@ -151,8 +165,7 @@ struct Node {
     std::int64_t attr_int(std::string_view key, std::int64_t fallback) const {
         const auto* v = find_attr(key);
         if (!v) return fallback;
-        if (const auto* i = std::get_if<std::int64_t>(v)) return *i;
-        if (const auto* d = std::get_if<double>(v)) return static_cast<std::int64_t>(*d);
+        if (const auto i = attr_value_int(*v)) return *i;
         raise<parse_error>("node '", name, "' (", op_type, "): attribute '", key, "' is not an integer");
     }
     double attr_float(std::string_view key, double fallback) const {
@@ -172,8 +185,7 @@ struct Node {
     std::span<const std::int64_t> attr_ints_view(std::string_view key) const {
         const auto* v = find_attr(key);
         if (!v) return {};
-        if (const auto* i = std::get_if<std::vector<std::int64_t>>(v)) return *i;
-        if (const auto* s = std::get_if<std::int64_t>(v)) return {s, 1};
+        if (const auto ints = attr_value_ints(*v)) return *ints;
         raise<parse_error>("node '", name, "' (", op_type, "): attribute '", key, "' is not an integer list");
     }
     std::string attr_string(std::string_view key, std::string fallback = {}) const {
