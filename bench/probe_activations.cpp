@@ -59,8 +59,12 @@ graph::Graph mlp_network() {
 
 int main(int argc, char** argv) {
     std::string runner, device = "device", out;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
         const std::string a = argv[i];
+        if (i + 1 == argc) {
+            std::fprintf(stderr, "option %s needs a value\n", a.c_str());
+            return 2;
+        }
         if (a == "--runner") runner = argv[i + 1];
         else if (a == "--device") device = argv[i + 1];
         else if (a == "--out") out = argv[i + 1];

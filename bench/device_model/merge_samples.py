@@ -8,7 +8,22 @@ import json, os, sys
 if len(sys.argv) < 4:
     raise SystemExit(__doc__)
 out, paths = sys.argv[1], sys.argv[2:]
-docs = [json.load(open(p)) for p in paths]
+def load(path):
+    try:
+        with open(path) as f:
+            d = json.load(f)
+        for field in ("format", "rules_text", "feature_names", "run_overhead_ms", "samples"):
+            if field not in d:
+                raise ValueError(f"no '{field}'")
+        for i, s in enumerate(d["samples"]):
+            if not {"key", "kind", "latency_ms", "features"} <= s.keys():
+                raise ValueError(f"sample {i + 1} lacks a key, kind, latency or features")
+        return d
+    except (OSError, ValueError) as e:  # json.JSONDecodeError is a ValueError
+        raise SystemExit(f"{path}: not a kernel_samples.json of dnncost device build: {e}")
+
+
+docs = [load(p) for p in paths]
 first = docs[0]
 for p, d in zip(paths[1:], docs[1:]):
     if d.get("format") != first.get("format"):
