@@ -17,6 +17,7 @@
 
 #include <Eigen/Dense>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/estimators/gnn_estimator.hpp>
@@ -42,36 +43,12 @@ inline constexpr int nb201_encoding_width =
 /// each operation (the counts are what an additive cost model needs; the one-hot keeps where an
 /// operation sits, which decides whether a branch is dead).
 /// @throws parse_error for a malformed architecture string
-inline std::vector<double> nb201_encoding(std::string_view arch) {
-    namespace nb = dnncost::nb201;
-    const auto a = nb::parse(arch);
-    std::vector<double> x(nb201_encoding_width, 0.0);
-    for (int e = 0; e < nb::num_edges; ++e)
-        x[static_cast<std::size_t>(e * nb::num_ops + static_cast<int>(a.ops[static_cast<std::size_t>(e)]))] = 1;
-    const auto counts = nb::op_counts(a);
-    for (int k = 0; k < nb::num_ops; ++k)
-        x[static_cast<std::size_t>(nb::num_edges * nb::num_ops + k)] = counts[static_cast<std::size_t>(k)];
-    return x;
-}
+DNNCOST_FUNC std::vector<double> nb201_encoding(std::string_view arch);
 
 /// Encoding of any network: per-operator-type count, MACs and bytes (features::OpAggregates),
 /// vocabulary and scaling fitted on `graphs`, as log(1 + value) so that MACs spanning decades
 /// stay comparable. One row per graph.
-inline Eigen::MatrixXd aggregate_encoding(std::span<const graph::Graph* const> graphs) {
-    if (graphs.empty()) return {};
-    std::vector<std::string> vocab;
-    for (const auto* g : graphs)
-        for (const auto& n : g->nodes()) vocab.push_back(n.op_type);
-    std::sort(vocab.begin(), vocab.end());
-    vocab.erase(std::unique(vocab.begin(), vocab.end()), vocab.end());
-    Eigen::MatrixXd x(static_cast<Index>(graphs.size()),
-                      static_cast<Index>(vocab.size()) * features::OpAggregates::per_type);
-    for (std::size_t i = 0; i < graphs.size(); ++i) {
-        const auto f = features::OpAggregates::raw(*graphs[i], vocab);
-        for (std::size_t j = 0; j < f.size(); ++j) x(static_cast<Index>(i), static_cast<Index>(j)) = std::log1p(f[j]);
-    }
-    return x;
-}
+DNNCOST_FUNC Eigen::MatrixXd aggregate_encoding(std::span<const graph::Graph* const> graphs);
 
 // ------------------------------------------------------------------ hardware descriptor
 
@@ -79,19 +56,7 @@ inline Eigen::MatrixXd aggregate_encoding(std::span<const graph::Graph* const> g
 /// normalised. Element 0 is the log of their geometric mean (the device's overall speed), the
 /// others each network's log latency minus it (the device's shape: which networks it favours).
 /// @throws config_error for an empty set or a non-positive latency
-inline std::vector<double> latency_descriptor(std::span<const double> reference_ms) {
-    if (reference_ms.empty()) raise<config_error>("latency_descriptor: no reference network");
-    double mean = 0.0;
-    for (double v : reference_ms) {
-        if (!(v > 0) || !std::isfinite(v))
-            raise<config_error>("latency_descriptor: reference latency ", v, " is not positive and finite");
-        mean += std::log(v);
-    }
-    mean /= static_cast<double>(reference_ms.size());
-    std::vector<double> h{mean};
-    for (double v : reference_ms) h.push_back(std::log(v) - mean);
-    return h;
-}
+DNNCOST_FUNC std::vector<double> latency_descriptor(std::span<const double> reference_ms);
 
 // ------------------------------------------------------------------ shots
 
@@ -108,20 +73,8 @@ inline void check_shot_candidates(std::size_t candidates, std::size_t shots) {
 /// or MACs), cuts the ranking into `shots` bins and draws one per bin; random draws a uniform
 /// subset. Sorted row indices.
 /// @throws config_error when there are fewer candidates than shots + 1 (one is kept for testing)
-inline std::vector<std::size_t> choose_shots(std::span<const std::size_t> candidates, std::span<const double> proxy,
-                                             std::size_t shots, train::Sampling sampling, std::uint64_t seed) {
-    check_shot_candidates(candidates.size(), shots);
-    std::vector<double> p;
-    if (sampling == train::Sampling::uniform) {
-        p.reserve(candidates.size());
-        for (auto r : candidates) p.push_back(proxy[r]);
-    }
-    const auto split = train::make_split(candidates.size(), {shots, 0, 0, sampling, seed}, p);
-    std::vector<std::size_t> out;
-    for (auto i : split.train) out.push_back(candidates[i]);
-    std::sort(out.begin(), out.end());
-    return out;
-}
+DNNCOST_FUNC std::vector<std::size_t> choose_shots(std::span<const std::size_t> candidates, std::span<const double> proxy,
+                                             std::size_t shots, train::Sampling sampling, std::uint64_t seed);
 
 // ------------------------------------------------------------------ the regressor
 
@@ -346,60 +299,18 @@ private:
 /// counts fitted on the shots alone (penalty by exact leave-one-out). Latencies in ms for the
 /// given architecture strings.
 /// @throws parse_error for a malformed architecture string, config_error for fewer than 2 shots
-inline std::vector<double> shots_only_ridge(std::span<const std::string> shot_archs, std::span<const double> shot_ms,
-                                            std::span<const std::string> archs) {
-    namespace nb = dnncost::nb201;
-    if (shot_archs.size() < 2 || shot_archs.size() != shot_ms.size())
-        raise<config_error>("shots_only_ridge: needs at least 2 shots with one latency each, got ", shot_archs.size(),
-                            " and ", shot_ms.size());
-    const auto row = [](const std::string& a) {
-        const auto c = nb::op_counts(nb::parse(a));
-        Eigen::RowVectorXd r(1 + nb::num_ops);
-        r(0) = 1;
-        for (int k = 0; k < nb::num_ops; ++k) r(1 + k) = c[static_cast<std::size_t>(k)];
-        return r;
-    };
-    const Index n = static_cast<Index>(shot_archs.size());
-    Eigen::MatrixXd x(n, 1 + nb::num_ops);
-    Eigen::VectorXd y(n);
-    for (Index i = 0; i < n; ++i) {
-        x.row(i) = row(shot_archs[static_cast<std::size_t>(i)]);
-        y(i) = shot_ms[static_cast<std::size_t>(i)];
-    }
-    const double scale = y.mean();
-    const double degenerate = train::degenerate_threshold(shot_ms) / scale;
-    const auto fit = RidgeFit::select(x, y / scale, nullptr, nullptr, degenerate);
-    std::vector<double> out;
-    out.reserve(archs.size());
-    for (const auto& a : archs) out.push_back(row(a).dot(fit.beta) * scale);
-    return out;
-}
+DNNCOST_FUNC std::vector<double> shots_only_ridge(std::span<const std::string> shot_archs, std::span<const double> shot_ms,
+                                            std::span<const std::string> archs);
 
 /// The floor for any network: a ridge regression over linear cost features (one row per
 /// network, e.g. per-operator-type count, MACs, bytes) fitted on the shots alone, features scaled
 /// by their root mean square over the shots, intercept unpenalised, penalty by exact leave-one-out.
 /// @throws config_error for fewer than 2 shots or mismatched widths
-inline std::vector<double> shots_only_linear_ridge(const Eigen::MatrixXd& shot_features,
-                                                   std::span<const double> shot_ms, const Eigen::MatrixXd& features) {
-    const Index n = shot_features.rows(), p = shot_features.cols();
-    if (n < 2 || static_cast<std::size_t>(n) != shot_ms.size() || features.cols() != p)
-        raise<config_error>("shots_only_linear_ridge: ", n, " shots, ", shot_ms.size(), " latencies, ", p, " and ",
-                            features.cols(), " features");
-    Eigen::RowVectorXd scale = shot_features.array().square().colwise().mean().sqrt();
-    for (Index j = 0; j < p; ++j)
-        if (!(scale(j) > 0)) scale(j) = 1.0;
-    const auto design = [&](const Eigen::MatrixXd& f) {
-        Eigen::MatrixXd x(f.rows(), p + 1);
-        x.col(0).setOnes();
-        x.rightCols(p) = f.array().rowwise() / scale.array();
-        return x;
-    };
-    const Eigen::Map<const Eigen::VectorXd> y(shot_ms.data(), n);
-    const double y_scale = y.mean();
-    const auto fit = RidgeFit::select(design(shot_features), y / y_scale, nullptr, nullptr,
-                                      train::degenerate_threshold(shot_ms) / y_scale);
-    const Eigen::VectorXd pred = design(features) * fit.beta * y_scale;
-    return {pred.data(), pred.data() + pred.size()};
-}
+DNNCOST_FUNC std::vector<double> shots_only_linear_ridge(const Eigen::MatrixXd& shot_features,
+                                                   std::span<const double> shot_ms, const Eigen::MatrixXd& features);
 
 }  // namespace dnncost::estimators
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/estimators/adaptation_impl.hpp>
+#endif

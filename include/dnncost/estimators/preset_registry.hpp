@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/estimator.hpp>
@@ -87,10 +88,15 @@ struct Registry {
     std::map<std::string, RegistryEntry, std::less<>> entries;
 };
 
+/// The one registry of the program. In compiled mode (core/config.hpp) it lives in the library,
+/// which registers the built-in presets with it.
+DNNCOST_FUNC Registry& registry();
+#if !defined(DNNCOST_COMPILED)
 inline Registry& registry() {
     static Registry r;
     return r;
 }
+#endif
 }  // namespace detail
 
 /// Add (or replace) a preset. Thread-safe.

@@ -116,15 +116,28 @@ RegistryEntry gnn_entry(std::string_view name, std::string description) {
             {keep_option, precision_option}};
 }
 
-/// The "hifisage" and "brpnas" presets, registered by including this header.
+inline RegistryEntry hifisage_entry() {
+    return gnn_entry<HiFiSage>(preset_name<hifi_sage>, "HiFi-SAGE: 7-layer GraphSAGE with LCM readout and a ranking head");
+}
+inline RegistryEntry brpnas_entry() {
+    return gnn_entry<BrpNas>(preset_name<brp_nas>, "BRP-NAS: 4-layer GCN, mean pooling, linear head");
+}
+
+#if !defined(DNNCOST_COMPILED)
+/// The "hifisage" and "brpnas" presets, registered by including this header (the compiled library
+/// registers them itself).
 inline const bool gnn_presets_registered = [] {
-    register_estimator(std::string(preset_name<hifi_sage>),
-                       gnn_entry<HiFiSage>(preset_name<hifi_sage>,
-                                           "HiFi-SAGE: 7-layer GraphSAGE with LCM readout and a ranking head"));
-    register_estimator(std::string(preset_name<brp_nas>),
-                       gnn_entry<BrpNas>(preset_name<brp_nas>, "BRP-NAS: 4-layer GCN, mean pooling, linear head"));
+    register_estimator(std::string(preset_name<hifi_sage>), hifisage_entry());
+    register_estimator(std::string(preset_name<brp_nas>), brpnas_entry());
     return true;
 }();
+#endif
 }  // namespace detail
+
+#if defined(DNNCOST_COMPILED)
+// Built once, in the compiled library (src/preset_hifisage.cpp, src/preset_brpnas.cpp).
+extern template class GnnEstimator<hifi_sage>;
+extern template class GnnEstimator<brp_nas>;
+#endif
 
 }  // namespace dnncost::estimators

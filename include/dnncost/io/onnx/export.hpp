@@ -21,9 +21,11 @@
 #include <variant>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/file.hpp>
+#include <dnncost/io/onnx/api.hpp>
 #include <dnncost/io/onnx/options.hpp>
 #include <dnncost/io/onnx/proto.hpp>
 #include <dnncost/io/onnx/tensor_data.hpp>
@@ -192,13 +194,8 @@ inline ::onnx::ModelProto to_model(const graph::Graph& g, const OnnxExportOption
 
 }  // namespace detail::onnx_impl
 
-/// Serialise a graph as an ONNX model that passes onnx::checker::check_model. Weights are typed
-/// graph inputs marked onnx_weight_marker, or initializers with values (OnnxExportOptions::weights;
-/// see the file comment).
-/// @throws config_error if the graph cannot be written (e.g. an attribute the checker rejects for
-///         the chosen opset, an integer constant without known values when weights are written);
-///         the message names the graph and the reason.
-inline std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOptions& options = {}) {
+#if DNNCOST_HEADER_ONLY
+DNNCOST_FUNC std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOptions& options) {
     auto model = detail::onnx_impl::to_model(g, options);
     try {
         ::onnx::checker::check_model(model);
@@ -211,11 +208,10 @@ inline std::string export_onnx_bytes(const graph::Graph& g, const OnnxExportOpti
     return out;
 }
 
-/// Write a graph as an ONNX file, atomically (io::write_file_atomic).
-/// @throws config_error (see export_onnx_bytes), io_error when the file cannot be written
-inline void export_onnx(const graph::Graph& g, const std::filesystem::path& path,
-                        const OnnxExportOptions& options = {}) {
+DNNCOST_FUNC void export_onnx(const graph::Graph& g, const std::filesystem::path& path,
+                              const OnnxExportOptions& options) {
     write_file_atomic(path, export_onnx_bytes(g, options));
 }
+#endif
 
 }  // namespace dnncost::io

@@ -22,9 +22,11 @@
 
 #include <google/protobuf/arena.h>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/file.hpp>
+#include <dnncost/io/onnx/api.hpp>
 #include <dnncost/io/onnx/fold.hpp>
 #include <dnncost/io/onnx/inference.hpp>
 #include <dnncost/io/onnx/model_checks.hpp>
@@ -599,13 +601,9 @@ private:
 
 }  // namespace detail::onnx_impl
 
-/// Import an ONNX model held in memory.
-/// @param bytes serialised ModelProto
-/// @param name  what error messages call the model (usually its file name)
-/// @throws onnx_import_error for anything that is not an importable ONNX model, naming `name` and
-///         the offending node
-inline graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& name,
-                                      const OnnxImportOptions& options = {}) {
+#if DNNCOST_HEADER_ONLY
+DNNCOST_FUNC graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& name,
+                                            const OnnxImportOptions& options) {
     detail::onnx_impl::Importer importer(name, options);
     try {
         return importer.run(bytes);
@@ -619,20 +617,17 @@ inline graph::Graph import_onnx_bytes(const std::string& bytes, const std::strin
     }
 }
 
-/// Import an ONNX file.
-/// @throws io_error when the file cannot be read, onnx_import_error when it is not importable
-inline graph::Graph import_onnx(const std::filesystem::path& path, const OnnxImportOptions& options = {}) {
+DNNCOST_FUNC graph::Graph import_onnx(const std::filesystem::path& path, const OnnxImportOptions& options) {
     return import_onnx_bytes(read_file(path), path.string(), options);
 }
 
-/// Opset of the default domain of a serialised model (e.g. to export an imported graph again
-/// with the opset its attributes belong to).
-inline int onnx_opset(const std::string& bytes, const std::string& name = "<memory>") {
+DNNCOST_FUNC int onnx_opset(const std::string& bytes, const std::string& name) {
     ::onnx::ModelProto model;
     detail::onnx_impl::parse_model(bytes, name, model);
     for (const auto& o : model.opset_import())
         if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
     raise<onnx_import_error>("ONNX model '", name, "' has no opset for the default domain");
 }
+#endif
 
 }  // namespace dnncost::io

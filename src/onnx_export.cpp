@@ -1,0 +1,2 @@
+// The ONNX exporter, compiled once.
+#include <dnncost/io/onnx/export.hpp>

@@ -1,0 +1,2 @@
+// The ONNX importer, compiled once.
+#include <dnncost/io/onnx/import.hpp>
