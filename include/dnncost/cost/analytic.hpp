@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
@@ -88,16 +89,7 @@ inline std::int64_t add(const graph::Node& n, std::int64_t a, std::int64_t b) {
     return add_or_raise(a, b, "node '", n.name, "' (", n.op_type, "): operation or byte count");
 }
 /// Elements and bytes of a tensor, checked (shapes themselves are checked by Graph::validate).
-inline std::int64_t elems(const graph::Node& n, const graph::Tensor& t) {
-    std::int64_t e = 1;
-    for (auto d : t.shape) {
-        if (d < 0)  // a graph that was never validated: no cost for a shape that is not known
-            raise<shape_error>("cost: node '", n.name, "' (", n.op_type, "): tensor '", t.name, "' has unknown shape ",
-                               graph::to_string(t.shape));
-        e = mul(n, e, d);
-    }
-    return e;
-}
+DNNCOST_FUNC std::int64_t elems(const graph::Node& n, const graph::Tensor& t);
 inline std::int64_t bytes(const graph::Node& n, const graph::Tensor& t) {
     return mul(n, elems(n, t), static_cast<std::int64_t>(graph::element_size(t.dtype)));
 }
@@ -146,107 +138,17 @@ inline void elementwise_guess(const graph::Graph& g, const graph::Node& n, NodeC
 inline void linear_bias(const graph::Graph& g, const graph::Node& n, NodeCost& c, std::size_t bias_slot) {
     c.flops = add(n, mul(n, 2, c.macs), has_input(n, bias_slot) ? out_elems(g, n) : 0);
 }
-inline void conv(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
-    // weight [M, C/group, k...]: every output element is a dot product of C/group * prod(k)
-    const auto& w = in_shape(g, n, 1);
-    std::int64_t per_out = 1;
-    for (std::size_t i = 1; i < w.size(); ++i) per_out = mul(n, per_out, w[i]);
-    c.macs = mul(n, first_out_elems(g, n), per_out);
-    linear_bias(g, n, c, 2);
-}
-inline void conv_transpose(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
-    // weight [C, M/group, k...]: every input element is scattered through M/group * prod(k)
-    const auto& w = in_shape(g, n, 1);
-    std::int64_t per_in = 1;
-    for (std::size_t i = 1; i < w.size(); ++i) per_in = mul(n, per_in, w[i]);
-    c.macs = mul(n, in_elems(g, n, 0), per_in);
-    linear_bias(g, n, c, 2);
-}
-inline void gemm(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
-    const auto& a = in_shape(g, n, 0);
-    if (a.size() != 2) raise<shape_error>("cost: Gemm node '", n.name, "' input is not 2-D");
-    const std::int64_t k = n.attr_int("transA", 0) ? a[0] : a[1];
-    c.macs = mul(n, first_out_elems(g, n), k);
-    linear_bias(g, n, c, 2);
-}
+DNNCOST_FUNC void conv(const graph::Graph& g, const graph::Node& n, NodeCost& c);
+DNNCOST_FUNC void conv_transpose(const graph::Graph& g, const graph::Node& n, NodeCost& c);
+DNNCOST_FUNC void gemm(const graph::Graph& g, const graph::Node& n, NodeCost& c);
 inline void matmul(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     // the output already carries the broadcast batch dimensions; each element is a K-long dot
     const auto& a = in_shape(g, n, 0);
     c.macs = mul(n, first_out_elems(g, n), a.empty() ? 1 : a.back());
     c.flops = mul(n, 2, c.macs);
 }
-inline void einsum(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
-    // every output element sums over the contracted labels (on the operands, not the output):
-    // out x prod(contracted extents) products per extra operand; one operand only adds
-    std::string equation = n.attr_string("equation", "");
-    equation.erase(std::remove(equation.begin(), equation.end(), ' '), equation.end());
-    const auto arrow = equation.find("->");
-    const std::string lhs = equation.substr(0, arrow);
-    std::int64_t extent[128];
-    std::fill(std::begin(extent), std::end(extent), 1);
-    int uses[128] = {};
-    std::size_t operand = 0, operands = 1;
-    std::string term;
-    const auto read_term = [&] {
-        if (operand >= n.inputs.size()) return;
-        const auto& shape = in_shape(g, n, operand);
-        const auto dots = term.find("...");
-        const std::size_t labels = term.size() - (dots == std::string::npos ? 0 : 3);
-        std::size_t axis = 0;
-        for (std::size_t k = 0; k < term.size(); ++k) {
-            if (term.compare(k, 3, "...") == 0) {
-                axis += shape.size() >= labels ? shape.size() - labels : 0;
-                k += 2;
-                continue;
-            }
-            const auto label = static_cast<unsigned char>(term[k]);
-            if (label < 128 && axis < shape.size()) {
-                extent[label] = std::max(extent[label], shape[axis]);
-                ++uses[label];
-            }
-            ++axis;
-        }
-    };
-    for (char ch : lhs) {
-        if (ch == ',') {
-            read_term();
-            term.clear();
-            ++operand;
-            ++operands;
-        } else {
-            term += ch;
-        }
-    }
-    read_term();
-    bool in_output[128] = {};
-    if (arrow != std::string::npos) {
-        for (char ch : equation.substr(arrow + 2))
-            if (static_cast<unsigned char>(ch) < 128) in_output[static_cast<unsigned char>(ch)] = true;
-    } else {
-        for (int label = 0; label < 128; ++label) in_output[label] = uses[label] == 1;
-    }
-    if (operands < 2) {
-        c.flops = has_input(n, 0) ? in_elems(g, n, 0) : 0;
-        return;
-    }
-    std::int64_t contracted = 1;
-    for (int label = 0; label < 128; ++label)
-        if (uses[label] > 0 && !in_output[label]) contracted = mul(n, contracted, extent[label]);
-    c.macs = mul(n, mul(n, first_out_elems(g, n), contracted), static_cast<std::int64_t>(operands - 1));
-    c.flops = mul(n, 2, c.macs);
-}
-inline void recurrent(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
-    // X [seq, batch, input] (layout 0) or [batch, seq, input] (layout 1); W [dirs, G*H, input],
-    // R [dirs, G*H, H]: per step and batch row every gate row is one dot product with x and h.
-    const auto& x = in_shape(g, n, 0);
-    if (x.size() != 3) raise<shape_error>("cost: ", n.op_type, " node '", n.name, "' input is not 3-D");
-    const std::int64_t steps_times_batch = mul(n, x[0], x[1]);
-    c.macs = mul(n, steps_times_batch, add(n, in_elems(g, n, 1), in_elems(g, n, 2)));
-    const auto& w = in_shape(g, n, 1);
-    const std::int64_t gate_rows = w.size() == 3 ? mul(n, w[0], w[1]) : 0;
-    // gate nonlinearities and the state update: ~4 FLOPs per gate element and step
-    c.flops = add(n, mul(n, 2, c.macs), mul(n, 4, mul(n, steps_times_batch, gate_rows)));
-}
+DNNCOST_FUNC void einsum(const graph::Graph& g, const graph::Node& n, NodeCost& c);
+DNNCOST_FUNC void recurrent(const graph::Graph& g, const graph::Node& n, NodeCost& c);
 inline void pool(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
     std::int64_t k = 1;
     for (auto d : n.attr_ints_view("kernel_shape")) k = mul(n, k, d);
@@ -259,22 +161,7 @@ inline void normalization(const graph::Graph& g, const graph::Node& n, NodeCost&
     // statistics: sum and sum of squares (3 per element); normalise, scale, shift (3 per element)
     c.flops = mul(n, 6, in_elems(g, n, 0));
 }
-inline void resize(const graph::Graph& g, const graph::Node& n, NodeCost& c) {
-    // nearest: a gather (0 FLOPs); linear: 2 FLOPs per neighbour, 2^d neighbours over the d
-    // resized (spatial) axes; cubic: 4^d neighbours.
-    const std::string mode = n.attr_string("mode", "nearest");
-    if (n.outputs.empty()) raise<shape_error>("cost: node '", n.name, "' (", n.op_type, ") has no outputs");
-    const auto& out = g.tensor(n.outputs[0]).shape;
-    const std::int64_t d = std::max<std::int64_t>(0, static_cast<std::int64_t>(out.size()) - 2);
-    std::int64_t neighbours = 1;
-    if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
-        for (std::int64_t i = 0; i < d; ++i) neighbours = mul(n, neighbours, 2);
-    else if (mode == "cubic" || mode == "bicubic")
-        for (std::int64_t i = 0; i < d; ++i) neighbours = mul(n, neighbours, 4);
-    else
-        neighbours = 0;
-    c.flops = mul(n, mul(n, 2, neighbours), first_out_elems(g, n));
-}
+DNNCOST_FUNC void resize(const graph::Graph& g, const graph::Node& n, NodeCost& c);
 
 // keyed by views of the string literals below: looked up by a node's op type without a copy
 inline const std::unordered_map<std::string_view, CostRule>& cost_rules() {
@@ -392,24 +279,7 @@ inline detail::CostRule cost_rule_of(std::string_view op) {
 }
 
 /// node_cost() of node `id` with its op type's rule already looked up (cost_rule_of).
-inline NodeCost node_cost(const graph::Graph& g, int id, detail::CostRule rule) {
-    const auto& n = g.node(id);
-    NodeCost c;
-    for (int t : n.inputs) {
-        if (t < 0) continue;
-        const auto& ten = g.tensor(t);
-        if (ten.kind == graph::TensorKind::weight) {
-            c.weight_bytes = detail::add(n, c.weight_bytes, detail::bytes(n, ten));
-            c.params = detail::add(n, c.params, detail::elems(n, ten));
-        } else {
-            c.input_bytes = detail::add(n, c.input_bytes, detail::bytes(n, ten));
-        }
-    }
-    for (int t : n.outputs) c.output_bytes = detail::add(n, c.output_bytes, detail::bytes(n, g.tensor(t)));
-    (void)detail::add(n, detail::add(n, c.input_bytes, c.output_bytes), c.weight_bytes);  // bytes() must fit too
-    rule(g, n, c);
-    return c;
-}
+DNNCOST_FUNC NodeCost node_cost(const graph::Graph& g, int id, detail::CostRule rule);
 
 /// Cost of node `id` of `g`. Unknown operator types get MACs = 0 and FLOPs = one per output
 /// element (an elementwise guess), so a new operator never makes a model unusable; use
@@ -427,43 +297,7 @@ inline NodeCost node_cost(const graph::Graph& g, int id) { return node_cost(g, i
 /// gives them (its other counts left zero), with the same errors: the byte counts node_cost
 /// checks are checked on the view's sizes, and node_cost itself runs only when one of them is out
 /// of range, to raise its own error. For a pass that needs only the arithmetic of many nodes.
-inline NodeCost node_arithmetic(const graph::FlatView& view, int id, detail::CostRule rule) {
-    // node_cost's sums, in its order; a size or a sum out of range leaves the checking to it
-    std::int64_t weight_bytes = 0, params = 0, input_bytes = 0, output_bytes = 0, total = 0;
-    bool in_range = true;
-    const auto sum = [&](std::int64_t& into, std::int64_t x) {
-        if (__builtin_add_overflow(into, x, &into)) in_range = false;
-    };
-    for (int t : view.inputs(id)) {
-        if (t < 0) continue;
-        if (!view.sized(t)) {
-            in_range = false;
-        } else if (view.is_weight(t)) {
-            sum(weight_bytes, view.bytes(t));
-            sum(params, view.elements(t));
-        } else {
-            sum(input_bytes, view.bytes(t));
-        }
-    }
-    for (int t : view.outputs(id)) {
-        if (view.sized(t))
-            sum(output_bytes, view.bytes(t));
-        else
-            in_range = false;
-    }
-    sum(total, input_bytes);
-    sum(total, output_bytes);
-    sum(total, weight_bytes);
-    NodeCost c;
-    if (!in_range) {
-        const auto full = node_cost(view.graph(), id, rule);
-        c.macs = full.macs;
-        c.flops = full.flops;
-        return c;
-    }
-    rule(view.graph(), view.graph().node(id), c);
-    return c;
-}
+DNNCOST_FUNC NodeCost node_arithmetic(const graph::FlatView& view, int id, detail::CostRule rule);
 
 /// Cost of every node, indexed like g.nodes().
 inline std::vector<NodeCost> annotate(const graph::Graph& g) {
@@ -503,19 +337,7 @@ struct DeviceSpec {
 /// overhead. Every roofline figure of the library comes from here.
 /// @throws config_error for a peak or bandwidth that is not positive, a negative or non-finite
 ///         overhead, or negative or non-finite counts
-inline double roofline_seconds(double flops, double bytes, const DeviceSpec& d) {
-    if (!(d.peak_flops > 0) || !(d.bandwidth > 0))
-        raise<config_error>("roofline: device '", d.name, "' needs positive peak_flops and bandwidth");
-    if (!(d.per_op_overhead_s >= 0) || !std::isfinite(d.per_op_overhead_s))
-        raise<config_error>("roofline: device '", d.name, "' needs a finite, non-negative per_op_overhead_s, got ",
-                            d.per_op_overhead_s);
-    if (!(flops >= 0) || !(bytes >= 0) || !std::isfinite(flops) || !std::isfinite(bytes))
-        raise<config_error>("roofline: device '", d.name, "': ", flops, " FLOPs and ", bytes,
-                            " bytes must be finite and non-negative");
-    const double compute = flops / d.peak_flops;
-    const double memory = bytes / d.bandwidth;
-    return std::max(compute, memory) + d.per_op_overhead_s;
-}
+DNNCOST_FUNC double roofline_seconds(double flops, double bytes, const DeviceSpec& d);
 
 /// Roofline latency of one node, seconds.
 inline double roofline_seconds(const NodeCost& c, const DeviceSpec& d) {
@@ -527,13 +349,10 @@ struct RooflineResult {
     std::vector<double> per_node;
     double total = 0.0;
 };
-inline RooflineResult roofline(const graph::Graph& g, const DeviceSpec& d) {
-    RooflineResult r;
-    for (const auto& c : annotate(g)) {
-        r.per_node.push_back(roofline_seconds(c, d));
-        r.total += r.per_node.back();
-    }
-    return r;
-}
+DNNCOST_FUNC RooflineResult roofline(const graph::Graph& g, const DeviceSpec& d);
 
 }  // namespace dnncost::cost
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/cost/analytic_impl.hpp>
+#endif

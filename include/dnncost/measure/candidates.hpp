@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/graph/graph.hpp>
@@ -37,54 +38,17 @@ inline Candidate space_candidate(const spaces::SpaceInfo& space, std::string_vie
 
 /// `n` distinct architectures of `space` drawn with `seed` (NB201: without replacement by index;
 /// the larger spaces: their own sampler, repeats drawn again).
-inline std::vector<Candidate> sample_candidates(const spaces::SpaceInfo& space, std::size_t n, std::uint64_t seed,
-                                                const spaces::SpaceOptions& options) {
-    Rng rng(seed);
-    const auto archs = space.name == "nb201" ? spaces::sample_nb201_by_index(n, rng) : spaces::sample_distinct(space, n, rng);
-    std::vector<Candidate> out;
-    for (const auto& a : archs) out.push_back(space_candidate(space, a, options));
-    return out;
-}
+DNNCOST_FUNC std::vector<Candidate> sample_candidates(const spaces::SpaceInfo& space, std::size_t n, std::uint64_t seed,
+                                                const spaces::SpaceOptions& options);
 
 /// One architecture string per line, of `space` (may be empty) or written `SPACE:ARCH`; empty
 /// lines and lines starting with '#' are skipped. @throws parse_error naming the file and line
-inline std::vector<Candidate> read_arch_file(const std::string& file, const std::string& space,
-                                             const spaces::SpaceOptions& options) {
-    std::istringstream in(io::read_file(file));
-    std::vector<Candidate> out;
-    std::size_t line_no = 0;
-    for (std::string line; std::getline(in, line);) {
-        ++line_no;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        const auto first = line.find_first_not_of(" \t");
-        if (first == std::string::npos || line[first] == '#') continue;
-        line = line.substr(first, line.find_last_not_of(" \t") - first + 1);
-        try {
-            if (const auto q = spaces::split_qualified(line))
-                out.push_back(space_candidate(*q->space, q->arch, options));
-            else if (!space.empty())
-                out.push_back(space_candidate(spaces::find_space(space), line, options));
-            else
-                raise<parse_error>("'", line, "' names no search space (write SPACE:ARCH, or give --space)");
-        } catch (const error& e) {
-            raise<parse_error>(file, ":", line_no, ": ", e.what());
-        }
-    }
-    if (out.empty()) raise<parse_error>(file, ": no architecture strings");
-    return out;
-}
+DNNCOST_FUNC std::vector<Candidate> read_arch_file(const std::string& file, const std::string& space,
+                                             const spaces::SpaceOptions& options);
 
 /// ONNX files, each with its path relative to `store_dir` as its id.
-inline std::vector<Candidate> onnx_candidates(const std::vector<std::string>& files,
-                                              const std::filesystem::path& store_dir) {
-    namespace fs = std::filesystem;
-    std::vector<Candidate> out;
-    for (const auto& m : files) {
-        const auto bytes = io::read_file(m);
-        out.push_back({fs::proximate(fs::absolute(m), store_dir).string(), io::import_onnx(m), io::onnx_opset(bytes, m)});
-    }
-    return out;
-}
+DNNCOST_FUNC std::vector<Candidate> onnx_candidates(const std::vector<std::string>& files,
+                                              const std::filesystem::path& store_dir);
 
 /// The network a store id names again: `SPACE:ARCH` (or a bare NB201 string) built with
 /// `options`, otherwise an ONNX file relative to `store_dir`.
@@ -97,3 +61,7 @@ inline Candidate candidate_from_id(const std::string& id, const std::filesystem:
 }
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/candidates_impl.hpp>
+#endif

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
@@ -48,13 +49,7 @@ struct DeviceBuildProgress {
 /// Sampling the sizes of real networks' layers: the largest activation of an ImageNet network at
 /// batch 1 holds a few million values (112 x 112 x 256), its largest layer about a billion
 /// multiply-accumulates; more of the draws come from the prior of real and space networks.
-inline cost::KernelSamplerOptions device_sampler_options() {
-    cost::KernelSamplerOptions o;
-    o.prior_share = 0.7;
-    o.max_macs = 2'000'000'000;
-    o.max_elements = 6'000'000;
-    return o;
-}
+DNNCOST_FUNC cost::KernelSamplerOptions device_sampler_options();
 
 struct DeviceBuildSetup {
     std::vector<std::string> runners;
@@ -96,17 +91,7 @@ inline int spaces_opset() {
 
 namespace detail {
 /// A model that does nearly nothing: one Relu on eight numbers.
-inline cost::KernelSample overhead_sample() {
-    graph::Graph g("run-overhead");
-    const int x = g.add_input("x", {1, 8});
-    g.mark_output(g.add_op("Relu", "relu", {x}, {1, 8}));
-    cost::KernelSample s;
-    s.config.kind = "Activation";
-    s.config.op = "Relu";
-    s.key = graph::canonical_hash(g).hex();
-    s.graph = std::move(g);
-    return s;
-}
+DNNCOST_FUNC cost::KernelSample overhead_sample();
 
 inline std::vector<estimators::KernelMeasurement> measurements(const std::vector<KernelRow>& rows) {
     std::vector<estimators::KernelMeasurement> out;
@@ -120,133 +105,7 @@ inline std::vector<estimators::KernelMeasurement> measurements(const std::vector
 /// operators the rules are discovered on and whose kernels join the sampling prior (with
 /// `prior_per_space` networks of each search space).
 /// @throws config_error (no runner, bad options, too few kernels measured), io_error, parse_error
-inline DeviceBuildResult build_device_model(const std::vector<graph::Graph>& graphs, const DeviceBuildSetup& setup) {
-    if (setup.runners.empty()) raise<config_error>("device build: no runner command");
-    if (setup.work_dir.empty()) raise<config_error>("device build: no work directory");
-    if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
-        raise<config_error>("device build: the budget must be a finite number of minutes >= 0");
-    std::error_code ec;
-    std::filesystem::create_directories(setup.work_dir, ec);
-    if (!std::filesystem::is_directory(setup.work_dir))
-        raise<io_error>("device build: cannot create the work directory '", setup.work_dir.string(), "'");
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto now = [&] {
-        return setup.clock ? setup.clock()
-                           : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
-    const double start = now();
-    DeviceBuildResult out;
-    const auto progress = [&](const std::string& step, const SamplingProgress& p) {
-        if (setup.on_progress) setup.on_progress({step, p, now() - start});
-    };
-
-    // 1. rules
-    cost::FusionRules rules;
-    if (setup.rules) {
-        rules = *setup.rules;
-    } else {
-        FusionProbeSetup p;
-        p.runners = setup.runners;
-        p.device = setup.device;
-        p.store = setup.work_dir / "fusion.csv";
-        p.rules_out = setup.work_dir / "fusion.rules";
-        p.evidence_out = setup.work_dir / "fusion.json";
-        p.harness = setup.probe_harness;
-        p.pool = setup.pool;
-        p.discovery = setup.discovery;
-        p.seed = setup.seed;
-        p.opset = spaces_opset();
-        p.events.on_progress = [&](const Progress& h) {
-            SamplingProgress s;
-            s.done = h.requests_done;
-            s.total = h.requests_total;
-            progress("rules", s);
-        };
-        // the space networks bring what the given networks may lack (BatchNorm after Conv, LayerNorm, GELU)
-        auto probe_graphs = graphs;
-        Rng probe_rng(setup.seed);
-        for (const auto& space : spaces::all_spaces())
-            for (std::size_t i = 0; i < setup.probe_per_space; ++i)
-                probe_graphs.push_back(space.build_graph(space.sample(probe_rng), {}));
-        auto r = probe_fusion_rules(probe_graphs, p);
-        out.probe_model_errors = r.model_errors;
-        rules = r.discovery.rules;
-        out.discovery = std::move(r.discovery);
-    }
-    rules.device = setup.device;
-
-    // 2. the run overhead and 3. the kernels, in one store
-    KernelSamplingSetup ks;
-    ks.runners = setup.runners;
-    ks.device = setup.device;
-    ks.store = setup.work_dir / "kernels.csv";
-    ks.harness = setup.harness;
-    ks.pool = setup.pool;
-    ks.seed = setup.seed;
-    ks.opset = spaces_opset();
-    ks.clock = setup.clock;
-    const auto overhead = measure_kernel_samples({detail::overhead_sample()}, rules, ks);
-    if (overhead.rows.empty())
-        raise<config_error>("device build: the run-overhead model could not be measured (see ", ks.store.string(), ")");
-    const double overhead_ms = overhead.rows.front().latency_ms;
-
-    cost::KernelSampler sampler(rules, setup.sampler);
-    Rng rng(setup.seed);
-    cost::add_space_prior(sampler, setup.prior_per_space, rng);
-    for (const auto& g : graphs) sampler.add_prior(g);
-    auto samples = sampler.draw_all(setup.per_kind, rng);
-    const auto remaining_minutes = [&] {
-        return setup.budget_minutes > 0 ? std::max(0.0, setup.budget_minutes - (now() - start) / 60.0) : 0.0;
-    };
-    const auto measure_all = [&](const std::string& step) {
-        auto s = ks;
-        s.budget_minutes = remaining_minutes();
-        if (setup.budget_minutes > 0 && s.budget_minutes <= 0) s.budget_minutes = 1e-9;
-        s.on_progress = [&](const SamplingProgress& p) { progress(step, p); };
-        auto r = measure_kernel_samples(samples, rules, s);
-        out.measured += r.measured;
-        out.failed += r.failed;
-        out.over_budget = r.over_budget;
-        return r;
-    };
-    auto measured = measure_all("kernels");
-    out.model = estimators::DeviceModel::build(rules, detail::measurements(measured.rows), overhead_ms, setup.model);
-
-    // adaptive rounds: more samples where a kind's held-out error is large, while time remains
-    for (int round = 1; round <= setup.adaptive_rounds; ++round) {
-        if (measured.over_budget > 0 || (setup.budget_minutes > 0 && remaining_minutes() <= 0)) break;
-        std::map<std::string, double> errors;
-        for (const auto& kind : sampler.kinds()) {
-            const auto it = out.model.kinds().find(kind);
-            double e = std::nan("");
-            if (it != out.model.kinds().end() && it->second.regressor)
-                for (const auto& s : it->second.scores)
-                    if (s.name == it->second.chosen) e = s.mape;
-            errors[kind] = e;
-        }
-        const auto extra = cost::allocate_samples(errors, setup.adaptive_samples);
-        std::size_t drawn = 0;
-        for (const auto& [kind, n] : extra) {
-            if (n == 0) continue;
-            for (auto& s : sampler.draw(kind, n, rng)) {
-                samples.push_back(std::move(s));
-                ++drawn;
-            }
-        }
-        if (drawn == 0) break;
-        measured = measure_all("adaptive round " + std::to_string(round));
-        out.model =
-            estimators::DeviceModel::build(rules, detail::measurements(measured.rows), overhead_ms, setup.model);
-        out.adaptive_rounds = round;
-    }
-    out.samples = measured.rows.size();
-    // what the model was fitted to, so that it can be fitted again without measuring
-    KernelSampleFile file{setup.device, rules, overhead_ms, {}, detail::measurements(measured.rows)};
-    for (const auto& r : measured.rows) file.keys.push_back(r.key);
-    write_kernel_sample_file(setup.work_dir / "kernel_samples.json", file);
-    out.seconds = now() - start;
-    return out;
-}
+DNNCOST_FUNC DeviceBuildResult build_device_model(const std::vector<graph::Graph>& graphs, const DeviceBuildSetup& setup);
 
 /// Fits a device model again to the kernel measurements a build saved in `work_dir`
 /// (kernel_samples.json), with other options, measuring nothing.
@@ -262,20 +121,7 @@ inline estimators::DeviceModel refit_device_model(const std::filesystem::path& w
 /// NB201), seeded, the largest kinds of work first, so that ten shots cover convolutions,
 /// depthwise stages and attention. Each is named by its qualified architecture, so that a
 /// results store of the shots is a data set (`device calibrate --data`).
-inline std::vector<graph::Graph> calibration_networks(std::size_t n, std::uint64_t seed = 2026) {
-    static const std::string_view plan[] = {"ofa", "fbnet", "vit", "ofa", "kws", "nb201", "fbnet", "vit", "ofa", "nb201"};
-    Rng rng(seed);
-    std::vector<graph::Graph> out;
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto space = plan[i % std::size(plan)];
-        const auto& info = spaces::find_space(space);
-        const auto arch = info.sample(rng);
-        auto g = info.build_graph(arch, {});
-        g.set_name(spaces::qualified_arch(space, arch));
-        out.push_back(std::move(g));
-    }
-    return out;
-}
+DNNCOST_FUNC std::vector<graph::Graph> calibration_networks(std::size_t n, std::uint64_t seed = 2026);
 
 struct DeviceCalibrationSetup {
     std::vector<std::string> runners;
@@ -297,71 +143,19 @@ struct DeviceCalibrationResult {
 /// Measure `shots` (networks the caller chose) on the machine at hand and fit the model's
 /// calibration factor to them. Networks that fail to measure are left out.
 /// @throws config_error when no shot could be measured
-inline DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& model,
+DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& model,
                                                       const std::vector<graph::Graph>& shots,
-                                                      const DeviceCalibrationSetup& setup) {
-    if (setup.runners.empty()) raise<config_error>("device calibrate: no runner command");
-    if (shots.empty()) raise<config_error>("device calibrate: no networks to measure");
-    std::error_code ec;
-    std::filesystem::create_directories(setup.work_dir / "models", ec);
-    if (!std::filesystem::is_directory(setup.work_dir / "models"))
-        raise<io_error>("device calibrate: cannot create the work directory '", setup.work_dir.string(), "'");
-    ResultsStore store(setup.work_dir / "shots.csv");
-    std::vector<Network> networks;
-    for (const auto& g : shots) {
-        const auto key = graph::canonical_hash(g).hex();
-        Network n{key, g.name(), setup.work_dir / "models" / (key + ".onnx")};
-        if (!std::filesystem::exists(n.model)) write_model_for_runner(g, n.model, setup.seed, spaces_opset());
-        networks.push_back(std::move(n));
-    }
-    RunnerPool pool(setup.runners, setup.pool);
-    Harness harness(pool, setup.harness);
-    (void)harness.run(store, networks, setup.events);
-    DeviceCalibrationResult out;
-    std::vector<const graph::Graph*> used;
-    for (std::size_t i = 0; i < shots.size(); ++i) {
-        const auto* r = store.result(networks[i].key);
-        if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms > 0)) continue;
-        used.push_back(&shots[i]);
-        out.shots.push_back(shots[i].name());
-        out.measured_ms.push_back(r->latency_ms);
-    }
-    if (used.empty())
-        raise<config_error>("device calibrate: none of the ", shots.size(), " networks could be measured (see ",
-                            (setup.work_dir / "shots.csv").string(), ")");
-    model.calibrate(used, out.measured_ms);
-    out.factor = model.calibration_factor();
-    for (double p : model.predict_mean(used)) out.predicted_ms.push_back(p / out.factor);
-    return out;
-}
+                                                      const DeviceCalibrationSetup& setup);
 
 /// Calibrate on networks already measured on the machine at hand (e.g. a results store of
 /// `dnncost measure`): `shots` of them at evenly spaced quantiles of their latency, so that small
 /// and large networks both count.
 /// @throws config_error when `measured` is empty or a latency is not positive
-inline DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& model, const train::TrainData& measured,
-                                                      std::size_t shots) {
-    if (measured.graphs.empty()) raise<config_error>("device calibrate: no measured networks");
-    if (shots < 1) raise<config_error>("device calibrate: at least one shot");
-    std::vector<std::size_t> order(measured.graphs.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return measured.targets[a] < measured.targets[b] || (measured.targets[a] == measured.targets[b] && a < b);
-    });
-    const std::size_t n = std::min(shots, order.size());
-    std::vector<const graph::Graph*> used;
-    DeviceCalibrationResult out;
-    for (std::size_t k = 0; k < n; ++k) {
-        // the k-th of n evenly spaced quantiles, ends included
-        const auto i = order[n == 1 ? order.size() / 2 : k * (order.size() - 1) / (n - 1)];
-        used.push_back(measured.graphs[i]);
-        out.shots.push_back(measured.graphs[i]->name());
-        out.measured_ms.push_back(measured.targets[i]);
-    }
-    model.calibrate(used, out.measured_ms);
-    out.factor = model.calibration_factor();
-    for (double p : model.predict_mean(used)) out.predicted_ms.push_back(p / out.factor);
-    return out;
-}
+DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& model, const train::TrainData& measured,
+                                                      std::size_t shots);
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/device_build_impl.hpp>
+#endif

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/cost/fusion_discovery.hpp>
 #include <dnncost/graph/graph.hpp>
@@ -143,48 +144,10 @@ struct FusionProbeResult {
 /// as `dnncost measure` does.
 /// @throws config_error (bad options, a runner that cannot start, a store of another device),
 /// io_error, parse_error (an existing file that is not a results store)
-inline FusionProbeResult probe_fusion_rules(const std::vector<graph::Graph>& graphs, const FusionProbeSetup& setup) {
-    if (setup.runners.empty()) raise<config_error>("fusion probe: no runner command");
-    if (setup.store.empty()) raise<config_error>("fusion probe: no results store path");
-    setup.harness.check();
-    auto options = setup.discovery;
-    if (options.device.empty()) options.device = setup.device;
-    options.check();
-    if (!setup.rules_out.empty()) io::check_writable(setup.rules_out);
-    if (!setup.evidence_out.empty()) io::check_writable(setup.evidence_out);
-
-    const auto sidecar = sidecar_path(setup.store);
-    const auto info = read_store_info(sidecar);
-    std::error_code ec;
-    const bool has_rows = std::filesystem::exists(setup.store, ec) && std::filesystem::file_size(setup.store, ec) > 0;
-    if (info && has_rows && (info->device != setup.device || info->runners != setup.runners))
-        raise<config_error>("fusion probe: ", setup.store.string(), " holds measurements of device '", info->device,
-                            "' by other runners; probe this device into another store");
-    ResultsStore store(setup.store);
-    StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
-                       setup.harness.to_json()};
-    write_store_info(sidecar, new_info);
-
-    RunnerPool pool(setup.runners, setup.pool);
-    Harness harness(pool, setup.harness);
-    const auto dir =
-        setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
-    HarnessMeasure measure(harness, store, dir, setup.seed, setup.opset, setup.events);
-    const cost::MeasureBatch batch = [&](const std::vector<graph::Graph>& gs) { return measure(gs); };
-    FusionProbeResult out;
-    out.discovery = cost::discover_fusion_rules(graphs, batch, options);
-    out.failed = measure.failed();
-    out.model_errors = measure.errors();
-    const auto& result = out.discovery;
-
-    if (new_info.runner_device.empty() && !pool.device().empty()) {
-        new_info.runner_device = pool.device();
-        write_store_info(sidecar, new_info);
-    }
-    if (!setup.rules_out.empty()) io::write_file_atomic(setup.rules_out, result.rules.to_text());
-    if (!setup.evidence_out.empty())
-        io::write_file_atomic(setup.evidence_out, result.to_json(options.threshold) + "\n");
-    return out;
-}
+DNNCOST_FUNC FusionProbeResult probe_fusion_rules(const std::vector<graph::Graph>& graphs, const FusionProbeSetup& setup);
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/fusion_probe_impl.hpp>
+#endif

@@ -35,6 +35,7 @@
 
 #include <unistd.h>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/measure/machine_load.hpp>
 #include <dnncost/measure/reference.hpp>
@@ -165,22 +166,10 @@ struct NoiseReport {
 };
 
 /// The statistic of some values (median: the mean of the middle two for an even count).
-inline double statistic_of(std::vector<double> v, Statistic s) {
-    if (v.empty()) return std::nan("");
-    if (s == Statistic::minimum) return *std::min_element(v.begin(), v.end());
-    std::sort(v.begin(), v.end());
-    const auto n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+DNNCOST_FUNC double statistic_of(std::vector<double> v, Statistic s);
 
 /// The median absolute deviation from `center`, relative to it.
-inline double relative_spread(const std::vector<double>& v, double center) {
-    if (v.size() < 2 || !(center > 0)) return 0.0;
-    std::vector<double> dev;
-    dev.reserve(v.size());
-    for (double x : v) dev.push_back(std::abs(x - center));
-    return statistic_of(std::move(dev), Statistic::median) / center;
-}
+DNNCOST_FUNC double relative_spread(const std::vector<double>& v, double center);
 
 class Harness {
 public:
@@ -506,3 +495,7 @@ private:
 };
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/harness_impl.hpp>
+#endif

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 
 namespace dnncost::measure::json {
@@ -331,38 +332,7 @@ private:
 inline Value parse(std::string_view text) { return detail::Reader(text).document(); }
 
 /// `s` as a JSON string literal (quoted, escaped; bytes >= 0x80 are passed through).
-inline std::string quote(std::string_view s) {
-    std::string out = "\"";
-    for (const char c : s) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    static constexpr char hex[] = "0123456789abcdef";
-                    out += "\\u00";
-                    out += hex[(c >> 4) & 0xF];
-                    out += hex[c & 0xF];
-                } else {
-                    out += c;
-                }
-        }
-    }
-    return out + "\"";
-}
+DNNCOST_FUNC std::string quote(std::string_view s);
 
 /// A number as JSON: shortest round-trip form; non-finite values become null (JSON has none).
 inline std::string number(double v) {
@@ -373,62 +343,18 @@ inline std::string number(double v) {
 }
 
 /// Serialise a value compactly (one line).
-inline std::string dump(const Value& v) {
-    switch (v.kind) {
-        case Value::Kind::null:
-            return "null";
-        case Value::Kind::boolean:
-            return v.boolean ? "true" : "false";
-        case Value::Kind::number:
-            return number(v.number);
-        case Value::Kind::string:
-            return quote(v.string);
-        case Value::Kind::array: {
-            std::string out = "[";
-            for (std::size_t i = 0; i < v.items.size(); ++i) {
-                if (i) out += ',';
-                out += dump(v.items[i]);
-            }
-            return out + "]";
-        }
-        case Value::Kind::object: {
-            std::string out = "{";
-            for (std::size_t i = 0; i < v.members.size(); ++i) {
-                if (i) out += ',';
-                out += quote(v.members[i].first);
-                out += ':';
-                out += dump(v.members[i].second);
-            }
-            return out + "}";
-        }
-    }
-    return "null";
-}
+DNNCOST_FUNC std::string dump(const Value& v);
 
 /// Serialise an object with one top-level member per line (members compact), for files a
 /// person may read; any other value as dump().
-inline std::string dump_lines(const Value& v) {
-    if (!v.is_object() || v.members.empty()) return dump(v) + "\n";
-    std::string out = "{\n";
-    for (std::size_t i = 0; i < v.members.size(); ++i) {
-        out += "  " + quote(v.members[i].first) + ": " + dump(v.members[i].second);
-        out += i + 1 < v.members.size() ? ",\n" : "\n";
-    }
-    return out + "}\n";
-}
+DNNCOST_FUNC std::string dump_lines(const Value& v);
 
 /// Parse `text` that must be a JSON object; empty text gives null.
 /// @throws parse_error naming `what` when it is not
-inline Value parse_object(std::string_view text, std::string_view what) {
-    if (text.empty()) return {};
-    Value v;
-    try {
-        v = parse(text);
-    } catch (const parse_error& e) {
-        raise<parse_error>(what, ": not JSON: ", e.what());
-    }
-    if (!v.is_object()) raise<parse_error>(what, ": not a JSON object");
-    return v;
-}
+DNNCOST_FUNC Value parse_object(std::string_view text, std::string_view what);
 
 }  // namespace dnncost::measure::json
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/json_impl.hpp>
+#endif

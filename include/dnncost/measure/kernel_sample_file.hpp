@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/estimators/device_model.hpp>
@@ -33,86 +34,15 @@ struct KernelSampleFile {
 };
 
 /// Write the file atomically.
-inline void write_kernel_sample_file(const std::filesystem::path& path, const KernelSampleFile& f) {
-    if (f.keys.size() != f.samples.size())
-        raise<config_error>("kernel samples: ", f.keys.size(), " keys for ", f.samples.size(), " samples");
-    auto doc = json::Value::object();
-    doc.set("format", json::Value::of(std::string(kernel_sample_format)));
-    doc.set("device", json::Value::of(f.device));
-    doc.set("rules_text", json::Value::of(f.rules.to_text()));
-    doc.set("run_overhead_ms", json::Value::of(f.run_overhead_ms));
-    auto names = json::Value::array();
-    for (const auto& n : features::kernel_feature_names()) names.push(json::Value::of(n));
-    doc.set("feature_names", std::move(names));
-    auto samples = json::Value::array();
-    for (std::size_t i = 0; i < f.samples.size(); ++i) {
-        const auto& s = f.samples[i];
-        auto row = json::Value::object();
-        row.set("kind", json::Value::of(s.kind));
-        row.set("key", json::Value::of(f.keys[i]));
-        row.set("latency_ms", json::Value::of(s.latency_ms));
-        auto x = json::Value::array();
-        for (const double v : s.features) x.push(json::Value::of(v));
-        row.set("features", std::move(x));
-        samples.push(std::move(row));
-    }
-    doc.set("samples", std::move(samples));
-    io::write_file_atomic(path, json::dump_lines(doc));
-}
+DNNCOST_FUNC void write_kernel_sample_file(const std::filesystem::path& path, const KernelSampleFile& f);
 
 /// Read a file written by write_kernel_sample_file.
 /// @throws parse_error naming the file (and the sample) for anything else: another format,
 ///         other feature names (a build of another version), a missing or non-finite value
-inline KernelSampleFile read_kernel_sample_file(const std::filesystem::path& path) {
-    const std::string where = path.string();
-    const auto doc = json::parse_object(io::read_file(path), where);
-    if (doc.is_null()) raise<parse_error>(where, ": empty file");
-    const auto string_of = [&](const json::Value& v, std::string_view key, const std::string& what) {
-        const auto* m = v.find(key);
-        if (!m || !m->is_string()) raise<parse_error>(what, ": no string '", key, "'");
-        return m->string;
-    };
-    const auto number_of = [&](const json::Value& v, std::string_view key, const std::string& what) {
-        const auto* m = v.find(key);
-        if (!m || !m->is_number() || !std::isfinite(m->number)) raise<parse_error>(what, ": no finite number '", key, "'");
-        return m->number;
-    };
-    if (string_of(doc, "format", where) != kernel_sample_format)
-        raise<parse_error>(where, ": not a kernel-samples file of format '", kernel_sample_format, "'");
-    KernelSampleFile f;
-    f.device = string_of(doc, "device", where);
-    try {
-        f.rules = cost::FusionRules::parse(string_of(doc, "rules_text", where), where + " (rules_text)");
-    } catch (const config_error& e) {
-        raise<parse_error>(e.what());
-    }
-    f.run_overhead_ms = number_of(doc, "run_overhead_ms", where);
-    const auto& expected = features::kernel_feature_names();
-    const auto* names = doc.find("feature_names");
-    bool same = names && names->is_array() && names->items.size() == expected.size();
-    for (std::size_t j = 0; same && j < expected.size(); ++j)
-        same = names->items[j].is_string() && names->items[j].string == expected[j];
-    if (!same) raise<parse_error>(where, ": its kernel features are not this build's (measure the kernels again)");
-    const auto* samples = doc.find("samples");
-    if (!samples || !samples->is_array()) raise<parse_error>(where, ": no 'samples' array");
-    for (std::size_t i = 0; i < samples->items.size(); ++i) {
-        const auto& row = samples->items[i];
-        const std::string what = where + ": sample " + std::to_string(i + 1);
-        if (!row.is_object()) raise<parse_error>(what, ": not an object");
-        estimators::KernelMeasurement m;
-        m.kind = string_of(row, "kind", what);
-        m.latency_ms = number_of(row, "latency_ms", what);
-        const auto* x = row.find("features");
-        if (!x || !x->is_array() || x->items.size() != expected.size())
-            raise<parse_error>(what, ": not ", expected.size(), " features");
-        for (const auto& v : x->items) {
-            if (!v.is_number() || !std::isfinite(v.number)) raise<parse_error>(what, ": a feature that is not a finite number");
-            m.features.push_back(v.number);
-        }
-        f.keys.push_back(string_of(row, "key", what));
-        f.samples.push_back(std::move(m));
-    }
-    return f;
-}
+DNNCOST_FUNC KernelSampleFile read_kernel_sample_file(const std::filesystem::path& path);
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/kernel_sample_file_impl.hpp>
+#endif

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/io/onnx.hpp>
@@ -23,13 +24,11 @@ inline std::string network_key(const graph::Graph& g) { return graph::canonical_
 /// `opset` as in io::OnnxExportOptions (a graph imported from an
 /// older file keeps its own, see io::onnx_opset).
 /// @throws config_error, io_error as io::export_onnx
-inline void write_model_for_runner(const graph::Graph& g, const std::filesystem::path& path, std::uint64_t seed,
-                                   int opset = 13) {
-    io::OnnxExportOptions options;
-    options.opset = opset;
-    options.weights = io::WeightData::random;
-    options.seed = seed;
-    io::export_onnx(g, path, options);
-}
+DNNCOST_FUNC void write_model_for_runner(const graph::Graph& g, const std::filesystem::path& path, std::uint64_t seed,
+                                   int opset = 13);
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/model_file_impl.hpp>
+#endif

@@ -30,6 +30,7 @@
 
 extern char** environ;
 
+#include <dnncost/core/config.hpp>
 namespace dnncost::measure {
 
 using Clock = std::chrono::steady_clock;
@@ -45,31 +46,11 @@ struct ProcessOptions {
 };
 
 /// The CPUs this process may run on (its affinity mask), ascending.
-inline std::vector<int> allowed_cpus() {
-    std::vector<int> out;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (::sched_getaffinity(0, sizeof set, &set) != 0) return out;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) out.push_back(c);
-    return out;
-}
+DNNCOST_FUNC std::vector<int> allowed_cpus();
 
 /// Whether this process may start children under SCHED_FIFO; when not, `why` says why. Tried on a
 /// short-lived thread of its own, so the caller's scheduling is never changed.
-inline bool realtime_permitted(std::string* why = nullptr) {
-    int rc = 0;
-    std::thread probe([&rc] {
-        sched_param p{};
-        p.sched_priority = 1;
-        rc = ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &p);
-    });
-    probe.join();
-    if (rc != 0 && why)
-        *why = std::string("SCHED_FIFO is not permitted (") + std::strerror(rc) +
-               "): it needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO above 0 (ulimit -r)";
-    return rc == 0;
-}
+DNNCOST_FUNC bool realtime_permitted(std::string* why = nullptr);
 
 /// How a write of a whole line ended.
 enum class WriteStatus { done, timeout, closed };
@@ -336,3 +317,7 @@ private:
 };
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/process_impl.hpp>
+#endif

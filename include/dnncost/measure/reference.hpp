@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/measure/json.hpp>
 
 namespace dnncost::measure {
@@ -71,32 +72,13 @@ inline bool reference_drifted(const ReferenceLatency& r) {
     return r.drift() > std::max(reference_min_difference, reference_spread_factor * r.spread);
 }
 
-inline json::Value to_json(const ReferenceLatency& r) {
-    auto v = json::Value::object();
-    v.set("key", json::Value::of(r.key));
-    v.set("latency_ms", json::Value::of(r.latency_ms));
-    v.set("spread", json::Value::of(r.spread));
-    auto values = json::Value::array();
-    for (const double x : r.values_ms) values.push(json::Value::of(x));
-    v.set("values_ms", std::move(values));
-    v.set("drift", json::Value::of(r.drift()));
-    if (!r.time.empty()) v.set("time", json::Value::of(r.time));
-    return v;
-}
+DNNCOST_FUNC json::Value to_json(const ReferenceLatency& r);
 
 /// A reference from its JSON object; an unreadable one is unknown (latency NaN).
-inline ReferenceLatency reference_from_json(const json::Value& v) {
-    ReferenceLatency r;
-    if (const auto* k = v.find("key"); k && k->is_string()) r.key = k->string;
-    if (const auto* l = v.find("latency_ms"); l && l->is_number() && std::isfinite(l->number) && l->number > 0)
-        r.latency_ms = l->number;
-    if (const auto* s = v.find("spread"); s && s->is_number() && std::isfinite(s->number) && s->number >= 0)
-        r.spread = s->number;
-    if (const auto* a = v.find("values_ms"); a && a->is_array())
-        for (const auto& x : a->items)
-            if (x.is_number() && std::isfinite(x.number) && x.number > 0) r.values_ms.push_back(x.number);
-    if (const auto* t = v.find("time"); t && t->is_string()) r.time = t->string;
-    return r;
-}
+DNNCOST_FUNC ReferenceLatency reference_from_json(const json::Value& v);
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/reference_impl.hpp>
+#endif

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/spaces/builder.hpp>
@@ -19,16 +20,7 @@ namespace dnncost::measure {
 inline constexpr std::uint64_t reference_seed = 20261126;
 
 /// The reference network's graph (always the same).
-inline graph::Graph reference_graph() {
-    spaces::NetworkBuilder b("dnncost-reference-1");
-    int x = b.input("input", {1, 16, 32, 32});
-    x = b.unary("Relu", b.conv(x, 32, 3, 1, 1, "conv1"), "relu1");
-    x = b.unary("Relu", b.conv(x, 64, 3, 2, 1, "conv2"), "relu2");
-    x = b.unary("Relu", b.conv(x, 64, 3, 1, 1, "conv3"), "relu3");
-    x = b.flatten(x, "flatten");
-    x = b.gemm(x, 64, "fc");
-    return b.finish({x});
-}
+DNNCOST_FUNC graph::Graph reference_graph();
 
 /// Write the reference network for a runner. @throws io_error
 inline void write_reference_model(const std::filesystem::path& path) {
@@ -36,3 +28,7 @@ inline void write_reference_model(const std::filesystem::path& path) {
 }
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/reference_model_impl.hpp>
+#endif

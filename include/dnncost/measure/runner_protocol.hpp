@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/measure/json.hpp>
 
@@ -53,29 +54,7 @@ enum class AnswerKind { latency, accuracy };
 enum class Failure { none, timeout, crash, garbage, partial_line, bad_latency, bad_answer, runner_error, start_failed };
 
 /// The failure's name as written in a results store's status column and in reports.
-inline std::string_view to_string(Failure f) {
-    switch (f) {
-        case Failure::none:
-            return "ok";
-        case Failure::timeout:
-            return "timeout";
-        case Failure::crash:
-            return "crash";
-        case Failure::garbage:
-            return "garbage";
-        case Failure::partial_line:
-            return "partial_line";
-        case Failure::bad_latency:
-            return "bad_latency";
-        case Failure::bad_answer:
-            return "bad_answer";
-        case Failure::runner_error:
-            return "runner_error";
-        case Failure::start_failed:
-            return "start_failed";
-    }
-    return "?";
-}
+DNNCOST_FUNC std::string_view to_string(Failure f);
 
 /// The failure named `name` (a results store's status column; "ok" is Failure::none), or nullopt.
 inline std::optional<Failure> parse_failure(std::string_view name) {
@@ -95,15 +74,7 @@ struct Outcome {
 };
 
 /// The request as one protocol line (with the newline).
-inline std::string encode_request(const Request& r) {
-    auto v = json::Value::object();
-    v.set("id", json::Value::of(static_cast<double>(r.id)));
-    v.set("model", json::Value::of(r.model));
-    v.set("warmup", json::Value::of(static_cast<double>(r.warmup)));
-    v.set("repeats", json::Value::of(static_cast<double>(r.repeats)));
-    if (r.keep) v.set("keep", json::Value::of(true));
-    return json::dump(v) + "\n";
-}
+DNNCOST_FUNC std::string encode_request(const Request& r);
 
 /// What one line of runner output is.
 struct Reply {
@@ -113,13 +84,7 @@ struct Reply {
 };
 
 namespace detail {
-inline std::string clip(std::string_view s, std::size_t n = 200) {
-    std::string out(s.substr(0, n));
-    for (auto& c : out)
-        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-    if (s.size() > n) out += "...";
-    return out;
-}
+DNNCOST_FUNC std::string clip(std::string_view s, std::size_t n = 200);
 inline Outcome failed(Failure f, std::string detail) {
     Outcome o;
     o.failure = f;
@@ -127,105 +92,15 @@ inline Outcome failed(Failure f, std::string detail) {
     return o;
 }
 /// An optional non-negative finite quantity of an answer.
-inline bool optional_quantity(const json::Value& answer, std::string_view key, std::optional<double>& out,
-                              std::string& problem) {
-    const auto* v = answer.find(key);
-    if (!v || v->is_null()) return true;
-    if (!v->is_number() || !std::isfinite(v->number) || v->number < 0) {
-        problem = "\"" + std::string(key) + "\" is not a finite non-negative number: " + json::dump(*v);
-        return false;
-    }
-    out = v->number;
-    return true;
-}
+DNNCOST_FUNC bool optional_quantity(const json::Value& answer, std::string_view key, std::optional<double>& out,
+                              std::string& problem);
 }  // namespace detail
 
 /// Classify one line of runner output (without its newline) in answer to request `expected_id`.
-inline Reply decode_reply(std::string_view line, std::uint64_t expected_id, AnswerKind kind = AnswerKind::latency) {
-    Reply r;
-    json::Value v;
-    try {
-        v = json::parse(line);
-    } catch (const parse_error& e) {
-        r.outcome =
-            detail::failed(Failure::garbage, "not JSON (" + std::string(e.what()) + "): '" + detail::clip(line) + "'");
-        return r;
-    }
-    if (!v.is_object()) {
-        r.outcome = detail::failed(Failure::garbage, "not a JSON object: '" + detail::clip(line) + "'");
-        return r;
-    }
-    const auto* id = v.find("id");
-    if (!id) {
-        if (const auto* dev = v.find("device")) {
-            r.kind = Reply::Kind::device;
-            r.device = json::dump(*dev);
-            return r;
-        }
-        r.outcome = detail::failed(Failure::bad_answer, "answer without \"id\": '" + detail::clip(line) + "'");
-        return r;
-    }
-    if (!id->is_number() || id->number != static_cast<double>(expected_id)) {
-        r.outcome = detail::failed(Failure::bad_answer, "answer for id " + json::dump(*id) + " while waiting for id " +
-                                                            std::to_string(expected_id));
-        return r;
-    }
-    if (const auto* err = v.find("error")) {
-        r.outcome = detail::failed(Failure::runner_error, err->is_string() ? detail::clip(err->string, 300)
-                                                                           : detail::clip(json::dump(*err), 300));
-        return r;
-    }
-    if (kind == AnswerKind::accuracy) {
-        const auto* acc = v.find("accuracy");
-        if (!acc || !acc->is_number() || !std::isfinite(acc->number)) {
-            r.outcome = detail::failed(Failure::bad_answer,
-                                       acc ? "\"accuracy\" is not a finite number: " + detail::clip(json::dump(*acc))
-                                           : "answer has neither \"accuracy\" nor \"error\"");
-            return r;
-        }
-        r.kind = Reply::Kind::answer;
-        r.outcome.answer.accuracy = acc->number;
-        return r;
-    }
-    const auto* lat = v.find("latency_ms");
-    if (!lat) {
-        r.outcome = detail::failed(Failure::bad_latency, "answer has neither \"latency_ms\" nor \"error\"");
-        return r;
-    }
-    if (!lat->is_array() || lat->items.empty()) {
-        r.outcome = detail::failed(Failure::bad_latency,
-                                   "\"latency_ms\" is not a non-empty array: " + detail::clip(json::dump(*lat)));
-        return r;
-    }
-    Answer a;
-    for (std::size_t i = 0; i < lat->items.size(); ++i) {
-        const auto& x = lat->items[i];
-        if (!x.is_number()) {
-            r.outcome = detail::failed(Failure::bad_latency, "latency " + std::to_string(i) +
-                                                                 " is not a number: " + detail::clip(json::dump(x)));
-            return r;
-        }
-        if (!std::isfinite(x.number)) {
-            r.outcome = detail::failed(Failure::bad_latency, "latency " + std::to_string(i) + " is not finite (" +
-                                                                 (std::isnan(x.number) ? "NaN" : "infinite") + ")");
-            return r;
-        }
-        if (!(x.number > 0)) {
-            r.outcome = detail::failed(Failure::bad_latency, "latency " + std::to_string(i) + " is not positive (" +
-                                                                 json::number(x.number) + ")");
-            return r;
-        }
-        a.latency_ms.push_back(x.number);
-    }
-    std::string problem;
-    if (!detail::optional_quantity(v, "peak_memory_bytes", a.peak_memory_bytes, problem) ||
-        !detail::optional_quantity(v, "energy_mj", a.energy_mj, problem)) {
-        r.outcome = detail::failed(Failure::bad_answer, problem);
-        return r;
-    }
-    r.kind = Reply::Kind::answer;
-    r.outcome.answer = std::move(a);
-    return r;
-}
+DNNCOST_FUNC Reply decode_reply(std::string_view line, std::uint64_t expected_id, AnswerKind kind = AnswerKind::latency);
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/runner_protocol_impl.hpp>
+#endif

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/host.hpp>
@@ -46,60 +47,11 @@ inline std::filesystem::path sidecar_path(const std::filesystem::path& store) {
 }
 
 /// The sidecar as JSON text (one top-level member per line).
-inline std::string to_json(const StoreInfo& info) {
-    auto v = json::Value::object();
-    v.set("format", json::Value::of(sidecar_format));
-    v.set("device", json::Value::of(info.device));
-    auto runners = json::Value::array();
-    for (const auto& r : info.runners) runners.push(json::Value::of(r));
-    v.set("runners", std::move(runners));
-    // both were serialised by dnncost from parsed JSON; an unreadable one is kept as text
-    const auto embedded = [](const std::string& text) {
-        if (text.empty()) return json::Value{};
-        try {
-            return json::parse(text);
-        } catch (const parse_error&) {
-            return json::Value::of(text);
-        }
-    };
-    v.set("runner_device", embedded(info.runner_device));
-    v.set("settings", embedded(info.settings));
-    if (info.host) v.set("host", to_json(*info.host));
-    if (!info.references.empty()) {
-        auto refs = json::Value::array();
-        for (const auto& r : info.references) refs.push(to_json(r));
-        v.set("references", std::move(refs));
-    }
-    return json::dump_lines(v);
-}
+DNNCOST_FUNC std::string to_json(const StoreInfo& info);
 
 /// Read a sidecar; nullopt when the file does not exist.
 /// @throws parse_error naming the file when it is not a sidecar
-inline std::optional<StoreInfo> read_store_info(const std::filesystem::path& path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return std::nullopt;
-    json::Value v;
-    try {
-        v = json::parse(io::read_file(path, 1 << 20));
-    } catch (const parse_error& e) {
-        raise<parse_error>(path.string(), ": not a results sidecar: ", e.what());
-    }
-    const auto* device = v.find("device");
-    const auto* runners = v.find("runners");
-    if (!device || !device->is_string() || !runners || !runners->is_array())
-        raise<parse_error>(path.string(), ": not a results sidecar (needs \"device\" and \"runners\")");
-    StoreInfo info;
-    info.device = device->string;
-    for (const auto& r : runners->items)
-        if (r.is_string()) info.runners.push_back(r.string);
-    if (const auto* d = v.find("runner_device"); d && !d->is_null()) info.runner_device = json::dump(*d);
-    if (const auto* s = v.find("settings"); s && !s->is_null()) info.settings = json::dump(*s);
-    if (const auto* h = v.find("host"); h && h->is_object()) info.host = host_from_json(*h);
-    if (const auto* r = v.find("references"); r && r->is_array())
-        for (const auto& x : r->items)
-            if (x.is_object()) info.references.push_back(reference_from_json(x));
-    return info;
-}
+DNNCOST_FUNC std::optional<StoreInfo> read_store_info(const std::filesystem::path& path);
 
 /// Write a sidecar atomically. @throws io_error
 inline void write_store_info(const std::filesystem::path& path, const StoreInfo& info) {
@@ -107,3 +59,7 @@ inline void write_store_info(const std::filesystem::path& path, const StoreInfo&
 }
 
 }  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/sidecar_impl.hpp>
+#endif

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/graph/graph.hpp>
@@ -87,30 +88,9 @@ struct Arch {
 };
 
 /// Parses 22 operator names joined by '-'. @throws parse_error naming the bad token
-inline Arch parse(std::string_view text) {
-    const spaces::ArchText at("fbnet", text);
-    const auto tokens = spaces::split(text, '-');
-    if (tokens.size() != num_layers)
-        at.fail("expected 22 layer operators joined by '-', found " + std::to_string(tokens.size()));
-    Arch a;
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-        std::size_t k = 0;
-        while (k < op_names.size() && op_names[k] != tokens[i]) ++k;
-        if (k == op_names.size())
-            at.fail_token(i, tokens[i], "is not an operator (" + spaces::list_choices(op_names) + ")");
-        a.ops[i] = static_cast<Op>(k);
-    }
-    return a;
-}
+DNNCOST_FUNC Arch parse(std::string_view text);
 
-inline std::string to_string(const Arch& a) {
-    std::string s;
-    for (std::size_t i = 0; i < a.ops.size(); ++i) {
-        if (i) s += '-';
-        s += op_names[static_cast<std::size_t>(a.ops[i])];
-    }
-    return s;
-}
+DNNCOST_FUNC std::string to_string(const Arch& a);
 
 /// The number of architectures: 9^22.
 inline spaces::Count size() { return spaces::Count::power(num_ops, num_layers); }
@@ -134,45 +114,13 @@ struct FbnetOptions {
 };
 
 /// The operator graph of the network. @throws config_error for a batch below 1
-inline graph::Graph build_graph(const Arch& arch, const FbnetOptions& opt = {}) {
-    if (opt.batch < 1) raise<config_error>("fbnet::build_graph: batch must be at least 1, got ", opt.batch);
-    spaces::NetworkBuilder b("fbnet:" + to_string(arch));
-    int x = b.input("input", {opt.batch, 3, 32, 32});
-    x = b.unary("Relu", b.batch_norm(b.conv(x, 16, 3, 1, 1, "stem.conv"), "stem.bn"), "stem.relu");
-    const auto shapes = layer_shapes();
-    for (std::size_t i = 0; i < num_layers; ++i) {
-        const auto [cin, cout, s] = shapes[i];
-        const std::string n = "layer" + std::to_string(i + 1);
-        const Op op = arch.ops[i];
-        const bool keeps_shape = cin == cout && s == 1;
-        if (op == Op::skip) {
-            if (keeps_shape) continue;  // identity: no operator at all
-            x = b.conv(x, cout, 1, s, 1, n + ".proj.conv");
-            x = b.unary("Relu", b.batch_norm(x, n + ".proj.bn"), n + ".proj.relu");
-            continue;
-        }
-        const auto [k, e, g] = op_shape(op);
-        const std::int64_t mid = cin * e;
-        int y = b.conv(x, mid, 1, 1, g, n + ".pw1.conv");
-        y = b.unary("Relu", b.batch_norm(y, n + ".pw1.bn"), n + ".pw1.relu");
-        if (g > 1) {
-            const auto sh = b.shape(y);
-            y = b.reshape(y, {sh[0], g, mid / g, sh[2], sh[3]}, n + ".shuffle.split");
-            y = b.transpose(y, {0, 2, 1, 3, 4}, n + ".shuffle.swap");
-            y = b.reshape(y, sh, n + ".shuffle.merge");
-        }
-        y = b.conv(y, mid, k, s, mid, n + ".dw.conv");
-        y = b.unary("Relu", b.batch_norm(y, n + ".dw.bn"), n + ".dw.relu");
-        y = b.batch_norm(b.conv(y, cout, 1, 1, g, n + ".pw2.conv"), n + ".pw2.bn");
-        x = keeps_shape ? b.add(y, x, n + ".add") : y;
-    }
-    x = b.unary("Relu", b.batch_norm(b.conv(x, 1504, 1, 1, 1, "head.conv"), "head.bn"), "head.relu");
-    x = b.flatten(b.global_average_pool(x, "pool"), "flatten");
-    x = b.gemm(x, 100, "classifier");
-    return b.finish({x});
-}
+DNNCOST_FUNC graph::Graph build_graph(const Arch& arch, const FbnetOptions& opt = {});
 inline graph::Graph build_graph(std::string_view arch, const FbnetOptions& opt = {}) {
     return build_graph(parse(arch), opt);
 }
 
 }  // namespace dnncost::fbnet
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/spaces/fbnet_impl.hpp>
+#endif

@@ -9,32 +9,16 @@
 #include <type_traits>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 
 namespace dnncost::spaces {
 
 /// Splits on `sep`, keeping empty pieces (so "a--b" shows its empty token to the caller).
-inline std::vector<std::string_view> split(std::string_view s, char sep) {
-    std::vector<std::string_view> out;
-    std::size_t start = 0;
-    for (;;) {
-        const auto pos = s.find(sep, start);
-        out.push_back(s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
-        if (pos == std::string_view::npos) return out;
-        start = pos + 1;
-    }
-}
+DNNCOST_FUNC std::vector<std::string_view> split(std::string_view s, char sep);
 
 /// A decimal integer of at most 9 digits with no sign, spaces or leading zeros; -1 otherwise.
-inline std::int64_t parse_small_uint(std::string_view s) {
-    if (s.empty() || s.size() > 9 || (s.size() > 1 && s[0] == '0')) return -1;
-    std::int64_t v = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9') return -1;
-        v = v * 10 + (c - '0');
-    }
-    return v;
-}
+DNNCOST_FUNC std::int64_t parse_small_uint(std::string_view s);
 
 /// Reports a bad architecture string of space `space`.
 class ArchText {
@@ -71,3 +55,7 @@ std::string list_choices(const Range& r) {
 }
 
 }  // namespace dnncost::spaces
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/spaces/parse_impl.hpp>
+#endif

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/train/metrics.hpp>
 
@@ -38,56 +39,20 @@ inline double normal_mass(double lo, double hi, double s) { return normal_cdf(hi
 
 /// Fraction of the ratios y1 / y2 and y2 / y1 within [1 - bound, 1 + bound].
 /// @throws config_error on no pairs or a value that is not finite and positive
-inline double pair_agreement(std::span<const std::pair<double, double>> pairs, double bound) {
-    if (pairs.empty()) raise<config_error>("pair_agreement: no pairs");
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < pairs.size(); ++i) {
-        const auto [a, b] = pairs[i];
-        if (!(a > 0) || !(b > 0) || !std::isfinite(a) || !std::isfinite(b))
-            raise<config_error>("pair_agreement: pair ", i, " is (", a, ", ", b,
-                                "); costs must be finite and positive");
-        n += std::abs(a / b - 1.0) <= bound;
-        n += std::abs(b / a - 1.0) <= bound;
-    }
-    return static_cast<double>(n) / static_cast<double>(2 * pairs.size());
-}
+DNNCOST_FUNC double pair_agreement(std::span<const std::pair<double, double>> pairs, double bound);
 
 /// The log-normal spread s for which two measurements agree within +-bound (both orders)
 /// with probability p: P(log(1 - bound) <= N(0, 2 s^2) <= log(1 + bound)) = p, by bisection.
 /// @throws config_error unless 0 < p < 1 and 0 < bound < 1
-inline double sigma_from_agreement(double p, double bound) {
-    if (!(p > 0.0 && p < 1.0)) raise<config_error>("sigma_from_agreement: agreement ", p, " is not in (0, 1)");
-    if (!(bound > 0.0 && bound < 1.0)) raise<config_error>("sigma_from_agreement: bound ", bound, " is not in (0, 1)");
-    const double lo = std::log(1.0 - bound), hi = std::log(1.0 + bound);
-    double low = 1e-9, high = 100.0;  // the mass falls from 1 to ~0 over this range
-    for (int i = 0; i < 200; ++i) {
-        const double middle = 0.5 * (low + high);
-        (detail::normal_mass(lo, hi, std::sqrt(2.0) * middle) > p ? low : high) = middle;
-    }
-    return 0.5 * (low + high);
-}
+DNNCOST_FUNC double sigma_from_agreement(double p, double bound);
 
 /// Agreement, robust spread and the log-normal ceiling of +-bound accuracy (see PairNoise).
 /// An agreement of 1 (or 0) has no finite log-normal fit: the ceiling is then 1 (or 0).
 /// @throws config_error on no pairs, a bad value or a bound outside (0, 1)
-inline PairNoise pair_noise(std::span<const std::pair<double, double>> pairs, double bound = 0.1) {
-    if (!(bound > 0.0 && bound < 1.0)) raise<config_error>("pair_noise: bound ", bound, " is not in (0, 1)");
-    PairNoise r;
-    r.pairs = pairs.size();
-    r.agreement = pair_agreement(pairs, bound);
-    std::vector<double> logs;
-    logs.reserve(pairs.size());
-    for (const auto& [a, b] : pairs) logs.push_back(std::abs(std::log(a / b)));
-    r.sigma = 1.4826 * median(logs) / std::sqrt(2.0);  // the log ratio is symmetric: its MAD is the median |log ratio|
-    if (r.agreement >= 1.0)
-        r.ceiling = 1.0;
-    else if (r.agreement <= 0.0)
-        r.ceiling = 0.0;
-    else {
-        const double s = sigma_from_agreement(r.agreement, bound);
-        r.ceiling = detail::normal_mass(-std::log(1.0 + bound), -std::log(1.0 - bound), s);  // f / y in [1 - b, 1 + b]
-    }
-    return r;
-}
+DNNCOST_FUNC PairNoise pair_noise(std::span<const std::pair<double, double>> pairs, double bound = 0.1);
 
 }  // namespace dnncost::train
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/train/noise_impl.hpp>
+#endif

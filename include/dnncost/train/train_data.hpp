@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/graph/graph.hpp>
 
@@ -39,28 +40,15 @@ struct MultiTrainData {
 /// @param who   the estimator, first word of the message ("additive", "GnnEstimator")
 /// @param what  "training" or "validation"
 /// @throws shape_error for mismatched sizes, config_error for the rest
-inline void check_train_data(const TrainData& d, std::string_view who, std::string_view what,
-                             bool may_be_empty = false) {
-    if (d.graphs.size() != d.targets.size())
-        raise<shape_error>(who, ": ", what, " data has ", d.graphs.size(), " graphs and ", d.targets.size(),
-                           " targets");
-    if (d.graphs.empty() && !may_be_empty) raise<config_error>(who, ": empty ", what, " data");
-    for (std::size_t i = 0; i < d.size(); ++i) {
-        if (!d.graphs[i]) raise<config_error>(who, ": ", what, " graph ", i, " is null");
-        if (!std::isfinite(d.targets[i]) || !(d.targets[i] > 0))
-            raise<config_error>(who, ": ", what, " target ", i, " is ", d.targets[i],
-                                " (costs must be positive and finite)");
-    }
-}
+DNNCOST_FUNC void check_train_data(const TrainData& d, std::string_view who, std::string_view what,
+                             bool may_be_empty = false);
 
 /// check_train_data() for several targets of the same graphs (at least one target).
-inline void check_train_data(const MultiTrainData& d, std::string_view who, std::string_view what,
-                             bool may_be_empty = false) {
-    if (d.targets.empty()) raise<config_error>(who, ": ", what, " data has no target");
-    for (std::size_t k = 0; k < d.targets.size(); ++k)
-        check_train_data(TrainData{d.graphs, d.targets[k], nullptr}, who,
-                         d.targets.size() == 1 ? std::string(what) : dnncost::detail::concat(what, " (target ", k, ")"),
-                         may_be_empty);
-}
+DNNCOST_FUNC void check_train_data(const MultiTrainData& d, std::string_view who, std::string_view what,
+                             bool may_be_empty = false);
 
 }  // namespace dnncost::train
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/train/train_data_impl.hpp>
+#endif

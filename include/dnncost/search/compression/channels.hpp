@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/graph/graph.hpp>
 
@@ -107,45 +108,7 @@ struct ChannelAnalysis {
 
 namespace detail {
 
-inline bool is_channel_keeping(std::string_view op) {
-    static constexpr std::string_view ops[] = {"Relu",
-                                               "LeakyRelu",
-                                               "Clip",
-                                               "Sigmoid",
-                                               "Tanh",
-                                               "HardSigmoid",
-                                               "HardSwish",
-                                               "Elu",
-                                               "Selu",
-                                               "Softplus",
-                                               "Softsign",
-                                               "Gelu",
-                                               "Erf",
-                                               "Sqrt",
-                                               "Exp",
-                                               "Log",
-                                               "Abs",
-                                               "Neg",
-                                               "Reciprocal",
-                                               "Floor",
-                                               "Ceil",
-                                               "Round",
-                                               "Identity",
-                                               "Dropout",
-                                               "Cast",
-                                               "Mish",
-                                               "ThresholdedRelu",
-                                               "MaxPool",
-                                               "AveragePool",
-                                               "GlobalAveragePool",
-                                               "GlobalMaxPool",
-                                               "LpPool",
-                                               "BatchNormalization",
-                                               "InstanceNormalization",
-                                               "PRelu",
-                                               "LRN"};
-    return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
-}
+DNNCOST_FUNC bool is_channel_keeping(std::string_view op);
 inline bool is_elementwise(std::string_view op) {
     static constexpr std::string_view ops[] = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Pow"};
     return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
@@ -546,3 +509,7 @@ private:
 inline ChannelAnalysis analyse_channels(const graph::Graph& g) { return detail::Analyser(g).run(); }
 
 }  // namespace dnncost::search::compression
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/search/compression/channels_impl.hpp>
+#endif

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/search/compression/channels.hpp>
@@ -23,18 +24,7 @@ namespace dnncost::search::compression {
 
 /// The keep-ratio steps from `lowest` to `highest` (inclusive) by `step`.
 /// @throws config_error unless 0 < lowest <= highest <= 1 and step > 0 (and at most 1000 steps)
-inline std::vector<double> keep_steps(double lowest = 0.25, double highest = 1.0, double step = 0.125) {
-    if (!(lowest > 0) || !(highest <= 1) || !(lowest <= highest) || !(step > 0))
-        raise<config_error>("keep-ratio steps need 0 < lowest <= highest <= 1 and a positive step, got ", lowest, ":",
-                            highest, ":", step);
-    const double count = std::floor((highest - lowest) / step + 1e-9) + 1;
-    if (count > 1000) raise<config_error>("more than 1000 keep-ratio steps");
-    std::vector<double> out;
-    // rounded so that 0.3 + 2 x 0.3 is the 0.9 a user typed
-    for (int i = 0; i < static_cast<int>(count); ++i) out.push_back(std::round((lowest + step * i) * 1e9) / 1e9);
-    if (highest - out.back() > 1e-9) out.push_back(highest);
-    return out;
-}
+DNNCOST_FUNC std::vector<double> keep_steps(double lowest = 0.25, double highest = 1.0, double step = 0.125);
 
 /// A network and its channel analysis: prices nothing, prunes.
 class Pruner {
@@ -181,3 +171,7 @@ private:
 };
 
 }  // namespace dnncost::search::compression
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/search/compression/prune_impl.hpp>
+#endif
