@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost adapt`: adapt to a new device from a few of its measurements and a pool of measured
 // devices (MAPLE-Edge), and evaluate on the rest of the new device's measurements
 // (estimators/device_adaptation.hpp does the work).
@@ -9,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "cmd_train.hpp"
+#include "train_common.hpp"
+#include "commands.hpp"
 #include "common.hpp"
 #include "estimator_options.hpp"
 
@@ -181,7 +181,7 @@ inline void run_adapt(AdaptArgs& a) {
 
 }  // namespace adapt_detail
 
-inline void add_adapt_commands(CLI::App& app, Context& ctx) {
+void add_adapt_commands(CLI::App& app, Context& ctx) {
     auto a = std::make_shared<adapt_detail::AdaptArgs>();
     auto* cmd = app.add_subcommand(
         "adapt", "Adapt to a new device from a few of its measurements and a pool of measured devices (MAPLE-Edge)");

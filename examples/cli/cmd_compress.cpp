@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost compress`: a channel-pruning search on a real ONNX network, measured through a runner
 // for the first generations and then guided by a trained estimator (docs/compression.md); the
 // search is search/compression/measured_compression.hpp, the files it leaves compress_report.hpp.
@@ -18,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "compress_report.hpp"
 #include "measure_options.hpp"
@@ -173,7 +173,7 @@ inline void run(Args& a) {
 }
 }  // namespace compress_detail
 
-inline void add_compress_commands(CLI::App& app, Context& ctx) {
+void add_compress_commands(CLI::App& app, Context& ctx) {
     (void)ctx;  // 0 on success; an error is an exception
     auto a = std::make_shared<compress_detail::Args>();
     a->flags = MeasureFlags(1, 1, 3, 10, 0.02);

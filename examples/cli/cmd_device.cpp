@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost device build|calibrate|info`: kernel-level device models (docs/device_model.md).
 // Building and calibrating measure through runners; both resume from their work directory.
 #include <filesystem>
@@ -10,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "measure_options.hpp"
 
@@ -424,7 +424,7 @@ inline void run_info(const std::string& path, bool json_out) {
 
 }  // namespace device_detail
 
-inline void add_device_commands(CLI::App& app, Context& ctx) {
+void add_device_commands(CLI::App& app, Context& ctx) {
     namespace dd = device_detail;
     auto* device = app.add_subcommand("device", "Kernel-level device models: build one by measuring, calibrate, inspect");
     device->require_subcommand(1);

@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost probe`: the hardware descriptor of this device (operator micro-kernels, performance
 // counters). `dnncost export-header`: a trained estimator as one self-contained C++ header.
 #include <cctype>
@@ -6,7 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "cmd_train.hpp"
+#include "train_common.hpp"
+#include "commands.hpp"
 #include "common.hpp"
 
 #include <dnncost/estimators/capabilities.hpp>
@@ -62,7 +62,7 @@ inline void run_export_header(const ExportArgs& a) {
 
 }  // namespace export_detail
 
-inline void add_export_commands(CLI::App& app, Context& ctx) {
+void add_export_commands(CLI::App& app, Context& ctx) {
     namespace ed = export_detail;
     auto p = std::make_shared<ed::ProbeArgs>();
     auto* probe = app.add_subcommand(

@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost inspect FILE.onnx` and `dnncost nb201 ARCH`: what a network costs, operator by operator.
 #include <algorithm>
 #include <cmath>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "common.hpp"
 
 #include <dnncost/core/rng.hpp>
@@ -394,7 +394,7 @@ inline void add_space_command(CLI::App& app) {
 }
 
 /// Register `inspect`, `nb201` and `space`.
-inline void add_inspect_commands(CLI::App& app, Context& ctx) {
+void add_inspect_commands(CLI::App& app, Context& ctx) {
     (void)ctx;
     add_inspect_command(app);
     add_nb201_command(app);

@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost map`: the mapping search on one network, from a block-cost file or a ViG subnet on
 // an example platform (Pareto set, standalone mappings, best P, exact front, SVG plot), and
 // `dnncost cosearch`: the nested architecture x mapping search on the ViG space, with a
@@ -22,6 +21,7 @@
 #include <dnncost/search/mapping/mapping.hpp>
 #include <dnncost/search/mapping/network_search.hpp>
 
+#include "commands.hpp"
 #include "common.hpp"
 
 namespace dnncost::cli {
@@ -634,7 +634,7 @@ inline void add_cosearch_command(CLI::App& app) {
 }
 
 /// Register `dnncost map` and `dnncost cosearch`.
-inline void add_map_commands(CLI::App& app, Context& ctx) {
+void add_map_commands(CLI::App& app, Context& ctx) {
     (void)ctx;  // both exit 0 on success; an error is an exception
     add_map_command(app);
     add_cosearch_command(app);

@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost measure`: measure networks on a device through runners (docs/measure.md), into a
 // resumable results store; the campaign itself is measure/campaign.hpp.
 //
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "measure_options.hpp"
 
@@ -131,7 +131,7 @@ inline void print_report(const MeasureArgs& a, const measure::CampaignReport& re
 }
 }  // namespace measure_detail
 
-inline void add_measure_commands(CLI::App& app, Context& ctx) {
+void add_measure_commands(CLI::App& app, Context& ctx) {
     namespace md = measure_detail;
     auto a = std::make_shared<md::MeasureArgs>();
     auto* cmd =

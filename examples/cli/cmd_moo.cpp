@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost moo`: NSGA-II on a standard multi-objective problem, reporting hypervolume, IGD,
 // evaluations and wall time (text or one JSON document), optionally writing the front as CSV.
 #include <cstdint>
@@ -13,6 +12,7 @@
 #include <dnncost/search/nsga2.hpp>
 #include <dnncost/search/problems.hpp>
 
+#include "commands.hpp"
 #include "common.hpp"
 
 namespace dnncost::cli {
@@ -154,7 +154,7 @@ inline void run_moo(const MooArgs& args, Context& ctx) {
 }  // namespace moo_detail
 
 /// Register `dnncost moo`.
-inline void add_moo_commands(CLI::App& app, Context& ctx) {
+void add_moo_commands(CLI::App& app, Context& ctx) {
     auto args = std::make_shared<moo_detail::MooArgs>();
     auto* cmd = app.add_subcommand("moo",
                                    "Run NSGA-II on a standard problem (ZDT, DTLZ, CONSTR, SRN) and report "

@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost prune`: apply keep ratios (one genome, or every member of a compression search's
 // front.csv) to an ONNX network and write the pruned networks as ONNX files with weights, e.g.
 // to price them with an operator table or measure them elsewhere.
@@ -11,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "commands.hpp"
 #include "common.hpp"
 
 #include <dnncost/io/file.hpp>
@@ -67,7 +67,7 @@ inline std::vector<std::pair<std::vector<double>, std::string>> read_front_genom
 
 }  // namespace prune_detail
 
-inline void add_prune_command(CLI::App& app, Context& ctx) {
+void add_prune_command(CLI::App& app, Context& ctx) {
     namespace fs = std::filesystem;
     struct Args {
         NetworkFiles network;

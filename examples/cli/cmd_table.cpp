@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost table build|query|price`: measured operator tables (docs/cost_tables.md).
 //
 // Exit status: 0 on success; 3 when `table build` completed but some single-operator models
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "measure_options.hpp"
 
@@ -324,7 +324,7 @@ inline void add_table_price_command(CLI::App& table) {
     price->callback([p] { table_detail::run_price(*p); });
 }
 
-inline void add_table_commands(CLI::App& app, Context& ctx) {
+void add_table_commands(CLI::App& app, Context& ctx) {
     auto* table = app.add_subcommand("table", "Measured operator tables: build by measuring, query, price networks");
     table->require_subcommand(1);
     add_table_build_command(*table, ctx);

@@ -1,4 +1,3 @@
-#pragma once
 // `dnncost train`, `dnncost eval`, `dnncost predict`: learn a cost estimator from measurements,
 // evaluate a saved one, predict with it. Each callback parses, calls one library function of
 // estimators/training.hpp and prints what it returns (text, or one JSON document with --json).
@@ -34,129 +33,12 @@
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
 
+#include "commands.hpp"
+#include "train_common.hpp"
+
 namespace dnncost::cli {
 
 namespace train_detail {
-
-inline json metrics_json(const train::Metrics& m) {
-    json j;
-    for (const auto& [name, value] : m.fields()) {
-        if (name == "n")
-            j[name] = m.n;
-        else if (std::isfinite(value))
-            j[name] = value;
-        else
-            j[name] = nullptr;
-    }
-    return j;
-}
-
-/// Flat report: the metrics on all items at top level, the non-degenerate ones under a key.
-inline json evaluation_json(const train::AccuracyReport& e) {
-    json j = metrics_json(e.all);
-    j["non_degenerate"] = metrics_json(e.non_degenerate);
-    j["n_degenerate"] = e.n_degenerate;
-    j["degenerate_threshold"] = e.degenerate_threshold;
-    return j;
-}
-
-inline void print_metrics(std::ostream& os, const std::string& label, const train::Metrics& m) {
-    os << std::fixed << std::setprecision(4) << label << " (n=" << m.n << "): spearman " << m.spearman << "  kendall "
-       << m.kendall << "  mape " << std::setprecision(2) << 100 * m.mape << "%  rmse " << std::setprecision(4) << m.rmse
-       << "  within ±1% " << std::setprecision(3) << m.within_1 << "  ±5% " << m.within_5 << "  ±10% " << m.within_10
-       << '\n';
-    os.unsetf(std::ios::floatfield);
-}
-
-inline train::Dataset load(const std::string& path, const std::string& space, const std::string& space_options,
-                           std::vector<std::string> columns, bool strict) {
-    train::DatasetOptions opt;
-    opt.space = space;
-    opt.space_options = spaces::space_options(space_options);
-    if (const auto* s = spaces::find_space_or_null(space)) spaces::check_space_options(*s, opt.space_options);
-    // computed targets (train/computed_targets.hpp) are not read from the file
-    opt.columns = train::measured_columns(columns);
-    opt.strict = strict;
-    opt.loader = [](const std::filesystem::path& p) { return io::import_onnx(p); };
-    // a results store of `dnncost measure` (known by its header): its ok rows, keyed by id
-    auto ds = measure::is_results_file(path)
-                  ? measure::load_results_dataset(path, opt.columns, strict, opt.loader, opt.space_options)
-                  : train::load_dataset(path, opt);
-    train::add_computed_targets(ds, columns);
-    const auto& skipped = ds.skipped();
-    for (std::size_t i = 0; i < skipped.size() && i < 10; ++i)
-        std::cerr << "dnncost: skipped " << printable(ds.source()) << ":" << skipped[i].line << ": "
-                  << printable(skipped[i].reason) << '\n';
-    if (skipped.size() > 10) std::cerr << "dnncost: ... and " << skipped.size() - 10 << " more skipped rows\n";
-    std::cerr << "dnncost: " << ds.size() << " rows (" << ds.distinct_graphs() << " distinct graphs) from "
-              << ds.source() << (skipped.empty() ? "" : ", " + std::to_string(skipped.size()) + " skipped") << '\n';
-    return ds;
-}
-
-/// One stderr line on the GEMM arithmetic an estimator runs with: always when `always`, else
-/// only for emulated bf16 (slow); nothing for an estimator without GEMMs.
-inline void note_precision(const estimators::Estimator& est, const char* what, bool always) {
-    const auto p = estimators::precision_of(est);
-    if (!p || !(always || (*p == nn::Precision::bf16 && !nn::kernels::bf16_in_hardware()))) return;
-    std::cerr << "dnncost: " << what << " in " << nn::to_string(*p);
-    if (*p == nn::Precision::bf16) {
-        const auto unit = nn::kernels::bf16_unit();
-        if (unit == nn::kernels::Bf16Unit::emulated)
-            std::cerr << " emulated (no bf16 unit, AMX or AVX512-BF16, in use here: same numbers as on one up to float "
-                         "rounding, slower than fp32)";
-        else
-            std::cerr << " on " << nn::kernels::to_string(unit);
-    }
-    std::cerr << '\n';
-}
-
-/// A saved model and the metadata `dnncost train` wrote with it (empty for other writers).
-struct LoadedModel {
-    std::unique_ptr<estimators::Estimator> est;
-    io::Container container;
-};
-inline LoadedModel load_model(const std::string& path) {
-    const auto bytes = io::read_file(path);
-    LoadedModel m;
-    m.container = io::read_container(bytes, std::nullopt, path);
-    m.est = estimators::load_estimator(bytes, path);
-    return m;
-}
-/// Warn on stderr when a model is used on another search space than it was trained on, or (eval)
-/// compared with another measured column. Not an error: transfer across devices is a use.
-inline void check_model_use(const LoadedModel& m, const std::string& path, const std::string& space,
-                            const std::string& target = {}) {
-    const auto trained_on = [&](const std::string& spaces) {  // one space, or a comma-separated list
-        std::stringstream ss(spaces);
-        for (std::string s; std::getline(ss, s, ',');)
-            if (s == space) return true;
-        return false;
-    };
-    if (const auto s = m.container.meta("space"); s && !trained_on(*s))
-        std::cerr << "dnncost: warning: " << path << " was trained on " << *s << " graphs; these inputs are " << space
-                  << " (operators it has not seen contribute nothing)\n";
-    if (const auto t = m.container.meta("target"); t && !target.empty() && *t != target)
-        std::cerr << "dnncost: note: " << path << " was trained on column '" << *t
-                  << "'; comparing its predictions with '" << target << "'\n";
-}
-
-/// Comma-separated target columns ("latency_ms,peak_memory_bytes"), each once.
-inline std::vector<std::string> target_list(const std::string& spec) {
-    std::vector<std::string> out;
-    std::stringstream ss(spec);
-    for (std::string t; std::getline(ss, t, ',');) {
-        if (t.empty()) raise<config_error>("--target '", spec, "': empty column name");
-        if (std::find(out.begin(), out.end(), t) != out.end())
-            raise<config_error>("--target '", spec, "': column '", t, "' named twice");
-        out.push_back(t);
-    }
-    if (out.empty()) raise<config_error>("--target: no column named");
-    return out;
-}
-
-inline void warn_unknown(const estimators::UnknownOperators& u) {
-    if (const auto w = u.warning(); !w.empty()) std::cerr << "dnncost: warning: " << w << '\n';
-}
 
 // ------------------------------------------------------------------ train
 
@@ -472,7 +354,7 @@ inline void run_predict(const PredictArgs& a) {
 
 }  // namespace train_detail
 
-inline void add_train_commands(CLI::App& app, Context& ctx) {
+void add_train_commands(CLI::App& app, Context& ctx) {
     namespace td = train_detail;
     auto targs = std::make_shared<td::TrainArgs>();
     auto* train =

@@ -1,19 +1,9 @@
-// The `dnncost` command-line tool: one subcommand per area, each in its own header.
+// The `dnncost` command-line tool: one subcommand per area, each in its own source file.
 #include <exception>
 #include <iostream>
 #include <string>
 
-#include "cmd_adapt.hpp"
-#include "cmd_compress.hpp"
-#include "cmd_device.hpp"
-#include "cmd_export.hpp"
-#include "cmd_inspect.hpp"
-#include "cmd_map.hpp"
-#include "cmd_measure.hpp"
-#include "cmd_moo.hpp"
-#include "cmd_prune.hpp"
-#include "cmd_table.hpp"
-#include "cmd_train.hpp"
+#include "commands.hpp"
 #include "common.hpp"
 
 int main(int argc, char** argv) {

@@ -1,0 +1,20 @@
+#pragma once
+// The `dnncost` command-line tool's commands, one source file each (cmd_*.cpp): each adds its
+// subcommands to the app and stores its exit code in the context.
+#include "common.hpp"
+
+namespace dnncost::cli {
+
+void add_adapt_commands(CLI::App& app, Context& ctx);     // adapt
+void add_compress_commands(CLI::App& app, Context& ctx);  // compress
+void add_device_commands(CLI::App& app, Context& ctx);    // device build | calibrate | residual | info
+void add_export_commands(CLI::App& app, Context& ctx);    // export-header, probe
+void add_inspect_commands(CLI::App& app, Context& ctx);   // inspect, nb201, space
+void add_map_commands(CLI::App& app, Context& ctx);       // map, cosearch
+void add_measure_commands(CLI::App& app, Context& ctx);   // measure
+void add_moo_commands(CLI::App& app, Context& ctx);       // moo
+void add_prune_command(CLI::App& app, Context& ctx);      // prune
+void add_table_commands(CLI::App& app, Context& ctx);     // table build | query | price
+void add_train_commands(CLI::App& app, Context& ctx);     // train, eval, predict
+
+}  // namespace dnncost::cli
