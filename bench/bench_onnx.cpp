@@ -7,6 +7,7 @@
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/io/onnx/proto.hpp>  // ONNX messages, built and read here
 #include <dnncost/spaces/nb201.hpp>
 
 namespace {

@@ -9,6 +9,7 @@
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/memory.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/io/onnx/proto.hpp>  // ONNX messages, built and read here
 
 namespace {
 

@@ -15,6 +15,7 @@
 #include <dnncost/core/rng.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/io/onnx/proto.hpp>  // ONNX messages, built and read here
 #include <dnncost/search/compression/handover.hpp>
 #include <dnncost/search/compression/prune.hpp>
 

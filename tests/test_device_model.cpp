@@ -13,7 +13,9 @@
 #include <vector>
 
 #include <dnncost/cost/kernel_sampler.hpp>
+#include <dnncost/features/kernel_features.hpp>
 #include <dnncost/estimators/device_model.hpp>
+#include <dnncost/estimators/kernel_batches.hpp>
 #include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/spaces/nb201.hpp>
 #include <dnncost/train/train_data.hpp>

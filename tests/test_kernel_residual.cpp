@@ -14,6 +14,7 @@
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
 #include <dnncost/estimators/kernel_residual.hpp>
+#include <dnncost/features/kernel_features.hpp>
 
 #include "kernel_graph_fixtures.hpp"
 

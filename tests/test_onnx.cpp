@@ -13,6 +13,8 @@
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/io/onnx/proto.hpp>  // ONNX messages, built and read here
+#include <dnncost/io/onnx/weight_values.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
 using namespace dnncost;

@@ -11,6 +11,7 @@
 
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/io/onnx/proto.hpp>  // ONNX messages, built and read here
 
 using namespace dnncost;
 

@@ -11,6 +11,7 @@
 #include <dnncost/core/rng.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/io/onnx/proto.hpp>  // ONNX messages, built and read here
 #include <dnncost/spaces/registry.hpp>
 
 using namespace dnncost;
