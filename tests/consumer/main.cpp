@@ -1,7 +1,8 @@
-// A downstream program: builds an NB201 network and prints its MACs.
+// A downstream program: builds an NB201 network and prints its MACs (headers alone).
 #include <cstdio>
 
-#include <dnncost/dnncost.hpp>
+#include <dnncost/cost/analytic.hpp>
+#include <dnncost/spaces/nb201.hpp>
 
 int main() {
     const auto g = dnncost::nb201::build_graph(
