@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main demo, end to end: inspect the bundled ONNX models and an NB201 architecture, then
-# learn a device's latency from 100 measurements and predict with the saved model.
+# The main demo, end to end: inspect the bundled ONNX models and an NB201 architecture, price them
+# with the committed device models, learn a device's latency from 100 measurements, measure
+# networks with ONNX Runtime on this CPU and learn from them, map and co-search, and compress
+# MobileNetV2 with measurements handed over to an estimator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # "== [m:ss] step": the time since the demo started, so that a slow step shows where it is.
