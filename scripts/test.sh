@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
-# Install what is missing, build, and run every test twice: an optimised build and an
-# AddressSanitizer + UndefinedBehaviorSanitizer build.
+# Install what is missing, then build and run every test once, in two builds that each compile
+# what they run:
+#   1. optimised (-O2, -march=native): the library, the CLI and the examples; the CLI's end-to-end
+#      tests and the downstream-project tests (tests/cli, tests/hostile, tests/consumer).
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer: the library and every unit-test executable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc)
 
-echo "== optimised build"
+echo "== optimised build: the CLI end to end"
 # The benchmarks are not tests: bench/ scripts build their own targets when they run. -O2, not
 # CMake's -O3: a third less compile time, and the hot loops are intrinsics or vectorise at -O2.
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
-      -DDNNCOST_BUILD_BENCH=OFF >/dev/null
+      -DDNNCOST_BUILD_BENCH=OFF -DDNNCOST_UNIT_TESTS=OFF >/dev/null
 cmake --build build/release -j "$jobs"
 ctest --test-dir build/release --output-on-failure -j "$jobs"
 
-echo "== sanitizer build (ASan + UBSan)"
-# -O1 -g1: sanitizer builds of Eigen-heavy code compile far faster than at -O2 -g and still
-# give symbolised stack traces. No -march=native here: this pass also checks the portable
-# (non-AVX-512) code path, and avoids GCC 12's false-positive -Wuninitialized reports inside
-# its own avx512fintrin.h at -O1.
-cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O1 -g1" -DDNNCOST_SANITIZE=ON -DDNNCOST_NATIVE=OFF \
+echo "== sanitizer build (ASan + UBSan): the unit tests"
+# -Og -g1: the sanitizers' instrumentation is most of such a build's compile time, and -Og
+# optimises it far less than -O1 while keeping the tests' run time close; -g1 still gives
+# symbolised stack traces. No -march=native here: this pass also checks the portable
+# (non-AVX-512) code path; the bf16/AMX kernels are chosen at run time either way.
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-Og -g1" -DDNNCOST_SANITIZE=ON -DDNNCOST_NATIVE=OFF \
       -DDNNCOST_BUILD_BENCH=OFF -DDNNCOST_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
