@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -199,12 +200,95 @@ TEST_CASE("device model: calibration recovers a machine that is a known multiple
     const auto before = m.predict_mean(ptrs);
     std::vector<double> measured;
     for (double b : before) measured.push_back(1.7 * b);
-    CHECK(m.calibrate(ptrs, measured) == 5);
+    const auto report = m.calibrate(ptrs, measured);
+    CHECK(report.shots == 5);
+    CHECK(report.applied);
+    CHECK(report.family_factors.empty());  // one factor explains the shots: no family needs its own
     CHECK(m.calibration_factor() == doctest::Approx(1.7).epsilon(1e-12));
     const auto after = m.predict_mean(ptrs);
     for (std::size_t i = 0; i < nets.size(); ++i) CHECK(after[i] == doctest::Approx(measured[i]).epsilon(1e-12));
     measured[0] = -1;
     CHECK_THROWS_AS(m.calibrate(ptrs, measured), config_error);
+}
+
+namespace {
+// A machine on which each kernel family runs at its own multiple of the model's price (planted),
+// a global multiple besides: the latency the model would give with those factors.
+double family_planted_ms(const estimators::DevicePrice& p, const std::map<std::string, double>& factor, double global) {
+    double ms = p.run_overhead_ms;
+    for (const auto& k : p.kernels) {
+        const auto it = factor.find(k.kind.substr(0, k.kind.find('+')));
+        ms += k.ms * (it == factor.end() ? 1.0 : it->second);
+    }
+    return global * ms;
+}
+}  // namespace
+
+TEST_CASE("device model: per-family calibration recovers planted family factors and prices unseen networks") {
+    auto m = planted_model();
+    const auto shots = nb201_networks(10);
+    std::vector<graph::Graph> unseen;
+    {
+        const auto more = nb201_networks(40);
+        unseen.assign(more.begin() + 10, more.end());
+    }
+    const std::map<std::string, double> factor{{"Conv", 1.6}, {"Pool", 0.5}};
+    const auto truth = [&](const std::vector<graph::Graph>& nets) {
+        std::vector<double> out;
+        for (const auto& p : m.price_networks(pointers(nets))) out.push_back(family_planted_ms(p, factor, 1.2));
+        return out;
+    };
+    const auto measured = truth(shots), unseen_ms = truth(unseen);
+    const auto mape = [&](const estimators::DeviceModel& model) {
+        const auto p = model.predict_mean(pointers(unseen));
+        double e = 0;
+        for (std::size_t i = 0; i < p.size(); ++i) e += std::abs(p[i] / unseen_ms[i] - 1);
+        return 100 * e / double(p.size());
+    };
+    // copies of the model through its file
+    auto global_model = estimators::DeviceModel::deserialize(m.serialize());
+    auto fam_model = estimators::DeviceModel::deserialize(m.serialize());
+    auto& global = *global_model;
+    auto& fam = *fam_model;
+    estimators::CalibrationOptions only_global;
+    only_global.per_family = false;
+    const auto g = global.calibrate(pointers(shots), measured, only_global);
+    CHECK(g.family_factors.empty());
+    const auto r = fam.calibrate(pointers(shots), measured);
+    INFO("global only: ", mape(global), " % on unseen networks; per family: ", mape(fam), " %");
+    CHECK(r.applied);
+    CHECK(std::isfinite(r.shrinkage));
+    REQUIRE(r.family_factors.count("Conv") == 1);
+    // the Conv factor relative to the global one: the planted 1.6 against whatever the rest average to
+    CHECK(r.family_factors.at("Conv") > 1.15);
+    CHECK(mape(fam) < 0.5 * mape(global));
+    CHECK(r.cv_mape < r.given_mape);
+    // saved and loaded: the same prices
+    const auto loaded = estimators::DeviceModel::deserialize(fam.serialize(), "fam.dnnc");
+    CHECK(loaded->family_factors() == fam.family_factors());
+    CHECK(loaded->predict_mean(pointers(unseen)) == fam.predict_mean(pointers(unseen)));
+}
+
+TEST_CASE("device model: calibration never makes a model worse on its shots") {
+    auto m = planted_model();
+    const auto nets = nb201_networks(8);
+    const auto exact = m.predict_mean(pointers(nets));
+    const auto before = m.serialize();
+    // shots the model as given prices exactly: no fit can beat it, the model stays as it was
+    auto r = m.calibrate(pointers(nets), exact);
+    CHECK_FALSE(r.applied);
+    CHECK(m.serialize() == before);
+    // shots within +-1 %, alternately above and below: a global factor fitted on seven of them
+    // takes the majority's side, 2 % off the eighth, so leave-one-out says no
+    auto noisy = exact;
+    for (std::size_t i = 0; i < noisy.size(); ++i) noisy[i] *= i % 2 ? 0.99 : 1.01;
+    estimators::CalibrationOptions only_global;
+    only_global.per_family = false;
+    r = m.calibrate(pointers(nets), noisy, only_global);
+    CHECK(r.given_mape == doctest::Approx(1.0).epsilon(1e-3));
+    CHECK(r.cv_mape == doctest::Approx(2.0).epsilon(0.01));
+    CHECK_FALSE(r.applied);
+    CHECK(m.serialize() == before);
 }
 
 TEST_CASE("device model: saved and loaded through the registry, a damaged file is a clear error") {

@@ -1,5 +1,6 @@
 // `dnncost device build|calibrate|info`: kernel-level device models (docs/device_model.md).
 // Building and calibrating measure through runners; both resume from their work directory.
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -83,8 +84,9 @@ inline void print_kinds(const estimators::DeviceModel& m) {
                 std::cout << std::setw(12) << km.chosen << std::setw(10) << percent(s.mape) << ' ' << std::setw(9)
                           << percent(s.within_10) << '\n';
     }
-    std::cout << "run overhead " << m.run_overhead_ms() << " ms, calibration factor " << m.calibration_factor()
-              << " (" << m.calibration_shots() << " shots)\n";
+    std::cout << "run overhead " << m.run_overhead_ms() << " ms, calibration factor " << m.calibration_factor();
+    for (const auto& [f, x] : m.family_factors()) std::cout << ", " << f << " x" << x;
+    std::cout << " (" << m.calibration_shots() << " shots)\n";
     const auto& b = m.boundary();
     std::cout << "sample boundary: " << b.ms_per_kernel << " ms per kernel, " << b.ms_per_output_mb
               << " ms/MB of output, " << b.ms_per_reorder_mb << " ms/MB reordered\n";
@@ -210,10 +212,20 @@ inline void run_build(const BuildArgs& a) {
 struct CalibrateArgs {
     std::string model, out, work, data;
     std::vector<std::string> runners;
-    std::size_t shots = 10;
+    std::vector<std::string> shots{"10"};  ///< a count of built-in networks, or ONNX files
     MeasureFlags flags;
-    bool json_out = false;
+    bool json_out = false, global_only = false;
 };
+
+/// --shots: one count in [1, 100] (built-in calibration networks, or quantiles of --data), or
+/// the ONNX files of the user's own networks.
+inline std::optional<std::size_t> shot_count(const std::vector<std::string>& shots) {
+    if (shots.size() != 1 || shots[0].empty() || shots[0].find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    if (shots[0].size() > 3 || std::stoul(shots[0]) < 1 || std::stoul(shots[0]) > 100)
+        raise<config_error>("device calibrate: --shots ", shots[0], " is not a count in [1, 100]");
+    return std::stoul(shots[0]);
+}
 
 inline void run_calibrate(const CalibrateArgs& a) {
     io::check_writable(a.out);
@@ -230,27 +242,61 @@ inline void run_calibrate(const CalibrateArgs& a) {
     };
     if (a.runners.empty() == a.data.empty())
         raise<config_error>("device calibrate: give --runner (measure the shots here) or --data (networks measured here)");
+    const auto count = shot_count(a.shots);
+    if (!count && !a.data.empty())
+        raise<config_error>("device calibrate: --shots FILE... measures the files with --runner; with --data give a count");
+    estimators::CalibrationOptions options;
+    options.per_family = !a.global_only;
     std::optional<train::TrainData> measured;  // keeps the store's graphs alive
     if (!a.data.empty()) {
         const auto ds = measure::load_results_dataset(a.data, {"latency_ms"}, false,
                                                       [](const fs::path& p) { return io::import_onnx(p); });
         measured = ds.subset(ds.all_items(), "latency_ms");
     }
-    const auto r = measured ? measure::calibrate_device_model(*m, *measured, a.shots)
-                            : measure::calibrate_device_model(*m, measure::calibration_networks(a.shots), s);
+    std::vector<graph::Graph> networks;
+    if (count) {
+        if (!measured) networks = measure::calibration_networks(*count);
+    } else {
+        for (const auto& f : a.shots) networks.push_back(io::import_onnx(f));
+    }
+    const auto r = measured ? measure::calibrate_device_model(*m, *measured, *count, options)
+                            : measure::calibrate_device_model(*m, networks, s, options);
     line.done();
     io::write_file_atomic(a.out, m->serialize());
+    const auto& c = r.report;
+    const auto shrinkage = [](double x) { return std::isfinite(x) ? json(x) : json("global only"); };
     if (a.json_out) {
         json shots = json::array();
         for (std::size_t i = 0; i < r.shots.size(); ++i)
             shots.push_back({{"network", r.shots[i]}, {"measured_ms", r.measured_ms[i]}, {"predicted_ms", r.predicted_ms[i]}});
-        return print_json({{"model", a.model}, {"out", a.out}, {"factor", r.factor}, {"shots", shots}});
+        json families = json::object();
+        for (const auto& [f, x] : c.family_factors) families[f] = x;
+        json candidates = json::array();
+        for (const auto& [penalty, e] : c.candidates) candidates.push_back({{"shrinkage", shrinkage(penalty)}, {"loo_mape", e}});
+        return print_json({{"model", a.model},
+                           {"out", a.out},
+                           {"factor", r.factor},
+                           {"family_factors", families},
+                           {"applied", c.applied},
+                           {"shrinkage", shrinkage(c.shrinkage)},
+                           {"given_mape", c.given_mape},
+                           {"loo_mape", c.candidates.empty() ? json(nullptr) : json(c.cv_mape)},
+                           {"candidates", candidates},
+                           {"shots", shots}});
     }
     for (std::size_t i = 0; i < r.shots.size(); ++i)
         std::cout << r.shots[i] << "\tmeasured " << r.measured_ms[i] << " ms\tpredicted " << r.predicted_ms[i]
                   << " ms\n";
-    std::cout << "calibration factor " << r.factor << " from " << r.shots.size() << " networks; written to " << a.out
-              << '\n';
+    if (!c.candidates.empty())
+        std::cout << "on the shots: the model as given " << c.given_mape << " % MAPE; calibrated, leave-one-out "
+                  << c.cv_mape << " %\n";
+    if (!c.applied) {
+        std::cout << "no calibration beat the model as given: written unchanged to " << a.out << '\n';
+        return;
+    }
+    std::cout << "calibration factor " << r.factor;
+    for (const auto& [f, x] : c.family_factors) std::cout << ", " << f << " x" << x;
+    std::cout << " from " << r.shots.size() << " networks; written to " << a.out << '\n';
 }
 
 struct ResidualArgs {
@@ -369,9 +415,14 @@ inline void add_device_calibrate(CLI::App& device, Context& ctx) {
                     "Instead of --runner: a results store of networks measured on this machine; the shots are taken "
                     "at evenly spaced quantiles of their latency");
     cal->add_option("--out", c->out, "Calibrated model to write")->required()->check(check::output_path());
-    cal->add_option("--shots", c->shots, "Networks to measure")
-        ->transform(check::integer(1, 100, "a count in [1, 100]"))
+    cal->add_option("--shots", c->shots,
+                    "How many built-in networks to measure (a count in [1, 100]), or the ONNX files of your own "
+                    "networks")
+        ->expected(1, -1)
         ->capture_default_str();
+    cal->add_flag("--global-only", c->global_only,
+                  "One factor for every kernel (default: a factor per kernel family as well, when leave-one-out "
+                  "over the shots says it helps)");
     cal->add_option("--work", c->work, "Store and model files of the shots (resumable); default OUT.work");
     c->flags.add_to(*cal, {});
     add_json_flag(*cal, c->json_out);
@@ -417,6 +468,7 @@ inline void run_info(const std::string& path, bool json_out) {
                 {"run_overhead_ms", m->run_overhead_ms()},
                 {"calibration_factor", m->calibration_factor()},
                 {"calibration_shots", m->calibration_shots()},
+                {"family_factors", m->family_factors()},
                 {"sample_boundary", boundary_json(m->boundary())},
                 {"residual", m->residual() && !m->residual()->is_zero()},
                 {"kinds", kind_table(*m)}});

@@ -72,6 +72,33 @@ struct DeviceModelOptions {
     bool family_regressors = true;
 };
 
+/// How DeviceModel::calibrate() fits a model to networks measured on the machine at hand.
+struct CalibrationOptions {
+    /// Besides the global factor, one factor per kernel family (Conv, Gemm, Pool, ...; a host
+    /// differs from another by kernel kind, not by one factor), shrunk toward the global one by a
+    /// penalty chosen by leave-one-out over the shots. false: the global factor alone.
+    bool per_family = true;
+    /// A family whose kernels take less than this share of the shots' predicted time keeps the
+    /// global factor: the shots cannot tell its factor apart.
+    double min_family_share = 0.02;
+};
+
+/// What DeviceModel::calibrate() found.
+struct CalibrationReport {
+    std::size_t shots = 0;
+    double factor = 1;  ///< the global factor
+    /// Per family, relative to the global factor (families without one: 1).
+    std::map<std::string, double, std::less<>> family_factors;
+    /// The penalty chosen; infinity: the global factor alone.
+    double shrinkage = 0;
+    /// Every candidate penalty with its leave-one-out mean absolute percentage error on the shots.
+    std::vector<std::pair<double, double>> candidates;
+    double given_mape = 0;  ///< the model as it was given, on the shots (%)
+    double cv_mape = 0;     ///< the chosen fit, leave-one-out on the shots (%)
+    /// false when no fit was better than the model as given, which is then kept unchanged.
+    bool applied = true;
+};
+
 /// One kernel of a priced network.
 struct PricedKernel {
     std::string kind;       ///< its kind key
@@ -92,8 +119,9 @@ struct DevicePrice {
 class DeviceModel final : public Estimator, public cost::CostSource {
 public:
     static constexpr std::string_view kind = "device";
-    /// 2 adds the sample-boundary rates, 3 family regressors; older versions still load.
-    static constexpr std::uint32_t payload_version = 3;
+    /// 2 adds the sample-boundary rates, 3 family regressors, 4 family calibration factors; older
+    /// versions still load.
+    static constexpr std::uint32_t payload_version = 4;
 
     DeviceModel() = default;
 
@@ -165,11 +193,16 @@ public:
         return priced(graphs, nullptr);
     }
 
-    /// Fits the calibration factor to networks measured on the machine at hand: the median ratio
-    /// of measured to predicted latency (robust to one odd network). Replaces any earlier factor.
-    /// Returns the number of networks used.
+    /// Fits the model to networks measured on the machine at hand, replacing any earlier
+    /// calibration: a global factor (the median ratio of measured to predicted latency, robust to
+    /// one odd network) and, with three shots or more and options.per_family, one factor per
+    /// kernel family on top, fitted in log space with a penalty that shrinks each toward 1; the
+    /// penalty (or none of these factors) is chosen by leave-one-out over the shots. With three
+    /// shots or more the result is applied only when its leave-one-out error beats the model as
+    /// given on the same shots: calibrating never makes the model worse on what it was shown.
     /// @throws config_error for no networks, sizes that disagree or a latency that is not positive
-    std::size_t calibrate(std::span<const graph::Graph* const> graphs, std::span<const double> measured_ms);
+    CalibrationReport calibrate(std::span<const graph::Graph* const> graphs, std::span<const double> measured_ms,
+                                const CalibrationOptions& options = {});
 
     // ---------------------------------------------------------------- inspection
     const cost::FusionRules& rules() const { return m_rules; }
@@ -177,6 +210,8 @@ public:
     std::vector<std::string> priced_kinds() const;
     double run_overhead_ms() const { return m_run_overhead_ms; }
     double calibration_factor() const { return m_scale; }
+    /// Per kernel family, on top of calibration_factor() (empty: none fitted).
+    const std::map<std::string, double, std::less<>>& family_factors() const { return m_family_scale; }
     std::uint32_t calibration_shots() const { return m_calibration_shots; }
     /// Free text the builder records (device, runner, budget, sample counts, build time).
     const std::string& build_info() const { return m_build_info; }
@@ -198,6 +233,10 @@ private:
         std::vector<double> ms;
         std::vector<std::size_t> start{0};
         std::vector<double> output_bytes, reorder_bytes;  ///< per kernel, what its sample's edges moved
+        /// per kernel, its family's index in `families` (filled when asked for, or when the model
+        /// has family factors)
+        std::vector<std::uint16_t> family;
+        std::vector<std::string> families;
     };
 
     /// Every network's total, and with `details` its price kernel by kernel: one computation for
@@ -209,7 +248,7 @@ private:
     /// warnings; their times are left to the caller); with `samples`, each network's kernel graph
     /// as the residual reads it.
     KernelFigures kernel_figures(std::span<const graph::Graph* const> graphs, std::vector<DevicePrice>* details,
-                                 std::vector<KernelGraphSample>* samples) const;
+                                 std::vector<KernelGraphSample>* samples, bool families = false) const;
 
     /// The networks of `d` as the sample-boundary fit reads them: the regressors' own figures
     /// (called while no boundary is in use), each kernel's edge bytes, the overhead, the latency.
@@ -228,6 +267,7 @@ private:
     double m_run_overhead_ms = 0;
     double m_scale = 1.0;
     std::uint32_t m_calibration_shots = 0;
+    std::map<std::string, double, std::less<>> m_family_scale;
     std::string m_build_info;
     std::optional<KernelResidual> m_residual;
     KernelResidualOptions m_residual_options{};

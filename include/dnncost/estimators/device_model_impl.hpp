@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -103,6 +104,7 @@ DNNCOST_FUNC FitResult DeviceModel::fit(const train::TrainData& train, const tra
     m_residual.reset();
     m_scale = 1.0;
     m_calibration_shots = 0;
+    m_family_scale.clear();
     m_boundary_fit.reset();
     if (m_fit_boundary && train.size() >= 3) {
         const auto nets = boundary_networks(train);
@@ -167,6 +169,11 @@ DNNCOST_FUNC std::string DeviceModel::serialize() const {
     }
     w.put_bool(m_residual.has_value());
     if (m_residual) m_residual->save(w);
+    w.put_u64(m_family_scale.size());
+    for (const auto& [f, x] : m_family_scale) {
+        w.put_string(f);
+        w.put_f64(x);
+    }
     return io::write_container(kind, io::fnv1a64("device-model"), w.bytes());
 }
 
@@ -224,6 +231,16 @@ DNNCOST_FUNC std::unique_ptr<DeviceModel> DeviceModel::deserialize(std::string_v
         m->m_kinds.emplace(std::move(k), std::move(km));
     }
     if (r.get_bool("has residual")) m->m_residual = KernelResidual::load(r);
+    if (version >= 4) {
+        const auto nf = r.get_u64("family factors");
+        if (nf > 256) r.fail(nf, " family factors");
+        for (std::uint64_t i = 0; i < nf; ++i) {
+            auto f = r.get_string("family");
+            const double x = r.get_finite_f64("family factor");
+            if (!(x > 0 && x < 1e6)) r.fail("family factor ", x, " of '", f, "' out of range");
+            m->m_family_scale.emplace(std::move(f), x);
+        }
+    }
     r.expect_end("device model");
     if (m->priced_kinds().empty()) r.fail("device model without any kernel regressor");
     return m;
@@ -235,26 +252,183 @@ DNNCOST_FUNC std::vector<DevicePrice> DeviceModel::price_networks(std::span<cons
     return out;
 }
 
-DNNCOST_FUNC std::size_t DeviceModel::calibrate(std::span<const graph::Graph* const> graphs,
-                                                std::span<const double> measured_ms) {
+namespace detail {
+/// The shots as calibrate() fits them: per network the run overhead and each family's kernel
+/// time at unit factors, and the measured latency.
+struct CalibrationShots {
+    std::vector<double> overhead, measured;
+    Mat<double> family_ms;  ///< network x family
+};
+
+/// Log-space least squares for the global factor g and family factors s_f:
+///   sum_i (log(g (O_i + sum_f s_f P_if)) - log m_i)^2 + penalty * sum_f (log s_f)^2
+/// over the shots in `use`, the families flagged in `free` only (the rest stay at 1), by damped
+/// Gauss-Newton from the median ratio. An infinite penalty or no free family: the median ratio
+/// alone. Returns log g, then log s_f per family.
+inline std::vector<double> fit_calibration(const CalibrationShots& s, const std::vector<std::size_t>& use,
+                                           const std::vector<bool>& free, double penalty) {
+    const auto nf = static_cast<std::size_t>(s.family_ms.cols());
+    std::vector<double> theta(nf + 1, 0.0);
+    const auto pred_log = [&](std::size_t i, const std::vector<double>& t) {
+        double v = s.overhead[i];
+        for (std::size_t f = 0; f < nf; ++f) v += std::exp(t[f + 1]) * s.family_ms(static_cast<Index>(i), static_cast<Index>(f));
+        return t[0] + std::log(std::max(v, 1e-300));
+    };
+    std::vector<double> lr;
+    for (std::size_t i : use) lr.push_back(std::log(s.measured[i]) - pred_log(i, theta));
+    std::sort(lr.begin(), lr.end());
+    const auto n = lr.size();
+    theta[0] = n % 2 ? lr[n / 2] : 0.5 * (lr[n / 2 - 1] + lr[n / 2]);
+    std::vector<std::size_t> vars;  // indices into theta of the free family factors
+    for (std::size_t f = 0; f < nf; ++f)
+        if (free[f]) vars.push_back(f + 1);
+    if (!std::isfinite(penalty) || vars.empty() || n < 3) return theta;
+    const auto loss = [&](const std::vector<double>& t) {
+        double l = 0;
+        for (std::size_t i : use) l += std::pow(pred_log(i, t) - std::log(s.measured[i]), 2);
+        for (std::size_t v : vars) l += penalty * t[v] * t[v];
+        return l;
+    };
+    const auto m = static_cast<Index>(vars.size() + 1);
+    double current = loss(theta);
+    for (int iter = 0; iter < 50; ++iter) {
+        Mat<double> jtj = Mat<double>::Zero(m, m);
+        Eigen::VectorXd jtr = Eigen::VectorXd::Zero(m);
+        for (std::size_t i : use) {
+            double v = s.overhead[i];
+            for (std::size_t f = 0; f < nf; ++f)
+                v += std::exp(theta[f + 1]) * s.family_ms(static_cast<Index>(i), static_cast<Index>(f));
+            Eigen::VectorXd j(m);
+            j(0) = 1;
+            for (std::size_t k = 0; k < vars.size(); ++k) {
+                const auto f = static_cast<Index>(vars[k] - 1);
+                j(static_cast<Index>(k + 1)) = std::exp(theta[vars[k]]) * s.family_ms(static_cast<Index>(i), f) / v;
+            }
+            const double r = theta[0] + std::log(v) - std::log(s.measured[i]);
+            jtj += j * j.transpose();
+            jtr += j * r;
+        }
+        for (std::size_t k = 0; k < vars.size(); ++k) {
+            const auto d = static_cast<Index>(k + 1);
+            jtj(d, d) += penalty;
+            jtr(d) += penalty * theta[vars[k]];
+        }
+        const Eigen::VectorXd step = jtj.ldlt().solve(-jtr);
+        if (!step.allFinite()) break;
+        bool improved = false;
+        for (double a = 1.0; a > 1e-4; a *= 0.5) {
+            auto t = theta;
+            t[0] += a * step(0);
+            for (std::size_t k = 0; k < vars.size(); ++k)
+                t[vars[k]] = std::clamp(t[vars[k]] + a * step(static_cast<Index>(k + 1)), std::log(0.1), std::log(10.0));
+            const double l = loss(t);
+            if (l < current) {
+                theta = std::move(t);
+                improved = current - l > 1e-14 * (1 + current);
+                current = l;
+                break;
+            }
+        }
+        if (!improved) break;
+    }
+    return theta;
+}
+}  // namespace detail
+
+DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Graph* const> graphs,
+                                                      std::span<const double> measured_ms,
+                                                      const CalibrationOptions& options) {
     if (graphs.empty()) raise<config_error>("device model: calibration needs at least one measured network");
     if (graphs.size() != measured_ms.size())
         raise<config_error>("device model: ", graphs.size(), " networks but ", measured_ms.size(), " latencies");
-    m_scale = 1.0;
-    const auto p = price_totals(graphs);
-    std::vector<double> log_ratio;
-    for (std::size_t i = 0; i < graphs.size(); ++i) {
+    for (std::size_t i = 0; i < graphs.size(); ++i)
         if (!(std::isfinite(measured_ms[i]) && measured_ms[i] > 0))
             raise<config_error>("device model: calibration network ", i + 1, " ('", graphs[i]->name(),
                                 "') has latency ", measured_ms[i], " ms");
-        log_ratio.push_back(std::log(measured_ms[i] / p[i]));
+    const auto n = graphs.size();
+    const auto mape = [&](std::span<const double> predicted) {
+        double e = 0;
+        for (std::size_t i = 0; i < n; ++i) e += std::abs(predicted[i] / measured_ms[i] - 1);
+        return 100 * e / static_cast<double>(n);
+    };
+    CalibrationReport report;
+    report.shots = n;
+    report.given_mape = mape(price_totals(graphs));
+
+    // the shots at unit factors, by family
+    detail::CalibrationShots shots;
+    const bool residual = m_residual && !m_residual->is_zero();
+    std::vector<KernelGraphSample> samples;
+    const auto fig = kernel_figures(graphs, nullptr, residual ? &samples : nullptr, true);
+    const auto res = residual ? m_residual->factors(samples) : std::vector<double>(n, 1.0);
+    const auto nf = fig.families.size();
+    shots.family_ms = Mat<double>::Zero(static_cast<Index>(n), static_cast<Index>(nf));
+    std::vector<double> share(nf, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+        shots.overhead.push_back(m_run_overhead_ms * res[i]);
+        shots.measured.push_back(measured_ms[i]);
+        double total = shots.overhead.back();
+        for (std::size_t k = fig.start[i]; k < fig.start[i + 1]; ++k) {
+            shots.family_ms(static_cast<Index>(i), fig.family[k]) += fig.ms[k] * res[i];
+            total += fig.ms[k] * res[i];
+        }
+        for (std::size_t f = 0; f < nf; ++f)
+            share[f] += shots.family_ms(static_cast<Index>(i), static_cast<Index>(f)) / total / static_cast<double>(n);
     }
-    std::sort(log_ratio.begin(), log_ratio.end());
-    const auto n = log_ratio.size();
-    const double mid = n % 2 ? log_ratio[n / 2] : 0.5 * (log_ratio[n / 2 - 1] + log_ratio[n / 2]);
-    m_scale = std::exp(mid);
+    std::vector<bool> free(nf);
+    for (std::size_t f = 0; f < nf; ++f) free[f] = options.per_family && share[f] >= options.min_family_share;
+
+    const auto predict = [&](const std::vector<double>& theta, std::size_t i) {
+        double v = shots.overhead[i];
+        for (std::size_t f = 0; f < nf; ++f)
+            v += std::exp(theta[f + 1]) * shots.family_ms(static_cast<Index>(i), static_cast<Index>(f));
+        return std::exp(theta[0]) * v;
+    };
+    std::vector<std::size_t> all(n);
+    for (std::size_t i = 0; i < n; ++i) all[i] = i;
+    double chosen = std::numeric_limits<double>::infinity();
+    if (n >= 3) {
+        // leave-one-out over the shots for every penalty; the global factor alone first, so
+        // that it wins a tie
+        std::vector<double> penalties{std::numeric_limits<double>::infinity()};
+        if (options.per_family) penalties.insert(penalties.end(), {1.0, 0.3, 0.1, 0.03, 0.01});
+        double best = std::numeric_limits<double>::infinity();
+        for (double penalty : penalties) {
+            std::vector<double> loo(n);
+            for (std::size_t out = 0; out < n; ++out) {
+                std::vector<std::size_t> use;
+                for (std::size_t i = 0; i < n; ++i)
+                    if (i != out) use.push_back(i);
+                loo[out] = predict(detail::fit_calibration(shots, use, free, penalty), out);
+            }
+            const double e = mape(loo);
+            report.candidates.emplace_back(penalty, e);
+            if (e < best * (1 - 1e-9)) {
+                best = e;
+                chosen = penalty;
+            }
+        }
+        report.cv_mape = best;
+        if (!(best < report.given_mape)) {
+            // no fit beats the model as given on shots it never saw: keep it
+            report.applied = false;
+            report.shrinkage = chosen;
+            report.factor = m_scale;
+            report.family_factors = m_family_scale;
+            return report;
+        }
+    }
+    const auto theta = detail::fit_calibration(shots, all, free, chosen);
+    m_scale = std::exp(theta[0]);
+    m_family_scale.clear();
+    for (std::size_t f = 0; f < nf; ++f)
+        if (free[f] && std::isfinite(chosen) && std::abs(theta[f + 1]) > 1e-12)
+            m_family_scale.emplace(fig.families[f], std::exp(theta[f + 1]));
     m_calibration_shots = static_cast<std::uint32_t>(n);
-    return n;
+    report.shrinkage = chosen;
+    report.factor = m_scale;
+    report.family_factors = m_family_scale;
+    return report;
 }
 
 DNNCOST_FUNC std::vector<std::string> DeviceModel::priced_kinds() const {
@@ -323,16 +497,23 @@ DNNCOST_FUNC std::vector<double> DeviceModel::priced(std::span<const graph::Grap
     std::vector<KernelGraphSample> samples;
     const auto fig = kernel_figures(graphs, details, residual ? &samples : nullptr);
     const auto factors = residual ? m_residual->factors(samples) : std::vector<double>(graphs.size(), 1.0);
+    std::vector<double> family_factor;  // by index into fig.families
+    for (const auto& name : fig.families) {
+        const auto it = m_family_scale.find(name);
+        family_factor.push_back(it == m_family_scale.end() ? 1.0 : it->second);
+    }
+    const auto kernel_factor = [&](std::size_t k) { return fig.family.empty() ? 1.0 : family_factor[fig.family[k]]; };
     std::vector<double> totals(graphs.size());
     for (std::size_t i = 0; i < graphs.size(); ++i) {
         const double f = factors[i] * m_scale;
         double total = m_run_overhead_ms * f;
-        for (std::size_t k = fig.start[i]; k < fig.start[i + 1]; ++k) total += fig.ms[k] * f;
+        for (std::size_t k = fig.start[i]; k < fig.start[i + 1]; ++k) total += fig.ms[k] * kernel_factor(k) * f;
         totals[i] = total;
         if (!details) continue;
         auto& p = (*details)[i];
         p.run_overhead_ms = m_run_overhead_ms * f;
-        for (std::size_t k = 0; k < p.kernels.size(); ++k) p.kernels[k].ms = fig.ms[fig.start[i] + k] * f;
+        for (std::size_t k = 0; k < p.kernels.size(); ++k)
+            p.kernels[k].ms = fig.ms[fig.start[i] + k] * kernel_factor(fig.start[i] + k) * f;
         p.total_ms = total;
     }
     return totals;
@@ -340,8 +521,10 @@ DNNCOST_FUNC std::vector<double> DeviceModel::priced(std::span<const graph::Grap
 
 DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<const graph::Graph* const> graphs,
                                                                     std::vector<DevicePrice>* details,
-                                                                    std::vector<KernelGraphSample>* samples) const {
+                                                                    std::vector<KernelGraphSample>* samples,
+                                                                    bool families) const {
     if (m_kinds.empty()) raise<config_error>("device model: not built");
+    families = families || !m_family_scale.empty();
     m_rules.check();  // once for every network of the call
     // the regressors in kind order: a kernel priced in parts sums them in this order
     std::vector<const TabularRegressor*> regressors;
@@ -400,6 +583,13 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             const auto& met = kinds_met.find(view, kg, kg.kernels[k], priced_as);
             const auto& kind = met.kind;
             const auto [r, own] = met.value;
+            if (families) {
+                // a kernel's family is its kind's first unit ("DepthwiseConv+Act" -> "DepthwiseConv")
+                const std::string_view fam = std::string_view(kind.key).substr(0, kind.key.find('+'));
+                auto it = std::find(out.families.begin(), out.families.end(), fam);
+                if (it == out.families.end()) it = out.families.insert(out.families.end(), std::string(fam));
+                out.family.push_back(static_cast<std::uint16_t>(it - out.families.begin()));
+            }
             const bool priced_whole = own || kg.kernels[k].nodes.size() <= 1;
             // the features go straight into the batch; those of a kernel priced in parts are
             // still worked out (and dropped), for the errors they may raise

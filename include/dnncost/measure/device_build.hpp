@@ -137,22 +137,26 @@ struct DeviceCalibrationResult {
     std::vector<std::string> shots;      ///< the networks measured
     std::vector<double> measured_ms;     ///< as measured
     std::vector<double> predicted_ms;    ///< by the model before calibration
-    double factor = 1;                   ///< fitted
+    double factor = 1;                   ///< the global factor fitted
+    estimators::CalibrationReport report;  ///< family factors, cross-validation, whether applied
 };
 
-/// Measure `shots` (networks the caller chose) on the machine at hand and fit the model's
-/// calibration factor to them. Networks that fail to measure are left out.
+/// Measure `shots` (networks the caller chose: calibration_networks(), or the user's own) on the
+/// machine at hand and calibrate the model to them (DeviceModel::calibrate). Networks that fail
+/// to measure are left out.
 /// @throws config_error when no shot could be measured
 DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& model,
                                                       const std::vector<graph::Graph>& shots,
-                                                      const DeviceCalibrationSetup& setup);
+                                                      const DeviceCalibrationSetup& setup,
+                                                      const estimators::CalibrationOptions& options = {});
 
 /// Calibrate on networks already measured on the machine at hand (e.g. a results store of
 /// `dnncost measure`): `shots` of them at evenly spaced quantiles of their latency, so that small
 /// and large networks both count.
 /// @throws config_error when `measured` is empty or a latency is not positive
 DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& model, const train::TrainData& measured,
-                                                      std::size_t shots);
+                                                      std::size_t shots,
+                                                      const estimators::CalibrationOptions& options = {});
 
 }  // namespace dnncost::measure
 

@@ -172,7 +172,8 @@ DNNCOST_FUNC auto dnncost::measure::calibration_networks(std::size_t n, std::uin
 
 DNNCOST_FUNC auto dnncost::measure::calibrate_device_model(estimators::DeviceModel& model,
                                                            const std::vector<graph::Graph>& shots,
-                                                           const DeviceCalibrationSetup& setup)
+                                                           const DeviceCalibrationSetup& setup,
+                                                           const estimators::CalibrationOptions& options)
     -> DeviceCalibrationResult {
     if (setup.runners.empty()) raise<config_error>("device calibrate: no runner command");
     if (shots.empty()) raise<config_error>("device calibrate: no networks to measure");
@@ -203,14 +204,15 @@ DNNCOST_FUNC auto dnncost::measure::calibrate_device_model(estimators::DeviceMod
     if (used.empty())
         raise<config_error>("device calibrate: none of the ", shots.size(), " networks could be measured (see ",
                             (setup.work_dir / "shots.csv").string(), ")");
-    model.calibrate(used, out.measured_ms);
+    out.predicted_ms = model.predict_mean(used);
+    out.report = model.calibrate(used, out.measured_ms, options);
     out.factor = model.calibration_factor();
-    for (double p : model.predict_mean(used)) out.predicted_ms.push_back(p / out.factor);
     return out;
 }
 
 DNNCOST_FUNC auto dnncost::measure::calibrate_device_model(estimators::DeviceModel& model,
-                                                           const train::TrainData& measured, std::size_t shots)
+                                                           const train::TrainData& measured, std::size_t shots,
+                                                           const estimators::CalibrationOptions& options)
     -> DeviceCalibrationResult {
     if (measured.graphs.empty()) raise<config_error>("device calibrate: no measured networks");
     if (shots < 1) raise<config_error>("device calibrate: at least one shot");
@@ -229,8 +231,8 @@ DNNCOST_FUNC auto dnncost::measure::calibrate_device_model(estimators::DeviceMod
         out.shots.push_back(measured.graphs[i]->name());
         out.measured_ms.push_back(measured.targets[i]);
     }
-    model.calibrate(used, out.measured_ms);
+    out.predicted_ms = model.predict_mean(used);
+    out.report = model.calibrate(used, out.measured_ms, options);
     out.factor = model.calibration_factor();
-    for (double p : model.predict_mean(used)) out.predicted_ms.push_back(p / out.factor);
     return out;
 }
