@@ -9,8 +9,12 @@ jobs=$(nproc)
 echo "== optimised build"
 # The benchmarks are not tests: bench/ scripts build their own targets when they run. -O2, not
 # CMake's -O3: a third less compile time, and the hot loops are intrinsics or vectorise at -O2.
+# The Python module is built for, and its tests run by, Debian's interpreter (which has the
+# python3-pybind11 and python3-pytest packages), whatever python3 comes first on PATH.
+python=()
+[ -x /usr/bin/python3 ] && python=(-DPython3_EXECUTABLE=/usr/bin/python3)
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
-      -DDNNCOST_BUILD_BENCH=OFF >/dev/null
+      -DDNNCOST_BUILD_BENCH=OFF "${python[@]}" >/dev/null
 cmake --build build/release -j "$jobs"
 ctest --test-dir build/release --output-on-failure -j "$jobs"
 

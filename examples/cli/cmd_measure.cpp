@@ -139,7 +139,7 @@ void add_measure_commands(CLI::App& app, Context& ctx) {
             raise<config_error>("name the networks one way: --space NAME --sample N, --archs FILE, or ONNX files");
         if (sample_opt->count() > 0 && space_opt->count() == 0) raise<config_error>("--sample needs --space NAME");
         measure::NetworkSource source{args.space, args.sample, args.archs, args.models,
-                                      spaces::space_options(args.space_options)};
+                                      spaces::space_options(args.space_options), {}};
         if (space_opt->count() > 0) spaces::check_space_options(spaces::find_space(args.space), source.space_options);
         if (args.startup_timeout > 3600)
             raise<config_error>("--startup-timeout ", args.startup_timeout, " is more than an hour");
