@@ -42,3 +42,23 @@ def test_same_seed_same_front_any_threads():
     assert py_front(a) == py_front(b)
     c = dnncost.nsga2(zdt1, [(0.0, 1.0)] * 4, 2, pop=16, gens=5, seed=4)
     assert py_front(a) != py_front(c)
+
+
+def test_objective_that_prices_on_two_threads():
+    # the objective takes the GIL in the search's threads and prices with it released again
+    from conftest import DEVICE_ALL
+    m = dnncost.load(DEVICE_ALL)
+    ops = ["none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3"]
+
+    def arch(x):
+        o = [ops[min(4, int(v))] for v in x]
+        return f"|{o[0]}~0|+|{o[1]}~0|{o[2]}~1|+|{o[3]}~0|{o[4]}~1|{o[5]}~2|"
+
+    def evaluate(x):
+        return [m.predict_archs(arch(x)), -sum(x)]
+
+    a = dnncost.nsga2(evaluate, [(0.0, 4.999)] * 6, 2, pop=12, gens=3, seed=5, threads=2)
+    b = dnncost.nsga2(evaluate, [(0.0, 4.999)] * 6, 2, pop=12, gens=3, seed=5, threads=1)
+    assert py_front(a) == py_front(b)
+    for x, f in zip(a["x"], a["f"]):
+        assert f[0] == m.predict("nb201:" + arch(x))
