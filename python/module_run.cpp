@@ -5,12 +5,11 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
-#include <iostream>
 #include <iomanip>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -23,9 +22,7 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/estimators/training.hpp>
-#include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
-#include <dnncost/io/serialize.hpp>
 #include <dnncost/measure/campaign.hpp>
 #include <dnncost/measure/json.hpp>
 #include <dnncost/measure/store.hpp>
