@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Install the Debian packages dnncost needs, if any are missing (only when run as root), and the
 # npm dependencies of the bundled ONNX Runtime runner (runners/onnxruntime) when they are missing.
+#   deps.sh [--torch]   --torch: also PyTorch (python3-torch, large), for examples/python/
 set -euo pipefail
 pkgs=(cmake g++ make libeigen3-dev xtensor-dev doctest-dev libbenchmark-dev libprotobuf-dev
-      protobuf-compiler libonnx-dev libcli11-dev nlohmann-json3-dev libxgboost-dev)
+      protobuf-compiler libonnx-dev libcli11-dev nlohmann-json3-dev libxgboost-dev
+      python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy)
+[ "${1:-}" = --torch ] && pkgs+=(python3-torch)
 # Node.js runs the bundled ONNX Runtime runner; an existing node (e.g. from NodeSource) will do.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/search/function_problem.hpp>
 #include <dnncost/search/hypervolume.hpp>
 #include <dnncost/search/indicators.hpp>
 #include <dnncost/search/nsga2.hpp>
@@ -215,6 +216,26 @@ TEST_CASE("same seed gives the same front for 1 and 2 evaluation threads, anothe
     CHECK(a == front(2, 42));
     CHECK(a == front(1, 42));
     CHECK(a != front(1, 43));
+}
+
+TEST_CASE("a FunctionProblem searches as the problem type it wraps, and checks its bounds") {
+    problems::Zdt1 zdt1{.variables = 6};
+    const FunctionProblem wrapped(zdt1.bounds(), 2, [&](const std::vector<double>& x) {
+        const auto f = zdt1.evaluate(x);
+        return std::vector<double>(f.begin(), f.end());
+    });
+    for (std::size_t threads : {1, 2}) {
+        const Options o{.population = 24, .generations = 15, .threads = threads};
+        CHECK(objectives_of(Nsga2(wrapped, o, 7).run().front) == objectives_of(Nsga2(zdt1, o, 7).run().front));
+    }
+    const auto zero = [](const std::vector<double>&) { return std::vector<double>{0.0, 0.0}; };
+    CHECK_THROWS_WITH_AS(FunctionProblem({}, 2, zero), "FunctionProblem: no genes (bounds is empty)", config_error);
+    CHECK_THROWS_WITH_AS(FunctionProblem({{0.0, std::nan("")}}, 2, zero),
+                         "FunctionProblem: bounds of gene 0 are [0, nan]: they must be finite with lower <= upper",
+                         config_error);
+    CHECK_THROWS_AS(FunctionProblem({{1.0, 0.0}}, 2, zero), config_error);
+    CHECK_THROWS_WITH_AS(FunctionProblem({{0.0, 1.0}}, 0, zero), "FunctionProblem: 0 objectives", config_error);
+    CHECK_THROWS_AS(FunctionProblem({{0.0, 1.0}}, 2, nullptr), config_error);
 }
 
 TEST_CASE("ZDT and DTLZ objective functions on their Pareto sets") {

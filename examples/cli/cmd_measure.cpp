@@ -64,39 +64,6 @@ inline measure::CampaignEvents campaign_events(const ProgressLine& line) {
     return ev;
 }
 
-inline json report_json(const MeasureArgs& a, const measure::CampaignReport& rep, const measure::HarnessOptions& ho) {
-    const auto& s = rep.summary;
-    json j;
-    j["measured"] = s.measured;
-    j["skipped"] = s.skipped;
-    j["failed"] = s.failed;
-    j["failed_by_reason"] = s.failed_by_reason;
-    j["duplicates"] = s.duplicates;
-    j["remeasured"] = s.remeasured;
-    j["requests"] = s.requests;
-    j["seconds"] = s.seconds;
-    j["seconds_per_network"] = std::isfinite(rep.seconds_per_network) ? json(rep.seconds_per_network) : json(nullptr);
-    j["out"] = a.out;
-    j["device"] = a.device;
-    j["runner_device"] = rep.runner_device.empty() ? json(nullptr) : json::parse(rep.runner_device);
-    j["settings"] = json::parse(ho.to_json());
-    j["host"] = json::parse(measure::json::dump(measure::to_json(s.conditions.host)));
-    j["disturbed"] = s.conditions.disturbed;
-    j["conditions"] = json::parse(measure::json::dump(measure::to_json(s.conditions)));
-    if (const auto& noise = rep.noise) {
-        json n;
-        n["networks"] = noise->networks;
-        n["pairs"] = noise->pairs.size();
-        n["failed"] = noise->failed;
-        n["within_5"] = noise->pairs.empty() ? json(nullptr) : json(noise->within_5.agreement);
-        n["within_10"] = noise->pairs.empty() ? json(nullptr) : json(noise->within_10.agreement);
-        n["sigma"] = noise->pairs.empty() ? json(nullptr) : json(noise->within_5.sigma);
-        n["seconds"] = noise->seconds;
-        j["noise_check"] = n;
-    }
-    return j;
-}
-
 inline void print_report(const MeasureArgs& a, const measure::CampaignReport& rep) {
     const auto& s = rep.summary;
     std::cout << "measured " << s.measured << ", already present " << s.skipped << ", failed " << s.failed;
@@ -172,7 +139,7 @@ void add_measure_commands(CLI::App& app, Context& ctx) {
             raise<config_error>("name the networks one way: --space NAME --sample N, --archs FILE, or ONNX files");
         if (sample_opt->count() > 0 && space_opt->count() == 0) raise<config_error>("--sample needs --space NAME");
         measure::NetworkSource source{args.space, args.sample, args.archs, args.models,
-                                      spaces::space_options(args.space_options)};
+                                      spaces::space_options(args.space_options), {}};
         if (space_opt->count() > 0) spaces::check_space_options(spaces::find_space(args.space), source.space_options);
         if (args.startup_timeout > 3600)
             raise<config_error>("--startup-timeout ", args.startup_timeout, " is more than an hour");
@@ -193,7 +160,7 @@ void add_measure_commands(CLI::App& app, Context& ctx) {
         const auto rep = measure::run_campaign(source, o, md::campaign_events(line));
         line.done();
         if (args.json_out)
-            print_json(md::report_json(args, rep, o.harness));
+            print_json(json::parse(measure::json::dump(measure::report_json(rep, o))));
         else
             md::print_report(args, rep);
         ctx.exit_code = rep.summary.failed > 0 ? 3 : 0;

@@ -22,6 +22,7 @@
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/candidates.hpp>
 #include <dnncost/measure/harness.hpp>
+#include <dnncost/measure/json.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/process.hpp>
 #include <dnncost/measure/run_conditions.hpp>
@@ -33,13 +34,15 @@
 
 namespace dnncost::measure {
 
-/// Where the networks come from: exactly one of a space sample, an architecture file, ONNX files.
+/// Where the networks come from: exactly one of a space sample, an architecture file or list, ONNX
+/// files.
 struct NetworkSource {
     std::string space;        ///< search space of `sample` and of bare strings in `arch_file`
     std::size_t sample = 0;   ///< distinct architectures to draw from `space`
     std::string arch_file;    ///< architecture strings, one per line
     std::vector<std::string> onnx_files;
     spaces::SpaceOptions space_options;
+    std::vector<std::string> archs;  ///< architecture strings given directly (of `space`, or SPACE:ARCH)
 };
 
 struct CampaignOptions {
@@ -78,6 +81,18 @@ DNNCOST_FUNC void check_store_owner(const std::optional<StoreInfo>& info, const 
 inline std::vector<Candidate> candidates_of(const NetworkSource& s, const CampaignOptions& o) {
     if (s.sample > 0) return sample_candidates(spaces::find_space(s.space), s.sample, o.seed, s.space_options);
     if (!s.arch_file.empty()) return read_arch_file(s.arch_file, s.space, s.space_options);
+    if (!s.archs.empty()) {
+        std::vector<Candidate> out;
+        for (const auto& a : s.archs) {
+            if (const auto q = spaces::split_qualified(a))
+                out.push_back(space_candidate(*q->space, q->arch, s.space_options));
+            else if (!s.space.empty())
+                out.push_back(space_candidate(spaces::find_space(s.space), a, s.space_options));
+            else
+                raise<config_error>("'", a, "' names no search space (write SPACE:ARCH, or give a space)");
+        }
+        return out;
+    }
     return onnx_candidates(s.onnx_files, std::filesystem::absolute(o.out).parent_path());
 }
 
@@ -99,6 +114,11 @@ DNNCOST_FUNC std::optional<NoiseReport> noise_check(Harness& harness, const Resu
 ///         for a bad architecture file or ONNX file; io_error for an unwritable store
 DNNCOST_FUNC CampaignReport run_campaign(const NetworkSource& source, const CampaignOptions& o,
                                    const CampaignEvents& events = {});
+
+/// The campaign's summary as one JSON object, as `dnncost measure --json` prints it and the Python
+/// module returns it: counts, seconds, the store, device, settings, host and run conditions, and
+/// the noise check's agreement when there was one (null where a figure does not exist).
+DNNCOST_FUNC json::Value report_json(const CampaignReport& r, const CampaignOptions& o);
 
 }  // namespace dnncost::measure
 

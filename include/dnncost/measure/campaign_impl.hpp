@@ -165,3 +165,43 @@ DNNCOST_FUNC auto dnncost::measure::run_campaign(const NetworkSource& source, co
     if (rep.summary.measured) rep.seconds_per_network = rep.summary.seconds / static_cast<double>(rep.summary.measured);
     return rep;
 }
+
+DNNCOST_FUNC dnncost::measure::json::Value dnncost::measure::report_json(const CampaignReport& rep,
+                                                                        const CampaignOptions& o) {
+    using json::Value;
+    const auto count = [](std::size_t n) { return Value::of(static_cast<double>(n)); };
+    const auto finite_or_null = [](double x) { return std::isfinite(x) ? Value::of(x) : Value{}; };
+    const auto& s = rep.summary;
+    Value j = Value::object();
+    j.set("measured", count(s.measured));
+    j.set("skipped", count(s.skipped));
+    j.set("failed", count(s.failed));
+    Value reasons = Value::object();
+    for (const auto& [reason, n] : s.failed_by_reason) reasons.set(reason, count(n));
+    j.set("failed_by_reason", std::move(reasons));
+    j.set("duplicates", count(s.duplicates));
+    j.set("remeasured", count(s.remeasured));
+    j.set("requests", count(s.requests));
+    j.set("seconds", Value::of(s.seconds));
+    j.set("seconds_per_network", finite_or_null(rep.seconds_per_network));
+    j.set("out", Value::of(o.out.string()));
+    j.set("device", Value::of(o.device));
+    j.set("runner_device", rep.runner_device.empty() ? Value{} : json::parse(rep.runner_device));
+    j.set("settings", json::parse(o.harness.to_json()));
+    j.set("host", to_json(s.conditions.host));
+    j.set("disturbed", Value::of(s.conditions.disturbed));
+    j.set("conditions", to_json(s.conditions));
+    if (const auto& noise = rep.noise) {
+        const bool none = noise->pairs.empty();  // no network could be re-measured: no agreement to give
+        Value n = Value::object();
+        n.set("networks", count(noise->networks));
+        n.set("pairs", count(noise->pairs.size()));
+        n.set("failed", count(noise->failed));
+        n.set("within_5", none ? Value{} : Value::of(noise->within_5.agreement));
+        n.set("within_10", none ? Value{} : Value::of(noise->within_10.agreement));
+        n.set("sigma", none ? Value{} : Value::of(noise->within_5.sigma));
+        n.set("seconds", Value::of(noise->seconds));
+        j.set("noise_check", std::move(n));
+    }
+    return j;
+}

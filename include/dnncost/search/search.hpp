@@ -1,7 +1,8 @@
 #pragma once
 /// @file search.hpp
 /// The whole multi-objective search toolbox: problem concept, operators, NSGA-II, Pareto
-/// utilities, hypervolume, IGD/IGD+ and the standard test problems.
+/// utilities, hypervolume, IGD/IGD+, the standard test problems and a run-time function problem.
+#include <dnncost/search/function_problem.hpp>
 #include <dnncost/search/hypervolume.hpp>
 #include <dnncost/search/indicators.hpp>
 #include <dnncost/search/nsga2.hpp>

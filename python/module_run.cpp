@@ -1,0 +1,357 @@
+// The Python module's measuring, training and search (docs/python.md): dnncost.measure,
+// dnncost.train and dnncost.nsga2, each one library call made with the GIL released.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "module.hpp"
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/estimators/training.hpp>
+#include <dnncost/io/onnx.hpp>
+#include <dnncost/measure/campaign.hpp>
+#include <dnncost/measure/json.hpp>
+#include <dnncost/measure/store.hpp>
+#include <dnncost/search/function_problem.hpp>
+#include <dnncost/spaces/registry.hpp>
+#include <dnncost/train/computed_targets.hpp>
+#include <dnncost/train/dataset.hpp>
+
+namespace py = pybind11;
+
+namespace dnncost::python {
+namespace {
+
+// ------------------------------------------------------------------ measure
+
+/// A JSON value of the library as the Python object json.loads would give.
+py::object to_python(const measure::json::Value& v) {
+    using Kind = measure::json::Value::Kind;
+    switch (v.kind) {
+        case Kind::null:
+            return py::none();
+        case Kind::boolean:
+            return py::bool_(v.boolean);
+        case Kind::number:
+            if (std::isfinite(v.number) && v.number == std::floor(v.number) && std::abs(v.number) < 9e15)
+                return py::int_(static_cast<long long>(v.number));
+            return py::float_(v.number);
+        case Kind::string:
+            return py::str(v.string);
+        case Kind::array: {
+            py::list l;
+            for (const auto& i : v.items) l.append(to_python(i));
+            return l;
+        }
+        case Kind::object: {
+            py::dict d;
+            for (const auto& [k, m] : v.members) d[py::str(k)] = to_python(m);
+            return d;
+        }
+    }
+    return py::none();
+}
+
+/// The harness's and the campaign's options from keyword arguments, worded as the CLI's flags
+/// (--round-ms: round_ms); an unknown one is a TypeError.
+void read_options(const py::dict& kw, measure::CampaignOptions& o, std::string& statistic, bool& fresh_sessions) {
+    auto& h = o.harness;
+    for (auto [key, value] : kw) {
+        const auto k = key.cast<std::string>();
+        if (k == "rounds") h.rounds = value.cast<int>();
+        else if (k == "warmup") h.warmup = value.cast<int>();
+        else if (k == "repeats") h.repeats = value.cast<int>();
+        else if (k == "round_ms") h.round_ms = value.cast<double>();
+        else if (k == "max_repeats") h.max_repeats = value.cast<int>();
+        else if (k == "max_rounds") h.max_rounds = value.cast<int>();
+        else if (k == "remeasure_spread") h.remeasure_spread = value.cast<double>();
+        else if (k == "interleave") h.interleave = value.cast<int>();
+        else if (k == "statistic") statistic = value.cast<std::string>();
+        else if (k == "fresh_sessions") fresh_sessions = value.cast<bool>();
+        else if (k == "force") h.force = value.cast<bool>();
+        else if (k == "timeout") o.timeout_seconds = value.cast<double>();
+        else if (k == "startup_timeout") o.startup_timeout_seconds = value.cast<double>();
+        else if (k == "retries") o.retries = value.cast<int>();
+        else if (k == "noise_check") o.noise_check = value.cast<std::size_t>();
+        else if (k == "cpu") o.cpu = value.cast<int>();
+        else if (k == "realtime") o.realtime = value.cast<bool>();
+        else if (k == "allow_other_host") o.allow_other_host = value.cast<bool>();
+        else throw py::type_error("dnncost.measure: unknown option '" + k + "'");
+    }
+}
+
+/// Each network's line on stderr as `dnncost measure` writes it on a non-terminal.
+measure::CampaignEvents progress_events() {
+    measure::CampaignEvents ev;
+    ev.harness.on_result = [](const measure::Network& n, const measure::Record& r) {
+        if (r.ok())
+            std::cerr << "ok      " << n.id << "  " << std::setprecision(4) << r.latency_ms << " ms  (" << r.rounds
+                      << " rounds)\n";
+        else
+            std::cerr << "FAILED  " << n.id << "  " << to_string(r.status) << ": " << r.detail << '\n';
+    };
+    ev.on_warning = [](const std::string& m) { std::cerr << "dnncost: " << m << '\n'; };
+    return ev;
+}
+
+py::object run_measure(py::object networks, py::object runner, const std::string& out, const std::string& device,
+                       const std::string& space, std::size_t sample, std::uint64_t seed, const std::string& space_options,
+                       bool progress, py::kwargs kw) {
+    measure::CampaignOptions o;
+    if (py::isinstance<py::str>(runner))
+        o.runners = {runner.cast<std::string>()};
+    else
+        o.runners = runner.cast<std::vector<std::string>>();
+    if (o.runners.empty()) throw py::value_error("dnncost.measure: no runner");
+    o.device = device;
+    o.out = out;
+    o.seed = seed;
+    std::string statistic = "min";
+    bool fresh_sessions = false;
+    read_options(kw, o, statistic, fresh_sessions);
+
+    measure::NetworkSource source;
+    source.space = space;
+    source.sample = sample;
+    source.space_options = spaces::space_options(space_options);
+    if (!networks.is_none()) {
+        if (sample > 0) throw py::value_error("dnncost.measure: name the networks one way: a list, or space= and sample=");
+        std::vector<std::string> list;
+        if (py::isinstance<py::str>(networks) || py::hasattr(networks, "__fspath__"))
+            list.push_back(py::str(py::module_::import("os").attr("fspath")(networks)));
+        else
+            for (auto n : networks) list.push_back(py::str(py::module_::import("os").attr("fspath")(n)));
+        if (list.empty()) throw py::value_error("dnncost.measure: no networks");
+        // ONNX files, or architecture strings (SPACE:ARCH, or bare ones of `space`): not a mix
+        std::size_t files = 0;
+        for (const auto& n : list) files += !spaces::split_qualified(n) && (space.empty() || n.ends_with(".onnx"));
+        if (files != 0 && files != list.size())
+            throw py::value_error("dnncost.measure: a list of ONNX files or of architecture strings, not a mix");
+        if (files)
+            source.onnx_files = std::move(list);
+        else
+            source.archs = std::move(list);
+    } else if (sample == 0 || space.empty()) {
+        throw py::value_error("dnncost.measure: give networks, or space= and sample=");
+    }
+    if (!space.empty()) spaces::check_space_options(spaces::find_space(space), source.space_options);
+
+    measure::CampaignReport rep;
+    {
+        py::gil_scoped_release release;
+        o.harness.statistic = measure::parse_statistic(statistic);
+        o.harness.keep_sessions = !fresh_sessions;
+        o.harness.max_rounds = std::max(o.harness.max_rounds, o.harness.rounds);
+        o.harness.max_repeats = std::max(o.harness.max_repeats, o.harness.repeats);
+        o.harness.check();
+        if (!(o.timeout_seconds > 0) || o.timeout_seconds > 1e6)
+            raise<config_error>("dnncost.measure: timeout ", o.timeout_seconds, " must be in (0, 10^6] seconds");
+        if (!(o.startup_timeout_seconds >= 0) || o.startup_timeout_seconds > 3600)
+            raise<config_error>("dnncost.measure: startup_timeout ", o.startup_timeout_seconds,
+                                " must be in [0, 3600] seconds");
+        rep = measure::run_campaign(source, o, progress ? progress_events() : measure::CampaignEvents{});
+    }
+    return to_python(measure::report_json(rep, o));
+}
+
+// ------------------------------------------------------------------ train
+
+py::dict metrics_dict(const train::Metrics& m) {
+    py::dict d;
+    for (const auto& [name, value] : m.fields()) {
+        if (name == "n")
+            d[py::str(name)] = m.n;
+        else
+            d[py::str(name)] = std::isfinite(value) ? py::object(py::float_(value)) : py::object(py::none());
+    }
+    return d;
+}
+
+Model run_train(const std::string& data, const std::string& target, const std::string& preset, const std::string& space,
+                const std::string& space_options, std::size_t n_train, std::size_t n_val, std::size_t n_test,
+                std::uint64_t seed, int epochs, int patience, unsigned threads, int ensemble, bool strict,
+                bool verbose) {
+    estimators::TrainRequest req;
+    std::vector<std::string> targets;
+    {
+        std::stringstream ss(target);
+        for (std::string t; std::getline(ss, t, ',');) targets.push_back(t);
+    }
+    estimators::TrainReport r;
+    std::size_t rows = 0;
+    {
+        py::gil_scoped_release release;
+        req.targets = targets;
+        req.preset = preset;
+        (void)estimators::make_estimator(preset, req.settings);  // an unknown preset fails before loading
+        req.ensemble = ensemble;
+        req.split = {n_train, n_val, n_test, train::Sampling::random, seed};
+        req.default_space = space;
+        req.fit = {.seed = seed, .max_epochs = epochs, .patience = patience, .threads = threads, .on_epoch = {}};
+        if (verbose) {
+            req.fit.on_epoch = [](const std::string& line) {
+                std::cerr << line << '\n';
+                return false;
+            };
+            req.on_note = [](const std::string& line) { std::cerr << "dnncost: " << line << '\n'; };
+        }
+        const auto opts = spaces::space_options(space_options);
+        const auto columns = train::measured_columns(targets);
+        const train::GraphLoader loader = [](const std::filesystem::path& p) { return io::import_onnx(p); };
+        train::Dataset ds = [&] {
+            if (measure::is_results_file(data)) return measure::load_results_dataset(data, columns, strict, loader, opts);
+            train::DatasetOptions d;
+            d.space = space;
+            d.space_options = opts;
+            d.columns = columns;
+            d.strict = strict;
+            d.loader = loader;
+            return train::load_dataset(data, d);
+        }();
+        train::add_computed_targets(ds, targets);
+        rows = ds.size();
+        r = estimators::train_estimator(ds, req);
+    }
+    Model m;
+    m.est = std::shared_ptr<estimators::Estimator>(std::move(r.model));
+    m.meta = {{"target", target},
+              {"data", data},
+              {"space", space},
+              {"space_options", space_options},
+              {"seed", std::to_string(seed)},
+              {"sampling", "random"},
+              {"n_train", std::to_string(r.split.train.size())},
+              {"n_val", std::to_string(r.split.validation.size())}};
+    py::dict report;
+    if (r.test.size() == 1) {
+        report["test"] = metrics_dict(r.test[0].accuracy.all);
+    } else {
+        py::dict by_target;
+        for (const auto& t : r.test) by_target[py::str(t.target)] = metrics_dict(t.accuracy.all);
+        report["test"] = by_target;
+    }
+    report["rows"] = rows;
+    report["n_train"] = r.split.train.size();
+    report["n_val"] = r.split.validation.size();
+    report["n_test"] = r.split.test.size();
+    report["epochs"] = r.fit.epochs;
+    report["train_seconds"] = r.fit.seconds;
+    if (r.coverage_2sigma) report["coverage_2sigma"] = *r.coverage_2sigma;
+    if (const auto w = r.unknown.warning(); !w.empty()) report["warning"] = w;
+    m.report = report;
+    return m;
+}
+
+// ------------------------------------------------------------------ nsga2
+
+/// The Python objective behind a FunctionProblem. Called from the search's threads with the GIL
+/// released: it takes the GIL for each call, and keeps the first Python exception to re-raise
+/// once the search has stopped.
+struct PythonObjective {
+    PyObject* function;  // borrowed: the caller's reference outlives the search
+    std::mutex mutex;
+    std::optional<py::error_already_set> raised;
+
+    std::vector<double> operator()(const std::vector<double>& x) {
+        py::gil_scoped_acquire gil;
+        try {
+            py::list arg(x.size());
+            for (std::size_t i = 0; i < x.size(); ++i) arg[i] = x[i];
+            const py::object r = py::reinterpret_borrow<py::object>(function)(arg);
+            if (py::isinstance<py::str>(r) || !py::isinstance<py::iterable>(r))
+                raise<error>("dnncost.nsga2: the objective returned ", std::string(py::repr(r)),
+                             ", not a sequence of numbers");
+            std::vector<double> out;
+            for (auto v : r) {
+                if (!py::isinstance<py::float_>(v) && !py::isinstance<py::int_>(v) &&
+                    !py::hasattr(v, "__float__"))
+                    raise<error>("dnncost.nsga2: the objective returned ", std::string(py::repr(r)),
+                                 ", not a sequence of numbers");
+                out.push_back(v.cast<double>());
+            }
+            return out;
+        } catch (py::error_already_set& e) {
+            {
+                const std::lock_guard lock(mutex);
+                if (!raised) raised = e;
+            }
+            raise<error>("dnncost.nsga2: the objective raised ", e.what());
+        }
+    }
+};
+
+py::dict run_nsga2(py::function evaluate, const std::vector<std::pair<double, double>>& bounds,
+                   std::size_t n_objectives, std::size_t pop, std::size_t gens, std::uint64_t seed,
+                   std::size_t threads, std::size_t max_evaluations) {
+    std::vector<search::Bounds> b;
+    for (const auto& [lo, hi] : bounds) b.push_back({lo, hi});
+    PythonObjective objective{evaluate.ptr(), {}, {}};
+    search::Options opt;
+    opt.population = pop;
+    opt.generations = gens;
+    opt.max_evaluations = max_evaluations;
+    opt.threads = threads;
+    std::optional<search::Result<std::vector<double>>> result;
+    std::exception_ptr failure;
+    {
+        py::gil_scoped_release release;
+        try {
+            const search::FunctionProblem problem(b, n_objectives,
+                                                  [&objective](const std::vector<double>& x) { return objective(x); });
+            search::Nsga2<search::FunctionProblem> nsga(problem, opt, seed);
+            result = nsga.run();
+        } catch (...) {
+            failure = std::current_exception();
+        }
+    }
+    if (objective.raised) throw *objective.raised;  // the objective's own exception, as it raised it
+    if (failure) std::rethrow_exception(failure);
+    py::list x, f;
+    for (const auto& ind : result->front) {
+        x.append(py::cast(ind.genome));
+        f.append(py::cast(ind.objectives));
+    }
+    py::dict d;
+    d["x"] = x;
+    d["f"] = f;
+    d["generations"] = result->generations;
+    d["evaluations"] = result->evaluations;
+    d["seconds"] = result->seconds;
+    return d;
+}
+
+}  // namespace
+
+void bind_run(py::module_& m) {
+    m.def("measure", &run_measure, py::arg("networks") = py::none(), py::kw_only(), py::arg("runner"), py::arg("out"),
+          py::arg("device"), py::arg("space") = "", py::arg("sample") = 0, py::arg("seed") = 0,
+          py::arg("space_options") = "", py::arg("progress") = true,
+          "Measure networks through runners into a resumable results store; returns `dnncost measure --json`'s "
+          "summary");
+    m.def("train", &run_train, py::arg("data"), py::kw_only(), py::arg("target") = "latency_ms",
+          py::arg("preset") = "additive", py::arg("space") = "nb201", py::arg("space_options") = "",
+          py::arg("n_train") = 100, py::arg("n_val") = 100, py::arg("n_test") = 0, py::arg("seed") = 0,
+          py::arg("epochs") = -1, py::arg("patience") = -1, py::arg("threads") = 0, py::arg("ensemble") = 0,
+          py::arg("strict") = false, py::arg("verbose") = false,
+          "Train an estimator on a results store or CSV data set; its .report holds the test metrics");
+    m.def("nsga2", &run_nsga2, py::arg("evaluate"), py::arg("bounds"), py::arg("n_objectives"), py::kw_only(),
+          py::arg("pop") = 100, py::arg("gens") = 250, py::arg("seed") = 0, py::arg("threads") = 1,
+          py::arg("max_evaluations") = 0,
+          "NSGA-II over real genes within bounds, minimising evaluate(x) -> objectives; returns the final front");
+}
+
+}  // namespace dnncost::python
