@@ -1,0 +1,161 @@
+#pragma once
+/// @file kernel_check_impl.hpp
+/// The definitions of kernel_check.hpp: compiled once into dnncost::compiled in compiled mode
+/// (core/config.hpp), included by kernel_check.hpp in header-only mode. Needs libonnx.
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include <dnncost/io/file.hpp>
+#include <dnncost/io/onnx/proto.hpp>
+#include <dnncost/measure/kernel_check.hpp>
+
+DNNCOST_FUNC auto dnncost::measure::read_runtime_nodes(const std::string& path) -> std::vector<RuntimeNode> {
+    const auto bytes = io::read_file(path);
+    ::onnx::ModelProto model;
+    if (!model.ParseFromString(bytes)) raise<parse_error>(path, ": not an ONNX model");
+    std::vector<RuntimeNode> nodes;
+    nodes.reserve(static_cast<std::size_t>(model.graph().node_size()));
+    for (const auto& n : model.graph().node()) {
+        RuntimeNode r{n.name(), n.op_type(), n.domain(), {}, {}};
+        for (const auto& i : n.input()) r.inputs.push_back(i);
+        for (const auto& o : n.output()) r.outputs.push_back(o);
+        nodes.push_back(std::move(r));
+    }
+    return nodes;
+}
+
+namespace dnncost::measure::detail {
+/// A value's name without the suffix of ONNX Runtime's blocked-layout copy of it.
+inline std::string plain_value(const std::string& name) {
+    static const std::string suffix = "_nchwc";
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        return name.substr(0, name.size() - suffix.size());
+    return name;
+}
+inline bool is_runtime_reorder(const std::string& op) {
+    return op == "ReorderInput" || op == "ReorderOutput" || op == "Transpose_nchwc";
+}
+}  // namespace dnncost::measure::detail
+
+DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const cost::KernelGraph& kg,
+                                                  const std::vector<RuntimeKernel>& kernels,
+                                                  const std::vector<RuntimeNode>& nodes) -> KernelCheck {
+    using detail::plain_value;
+    KernelCheck c;
+    // Which pass kernel writes each value, and whether the value leaves it.
+    struct Owner {
+        int kernel = -1;  ///< -1: a node without a kernel
+        bool boundary = false;
+        int node = -1;
+    };
+    std::unordered_map<std::string, Owner> owner;
+    for (std::size_t n = 0; n < g.num_nodes(); ++n)
+        for (int t : g.node(static_cast<int>(n)).outputs) owner[g.tensor(t).name] = {-1, false, static_cast<int>(n)};
+    // reorders by (value, to blocked)
+    std::map<std::pair<std::string, bool>, int> reorders;
+    for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+        const auto& kernel = kg.kernels[k];
+        const int ki = static_cast<int>(k);
+        if (kernel.is_reorder()) {
+            ++c.pass_reorders;
+            if (!kernel.inputs.empty()) reorders[{g.tensor(kernel.inputs[0]).name, kernel.layout.blocked()}] = ki;
+            continue;
+        }
+        ++c.pass_kernels;
+        for (int n : kernel.nodes)
+            for (int t : g.node(n).outputs) owner[g.tensor(t).name] = {ki, false, n};
+        for (int n : kernel.folded)
+            for (int t : g.node(n).outputs) owner[g.tensor(t).name] = {ki, false, n};
+        for (int t : kernel.outputs) owner[g.tensor(t).name].boundary = true;
+    }
+    std::unordered_map<std::string, const RuntimeNode*> node_of;
+    for (const auto& n : nodes) node_of[n.name] = &n;
+    std::unordered_map<std::string, int> network_node;
+    for (std::size_t n = 0; n < g.num_nodes(); ++n) network_node.emplace(g.node(static_cast<int>(n)).name, static_cast<int>(n));
+
+    std::vector<int> runtime_of(kg.kernels.size(), -1);
+    const auto describe = [&](int k) {
+        const auto& kernel = kg.kernels[static_cast<std::size_t>(k)];
+        return kernel.nodes.empty() ? std::string() : g.node(kernel.nodes.front()).name;
+    };
+    for (std::size_t r = 0; r < kernels.size(); ++r) {
+        const auto& rk = kernels[r];
+        c.runtime_ms += rk.ms;
+        std::vector<std::string> outputs, inputs;
+        std::string op = rk.op;
+        if (const auto it = node_of.find(rk.name); it != node_of.end()) {
+            outputs = it->second->outputs;
+            inputs = it->second->inputs;
+            if (op.empty()) op = it->second->op;
+        } else if (const auto n = network_node.find(rk.name); n != network_node.end()) {
+            // without the optimised graph: the runtime node is named after a network node
+            for (int t : g.node(n->second).outputs) outputs.push_back(g.tensor(t).name);
+            for (int t : g.node(n->second).inputs)
+                if (t >= 0) inputs.push_back(g.tensor(t).name);
+        }
+        if (detail::is_runtime_reorder(op)) {
+            ++c.runtime_reorders;
+            const bool to_blocked = op != "ReorderOutput";
+            const auto it = inputs.empty() ? reorders.end() : reorders.find({plain_value(inputs[0]), to_blocked});
+            if (it != reorders.end() && runtime_of[static_cast<std::size_t>(it->second)] < 0) {
+                runtime_of[static_cast<std::size_t>(it->second)] = static_cast<int>(r);
+                ++c.matched_reorders;
+            }
+            continue;
+        }
+        ++c.runtime_kernels;
+        int matched = -1, inside = -1, unkernelled = -1;
+        bool duplicate = false;
+        for (const auto& out : outputs) {
+            const auto o = owner.find(plain_value(out));
+            if (o == owner.end()) continue;
+            if (o->second.kernel < 0) {
+                unkernelled = o->second.node;
+            } else if (!o->second.boundary) {
+                inside = o->second.kernel;
+            } else if (runtime_of[static_cast<std::size_t>(o->second.kernel)] >= 0) {
+                duplicate = true;
+            } else {
+                matched = o->second.kernel;
+                break;
+            }
+        }
+        if (matched >= 0) {
+            runtime_of[static_cast<std::size_t>(matched)] = static_cast<int>(r);
+            ++c.matched;
+            c.matched_ms += rk.ms;
+            ++c.pairs[kg.kernels[static_cast<std::size_t>(matched)].kind + " -> " + op];
+            continue;
+        }
+        std::string why;
+        if (duplicate)
+            why = "writes a value of a pass kernel already matched";
+        else if (inside >= 0)
+            why = "runs separately what the pass fuses into " + kg.kernels[static_cast<std::size_t>(inside)].kind +
+                  " (" + describe(inside) + ")";
+        else if (unkernelled >= 0)
+            why = "a kernel for " + g.node(unkernelled).op_type +
+                  ", which the pass treats as free or computed at load";
+        else if (outputs.empty())
+            why = "not in the optimised graph";
+        else
+            why = "inserted by the runtime (writes no value of the network)";
+        c.extra.push_back({op, rk.name, why, rk.ms});
+    }
+    for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+        const auto& kernel = kg.kernels[k];
+        if (kernel.is_reorder() || runtime_of[k] >= 0) continue;
+        // the runtime kernel that took it in: the one matched to a consumer of its outputs
+        std::string into;
+        for (const auto& e : kg.edges)
+            if (e.src == static_cast<int>(k) && runtime_of[static_cast<std::size_t>(e.dst)] >= 0) {
+                const auto& rk = kernels[static_cast<std::size_t>(runtime_of[static_cast<std::size_t>(e.dst)])];
+                into = rk.op + " (" + rk.name + ")";
+                break;
+            }
+        c.missing.push_back({kernel.kind, describe(static_cast<int>(k)),
+                             into.empty() ? "the runtime wrote none of its outputs" : "fused by the runtime into " + into});
+    }
+    return c;
+}
