@@ -6,7 +6,8 @@
 /// A runtime kernel and a pass kernel are the same kernel when the runtime node writes one of the
 /// values the pass kernel passes on (its outputs); tensor names are the network's own, which
 /// runtimes keep for the values that survive their rewrites. ONNX Runtime's blocked-layout
-/// rewrite names a value "X_nchwc" after the plain value X, so that suffix is ignored. What is
+/// rewrite names a value or a node "X_nchwc" after the plain value X it replaces, so that
+/// suffix is ignored, and the output of a node so named stands for X. What is
 /// left over on either side says where the pass and the runtime disagree:
 /// - a pass kernel none of whose outputs the runtime wrote was fused by the runtime into another
 ///   kernel: a fusion the pass misses;

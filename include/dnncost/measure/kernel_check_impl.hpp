@@ -26,7 +26,7 @@ DNNCOST_FUNC auto dnncost::measure::read_runtime_nodes(const std::string& path) 
 }
 
 namespace dnncost::measure::detail {
-/// A value's name without the suffix of ONNX Runtime's blocked-layout copy of it.
+/// A value's (or node's) name without the suffix of ONNX Runtime's blocked-layout rewrite.
 inline std::string plain_value(const std::string& name) {
     static const std::string suffix = "_nchwc";
     if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
@@ -70,7 +70,18 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
         for (int t : kernel.outputs) owner[g.tensor(t).name].boundary = true;
     }
     std::unordered_map<std::string, const RuntimeNode*> node_of;
-    for (const auto& n : nodes) node_of[n.name] = &n;
+    // ONNX Runtime's blocked-layout nodes write values of their own names ("reorder_token_7") and
+    // are named after the plain value they replace ("<value>_nchwc"): their outputs stand for it
+    std::unordered_map<std::string, std::string> alias;
+    for (const auto& n : nodes) {
+        node_of[n.name] = &n;
+        const auto plain = plain_value(n.name);
+        if (plain != n.name && n.outputs.size() == 1) alias[n.outputs.front()] = plain;
+    }
+    const auto value_of = [&](const std::string& v) {
+        const auto a = alias.find(v);
+        return a != alias.end() ? a->second : plain_value(v);
+    };
     std::unordered_map<std::string, int> network_node;
     for (std::size_t n = 0; n < g.num_nodes(); ++n) network_node.emplace(g.node(static_cast<int>(n)).name, static_cast<int>(n));
 
@@ -88,16 +99,19 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
             outputs = it->second->outputs;
             inputs = it->second->inputs;
             if (op.empty()) op = it->second->op;
-        } else if (const auto n = network_node.find(rk.name); n != network_node.end()) {
-            // without the optimised graph: the runtime node is named after a network node
+        }
+        // A runtime node that kept a network node's name (rewritten in place, or any node when
+        // there is no optimised graph) stands for that node's outputs too.
+        if (const auto n = network_node.find(rk.name); n != network_node.end()) {
             for (int t : g.node(n->second).outputs) outputs.push_back(g.tensor(t).name);
-            for (int t : g.node(n->second).inputs)
-                if (t >= 0) inputs.push_back(g.tensor(t).name);
+            if (inputs.empty())
+                for (int t : g.node(n->second).inputs)
+                    if (t >= 0) inputs.push_back(g.tensor(t).name);
         }
         if (detail::is_runtime_reorder(op)) {
             ++c.runtime_reorders;
             const bool to_blocked = op != "ReorderOutput";
-            const auto it = inputs.empty() ? reorders.end() : reorders.find({plain_value(inputs[0]), to_blocked});
+            const auto it = inputs.empty() ? reorders.end() : reorders.find({value_of(inputs[0]), to_blocked});
             if (it != reorders.end() && runtime_of[static_cast<std::size_t>(it->second)] < 0) {
                 runtime_of[static_cast<std::size_t>(it->second)] = static_cast<int>(r);
                 ++c.matched_reorders;
@@ -108,7 +122,7 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
         int matched = -1, inside = -1, unkernelled = -1;
         bool duplicate = false;
         for (const auto& out : outputs) {
-            const auto o = owner.find(plain_value(out));
+            const auto o = owner.find(value_of(out));
             if (o == owner.end()) continue;
             if (o->second.kernel < 0) {
                 unkernelled = o->second.node;
