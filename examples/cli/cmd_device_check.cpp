@@ -29,7 +29,7 @@ namespace device_check_detail {
 namespace fs = std::filesystem;
 
 struct CheckArgs {
-    std::string model, runner, space, space_options, kernels_out;
+    std::string model, rules, runner, space, space_options, kernels_out;
     std::vector<std::string> files;
     std::size_t sample = 0;
     std::uint64_t seed = 1;
@@ -55,9 +55,11 @@ inline std::string pattern_of(const measure::KernelMismatch& m) {
     return m.kernel + ": " + why;
 }
 
-inline void run_check(const CheckArgs& a) {
+/// @return whether every network was profiled and compared
+inline bool run_check(const CheckArgs& a) {
     const auto model = estimators::DeviceModel::deserialize(io::read_file(a.model), a.model);
-    const auto& rules = model->rules();
+    const auto rules =
+        a.rules.empty() ? model->rules() : cost::FusionRules::parse(io::read_file(a.rules), a.rules);
     std::vector<measure::Candidate> nets;
     if (a.sample > 0)
         nets = measure::sample_candidates(spaces::find_space(a.space), a.sample, a.seed,
@@ -98,7 +100,17 @@ inline void run_check(const CheckArgs& a) {
             continue;
         }
         std::vector<measure::RuntimeNode> nodes;
-        if (!o.answer.optimized_model.empty()) nodes = measure::read_runtime_nodes(o.answer.optimized_model);
+        if (!o.answer.optimized_model.empty()) {
+            try {
+                nodes = measure::read_runtime_nodes(o.answer.optimized_model);
+            } catch (const error& e) {
+                ++failed;
+                entry["failure"] = std::string("the runner's optimised model: ") + e.what();
+                std::cerr << "dnncost: " << net.id << ": " << entry["failure"].get<std::string>() << '\n';
+                per_network.push_back(std::move(entry));
+                continue;
+            }
+        }
         if (!a.kernels_out.empty()) {
             json ks = json::array();
             for (const auto& k : o.answer.kernels) ks.push_back({{"name", k.name}, {"op", k.op}, {"ms", k.ms}});
@@ -161,6 +173,7 @@ inline void run_check(const CheckArgs& a) {
         for (const auto& [k, n] : sorted(extra_by)) extra.push_back({{"what", k}, {"count", n}, {"ms", extra_ms[k]}});
         print_json({{"model", a.model},
                     {"device", model->rules().device},
+                    {"rules", a.rules.empty() ? std::string("the model's") : a.rules},
                     {"runner", a.runner},
                     {"runner_device", json::parse(runner.device().empty() ? "null" : runner.device(), nullptr, false)},
                     {"networks", nets.size()},
@@ -179,7 +192,7 @@ inline void run_check(const CheckArgs& a) {
                     {"extra", extra},
                     {"pairs", total.pairs},
                     {"per_network", per_network}});
-        return;
+        return failed == 0 && without_profile == 0;
     }
     std::cout << "networks " << nets.size() << " (" << failed << " failed, " << without_profile
               << " without a profile)\n"
@@ -193,6 +206,7 @@ inline void run_check(const CheckArgs& a) {
     if (!extra_by.empty()) std::cout << "extra runtime kernels:\n";
     for (const auto& [k, n] : sorted(extra_by))
         std::cout << std::setw(6) << n << "  " << k << "  (" << extra_ms[k] << " ms in all)\n";
+    return failed == 0 && without_profile == 0;
 }
 
 }  // namespace device_check_detail
@@ -203,6 +217,7 @@ void add_device_check_command(CLI::App& device, Context& ctx) {
     auto* cmd = device.add_subcommand(
         "check", "Compare a device model's kernel pass with the kernels a runtime executes (its profile)");
     cmd->add_option("--model", a->model, "Device model (.dnnc)")->required();
+    cmd->add_option("--rules", a->rules, "Fusion rules file to check instead of the model's");
     add_runner_option(*cmd, a->runner, false)->required();
     cmd->add_option("files", a->files, "ONNX networks");
     add_search_space_options(*cmd, a->space, a->space_options, "Search space of --sample");
@@ -217,8 +232,7 @@ void add_device_check_command(CLI::App& device, Context& ctx) {
     add_json_flag(*cmd, a->json_out);
     cmd->callback([a, &ctx] {
         if (a->sample > 0 && a->space.empty()) raise<config_error>("device check: --sample needs --space NAME");
-        dc::run_check(*a);
-        ctx.exit_code = 0;
+        ctx.exit_code = dc::run_check(*a) ? 0 : 3;
     });
 }
 
