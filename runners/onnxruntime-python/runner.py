@@ -228,6 +228,9 @@ def create_session(model, profile=None):
 
 
 def check_count(value, what):
+    # JSON has one number type: 5.0 is the integer 5, as in the Node runner
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > 1000000:
         raise ValueError(f'"{what}" must be an integer in [0, 10^6]')
     return value
