@@ -4,8 +4,8 @@
 # Node.js and the bundled runner's packages are there, the committed "all" model's kernel pass
 # against ONNX Runtime's own kernels on SqueezeNet and two NB201 networks (its agreement kept).
 # usage: device_check.sh DNNCOST_BINARY DATA_DIR WORK_DIR
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh" "$@"
 tests="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$tests/cli/common.sh" "$@"
 fake="bash $tests/measure/fake_runner.sh"
 model=$data/devices/ort-cpu-all-1t.dnnc
 net=$data/onnx/squeezenet1_1.onnx
@@ -39,12 +39,14 @@ if command -v node >/dev/null 2>&1 && [ -d "$runner/node_modules/onnxruntime-nod
   [ $rc -eq 0 ] || { fail "device check with ONNX Runtime: exit $rc"; tail -3 ort.err; }
   "$bin" device check --model "$model" --runner "$runner/run --optimization all --threads 1" --space nb201 --sample 2 \
     --seed 3 --json > ort_nb201.json 2> ort_nb201.err || { fail "device check on NB201 networks"; tail -3 ort_nb201.err; }
-  for f in ort.json ort_nb201.json; do
-    python3 - "$f" <<'PY' || fail "$f: agreement below the kept figure"
+  # the agreement measured when the check was written (SqueezeNet 0.949, these NB201 networks
+  # 0.768; docs/device_model.md): the kept floor, a little below, fails when the pass drifts away
+  for case in ort.json:0.93 ort_nb201.json:0.74; do
+    python3 - "${case%%:*}" "${case##*:}" <<'PY' || fail "${case%%:*}: agreement below ${case##*:}"
 import json, sys
 j = json.load(open(sys.argv[1]))
 print(f"{sys.argv[1]}: agreement {j['agreement']:.3f} ({j['matched']} of {j['pass_kernels']} pass / {j['runtime_kernels']} runtime kernels)")
-sys.exit(0 if j["agreement"] >= AGREEMENT else 1)
+sys.exit(0 if j["agreement"] >= float(sys.argv[2]) else 1)
 PY
   done
   [ "$(wc -l < kernels.jsonl)" -eq 1 ] && grep -q '"op":"Conv"' kernels.jsonl || fail "--kernels wrote no profile"
