@@ -297,6 +297,8 @@ def measure_profiled(request, model, warmup, repeats):
     profiler is switched on when a session is created, and it slows every run it records."""
     tmp = tempfile.mkdtemp(prefix='dnncost-profile-')
     optimized = optimized_model_path(model)
+    if os.path.exists(optimized):  # an earlier request's file must not pass for this one's
+        os.remove(optimized)
     try:
         session = create_session(model, {'dir': tmp, 'optimized_model': optimized})
         latency = timed_runs(session, make_feeds(session, request['model']), warmup, repeats)

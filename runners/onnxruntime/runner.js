@@ -324,6 +324,8 @@ async function measure(request) {
 async function measureProfiled(request, model, warmup, repeats) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dnncost-profile-'));
   const optimizedModel = optimizedModelPath(model);
+  // an earlier request's file must not pass for this one's
+  fs.rmSync(optimizedModel, { force: true });
   try {
     const session = await ort.InferenceSession.create(model, sessionOptions({ dir, optimizedModel }));
     try {
