@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python runner (runners/onnxruntime-python) against a stand-in onnxruntime module
 # (tests/measure/fake_onnxruntime): its protocol handling, options, kept sessions and profiles,
-# and a `dnncost measure` run through it. Skipped (exit 77) when no Python 3 with numpy is found.
+# and a `dnncost measure --profile` run through it. Skipped (exit 77) when no Python 3 with numpy is found.
 # usage: python_runner.sh DNNCOST_BINARY DATA_DIR WORK_DIR
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$root/tests/cli/common.sh"
@@ -75,9 +75,11 @@ PYTHONPATH="$work/none" "$py" -c 'import onnxruntime' >/dev/null 2>&1 ||
 
 # the harness measures through it
 timeout 300 "$bin" measure --runner "$runner --seed 1" --device fake-ort --space nb201 --sample 2 --seed 5 \
-  --rounds 2 --max-rounds 2 --warmup 1 --repeats 3 --out nb201.csv --json >m.json 2>m.txt
+  --rounds 2 --max-rounds 2 --warmup 1 --repeats 3 --out nb201.csv --profile --json >m.json 2>m.txt
 rc=$?
 [ $rc -eq 0 ] || { fail "dnncost measure: exit $rc"; sed 's/^/  | /' m.txt | head -5; }
 grep -q '"measured": 2' m.json || fail "dnncost measure: not 2 measured"
 grep -q '"version":"0.0.0-fake"' nb201.device.json || fail "the sidecar lacks the runner's device line"
+[ "$(grep -c '"name":"conv_fused","op":"FusedConv"' nb201.kernels.jsonl 2>/dev/null)" -eq 2 ] ||
+  fail "dnncost measure --profile: nb201.kernels.jsonl lacks the 2 networks' kernels"
 finish python_runner
