@@ -7,7 +7,9 @@
 // A request creates an inference session and releases it afterwards, unless it says "keep": then
 // the session stays for the model's next request (at most K sessions, the least recently used
 // released first). Creating a session is most of a round's cost besides its runs, and the
-// fastest runs of a kept session repeat as well as fresh sessions' (docs/measure.md).
+// fastest runs of a kept session repeat as well as fresh sessions' (docs/measure.md). A request
+// with "profile": true gets a session of its own with ONNX Runtime's profiler on, and its answer
+// adds the executed kernels and the optimised graph written beside the model.
 'use strict';
 
 const fs = require('node:fs');
