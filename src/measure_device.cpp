@@ -2,6 +2,7 @@
 // The only library source that includes these definitions (core/config.hpp).
 #include <dnncost/measure/device_build_impl.hpp>
 #include <dnncost/measure/fusion_probe_impl.hpp>
+#include <dnncost/measure/kernel_check_impl.hpp>
 #include <dnncost/measure/kernel_sample_file_impl.hpp>
 #include <dnncost/measure/kernel_sampling_impl.hpp>
 #include <dnncost/measure/model_file_impl.hpp>

@@ -5,6 +5,7 @@
 #include <dnncost/measure/harness_impl.hpp>
 #include <dnncost/measure/host_impl.hpp>
 #include <dnncost/measure/json_impl.hpp>
+#include <dnncost/measure/kernel_profiles_impl.hpp>
 #include <dnncost/measure/machine_load_impl.hpp>
 #include <dnncost/measure/process_impl.hpp>
 #include <dnncost/measure/reference_impl.hpp>

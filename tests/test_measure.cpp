@@ -18,6 +18,7 @@
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/json.hpp>
+#include <dnncost/measure/kernel_check.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner.hpp>
 #include <dnncost/measure/runner_pool.hpp>
@@ -117,6 +118,32 @@ TEST_CASE("decode_reply: every kind of answer gets its verdict") {
     const auto err = decode_reply(R"({"id":7,"error":"out of memory"})", 7);
     CHECK(err.outcome.failure == Failure::runner_error);
     CHECK(err.outcome.detail == "out of memory");
+    const auto prof = decode_reply(
+        R"({"id":7,"latency_ms":[1],"kernels":[{"name":"n1","op":"Conv","ms":0.5},{"name":"n2","ms":0}],)"
+        R"("optimized_model":"/m.optimized.onnx"})",
+        7);
+    REQUIRE(prof.outcome.ok());
+    REQUIRE(prof.outcome.answer.kernels.size() == 2);
+    CHECK(prof.outcome.answer.kernels[0].name == "n1");
+    CHECK(prof.outcome.answer.kernels[0].op == "Conv");
+    CHECK(prof.outcome.answer.kernels[0].ms == 0.5);
+    CHECK(prof.outcome.answer.kernels[1].op.empty());
+    CHECK(prof.outcome.answer.optimized_model == "/m.optimized.onnx");
+    CHECK(decode_reply(R"({"id":7,"latency_ms":[1]})", 7).outcome.answer.kernels.empty());
+    CHECK(decode_reply(R"({"id":7,"latency_ms":[1],"kernels":[]})", 7).outcome.ok());
+    for (const char* bad : {R"("kernels":{"n":1})", R"("kernels":[3])", R"("kernels":[{"op":"Conv","ms":1}])",
+                            R"("kernels":[{"name":"","ms":1}])", R"("kernels":[{"name":"a","op":7,"ms":1}])",
+                            R"("kernels":[{"name":"a","ms":-1}])", R"("kernels":[{"name":"a","ms":NaN}])",
+                            R"("kernels":[{"name":"a","ms":"1"}])", R"("optimized_model":5)",
+                            R"("optimized_model":"")"}) {
+        CAPTURE(bad);
+        const auto o = decode_reply(std::string(R"({"id":7,"latency_ms":[1],)") + bad + "}", 7).outcome;
+        CHECK(o.failure == Failure::bad_answer);
+        CHECK((o.detail.find("kernel") != std::string::npos || o.detail.find("optimized_model") != std::string::npos));
+    }
+    Request profiled{3, "/m.onnx", 0, 1};
+    profiled.profile = true;
+    CHECK(encode_request(profiled) == "{\"id\":3,\"model\":\"/m.onnx\",\"warmup\":0,\"repeats\":1,\"profile\":true}\n");
     CHECK(encode_request({12, "/a \"b\".onnx", 2, 5}) ==
           "{\"id\":12,\"model\":\"/a \\\"b\\\".onnx\",\"warmup\":2,\"repeats\":5}\n");
 }
@@ -194,6 +221,38 @@ TEST_CASE("runner: a well-behaved runner answers, its device line is kept") {
         CHECK(r.device().find("\"fake\"") != std::string::npos);
         CHECK(r.measure(req("b.onnx"), Millis(10000)).answer.latency_ms == std::vector<double>(3, 1.0));
         CHECK(r.starts() == 1);
+    }
+    CHECK(no_children());
+}
+
+TEST_CASE("runner: a profiled request gets kernels from a runner that profiles, plain latencies from one that does not") {
+    Scratch s("profile");
+    {
+        Request r = req("lat2.5.onnx", 2);
+        r.profile = true;
+        Runner plain(s.runner("good"));
+        const auto o = plain.measure(r, Millis(10000));
+        REQUIRE(o.ok());
+        CHECK(o.answer.latency_ms == std::vector<double>(2, 2.5));
+        CHECK(o.answer.kernels.empty());
+        CHECK(o.answer.optimized_model.empty());
+
+        Runner profiling(s.runner("profile"));
+        const auto p = profiling.measure(r, Millis(10000));
+        REQUIRE(p.ok());
+        REQUIRE(p.answer.kernels.size() == 2);
+        CHECK(p.answer.kernels[0].name == "c1");
+        CHECK(p.answer.kernels[1].op == "Add");
+        CHECK(p.answer.kernels[0].ms == 1.25);
+        CHECK(p.answer.optimized_model == "lat2.5.optimized.onnx");
+        const auto unprofiled = profiling.measure(req("lat2.5.onnx", 2), Millis(10000));
+        REQUIRE(unprofiled.ok());
+        CHECK(unprofiled.answer.kernels.empty());
+
+        Runner bad(s.runner("bad_kernels"));
+        const auto b = bad.measure(r, Millis(10000));
+        CHECK(b.failure == Failure::bad_answer);
+        CHECK(b.detail.find("kernel 0 has no finite non-negative \"ms\"") != std::string::npos);
     }
     CHECK(no_children());
 }
@@ -757,4 +816,96 @@ TEST_CASE("store: statuses are read into their kinds and written back as the sam
     REQUIRE(c.issues.size() == 1);
     CHECK(c.issues[0].line == 3);
     CHECK(c.issues[0].message.find("unknown status 'melted'") != std::string::npos);
+}
+
+namespace {
+/// x -> Conv c1 -> Relu r1 -> Conv c2 -> Relu r2 -> Add(r2, r1) -> Flatten: under "fuse Conv Relu"
+/// the pass has three kernels (Conv+Relu twice, Add) and none for the Flatten.
+struct CheckFixture {
+    graph::Graph g{"chain"};
+    int c1, r1, c2, r2, add, flat;
+    CheckFixture() {
+        const int x = g.add_input("x", {1, 4, 8, 8});
+        const auto conv = [&](int in, const char* name, const char* w) {
+            return g.add_op("Conv", name, {in, g.add_weight(w, {4, 4, 3, 3})}, {1, 4, 8, 8},
+                            {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                             {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
+        };
+        c1 = conv(x, "c1", "w1");
+        r1 = g.add_op("Relu", "r1", {c1}, {1, 4, 8, 8});
+        c2 = conv(r1, "c2", "w2");
+        r2 = g.add_op("Relu", "r2", {c2}, {1, 4, 8, 8});
+        add = g.add_op("Add", "add", {r2, r1}, {1, 4, 8, 8});
+        flat = g.add_op("Flatten", "flat", {add}, {1, 256});
+        g.mark_output(flat);
+    }
+    std::string name(int t) const { return g.tensor(t).name; }
+    cost::KernelGraph kernels() const {
+        return cost::kernel_graph(
+            g, cost::FusionRules::parse("dnncost-fusion-rules 1\ndevice t\nfuse Conv Relu operands=none\n"));
+    }
+};
+}  // namespace
+
+TEST_CASE("check_kernels: matched, fused by the runtime, run separately, inserted, free in the pass") {
+    CheckFixture f;
+    const auto kg = f.kernels();
+    SUBCASE("the runtime's kernels are the pass's") {
+        const std::vector<RuntimeNode> nodes = {{"k1", "FusedConv", "com.microsoft", {"x"}, {f.name(f.r1)}},
+                                                // a blocked-layout node: named after the value it replaces
+                                                {f.name(f.r2) + "_nchwc", "Conv", "com.microsoft.nchwc",
+                                                 {f.name(f.r1)}, {"reorder_token_1"}},
+                                                {"k3", "Add", "", {"reorder_token_1", f.name(f.r1)}, {f.name(f.add)}}};
+        const std::vector<RuntimeKernel> ks = {
+            {"k1", "FusedConv", 1.0}, {f.name(f.r2) + "_nchwc", "Conv", 1.0}, {"k3", "Add", 0.5}};
+        const auto c = check_kernels(f.g, kg, ks, nodes);
+        CHECK(c.pass_kernels == 3);
+        CHECK(c.runtime_kernels == 3);
+        CHECK(c.matched == 3);
+        CHECK(c.agreement() == 1.0);
+        CHECK(c.matched_ms == 2.5);
+        CHECK(c.missing.empty());
+        CHECK(c.extra.empty());
+        CHECK(c.pairs.at("Conv+Relu -> FusedConv") == 1);
+        CHECK(c.pairs.at("Conv+Relu -> Conv") == 1);
+    }
+    SUBCASE("disagreements, each with its reason") {
+        // c1 and r1 run apart; c2+r2 is fused with the Add; a cast is inserted; the Flatten runs
+        const std::vector<RuntimeNode> nodes = {
+            {"conv1", "Conv", "", {"x"}, {f.name(f.c1)}},
+            {"relu1", "Relu", "", {f.name(f.c1)}, {f.name(f.r1) + "_nchwc"}},
+            {"k2", "FusedConv", "com.microsoft", {f.name(f.r1)}, {f.name(f.add)}},
+            {"cast", "Cast", "", {f.name(f.add)}, {"cast_out"}},
+            {"flat", "Flatten", "", {"cast_out"}, {f.name(f.flat)}}};
+        const std::vector<RuntimeKernel> ks = {{"conv1", "Conv", 1.0}, {"relu1", "Relu", 0.25},
+                                               {"k2", "FusedConv", 2.0}, {"cast", "Cast", 0.125},
+                                               {"flat", "", 0.0}};
+        const auto c = check_kernels(f.g, kg, ks, nodes);
+        CHECK(c.runtime_kernels == 5);
+        CHECK(c.matched == 2);  // relu1 (through the _nchwc name) and k2 (the Add's output)
+        CHECK(c.agreement() == doctest::Approx(2.0 / 6.0));
+        CHECK(c.matched_ms == 2.25);
+        CHECK(c.runtime_ms == 3.375);
+        REQUIRE(c.missing.size() == 1);
+        CHECK(c.missing[0].kernel == "Conv+Relu");
+        CHECK(c.missing[0].name == "c2");
+        CHECK(c.missing[0].why == "fused by the runtime into FusedConv (k2)");
+        REQUIRE(c.extra.size() == 3);
+        CHECK(c.extra[0].name == "conv1");
+        CHECK(c.extra[0].why.find("runs separately what the pass fuses into Conv+Relu (c1)") == 0);
+        CHECK(c.extra[1].why.find("inserted by the runtime") == 0);
+        CHECK(c.extra[2].kernel == "Flatten");  // the operator from the optimised graph
+        CHECK(c.extra[2].why.find("a kernel for Flatten, which the pass treats as free") == 0);
+    }
+    SUBCASE("without the optimised graph, runtime kernels named after the network's nodes") {
+        const std::vector<RuntimeKernel> ks = {{"r1", "Relu", 1.0}, {"c2", "Conv", 1.0}, {"nowhere", "Foo", 1.0}};
+        const auto c = check_kernels(f.g, kg, ks, {});
+        // c2 writes a value inside Conv+Relu (c2, r2), whose output no runtime kernel wrote: that kernel
+        CHECK(c.matched == 2);
+        CHECK(c.pairs.at("Conv+Relu -> Conv") == 1);
+        REQUIRE(c.extra.size() == 1);
+        CHECK(c.extra[0].why == "not in the optimised graph");
+        REQUIRE(c.missing.size() == 1);
+        CHECK(c.missing[0].kernel == "Add");
+    }
 }

@@ -483,6 +483,7 @@ void add_device_commands(CLI::App& app, Context& ctx) {
     dd::add_device_build(*device, ctx);
     dd::add_device_calibrate(*device, ctx);
     dd::add_device_residual(*device, ctx);
+    add_device_check_command(*device, ctx);
     auto model = std::make_shared<std::string>();
     auto info_json = std::make_shared<bool>(false);
     auto* info = device->add_subcommand("info", "The rules, kernel kinds and held-out accuracy of a device model");

@@ -31,7 +31,7 @@ struct MeasureArgs {
     MeasureFlags flags;
     double startup_timeout = 10;
     int cpu = -1;
-    bool json_out = false, realtime = false, allow_other_host = false;
+    bool json_out = false, realtime = false, allow_other_host = false, profile = false;
 };
 
 /// The progress bar and the line per network, on stderr.
@@ -80,6 +80,10 @@ inline void print_report(const MeasureArgs& a, const measure::CampaignReport& re
     std::cout << '\n';
     std::cout.unsetf(std::ios::floatfield);
     if (s.remeasured) std::cout << s.remeasured << " unstable network(s) got extra rounds\n";
+    if (a.profile)
+        std::cout << "kernels of " << rep.profiled << " network(s) written to "
+                  << measure::kernel_profiles_path(a.out).string()
+                  << (rep.profile_failed ? ", " + std::to_string(rep.profile_failed) + " without a profile" : "") << '\n';
     if (const auto& noise = rep.noise) {
         if (noise->pairs.empty())
             std::cout << "noise check: no network could be re-measured\n";
@@ -131,6 +135,9 @@ void add_measure_commands(CLI::App& app, Context& ctx) {
                   "Run the runners under SCHED_FIFO (needs root or CAP_SYS_NICE; a warning otherwise)");
     cmd->add_flag("--allow-other-host", a->allow_other_host,
                   "Append to a store measured on another host, or whose reference network differs beyond the noise");
+    cmd->add_flag("--profile", a->profile,
+                  "After the rounds, profile each network measured once more and write the runtime's kernels beside "
+                  "the store (results.csv -> results.kernels.jsonl)");
     add_json_flag(*cmd, a->json_out, "Print the summary as one JSON document");
     cmd->callback([a, space_opt, sample_opt, archs_opt, &ctx] {
         auto& args = *a;
@@ -156,6 +163,7 @@ void add_measure_commands(CLI::App& app, Context& ctx) {
         if (args.cpu >= 0) o.cpu = args.cpu;
         o.realtime = args.realtime;
         o.allow_other_host = args.allow_other_host;
+        o.profile = args.profile;
         const ProgressLine line;
         const auto rep = measure::run_campaign(source, o, md::campaign_events(line));
         line.done();

@@ -7,7 +7,8 @@ namespace dnncost::cli {
 
 void add_adapt_commands(CLI::App& app, Context& ctx);     // adapt
 void add_compress_commands(CLI::App& app, Context& ctx);  // compress
-void add_device_commands(CLI::App& app, Context& ctx);    // device build | calibrate | residual | info
+void add_device_commands(CLI::App& app, Context& ctx);    // device build | calibrate | residual | info | check
+void add_device_check_command(CLI::App& device, Context& ctx);  // device check (cmd_device_check.cpp)
 void add_export_commands(CLI::App& app, Context& ctx);    // export-header, probe
 void add_inspect_commands(CLI::App& app, Context& ctx);   // inspect, nb201, space
 void add_map_commands(CLI::App& app, Context& ctx);       // map, cosearch

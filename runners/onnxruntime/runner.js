@@ -7,7 +7,9 @@
 // A request creates an inference session and releases it afterwards, unless it says "keep": then
 // the session stays for the model's next request (at most K sessions, the least recently used
 // released first). Creating a session is most of a round's cost besides its runs, and the
-// fastest runs of a kept session repeat as well as fresh sessions' (docs/measure.md).
+// fastest runs of a kept session repeat as well as fresh sessions' (docs/measure.md). A request
+// with "profile": true gets a session of its own with ONNX Runtime's profiler on, and its answer
+// adds the executed kernels and the optimised graph written beside the model.
 'use strict';
 
 const fs = require('node:fs');
@@ -180,14 +182,54 @@ function makeFeeds(session, modelPath) {
   return feeds;
 }
 
-function sessionOptions() {
-  return {
+function sessionOptions(profile) {
+  const o = {
     graphOptimizationLevel: options.optimization,
     intraOpNumThreads: options.threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
     logSeverityLevel: 3,
   };
+  if (profile) {
+    o.enableProfiling = true;
+    o.profileFilePrefix = path.join(profile.dir, 'profile');
+    o.optimizedModelFilePath = profile.optimizedModel;
+  }
+  return o;
+}
+
+// The optimised graph of a profiled request is written beside its model, so that the caller
+// can map the profile's node names to tensors: model.onnx -> model.optimized.onnx.
+function optimizedModelPath(model) {
+  const parsed = path.parse(model);
+  return path.join(parsed.dir, `${parsed.name}.optimized.onnx`);
+}
+
+// The kernels of the last `repeats` runs in ONNX Runtime's profile (a Chrome trace: one "Node"
+// event per kernel execution, named "<node>_kernel_time", its operator in args.op_name, its
+// duration in microseconds), averaged per node and listed in execution order. Runs are told
+// apart by their "model_run" events, so warm-up runs are left out.
+function profileKernels(file, repeats) {
+  const events = JSON.parse(fs.readFileSync(file, 'utf8'));
+  if (!Array.isArray(events)) throw new Error(`profile ${file} is not a JSON array`);
+  const runs = events.filter((e) => e && e.cat === 'Session' && e.name === 'model_run')
+    .sort((a, b) => a.ts - b.ts).slice(-repeats);
+  if (runs.length === 0) throw new Error(`profile ${file} has no model_run event`);
+  const inRun = (e) => runs.some((r) => e.ts >= r.ts && e.ts <= r.ts + r.dur);
+  const suffix = '_kernel_time';
+  const byNode = new Map();
+  for (const e of events) {
+    if (!e || e.cat !== 'Node' || typeof e.name !== 'string' || !e.name.endsWith(suffix) || !inRun(e)) continue;
+    const name = e.name.slice(0, -suffix.length);
+    let k = byNode.get(name);
+    if (!k) {
+      k = { name, op: (e.args && e.args.op_name) || '', us: 0, first: e.ts };
+      byNode.set(name, k);
+    }
+    k.us += Number(e.dur) || 0;
+  }
+  return [...byNode.values()].sort((a, b) => a.first - b.first)
+    .map((k) => ({ name: k.name, op: k.op, ms: k.us / 1000 / runs.length }));
 }
 
 function checkCount(value, what) {
@@ -211,6 +253,7 @@ async function measure(request) {
   const repeats = checkCount(request.repeats ?? 1, 'repeats');
   if (repeats < 1) throw new Error('"repeats" must be at least 1');
   if (request.keep !== undefined && typeof request.keep !== 'boolean') throw new Error('"keep" must be true or false');
+  if (request.profile !== undefined && typeof request.profile !== 'boolean') throw new Error('"profile" must be true or false');
   if (!fs.existsSync(model)) throw new Error(`no such model file: ${model}`);
 
   if (!primed) {
@@ -225,6 +268,7 @@ async function measure(request) {
     primed = true;
   }
   const resolved = path.resolve(model);
+  if (request.profile === true) return measureProfiled(request, resolved, warmup, repeats);
   const stamp = fileStamp(resolved);
   let entry = kept.get(resolved);
   if (entry) {
@@ -274,6 +318,39 @@ async function measure(request) {
     } else {
       await entry.session.release();
     }
+  }
+}
+
+// A profiled request gets a session of its own, neither kept nor taken from those kept: the
+// profiler is switched on when a session is created, and it slows every run it records.
+async function measureProfiled(request, model, warmup, repeats) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dnncost-profile-'));
+  const optimizedModel = optimizedModelPath(model);
+  // an earlier request's file must not pass for this one's
+  fs.rmSync(optimizedModel, { force: true });
+  try {
+    const session = await ort.InferenceSession.create(model, sessionOptions({ dir, optimizedModel }));
+    try {
+      const feeds = makeFeeds(session, request.model);
+      for (let i = 0; i < warmup; ++i) await session.run(feeds);
+      const latency = new Array(repeats);
+      for (let i = 0; i < repeats; ++i) {
+        const t0 = process.hrtime.bigint();
+        await session.run(feeds);
+        latency[i] = Number(process.hrtime.bigint() - t0) / 1e6;
+      }
+      session.endProfiling();
+      const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json'));
+      if (files.length !== 1) throw new Error(`ONNX Runtime wrote ${files.length} profile files, expected 1`);
+      const kernels = profileKernels(path.join(dir, files[0]), repeats);
+      const answer = { id: request.id, latency_ms: latency, kernels };
+      if (fs.existsSync(optimizedModel)) answer.optimized_model = optimizedModel;
+      return answer;
+    } finally {
+      await session.release();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -22,6 +22,26 @@ grep -q '"mode":"good"' good.device.json || fail "sidecar lacks the runner's dev
 [ "$(grep -c ',round,' good.csv)" -eq 0 ] || fail "good.csv: round rows left after compaction"
 grep -q '^ok ' err.txt || fail "plain progress lines missing on a non-terminal"
 
+# --profile: one profiled request per measured network after its rounds, kernels beside the store;
+# a runner that does not profile leaves them out with a warning, and the run still succeeds
+"$bin" "${base[@]}" --runner "$fake profile $work" --out prof.csv --profile --json >prof.json 2>prof.err
+rc=$?
+[ $rc -eq 0 ] || fail "--profile: exit $rc"
+grep -q '"profiled"' prof.json && grep -A2 '"profiled"' prof.json | grep -q '"networks": 3' ||
+  fail "--profile: the summary lacks 3 profiled networks"
+[ "$(grep -c '"kernels":\[{"name":"c1","op":"Conv","ms":1.25}' prof.kernels.jsonl 2>/dev/null)" -eq 3 ] ||
+  fail "--profile: prof.kernels.jsonl lacks the 3 networks' kernels"
+awk -F, 'NR > 1 && $6 == "ok" && $3 + 0 != 1 { bad = 1 } END { exit bad }' prof.csv || fail "--profile: a profiled latency was stored"
+"$bin" "${base[@]}" --runner "$fake good $work" --out prof_plain.csv --profile >/dev/null 2>prof_plain.err
+rc=$?
+[ $rc -eq 0 ] || fail "--profile with a runner that does not profile: exit $rc"
+grep -q 'no kernels for .*the runner does not profile' prof_plain.err || fail "--profile: no warning for a runner that does not profile"
+[ -e prof_plain.kernels.jsonl ] && fail "--profile: a kernel file without kernels"
+echo 'not json' > broken.kernels.jsonl
+"$bin" "${base[@]}" --runner "$fake profile $work" --out broken.csv --profile >/dev/null 2>broken.err
+[ $? -eq 1 ] && grep -q 'broken.kernels.jsonl:1: not a JSON line' broken.err || fail "--profile: a malformed kernel file is no clear error"
+grep -q ",ok," broken.csv 2>/dev/null && fail "--profile: measured before finding the kernel file malformed"
+
 # again: everything is already present, nothing is sent
 before=$(wc -l < requests.log)
 "$bin" "${base[@]}" --runner "$fake good $work" --out good.csv >out.txt 2>err.txt || fail "resume: exit $?"

@@ -57,6 +57,12 @@ while IFS= read -r line; do
     missing) printf '{"id":%s,"peak_memory_bytes":100}\n' "$id" ;;
     wrong_id) printf '{"id":%s,"latency_ms":[1.0]}\n' "$((id + 1000))" ;;
     error) printf '{"id":%s,"error":"cannot load %s"}\n' "$id" "$model" ;;
+    profile)  # profiles when asked: two kernels and the optimised model beside the request's
+      if [[ $line == *'"profile":true'* ]]; then
+        printf '{"id":%s,"latency_ms":[2.0],"kernels":[{"name":"c1","op":"Conv","ms":1.25},{"name":"add","op":"Add","ms":0.5}],"optimized_model":"%s.optimized.onnx"}\n' "$id" "${model%.onnx}"
+      else answer "$id" "$model" "$repeats"; fi ;;
+    bad_kernels)  # a kernel without its time
+      printf '{"id":%s,"latency_ms":[2.0],"kernels":[{"name":"c1","op":"Conv"}]}\n' "$id" ;;
     memory) printf '{"id":%s,"latency_ms":[2.0,2.0],"peak_memory_bytes":4096,"energy_mj":1.5}\n' "$id" ;;
     size)  # a planted device: 0.02 ms per run plus 1 ms per 4 MB of model file (its weights)
       answer "$id" "$model" "$repeats" "$(awk -v b="$(stat -c %s "$model")" 'BEGIN { printf "%.6f", 0.02 + b / 4e6 }')" ;;

@@ -23,6 +23,7 @@
 #include <dnncost/measure/candidates.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/json.hpp>
+#include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/process.hpp>
 #include <dnncost/measure/run_conditions.hpp>
@@ -59,6 +60,9 @@ struct CampaignOptions {
     /// Append to a store measured on another host, or whose reference network differs beyond
     /// the noise (refused otherwise).
     bool allow_other_host = false;
+    /// After the rounds, one profiled request per network measured in this run; the runtime's
+    /// kernels go to the store's kernel file (kernel_profiles.hpp).
+    bool profile = false;
 };
 
 struct CampaignEvents {
@@ -71,6 +75,8 @@ struct CampaignReport {
     std::optional<NoiseReport> noise;
     std::string runner_device;  ///< the runner's device line (JSON), empty if it gave none
     std::filesystem::path sidecar;
+    std::size_t profiled = 0;  ///< networks whose kernels were written to the kernel file (profile)
+    std::size_t profile_failed = 0;  ///< profiled requests that failed or came back without kernels
     double seconds_per_network = std::nan("");
 };
 

@@ -2,6 +2,8 @@
 /// @file campaign_impl.hpp
 /// The definitions of campaign.hpp: compiled once into dnncost::compiled in compiled mode
 /// (core/config.hpp), included by campaign.hpp in header-only mode.
+#include <map>
+
 #include <dnncost/measure/campaign.hpp>
 
 DNNCOST_FUNC auto dnncost::measure::detail::check_store_owner(const std::optional<StoreInfo>& info,
@@ -121,6 +123,8 @@ DNNCOST_FUNC auto dnncost::measure::run_campaign(const NetworkSource& source, co
     prov.store_name = o.out.string();
     prov.allow_other_host = o.allow_other_host;
     prov.how_to_allow = "pass --allow-other-host to append anyway";
+    // a malformed kernel file stops the run before anything is measured, not after
+    if (o.profile) (void)read_kernel_profiles(kernel_profiles_path(o.out));
     RunnerPool pool(o.runners, po);
     Harness harness(pool, ho, prov);
 
@@ -160,6 +164,34 @@ DNNCOST_FUNC auto dnncost::measure::run_campaign(const NetworkSource& source, co
                                  ", above the re-measure threshold " + detail::percent(ho.remeasure_spread) +
                                  ": the device was noisy (see docs/measure.md)");
     save_device();
+    if (o.profile) {
+        // separate requests: the profiler slows the runs it records, and none of them is stored
+        std::map<std::string, const Network*> by_key;
+        for (const auto& n : networks) by_key.emplace(n.key, &n);
+        std::vector<const Network*> todo;
+        for (const auto& r : rep.summary.results)
+            if (r.ok() && by_key.count(r.key)) todo.push_back(by_key[r.key]);
+        std::vector<Request> requests;
+        for (const auto* n : todo) {
+            Request req{0, n->model.string(), ho.warmup, ho.repeats};
+            req.profile = true;
+            requests.push_back(std::move(req));
+        }
+        std::vector<KernelProfile> profiles;
+        pool.run(requests, [&](std::size_t k, const Outcome& out) {
+            if (!out.ok() || out.answer.kernels.empty()) {
+                ++rep.profile_failed;
+                detail::warn(events, "warning: no kernels for " + todo[k]->id + ": " +
+                                         (out.ok() ? std::string("the runner does not profile") : out.detail));
+                return;
+            }
+            profiles.push_back({todo[k]->key, todo[k]->id, out.answer.kernels});
+            std::error_code ec;
+            if (!out.answer.optimized_model.empty()) fs::remove(out.answer.optimized_model, ec);
+        });
+        if (!profiles.empty()) merge_kernel_profiles(kernel_profiles_path(o.out), profiles);
+        rep.profiled = profiles.size();
+    }
     if (o.noise_check > 0) rep.noise = detail::noise_check(harness, store, networks, source, o, scratch.path(), events);
     rep.runner_device = pool.device();
     if (rep.summary.measured) rep.seconds_per_network = rep.summary.seconds / static_cast<double>(rep.summary.measured);
@@ -191,6 +223,12 @@ DNNCOST_FUNC dnncost::measure::json::Value dnncost::measure::report_json(const C
     j.set("host", to_json(s.conditions.host));
     j.set("disturbed", Value::of(s.conditions.disturbed));
     j.set("conditions", to_json(s.conditions));
+    if (o.profile) {
+        Value p = Value::object();
+        p.set("networks", count(rep.profiled));
+        p.set("failed", count(rep.profile_failed));
+        j.set("profiled", std::move(p));
+    }
     if (const auto& noise = rep.noise) {
         const bool none = noise->pairs.empty();  // no network could be re-measured: no agreement to give
         Value n = Value::object();

@@ -5,8 +5,10 @@
 ///
 /// A runner is any executable that measures ONNX models on a device and talks JSON Lines over
 /// stdin/stdout (docs/measure.md):
-///   request  {"id": 7, "model": "/abs/path.onnx", "warmup": W, "repeats": N}  (+ optional "keep": true)
-///   answer   {"id": 7, "latency_ms": [t1, ..., tN]}  (+ optional "peak_memory_bytes", "energy_mj")
+///   request  {"id": 7, "model": "/abs/path.onnx", "warmup": W, "repeats": N}  (+ optional "keep": true,
+///            "profile": true)
+///   answer   {"id": 7, "latency_ms": [t1, ..., tN]}  (+ optional "peak_memory_bytes", "energy_mj", and for
+///            a profiled request "kernels": [{"name", "op", "ms"}, ...], "optimized_model": "/path")
 ///   or       {"id": 7, "error": "why"}
 ///   device   {"device": {...}}  a line without "id", normally the first; stored with the results
 /// The failure kinds: timeout, crash (exited or killed without answering), garbage (a line that
@@ -36,6 +38,17 @@ struct Request {
     /// The same model comes again soon: a runner may keep what it loaded for it (a session)
     /// instead of loading it again; a request without it may release what was kept.
     bool keep = false;
+    /// Ask for the kernels the runtime executed (RuntimeKernel) and its optimised graph; a
+    /// runner that cannot profile answers as without it.
+    bool profile = false;
+};
+
+/// One kernel the runtime executed, as its profiler names it: the node of the runtime's
+/// optimised graph, its operator, and its time per run averaged over the timed runs.
+struct RuntimeKernel {
+    std::string name;
+    std::string op;
+    double ms = 0;
 };
 
 /// A successful answer.
@@ -44,6 +57,10 @@ struct Answer {
     std::optional<double> peak_memory_bytes;
     std::optional<double> energy_mj;
     std::optional<double> accuracy;  ///< the answer of an accuracy command (AnswerKind::accuracy)
+    /// The runtime's kernels in execution order (a profiled request to a runner that profiles).
+    std::vector<RuntimeKernel> kernels;
+    /// The runtime's optimised graph as an ONNX file the runner wrote; empty: none.
+    std::string optimized_model;
 };
 
 /// What a command answers: latencies (a runner), or one accuracy figure per model (an accuracy
@@ -94,6 +111,8 @@ inline Outcome failed(Failure f, std::string detail) {
 /// An optional non-negative finite quantity of an answer.
 DNNCOST_FUNC bool optional_quantity(const json::Value& answer, std::string_view key, std::optional<double>& out,
                               std::string& problem);
+/// The optional "kernels" and "optimized_model" of an answer.
+DNNCOST_FUNC bool optional_kernels(const json::Value& answer, Answer& out, std::string& problem);
 }  // namespace detail
 
 /// Classify one line of runner output (without its newline) in answer to request `expected_id`.

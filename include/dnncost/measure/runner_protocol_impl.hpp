@@ -35,6 +35,7 @@ DNNCOST_FUNC auto dnncost::measure::encode_request(const Request& r) -> std::str
     v.set("warmup", json::Value::of(static_cast<double>(r.warmup)));
     v.set("repeats", json::Value::of(static_cast<double>(r.repeats)));
     if (r.keep) v.set("keep", json::Value::of(true));
+    if (r.profile) v.set("profile", json::Value::of(true));
     return json::dump(v) + "\n";
 }
 
@@ -56,6 +57,40 @@ DNNCOST_FUNC auto dnncost::measure::detail::optional_quantity(const json::Value&
         return false;
     }
     out = v->number;
+    return true;
+}
+
+DNNCOST_FUNC auto dnncost::measure::detail::optional_kernels(const json::Value& answer, Answer& out,
+                                                             std::string& problem) -> bool {
+    if (const auto* m = answer.find("optimized_model"); m && !m->is_null()) {
+        if (!m->is_string() || m->string.empty()) {
+            problem = "\"optimized_model\" is not a file path: " + clip(json::dump(*m));
+            return false;
+        }
+        out.optimized_model = m->string;
+    }
+    const auto* ks = answer.find("kernels");
+    if (!ks || ks->is_null()) return true;
+    if (!ks->is_array()) {
+        problem = "\"kernels\" is not an array: " + clip(json::dump(*ks));
+        return false;
+    }
+    for (std::size_t i = 0; i < ks->items.size(); ++i) {
+        const auto& k = ks->items[i];
+        const auto bad = [&](const std::string& why) {
+            problem = "kernel " + std::to_string(i) + " " + why + ": " + clip(json::dump(k));
+            return false;
+        };
+        if (!k.is_object()) return bad("is not an object");
+        const auto* name = k.find("name");
+        const auto* op = k.find("op");
+        const auto* ms = k.find("ms");
+        if (!name || !name->is_string() || name->string.empty()) return bad("has no \"name\" string");
+        if (op && !op->is_null() && !op->is_string()) return bad("has an \"op\" that is not a string");
+        if (!ms || !ms->is_number() || !std::isfinite(ms->number) || ms->number < 0)
+            return bad("has no finite non-negative \"ms\"");
+        out.kernels.push_back({name->string, op && op->is_string() ? op->string : std::string(), ms->number});
+    }
     return true;
 }
 
@@ -138,7 +173,8 @@ DNNCOST_FUNC auto dnncost::measure::decode_reply(std::string_view line, std::uin
     }
     std::string problem;
     if (!detail::optional_quantity(v, "peak_memory_bytes", a.peak_memory_bytes, problem) ||
-        !detail::optional_quantity(v, "energy_mj", a.energy_mj, problem)) {
+        !detail::optional_quantity(v, "energy_mj", a.energy_mj, problem) ||
+        !detail::optional_kernels(v, a, problem)) {
         r.outcome = detail::failed(Failure::bad_answer, problem);
         return r;
     }

@@ -1,0 +1,239 @@
+// `dnncost device check`: the kernel pass of a device model against the kernels a runtime
+// executed, from the runner's profile (docs/device_model.md, "Checking the kernel pass").
+#include <algorithm>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "measure_options.hpp"
+
+#include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/io/file.hpp>
+#include <dnncost/measure/candidates.hpp>
+#include <dnncost/measure/kernel_check.hpp>
+#include <dnncost/measure/model_file.hpp>
+#include <dnncost/measure/runner.hpp>
+#include <dnncost/measure/scratch_dir.hpp>
+#include <dnncost/spaces/registry.hpp>
+
+namespace dnncost::cli {
+
+namespace device_check_detail {
+namespace fs = std::filesystem;
+
+struct CheckArgs {
+    std::string model, rules, runner, space, space_options, kernels_out;
+    std::vector<std::string> files;
+    std::size_t sample = 0;
+    std::uint64_t seed = 1;
+    int warmup = 2, repeats = 5;
+    double timeout = 300;
+    bool json_out = false;
+};
+
+inline json mismatches(const std::vector<measure::KernelMismatch>& v, bool with_ms) {
+    json a = json::array();
+    for (const auto& m : v) {
+        json e{{"kernel", m.kernel}, {"name", m.name}, {"why", m.why}};
+        if (with_ms) e["ms"] = m.ms;
+        a.push_back(std::move(e));
+    }
+    return a;
+}
+
+/// "why" without the node names it mentions: the same disagreement across networks.
+inline std::string pattern_of(const measure::KernelMismatch& m) {
+    auto why = m.why;
+    if (const auto p = why.find(" ("); p != std::string::npos) why.erase(p);
+    return m.kernel + ": " + why;
+}
+
+/// @return whether every network was profiled and compared
+inline bool run_check(const CheckArgs& a) {
+    const auto model = estimators::DeviceModel::deserialize(io::read_file(a.model), a.model);
+    const auto rules =
+        a.rules.empty() ? model->rules() : cost::FusionRules::parse(io::read_file(a.rules), a.rules);
+    std::vector<measure::Candidate> nets;
+    if (a.sample > 0)
+        nets = measure::sample_candidates(spaces::find_space(a.space), a.sample, a.seed,
+                                          spaces::space_options(a.space_options));
+    if (!a.files.empty()) {
+        auto more = measure::onnx_candidates(a.files, fs::current_path());
+        for (auto& c : more) nets.push_back(std::move(c));
+    }
+    if (nets.empty()) raise<config_error>("device check: name networks: ONNX files, or --space NAME --sample N");
+    const measure::ScratchDir scratch("dnncost-check");
+    measure::Runner runner(a.runner);
+    const auto timeout = measure::Millis(static_cast<std::int64_t>(a.timeout * 1000));
+    json per_network = json::array();
+    measure::KernelCheck total;
+    std::map<std::string, std::size_t> missing_by, extra_by;
+    std::map<std::string, double> extra_ms;
+    std::size_t failed = 0, without_profile = 0;
+    std::string kernel_lines;  // --kernels: one JSON line per profiled network
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        const auto& net = nets[i];
+        const auto file = scratch.path() / ("net" + std::to_string(i) + ".onnx");
+        measure::write_model_for_runner(net.graph, file, a.seed, net.opset);
+        measure::Request req{i + 1, file.string(), a.warmup, a.repeats};
+        req.profile = true;
+        const auto o = runner.measure(req, timeout);
+        json entry{{"network", net.id}};
+        if (!o.ok()) {
+            ++failed;
+            entry["failure"] = std::string(measure::to_string(o.failure)) + ": " + o.detail;
+            std::cerr << "dnncost: " << net.id << ": " << entry["failure"].get<std::string>() << '\n';
+            per_network.push_back(std::move(entry));
+            continue;
+        }
+        if (o.answer.kernels.empty()) {
+            ++without_profile;
+            entry["failure"] = "the runner answered without kernels (it does not profile)";
+            per_network.push_back(std::move(entry));
+            continue;
+        }
+        std::vector<measure::RuntimeNode> nodes;
+        if (!o.answer.optimized_model.empty()) {
+            try {
+                nodes = measure::read_runtime_nodes(o.answer.optimized_model);
+            } catch (const error& e) {
+                ++failed;
+                entry["failure"] = std::string("the runner's optimised model: ") + e.what();
+                std::cerr << "dnncost: " << net.id << ": " << entry["failure"].get<std::string>() << '\n';
+                per_network.push_back(std::move(entry));
+                continue;
+            }
+        }
+        if (!a.kernels_out.empty()) {
+            json ks = json::array();
+            for (const auto& k : o.answer.kernels) ks.push_back({{"name", k.name}, {"op", k.op}, {"ms", k.ms}});
+            json line{{"network", net.id}, {"latency_ms", o.answer.latency_ms}, {"kernels", ks}};
+            if (!nodes.empty()) {
+                json outs = json::object();
+                for (const auto& n : nodes) outs[n.name] = n.outputs;
+                line["outputs"] = outs;
+            }
+            kernel_lines += line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+        }
+        const auto kg = cost::kernel_graph(net.graph, rules);
+        const auto c = measure::check_kernels(net.graph, kg, o.answer.kernels, nodes);
+        std::error_code ec;
+        if (!o.answer.optimized_model.empty()) fs::remove(o.answer.optimized_model, ec);
+        fs::remove(file, ec);
+        std::vector<double> lat = o.answer.latency_ms;
+        std::sort(lat.begin(), lat.end());
+        entry.update({{"pass_kernels", c.pass_kernels},
+                      {"runtime_kernels", c.runtime_kernels},
+                      {"matched", c.matched},
+                      {"agreement", c.agreement()},
+                      {"pass_reorders", c.pass_reorders},
+                      {"runtime_reorders", c.runtime_reorders},
+                      {"matched_reorders", c.matched_reorders},
+                      {"runtime_ms", c.runtime_ms},
+                      {"matched_ms", c.matched_ms},
+                      {"profiled_latency_ms", lat[lat.size() / 2]},
+                      {"missing_fusions", mismatches(c.missing, false)},
+                      {"extra", mismatches(c.extra, true)},
+                      {"pairs", c.pairs}});
+        per_network.push_back(std::move(entry));
+        total.pass_kernels += c.pass_kernels;
+        total.runtime_kernels += c.runtime_kernels;
+        total.matched += c.matched;
+        total.pass_reorders += c.pass_reorders;
+        total.runtime_reorders += c.runtime_reorders;
+        total.matched_reorders += c.matched_reorders;
+        total.runtime_ms += c.runtime_ms;
+        total.matched_ms += c.matched_ms;
+        for (const auto& m : c.missing) ++missing_by[pattern_of(m)];
+        for (const auto& m : c.extra) {
+            ++extra_by[pattern_of(m)];
+            extra_ms[pattern_of(m)] += m.ms;
+        }
+        for (const auto& [k, n] : c.pairs) total.pairs[k] += n;
+        if (!a.json_out)
+            std::cerr << "dnncost: " << net.id << ": " << c.matched << " of " << c.pass_kernels << " pass / "
+                      << c.runtime_kernels << " runtime kernels matched\n";
+    }
+    if (!a.kernels_out.empty()) io::write_file_atomic(a.kernels_out, kernel_lines);
+    const auto sorted = [](const std::map<std::string, std::size_t>& m) {
+        std::vector<std::pair<std::string, std::size_t>> v(m.begin(), m.end());
+        std::stable_sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+        return v;
+    };
+    if (a.json_out) {
+        json miss = json::array(), extra = json::array();
+        for (const auto& [k, n] : sorted(missing_by)) miss.push_back({{"what", k}, {"count", n}});
+        for (const auto& [k, n] : sorted(extra_by)) extra.push_back({{"what", k}, {"count", n}, {"ms", extra_ms[k]}});
+        print_json({{"model", a.model},
+                    {"device", model->rules().device},
+                    {"rules", a.rules.empty() ? std::string("the model's") : a.rules},
+                    {"runner", a.runner},
+                    {"runner_device", json::parse(runner.device().empty() ? "null" : runner.device(), nullptr, false)},
+                    {"networks", nets.size()},
+                    {"failed", failed},
+                    {"without_profile", without_profile},
+                    {"pass_kernels", total.pass_kernels},
+                    {"runtime_kernels", total.runtime_kernels},
+                    {"matched", total.matched},
+                    {"agreement", total.agreement()},
+                    {"pass_reorders", total.pass_reorders},
+                    {"runtime_reorders", total.runtime_reorders},
+                    {"matched_reorders", total.matched_reorders},
+                    {"runtime_ms", total.runtime_ms},
+                    {"matched_ms", total.matched_ms},
+                    {"missing_fusions", miss},
+                    {"extra", extra},
+                    {"pairs", total.pairs},
+                    {"per_network", per_network}});
+        return failed == 0 && without_profile == 0;
+    }
+    std::cout << "networks " << nets.size() << " (" << failed << " failed, " << without_profile
+              << " without a profile)\n"
+              << "kernels: pass " << total.pass_kernels << ", runtime " << total.runtime_kernels << ", matched "
+              << total.matched << "; agreement " << percent(total.agreement()) << "; runtime time in matched kernels "
+              << percent(total.runtime_ms > 0 ? total.matched_ms / total.runtime_ms : 0) << '\n'
+              << "reorders: pass " << total.pass_reorders << ", runtime " << total.runtime_reorders << ", matched "
+              << total.matched_reorders << '\n';
+    if (!missing_by.empty()) std::cout << "missing fusions (pass kernels the runtime fused into others):\n";
+    for (const auto& [k, n] : sorted(missing_by)) std::cout << std::setw(6) << n << "  " << k << '\n';
+    if (!extra_by.empty()) std::cout << "extra runtime kernels:\n";
+    for (const auto& [k, n] : sorted(extra_by))
+        std::cout << std::setw(6) << n << "  " << k << "  (" << extra_ms[k] << " ms in all)\n";
+    return failed == 0 && without_profile == 0;
+}
+
+}  // namespace device_check_detail
+
+void add_device_check_command(CLI::App& device, Context& ctx) {
+    namespace dc = device_check_detail;
+    auto a = std::make_shared<dc::CheckArgs>();
+    auto* cmd = device.add_subcommand(
+        "check", "Compare a device model's kernel pass with the kernels a runtime executes (its profile)");
+    cmd->add_option("--model", a->model, "Device model (.dnnc)")->required();
+    cmd->add_option("--rules", a->rules, "Fusion rules file to check instead of the model's");
+    add_runner_option(*cmd, a->runner, false)->required();
+    cmd->add_option("files", a->files, "ONNX networks");
+    add_search_space_options(*cmd, a->space, a->space_options, "Search space of --sample");
+    add_sample_options(*cmd, a->sample, a->seed, "Seed of --sample and of the model weights");
+    cmd->add_option("--warmup", a->warmup, "Untimed runs before the profiled ones")->capture_default_str();
+    cmd->add_option("--repeats", a->repeats, "Profiled runs (kernel times are their average)")->capture_default_str();
+    cmd->add_option("--timeout", a->timeout, "Seconds a network may take")->capture_default_str();
+    cmd->add_option("--kernels", a->kernels_out,
+                    "Write the runtime's kernels of every network here, one JSON line each (with the outputs of "
+                    "its optimised graph's nodes)")
+        ->check(check::output_path());
+    add_json_flag(*cmd, a->json_out);
+    cmd->callback([a, &ctx] {
+        if (a->sample > 0 && a->space.empty()) raise<config_error>("device check: --sample needs --space NAME");
+        ctx.exit_code = dc::run_check(*a) ? 0 : 3;
+    });
+}
+
+}  // namespace dnncost::cli
