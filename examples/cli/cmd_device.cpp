@@ -257,7 +257,11 @@ inline void run_calibrate(const CalibrateArgs& a) {
     if (count) {
         if (!measured) networks = measure::calibration_networks(*count);
     } else {
-        for (const auto& f : a.shots) networks.push_back(io::import_onnx(f));
+        for (const auto& f : a.shots) {
+            const auto bytes = io::read_file(f);
+            networks.push_back(io::import_onnx_bytes(bytes, f));
+            s.opsets.push_back(io::onnx_opset(bytes, f));  // written for the runner at its own opset
+        }
     }
     const auto r = measured ? measure::calibrate_device_model(*m, *measured, *count, options)
                             : measure::calibrate_device_model(*m, networks, s, options);

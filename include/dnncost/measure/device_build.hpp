@@ -131,6 +131,9 @@ struct DeviceCalibrationSetup {
     PoolOptions pool{};
     std::uint64_t seed = 0;  ///< of the weight values
     HarnessEvents events{};
+    /// The opset to write each shot with (a network of the user's at its own); empty: every shot
+    /// at spaces_opset().
+    std::vector<int> opsets;
 };
 
 struct DeviceCalibrationResult {

@@ -182,11 +182,15 @@ DNNCOST_FUNC auto dnncost::measure::calibrate_device_model(estimators::DeviceMod
     if (!std::filesystem::is_directory(setup.work_dir / "models"))
         raise<io_error>("device calibrate: cannot create the work directory '", setup.work_dir.string(), "'");
     ResultsStore store(setup.work_dir / "shots.csv");
+    if (!setup.opsets.empty() && setup.opsets.size() != shots.size())
+        raise<config_error>("device calibrate: ", setup.opsets.size(), " opsets for ", shots.size(), " networks");
     std::vector<Network> networks;
-    for (const auto& g : shots) {
+    for (std::size_t i = 0; i < shots.size(); ++i) {
+        const auto& g = shots[i];
         const auto key = graph::canonical_hash(g).hex();
         Network n{key, g.name(), setup.work_dir / "models" / (key + ".onnx")};
-        if (!std::filesystem::exists(n.model)) write_model_for_runner(g, n.model, setup.seed, spaces_opset());
+        const int opset = setup.opsets.empty() ? spaces_opset() : setup.opsets[i];
+        if (!std::filesystem::exists(n.model)) write_model_for_runner(g, n.model, setup.seed, opset);
         networks.push_back(std::move(n));
     }
     RunnerPool pool(setup.runners, setup.pool);
