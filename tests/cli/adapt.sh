@@ -164,7 +164,7 @@ CPP
     src=../use_gnn.cpp; [ $preset = additive ] && src=../use.cpp
     for mode in $modes; do
       flags=""; [ $mode = no-exceptions ] && flags=-fno-exceptions
-      "$cxx" -std=c++20 -O0 $flags -I. -I"$inc" "${eigen[@]}" $src -o use_$mode 2> cc_$mode.err \
+      "$cxx" -std=c++20 -O1 $flags -I. -I"$inc" "${eigen[@]}" $src -o use_$mode 2> cc_$mode.err \
         || { fail "compile $preset ($mode)"; head -5 cc_$mode.err; continue; }
       ./use_$mode ../archs.txt ../$preset.dnnc > ours_$mode.txt || fail "run $preset ($mode)"
     done
