@@ -245,6 +245,18 @@ function fileStamp(file) {
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
 }
 
+// `warmup` untimed runs, then the milliseconds of each of `repeats` timed runs.
+async function timedRuns(session, feeds, warmup, repeats) {
+  for (let i = 0; i < warmup; ++i) await session.run(feeds);
+  const latency = new Array(repeats);
+  for (let i = 0; i < repeats; ++i) {
+    const t0 = process.hrtime.bigint();
+    await session.run(feeds);
+    latency[i] = Number(process.hrtime.bigint() - t0) / 1e6;
+  }
+  return latency;
+}
+
 let primed = false;
 async function measure(request) {
   const model = request.model;
@@ -294,13 +306,7 @@ async function measure(request) {
     const session = entry.session;
     if (!entry.feeds) entry.feeds = makeFeeds(session, model);
     const feeds = entry.feeds;
-    for (let i = 0; i < warmup; ++i) await session.run(feeds);
-    const latency = new Array(repeats);
-    for (let i = 0; i < repeats; ++i) {
-      const t0 = process.hrtime.bigint();
-      await session.run(feeds);
-      latency[i] = Number(process.hrtime.bigint() - t0) / 1e6;
-    }
+    const latency = await timedRuns(session, feeds, warmup, repeats);
     if (peak) peak();
     const answer = { id: request.id, latency_ms: latency };
     // a kept session answers with the peak measured when it was created: its runs reuse its arena
@@ -332,13 +338,7 @@ async function measureProfiled(request, model, warmup, repeats) {
     const session = await ort.InferenceSession.create(model, sessionOptions({ dir, optimizedModel }));
     try {
       const feeds = makeFeeds(session, request.model);
-      for (let i = 0; i < warmup; ++i) await session.run(feeds);
-      const latency = new Array(repeats);
-      for (let i = 0; i < repeats; ++i) {
-        const t0 = process.hrtime.bigint();
-        await session.run(feeds);
-        latency[i] = Number(process.hrtime.bigint() - t0) / 1e6;
-      }
+      const latency = await timedRuns(session, feeds, warmup, repeats);
       session.endProfiling();
       const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json'));
       if (files.length !== 1) throw new Error(`ONNX Runtime wrote ${files.length} profile files, expected 1`);
