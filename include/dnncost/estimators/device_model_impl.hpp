@@ -260,6 +260,15 @@ struct CalibrationShots {
     Mat<double> family_ms;  ///< network x family
 };
 
+/// A shot's latency at global factor exp(theta[0]) and family factors exp(theta[f + 1]), without
+/// the global factor.
+inline double family_scaled_ms(const CalibrationShots& s, std::size_t i, const std::vector<double>& theta) {
+    double v = s.overhead[i];
+    for (Index f = 0; f < s.family_ms.cols(); ++f)
+        v += std::exp(theta[static_cast<std::size_t>(f) + 1]) * s.family_ms(static_cast<Index>(i), f);
+    return v;
+}
+
 /// Log-space least squares for the global factor g and family factors s_f:
 ///   sum_i (log(g (O_i + sum_f s_f P_if)) - log m_i)^2 + penalty * sum_f (log s_f)^2
 /// over the shots in `use`, the families flagged in `free` only (the rest stay at 1), by damped
@@ -270,9 +279,7 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
     const auto nf = static_cast<std::size_t>(s.family_ms.cols());
     std::vector<double> theta(nf + 1, 0.0);
     const auto pred_log = [&](std::size_t i, const std::vector<double>& t) {
-        double v = s.overhead[i];
-        for (std::size_t f = 0; f < nf; ++f) v += std::exp(t[f + 1]) * s.family_ms(static_cast<Index>(i), static_cast<Index>(f));
-        return t[0] + std::log(std::max(v, 1e-300));
+        return t[0] + std::log(std::max(family_scaled_ms(s, i, t), 1e-300));
     };
     std::vector<double> lr;
     for (std::size_t i : use) lr.push_back(std::log(s.measured[i]) - pred_log(i, theta));
@@ -295,9 +302,7 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
         Mat<double> jtj = Mat<double>::Zero(m, m);
         Eigen::VectorXd jtr = Eigen::VectorXd::Zero(m);
         for (std::size_t i : use) {
-            double v = s.overhead[i];
-            for (std::size_t f = 0; f < nf; ++f)
-                v += std::exp(theta[f + 1]) * s.family_ms(static_cast<Index>(i), static_cast<Index>(f));
+            const double v = family_scaled_ms(s, i, theta);
             Eigen::VectorXd j(m);
             j(0) = 1;
             for (std::size_t k = 0; k < vars.size(); ++k) {
@@ -379,10 +384,7 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
     for (std::size_t f = 0; f < nf; ++f) free[f] = options.per_family && share[f] >= options.min_family_share;
 
     const auto predict = [&](const std::vector<double>& theta, std::size_t i) {
-        double v = shots.overhead[i];
-        for (std::size_t f = 0; f < nf; ++f)
-            v += std::exp(theta[f + 1]) * shots.family_ms(static_cast<Index>(i), static_cast<Index>(f));
-        return std::exp(theta[0]) * v;
+        return std::exp(theta[0]) * detail::family_scaled_ms(shots, i, theta);
     };
     std::vector<std::size_t> all(n);
     for (std::size_t i = 0; i < n; ++i) all[i] = i;
