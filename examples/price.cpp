@@ -7,11 +7,12 @@
 #include <exception>
 #include <vector>
 
-#include <dnncost/estimators/registry.hpp>
+#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/io/onnx.hpp>
 #if !defined(DNNCOST_COMPILED)
-// Header-only mode: device models register their preset from their own header (the compiled
-// library registers every built-in preset itself).
+// Header-only mode: a preset registers from its own header, so this program prices with device
+// models and compiles no other estimator (estimators/registry.hpp would bring every built-in one).
+// The compiled library registers every built-in preset itself.
 #include <dnncost/estimators/device_model.hpp>
 #endif
 

@@ -14,6 +14,7 @@
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/estimators/additive.hpp>
+#include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/spaces/nb201.hpp>

@@ -18,6 +18,7 @@
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/estimators/capabilities.hpp>
+#include <dnncost/estimators/ensemble_kind.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/train/metrics.hpp>
@@ -36,8 +37,8 @@ public:
     using MemberFactory = std::function<std::unique_ptr<Estimator>()>;
     /// Rebuilds a member from its serialized bytes (a container of any kind).
     using MemberLoader = std::function<std::unique_ptr<Estimator>(std::string_view bytes, std::string_view source)>;
-    static constexpr std::string_view kind = "ensemble";
-    enum class Resample : std::uint8_t { bootstrap = 0, none = 1 };
+    static constexpr std::string_view kind = ensemble_kind;
+    using Resample = EnsembleResample;
     /// Every member is a whole model in memory: more than this is a mistake, not an ensemble.
     static constexpr int max_members = 1024;
 

@@ -22,7 +22,7 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
-#include <dnncost/estimators/ensemble.hpp>
+#include <dnncost/estimators/ensemble_kind.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/serialize.hpp>
@@ -48,6 +48,8 @@ using PresetFactory = std::function<std::unique_ptr<Estimator>(const PresetSetti
 /// Rebuilds an estimator from its serialized bytes (a container of the preset's kind).
 using EstimatorLoader = std::function<std::unique_ptr<Estimator>(std::string_view bytes, std::string_view source)>;
 
+class EnsembleEstimator;
+
 struct RegistryEntry {
     PresetFactory make;
     EstimatorLoader load;
@@ -56,8 +58,6 @@ struct RegistryEntry {
 };
 
 namespace detail {
-inline std::unique_ptr<Estimator> load_ensemble(std::string_view bytes, std::string_view source);
-
 /// The GEMM precision option, shared by the presets whose networks run GEMMs.
 inline const PresetOption precision_option{
     "precision",
@@ -101,7 +101,7 @@ inline Registry& registry() {
 
 /// Add (or replace) a preset. Thread-safe.
 inline void register_estimator(std::string name, RegistryEntry entry) {
-    if (name.empty() || name == EnsembleEstimator::kind)
+    if (name.empty() || name == ensemble_kind)
         raise<config_error>("register_estimator: invalid preset name '", name, "'");
     if (!entry.make || !entry.load)
         raise<config_error>("register_estimator: preset '", name, "' needs a factory and a loader");
@@ -195,43 +195,20 @@ inline std::unique_ptr<Estimator> make_estimator(std::string_view name, const Pr
 }
 
 /// An untrained ensemble of `members` estimators of the named preset, each with `settings`.
-inline std::unique_ptr<EnsembleEstimator> make_ensemble(
-    std::string_view name, int members, EnsembleEstimator::Resample resample = EnsembleEstimator::Resample::bootstrap,
-    const PresetSettings& settings = {}) {
-    auto entry = detail::find_entry(name, "make_ensemble: ");
-    detail::check_settings(name, entry, settings);
-    return std::make_unique<EnsembleEstimator>(
-        std::string(name), [make = entry.make, settings] { return make(settings); }, members, resample);
-}
+DNNCOST_FUNC std::unique_ptr<EnsembleEstimator> make_ensemble(std::string_view name, int members,
+                                                             EnsembleResample resample = EnsembleResample::bootstrap,
+                                                             const PresetSettings& settings = {});
 
 /// Rebuild a saved estimator (any registered preset, or an ensemble of one) from its bytes.
 /// @throws parse_error naming `source` for a corrupt/foreign file or an unknown preset
 /// The model's source() is `source` (unless "<memory>"), so that its errors name it.
-inline std::unique_ptr<Estimator> load_estimator(std::string_view bytes, std::string_view source = "<memory>") {
-    const auto c = io::read_container(bytes, std::nullopt, source);
-    std::unique_ptr<Estimator> est;
-    if (c.kind == EnsembleEstimator::kind) {
-        est = detail::load_ensemble(bytes, source);
-    } else {
-        auto entry = detail::lookup_entry(c.kind);
-        if (!entry) detail::raise_unknown_preset<parse_error>(c.kind, std::string(source) + ": ");
-        est = entry->load(bytes, source);
-    }
-    if (source != "<memory>") est->set_source(std::string(source));
-    return est;
-}
+DNNCOST_FUNC std::unique_ptr<Estimator> load_estimator(std::string_view bytes, std::string_view source = "<memory>");
 
 /// Read and rebuild a saved estimator file.
-inline std::unique_ptr<Estimator> load_estimator_file(const std::filesystem::path& path) {
-    return load_estimator(io::read_file(path), path.string());
-}
-
-namespace detail {
-inline std::unique_ptr<Estimator> load_ensemble(std::string_view bytes, std::string_view source) {
-    auto e = EnsembleEstimator::deserialize(
-        bytes, source, [](std::string_view b, std::string_view s) { return load_estimator(b, s); });
-    return e;
-}
-}  // namespace detail
+DNNCOST_FUNC std::unique_ptr<Estimator> load_estimator_file(const std::filesystem::path& path);
 
 }  // namespace dnncost::estimators
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/estimators/preset_registry_impl.hpp>
+#endif
