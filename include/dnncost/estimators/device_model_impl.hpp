@@ -19,6 +19,7 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
 #include <dnncost/cost/kernel_kind.hpp>
@@ -283,9 +284,8 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
     };
     std::vector<double> lr;
     for (std::size_t i : use) lr.push_back(std::log(s.measured[i]) - pred_log(i, theta));
-    std::sort(lr.begin(), lr.end());
     const auto n = lr.size();
-    theta[0] = n % 2 ? lr[n / 2] : 0.5 * (lr[n / 2 - 1] + lr[n / 2]);
+    theta[0] = median(lr);
     std::vector<std::size_t> vars;  // indices into theta of the free family factors
     for (std::size_t f = 0; f < nf; ++f)
         if (free[f]) vars.push_back(f + 1);

@@ -22,6 +22,7 @@
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/estimator.hpp>
@@ -268,7 +269,7 @@ auto GnnEstimator<C>::prepare(const train::TrainData& train, std::uint64_t seed)
     m_encoder = features::FeatureEncoder(encode_options());
     m_encoder.fit(train.graphs);
     m_scale = C.train.pow10_labels
-                  ? std::pow(10.0, std::round(std::log10(std::max(std::abs(train::median_high(train.targets)), 1e-30))))
+                  ? std::pow(10.0, std::round(std::log10(std::max(std::abs(median_high(train.targets)), 1e-30))))
                   : 1.0;
     double nodes = 0;
     for (const auto* g : train.graphs) nodes += static_cast<double>(g->num_nodes());

@@ -34,6 +34,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/memory.hpp>
 #include <dnncost/estimators/capabilities.hpp>

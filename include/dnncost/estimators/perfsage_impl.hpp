@@ -75,7 +75,7 @@ DNNCOST_FUNC auto PerfSageEstimator::fit_targets(const train::MultiTrainData& tr
     m_threads = o.threads;
     prepare(train.graphs);
     m_target_scale.assign(nt, 1.0);
-    for (std::size_t k = 0; k < nt; ++k) m_target_scale[k] = train::median_high(train.targets[k]);
+    for (std::size_t k = 0; k < nt; ++k) m_target_scale[k] = median_high(train.targets[k]);
     shape.types = std::max<int>(1, static_cast<int>(m_types.size()));
     shape.targets = static_cast<int>(nt);
     Rng rng(o.seed);
