@@ -44,6 +44,7 @@
 #include <dnncost/cost/fusion_match.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/cost/kind_spec.hpp>
 #include <dnncost/cost/op_config.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/hash.hpp>

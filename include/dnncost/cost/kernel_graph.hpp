@@ -34,6 +34,7 @@
 #include <dnncost/cost/fusion_match.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph_plan.hpp>
+#include <dnncost/cost/kind_spec.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
@@ -49,7 +50,7 @@ struct Layout {
 /// One kernel. A reorder kernel has no nodes; it converts `inputs[0]` from `input_layout` to
 /// `layout`.
 struct Kernel {
-    std::string kind;          ///< "Conv+Add+Relu", a pattern name, or "Reorder"
+    std::string kind;          ///< its executed units, written as a KindSpec: "Conv+Add+Relu", a pattern name, or "Reorder"
     std::vector<int> nodes;    ///< executed nodes, in topological order
     std::vector<int> folded;   ///< nodes folded into the kernel's constants at load
     std::vector<int> inputs;   ///< activations it reads (graph tensor ids), each once
@@ -393,8 +394,7 @@ inline void kernel_graph_into_checked(const graph::FlatView& view, const FusionR
             if (!plan.folded[static_cast<std::size_t>(u)]) {
                 unit_kind = plan.unit_kind[static_cast<std::size_t>(u)];
                 ++executed_units;
-                if (!k.kind.empty()) k.kind += '+';
-                k.kind += kinds.names[static_cast<std::size_t>(unit_kind)];
+                KindSpec::append(k.kind, kinds.names[static_cast<std::size_t>(unit_kind)]);
             }
         }
         k.kind_id = executed_units == 1 ? 1 + unit_kind : fused_kind_id(k.kind);

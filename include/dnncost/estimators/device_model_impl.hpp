@@ -24,6 +24,7 @@
 #include <dnncost/cost/kernel_graph.hpp>
 #include <dnncost/cost/kernel_kind.hpp>
 #include <dnncost/cost/kernel_kind_table.hpp>
+#include <dnncost/cost/kind_spec.hpp>
 #include <dnncost/cost/source.hpp>
 #include <dnncost/estimators/device_model.hpp>
 #include <dnncost/estimators/kernel_batches.hpp>
@@ -61,14 +62,14 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(cost::FusionRules rules, std::span<c
     // the rows each regressor learns from: its kind's, or its whole family's
     std::map<std::string, std::vector<std::size_t>> groups;
     for (const auto& [k, rows] : by_kind) {
-        const auto group = options.family_regressors ? std::string(k.substr(0, k.find('+'))) : k;
+        const auto group = options.family_regressors ? std::string(cost::KindSpec::anchor_of(k)) : k;
         auto& g = groups[group];
         g.insert(g.end(), rows.begin(), rows.end());
     }
     for (const auto& [k, rows] : by_kind) {
         KernelKindModel km;
         km.samples = static_cast<std::int64_t>(rows.size());
-        const auto group = options.family_regressors ? std::string(k.substr(0, k.find('+'))) : k;
+        const auto group = options.family_regressors ? std::string(cost::KindSpec::anchor_of(k)) : k;
         if (group != k && static_cast<std::int64_t>(groups[group].size()) >= options.min_samples)
             km.pooled_into = group;
         m.m_kinds.emplace(k, std::move(km));
@@ -445,16 +446,17 @@ DNNCOST_FUNC std::string DeviceModel::nearest_priced_kind(const std::string& k) 
         const auto it = m_kinds.find(x);
         return it != m_kinds.end() && it->second.regressor != nullptr;
     };
-    std::string x = k;
+    // the kind with its last fusions dropped, then the nearest families with the usual epilogues
+    auto x = cost::KindSpec::parse(k);
     while (true) {
-        if (has(x)) return x;
-        const auto plus = x.rfind('+');
-        if (plus == std::string::npos) break;
-        x.resize(plus);
+        if (auto y = x.str(); has(y)) return y;
+        if (x.fusions.empty()) break;
+        x.fusions.pop_back();
     }
-    for (const auto& near : nearest_families(x))
-        for (const auto& suffix : {"", "+Act", "+Add", "+Add+Act"}) {
-            const std::string y = near + suffix;
+    const std::string add(cost::fused_add), act(cost::fused_act);
+    for (const auto& near : nearest_families(x.anchor))
+        for (const auto& fusions : {std::vector<std::string>{}, {act}, {add}, {add, act}}) {
+            const auto y = cost::KindSpec{near, fusions}.str();
             if (has(y)) return y;
         }
     return priced_kinds().front();
@@ -587,7 +589,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             const auto [r, own] = met.value;
             if (families) {
                 // a kernel's family is its kind's first unit ("DepthwiseConv+Act" -> "DepthwiseConv")
-                const std::string_view fam = std::string_view(kind.key).substr(0, kind.key.find('+'));
+                const std::string_view fam = cost::KindSpec::anchor_of(kind.key);
                 auto it = std::find(out.families.begin(), out.families.end(), fam);
                 if (it == out.families.end()) it = out.families.insert(out.families.end(), std::string(fam));
                 out.family.push_back(static_cast<std::uint16_t>(it - out.families.begin()));
