@@ -177,10 +177,15 @@ inline KernelPassScratch& kernel_pass_scratch() {
 /// @throws as kernel_graph(); `kg` is then left in an unspecified but valid state
 inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg);
 
-namespace detail {
-/// kernel_graph_into() with rules already checked (FusionRules::check()): for a caller that
-/// builds the kernel graphs of many networks under one rule set and checks it once.
-inline void kernel_graph_into_checked(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg) {
+/// Tells kernel_graph_into() that its rules are already checked (FusionRules::check()): for a
+/// caller that builds the kernel graphs of many networks under one rule set and checks it once.
+struct RulesChecked {
+    explicit RulesChecked() = default;
+};
+inline constexpr RulesChecked rules_checked{};
+
+/// kernel_graph_into() under rules the caller has checked.
+inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg, RulesChecked) {
     auto& sc = detail::kernel_pass_scratch();
     const graph::Graph& g = view.graph();
     kg.layout_name = rules.layout.name;
@@ -501,11 +506,10 @@ inline void kernel_graph_into_checked(const graph::FlatView& view, const FusionR
         kg.kernels.pop_back();
     }
 }
-}  // namespace detail
 
 inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg) {
     rules.check();
-    detail::kernel_graph_into_checked(view, rules, kg);
+    kernel_graph_into(view, rules, kg, rules_checked);
 }
 
 /// kernel_graph_into() on `g`, its flat view built in this thread's scratch.

@@ -104,17 +104,22 @@ inline const std::unordered_map<std::string_view, std::string_view>& op_families
     return table;
 }
 
+}  // namespace detail
+
 /// The family of operator kind `op` (an ONNX op type or a pattern name), or "" when unknown.
 /// Pattern names are matched by prefix: "LayerNorm...", "Reduce...", "Gelu...".
 inline std::string_view family_of_op(std::string_view op) {
-    const auto& t = op_families();
+    const auto& t = detail::op_families();
     if (const auto it = t.find(op); it != t.end()) return it->second;
     if (op.starts_with("LayerNorm")) return "LayerNorm";
     if (op.starts_with("Reduce")) return "Reduce";
     if (op.starts_with("Gelu")) return "Activation";
     return "";
 }
-inline bool is_binary(std::string_view op) { return family_of_op(op) == "Elementwise"; }
+/// Whether operator kind `op` is element-wise over two or more operands (its fusion is a "+Add").
+inline bool is_elementwise_op(std::string_view op) { return family_of_op(op) == "Elementwise"; }
+
+namespace detail {
 
 /// The nearest known family of an operator the model does not know, judged by what it reads
 /// (a rank-4 or rank-2 weight, one or two activations) and whether it keeps its input's shape.
@@ -136,6 +141,8 @@ inline std::string_view nearest_family(const graph::Graph& g, const graph::Node&
     return same_shape ? "Activation" : "DataMovement";
 }
 
+}  // namespace detail
+
 /// Whether node `n` of `g` is a depthwise convolution, its group already read.
 inline bool is_depthwise(const graph::Graph& g, const graph::Node& n, std::int64_t group) {
     if (n.op_type != "Conv" || n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty()) return false;
@@ -155,8 +162,6 @@ inline bool is_depthwise(const graph::FlatView& view, int v) {
     const auto x = view.shape(in[0]);
     return group > 1 && x.size() >= 2 && x[1] == group;
 }
-
-}  // namespace detail
 
 /// A kernel's kind key, and why it is approximate when it is.
 struct KernelKind {
@@ -244,12 +249,12 @@ inline KernelKindCache& kernel_kind_cache() {
 inline int kernel_kind_variant(const graph::Graph& g, const Kernel& k) {
     if (k.is_reorder()) return 2;
     // only a kernel that starts with a convolution can be depthwise (its kind string starts "Conv")
-    return KindSpec::anchor_of(k.kind) == "Conv" && detail::is_depthwise(g, g.node(k.nodes.front())) ? 1 : 0;
+    return KindSpec::anchor_of(k.kind) == "Conv" && is_depthwise(g, g.node(k.nodes.front())) ? 1 : 0;
 }
 /// kernel_kind_variant() of a kernel of the graph of `view`, read from the view.
 inline int kernel_kind_variant(const graph::FlatView& view, const Kernel& k) {
     if (k.is_reorder()) return 2;
-    return KindSpec::anchor_of(k.kind) == "Conv" && detail::is_depthwise(view, k.nodes.front()) ? 1 : 0;
+    return KindSpec::anchor_of(k.kind) == "Conv" && is_depthwise(view, k.nodes.front()) ? 1 : 0;
 }
 
 /// The kind key of kernel `k` of `kg` (a kernel graph of `g`), its variant given

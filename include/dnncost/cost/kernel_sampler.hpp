@@ -193,7 +193,7 @@ inline std::optional<KernelConfig> kernel_config(const graph::Graph& g, const Ke
     const bool act = KindSpec::parse(c.kind).fuses(fused_act);
     for (std::size_t i = 1; i < k.nodes.size(); ++i) {
         const auto& op = g.node(k.nodes[i]).op_type;
-        if (act && detail::family_of_op(op) == "Activation") c.act = op;
+        if (act && family_of_op(op) == "Activation") c.act = op;
     }
     for (int v : k.folded) c.batch_norm = c.batch_norm || g.node(v).op_type == "BatchNormalization";
     const auto base = KindSpec::anchor_of(c.kind);

@@ -569,7 +569,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
         const auto& g = *graphs[gi];
         auto& kg = samples ? kgs.emplace_back() : reused;
         view.rebuild(g);
-        cost::detail::kernel_graph_into_checked(view, m_rules, kg);
+        cost::kernel_graph_into(view, m_rules, kg, cost::rules_checked);
         kinds_met.next_graph();
         const std::size_t first = out.ms.size();
         out.ms.resize(first + kg.kernels.size(), 0.0);
@@ -619,7 +619,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             // a fusion no sample showed is priced as its operators running alone: an upper
             // bound, where a regressor of a similar kind would extrapolate from work it never saw
             if (!unfused) unfused = unfused_rules();
-            cost::detail::kernel_graph_into_checked(view, *unfused, plain);
+            cost::kernel_graph_into(view, *unfused, plain, cost::rules_checked);
             kinds_met.next_graph();
             for (std::size_t k : unsampled) {
                 std::string parts;
