@@ -50,7 +50,7 @@ struct Layout {
 /// One kernel. A reorder kernel has no nodes; it converts `inputs[0]` from `input_layout` to
 /// `layout`.
 struct Kernel {
-    std::string kind;          ///< its executed units, written as a KindSpec: "Conv+Add+Relu", a pattern name, or "Reorder"
+    std::string kind;          ///< its executed units as a KindSpec writes them ("Conv+Add+Relu"), or "Reorder"
     std::vector<int> nodes;    ///< executed nodes, in topological order
     std::vector<int> folded;   ///< nodes folded into the kernel's constants at load
     std::vector<int> inputs;   ///< activations it reads (graph tensor ids), each once
