@@ -133,7 +133,7 @@ DNNCOST_FUNC FitResult DeviceModel::fit(const train::TrainData& train, const tra
         m_residual = std::move(residual);
     }
     if (m_boundary_fit)
-        r.summary = dnncost::detail::concat("sample boundary ", m_boundary_fit->kept ? "kept" : "not kept", " (",
+        r.summary = dnncost::concat("sample boundary ", m_boundary_fit->kept ? "kept" : "not kept", " (",
                                             m_boundary_fit->fit.cost.ms_per_kernel, " ms per kernel, ",
                                             m_boundary_fit->fit.cost.ms_per_output_mb, " ms/MB output, ",
                                             m_boundary_fit->fit.cost.ms_per_reorder_mb, " ms/MB reordered; log spread ",
@@ -608,7 +608,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
                 pk.priced_as = regressor_kind[r];
                 pk.warning = kind.warning;
                 if (!own && kg.kernels[k].nodes.size() <= 1) {
-                    const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind, ") priced as ", pk.priced_as,
+                    const auto why = dnncost::concat("kernel ", k, " (", pk.kind, ") priced as ", pk.priced_as,
                                                              ": no samples of its own kind");
                     pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
                 }
@@ -635,7 +635,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
                 if (!d) continue;
                 auto& pk = d->kernels[k];
                 pk.priced_as = std::move(parts);
-                const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind,
+                const auto why = dnncost::concat("kernel ", k, " (", pk.kind,
                                                          ") has no samples of its kind: priced as its operators "
                                                          "unfused (",
                                                          pk.priced_as, ")");

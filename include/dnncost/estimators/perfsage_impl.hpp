@@ -145,7 +145,7 @@ DNNCOST_FUNC auto PerfSageEstimator::fit_targets(const train::MultiTrainData& tr
     run.restore(params);
     result.epochs = run.epochs;
     result.best_validation = run.best_score;
-    result.summary = dnncost::detail::concat("best epoch ", run.best_epoch + 1, " of ", result.epochs, ", ",
+    result.summary = dnncost::concat("best epoch ", run.best_epoch + 1, " of ", result.epochs, ", ",
                                              has_val ? "validation score " : "training loss ", run.best_score);
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return result;
