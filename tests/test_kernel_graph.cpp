@@ -8,6 +8,7 @@
 
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/cost/kind_spec.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
 #include "kernel_graph_fixtures.hpp"
@@ -329,12 +330,34 @@ TEST_CASE("kernel graph: kernels of one graph with the same kind number have the
             // no op type here has a '+' in its name, so a kind string has one number too
             CHECK(number_of_kind.emplace(k.kind, k.kind_id).first->second == k.kind_id);
             if (k.is_reorder()) CHECK(k.kind_id == 0);
-            fused += k.kind.find('+') != std::string::npos;
+            fused += !cost::KindSpec::parse(k.kind).fusions.empty();
             reorders += k.is_reorder();
         }
     }
     CHECK(fused > 0);  // kernels of several units (Conv+Relu) were numbered
     CHECK(reorders > 0);
+}
+
+TEST_CASE("kind spec: an anchor and its ordered fusions, read from and written to the string form") {
+    using cost::KindSpec;
+    const auto k = KindSpec::parse("Conv+Add+Relu");
+    CHECK(k.anchor == "Conv");
+    CHECK(k.fusions == std::vector<std::string>{"Add", "Relu"});
+    CHECK(k.str() == "Conv+Add+Relu");
+    CHECK(k == KindSpec{"Conv", {"Add", "Relu"}});
+    CHECK(k.fuses("Relu"));
+    CHECK_FALSE(k.fuses("Conv"));  // the anchor is not a fusion
+    CHECK(k.has_unit("Conv"));
+    CHECK_FALSE(k.has_unit("Act"));
+    CHECK(KindSpec::anchor_of("DepthwiseConv+Act") == "DepthwiseConv");
+    CHECK(KindSpec::anchor_of("LayerNorm") == "LayerNorm");
+    // one unit, and the degenerate forms: each '+' separates two units, so str() gives them back
+    CHECK(KindSpec::parse("Gemm") == KindSpec{"Gemm", {}});
+    for (const char* s : {"", "+", "A+", "+B", "A++B"}) CHECK(KindSpec::parse(s).str() == s);
+    CHECK(KindSpec::parse("A++B").fusions == std::vector<std::string>{"", "B"});
+    std::string built;
+    for (const char* unit : {"MatMul", "Add", "Relu"}) KindSpec::append(built, unit);
+    CHECK(built == "MatMul+Add+Relu");
 }
 
 TEST_CASE("kernel graph: built over another's storage, it is the graph built afresh") {

@@ -1,4 +1,4 @@
-// Metrics against hand-computed values (ties included) and a brute-force Kendall.
+// Metrics and robust statistics against hand-computed values (ties included) and a brute-force Kendall.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/noise.hpp>
 
@@ -73,7 +74,29 @@ TEST_CASE("metrics: evaluate excludes items below 5% of the median") {
     CHECK(e.non_degenerate.n == 4);
     CHECK(e.non_degenerate.mape == Approx(0.05625));
     CHECK(e.all.mape == Approx((0.225 + 49.0) / 5.0));
-    CHECK(train::median(std::vector<double>{4, 1, 3, 2}) == Approx(2.5));
+}
+
+TEST_CASE("robust statistics: median, high median and MAD by hand") {
+    using V = std::vector<double>;
+    CHECK(median(V{3, 1, 2}) == 2);
+    CHECK(median(V{4, 1, 3, 2}) == 2.5);  // the mean of the middle two
+    CHECK(median(V{7}) == 7);
+    CHECK(std::isnan(median(V{})));
+    CHECK(median_high(V{3, 1, 2}) == 2);
+    CHECK(median_high(V{4, 1, 3, 2}) == 3);  // the upper middle value: always one of the values
+    CHECK_THROWS_AS(median_high(V{}), config_error);
+    // deviations from 10 of {9, 10, 12, 16}: {1, 0, 2, 6} -> median 1.5
+    CHECK(mad(V{9, 10, 12, 16}, 10) == 1.5);
+    // median of {1, 2, 4, 8, 100} is 4; deviations {3, 2, 0, 4, 96} -> 3
+    CHECK(mad(V{1, 2, 4, 8, 100}) == 3);
+    CHECK(mad_sigma(V{1, 2, 4, 8, 100}) == mad_to_sigma * 3);
+    CHECK(mad_sigma(V{9, 10, 12, 16}, 10) == 1.4826 * 1.5);
+    CHECK(std::isnan(mad(V{}, 0)));
+    // the input is left as it was
+    const V v{5, 3, 1, 4, 2};
+    (void)median(v);
+    (void)mad(v);
+    CHECK(v == V{5, 3, 1, 4, 2});
 }
 
 TEST_CASE("metrics: coverage of mean +- 2 sigma") {

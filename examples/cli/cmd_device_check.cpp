@@ -13,6 +13,7 @@
 #include "common.hpp"
 #include "measure_options.hpp"
 
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
 #include <dnncost/estimators/device_model.hpp>
 #include <dnncost/io/file.hpp>
@@ -127,8 +128,6 @@ inline bool run_check(const CheckArgs& a) {
         std::error_code ec;
         if (!o.answer.optimized_model.empty()) fs::remove(o.answer.optimized_model, ec);
         fs::remove(file, ec);
-        std::vector<double> lat = o.answer.latency_ms;
-        std::sort(lat.begin(), lat.end());
         entry.update({{"pass_kernels", c.pass_kernels},
                       {"runtime_kernels", c.runtime_kernels},
                       {"matched", c.matched},
@@ -138,7 +137,7 @@ inline bool run_check(const CheckArgs& a) {
                       {"matched_reorders", c.matched_reorders},
                       {"runtime_ms", c.runtime_ms},
                       {"matched_ms", c.matched_ms},
-                      {"profiled_latency_ms", lat[lat.size() / 2]},
+                      {"profiled_latency_ms", dnncost::median_high(o.answer.latency_ms)},
                       {"missing_fusions", mismatches(c.missing, false)},
                       {"extra", mismatches(c.extra, true)},
                       {"pairs", c.pairs}});

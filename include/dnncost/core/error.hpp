@@ -91,14 +91,13 @@ inline std::string printable(std::string_view text) {
     return out;
 }
 
-namespace detail {
+/// The arguments one after another, each as an ostream prints it: for messages.
 template <class... Args>
 std::string concat(Args&&... args) {
     std::ostringstream os;
     (os << ... << std::forward<Args>(args));
     return os.str();
 }
-}  // namespace detail
 
 /// Throw an exception of type E whose message is the concatenation of the arguments, made
 /// printable (see printable()): messages quote text from input files. Built without exceptions
@@ -107,9 +106,9 @@ std::string concat(Args&&... args) {
 template <class E = error, class... Args>
 [[noreturn]] void raise(Args&&... args) {
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
-    throw E(printable(detail::concat(std::forward<Args>(args)...)));
+    throw E(printable(dnncost::concat(std::forward<Args>(args)...)));
 #else
-    std::fputs(("dnncost: error: " + printable(detail::concat(std::forward<Args>(args)...)) + "\n").c_str(), stderr);
+    std::fputs(("dnncost: error: " + printable(dnncost::concat(std::forward<Args>(args)...)) + "\n").c_str(), stderr);
     std::abort();
 #endif
 }

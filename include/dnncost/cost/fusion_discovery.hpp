@@ -39,10 +39,12 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/json_string.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/fusion_match.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/cost/kind_spec.hpp>
 #include <dnncost/cost/op_config.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/hash.hpp>
@@ -334,18 +336,10 @@ public:
 
 private:
     /// The median and its standard error (1.2533 sigma / sqrt(n), sigma from the MAD; 0 for one value).
-    static std::pair<double, double> median_and_se(std::vector<double> v) {
-        const auto median_of = [](std::vector<double>& x) {
-            std::sort(x.begin(), x.end());
-            const auto n = x.size();
-            return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-        };
-        const double m = median_of(v);
+    static std::pair<double, double> median_and_se(const std::vector<double>& v) {
+        const double m = median(v);
         if (v.size() < 2) return {m, 0.0};
-        std::vector<double> dev;
-        for (double x : v) dev.push_back(std::abs(x - m));
-        const double sigma = 1.4826 * median_of(dev);
-        return {m, 1.2533 * sigma / std::sqrt(static_cast<double>(v.size()))};
+        return {m, 1.2533 * mad_sigma(v, m) / std::sqrt(static_cast<double>(v.size()))};
     }
     struct Entry {
         std::vector<std::string> keys;  ///< the graph, then its sinks

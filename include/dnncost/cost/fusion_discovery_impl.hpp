@@ -41,14 +41,9 @@ inline std::vector<std::pair<std::int64_t, std::int64_t>> probe_levels(std::vect
 
 /// True when a kernel kind ("A+B+C") has a unit named after one of `patterns`.
 inline bool has_pattern_unit(const std::string& kind, const std::vector<PatternRule>& patterns) {
-    std::size_t start = 0;
-    while (start <= kind.size()) {
-        const auto plus = std::min(kind.find('+', start), kind.size());
-        const auto unit = kind.substr(start, plus - start);
-        for (const auto& p : patterns)
-            if (p.name == unit) return true;
-        start = plus + 1;
-    }
+    const auto units = KindSpec::parse(kind);
+    for (const auto& p : patterns)
+        if (units.has_unit(p.name)) return true;
     return false;
 }
 
@@ -244,7 +239,7 @@ inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& gr
                     v = next;
                 }
                 const std::string producer = g.node(v).op_type, consumer = g.node(w).op_type;
-                const std::string anchor = k.kind.substr(0, k.kind.find('+'));
+                const std::string anchor(KindSpec::anchor_of(k.kind));
                 const auto operands = operand_class(g, roles[gi], w, e.tensor);
                 if (res.rules.find(producer, consumer, operands, anchor)) continue;
                 const auto key = std::make_tuple(producer, consumer, operands, anchor);

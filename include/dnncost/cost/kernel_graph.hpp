@@ -34,6 +34,7 @@
 #include <dnncost/cost/fusion_match.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph_plan.hpp>
+#include <dnncost/cost/kind_spec.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
@@ -49,7 +50,7 @@ struct Layout {
 /// One kernel. A reorder kernel has no nodes; it converts `inputs[0]` from `input_layout` to
 /// `layout`.
 struct Kernel {
-    std::string kind;          ///< "Conv+Add+Relu", a pattern name, or "Reorder"
+    std::string kind;          ///< its executed units as a KindSpec writes them ("Conv+Add+Relu"), or "Reorder"
     std::vector<int> nodes;    ///< executed nodes, in topological order
     std::vector<int> folded;   ///< nodes folded into the kernel's constants at load
     std::vector<int> inputs;   ///< activations it reads (graph tensor ids), each once
@@ -176,10 +177,15 @@ inline KernelPassScratch& kernel_pass_scratch() {
 /// @throws as kernel_graph(); `kg` is then left in an unspecified but valid state
 inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg);
 
-namespace detail {
-/// kernel_graph_into() with rules already checked (FusionRules::check()): for a caller that
-/// builds the kernel graphs of many networks under one rule set and checks it once.
-inline void kernel_graph_into_checked(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg) {
+/// Tells kernel_graph_into() that its rules are already checked (FusionRules::check()): for a
+/// caller that builds the kernel graphs of many networks under one rule set and checks it once.
+struct RulesChecked {
+    explicit RulesChecked() = default;
+};
+inline constexpr RulesChecked rules_checked{};
+
+/// kernel_graph_into() under rules the caller has checked.
+inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg, RulesChecked) {
     auto& sc = detail::kernel_pass_scratch();
     const graph::Graph& g = view.graph();
     kg.layout_name = rules.layout.name;
@@ -393,8 +399,7 @@ inline void kernel_graph_into_checked(const graph::FlatView& view, const FusionR
             if (!plan.folded[static_cast<std::size_t>(u)]) {
                 unit_kind = plan.unit_kind[static_cast<std::size_t>(u)];
                 ++executed_units;
-                if (!k.kind.empty()) k.kind += '+';
-                k.kind += kinds.names[static_cast<std::size_t>(unit_kind)];
+                KindSpec::append(k.kind, kinds.names[static_cast<std::size_t>(unit_kind)]);
             }
         }
         k.kind_id = executed_units == 1 ? 1 + unit_kind : fused_kind_id(k.kind);
@@ -501,11 +506,10 @@ inline void kernel_graph_into_checked(const graph::FlatView& view, const FusionR
         kg.kernels.pop_back();
     }
 }
-}  // namespace detail
 
 inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& rules, KernelGraph& kg) {
     rules.check();
-    detail::kernel_graph_into_checked(view, rules, kg);
+    kernel_graph_into(view, rules, kg, rules_checked);
 }
 
 /// kernel_graph_into() on `g`, its flat view built in this thread's scratch.

@@ -20,10 +20,14 @@
 #include <vector>
 
 #include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/cost/kind_spec.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
 namespace dnncost::cost {
+
+/// The fusions of a kind key: a binary element-wise operator, an activation.
+inline constexpr std::string_view fused_add = "Add", fused_act = "Act";
 
 /// The families a kernel's first executed operator falls in.
 inline const std::vector<std::string>& kernel_families() {
@@ -39,17 +43,18 @@ inline const std::vector<std::string>& kernel_families() {
 inline const std::vector<std::string>& known_kernel_kinds() {
     static const std::vector<std::string> k = [] {
         std::vector<std::string> out;
+        const auto add = std::string(fused_add), act = std::string(fused_act);
         for (const auto& f : kernel_families()) {
             out.push_back(f);
             if (f == "Conv" || f == "DepthwiseConv" || f == "ConvTranspose") {
-                out.push_back(f + "+Act");
-                out.push_back(f + "+Add");
-                out.push_back(f + "+Add+Act");
+                out.push_back(KindSpec{f, {act}}.str());
+                out.push_back(KindSpec{f, {add}}.str());
+                out.push_back(KindSpec{f, {add, act}}.str());
             } else if (f == "Gemm" || f == "MatMul" || f == "Elementwise" || f == "BatchNorm" || f == "LayerNorm" ||
                        f == "Pool") {
-                out.push_back(f + "+Act");
+                out.push_back(KindSpec{f, {act}}.str());
             }
-            if (f == "MatMul") out.push_back("MatMul+Add");
+            if (f == "MatMul") out.push_back(KindSpec{f, {add}}.str());
         }
         return out;
     }();
@@ -99,17 +104,22 @@ inline const std::unordered_map<std::string_view, std::string_view>& op_families
     return table;
 }
 
+}  // namespace detail
+
 /// The family of operator kind `op` (an ONNX op type or a pattern name), or "" when unknown.
 /// Pattern names are matched by prefix: "LayerNorm...", "Reduce...", "Gelu...".
 inline std::string_view family_of_op(std::string_view op) {
-    const auto& t = op_families();
+    const auto& t = detail::op_families();
     if (const auto it = t.find(op); it != t.end()) return it->second;
     if (op.starts_with("LayerNorm")) return "LayerNorm";
     if (op.starts_with("Reduce")) return "Reduce";
     if (op.starts_with("Gelu")) return "Activation";
     return "";
 }
-inline bool is_binary(std::string_view op) { return family_of_op(op) == "Elementwise"; }
+/// Whether operator kind `op` is element-wise over two or more operands (its fusion is a "+Add").
+inline bool is_elementwise_op(std::string_view op) { return family_of_op(op) == "Elementwise"; }
+
+namespace detail {
 
 /// The nearest known family of an operator the model does not know, judged by what it reads
 /// (a rank-4 or rank-2 weight, one or two activations) and whether it keeps its input's shape.
@@ -131,6 +141,8 @@ inline std::string_view nearest_family(const graph::Graph& g, const graph::Node&
     return same_shape ? "Activation" : "DataMovement";
 }
 
+}  // namespace detail
+
 /// Whether node `n` of `g` is a depthwise convolution, its group already read.
 inline bool is_depthwise(const graph::Graph& g, const graph::Node& n, std::int64_t group) {
     if (n.op_type != "Conv" || n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty()) return false;
@@ -151,8 +163,6 @@ inline bool is_depthwise(const graph::FlatView& view, int v) {
     return group > 1 && x.size() >= 2 && x[1] == group;
 }
 
-}  // namespace detail
-
 /// A kernel's kind key, and why it is approximate when it is.
 struct KernelKind {
     std::string key;
@@ -172,11 +182,9 @@ inline KernelKind kernel_kind_of_nodes(const graph::Graph& g, const KernelGraph&
                        n.op_type + "' is not known to the kernel model; priced as '" + std::string(as) + "'";
     };
     const auto& first = g.node(k.nodes.front());
-    // the kernel's kind is its executed units' kinds joined by '+': the first unit (an operator
-    // or a pattern), then what it fused
-    const std::string_view kind = k.kind;
-    const auto head_end = std::min(kind.find('+'), kind.size());
-    std::string_view fam = family_of_op(kind.substr(0, head_end));
+    // the kernel's kind string: its first executed unit (an operator or a pattern), then what it fused
+    const auto kind = KindSpec::parse(k.kind);
+    std::string_view fam = family_of_op(kind.anchor);
     if (fam.empty()) {
         fam = nearest_family(g, first, kg.roles);
         note(first, fam);
@@ -185,10 +193,7 @@ inline KernelKind kernel_kind_of_nodes(const graph::Graph& g, const KernelGraph&
     std::string base(fam);
     if (base == "Conv" && depthwise) base = "DepthwiseConv";
     bool add = false, act = false;
-    for (std::size_t start = head_end + 1; start <= kind.size();) {
-        const auto end = std::min(kind.find('+', start), kind.size());
-        const auto unit = kind.substr(start, end - start);
-        start = end + 1;
+    for (const auto& unit : kind.fusions) {
         const auto f = family_of_op(unit);
         if (f == "Activation") {
             act = true;
@@ -206,15 +211,14 @@ inline KernelKind kernel_kind_of_nodes(const graph::Graph& g, const KernelGraph&
             const bool as_add = near == "Elementwise";
             (as_add ? add : act) = true;
             out.warning += std::string(out.warning.empty() ? "" : "; ") + "fused operator kind '" +
-                           std::string(unit) + "' is not a known epilogue; priced as '" +
-                           (as_add ? "+Add" : "+Act") + "'";
+                           unit + "' is not a known epilogue; priced as '" + (as_add ? "+Add" : "+Act") + "'";
         }
     }
     const auto with = [&](bool a, bool b) {
-        std::string s = base;
-        if (a) s += "+Add";
-        if (b) s += "+Act";
-        return s;
+        KindSpec s{base, {}};
+        if (a) s.fusions.emplace_back(fused_add);
+        if (b) s.fusions.emplace_back(fused_act);
+        return s.str();
     };
     out.key = with(add, act);
     if (!is_known_kernel_kind(out.key)) {
@@ -245,14 +249,12 @@ inline KernelKindCache& kernel_kind_cache() {
 inline int kernel_kind_variant(const graph::Graph& g, const Kernel& k) {
     if (k.is_reorder()) return 2;
     // only a kernel that starts with a convolution can be depthwise (its kind string starts "Conv")
-    const std::string_view head = std::string_view(k.kind).substr(0, k.kind.find('+'));
-    return head == "Conv" && detail::is_depthwise(g, g.node(k.nodes.front())) ? 1 : 0;
+    return KindSpec::anchor_of(k.kind) == "Conv" && is_depthwise(g, g.node(k.nodes.front())) ? 1 : 0;
 }
 /// kernel_kind_variant() of a kernel of the graph of `view`, read from the view.
 inline int kernel_kind_variant(const graph::FlatView& view, const Kernel& k) {
     if (k.is_reorder()) return 2;
-    const std::string_view head = std::string_view(k.kind).substr(0, k.kind.find('+'));
-    return head == "Conv" && detail::is_depthwise(view, k.nodes.front()) ? 1 : 0;
+    return KindSpec::anchor_of(k.kind) == "Conv" && is_depthwise(view, k.nodes.front()) ? 1 : 0;
 }
 
 /// The kind key of kernel `k` of `kg` (a kernel graph of `g`), its variant given

@@ -28,6 +28,7 @@
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
 #include <dnncost/cost/kernel_kind.hpp>
+#include <dnncost/cost/kind_spec.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/spaces/registry.hpp>
@@ -57,15 +58,6 @@ struct KernelSample {
 
 namespace detail {
 
-inline bool has_part(std::string_view kind, std::string_view part) {
-    for (std::size_t s = 0; s <= kind.size();) {
-        const auto e = std::min(kind.find('+', s), kind.size());
-        if (kind.substr(s, e - s) == part) return true;
-        s = e + 1;
-    }
-    return false;
-}
-inline std::string_view base_of(std::string_view kind) { return kind.substr(0, kind.find('+')); }
 inline std::int64_t conv_out(std::int64_t x, std::int64_t k, std::int64_t s) { return (x + 2 * (k / 2) - k) / s + 1; }
 
 }  // namespace detail
@@ -83,10 +75,11 @@ inline bool sampleable_family(std::string_view family) {
 /// @throws config_error for a kind this function cannot build; shape_error for inconsistent sizes
 inline graph::Graph kernel_sample_graph(const KernelConfig& c) {
     using Ints = std::vector<std::int64_t>;
-    const auto base = detail::base_of(c.kind);
+    const auto kind = KindSpec::parse(c.kind);
+    const std::string_view base = kind.anchor;
     if (!sampleable_family(base)) raise<config_error>("kernel sampler: cannot build a graph of kind '", c.kind, "'");
     graph::Graph g("kernel:" + c.kind);
-    const bool add = detail::has_part(c.kind, "Add"), act = detail::has_part(c.kind, "Act");
+    const bool add = kind.fuses(fused_add), act = kind.fuses(fused_act);
     const graph::Shape image{c.n, c.c, c.h, c.w}, seq{c.n, c.h, c.c};
     const auto& xs = c.tokens ? seq : image;
     int y = -1;
@@ -191,18 +184,19 @@ inline graph::Graph kernel_sample_graph(const KernelConfig& c) {
 inline std::optional<KernelConfig> kernel_config(const graph::Graph& g, const KernelGraph& kg, const Kernel& k) {
     if (k.is_reorder() || k.input_shapes.empty() || k.output_shapes.empty()) return std::nullopt;
     const auto kind = kernel_kind(g, kg, k);
-    if (!kind.warning.empty() || !sampleable_family(detail::base_of(kind.key))) return std::nullopt;
+    if (!kind.warning.empty() || !sampleable_family(KindSpec::anchor_of(kind.key))) return std::nullopt;
     KernelConfig c;
     c.kind = kind.key;
     const auto& a = g.node(k.nodes.front());
     const auto& x = g.tensor(a.inputs.empty() || a.inputs[0] < 0 ? k.inputs.front() : a.inputs[0]).shape;
     const auto& y = g.tensor(a.outputs.front()).shape;
+    const bool act = KindSpec::parse(c.kind).fuses(fused_act);
     for (std::size_t i = 1; i < k.nodes.size(); ++i) {
         const auto& op = g.node(k.nodes[i]).op_type;
-        if (detail::has_part(c.kind, "Act") && detail::family_of_op(op) == "Activation") c.act = op;
+        if (act && family_of_op(op) == "Activation") c.act = op;
     }
     for (int v : k.folded) c.batch_norm = c.batch_norm || g.node(v).op_type == "BatchNormalization";
-    const auto base = detail::base_of(c.kind);
+    const auto base = KindSpec::anchor_of(c.kind);
     c.op = a.op_type;
     if (c.act != "Relu" && c.act != "Clip" && c.act != "Sigmoid" && c.act != "HardSwish" && c.act != "Tanh")
         return std::nullopt;
@@ -304,7 +298,7 @@ public:
     std::vector<std::string> kinds() const {
         std::vector<std::string> out;
         for (const auto& kind : known_kernel_kinds()) {
-            if (!sampleable_family(detail::base_of(kind))) continue;
+            if (!sampleable_family(KindSpec::anchor_of(kind))) continue;
             KernelConfig c;
             c.kind = kind;
             c.c = c.k = 32, c.h = c.w = 8, c.kh = c.kw = 3;
@@ -317,7 +311,7 @@ public:
     /// Up to `count` new samples of `kind` (fewer when the kind runs out of unique draws);
     /// samples are never repeated across calls. @throws config_error for an unknown kind
     std::vector<KernelSample> draw(const std::string& kind, std::size_t count, Rng& rng) {
-        if (!is_known_kernel_kind(kind) || !sampleable_family(detail::base_of(kind)))
+        if (!is_known_kernel_kind(kind) || !sampleable_family(KindSpec::anchor_of(kind)))
             raise<config_error>("kernel sampler: kind '", kind, "' cannot be sampled");
         std::vector<KernelSample> out;
         int misses = 0;
@@ -425,7 +419,7 @@ private:
     }
     /// Values that a kind's graph needs but its draw does not set.
     static void shape_defaults(KernelConfig& c) {
-        const auto base = detail::base_of(c.kind);
+        const auto base = KindSpec::anchor_of(c.kind);
         c.tokens = base == "LayerNorm" || base == "Reduce" || base == "DataMovement" || c.tokens;
         if (base == "Softmax" && c.w < 1) c.w = 1;
         if (base == "Elementwise" && c.op.empty()) c.op = "Add";
@@ -438,7 +432,7 @@ private:
         c.kind = kind;
         c.n = one_of(rng, batches);
         c.act = act_ops[static_cast<std::size_t>(one_of(rng, acts))];
-        const auto base = detail::base_of(kind);
+        const auto base = KindSpec::anchor_of(kind);
         c.h = spatial(rng);
         c.w = rng.bernoulli(0.9) ? c.h : spatial(rng);
         c.c = channels(rng);
@@ -497,7 +491,7 @@ private:
     }
     /// Shrinks a draw beyond the size caps: spatial size (or tokens) first, then channels.
     void fit(KernelConfig& c) const {
-        const auto base = detail::base_of(c.kind);
+        const auto base = KindSpec::anchor_of(c.kind);
         const auto macs = [&] {
             const double spatial = double(c.n) * double(c.h) * double(c.w);
             if (base == "Conv") return spatial * double(c.c / std::max<std::int64_t>(c.groups, 1)) * double(c.k) *
@@ -587,7 +581,7 @@ inline std::map<std::string, double> adaptive_round(KernelSampler& sampler, std:
     if (!evaluate) raise<config_error>("adaptive_round: no error callback");
     auto errors = evaluate(samples);
     for (const auto& [kind, n] : allocate_samples(errors, budget, threshold)) {
-        if (n == 0 || !is_known_kernel_kind(kind) || !sampleable_family(detail::base_of(kind))) continue;
+        if (n == 0 || !is_known_kernel_kind(kind) || !sampleable_family(KindSpec::anchor_of(kind))) continue;
         for (auto& s : sampler.draw(kind, n, rng)) samples.push_back(std::move(s));
     }
     return errors;

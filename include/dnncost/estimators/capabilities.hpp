@@ -142,7 +142,7 @@ inline std::vector<std::vector<double>> predict_targets(const Estimator& est,
     auto out = m->compute_targets(graphs);
     const auto names = m->target_names();
     for (std::size_t k = 0; k < out.size(); ++k)
-        floor_costs(out[k], k < names.size() ? dnncost::detail::concat(est.name(), ", target ", names[k]) : est.name(),
+        floor_costs(out[k], k < names.size() ? dnncost::concat(est.name(), ", target ", names[k]) : est.name(),
                     graphs, m->target_scale(k));
     return out;
 }

@@ -19,10 +19,12 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/cost/fusion_rules.hpp>
 #include <dnncost/cost/kernel_graph.hpp>
 #include <dnncost/cost/kernel_kind.hpp>
 #include <dnncost/cost/kernel_kind_table.hpp>
+#include <dnncost/cost/kind_spec.hpp>
 #include <dnncost/cost/source.hpp>
 #include <dnncost/estimators/device_model.hpp>
 #include <dnncost/estimators/kernel_batches.hpp>
@@ -60,14 +62,14 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(cost::FusionRules rules, std::span<c
     // the rows each regressor learns from: its kind's, or its whole family's
     std::map<std::string, std::vector<std::size_t>> groups;
     for (const auto& [k, rows] : by_kind) {
-        const auto group = options.family_regressors ? std::string(k.substr(0, k.find('+'))) : k;
+        const auto group = options.family_regressors ? std::string(cost::KindSpec::anchor_of(k)) : k;
         auto& g = groups[group];
         g.insert(g.end(), rows.begin(), rows.end());
     }
     for (const auto& [k, rows] : by_kind) {
         KernelKindModel km;
         km.samples = static_cast<std::int64_t>(rows.size());
-        const auto group = options.family_regressors ? std::string(k.substr(0, k.find('+'))) : k;
+        const auto group = options.family_regressors ? std::string(cost::KindSpec::anchor_of(k)) : k;
         if (group != k && static_cast<std::int64_t>(groups[group].size()) >= options.min_samples)
             km.pooled_into = group;
         m.m_kinds.emplace(k, std::move(km));
@@ -131,7 +133,7 @@ DNNCOST_FUNC FitResult DeviceModel::fit(const train::TrainData& train, const tra
         m_residual = std::move(residual);
     }
     if (m_boundary_fit)
-        r.summary = dnncost::detail::concat("sample boundary ", m_boundary_fit->kept ? "kept" : "not kept", " (",
+        r.summary = dnncost::concat("sample boundary ", m_boundary_fit->kept ? "kept" : "not kept", " (",
                                             m_boundary_fit->fit.cost.ms_per_kernel, " ms per kernel, ",
                                             m_boundary_fit->fit.cost.ms_per_output_mb, " ms/MB output, ",
                                             m_boundary_fit->fit.cost.ms_per_reorder_mb, " ms/MB reordered; log spread ",
@@ -283,9 +285,8 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
     };
     std::vector<double> lr;
     for (std::size_t i : use) lr.push_back(std::log(s.measured[i]) - pred_log(i, theta));
-    std::sort(lr.begin(), lr.end());
     const auto n = lr.size();
-    theta[0] = n % 2 ? lr[n / 2] : 0.5 * (lr[n / 2 - 1] + lr[n / 2]);
+    theta[0] = median(lr);
     std::vector<std::size_t> vars;  // indices into theta of the free family factors
     for (std::size_t f = 0; f < nf; ++f)
         if (free[f]) vars.push_back(f + 1);
@@ -445,16 +446,17 @@ DNNCOST_FUNC std::string DeviceModel::nearest_priced_kind(const std::string& k) 
         const auto it = m_kinds.find(x);
         return it != m_kinds.end() && it->second.regressor != nullptr;
     };
-    std::string x = k;
+    // the kind with its last fusions dropped, then the nearest families with the usual epilogues
+    auto x = cost::KindSpec::parse(k);
     while (true) {
-        if (has(x)) return x;
-        const auto plus = x.rfind('+');
-        if (plus == std::string::npos) break;
-        x.resize(plus);
+        if (auto y = x.str(); has(y)) return y;
+        if (x.fusions.empty()) break;
+        x.fusions.pop_back();
     }
-    for (const auto& near : nearest_families(x))
-        for (const auto& suffix : {"", "+Act", "+Add", "+Add+Act"}) {
-            const std::string y = near + suffix;
+    const std::string add(cost::fused_add), act(cost::fused_act);
+    for (const auto& near : nearest_families(x.anchor))
+        for (const auto& fusions : {std::vector<std::string>{}, {act}, {add}, {add, act}}) {
+            const auto y = cost::KindSpec{near, fusions}.str();
             if (has(y)) return y;
         }
     return priced_kinds().front();
@@ -567,7 +569,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
         const auto& g = *graphs[gi];
         auto& kg = samples ? kgs.emplace_back() : reused;
         view.rebuild(g);
-        cost::detail::kernel_graph_into_checked(view, m_rules, kg);
+        cost::kernel_graph_into(view, m_rules, kg, cost::rules_checked);
         kinds_met.next_graph();
         const std::size_t first = out.ms.size();
         out.ms.resize(first + kg.kernels.size(), 0.0);
@@ -587,7 +589,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             const auto [r, own] = met.value;
             if (families) {
                 // a kernel's family is its kind's first unit ("DepthwiseConv+Act" -> "DepthwiseConv")
-                const std::string_view fam = std::string_view(kind.key).substr(0, kind.key.find('+'));
+                const std::string_view fam = cost::KindSpec::anchor_of(kind.key);
                 auto it = std::find(out.families.begin(), out.families.end(), fam);
                 if (it == out.families.end()) it = out.families.insert(out.families.end(), std::string(fam));
                 out.family.push_back(static_cast<std::uint16_t>(it - out.families.begin()));
@@ -606,7 +608,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
                 pk.priced_as = regressor_kind[r];
                 pk.warning = kind.warning;
                 if (!own && kg.kernels[k].nodes.size() <= 1) {
-                    const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind, ") priced as ", pk.priced_as,
+                    const auto why = dnncost::concat("kernel ", k, " (", pk.kind, ") priced as ", pk.priced_as,
                                                              ": no samples of its own kind");
                     pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
                 }
@@ -617,7 +619,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             // a fusion no sample showed is priced as its operators running alone: an upper
             // bound, where a regressor of a similar kind would extrapolate from work it never saw
             if (!unfused) unfused = unfused_rules();
-            cost::detail::kernel_graph_into_checked(view, *unfused, plain);
+            cost::kernel_graph_into(view, *unfused, plain, cost::rules_checked);
             kinds_met.next_graph();
             for (std::size_t k : unsampled) {
                 std::string parts;
@@ -633,7 +635,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
                 if (!d) continue;
                 auto& pk = d->kernels[k];
                 pk.priced_as = std::move(parts);
-                const auto why = dnncost::detail::concat("kernel ", k, " (", pk.kind,
+                const auto why = dnncost::concat("kernel ", k, " (", pk.kind,
                                                          ") has no samples of its kind: priced as its operators "
                                                          "unfused (",
                                                          pk.priced_as, ")");

@@ -110,9 +110,9 @@ inline void floor_costs(std::span<double> values, std::string_view model, std::s
         }
         const std::string network =
             i < graphs.size() && graphs[i] && !graphs[i]->name().empty()
-                ? dnncost::detail::concat("network '", graphs[i]->name(), "' (", i + 1, " of ", values.size(), ")")
-                : dnncost::detail::concat("network ", i + 1, " of ", values.size());
-        raise_prediction(dnncost::detail::concat(model, ": predicts ", v, " for ", network, " (", cost_problem(v), ")"),
+                ? dnncost::concat("network '", graphs[i]->name(), "' (", i + 1, " of ", values.size(), ")")
+                : dnncost::concat("network ", i + 1, " of ", values.size());
+        raise_prediction(dnncost::concat(model, ": predicts ", v, " for ", network, " (", cost_problem(v), ")"),
                          i, v);
     }
 }
@@ -138,7 +138,7 @@ public:
         for (std::size_t i = 0; i < out.size(); ++i) {
             out[i].mean = values[i];
             if (!std::isfinite(out[i].sigma))
-                raise_prediction(dnncost::detail::concat(name(), ": uncertainty ", out[i].sigma, " of network ", i + 1,
+                raise_prediction(dnncost::concat(name(), ": uncertainty ", out[i].sigma, " of network ", i + 1,
                                                          " is not finite"),
                                  i, out[i].sigma);
         }
@@ -162,8 +162,8 @@ public:
     void set_source(std::string source) { m_source = std::move(source); }
     /// The model as messages name it: "FILE (PRESET model)" or "PRESET model".
     std::string name() const {
-        return m_source.empty() ? dnncost::detail::concat(preset(), " model")
-                                : dnncost::detail::concat(m_source, " (", preset(), " model)");
+        return m_source.empty() ? dnncost::concat(preset(), " model")
+                                : dnncost::concat(m_source, " (", preset(), " model)");
     }
 
 protected:

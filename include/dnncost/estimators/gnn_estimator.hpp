@@ -22,6 +22,7 @@
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/estimator.hpp>
@@ -268,7 +269,7 @@ auto GnnEstimator<C>::prepare(const train::TrainData& train, std::uint64_t seed)
     m_encoder = features::FeatureEncoder(encode_options());
     m_encoder.fit(train.graphs);
     m_scale = C.train.pow10_labels
-                  ? std::pow(10.0, std::round(std::log10(std::max(std::abs(train::median_high(train.targets)), 1e-30))))
+                  ? std::pow(10.0, std::round(std::log10(std::max(std::abs(median_high(train.targets)), 1e-30))))
                   : 1.0;
     double nodes = 0;
     for (const auto* g : train.graphs) nodes += static_cast<double>(g->num_nodes());
@@ -447,10 +448,10 @@ auto GnnEstimator<C>::fit(const train::TrainData& train, const train::TrainData&
     std::string warm;
     if (m_model->has_additive_path()) {
         const bool alone = warm_start_additive_path(train, xt, validation, xv);
-        warm = dnncost::detail::concat("; additive path: ",
+        warm = dnncost::concat("; additive path: ",
                                        alone ? "additive baseline" : "additive baseline + compiler-kept aggregates");
         if (m_warm_test)
-            warm += dnncost::detail::concat(" (unpaid share of the removed operators' cost ", m_warm_test->share,
+            warm += dnncost::concat(" (unpaid share of the removed operators' cost ", m_warm_test->share,
                                             ", se ", m_warm_test->se, ")");
     }
     train::EpochLoopOptions loop;
@@ -481,7 +482,7 @@ auto GnnEstimator<C>::fit(const train::TrainData& train, const train::TrainData&
             return validation_score(p_epochs.back(), validation.targets);
         },
         [&](int epoch) {
-            return epoch == 0 && has_val ? dnncost::detail::concat(" (untrained: val ", untrained, warm, ")")
+            return epoch == 0 && has_val ? dnncost::concat(" (untrained: val ", untrained, warm, ")")
                                          : std::string();
         },
         [&] { return m_opt->learning_rate(); }, [&](double lr) { m_opt->set_learning_rate(lr); }, o.on_epoch);
@@ -498,11 +499,11 @@ auto GnnEstimator<C>::fit(const train::TrainData& train, const train::TrainData&
             best_score = untrained;
         }
         result.validation_metric += keep_trained ? "; trained network kept" : "; untrained network kept";
-        result.summary = dnncost::detail::concat(
+        result.summary = dnncost::concat(
             "best epoch ", run.best_epoch + 1, " val ", run.best_score, " vs untrained ", untrained, warm,
             "; out-of-bag improvement ", gain.mean, " (se ", gain.se, ") -> ",
             keep_trained ? "trained network kept" : "untrained network kept",
-            forced ? dnncost::detail::concat(" (keep = ", to_string(keep), ")") : std::string());
+            forced ? dnncost::concat(" (keep = ", to_string(keep), ")") : std::string());
     }
     for (std::size_t i = 0; i < best.size(); ++i) params[i]->value = best[i];
     result.best_validation = best_score;

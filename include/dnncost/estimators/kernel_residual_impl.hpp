@@ -157,10 +157,10 @@ DNNCOST_FUNC FitResult KernelResidual::fit(const std::vector<KernelGraphSample>&
     m_zero = !better;
     result.best_validation = better ? run.best_score : zero_score;
     result.summary =
-        better ? dnncost::detail::concat("kernel residual: best epoch ", run.best_epoch + 1, " of ", run.epochs, ", ",
+        better ? dnncost::concat("kernel residual: best epoch ", run.best_epoch + 1, " of ", run.epochs, ", ",
                                          result.validation_metric, " ", run.best_score, " against ", zero_score,
                                          " for the kernel sum alone")
-               : dnncost::detail::concat("kernel residual: kept the zero residual (the kernel sum): no epoch of ",
+               : dnncost::concat("kernel residual: kept the zero residual (the kernel sum): no epoch of ",
                                          run.epochs, " beat its ", result.validation_metric, " ", zero_score, " (best ",
                                          run.best_score, ")");
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -316,7 +316,7 @@ DNNCOST_FUNC void KernelResidual::build(Index in, Rng& rng) {
 
 DNNCOST_FUNC void KernelResidual::check_sample(const KernelGraphSample& s, std::size_t i, const char* set,
                                                Index width) {
-    const auto where = [&] { return dnncost::detail::concat("KernelResidual: ", set, " network ", i); };
+    const auto where = [&] { return dnncost::concat("KernelResidual: ", set, " network ", i); };
     const Index n = s.features.rows();
     if (width >= 0 && s.features.cols() != width && n > 0)
         raise<shape_error>(where(), " has ", s.features.cols(), " feature columns, expected ", width);

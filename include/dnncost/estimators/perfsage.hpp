@@ -34,6 +34,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/memory.hpp>
 #include <dnncost/estimators/capabilities.hpp>
@@ -135,7 +136,7 @@ public:
 
 private:
     static std::uint64_t config_hash(const nn::PerfSageShape& s, const PerfSageRecipe& t) {
-        return io::fnv1a64(dnncost::detail::concat("perfsage;emb=", s.embedding, ";width=", s.width, ";depth=", s.depth,
+        return io::fnv1a64(dnncost::concat("perfsage;emb=", s.embedding, ";width=", s.width, ";depth=", s.depth,
                                                    ";head=", s.head_layers, "/", s.head_width, ";lr=", t.lr,
                                                    ";batch=", t.batch_size, ";alpha=", t.alpha));
     }

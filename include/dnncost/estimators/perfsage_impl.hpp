@@ -75,7 +75,7 @@ DNNCOST_FUNC auto PerfSageEstimator::fit_targets(const train::MultiTrainData& tr
     m_threads = o.threads;
     prepare(train.graphs);
     m_target_scale.assign(nt, 1.0);
-    for (std::size_t k = 0; k < nt; ++k) m_target_scale[k] = train::median_high(train.targets[k]);
+    for (std::size_t k = 0; k < nt; ++k) m_target_scale[k] = median_high(train.targets[k]);
     shape.types = std::max<int>(1, static_cast<int>(m_types.size()));
     shape.targets = static_cast<int>(nt);
     Rng rng(o.seed);
@@ -145,7 +145,7 @@ DNNCOST_FUNC auto PerfSageEstimator::fit_targets(const train::MultiTrainData& tr
     run.restore(params);
     result.epochs = run.epochs;
     result.best_validation = run.best_score;
-    result.summary = dnncost::detail::concat("best epoch ", run.best_epoch + 1, " of ", result.epochs, ", ",
+    result.summary = dnncost::concat("best epoch ", run.best_epoch + 1, " of ", result.epochs, ", ",
                                              has_val ? "validation score " : "training loss ", run.best_score);
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return result;

@@ -49,7 +49,7 @@ struct UnknownOperators {
         if (kinds.empty()) return {};
         std::string list;
         for (const auto& t : kinds) list += (list.empty() ? "" : ", ") + t;
-        return dnncost::detail::concat(inputs, " of ", total,
+        return dnncost::concat(inputs, " of ", total,
                                        " input(s) contain operator types the model never saw in training (", list,
                                        "): their predictions are extrapolations");
     }
@@ -59,12 +59,12 @@ namespace detail {
 /// A prediction_error of `est` re-raised naming the network (`network`) instead of its position.
 [[noreturn]] inline void rethrow_naming(const prediction_error& e, const Estimator& est, std::size_t offset,
                                         const std::string& network) {
-    raise_prediction(dnncost::detail::concat(est.name(), ": predicts ", e.value(), " for ", network, " (",
+    raise_prediction(dnncost::concat(est.name(), ": predicts ", e.value(), " for ", network, " (",
                                              cost_problem(e.value()), ")"),
                      offset + e.index(), e.value());
 }
 inline std::string item_name(const train::Dataset& ds, std::size_t item) {
-    return dnncost::detail::concat("'", ds.key(item), "' (", ds.source(), ":", ds.line(item), ")");
+    return dnncost::concat("'", ds.key(item), "' (", ds.source(), ":", ds.line(item), ")");
 }
 }  // namespace detail
 

@@ -67,7 +67,7 @@ DNNCOST_FUNC auto dnncost::estimators::train_estimator(const train::Dataset& ds,
     const auto note = [&](const std::string& line) {
         if (r.on_note) r.on_note(line);
     };
-    note(dnncost::detail::concat("split (seed ", r.split.seed, ", ", train::to_string(r.split.sampling),
+    note(dnncost::concat("split (seed ", r.split.seed, ", ", train::to_string(r.split.sampling),
                                  "): ", out.split.train.size(), " train, ", out.split.validation.size(),
                                  " validation, ", out.split.test.size(), " test"));
     out.model = r.ensemble >= 2
@@ -81,7 +81,7 @@ DNNCOST_FUNC auto dnncost::estimators::train_estimator(const train::Dataset& ds,
     out.spaces = spaces;
     out.training_examples = items.size();
     if (out.upsampled)
-        note(dnncost::detail::concat(spaces, " search spaces in the training split; upsampled to ", items.size(),
+        note(dnncost::concat(spaces, " search spaces in the training split; upsampled to ", items.size(),
                                      " training examples (each space >= ", 100 * min_space_share, " %)"));
     if (r.targets.size() > 1)
         out.fit =

@@ -146,7 +146,7 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
             const auto st = view ? view->strides(first) : a.attr_ints_view("strides");
             if (st.size() >= 2) sh = st[st.size() - 2], sw = st[st.size() - 1];
             groups = view ? view->group(first) : a.attr_int("group", 1);
-            depthwise = cost::detail::is_depthwise(g, a, groups);
+            depthwise = cost::is_depthwise(g, a, groups);
         }
         for (int t : a.inputs)
             if (t >= 0 && cost::is_constant_tensor(g, kg.roles, t) && g.tensor(t).shape.size() >= 2) weighted = true;
@@ -172,7 +172,7 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
                 ++sigmoid;
             else if (op == "HardSigmoid" || op == "HardSwish")
                 ++hard;
-            else if (cost::detail::is_binary(op))
+            else if (cost::is_elementwise_op(op))
                 ++add;
             else
                 ++other;

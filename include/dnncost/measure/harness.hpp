@@ -37,6 +37,7 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/measure/machine_load.hpp>
 #include <dnncost/measure/reference.hpp>
 #include <dnncost/measure/run_conditions.hpp>
@@ -165,10 +166,12 @@ struct NoiseReport {
     double seconds = 0;
 };
 
-/// The statistic of some values (median: the mean of the middle two for an even count).
+/// The statistic of some values (median: the mean of the middle two for an even count); NaN
+/// when empty.
 DNNCOST_FUNC double statistic_of(std::vector<double> v, Statistic s);
 
-/// The median absolute deviation from `center`, relative to it.
+/// The median absolute deviation from `center`, relative to it (0 for fewer than two values or
+/// a center that is not positive).
 DNNCOST_FUNC double relative_spread(const std::vector<double>& v, double center);
 
 class Harness {

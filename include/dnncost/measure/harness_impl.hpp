@@ -7,15 +7,10 @@
 DNNCOST_FUNC auto dnncost::measure::statistic_of(std::vector<double> v, Statistic s) -> double {
     if (v.empty()) return std::nan("");
     if (s == Statistic::minimum) return *std::min_element(v.begin(), v.end());
-    std::sort(v.begin(), v.end());
-    const auto n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return median(v);
 }
 
 DNNCOST_FUNC auto dnncost::measure::relative_spread(const std::vector<double>& v, double center) -> double {
     if (v.size() < 2 || !(center > 0)) return 0.0;
-    std::vector<double> dev;
-    dev.reserve(v.size());
-    for (double x : v) dev.push_back(std::abs(x - center));
-    return statistic_of(std::move(dev), Statistic::median) / center;
+    return mad(v, center) / center;
 }

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include <dnncost/core/config.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/measure/json.hpp>
-#include <dnncost/train/metrics.hpp>
 
 #if defined(__linux__)
 #include <linux/perf_event.h>

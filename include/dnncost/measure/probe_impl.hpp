@@ -97,7 +97,6 @@ DNNCOST_FUNC auto dnncost::probe::run(int repetitions) -> Descriptor {
                 if (const auto v = cs[c]->stop()) counts[c].push_back(static_cast<double>(*v));
             ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         }
-        const auto median = [](const std::vector<double>& v) { return train::median(v); };
         KernelResult kr{k.name, median(ms), {}};
         for (const auto& c : counts)
             kr.per_second.push_back(c.size() == ms.size() && kr.latency_ms > 0

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <dnncost/core/config.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/measure/json.hpp>
 
 namespace dnncost::measure {
@@ -42,11 +43,7 @@ struct ReferenceLatency {
     /// Between measurements: median absolute deviation of their statistics relative to the value.
     double spread_between() const {
         if (values_ms.size() < 2 || !known()) return 0;
-        std::vector<double> dev;
-        for (const double v : values_ms) dev.push_back(std::abs(v - latency_ms));
-        std::sort(dev.begin(), dev.end());
-        const auto n = dev.size();
-        return (n % 2 ? dev[n / 2] : 0.5 * (dev[n / 2 - 1] + dev[n / 2])) / latency_ms;
+        return mad(values_ms, latency_ms) / latency_ms;
     }
     /// The reference's own noise: the larger of its spreads within and between measurements.
     double noise() const { return std::max(spread, spread_between()); }

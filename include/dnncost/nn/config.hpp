@@ -106,7 +106,7 @@ inline void validate(const GnnConfig& c) {
 
 /// Canonical text of every field; its hash identifies a configuration in saved files.
 inline std::string to_string(const GnnConfig& c) {
-    return dnncost::detail::concat(
+    return dnncost::concat(
         "conv=", int(c.conv), ";aggr=", int(c.aggr), ";dir=", int(c.direction), ";depth=", c.depth, ";width=", c.width,
         ";res=", c.residual, ";drop=", c.dropout, ";act=", int(c.act), ";ln=", c.layer_norm, ";norm=", c.sage_normalize,
         ";readout=", int(c.readout), ";rw=", c.readout_width, ";head=", c.head.layers, "/", c.head.width, "/",

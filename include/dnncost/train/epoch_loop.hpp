@@ -64,7 +64,7 @@ EpochLoopResult<Scalar> run_epochs(const EpochLoopOptions& options, std::span<nn
         set_learning_rate(plateau.step(s, learning_rate()));
         result.epochs = epoch + 1;
         const bool user_stop =
-            on_epoch && on_epoch(dnncost::detail::concat("epoch ", epoch + 1, " loss ", loss, " val ", s, " lr ",
+            on_epoch && on_epoch(dnncost::concat("epoch ", epoch + 1, " loss ", loss, " val ", s, " lr ",
                                                          learning_rate(), note(epoch)));
         if (stop.should_stop() || user_stop) break;
     }

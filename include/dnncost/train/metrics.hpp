@@ -16,6 +16,7 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 
 namespace dnncost::train {
 
@@ -83,14 +84,6 @@ struct Metrics {
 /// Compute every metric on the given items.
 /// @throws shape_error on a size mismatch, config_error on a non-finite value or a zero truth
 DNNCOST_FUNC Metrics compute_metrics(std::span<const double> predicted, std::span<const double> truth);
-
-/// Median (average of the two middle values for an even count); NaN when empty.
-DNNCOST_FUNC double median(std::span<const double> v);
-
-/// The upper of the two middle values for an even count (the middle one for an odd count): a
-/// median that is always one of the values, which the fits take as a label or target scale.
-/// @throws config_error when empty
-DNNCOST_FUNC double median_high(std::span<const double> v);
 
 /// The value below which a training target is degenerate (degenerate_fraction_of_median of the
 /// targets' median_high): such items neither drive a relative loss nor count in a fit's

@@ -149,24 +149,6 @@ DNNCOST_FUNC auto dnncost::train::compute_metrics(std::span<const double> predic
     return m;
 }
 
-DNNCOST_FUNC auto dnncost::train::median(std::span<const double> v) -> double {
-    if (v.empty()) return detail::nan();
-    std::vector<double> s(v.begin(), v.end());
-    const auto mid = s.size() / 2;
-    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(mid), s.end());
-    const double upper = s[mid];
-    if (s.size() % 2) return upper;
-    return 0.5 * (upper + *std::max_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(mid)));
-}
-
-DNNCOST_FUNC auto dnncost::train::median_high(std::span<const double> v) -> double {
-    if (v.empty()) raise<config_error>("median_high: no values");
-    std::vector<double> s(v.begin(), v.end());
-    const auto mid = s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2);
-    std::nth_element(s.begin(), mid, s.end());
-    return *mid;
-}
-
 DNNCOST_FUNC auto dnncost::train::evaluate(std::span<const double> predicted, std::span<const double> truth,
                                            double fraction_of_median) -> AccuracyReport {
     detail::check_sizes(predicted, truth, "evaluate");

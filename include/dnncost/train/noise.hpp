@@ -10,6 +10,7 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/train/metrics.hpp>
 
 namespace dnncost::train {
@@ -18,7 +19,7 @@ namespace dnncost::train {
 /// lists 1,500 networks under two strings, see nb201::isomorphic_twin):
 /// - agreement(b): the fraction of pairs whose ratio y1 / y2 lies in [1 - b, 1 + b], both
 ///   orders counted (so the figure does not depend on which member comes first).
-/// - sigma: the robust spread of one measurement in log space, 1.4826 MAD(log(y1 / y2)) / sqrt 2.
+/// - sigma: the robust spread of one measurement in log space, mad_sigma(log(y1 / y2), 0) / sqrt 2.
 /// - ceiling(b): the error-bound accuracy +-b a perfect estimator (one that predicts every
 ///   network's typical cost exactly) would reach if log y = log f + e with e ~ N(0, s^2),
 ///   independent per measurement. Then log(y1 / y2) ~ N(0, 2 s^2); s is solved from the observed

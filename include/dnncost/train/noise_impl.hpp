@@ -39,8 +39,8 @@ DNNCOST_FUNC auto dnncost::train::pair_noise(std::span<const std::pair<double, d
     r.agreement = pair_agreement(pairs, bound);
     std::vector<double> logs;
     logs.reserve(pairs.size());
-    for (const auto& [a, b] : pairs) logs.push_back(std::abs(std::log(a / b)));
-    r.sigma = 1.4826 * median(logs) / std::sqrt(2.0);  // the log ratio is symmetric: its MAD is the median |log ratio|
+    for (const auto& [a, b] : pairs) logs.push_back(std::log(a / b));
+    r.sigma = mad_sigma(logs, 0.0) / std::sqrt(2.0);  // the log ratio is symmetric: its median is 0
     if (r.agreement >= 1.0)
         r.ceiling = 1.0;
     else if (r.agreement <= 0.0)

@@ -23,6 +23,6 @@ DNNCOST_FUNC auto dnncost::train::check_train_data(const MultiTrainData& d, std:
     if (d.targets.empty()) raise<config_error>(who, ": ", what, " data has no target");
     for (std::size_t k = 0; k < d.targets.size(); ++k)
         check_train_data(TrainData{d.graphs, d.targets[k], nullptr}, who,
-                         d.targets.size() == 1 ? std::string(what) : dnncost::detail::concat(what, " (target ", k, ")"),
+                         d.targets.size() == 1 ? std::string(what) : dnncost::concat(what, " (target ", k, ")"),
                          may_be_empty);
 }

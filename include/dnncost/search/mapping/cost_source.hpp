@@ -64,7 +64,7 @@ MappingInstance make_instance(const Source& source, std::span<const Block> block
     if (dvfs >= p.num_dvfs()) raise<config_error>("make_instance: DVFS setting ", dvfs, " of ", p.num_dvfs());
     std::vector<std::string> names;
     for (std::size_t i = 0; i < blocks.size(); ++i)
-        names.push_back(name ? name(blocks[i]) : ::dnncost::detail::concat("block ", i));
+        names.push_back(name ? name(blocks[i]) : ::dnncost::concat("block ", i));
     MappingInstance inst(p.cus, names);
     for (std::size_t i = 0; i < blocks.size(); ++i)
         for (std::size_t c = 0; c < p.num_cus(); ++c)

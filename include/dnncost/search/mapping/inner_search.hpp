@@ -210,14 +210,14 @@ inline void choose_best(MappingSearchResult& r, const Preference& pref, const st
     if (!r.standalone.empty()) {
         r.best = *std::min_element(r.standalone.begin(), r.standalone.end(),
                                    [](const MappingSolution& a, const MappingSolution& b) { return a.p < b.p; });
-        r.note = ::dnncost::detail::concat("no mapping found meets ", pref.describe(),
+        r.note = ::dnncost::concat("no mapping found meets ", pref.describe(),
                                            "; returning the best standalone mapping (", cu_names[r.best.cus.front()],
                                            " only)");
     } else {
         r.best = *std::min_element(r.front.begin(), r.front.end(),
                                    [](const MappingSolution& a, const MappingSolution& b) { return a.p < b.p; });
         r.note =
-            ::dnncost::detail::concat("no mapping found meets ", pref.describe(),
+            ::dnncost::concat("no mapping found meets ", pref.describe(),
                                       " and no compute unit runs every block; returning the lowest-P mapping found");
     }
 }

@@ -132,8 +132,8 @@ struct Preference {
     /// "T < 20 ms and E < 150 mJ" (the targets that are set), or "no target".
     std::string describe() const {
         std::string s;
-        if (std::isfinite(t_target)) s += ::dnncost::detail::concat("T < ", t_target, " ms");
-        if (std::isfinite(e_target)) s += ::dnncost::detail::concat(s.empty() ? "" : " and ", "E < ", e_target, " mJ");
+        if (std::isfinite(t_target)) s += ::dnncost::concat("T < ", t_target, " ms");
+        if (std::isfinite(e_target)) s += ::dnncost::concat(s.empty() ? "" : " and ", "E < ", e_target, " mJ");
         return s.empty() ? "no target" : s;
     }
     /// Relative violations of the two targets (0 = met; a value equal to the target is a tiny

@@ -31,8 +31,8 @@ inline MappingInstance random_instance(const RandomInstanceOptions& o, std::uint
         raise<config_error>("random_instance: need 1 or more blocks and 1 to 255 CUs, got ", o.blocks, " and ", o.cus);
     Rng rng(seed);
     std::vector<std::string> cus, blocks;
-    for (std::size_t c = 0; c < o.cus; ++c) cus.push_back(::dnncost::detail::concat("cu", c));
-    for (std::size_t b = 0; b < o.blocks; ++b) blocks.push_back(::dnncost::detail::concat("b", b));
+    for (std::size_t c = 0; c < o.cus; ++c) cus.push_back(::dnncost::concat("cu", c));
+    for (std::size_t b = 0; b < o.blocks; ++b) blocks.push_back(::dnncost::concat("b", b));
     MappingInstance inst(cus, blocks);
     // CU c: latency factor from 1 (CU 0) to 2 (CU 1), energy factor from 1 to 0.4; others between
     auto position = [&](std::size_t c) {

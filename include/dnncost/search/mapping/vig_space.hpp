@@ -153,9 +153,9 @@ public:
             case VigBlockKind::cls:
                 return "cls";
             case VigBlockKind::grapher:
-                return ::dnncost::detail::concat("grapher", b.superblock + 1, ".", b.index + 1);
+                return ::dnncost::concat("grapher", b.superblock + 1, ".", b.index + 1);
             default:
-                return ::dnncost::detail::concat("ffn", b.superblock + 1, ".", b.index + 1);
+                return ::dnncost::concat("ffn", b.superblock + 1, ".", b.index + 1);
         }
     }
 
@@ -170,7 +170,7 @@ public:
             s += std::to_string(sb.depth);
             s += graph_op_letter[static_cast<std::size_t>(sb.op)];
             if (sb.pre_fc) s += 'p';
-            if (sb.ffn) s += ::dnncost::detail::concat("f", sb.ffn_hidden);
+            if (sb.ffn) s += ::dnncost::concat("f", sb.ffn_hidden);
         }
         return s;
     }
@@ -217,7 +217,7 @@ public:
                 int k = 0;
                 for (const auto& [cout, stride] : convs) {
                     const double ho = h / stride;
-                    layer(::dnncost::detail::concat("conv", ++k), OpClass::conv, 2.0 * ho * ho * cout * 9.0 * cin,
+                    layer(::dnncost::concat("conv", ++k), OpClass::conv, 2.0 * ho * ho * cout * 9.0 * cin,
                           h * h * cin + ho * ho * cout + 9.0 * cin * cout);
                     h = ho;
                     cin = cout;

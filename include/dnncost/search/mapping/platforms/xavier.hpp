@@ -90,7 +90,7 @@ public:
                 for (double emc : {2133.0, 1065.0})
                     for (double d : {1395.0, 1050.0}) {
                         DvfsSetting s;
-                        s.name = ::dnncost::detail::concat("cpu", mhz(cpu), "-gpu", mhz(g), "-emc", mhz(emc), "-dla",
+                        s.name = ::dnncost::concat("cpu", mhz(cpu), "-gpu", mhz(g), "-emc", mhz(emc), "-dla",
                                                            mhz(d));
                         s.clocks_mhz = {{"cpu", cpu}, {"gpu", g}, {"emc", emc}, {"dla", d}};
                         m_platform.dvfs.push_back(std::move(s));
