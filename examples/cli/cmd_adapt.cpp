@@ -38,7 +38,7 @@ struct AdaptArgs {
     ReportFile report;
 };
 
-inline void add_adapt_options(CLI::App& cmd, AdaptArgs& a) {
+inline void add_adapt_options(Command& cmd, AdaptArgs& a) {
     cmd.add_option("--pool", a.pool, "CSV of the pool devices: a key column + one latency column per device")
         ->required();
     cmd.add_option("--pool-targets", a.pool_targets, "Pool device columns, comma-separated (A,B,C)")->required();
@@ -51,7 +51,7 @@ inline void add_adapt_options(CLI::App& cmd, AdaptArgs& a) {
     cmd.add_option("--method", a.method,
                    "prior: a linear cost model fitted on the shots, pulled towards the pool device the shots look "
                    "most like | maple: the MAPLE-Edge regressor over [encoding | hardware descriptor]")
-        ->check(CLI::IsMember({"prior", "maple"}));
+        ->check(check::member({"prior", "maple"}));
     cmd.add_option("--shots", a.shots, "Measurements of the new device used for adaptation")
         ->transform(check::integer(2, 100000));
     cmd.add_option("--seed", a.seed, "Seed of the shots and of training")->transform(check::seed());
@@ -59,7 +59,7 @@ inline void add_adapt_options(CLI::App& cmd, AdaptArgs& a) {
                    "How the shots are chosen: uniform (MAPLE-Edge targeted) | random | doptimal (a greedy D-optimal "
                    "design over the linear cost features: NB201 op counts with --encoder nb201, else the "
                    "per-operator-type aggregates)")
-        ->check(CLI::IsMember({"random", "uniform", "doptimal"}));
+        ->check(check::member({"random", "uniform", "doptimal"}));
     cmd.add_option("--proxy", a.proxy,
                    "Ranking of uniform sampling: a pool column (default: the first pool target) | macs");
     cmd.add_option("--clones", a.clones, "K: each shot enters the training set K times")
@@ -80,7 +80,7 @@ inline void add_adapt_options(CLI::App& cmd, AdaptArgs& a) {
     cmd.add_option("--baseline", a.baseline,
                    "Also report a baseline on the same shots: none | ridge (a ridge fitted on the shots alone: the "
                    "five NB201 op counts with --encoder nb201, else the per-operator-type aggregates)")
-        ->check(CLI::IsMember({"none", "ridge"}));
+        ->check(check::member({"none", "ridge"}));
     cmd.add_flag("--json", a.json_out, "Print the report (test metrics, shots) as one JSON document");
     a.report.add(cmd);
 }
@@ -181,7 +181,7 @@ inline void run_adapt(AdaptArgs& a) {
 
 }  // namespace adapt_detail
 
-void add_adapt_commands(CLI::App& app, Context& ctx) {
+void add_adapt_commands(Command& app, Context& ctx) {
     auto a = std::make_shared<adapt_detail::AdaptArgs>();
     auto* cmd = app.add_subcommand(
         "adapt", "Adapt to a new device from a few of its measurements and a pool of measured devices (MAPLE-Edge)");

@@ -61,8 +61,8 @@ struct Args {
 
 /// The deprecated spellings, converted: --generations N (the initial population included) is
 /// --gens N-1; --estimator is --preset.
-inline void resolve_deprecated(Args& a, const CLI::Option* gens, const CLI::Option* generations,
-                               const CLI::Option* preset, const CLI::Option* estimator) {
+inline void resolve_deprecated(Args& a, const Option* gens, const Option* generations,
+                               const Option* preset, const Option* estimator) {
     if (generations->count() > 0) {
         if (gens->count() > 0) raise<config_error>("compress: give --gens, not --generations as well");
         warn_deprecated("compress --generations N (the initial population included)",
@@ -173,7 +173,7 @@ inline void run(Args& a) {
 }
 }  // namespace compress_detail
 
-void add_compress_commands(CLI::App& app, Context& ctx) {
+void add_compress_commands(Command& app, Context& ctx) {
     (void)ctx;  // 0 on success; an error is an exception
     auto a = std::make_shared<compress_detail::Args>();
     a->flags = MeasureFlags(1, 1, 3, 10, 0.02);
@@ -212,14 +212,14 @@ void add_compress_commands(CLI::App& app, Context& ctx) {
         ->transform(check::integer(0, 1000000, "a measurement count"))
         ->capture_default_str();
     cmd->add_option("--interval", a->coverage, "Coverage of the calibrated interval from validation residuals")
-        ->check(CLI::Range(0.5, 0.999))
+        ->check(check::range(0.5, 0.999))
         ->capture_default_str();
     cmd->add_option("--steps", a->steps, "Keep-ratio steps LOWEST:HIGHEST:STEP")->capture_default_str();
     cmd->add_option("--seed", a->seed, "Seed of the search, the split and the model weights")->transform(check::seed());
     a->flags.add_to(*cmd, {.max_rounds = false, .remeasure_spread = false});
     cmd->add_option("--keep", a->keep,
                     "Which weights the estimator's fit ends with: auto | trained | untrained (see dnncost train)")
-        ->check(CLI::IsMember({"auto", "trained", "untrained"}))
+        ->check(check::member({"auto", "trained", "untrained"}))
         ->capture_default_str();
     cmd->add_option(
         "--reference", a->reference,

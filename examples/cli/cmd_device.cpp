@@ -376,7 +376,7 @@ inline void run_residual(const ResidualArgs& a) {
 }
 
 
-inline void add_device_build(CLI::App& device, Context& ctx) {
+inline void add_device_build(Command& device, Context& ctx) {
     auto b = std::make_shared<BuildArgs>();
     auto* build = device.add_subcommand("build", "Discover fusion rules, sample and measure kernels, fit a device model");
     add_runner_option(*build, b->runners, true);
@@ -410,7 +410,7 @@ inline void add_device_build(CLI::App& device, Context& ctx) {
     });
 }
 
-inline void add_device_calibrate(CLI::App& device, Context& ctx) {
+inline void add_device_calibrate(Command& device, Context& ctx) {
     auto c = std::make_shared<CalibrateArgs>();
     auto* cal = device.add_subcommand("calibrate", "Measure a few networks here and fit the model's calibration factor");
     cal->add_option("--model", c->model, "Device model (.dnnc)")->required();
@@ -436,7 +436,7 @@ inline void add_device_calibrate(CLI::App& device, Context& ctx) {
     });
 }
 
-inline void add_device_residual(CLI::App& device, Context& ctx) {
+inline void add_device_residual(Command& device, Context& ctx) {
     auto ra = std::make_shared<ResidualArgs>();
     auto* res = device.add_subcommand("residual",
                                       "Fit the model to networks measured on its device: sample-boundary rates, then "
@@ -480,7 +480,7 @@ inline void run_info(const std::string& path, bool json_out) {
 
 }  // namespace device_detail
 
-void add_device_commands(CLI::App& app, Context& ctx) {
+void add_device_commands(Command& app, Context& ctx) {
     namespace dd = device_detail;
     auto* device = app.add_subcommand("device", "Kernel-level device models: build one by measuring, calibrate, inspect");
     device->require_subcommand(1);

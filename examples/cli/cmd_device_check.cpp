@@ -210,7 +210,7 @@ inline bool run_check(const CheckArgs& a) {
 
 }  // namespace device_check_detail
 
-void add_device_check_command(CLI::App& device, Context& ctx) {
+void add_device_check_command(Command& device, Context& ctx) {
     namespace dc = device_check_detail;
     auto a = std::make_shared<dc::CheckArgs>();
     auto* cmd = device.add_subcommand(

@@ -62,7 +62,7 @@ inline void run_export_header(const ExportArgs& a) {
 
 }  // namespace export_detail
 
-void add_export_commands(CLI::App& app, Context& ctx) {
+void add_export_commands(Command& app, Context& ctx) {
     namespace ed = export_detail;
     auto p = std::make_shared<ed::ProbeArgs>();
     auto* probe = app.add_subcommand(

@@ -33,7 +33,7 @@ struct RooflineFlags {
     double bandwidth_gbs = 0.0;
     double overhead_us = 0.0;
 
-    void add_to(CLI::App& cmd) {
+    void add_to(Command& cmd) {
         auto* p =
             cmd.add_option("--peak-gflops", peak_gflops, "Device peak compute, GFLOP/s (enables roofline latency)")
                 ->check(check::finite(check::Sign::positive))
@@ -226,12 +226,12 @@ struct OnnxExportFlags {
     std::string weights = "none";
     std::uint64_t weight_seed = 0;
 
-    void add_to(CLI::App& cmd, const std::string& what) {
+    void add_to(Command& cmd, const std::string& what) {
         auto* onnx_option = cmd.add_option("--onnx", out, what)->check(check::output_path());
         cmd.add_option("--weights", weights,
                        "With --onnx: none (shapes only) or random (every weight an initializer with seeded values "
                        "of a trained network's scale, so a runtime folds and fuses constants)")
-            ->check(CLI::IsMember({"none", "random"}))
+            ->check(check::member({"none", "random"}))
             ->capture_default_str()
             ->needs(onnx_option);
         cmd.add_option("--weight-seed", weight_seed, "Seed of the random weights")
@@ -260,7 +260,7 @@ inline nb201::Arch parse_arch(const std::string& text) {
 
 }  // namespace inspect_detail
 
-inline void add_inspect_command(CLI::App& app) {
+inline void add_inspect_command(Command& app) {
     struct Opts {
         std::string file;
         bool json = false;
@@ -282,7 +282,7 @@ inline void add_inspect_command(CLI::App& app) {
     });
 }
 
-inline void add_nb201_command(CLI::App& app) {
+inline void add_nb201_command(Command& app) {
     struct Opts {
         std::string arch;
         inspect_detail::OnnxExportFlags onnx;
@@ -362,13 +362,13 @@ inline void print_archs(const spaces::SpaceInfo& space, const spaces::SpaceOptio
 }
 }  // namespace inspect_detail
 
-inline void add_space_command(CLI::App& app) {
+inline void add_space_command(Command& app) {
     auto opts = std::make_shared<inspect_detail::SpaceOpts>();
     auto* cmd = app.add_subcommand(
         "space", "A search space: its size, sampled architecture strings, or the operator graph of one");
     cmd->add_option("NAME", opts->space, "The search space: " + joined(space_names()))
         ->required()
-        ->check(CLI::IsMember(space_names()));
+        ->check(check::member(space_names()));
     cmd->add_option("ARCH", opts->archs, "Architecture strings to report (operator graph, MACs, memory)");
     auto* sample_option = add_sample_options(*cmd, opts->sample, opts->seed);
     add_space_options_option(*cmd, opts->space_options);
@@ -394,7 +394,7 @@ inline void add_space_command(CLI::App& app) {
 }
 
 /// Register `inspect`, `nb201` and `space`.
-void add_inspect_commands(CLI::App& app, Context& ctx) {
+void add_inspect_commands(Command& app, Context& ctx) {
     (void)ctx;
     add_inspect_command(app);
     add_nb201_command(app);

@@ -531,7 +531,7 @@ inline void run_cosearch(CoSearchArgs& a) {
 }  // namespace map_detail
 
 /// Register `dnncost map`.
-inline void add_map_command(CLI::App& app) {
+inline void add_map_command(Command& app) {
     auto a = std::make_shared<map_detail::MapArgs>();
     auto& req = a->request;
     auto* map = app.add_subcommand("map",
@@ -543,7 +543,7 @@ inline void add_map_command(CLI::App& app) {
                     "the platform's compute units, comma-separated (a row naming another is an error)");
     map->add_option("--vig", req.vig, "instead of --blocks: a ViG subnet, e.g. 4Mpf320-4Mpf320-4Mpf320-4Mpf320");
     map->add_option("--platform", req.platform, "platform of --vig: xavier | roofline")
-        ->check(CLI::IsMember({"xavier", "roofline"}))
+        ->check(check::member({"xavier", "roofline"}))
         ->capture_default_str();
     map->add_option("--dvfs", req.dvfs, "DVFS setting name, or 'all' for brute force (default: the first setting)");
     map->add_option("--gamma1", a->gamma1, "exponent of energy in P")
@@ -575,7 +575,7 @@ inline void add_map_command(CLI::App& app) {
     add_json_flag(*map, a->json, "print one JSON document instead of text");
     map->add_flag("--csv", a->csv, "print the mappings as CSV rows (kind,t_ms,e_mj,p,dvfs,feasible,mapping)");
     map->add_option("--format", a->format, "deprecated: --json or --csv")
-        ->check(CLI::IsMember({"text", "csv", "json"}))
+        ->check(check::member({"text", "csv", "json"}))
         ->group("");
     map->add_option("--plot", a->plot, "write an SVG of the front with the standalone mappings marked")
         ->check(check::output_path());
@@ -586,17 +586,17 @@ inline void add_map_command(CLI::App& app) {
 }
 
 /// Register `dnncost cosearch`.
-inline void add_cosearch_command(CLI::App& app) {
+inline void add_cosearch_command(Command& app) {
     auto c = std::make_shared<map_detail::CoSearchArgs>();
     auto& req = c->request;
     auto* co = app.add_subcommand("cosearch",
                                   "Nested architecture x mapping search (MaGNAS OOE + IOE) on the ViG space, "
                                   "with an accuracy PROXY, and a standalone vs distributed comparison");
     co->add_option("--platform", req.platform, "xavier | roofline")
-        ->check(CLI::IsMember({"xavier", "roofline"}))
+        ->check(check::member({"xavier", "roofline"}))
         ->capture_default_str();
     co->add_option("--dataset", req.dataset, "accuracy proxy anchor: cifar10 | cifar100 | flowers | tiny-imagenet")
-        ->check(CLI::IsMember({"cifar10", "cifar100", "flowers", "tiny-imagenet"}))
+        ->check(check::member({"cifar10", "cifar100", "flowers", "tiny-imagenet"}))
         ->capture_default_str();
     auto count = check::integer(1, 1000000, "a count in [1, 10^6]");
     co->add_option("--ooe-pop", c->ooe_population, "outer population")
@@ -634,7 +634,7 @@ inline void add_cosearch_command(CLI::App& app) {
 }
 
 /// Register `dnncost map` and `dnncost cosearch`.
-void add_map_commands(CLI::App& app, Context& ctx) {
+void add_map_commands(Command& app, Context& ctx) {
     (void)ctx;  // both exit 0 on success; an error is an exception
     add_map_command(app);
     add_cosearch_command(app);

@@ -102,7 +102,7 @@ inline void print_report(const MeasureArgs& a, const measure::CampaignReport& re
 }
 }  // namespace measure_detail
 
-void add_measure_commands(CLI::App& app, Context& ctx) {
+void add_measure_commands(Command& app, Context& ctx) {
     namespace md = measure_detail;
     auto a = std::make_shared<md::MeasureArgs>();
     auto* cmd =

@@ -154,13 +154,13 @@ inline void run_moo(const MooArgs& args, Context& ctx) {
 }  // namespace moo_detail
 
 /// Register `dnncost moo`.
-void add_moo_commands(CLI::App& app, Context& ctx) {
+void add_moo_commands(Command& app, Context& ctx) {
     auto args = std::make_shared<moo_detail::MooArgs>();
     auto* cmd = app.add_subcommand("moo",
                                    "Run NSGA-II on a standard problem (ZDT, DTLZ, CONSTR, SRN) and report "
                                    "hypervolume, IGD, evaluations and wall time");
     cmd->add_option("--problem", args->problem, "zdt1 | zdt2 | zdt3 | zdt4 | zdt6 | dtlz1 | dtlz2 | constr | srn")
-        ->check(CLI::IsMember({"zdt1", "zdt2", "zdt3", "zdt4", "zdt6", "dtlz1", "dtlz2", "constr", "srn"}))
+        ->check(check::member({"zdt1", "zdt2", "zdt3", "zdt4", "zdt6", "dtlz1", "dtlz2", "constr", "srn"}))
         ->capture_default_str();
     cmd->add_option("--pop", args->population, "population size (>= 2)")
         ->transform(check::integer(2, 100000, "a population size in [2, 10^5]"))

@@ -67,7 +67,7 @@ inline std::vector<std::pair<std::vector<double>, std::string>> read_front_genom
 
 }  // namespace prune_detail
 
-void add_prune_command(CLI::App& app, Context& ctx) {
+void add_prune_command(Command& app, Context& ctx) {
     namespace fs = std::filesystem;
     struct Args {
         NetworkFiles network;
@@ -81,7 +81,7 @@ void add_prune_command(CLI::App& app, Context& ctx) {
     auto* ratios = cmd->add_option("--keep-ratios", a->ratios,
                                    "One keep ratio per channel group, space- or comma-separated (as in front.csv)");
     auto* front =
-        cmd->add_option("--front", a->front, "front.csv of dnncost compress: every member")->check(CLI::ExistingFile);
+        cmd->add_option("--front", a->front, "front.csv of dnncost compress: every member")->check(check::existing_file());
     ratios->excludes(front);
     cmd->add_option("--out", a->out, "Output ONNX file (--keep-ratios) or directory (--front: KEY.onnx per member)")
         ->required();

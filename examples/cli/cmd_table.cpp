@@ -54,9 +54,9 @@ struct QueryArgs {
     std::string mode = "multilinear";
     bool extrapolate = false;
     double chunk = 8;
-    void add(CLI::App& cmd) {
+    void add(Command& cmd) {
         cmd.add_option("--mode", mode, "Reading between grid points: plane | step | multilinear")
-            ->check(CLI::IsMember({"plane", "step", "multilinear"}))
+            ->check(check::member({"plane", "step", "multilinear"}))
             ->capture_default_str();
         cmd.add_flag("--extrapolate", extrapolate,
                      "Extrapolate outside the table's channel range (otherwise such a query is an error)");
@@ -258,7 +258,7 @@ inline void run_price(const PriceCmd& a) {
 }
 }  // namespace table_detail
 
-inline void add_table_build_command(CLI::App& table, Context& ctx) {
+inline void add_table_build_command(Command& table, Context& ctx) {
     auto b = std::make_shared<table_detail::BuildArgs>();
     b->flags = MeasureFlags(1, 3, 3, 10, 0.05);
     auto* build = table.add_subcommand(
@@ -285,7 +285,7 @@ inline void add_table_build_command(CLI::App& table, Context& ctx) {
     build->callback([b, &ctx] { table_detail::run_build(*b, ctx); });
 }
 
-inline void add_table_query_command(CLI::App& table) {
+inline void add_table_query_command(Command& table) {
     auto q = std::make_shared<table_detail::QueryCmd>();
     auto* query = table.add_subcommand("query", "Read one configuration from a table");
     query->add_option("--table", q->table, "Table file (CSV)")->required();
@@ -303,7 +303,7 @@ inline void add_table_query_command(CLI::App& table) {
     query->callback([q] { table_detail::run_query(*q); });
 }
 
-inline void add_table_price_command(CLI::App& table) {
+inline void add_table_price_command(Command& table) {
     auto p = std::make_shared<table_detail::PriceCmd>();
     auto* price = table.add_subcommand(
         "price", "Latency of networks as the sum of their operators' table latencies (sequential execution assumed)");
@@ -313,7 +313,7 @@ inline void add_table_price_command(CLI::App& table) {
     price
         ->add_option("--fallback", p->fallback,
                      "Operators without a table entry: error, or roofline (needs --peak-gflops and --bandwidth-gbs)")
-        ->check(CLI::IsMember({"error", "roofline"}))
+        ->check(check::member({"error", "roofline"}))
         ->capture_default_str();
     price->add_option("--peak-gflops", p->peak_gflops, "Roofline fallback: peak compute, GFLOP/s")
         ->check(check::finite(check::Sign::positive));
@@ -324,7 +324,7 @@ inline void add_table_price_command(CLI::App& table) {
     price->callback([p] { table_detail::run_price(*p); });
 }
 
-void add_table_commands(CLI::App& app, Context& ctx) {
+void add_table_commands(Command& app, Context& ctx) {
     auto* table = app.add_subcommand("table", "Measured operator tables: build by measuring, query, price networks");
     table->require_subcommand(1);
     add_table_build_command(*table, ctx);

@@ -50,11 +50,11 @@ struct TrainArgs {
     unsigned threads = 0;
     bool strict = false, json_out = false;
     ReportFile report;
-    CLI::Option* proxy_opt = nullptr;
+    Option* proxy_opt = nullptr;
     std::shared_ptr<PresetOptionValues> preset_options;
 };
 
-inline void add_train_options(CLI::App& cmd, TrainArgs& a) {
+inline void add_train_options(Command& cmd, TrainArgs& a) {
     cmd.add_option("--data", a.data, "CSV: a key column (arch string or ONNX path) + measured columns")->required();
     add_space_options(cmd, a.space, a.space_options);
     cmd.add_option("--target", a.target,
@@ -70,14 +70,14 @@ inline void add_train_options(CLI::App& cmd, TrainArgs& a) {
     cmd.add_option("--seed", a.seed, "Seed of the split and of training")->transform(check::seed());
     cmd.add_option("--preset", a.preset, "Estimator preset: " + preset_list())
         ->required()
-        ->check(CLI::IsMember(estimators::estimator_names()));
+        ->check(check::member(estimators::estimator_names()));
     cmd.add_option("--ensemble", a.ensemble, "Train an ensemble of K members (K >= 2) and report sigma")
         ->transform(check::integer(0, 64, "an ensemble size in [0, 64] (0 or 1: a single model)"));
     cmd.add_option("--sampling", a.sampling, "Training-set sampling: random | uniform (MAPLE-Edge targeted)")
-        ->check(CLI::IsMember({"random", "uniform"}));
+        ->check(check::member({"random", "uniform"}));
     a.proxy_opt =
         cmd.add_option("--proxy", a.proxy, "Proxy ranking the candidates for uniform sampling: macs | a column");
-    const auto minus_one_or_positive = CLI::Validator(
+    const auto minus_one_or_positive = Validator(
         [](std::string& s) -> std::string {
             const auto v = check::whole<std::int64_t>(s);
             if (!v || !(*v == -1 || (*v >= 1 && *v <= 1000000)))
@@ -354,7 +354,7 @@ inline void run_predict(const PredictArgs& a) {
 
 }  // namespace train_detail
 
-void add_train_commands(CLI::App& app, Context& ctx) {
+void add_train_commands(Command& app, Context& ctx) {
     namespace td = train_detail;
     auto targs = std::make_shared<td::TrainArgs>();
     auto* train =
@@ -378,7 +378,7 @@ void add_train_commands(CLI::App& app, Context& ctx) {
     eval->add_flag("--json", eargs->json_out, "Print the metrics as one JSON document");
     eval->add_option("--precision", eargs->precision,
                      "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
-        ->check(CLI::IsMember({"model", "bf16", "fp32"}));
+        ->check(check::member({"model", "bf16", "fp32"}));
     eval->callback([eargs, &ctx] {
         td::run_eval(*eargs);
         ctx.exit_code = 0;
@@ -394,7 +394,7 @@ void add_train_commands(CLI::App& app, Context& ctx) {
     predict
         ->add_option("--precision", pargs->precision,
                      "GEMM arithmetic: model (as trained, saved in the model) | bf16 | fp32")
-        ->check(CLI::IsMember({"model", "bf16", "fp32"}));
+        ->check(check::member({"model", "bf16", "fp32"}));
     predict->add_flag("--json", pargs->json_out, "Print the predictions as one JSON document");
     predict->add_flag("--per-kernel", pargs->per_kernel,
                       "Also show each network's kernels and their latencies (INPUT<TAB>KERNEL<TAB>ms<TAB>first node "

@@ -5,17 +5,17 @@
 
 namespace dnncost::cli {
 
-void add_adapt_commands(CLI::App& app, Context& ctx);     // adapt
-void add_compress_commands(CLI::App& app, Context& ctx);  // compress
-void add_device_commands(CLI::App& app, Context& ctx);    // device build | calibrate | residual | info | check
-void add_device_check_command(CLI::App& device, Context& ctx);  // device check (cmd_device_check.cpp)
-void add_export_commands(CLI::App& app, Context& ctx);    // export-header, probe
-void add_inspect_commands(CLI::App& app, Context& ctx);   // inspect, nb201, space
-void add_map_commands(CLI::App& app, Context& ctx);       // map, cosearch
-void add_measure_commands(CLI::App& app, Context& ctx);   // measure
-void add_moo_commands(CLI::App& app, Context& ctx);       // moo
-void add_prune_command(CLI::App& app, Context& ctx);      // prune
-void add_table_commands(CLI::App& app, Context& ctx);     // table build | query | price
-void add_train_commands(CLI::App& app, Context& ctx);     // train, eval, predict
+void add_adapt_commands(Command& app, Context& ctx);     // adapt
+void add_compress_commands(Command& app, Context& ctx);  // compress
+void add_device_commands(Command& app, Context& ctx);    // device build | calibrate | residual | info | check
+void add_device_check_command(Command& device, Context& ctx);  // device check (cmd_device_check.cpp)
+void add_export_commands(Command& app, Context& ctx);    // export-header, probe
+void add_inspect_commands(Command& app, Context& ctx);   // inspect, nb201, space
+void add_map_commands(Command& app, Context& ctx);       // map, cosearch
+void add_measure_commands(Command& app, Context& ctx);   // measure
+void add_moo_commands(Command& app, Context& ctx);       // moo
+void add_prune_command(Command& app, Context& ctx);      // prune
+void add_table_commands(Command& app, Context& ctx);     // table build | query | price
+void add_train_commands(Command& app, Context& ctx);     // train, eval, predict
 
 }  // namespace dnncost::cli

@@ -14,12 +14,13 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/spaces/registry.hpp>
+
+#include "args.hpp"
 
 namespace dnncost::cli {
 using json = nlohmann::json;
@@ -42,9 +43,9 @@ std::optional<T> whole(const std::string& s) {
 }
 /// A decimal integer in [lo, hi]; the value is rewritten in canonical decimal, since CLI11
 /// converts with base 0 afterwards ("010" would be octal 8).
-inline CLI::Validator integer(std::int64_t lo, std::int64_t hi, std::string what = {}) {
+inline Validator integer(std::int64_t lo, std::int64_t hi, std::string what = {}) {
     if (what.empty()) what = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    return CLI::Validator(
+    return Validator(
         [lo, hi, what](std::string& s) -> std::string {
             const auto v = whole<std::int64_t>(s);
             if (!v || *v < lo || *v > hi) return "'" + s + "' is not " + what;
@@ -54,8 +55,8 @@ inline CLI::Validator integer(std::int64_t lo, std::int64_t hi, std::string what
         what);
 }
 /// A seed: a decimal integer in [0, 2^64 - 1], rewritten as for integer().
-inline CLI::Validator seed() {
-    return CLI::Validator(
+inline Validator seed() {
+    return Validator(
         [](std::string& s) -> std::string {
             const auto v = whole<std::uint64_t>(s);
             if (!v) return "'" + s + "' is not a seed (an integer in [0, 2^64 - 1])";
@@ -66,8 +67,8 @@ inline CLI::Validator seed() {
 }
 /// A finite number, optionally > 0 or >= 0.
 enum class Sign { any, positive, non_negative };
-inline CLI::Validator finite(Sign sign = Sign::any) {
-    return CLI::Validator(
+inline Validator finite(Sign sign = Sign::any) {
+    return Validator(
         [sign](std::string& s) -> std::string {
             const auto v = whole<double>(s);
             if (!v || !std::isfinite(*v)) return "'" + s + "' is not a finite number";
@@ -80,12 +81,12 @@ inline CLI::Validator finite(Sign sign = Sign::any) {
                                      : "NUMBER");
 }
 /// An output file path: not empty (an empty --out would otherwise read as "not given").
-inline CLI::Validator output_path() {
-    return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "empty output path" : ""; }, "PATH");
+inline Validator output_path() {
+    return Validator([](std::string& s) -> std::string { return s.empty() ? "empty output path" : ""; }, "PATH");
 }
 /// A finite number in [lo, hi] (`what` names the quantity and its unit in the message).
-inline CLI::Validator in_range(double lo, double hi, std::string what) {
-    return CLI::Validator(
+inline Validator in_range(double lo, double hi, std::string what) {
+    return Validator(
         [lo, hi, what](std::string& s) -> std::string {
             const auto v = whole<double>(s);
             if (!v || !std::isfinite(*v)) return "'" + s + "' is not a finite number";
@@ -116,34 +117,34 @@ inline std::vector<std::string> space_names(bool with_onnx = false) {
 }
 
 /// `--space-options k=v,...`, worded the same in every command.
-inline CLI::Option* add_space_options_option(CLI::App& cmd, std::string& options) {
+inline Option* add_space_options_option(Command& cmd, std::string& options) {
     return cmd.add_option(
         "--space-options", options,
         "Build options of the space's graphs, key=value,... (e.g. prune=1 for nb201, resolution=160 for ofa)");
 }
 
 /// `--space NAME` (a registered search space, or onnx for model files) and `--space-options k=v,...`.
-inline void add_space_options(CLI::App& cmd, std::string& space, std::string& options,
+inline void add_space_options(Command& cmd, std::string& space, std::string& options,
                               std::string what =
                                   "What the key column holds: a search space's architecture strings, "
                                   "or onnx (model file paths)") {
     const auto names = space_names(true);
-    cmd.add_option("--space", space, what + ": " + joined(names))->check(CLI::IsMember(names));
+    cmd.add_option("--space", space, what + ": " + joined(names))->check(check::member(names));
     add_space_options_option(cmd, options);
 }
 
 /// `--space NAME` of a search space only (no onnx) and `--space-options`; returns the --space option.
-inline CLI::Option* add_search_space_options(CLI::App& cmd, std::string& space, std::string& options,
+inline Option* add_search_space_options(Command& cmd, std::string& space, std::string& options,
                                              const std::string& what) {
     const auto names = space_names();
-    auto* opt = cmd.add_option("--space", space, what + ": " + joined(names))->check(CLI::IsMember(names));
+    auto* opt = cmd.add_option("--space", space, what + ": " + joined(names))->check(check::member(names));
     add_space_options_option(cmd, options);
     return opt;
 }
 
 /// `--sample N` (distinct architectures of a space) and `--seed`, worded the same in `space` and
 /// `measure`; returns the --sample option.
-inline CLI::Option* add_sample_options(CLI::App& cmd, std::size_t& sample, std::uint64_t& seed,
+inline Option* add_sample_options(Command& cmd, std::size_t& sample, std::uint64_t& seed,
                                        const std::string& seed_what = "Seed of --sample") {
     auto* opt = cmd.add_option("--sample", sample, "Number of distinct architectures to sample from the space")
                     ->transform(check::integer(1, 1000000, "an architecture count in [1, 10^6]"));
@@ -152,7 +153,7 @@ inline CLI::Option* add_sample_options(CLI::App& cmd, std::size_t& sample, std::
 }
 
 /// The one spelling of machine-readable output: `--json` prints one JSON document on stdout.
-inline CLI::Option* add_json_flag(CLI::App& cmd, bool& flag,
+inline Option* add_json_flag(Command& cmd, bool& flag,
                                   const std::string& what = "Print the result as one JSON document") {
     return cmd.add_flag("--json", flag, what);
 }
@@ -169,7 +170,7 @@ struct NetworkFiles {
     bool repeatable = true;
 
     /// `several`: any number of networks, or exactly one.
-    void add_to(CLI::App& cmd, const std::string& what, bool several) {
+    void add_to(Command& cmd, const std::string& what, bool several) {
         repeatable = several;
         auto* n = cmd.add_option("--network", network, what + (repeatable ? " (one or more)" : ""));
         auto* m = cmd.add_option("--model", model, "Deprecated spelling of --network")->group("");

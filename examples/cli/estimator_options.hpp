@@ -17,7 +17,7 @@ namespace dnncost::cli {
 /// Values the user gave to the presets' own options (--keep, --precision, --coefficients, ...).
 struct PresetOptionValues {
     std::map<std::string, std::string> values;
-    std::map<std::string, CLI::Option*> options;
+    std::map<std::string, Option*> options;
     /// The options given on the command line, as the registry takes them.
     estimators::PresetSettings settings() const {
         estimators::PresetSettings s;
@@ -29,7 +29,7 @@ struct PresetOptionValues {
 
 /// One --NAME option per option any registered preset declares, its help naming the presets
 /// that have it. A preset given an option it does not declare is an error (registry.hpp).
-inline std::shared_ptr<PresetOptionValues> add_preset_options(CLI::App& cmd) {
+inline std::shared_ptr<PresetOptionValues> add_preset_options(Command& cmd) {
     auto v = std::make_shared<PresetOptionValues>();
     std::map<std::string, std::pair<estimators::PresetOption, std::string>> by_name;  // option, its presets
     for (const auto& [preset, options] : estimators::preset_options())
@@ -40,7 +40,7 @@ inline std::shared_ptr<PresetOptionValues> add_preset_options(CLI::App& cmd) {
     for (const auto& [name, entry] : by_name) {
         const auto& [option, presets] = entry;
         auto* opt = cmd.add_option("--" + name, v->values[name], option.help + " (presets: " + presets + ")");
-        if (!option.choices.empty()) opt->check(CLI::IsMember(option.choices));
+        if (!option.choices.empty()) opt->check(check::member(option.choices));
         v->options[name] = opt;
     }
     return v;
@@ -57,8 +57,8 @@ inline std::string preset_list() {
 /// Checked writable up front; warns when used.
 struct ReportFile {
     std::string path;
-    CLI::Option* option = nullptr;
-    void add(CLI::App& cmd) {
+    Option* option = nullptr;
+    void add(Command& cmd) {
         option = cmd.add_option("--report", path, "Deprecated: write the --json report to FILE")
                      ->check(check::output_path());
     }

@@ -1,13 +1,9 @@
 // The `dnncost` command-line tool: one subcommand per area, each in its own source file.
-#include <exception>
-#include <iostream>
-#include <string>
-
 #include "commands.hpp"
 #include "common.hpp"
 
 int main(int argc, char** argv) {
-    CLI::App app{"dnncost: cost of deep networks on devices (latency, energy, memory) and search over it"};
+    dnncost::cli::App app{"dnncost: cost of deep networks on devices (latency, energy, memory) and search over it"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "dnncost 0.1.0");
     app.footer(
@@ -27,29 +23,6 @@ int main(int argc, char** argv) {
     dnncost::cli::add_adapt_commands(app, ctx);
     dnncost::cli::add_export_commands(app, ctx);
     dnncost::cli::add_device_commands(app, ctx);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);
-    } catch (const CLI::CallForAllHelp& e) {
-        return app.exit(e);
-    } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-        // a first word that is no command: name it, rather than the parser's "a subcommand is required"
-        if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty()) {
-            std::string known;
-            for (const auto* c : app.get_subcommands({})) known += (known.empty() ? "" : ", ") + c->get_name();
-            std::cerr << "dnncost: error: unknown command '" << dnncost::printable(argv[1]) << "' (commands: " << known
-                      << ")\n";
-            return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
-        }
-        // the parser's own message, on the one line every other error uses
-        std::cerr << "dnncost: error: " << dnncost::cli::one_line(e.what()) << " (run with --help for usage)\n";
-        return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
-    } catch (const std::exception& e) {
-        std::cerr << "dnncost: error: " << dnncost::cli::one_line(e.what()) << '\n';
-        return 1;
-    }
-    return ctx.exit_code;
+    const int parse_exit = app.run(argc, argv);
+    return parse_exit != 0 ? parse_exit : ctx.exit_code;
 }

@@ -41,7 +41,7 @@ struct MeasureFlags {
         bool max_rounds = true;        ///< --max-rounds
         bool remeasure_spread = true;  ///< --remeasure-spread
     };
-    void add_to(CLI::App& cmd, Extras extras) {
+    void add_to(Command& cmd, Extras extras) {
         cmd.add_option("--rounds", harness.rounds, "Interleaved rounds per network (R)")
             ->transform(check::integer(1, 1000, "a round count in [1, 1000]"))
             ->capture_default_str();
@@ -61,7 +61,7 @@ struct MeasureFlags {
         cmd.add_option("--statistic", statistic,
                        "Statistic of a round's runs and of the rounds: min | median (min repeats on a shared machine; "
                        "see docs/measure.md)")
-            ->check(CLI::IsMember({"median", "min"}))
+            ->check(check::member({"median", "min"}))
             ->capture_default_str();
         if (extras.remeasure_spread)
             cmd.add_option("--remeasure-spread", harness.remeasure_spread,
@@ -106,7 +106,7 @@ struct MeasureFlags {
 
 /// `--runner CMD`, worded alike wherever a command measures; a pool when `several`.
 template <class T>
-CLI::Option* add_runner_option(CLI::App& cmd, T& runners, bool several) {
+Option* add_runner_option(Command& cmd, T& runners, bool several) {
     return cmd.add_option("--runner", runners,
                           std::string("Runner command measuring latency (run with /bin/sh -c; docs/measure.md)") +
                               (several ? "; repeat for a pool of identical boards, one request in flight each" : ""));
