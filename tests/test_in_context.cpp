@@ -57,11 +57,12 @@ std::string name_of_writer(const graph::Graph& g, const cost::Kernel& k) {
 }
 
 /// Planted answers for one network: kernel k of the pass takes 0.01 (k + 1) ms profiled, every
-/// `skip`-th kernel is left out of the profile (unmapped), and a kernel the runtime inserted
-/// takes 0.1 ms; the unprofiled latency is chosen so that the profile scales by `scale` with run
-/// overhead `overhead`. Returns each pass kernel's expected sample (NaN: unmapped).
+/// `skip`-th kernel is left out of the profile (unmapped, and its first consumer in the profile
+/// counts as the kernel the runtime fused it into), and a kernel the runtime inserted takes
+/// 0.1 ms; the unprofiled latency is chosen so that the profile scales by `scale` with run
+/// overhead `overhead`. Returns each pass kernel's expected sample (NaN: none).
 std::vector<double> plant(const fs::path& dir, const graph::Graph& g, std::size_t skip, double scale,
-                          double overhead) {
+                          double overhead, std::set<std::size_t>& merged) {
     const auto kg = cost::kernel_graph(g, rules());
     std::vector<double> expected(kg.kernels.size(), std::nan(""));
     std::ostringstream kernels;
@@ -81,6 +82,16 @@ std::vector<double> plant(const fs::path& dir, const graph::Graph& g, std::size_
     plain.precision(17);
     plain << "\"latency_ms\":[" << overhead + scale * sum << "]";
     std::ofstream(dir / "plant" / (model + ".plain")) << plain.str();
+    const auto left_out = [&](std::size_t k) { return skip > 0 && k % skip == skip - 1; };
+    for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+        if (!left_out(k)) continue;
+        for (const auto& e : kg.edges)
+            if (e.src == static_cast<int>(k) && !left_out(static_cast<std::size_t>(e.dst))) {
+                merged.insert(static_cast<std::size_t>(e.dst));
+                break;
+            }
+    }
+    for (const auto k : merged) expected[k] = std::nan("");
     return expected;
 }
 
@@ -153,6 +164,7 @@ TEST_CASE("in-context samples: mapped kernels scaled to the unprofiled latency, 
         {"fc", "Gemm", 1.0},   {"copy_1", "MemcpyToHost", 1.0}};
     const auto s = measure::in_context_samples(g, "net", rules(), profile, {}, 3.0, 0.5);
     CHECK(s.profiled_ms == doctest::Approx(5.0));
+    CHECK(s.sampled_ms == doctest::Approx(4.0));
     CHECK(s.scale == doctest::Approx(0.5));
     CHECK(s.pass_kernels == 3);
     CHECK(s.unmapped == 0);
@@ -166,16 +178,26 @@ TEST_CASE("in-context samples: mapped kernels scaled to the unprofiled latency, 
         CHECK(s.rows[k].features == features::kernel_features(g, kg, k, 0).values);
     }
 
-    // the pooling kernel missing from the profile: skipped and counted; a latency below the
+    // the classifier missing from the profile: skipped and counted; a latency below the
     // overhead keeps a tenth of itself, (0.4 / 4) per profiled ms
-    const std::vector<measure::RuntimeKernel> partial{{"relu", "Relu", 2.0}, {"fc", "Gemm", 2.0}};
+    const std::vector<measure::RuntimeKernel> partial{{"relu", "Relu", 2.0}, {"pool", "GlobalAveragePool", 2.0}};
     const auto p = measure::in_context_samples(g, "net", rules(), partial, {}, 0.4, 0.5);
     CHECK(p.unmapped == 1);
+    CHECK(p.merged == 0);
     REQUIRE(p.rows.size() == 2);
     CHECK(p.rows[0].kind == kinds[0]);
-    CHECK(p.rows[1].kind == kinds[2]);
+    CHECK(p.rows[1].kind == kinds[1]);
     CHECK(p.scale == doctest::Approx(0.01));
     CHECK(p.rows[0].latency_ms == doctest::Approx(0.02));
+
+    // the pooling missing: the runtime fused it into the classifier, whose time is not its own
+    const std::vector<measure::RuntimeKernel> fused{{"relu", "Relu", 2.0}, {"fc", "Gemm", 2.0}};
+    const auto f = measure::in_context_samples(g, "net", rules(), fused, {}, 4.5, 0.5);
+    CHECK(f.unmapped == 1);
+    CHECK(f.merged == 1);
+    REQUIRE(f.rows.size() == 1);
+    CHECK(f.rows[0].kind == kinds[0]);
+    CHECK(f.rows[0].latency_ms == doctest::Approx(2.0));
 
     CHECK_THROWS_WITH_AS(measure::in_context_samples(g, "net", rules(), {}, {}, 1.0, 0.5),
                          doctest::Contains("add up to 0 ms"), config_error);
@@ -186,7 +208,8 @@ TEST_CASE("network profiling: the planted in-context samples, unmapped kernels c
     const Scratch s("test_in_context", "profiling");
     const auto nets = tiny_networks();
     std::vector<std::vector<double>> expected;
-    for (const auto& g : nets) expected.push_back(plant(s.dir, g, 4, 0.5, 0.25));
+    std::vector<std::set<std::size_t>> merged(nets.size());
+    for (std::size_t i = 0; i < nets.size(); ++i) expected.push_back(plant(s.dir, nets[i], 4, 0.5, 0.25, merged[i]));
     const auto setup = profiling_setup(s, "planted");
     const auto r = measure::profile_networks(nets, rules(), 0.25, setup);
     CHECK(r.profiles);
@@ -195,15 +218,16 @@ TEST_CASE("network profiling: the planted in-context samples, unmapped kernels c
     CHECK(r.without_profile == 0);
     CHECK(r.failed == 0);
     REQUIRE(r.networks.size() == 2);
-    std::size_t rows = 0, unmapped = 0, kernels = 0;
+    std::size_t rows = 0, unmapped = 0, kernels = 0, fused = 0;
     for (std::size_t i = 0; i < nets.size(); ++i) {
         CHECK(r.networks[i].scale == doctest::Approx(0.5));
         CHECK(r.networks[i].id == nets[i].name());
         const auto key = measure::network_key(nets[i]);
+        fused += merged[i].size();
         for (std::size_t k = 0; k < expected[i].size(); ++k) {
             ++kernels;
             if (std::isnan(expected[i][k])) {
-                ++unmapped;
+                unmapped += merged[i].count(k) == 0;
                 continue;
             }
             REQUIRE(rows < r.rows.size());
@@ -216,6 +240,8 @@ TEST_CASE("network profiling: the planted in-context samples, unmapped kernels c
     CHECK(r.rows.size() == rows);
     CHECK(unmapped > 0);
     CHECK(r.unmapped == unmapped);
+    CHECK(fused > 0);
+    CHECK(r.merged == fused);
     CHECK(r.pass_kernels == kernels);
     CHECK(lines_of(s.dir / "profiles.log") == 2);
     CHECK(lines_of(s.dir / "requests.log") == 4);
@@ -246,7 +272,8 @@ TEST_CASE("device build: profiled networks are the main source, single kernels f
     plant_overhead(s.dir, 0.25);
     std::map<std::string, double> expected;  // by sample key
     for (const auto& g : setup.profiled_networks) {
-        const auto e = plant(s.dir, g, 4, 0.5, 0.25);
+        std::set<std::size_t> merged;
+        const auto e = plant(s.dir, g, 4, 0.5, 0.25, merged);
         for (std::size_t k = 0; k < e.size(); ++k)
             if (!std::isnan(e[k])) expected[measure::network_key(g) + "#" + std::to_string(k)] = e[k];
     }
@@ -313,7 +340,8 @@ TEST_CASE("device build: a runner that crashes midway, and the build resumes wit
     auto setup = build_setup(s, "planted");
     setup.in_context = measure::InContext::on;
     plant_overhead(s.dir, 0.25);
-    for (const auto& g : setup.profiled_networks) (void)plant(s.dir, g, 4, 0.5, 0.25);
+    std::set<std::size_t> merged;
+    for (const auto& g : setup.profiled_networks) (void)plant(s.dir, g, 4, 0.5, 0.25, merged);
     // the overhead, the first network's profile and latency, the second's profile; then it dies
     std::ofstream(s.dir / "crash_after") << 4;
     try {

@@ -79,9 +79,11 @@ inline json profiling_json(const measure::NetworkProfilingResult& p) {
         nets.push_back({{"id", n.id},
                         {"latency_ms", n.latency_ms},
                         {"profiled_ms", n.profiled_ms},
+                        {"sampled_share", n.sampled_ms / n.profiled_ms},
                         {"scale", n.scale},
                         {"samples", n.samples},
-                        {"unmapped", n.unmapped}});
+                        {"unmapped", n.unmapped},
+                        {"merged", n.merged}});
         scales.push_back(n.scale);
     }
     std::sort(scales.begin(), scales.end());
@@ -94,6 +96,7 @@ inline json profiling_json(const measure::NetworkProfilingResult& p) {
             {"over_budget", p.over_budget},
             {"pass_kernels", p.pass_kernels},
             {"unmapped", p.unmapped},
+            {"merged", p.merged},
             {"untimed", p.untimed},
             {"median_scale", scales.empty() ? json(nullptr) : json(scales[scales.size() / 2])},
             {"problems", p.problems},
@@ -251,7 +254,7 @@ inline void run_build(const BuildArgs& a) {
         std::cout << ", " << r.context_samples << " in context from " << p->networks.size() << " profiled networks ("
                   << p->measured << " measured now, " << p->over_budget << " over the budget, "
                   << p->failed + p->without_profile << " failed or without a profile; " << p->unmapped << " of "
-                  << p->pass_kernels << " kernels unmapped)";
+                  << p->pass_kernels << " kernels unmapped, " << p->merged << " fused with them)";
     std::cout << ", " << r.isolated_samples << " single kernels (" << r.measured << " measured now, " << r.over_budget
               << " over the budget, " << r.failed << " failed), " << r.adaptive_rounds << " adaptive rounds, "
               << duration(r.seconds) << "\n"

@@ -138,15 +138,17 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
                                     " networks gave an in-context sample (", pr.measured + pr.from_store,
                                     " with a latency, ", pr.failed, " failed, ", pr.without_profile,
                                     " without a profile, ", pr.over_budget, " over the budget, ", pr.unmapped, " of ",
-                                    pr.pass_kernels, " kernels mapped to no runtime kernel)",
+                                    pr.pass_kernels, " kernels mapped to no runtime kernel, ", pr.merged,
+                                    " were fused with those)",
                                     pr.problems.empty() ? std::string() : "; first: " + pr.problems.front(),
                                     "; see ", files);
             out.in_context = true;
             context_rows = pr.rows;
-            if (pr.pass_kernels > 0 && 2 * pr.unmapped > pr.pass_kernels)
+            if (pr.pass_kernels > 0 && 4 * (pr.unmapped + pr.merged) > pr.pass_kernels)
                 out.warnings.push_back(std::to_string(pr.unmapped) + " of the profiled networks' " +
-                                       std::to_string(pr.pass_kernels) +
-                                       " kernels mapped to no runtime kernel: the rules may not be the runtime's "
+                                       std::to_string(pr.pass_kernels) + " kernels mapped to no runtime kernel and " +
+                                       std::to_string(pr.merged) +
+                                       " were fused with them, all left out: the rules are not the runtime's "
                                        "(see dnncost device check)");
             if (pr.without_profile + pr.failed > 0)
                 out.warnings.push_back(std::to_string(pr.without_profile) + " networks came without a profile and " +

@@ -11,7 +11,8 @@
 /// all of them, add up with the run overhead to the network's unprofiled latency:
 /// scale = (latency - overhead) / (sum of the profile's times), the numerator never below a tenth
 /// of the latency (as DeviceModel::kernel_time keeps a single-kernel sample's). Pass kernels no
-/// runtime kernel ran are skipped and counted. Needs the `dnncost::onnx` target.
+/// runtime kernel ran are skipped and counted, and so is the consumer the runtime fused such a
+/// kernel into (its time is not its own). Needs the `dnncost::onnx` target.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -31,8 +32,14 @@ struct InContextSamples {
     std::vector<KernelRow> rows;
     std::size_t pass_kernels = 0;  ///< of the pass, reorders included
     std::size_t unmapped = 0;      ///< of them, run by no runtime kernel: skipped
+    /// Mapped, but their runtime kernel also ran an unmapped producer of theirs (a fusion the
+    /// rules miss): skipped, their time not theirs alone.
+    std::size_t merged = 0;
     std::size_t untimed = 0;       ///< mapped, but their runtime kernels took no measurable time: skipped
     double profiled_ms = 0;        ///< the profile's kernel times added up, as profiled
+    /// Of them, the times in the samples: the rest ran in kernels the pass has no sample of
+    /// (reorders and kernels the runtime inserted, skipped kernels).
+    double sampled_ms = 0;
     double scale = 1;              ///< the factor every kernel time was multiplied by
 };
 

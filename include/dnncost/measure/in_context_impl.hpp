@@ -26,10 +26,25 @@ DNNCOST_FUNC auto dnncost::measure::in_context_samples(const graph::Graph& g, co
     const auto kg = cost::kernel_graph(g, rules);
     const auto check = check_kernels(g, kg, kernels, nodes);
     out.pass_kernels = kg.kernels.size();
+    // a pass kernel no runtime kernel ran was fused by the runtime into a consumer's kernel (as
+    // check_kernels reports it): that consumer's time holds its work too
+    std::vector<char> merged(kg.kernels.size(), 0);
+    for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+        if (!check.runtime_of[k].empty()) continue;
+        for (const auto& e : kg.edges)
+            if (e.src == static_cast<int>(k) && !check.runtime_of[static_cast<std::size_t>(e.dst)].empty()) {
+                merged[static_cast<std::size_t>(e.dst)] = 1;
+                break;
+            }
+    }
     for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
         const auto& ran = check.runtime_of[k];
         if (ran.empty()) {
             ++out.unmapped;
+            continue;
+        }
+        if (merged[k]) {
+            ++out.merged;
             continue;
         }
         double ms = 0;
@@ -44,6 +59,7 @@ DNNCOST_FUNC auto dnncost::measure::in_context_samples(const graph::Graph& g, co
         row.key = key + "#" + std::to_string(k);
         row.features = std::move(f.values);
         row.latency_ms = ms * out.scale;
+        out.sampled_ms += ms;
         row.in_context = true;
         out.rows.push_back(std::move(row));
     }

@@ -46,8 +46,8 @@ struct NetworkProfilingSetup {
 /// A network that gave samples: how its profile was scaled to its latency.
 struct ProfiledNetwork {
     std::string key, id;
-    double latency_ms = 0, profiled_ms = 0, scale = 1;
-    std::size_t samples = 0, unmapped = 0;
+    double latency_ms = 0, profiled_ms = 0, sampled_ms = 0, scale = 1;
+    std::size_t samples = 0, unmapped = 0, merged = 0;
 };
 
 struct NetworkProfilingResult {
@@ -62,7 +62,7 @@ struct NetworkProfilingResult {
     std::size_t failed = 0;           ///< unprofiled measurements that failed (the store has the reasons)
     std::size_t without_profile = 0;  ///< profiled requests that failed or came back without kernels
     std::size_t over_budget = 0;      ///< not measured: the time budget ran out
-    std::size_t pass_kernels = 0, unmapped = 0, untimed = 0;  ///< over the networks used (InContextSamples)
+    std::size_t pass_kernels = 0, unmapped = 0, merged = 0, untimed = 0;  ///< over the networks used (InContextSamples)
     std::vector<std::string> problems;  ///< a line per network without a profile or a model file
     double seconds = 0;
 };

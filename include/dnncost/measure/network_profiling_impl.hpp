@@ -222,9 +222,10 @@ DNNCOST_FUNC auto dnncost::measure::profile_networks(const std::vector<graph::Gr
         }
         out.pass_kernels += s.pass_kernels;
         out.unmapped += s.unmapped;
+        out.merged += s.merged;
         out.untimed += s.untimed;
-        out.networks.push_back({nets[i].key, nets[i].id, r->latency_ms, s.profiled_ms, s.scale, s.rows.size(),
-                                s.unmapped});
+        out.networks.push_back({nets[i].key, nets[i].id, r->latency_ms, s.profiled_ms, s.sampled_ms, s.scale,
+                                s.rows.size(), s.unmapped, s.merged});
         for (auto& row : s.rows) out.rows.push_back(std::move(row));
     }
     out.seconds = now() - start;
