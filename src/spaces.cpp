@@ -7,4 +7,5 @@
 #include <dnncost/spaces/parse_impl.hpp>
 #include <dnncost/spaces/registry_impl.hpp>
 #include <dnncost/spaces/sample_impl.hpp>
+#include <dnncost/spaces/synthetic_impl.hpp>
 #include <dnncost/spaces/vit_impl.hpp>

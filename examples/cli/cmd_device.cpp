@@ -1,5 +1,6 @@
 // `dnncost device build|calibrate|info`: kernel-level device models (docs/device_model.md).
 // Building and calibrating measure through runners; both resume from their work directory.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -35,8 +36,9 @@ inline MeasureFlags kernel_flags() {
 
 struct BuildArgs {
     std::vector<std::string> runners, prior;
-    std::string out, work, device = "device", rules;
-    double budget = 60;
+    std::string out, work, device = "device", rules, in_context = "auto";
+    double budget = 60, network_params = 30;
+    std::size_t networks = 40;
     std::size_t per_kind = 60, prior_per_space = 30, adaptive_samples = 300, probe_measurements = 600;
     int adaptive_rounds = 3;
     std::uint64_t seed = 1;
@@ -67,6 +69,38 @@ inline json boundary_json(const estimators::SampleBoundaryCost& b) {
     return {{"ms_per_kernel", b.ms_per_kernel},
             {"ms_per_output_mb", b.ms_per_output_mb},
             {"ms_per_reorder_mb", b.ms_per_reorder_mb}};
+}
+
+/// The profiled networks of a build: counts, and how each profile was scaled to its latency.
+inline json profiling_json(const measure::NetworkProfilingResult& p) {
+    json nets = json::array();
+    std::vector<double> scales;
+    for (const auto& n : p.networks) {
+        nets.push_back({{"id", n.id},
+                        {"latency_ms", n.latency_ms},
+                        {"profiled_ms", n.profiled_ms},
+                        {"sampled_share", n.sampled_ms / n.profiled_ms},
+                        {"scale", n.scale},
+                        {"samples", n.samples},
+                        {"unmapped", n.unmapped},
+                        {"merged", n.merged}});
+        scales.push_back(n.scale);
+    }
+    std::sort(scales.begin(), scales.end());
+    return {{"used", p.networks.size()},
+            {"measured", p.measured},
+            {"profiled", p.profiled},
+            {"from_store", p.from_store},
+            {"failed", p.failed},
+            {"without_profile", p.without_profile},
+            {"over_budget", p.over_budget},
+            {"pass_kernels", p.pass_kernels},
+            {"unmapped", p.unmapped},
+            {"merged", p.merged},
+            {"untimed", p.untimed},
+            {"median_scale", scales.empty() ? json(nullptr) : json(scales[scales.size() / 2])},
+            {"problems", p.problems},
+            {"per_network", nets}};
 }
 
 inline void print_kinds(const estimators::DeviceModel& m) {
@@ -163,6 +197,9 @@ inline void run_build(const BuildArgs& a) {
     s.adaptive_rounds = a.adaptive_rounds;
     s.seed = a.seed;
     s.model.family_regressors = a.family_regressors;
+    s.in_context = measure::parse_in_context(a.in_context);
+    s.networks = a.networks;
+    s.network_limits.max_params = static_cast<std::int64_t>(std::llround(a.network_params * 1e6));
     const ProgressLine line;
     double last_line = -1e9;
     s.on_progress = [&](const measure::DeviceBuildProgress& p) {
@@ -180,15 +217,21 @@ inline void run_build(const BuildArgs& a) {
     auto r = measure::build_device_model(prior_networks(a.prior), s);
     line.done();
     for (const auto& e : r.probe_model_errors) std::cerr << "dnncost: warning: rule discovery: " << e << '\n';
+    for (const auto& w : r.warnings) std::cerr << "dnncost: warning: " << w << '\n';
+    if (!r.in_context_note.empty()) std::cerr << "dnncost: note: " << r.in_context_note << '\n';
     json info{{"device", a.device},
               {"runners", a.runners},
               {"host", json::parse(measure::json::dump(measure::to_json(measure::local_host())))},
               {"budget_minutes", a.budget},
               {"build_seconds", r.seconds},
               {"samples", r.samples},
+              {"in_context", r.in_context},
+              {"context_samples", r.context_samples},
+              {"isolated_samples", r.isolated_samples},
               {"adaptive_rounds", r.adaptive_rounds},
               {"family_regressors", a.family_regressors},
               {"rules", r.discovery ? "discovered" : a.rules}};
+    if (r.profiling) info["profiled_networks"] = r.profiling->networks.size();
     r.model.set_build_info(info.dump());
     io::write_file_atomic(a.out, r.model.serialize());
     if (a.json_out) {
@@ -200,11 +243,21 @@ inline void run_build(const BuildArgs& a) {
         j["run_overhead_ms"] = r.model.run_overhead_ms();
         j["rules_text"] = r.model.rules().to_text();
         j["kinds"] = kind_table(r.model);
+        j["isolated_kinds"] = r.isolated_kinds;
+        j["warnings"] = r.warnings;
+        if (!r.in_context_note.empty()) j["in_context_note"] = r.in_context_note;
+        if (r.profiling) j["networks"] = profiling_json(*r.profiling);
         return print_json(j);
     }
-    std::cout << "device model " << a.out << ": " << r.samples << " kernel samples (" << r.measured
-              << " measured now, " << r.over_budget << " over the budget, " << r.failed << " failed), "
-              << r.adaptive_rounds << " adaptive rounds, " << duration(r.seconds) << "\n"
+    std::cout << "device model " << a.out << ": " << r.samples << " kernel samples";
+    if (const auto& p = r.profiling)
+        std::cout << ", " << r.context_samples << " in context from " << p->networks.size() << " profiled networks ("
+                  << p->measured << " measured now, " << p->over_budget << " over the budget, "
+                  << p->failed + p->without_profile << " failed or without a profile; " << p->unmapped << " of "
+                  << p->pass_kernels << " kernels unmapped, " << p->merged << " fused with them)";
+    std::cout << ", " << r.isolated_samples << " single kernels (" << r.measured << " measured now, " << r.over_budget
+              << " over the budget, " << r.failed << " failed), " << r.adaptive_rounds << " adaptive rounds, "
+              << duration(r.seconds) << "\n"
               << r.model.rules().to_text();
     print_kinds(r.model);
 }
@@ -378,7 +431,8 @@ inline void run_residual(const ResidualArgs& a) {
 
 inline void add_device_build(Command& device, Context& ctx) {
     auto b = std::make_shared<BuildArgs>();
-    auto* build = device.add_subcommand("build", "Discover fusion rules, sample and measure kernels, fit a device model");
+    auto* build = device.add_subcommand(
+        "build", "Discover fusion rules, profile whole networks and measure kernels, fit a device model");
     add_runner_option(*build, b->runners, true);
     build->add_option("--out", b->out, "Device model file to write (.dnnc)")->required()->check(check::output_path());
     build->add_option("--budget", b->budget, "Minutes of measuring for the whole build (0: no limit)")
@@ -394,6 +448,20 @@ inline void add_device_build(Command& device, Context& ctx) {
     build->add_option("--adaptive-samples", b->adaptive_samples, "Samples per adaptive round")->capture_default_str();
     build->add_option("--adaptive-rounds", b->adaptive_rounds, "Most adaptive rounds")->capture_default_str();
     build->add_option("--probe-measurements", b->probe_measurements, "Budget of the rule discovery, in measurements")
+        ->capture_default_str();
+    build->add_option("--in-context", b->in_context,
+                      "Kernel samples from profiled whole networks, each kernel timed among its neighbours (single "
+                      "kernels only for the kinds they miss): auto (when the runner profiles), on (a runner that "
+                      "cannot profile is an error) or off (single kernels only)")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
+    build->add_option("--networks", b->networks,
+                      "Whole networks to profile: synthesised ones and search-space networks at real sizes")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{100000}))
+        ->capture_default_str();
+    build->add_option("--network-params", b->network_params,
+                      "Most weights of a profiled network, in millions (a larger draw is narrowed)")
+        ->check(check::in_range(1e-3, 1e4, "millions of weights in [0.001, 10000]"))
         ->capture_default_str();
     build->add_option("--seed", b->seed, "Seed of the draws and the fits")->capture_default_str();
     build->add_flag("!--per-kind-regressors", b->family_regressors,

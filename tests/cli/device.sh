@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `dnncost device build|calibrate|residual|info` and `predict --per-kernel` end to end with a fake
 # runner whose latency is planted (0.02 ms a run plus 1 ms per 4 MB of model file): a small build,
-# a resumed build that measures nothing again, a refit from its saved samples, kernels that add up
+# a resumed build that measures nothing again, a refit from its saved samples, in-context samples
+# given up for single kernels (this runner does not profile) or required and missing (a clear
+# error, no model), kernels that add up
 # to the network's latency, a calibration whose factor scales every prediction, a fit to measured
 # networks, and damaged model files as clear errors.
 # usage: device.sh DNNCOST_BINARY DATA_DIR WORK_DIR
@@ -19,6 +21,9 @@ for key in kinds rules_text run_overhead_ms samples build_seconds host; do
   grep -q "\"$key\"" build.json || fail "device build --json lacks $key"
 done
 grep -q '"regressor"' build.json || fail "device build: no kind got a regressor"
+# this runner does not profile: in-context samples (--in-context auto) give way to single kernels
+grep -q '"in_context": false' build.json && grep -q 'does not profile' build.json ||
+  fail "device build with a runner that does not profile: no fallback to single kernels said"
 "$bin" device build --runner "$runner" --out dev2.dnnc --work dev.dnnc.work "${small[@]}" "${fast[@]}" --json \
   > again.json 2> /dev/null || fail "device build, resumed"
 grep -q '"measured": 0' again.json || fail "a resumed build measured again what its store holds"
@@ -35,6 +40,23 @@ grep -q '"measured": 0' again.json || fail "a resumed build measured again what 
   { fail "device build --refit --per-kind-regressors"; tail -3 kind.err; }
 grep -q '"family_regressors": false' kind.json || fail "device build --refit --per-kind-regressors: not recorded"
 "$bin" predict --model kind.dnnc "$net" > /dev/null 2> kind_p.err || fail "predict with per-kind regressors"
+# profiles required: a runner that cannot profile, and one whose profiles give no sample, stop the
+# build with a clear error and no model
+tiny=(--networks 2 --network-params 0.05 --rules dev.dnnc.work/fusion.rules --per-kind 2 --adaptive-rounds 0 --budget 0)
+"$bin" device build --runner "$runner" --in-context on --out ctx.dnnc "${tiny[@]}" "${fast[@]}" > /dev/null 2> ctx.err &&
+  fail "device build --in-context on with a runner that cannot profile succeeded"
+grep -q "cannot profile" ctx.err || fail "device build --in-context on, no profiles: unclear error: $(cat ctx.err)"
+profiling="bash $(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/measure/fake_runner.sh profile $PWD"
+"$bin" device build --runner "$profiling" --in-context on --out ctx2.dnnc "${tiny[@]}" "${fast[@]}" > /dev/null 2> ctx2.err &&
+  fail "device build whose profiles gave no sample succeeded"
+grep -q "none of the 2 networks gave an in-context sample" ctx2.err && grep -q "networks.kernels.jsonl" ctx2.err ||
+  fail "device build without in-context samples: unclear error: $(cat ctx2.err)"
+[ -e ctx.dnnc ] || [ -e ctx2.dnnc ] && fail "a device build without the samples it needs wrote a model"
+"$bin" device build --runner "$runner" --in-context maybe --out ctx.dnnc > /dev/null 2> ctx3.err &&
+  fail "device build --in-context maybe accepted"
+"$bin" device build --help > build_help.txt
+grep -q -- "--in-context" build_help.txt && grep -q -- "--networks" build_help.txt ||
+  fail "device build --help does not list --in-context and --networks"
 "$bin" device build --refit --work nowhere --out x.dnnc > /dev/null 2> refit_none.err && fail "--refit without samples"
 grep -q "kernel_samples.json" refit_none.err || fail "--refit without samples: the error does not name the file"
 "$bin" device build --out x.dnnc > /dev/null 2> norunner.err && fail "device build without --runner"

@@ -4,7 +4,8 @@
 # plain pattern matching.
 #   fake_runner.sh MODE [STATE_DIR]
 # The base latency of a model is the number after "lat" at the start of its file name
-# (lat2.5.onnx -> 2.5 ms), else 1; every timed run reports it.
+# (lat2.5.onnx -> 2.5 ms), else 1; every timed run reports it. Profiled requests are logged in
+# STATE_DIR/profiles.log as well.
 mode=$1 state=${2:-/tmp}
 answer() {  # answer ID MODEL REPEATS [SCALE]
   local id=$1 model=$2 repeats=$3 scale=${4:-1} base=1 name list=""
@@ -34,7 +35,8 @@ while IFS= read -r line; do
   if [[ $(basename "$model") == reference.onnx ]]; then echo "$model" >> "$state/references.log"
   else echo "$model" >> "$state/requests.log"; echo "$(basename "$model") $repeats" >> "$state/repeats.log"
     if [[ $line == *'"keep":true'* ]]; then keep=keep; else keep=fresh; fi
-    echo "$(basename "$model") $keep" >> "$state/sessions.log"; fi
+    echo "$(basename "$model") $keep" >> "$state/sessions.log"
+    [[ $line == *'"profile":true'* ]] && echo "$(basename "$model")" >> "$state/profiles.log"; fi
   case $mode in
     good|silent|slow_device) answer "$id" "$model" "$repeats" ;;
     slow) sleep 0.2; answer "$id" "$model" "$repeats" ;;
@@ -60,6 +62,16 @@ while IFS= read -r line; do
     profile)  # profiles when asked: two kernels and the optimised model beside the request's
       if [[ $line == *'"profile":true'* ]]; then
         printf '{"id":%s,"latency_ms":[2.0],"kernels":[{"name":"c1","op":"Conv","ms":1.25},{"name":"add","op":"Add","ms":0.5}],"optimized_model":"%s.optimized.onnx"}\n' "$id" "${model%.onnx}"
+      else answer "$id" "$model" "$repeats"; fi ;;
+    planted)  # answers planted by the test: STATE_DIR/plant/MODEL.plain for a plain request,
+      # MODEL.profile for a profiled one (the answer's fields after the id); else as good, without
+      # kernels. While STATE_DIR/crash_after exists, it dies without answering once requests.log
+      # has more lines than that file says.
+      if [ -f "$state/crash_after" ] && [ "$(wc -l < "$state/requests.log")" -gt "$(cat "$state/crash_after")" ]; then
+        echo "fake: simulated crash" >&2; exit 3; fi
+      kind=plain; [[ $line == *'"profile":true'* ]] && kind=profile
+      planted_file="$state/plant/$(basename "$model").$kind"
+      if [ -f "$planted_file" ]; then printf '{"id":%s,%s}\n' "$id" "$(cat "$planted_file")"
       else answer "$id" "$model" "$repeats"; fi ;;
     bad_kernels)  # a kernel without its time
       printf '{"id":%s,"latency_ms":[2.0],"kernels":[{"name":"c1","op":"Conv"}]}\n' "$id" ;;

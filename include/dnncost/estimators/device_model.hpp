@@ -41,12 +41,14 @@
 
 namespace dnncost::estimators {
 
-/// One measured single-kernel sample: its kind, its features (features::kernel_feature_names()
-/// order) and its latency as the runner measured it, run overhead included.
+/// One measured kernel sample: its kind, its features (features::kernel_feature_names() order)
+/// and its latency: a single-kernel model's as the runner measured it, run overhead included, or
+/// a kernel's own time within a whole network (in_context; measure/in_context.hpp).
 struct KernelMeasurement {
     std::string kind;
     std::vector<double> features;
     double latency_ms = 0;
+    bool in_context = false;
 };
 
 /// The regressor of one kernel kind and how it validated.

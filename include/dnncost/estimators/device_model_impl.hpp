@@ -83,7 +83,7 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(cost::FusionRules rules, std::span<c
             const auto& s = samples[rows[r]];
             for (std::size_t j = 0; j < names.size(); ++j)
                 x(static_cast<Index>(r), static_cast<Index>(j)) = s.features[j];
-            y.push_back(kernel_time(s.latency_ms, run_overhead_ms));
+            y.push_back(s.in_context ? s.latency_ms : kernel_time(s.latency_ms, run_overhead_ms));
         }
         auto choice = choose_tabular_regressor(x, y, names, default_tabular_candidates(options.seed), options.choice);
         km.regressor = std::move(choice.model);

@@ -185,7 +185,7 @@ DNNCOST_FUNC auto dnncost::measure::run_campaign(const NetworkSource& source, co
                                          (out.ok() ? std::string("the runner does not profile") : out.detail));
                 return;
             }
-            profiles.push_back({todo[k]->key, todo[k]->id, out.answer.kernels});
+            profiles.push_back({todo[k]->key, todo[k]->id, out.answer.kernels, {}});
             std::error_code ec;
             if (!out.answer.optimized_model.empty()) fs::remove(out.answer.optimized_model, ec);
         });

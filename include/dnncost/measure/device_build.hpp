@@ -1,13 +1,16 @@
 #pragma once
 /// @file device_build.hpp
 /// Building a kernel-level device model (estimators/device_model.hpp) on a real device, and
-/// calibrating one to the machine at hand. Building runs three steps through the runner harness,
+/// calibrating one to the machine at hand. Building runs its steps through the runner harness,
 /// each resumable from its results store: the fusion and layout rules are discovered by measuring
 /// operators alone and together (fusion_probe.hpp, skipped when rules are given); the run overhead
-/// is measured on a model that does nearly nothing; then single-kernel samples are drawn from a
-/// prior of the given networks and from ranges that cover real networks, measured within the time
-/// budget (kernel_sampling.hpp), and, while time remains, more are drawn where a kind's held-out
-/// error exceeds 10 %. Needs the `dnncost::onnx` target.
+/// is measured on a model that does nearly nothing; then, when the runner profiles, whole networks
+/// at real sizes (context_networks()) are profiled and measured, and each of their kernels is a
+/// sample in context (network_profiling.hpp, in_context.hpp). Single-kernel samples, drawn from a
+/// prior of the given networks and from ranges that cover real networks (kernel_sampling.hpp),
+/// fill in the kinds the profiles miss, or are the only source when the runner cannot profile;
+/// while time remains, more are drawn where such a kind's held-out error exceeds 10 %. Needs the
+/// `dnncost::onnx` target.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,8 +18,10 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <dnncost/core/config.hpp>
@@ -32,16 +37,18 @@
 #include <dnncost/measure/kernel_sample_file.hpp>
 #include <dnncost/measure/kernel_sampling.hpp>
 #include <dnncost/measure/model_file.hpp>
+#include <dnncost/measure/network_profiling.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/registry.hpp>
+#include <dnncost/spaces/synthetic.hpp>
 #include <dnncost/train/train_data.hpp>
 
 namespace dnncost::measure {
 
 /// Where a build stands, for a progress line.
 struct DeviceBuildProgress {
-    std::string step;  ///< "rules", "overhead", "kernels", "adaptive round N"
+    std::string step;  ///< "rules", "networks", "kernels", "adaptive round N"
     SamplingProgress sampling;
     double elapsed_seconds = 0;  ///< of the whole build
 };
@@ -50,6 +57,15 @@ struct DeviceBuildProgress {
 /// batch 1 holds a few million values (112 x 112 x 256), its largest layer about a billion
 /// multiply-accumulates; more of the draws come from the prior of real and space networks.
 DNNCOST_FUNC cost::KernelSamplerOptions device_sampler_options();
+
+/// Where a build's kernel samples come from.
+enum class InContext {
+    automatic,  ///< profiled whole networks when the runner profiles, else single kernels
+    on,         ///< profiled whole networks; a runner that cannot profile is an error
+    off,        ///< single kernels only
+};
+/// "auto", "on" or "off". @throws config_error for anything else
+DNNCOST_FUNC InContext parse_in_context(std::string_view s);
 
 struct DeviceBuildSetup {
     std::vector<std::string> runners;
@@ -68,6 +84,14 @@ struct DeviceBuildSetup {
     std::size_t probe_per_space = 2;   ///< of them, the first ones join the rule discovery's graphs
     std::size_t adaptive_samples = 300;  ///< drawn per adaptive round where the error is large
     int adaptive_rounds = 3;
+    InContext in_context = InContext::automatic;
+    std::size_t networks = 40;  ///< whole networks profiled (context_networks())
+    synthetic::Limits network_limits{};  ///< of the profiled networks
+    /// The networks to profile instead of context_networks(networks, seed, network_limits).
+    std::vector<graph::Graph> profiled_networks;
+    /// Of the budget left after the rules and the overhead, the share the profiled networks may
+    /// take; single kernels of the kinds they miss get the rest.
+    double network_share = 0.7;
     std::uint64_t seed = 1;
     std::function<void(const DeviceBuildProgress&)> on_progress;
     std::function<double()> clock;  ///< seconds; empty: a steady clock
@@ -80,6 +104,14 @@ struct DeviceBuildResult {
     std::size_t samples = 0, measured = 0, over_budget = 0, failed = 0;
     int adaptive_rounds = 0;
     double seconds = 0;
+    /// Whether profiled networks were the main source; when they were not in automatic mode,
+    /// `in_context_note` says why.
+    bool in_context = false;
+    std::string in_context_note;
+    std::size_t context_samples = 0, isolated_samples = 0;
+    std::optional<NetworkProfilingResult> profiling;  ///< the networks' step, when it ran
+    std::vector<std::string> isolated_kinds;  ///< kinds sampled alone (all of them without profiles)
+    std::vector<std::string> warnings;        ///< what a user should know about the samples
 };
 
 /// The lowest ONNX opset every search space's graphs export at (HardSwish needs 14).
@@ -96,7 +128,7 @@ DNNCOST_FUNC cost::KernelSample overhead_sample();
 inline std::vector<estimators::KernelMeasurement> measurements(const std::vector<KernelRow>& rows) {
     std::vector<estimators::KernelMeasurement> out;
     out.reserve(rows.size());
-    for (const auto& r : rows) out.push_back({r.kind, r.features, r.latency_ms});
+    for (const auto& r : rows) out.push_back({r.kind, r.features, r.latency_ms, r.in_context});
     return out;
 }
 }  // namespace detail
@@ -115,6 +147,15 @@ inline estimators::DeviceModel refit_device_model(const std::filesystem::path& w
     const auto f = read_kernel_sample_file(work_dir / "kernel_samples.json");
     return estimators::DeviceModel::build(f.rules, f.samples, f.run_overhead_ms, options);
 }
+
+/// The whole networks a build profiles for in-context samples, seeded, at the sizes of deployed
+/// networks: synthesised convolutional networks and transformers (spaces/synthetic.hpp; 128-320
+/// pixels, up to 576 tokens, up to 4,096 channels, 1,000 classes) and search-space networks at
+/// larger settings (Once-for-All at 160-320 pixels; NB201, FBNet, ViT and keyword spotting at
+/// batch sizes of 4-32). A space network beyond `limits` gives way to a synthesised one; each is
+/// named by what it is (its qualified architecture and settings, or its synthetic description).
+DNNCOST_FUNC std::vector<graph::Graph> context_networks(std::size_t n, std::uint64_t seed = 2027,
+                                                        const synthetic::Limits& limits = {});
 
 /// The networks `device calibrate` measures: real-network-sized members of the search spaces
 /// (Once-for-All at its sampled resolution of 128-224 pixels, FBNet, ViT, keyword spotting,

@@ -2,7 +2,11 @@
 /// @file device_build_impl.hpp
 /// The definitions of device_build.hpp: compiled once into dnncost::compiled in compiled mode
 /// (core/config.hpp), included by device_build.hpp in header-only mode.
+#include <initializer_list>
+#include <set>
+
 #include <dnncost/measure/device_build.hpp>
+#include <dnncost/measure/kernel_profiles.hpp>
 
 DNNCOST_FUNC auto dnncost::measure::device_sampler_options() -> cost::KernelSamplerOptions {
     cost::KernelSamplerOptions o;
@@ -44,6 +48,8 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
     const auto progress = [&](const std::string& step, const SamplingProgress& p) {
         if (setup.on_progress) setup.on_progress({step, p, now() - start});
     };
+    if (!(setup.network_share > 0 && setup.network_share <= 1))
+        raise<config_error>("device build: the networks' share of the budget must be in (0, 1], got ", setup.network_share);
 
     // 1. rules
     cost::FusionRules rules;
@@ -80,7 +86,7 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
     }
     rules.device = setup.device;
 
-    // 2. the run overhead and 3. the kernels, in one store
+    // 2. the run overhead, and the single kernels later, in one store
     KernelSamplingSetup ks;
     ks.runners = setup.runners;
     ks.device = setup.device;
@@ -94,16 +100,86 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
     if (overhead.rows.empty())
         raise<config_error>("device build: the run-overhead model could not be measured (see ", ks.store.string(), ")");
     const double overhead_ms = overhead.rows.front().latency_ms;
+    const auto remaining_minutes = [&] {
+        return setup.budget_minutes > 0 ? std::max(0.0, setup.budget_minutes - (now() - start) / 60.0) : 0.0;
+    };
 
+    // 3. whole networks, profiled: their kernels in context
+    std::vector<KernelRow> context_rows;
+    if (setup.in_context != InContext::off) {
+        const auto nets = setup.profiled_networks.empty()
+                              ? context_networks(setup.networks, setup.seed, setup.network_limits)
+                              : setup.profiled_networks;
+        if (nets.empty())
+            raise<config_error>("device build: no whole networks to profile for in-context samples; ask for some, or "
+                                "build from single kernels only (in-context samples off)");
+        NetworkProfilingSetup ps;
+        ps.runners = setup.runners;
+        ps.device = setup.device;
+        ps.store = setup.work_dir / "networks.csv";
+        ps.harness = setup.harness;
+        ps.pool = setup.pool;
+        ps.seed = setup.seed;
+        ps.opset = std::max(spaces_opset(), synthetic::onnx_opset);
+        ps.clock = setup.clock;
+        if (setup.budget_minutes > 0) ps.budget_minutes = std::max(1e-9, remaining_minutes() * setup.network_share);
+        ps.on_progress = [&](const SamplingProgress& p) { progress("networks", p); };
+        auto pr = profile_networks(nets, rules, overhead_ms, ps);
+        const auto files = ps.store.string() + " and " + kernel_profiles_path(ps.store).string();
+        if (!pr.profiles) {
+            if (setup.in_context == InContext::on)
+                raise<config_error>("device build: the runner answered a profiled request without kernels: it cannot "
+                                    "profile, so there are no in-context samples; build from single kernels only "
+                                    "(in-context samples off)");
+            out.in_context_note = "the runner does not profile: single-kernel samples only";
+        } else {
+            if (pr.rows.empty())
+                raise<config_error>("device build: none of the ", nets.size(),
+                                    " networks gave an in-context sample (", pr.measured + pr.from_store,
+                                    " with a latency, ", pr.failed, " failed, ", pr.without_profile,
+                                    " without a profile, ", pr.over_budget, " over the budget, ", pr.unmapped, " of ",
+                                    pr.pass_kernels, " kernels mapped to no runtime kernel, ", pr.merged,
+                                    " were fused with those)",
+                                    pr.problems.empty() ? std::string() : "; first: " + pr.problems.front(),
+                                    "; see ", files);
+            out.in_context = true;
+            context_rows = pr.rows;
+            if (pr.pass_kernels > 0 && 4 * (pr.unmapped + pr.merged) > pr.pass_kernels)
+                out.warnings.push_back(std::to_string(pr.unmapped) + " of the profiled networks' " +
+                                       std::to_string(pr.pass_kernels) + " kernels mapped to no runtime kernel and " +
+                                       std::to_string(pr.merged) +
+                                       " were fused with them, all left out: the rules are not the runtime's "
+                                       "(see dnncost device check)");
+            if (pr.without_profile + pr.failed > 0)
+                out.warnings.push_back(std::to_string(pr.without_profile) + " networks came without a profile and " +
+                                       std::to_string(pr.failed) + " failed to measure (see " + files + ")");
+            if (pr.over_budget > 0)
+                out.warnings.push_back(std::to_string(pr.over_budget) + " of " + std::to_string(nets.size()) +
+                                       " networks were not profiled within the budget");
+            out.profiling = std::move(pr);
+        }
+    }
+
+    // 4. single kernels: of the kinds whose regressors the profiles left short of samples (all
+    // kinds without profiles)
     cost::KernelSampler sampler(rules, setup.sampler);
     Rng rng(setup.seed);
     cost::add_space_prior(sampler, setup.prior_per_space, rng);
     for (const auto& g : graphs) sampler.add_prior(g);
-    auto samples = sampler.draw_all(setup.per_kind, rng);
-    const auto remaining_minutes = [&] {
-        return setup.budget_minutes > 0 ? std::max(0.0, setup.budget_minutes - (now() - start) / 60.0) : 0.0;
-    };
+    {
+        std::map<std::string, std::int64_t> per_group;
+        const auto group_of = [&](const std::string& k) {
+            return setup.model.family_regressors ? k.substr(0, k.find('+')) : k;
+        };
+        for (const auto& r : context_rows) ++per_group[group_of(r.kind)];
+        for (const auto& k : sampler.kinds())
+            if (per_group[group_of(k)] < setup.model.min_samples) out.isolated_kinds.push_back(k);
+    }
+    std::vector<cost::KernelSample> samples;
+    for (const auto& kind : out.isolated_kinds)
+        for (auto& s : sampler.draw(kind, setup.per_kind, rng)) samples.push_back(std::move(s));
     const auto measure_all = [&](const std::string& step) {
+        if (samples.empty()) return KernelSamplingResult{};
         auto s = ks;
         s.budget_minutes = remaining_minutes();
         if (setup.budget_minutes > 0 && s.budget_minutes <= 0) s.budget_minutes = 1e-9;
@@ -114,14 +190,19 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
         out.over_budget = r.over_budget;
         return r;
     };
+    const auto fit = [&](const KernelSamplingResult& m) {
+        auto rows = context_rows;
+        rows.insert(rows.end(), m.rows.begin(), m.rows.end());
+        return estimators::DeviceModel::build(rules, detail::measurements(rows), overhead_ms, setup.model);
+    };
     auto measured = measure_all("kernels");
-    out.model = estimators::DeviceModel::build(rules, detail::measurements(measured.rows), overhead_ms, setup.model);
+    out.model = fit(measured);
 
-    // adaptive rounds: more samples where a kind's held-out error is large, while time remains
-    for (int round = 1; round <= setup.adaptive_rounds; ++round) {
+    // adaptive rounds: more single kernels where a kind's held-out error is large, while time remains
+    for (int round = 1; round <= setup.adaptive_rounds && !out.isolated_kinds.empty(); ++round) {
         if (measured.over_budget > 0 || (setup.budget_minutes > 0 && remaining_minutes() <= 0)) break;
         std::map<std::string, double> errors;
-        for (const auto& kind : sampler.kinds()) {
+        for (const auto& kind : out.isolated_kinds) {
             const auto it = out.model.kinds().find(kind);
             double e = std::nan("");
             if (it != out.model.kinds().end() && it->second.regressor)
@@ -140,16 +221,68 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
         }
         if (drawn == 0) break;
         measured = measure_all("adaptive round " + std::to_string(round));
-        out.model =
-            estimators::DeviceModel::build(rules, detail::measurements(measured.rows), overhead_ms, setup.model);
+        out.model = fit(measured);
         out.adaptive_rounds = round;
     }
-    out.samples = measured.rows.size();
+    out.context_samples = context_rows.size();
+    out.isolated_samples = measured.rows.size();
+    out.samples = out.context_samples + out.isolated_samples;
     // what the model was fitted to, so that it can be fitted again without measuring
-    KernelSampleFile file{setup.device, rules, overhead_ms, {}, detail::measurements(measured.rows)};
+    KernelSampleFile file{setup.device, rules, overhead_ms, {}, detail::measurements(context_rows)};
+    for (const auto& r : context_rows) file.keys.push_back(r.key);
+    for (const auto& m : detail::measurements(measured.rows)) file.samples.push_back(m);
     for (const auto& r : measured.rows) file.keys.push_back(r.key);
     write_kernel_sample_file(setup.work_dir / "kernel_samples.json", file);
     out.seconds = now() - start;
+    return out;
+}
+
+DNNCOST_FUNC auto dnncost::measure::parse_in_context(std::string_view s) -> InContext {
+    if (s == "auto") return InContext::automatic;
+    if (s == "on") return InContext::on;
+    if (s == "off") return InContext::off;
+    raise<config_error>("in-context samples: '", s, "' is not auto, on or off");
+}
+
+DNNCOST_FUNC auto dnncost::measure::context_networks(std::size_t n, std::uint64_t seed,
+                                                     const synthetic::Limits& limits) -> std::vector<graph::Graph> {
+    limits.check();
+    // a small network first: a runner that cannot profile is found on it
+    static const std::string_view plan[] = {"nb201", "cnn",   "transformer", "ofa", "cnn",         "fbnet",
+                                            "vit",   "cnn",   "transformer", "kws", "transformer", "ofa"};
+    Rng rng(seed);
+    const auto pick = [&](std::initializer_list<int> choices) {
+        return *(choices.begin() + rng.below(choices.size()));
+    };
+    std::vector<graph::Graph> out;
+    std::set<std::string> keys;
+    for (std::size_t i = 0; out.size() < n && i < 4 * n + 16; ++i) {
+        const auto what = plan[i % std::size(plan)];
+        graph::Graph g;
+        if (what == "cnn") {
+            g = synthetic::build_cnn(synthetic::sample_cnn(rng), limits);
+        } else if (what == "transformer") {
+            g = synthetic::build_transformer(synthetic::sample_transformer(rng), limits);
+        } else {
+            const auto& space = spaces::find_space(what);
+            const auto arch = space.sample(rng);
+            spaces::SpaceOptions o;
+            if (what == "ofa")
+                o["resolution"] = std::to_string(pick({160, 192, 224, 256, 288, 320}));
+            else  // the spaces of 32 x 32 images and of keyword spotting: real sizes at larger batches
+                o["batch"] = std::to_string(what == "vit" ? pick({4, 8, 16}) : pick({8, 16, 32}));
+            g = space.build_graph(arch, o);
+            const auto size = synthetic::network_size(g);
+            if (size.params > limits.max_params || size.macs > limits.max_macs) {
+                g = synthetic::build_cnn(synthetic::sample_cnn(rng), limits);  // a smaller one in its place
+            } else {
+                std::string name = spaces::qualified_arch(what, arch);
+                for (const auto& [k, v] : o) name += "@" + k + "=" + v;
+                g.set_name(name);
+            }
+        }
+        if (keys.insert(network_key(g)).second) out.push_back(std::move(g));
+    }
     return out;
 }
 

@@ -27,12 +27,6 @@
 
 namespace dnncost::measure {
 
-/// A node of a runtime's optimised graph, as its ONNX file has it.
-struct RuntimeNode {
-    std::string name, op, domain;
-    std::vector<std::string> inputs, outputs;
-};
-
 /// The nodes of an ONNX file's graph (a runtime's optimised model); the file's weights are not
 /// kept. @throws io_error when it cannot be read, parse_error when it is not an ONNX model
 DNNCOST_FUNC std::vector<RuntimeNode> read_runtime_nodes(const std::string& path);
@@ -55,6 +49,10 @@ struct KernelCheck {
     std::vector<KernelMismatch> extra;
     /// Matched pairs by "pass kind -> runtime operator", with their counts.
     std::map<std::string, std::size_t> pairs;
+    /// Per kernel of the pass (reorders included, in its order): the runtime kernels (indices into
+    /// the profile) that ran it, the one matched first and then any that ran separately a part
+    /// the pass fuses into it; empty when none did.
+    std::vector<std::vector<std::size_t>> runtime_of;
     /// Matched kernels over the kernels of either side (1: the same kernels).
     double agreement() const {
         const auto all = pass_kernels + runtime_kernels - matched;

@@ -163,8 +163,13 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
         ++c.pairs[kg.kernels[static_cast<std::size_t>(p.inside)].kind + " -> " + p.op];
         p.r = kernels.size();
     }
+    c.runtime_of.assign(kg.kernels.size(), {});
+    for (std::size_t k = 0; k < kg.kernels.size(); ++k)
+        if (runtime_of[k] >= 0) c.runtime_of[k].push_back(static_cast<std::size_t>(runtime_of[k]));
     for (const auto& p : pending) {
         if (p.r == kernels.size()) continue;
+        // its time is the pass kernel's too: the pass prices the parts it fuses as one kernel
+        if (p.inside >= 0 && !p.duplicate) c.runtime_of[static_cast<std::size_t>(p.inside)].push_back(p.r);
         std::string why;
         if (p.duplicate)
             why = "writes a value of a pass kernel already matched";

@@ -2,7 +2,9 @@
 /// @file kernel_profiles.hpp
 /// The runtime kernels of a results store's networks (`results.kernels.jsonl` beside
 /// `results.csv`): one JSON line per network, `{"key": ..., "id": ..., "kernels": [{"name", "op",
-/// "ms"}, ...]}`, as a profiling runner answered them (runner_protocol.hpp). Written by
+/// "ms"}, ...]}`, as a profiling runner answered them (runner_protocol.hpp), and, where the runner
+/// wrote its optimised graph, that graph's nodes (`"nodes": [{"name", "op", "inputs", "outputs"},
+/// ...]`, without weights): what maps the runtime's kernels to the network's. Written by
 /// `dnncost measure --profile`, one profiled request per network after its rounds, so that the
 /// profiler's cost never lands on a stored latency.
 #include <filesystem>
@@ -18,6 +20,7 @@ struct KernelProfile {
     std::string key;  ///< the network's store key
     std::string id;   ///< its store id
     std::vector<RuntimeKernel> kernels;
+    std::vector<RuntimeNode> nodes;  ///< of the runtime's optimised graph; empty: not written
 };
 
 /// The kernel file of a store: `results.csv` -> `results.kernels.jsonl`.

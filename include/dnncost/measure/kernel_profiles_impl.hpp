@@ -32,7 +32,32 @@ DNNCOST_FUNC auto dnncost::measure::read_kernel_profiles(const std::filesystem::
         Answer a;
         std::string problem;
         if (!detail::optional_kernels(v, a, problem)) raise<parse_error>(where(), ": ", problem);
-        out.push_back({key->string, id->string, std::move(a.kernels)});
+        KernelProfile p{key->string, id->string, std::move(a.kernels), {}};
+        if (const auto* nodes = v.find("nodes")) {
+            const auto strings = [&](const json::Value& n, std::string_view field, std::vector<std::string>& to) {
+                const auto* list = n.find(field);
+                if (!list || !list->is_array()) return false;
+                for (const auto& x : list->items) {
+                    if (!x.is_string()) return false;
+                    to.push_back(x.string);
+                }
+                return true;
+            };
+            if (!nodes->is_array()) raise<parse_error>(where(), ": \"nodes\" is not an array");
+            for (std::size_t i = 0; i < nodes->items.size(); ++i) {
+                const auto& n = nodes->items[i];
+                const auto* name = n.is_object() ? n.find("name") : nullptr;
+                const auto* op = n.is_object() ? n.find("op") : nullptr;
+                RuntimeNode r;
+                if (!name || !name->is_string() || !op || !op->is_string() || !strings(n, "inputs", r.inputs) ||
+                    !strings(n, "outputs", r.outputs))
+                    raise<parse_error>(where(), ": node ", i, " needs \"name\", \"op\" and \"inputs\" and \"outputs\" lists of strings");
+                r.name = name->string;
+                r.op = op->string;
+                p.nodes.push_back(std::move(r));
+            }
+        }
+        out.push_back(std::move(p));
     }
     return out;
 }
@@ -63,6 +88,23 @@ DNNCOST_FUNC void dnncost::measure::merge_kernel_profiles(const std::filesystem:
             ks.push(std::move(o));
         }
         v.set("kernels", std::move(ks));
+        if (!p.nodes.empty()) {
+            const auto strings = [](const std::vector<std::string>& from) {
+                auto a = json::Value::array();
+                for (const auto& x : from) a.push(json::Value::of(x));
+                return a;
+            };
+            auto ns = json::Value::array();
+            for (const auto& n : p.nodes) {
+                auto o = json::Value::object();
+                o.set("name", json::Value::of(n.name));
+                o.set("op", json::Value::of(n.op));
+                o.set("inputs", strings(n.inputs));
+                o.set("outputs", strings(n.outputs));
+                ns.push(std::move(o));
+            }
+            v.set("nodes", std::move(ns));
+        }
         text += json::dump(v) + "\n";
     }
     io::write_file_atomic(path, text);

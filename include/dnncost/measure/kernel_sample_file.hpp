@@ -2,7 +2,8 @@
 /// @file kernel_sample_file.hpp
 /// The kernel measurements a device build fitted its model to, saved beside its stores
 /// (`kernel_samples.json` in the work directory): the rules, the run overhead and every sample's
-/// kind, store key, latency and features. With it the model can be fitted again, with other
+/// kind, store key, latency (a kernel's own time in a profiled network where "in_context": true)
+/// and features. With it the model can be fitted again, with other
 /// options, without measuring (`dnncost device build --refit`). One JSON document:
 ///
 ///   {"format": "dnncost-kernel-samples 1", "device": ..., "rules_text": ..., "run_overhead_ms": ...,

@@ -23,6 +23,7 @@ DNNCOST_FUNC auto dnncost::measure::write_kernel_sample_file(const std::filesyst
         row.set("kind", json::Value::of(s.kind));
         row.set("key", json::Value::of(f.keys[i]));
         row.set("latency_ms", json::Value::of(s.latency_ms));
+        if (s.in_context) row.set("in_context", json::Value::of(true));
         auto x = json::Value::array();
         for (const double v : s.features) x.push(json::Value::of(v));
         row.set("features", std::move(x));
@@ -72,6 +73,10 @@ DNNCOST_FUNC auto dnncost::measure::read_kernel_sample_file(const std::filesyste
         estimators::KernelMeasurement m;
         m.kind = string_of(row, "kind", what);
         m.latency_ms = number_of(row, "latency_ms", what);
+        if (const auto* c = row.find("in_context")) {
+            if (c->kind != json::Value::Kind::boolean) raise<parse_error>(what, ": 'in_context' is not true or false");
+            m.in_context = c->boolean;
+        }
         const auto* x = row.find("features");
         if (!x || !x->is_array() || x->items.size() != expected.size())
             raise<parse_error>(what, ": not ", expected.size(), " features");

@@ -50,6 +50,9 @@ struct KernelRow {
     /// Reorder kernels the layout rule put around the sample's kernel: their time is in the
     /// latency too.
     std::size_t reorders = 0;
+    /// A kernel of a profiled network (in_context.hpp): `latency_ms` is its own time, without
+    /// the run overhead.
+    bool in_context = false;
 };
 
 struct KernelSamplingSetup {

@@ -126,7 +126,7 @@ DNNCOST_FUNC auto dnncost::measure::measure_kernel_samples(const std::vector<cos
         const auto* r = store.result(s.key);
         if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms >= 0)) continue;
         const auto kg = cost::kernel_graph(s.graph, rules);
-        KernelRow row{s.config.kind, s.key, {}, r->latency_ms, kg.num_reorders()};
+        KernelRow row{s.config.kind, s.key, {}, r->latency_ms, kg.num_reorders(), false};
         bool found = false;
         for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
             if (kg.kernels[k].is_reorder()) continue;

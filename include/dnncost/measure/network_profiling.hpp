@@ -1,0 +1,82 @@
+#pragma once
+/// @file network_profiling.hpp
+/// Measuring whole networks for in-context kernel samples (in_context.hpp) on a real device. Each
+/// network is written as an ONNX model with seeded weights, profiled once (a request with
+/// "profile": true; the runtime's kernels and its optimised graph's nodes go to the kernel file
+/// beside the store, kernel_profiles.hpp) and measured without the profiler by the harness (its
+/// latency in the results store). Both are resumable: what the store and the kernel file hold is
+/// not measured again, and a network's model file is removed once it has both. Networks go in
+/// chunks; with a time budget, the time per network so far decides how many more fit.
+///
+/// A runner that answers the first profiled request without kernels cannot profile: the run stops
+/// there, before any latency is measured, and says so (NetworkProfilingResult::profiles). Needs
+/// the `dnncost::onnx` target.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <dnncost/core/config.hpp>
+#include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/measure/harness.hpp>
+#include <dnncost/measure/in_context.hpp>
+#include <dnncost/measure/kernel_sampling.hpp>
+#include <dnncost/measure/runner_pool.hpp>
+
+namespace dnncost::measure {
+
+struct NetworkProfilingSetup {
+    std::vector<std::string> runners;  ///< runner commands (run with /bin/sh -c)
+    std::string device;                ///< stored in the store's sidecar
+    std::filesystem::path store;       ///< unprofiled latencies (CSV; resumable); profiles beside it
+    std::filesystem::path model_dir;   ///< model files; empty: "<store>.models" beside the store
+    HarnessOptions harness{};          ///< of the unprofiled rounds; the profiled request takes its W and N
+    PoolOptions pool{};
+    std::uint64_t seed = 0;  ///< of the weight values
+    int opset = 13;
+    double budget_minutes = 0;  ///< 0: no time budget
+    std::size_t chunk = 4;      ///< networks profiled and measured at once
+    std::function<void(const SamplingProgress&)> on_progress;
+    std::function<double()> clock;  ///< seconds; empty: a steady clock
+};
+
+/// A network that gave samples: how its profile was scaled to its latency.
+struct ProfiledNetwork {
+    std::string key, id;
+    double latency_ms = 0, profiled_ms = 0, sampled_ms = 0, scale = 1;
+    std::size_t samples = 0, unmapped = 0, merged = 0;
+};
+
+struct NetworkProfilingResult {
+    /// false: the runner answered a profiled request without kernels (it cannot profile), and
+    /// nothing else was measured.
+    bool profiles = true;
+    std::vector<KernelRow> rows;            ///< in-context samples of every network with a latency and a profile
+    std::vector<ProfiledNetwork> networks;  ///< those networks, in the order given
+    std::size_t measured = 0;         ///< latencies measured in this run
+    std::size_t profiled = 0;         ///< profiles taken in this run
+    std::size_t from_store = 0;       ///< networks the store and the kernel file already held
+    std::size_t failed = 0;           ///< unprofiled measurements that failed (the store has the reasons)
+    std::size_t without_profile = 0;  ///< profiled requests that failed or came back without kernels
+    std::size_t over_budget = 0;      ///< not measured: the time budget ran out
+    std::size_t pass_kernels = 0, unmapped = 0, merged = 0, untimed = 0;  ///< over the networks used (InContextSamples)
+    std::vector<std::string> problems;  ///< a line per network without a profile or a model file
+    double seconds = 0;
+};
+
+/// Profile and measure `networks` (keyed by network_key) and return their in-context samples
+/// under `rules`, scaled with `run_overhead_ms`.
+/// @throws config_error (no runner or store, bad options, a store of another device or runners),
+/// io_error, parse_error (an existing store or kernel file that is damaged)
+DNNCOST_FUNC NetworkProfilingResult profile_networks(const std::vector<graph::Graph>& networks,
+                                                     const cost::FusionRules& rules, double run_overhead_ms,
+                                                     const NetworkProfilingSetup& setup);
+
+}  // namespace dnncost::measure
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/measure/network_profiling_impl.hpp>
+#endif

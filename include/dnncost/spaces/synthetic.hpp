@@ -1,0 +1,103 @@
+#pragma once
+/// @file synthetic.hpp
+/// Synthesised networks at the sizes of deployed ones: convolutional networks and transformer
+/// encoders whose every choice is drawn, seeded, from ranges that reach what real networks run
+/// (inputs of 128-320 pixels or up to 576 tokens, 16 to 4,096 channels, classifier heads of 1,000
+/// outputs). They copy no published architecture: their blocks are the ones networks share
+/// (plain and residual convolutions, bottlenecks, inverted residuals with optional
+/// squeeze-excitation, pre-norm attention and MLP layers) in random combinations, so that a
+/// runtime executes their kernels among the neighbours real networks give them. A device build
+/// profiles such networks whole (measure/context_networks.hpp).
+///
+/// A draw whose weights or multiply-accumulates exceed Limits is narrowed (channel counts scaled
+/// down), then given a smaller input, until it fits.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <dnncost/core/config.hpp>
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/rng.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/spaces/builder.hpp>
+
+namespace dnncost::synthetic {
+
+/// The lowest ONNX opset the graphs need (HardSwish; LayerNormalization when not decomposed).
+inline constexpr int onnx_opset = 17;
+
+/// How large a synthesised network may be.
+struct Limits {
+    std::int64_t max_params = 30'000'000;    ///< weights (float32: a model file of 4 bytes each)
+    std::int64_t max_macs = 10'000'000'000;  ///< multiply-accumulates of one inference
+    std::int64_t classes = 1000;             ///< outputs of the classifier head
+    void check() const {
+        if (max_params < 1 || max_macs < 1 || classes < 1)
+            raise<config_error>("synthetic networks: max_params, max_macs and classes must be positive");
+    }
+};
+
+/// What a network costs, counted from its graph: weight elements, and multiply-accumulates of
+/// its convolutions and matrix products.
+struct NetworkSize {
+    std::int64_t params = 0;
+    std::int64_t macs = 0;
+};
+DNNCOST_FUNC NetworkSize network_size(const graph::Graph& g);
+
+enum class Block { basic, bottleneck, inverted };
+
+struct CnnStage {
+    std::int64_t width = 64;   ///< output channels (a bottleneck's inner width is a quarter)
+    int depth = 1;
+    std::int64_t stride = 2;
+    std::int64_t kernel = 3;   ///< of the spatial convolution
+    std::int64_t expand = 1;   ///< an inverted residual's expansion ratio
+    bool squeeze_excite = false;
+};
+
+/// A convolutional network: stem, stages of one kind of block, optional 1x1 feature mix,
+/// global pooling and a classifier (with an optional hidden layer).
+struct CnnArch {
+    std::int64_t resolution = 224;
+    std::int64_t stem = 32;
+    bool stem_pool = false;   ///< a 7x7 stem and a 3x3 max pool, else a 3x3 stem
+    Block block = Block::basic;
+    std::string act = "Relu";  ///< Relu, Clip (ReLU6), HardSwish or Swish (Sigmoid and Mul)
+    std::vector<CnnStage> stages;
+    std::int64_t feature_mix = 0;  ///< channels of a 1x1 convolution before pooling; 0: none
+    std::int64_t hidden = 0;       ///< a hidden fully connected layer of the head; 0: none
+};
+
+/// A transformer encoder on patches of an image (a strided convolution embeds them) or on token
+/// embeddings given as input.
+struct TransformerArch {
+    std::int64_t tokens = 196;     ///< sequence length (patches: (resolution / patch)^2)
+    std::int64_t patch = 16;       ///< 0: token input, no patch embedding
+    std::int64_t embed = 384;
+    std::int64_t head_width = 64;  ///< per attention head (heads = embed / head_width)
+    std::int64_t mlp_ratio = 4;
+    int depth = 4;
+    bool cls_token = false;        ///< readout: a class token, else the mean of the tokens
+    bool decompose_layer_norm = false;
+    bool erf_gelu = true;          ///< GELU as x/2 (1 + erf(x/sqrt 2)), else the tanh approximation
+};
+
+/// Seeded draws. A draw is not yet fitted to any limits.
+DNNCOST_FUNC CnnArch sample_cnn(Rng& rng);
+DNNCOST_FUNC TransformerArch sample_transformer(Rng& rng);
+
+/// The graphs, fitted to `limits` (narrowed, then shrunk; see the file comment).
+/// @throws config_error for an architecture that cannot be built (no stage, a width below 1, ...)
+DNNCOST_FUNC graph::Graph build_cnn(const CnnArch& a, const Limits& limits = {});
+DNNCOST_FUNC graph::Graph build_transformer(const TransformerArch& a, const Limits& limits = {});
+
+/// Short descriptions, the graphs' names ("cnn:r224-s32-inverted-...", "transformer:t196-...").
+DNNCOST_FUNC std::string to_string(const CnnArch& a);
+DNNCOST_FUNC std::string to_string(const TransformerArch& a);
+
+}  // namespace dnncost::synthetic
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/spaces/synthetic_impl.hpp>
+#endif

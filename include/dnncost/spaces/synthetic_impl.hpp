@@ -1,0 +1,395 @@
+#pragma once
+/// @file synthetic_impl.hpp
+/// The definitions of synthetic.hpp: compiled once into dnncost::compiled in compiled mode
+/// (core/config.hpp), included by synthetic.hpp in header-only mode.
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include <dnncost/spaces/synthetic.hpp>
+
+namespace dnncost::synthetic::detail {
+
+/// A channel count as networks write them: a multiple of 8, at least 8.
+inline std::int64_t round8(double x) { return std::max<std::int64_t>(8, static_cast<std::int64_t>((x + 4.0) / 8.0) * 8); }
+
+template <class T, std::size_t N>
+T pick(Rng& rng, const T (&choices)[N]) {
+    return choices[rng.below(N)];
+}
+
+inline bool fits(const NetworkSize& s, const Limits& l) { return s.params <= l.max_params && s.macs <= l.max_macs; }
+
+class CnnBuilder {
+public:
+    CnnBuilder(const CnnArch& a, const Limits& l) : m_a(a), m_l(l), m_b("cnn:" + to_string(a)) {}
+
+    graph::Graph build() {
+        int x = m_b.input("input", {1, 3, m_a.resolution, m_a.resolution});
+        x = conv_bn(x, m_a.stem, m_a.stem_pool ? 7 : 3, 2, 1, "stem", true);
+        if (m_a.stem_pool)
+            x = m_b.op("MaxPool", "stem.pool", {x}, pooled(m_b.shape(x)),
+                       {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                        {"pads", std::vector<std::int64_t>{1, 1, 1, 1}},
+                        {"strides", std::vector<std::int64_t>{2, 2}}});
+        for (std::size_t s = 0; s < m_a.stages.size(); ++s)
+            for (int j = 0; j < m_a.stages[s].depth; ++j) {
+                const auto n = "stage" + std::to_string(s) + ".block" + std::to_string(j);
+                x = block(x, m_a.stages[s], j == 0 ? m_a.stages[s].stride : 1, n);
+            }
+        if (m_a.feature_mix > 0) x = conv_bn(x, m_a.feature_mix, 1, 1, 1, "feature_mix", true);
+        x = m_b.flatten(m_b.global_average_pool(x, "head.pool"), "head.flatten");
+        if (m_a.hidden > 0) x = m_b.unary("Relu", m_b.gemm(x, m_a.hidden, "head.hidden"), "head.hidden.act");
+        x = m_b.gemm(x, m_l.classes, "classifier");
+        return m_b.finish({x});
+    }
+
+private:
+    static graph::Shape pooled(graph::Shape s) {
+        for (std::size_t i = 2; i < 4; ++i) s[i] = (s[i] + 2 - 3) / 2 + 1;
+        return s;
+    }
+    int act(int x, const std::string& n) {
+        if (m_a.act == "Clip")
+            return m_b.op("Clip", n, {x, m_b.scalar("const.zero", 0.0), m_b.scalar("const.six", 6.0)}, m_b.shape(x));
+        if (m_a.act == "Swish") return m_b.mul(x, m_b.unary("Sigmoid", x, n + ".sigmoid"), n);
+        return m_b.unary(m_a.act, x, n);
+    }
+    int conv_bn(int x, std::int64_t out, std::int64_t k, std::int64_t stride, std::int64_t group, const std::string& n,
+                bool with_act) {
+        x = m_b.batch_norm(m_b.conv(x, out, k, stride, group, n + ".conv"), n + ".bn");
+        return with_act ? act(x, n + ".act") : x;
+    }
+    int shortcut(int x, const graph::Shape& to, std::int64_t stride, const std::string& n) {
+        if (m_b.shape(x) == to) return x;
+        return conv_bn(x, to[1], 1, stride, 1, n + ".shortcut", false);
+    }
+    int block(int x, const CnnStage& st, std::int64_t stride, const std::string& n) {
+        const auto in = m_b.shape(x)[1];
+        switch (m_a.block) {
+            case Block::basic: {
+                int y = conv_bn(x, st.width, st.kernel, stride, 1, n + ".conv1", true);
+                y = conv_bn(y, st.width, st.kernel, 1, 1, n + ".conv2", false);
+                return act(m_b.add(y, shortcut(x, m_b.shape(y), stride, n), n + ".add"), n + ".out");
+            }
+            case Block::bottleneck: {
+                const auto inner = round8(static_cast<double>(st.width) / 4.0);
+                int y = conv_bn(x, inner, 1, 1, 1, n + ".reduce", true);
+                y = conv_bn(y, inner, st.kernel, stride, 1, n + ".spatial", true);
+                y = conv_bn(y, st.width, 1, 1, 1, n + ".expand", false);
+                return act(m_b.add(y, shortcut(x, m_b.shape(y), stride, n), n + ".add"), n + ".out");
+            }
+            case Block::inverted: {
+                const auto hidden = round8(static_cast<double>(in * st.expand));
+                int y = st.expand > 1 ? conv_bn(x, hidden, 1, 1, 1, n + ".expand", true) : x;
+                const auto dw = m_b.shape(y)[1];
+                y = conv_bn(y, dw, st.kernel, stride, dw, n + ".depthwise", true);
+                if (st.squeeze_excite) {
+                    int s = m_b.global_average_pool(y, n + ".se.pool");
+                    s = m_b.unary("Relu", m_b.conv(s, spaces::ConvSpec{round8(double(dw) / 4.0), {1, 1}, {1, 1}, {}, 1, true},
+                                                    n + ".se.reduce"),
+                                  n + ".se.act");
+                    s = m_b.conv(s, spaces::ConvSpec{dw, {1, 1}, {1, 1}, {}, 1, true}, n + ".se.expand");
+                    s = m_b.unary("HardSigmoid", s, n + ".se.gate");
+                    y = m_b.mul(y, s, n + ".se.scale");
+                }
+                y = conv_bn(y, st.width, 1, 1, 1, n + ".project", false);
+                return stride == 1 && in == st.width ? m_b.add(x, y, n + ".add") : y;
+            }
+        }
+        return x;
+    }
+
+    const CnnArch& m_a;
+    const Limits& m_l;
+    spaces::NetworkBuilder m_b;
+};
+
+class TransformerBuilder {
+public:
+    TransformerBuilder(const TransformerArch& a, const Limits& l) : m_a(a), m_l(l), m_b("transformer:" + to_string(a)) {}
+
+    graph::Graph build() {
+        const std::int64_t D = m_a.embed;
+        int x;
+        if (m_a.patch > 0) {
+            const auto side = static_cast<std::int64_t>(std::lround(std::sqrt(static_cast<double>(m_a.tokens))));
+            const auto P = m_a.patch;
+            x = m_b.input("input", {1, 3, side * P, side * P});
+            x = m_b.conv(x, spaces::ConvSpec{D, {P, P}, {P, P}, {0, 0, 0, 0}, 1, true}, "patch_embed");
+            x = m_b.reshape(x, {1, D, side * side}, "patch_embed.flatten");
+            x = m_b.transpose(x, {0, 2, 1}, "patch_embed.to_tokens");
+        } else {
+            x = m_b.input("tokens", {1, m_a.tokens, D});
+        }
+        if (m_a.cls_token) x = m_b.concat({m_b.weight("cls_token", {1, 1, D}), x}, 1, "cls_token.concat");
+        x = m_b.add(x, m_b.weight("pos_embed", {1, m_b.shape(x)[1], D}), "pos_embed.add");
+        for (int i = 0; i < m_a.depth; ++i) x = layer(x, "layer" + std::to_string(i));
+        x = norm(x, "final_norm");
+        x = m_a.cls_token ? m_b.gather(x, 1, 0, "readout.cls") : m_b.reduce_mean(x, {1}, false, "readout.mean");
+        x = m_b.gemm(x, m_l.classes, "classifier");
+        return m_b.finish({x});
+    }
+
+private:
+    int norm(int x, const std::string& n) {
+        if (!m_a.decompose_layer_norm) return m_b.layer_norm(x, n);
+        const auto d = m_b.shape(x).back();
+        const int mean = m_b.reduce_mean(x, {-1}, true, n + ".mean");
+        const int centred = m_b.binary("Sub", x, mean, n + ".centre");
+        const int sq = m_b.binary("Pow", centred, m_b.scalar("const.two", 2.0), n + ".square");
+        const int var = m_b.reduce_mean(sq, {-1}, true, n + ".var");
+        const int sd =
+            m_b.unary("Sqrt", m_b.add(var, m_b.scalar("const.layer_norm_eps", 1e-5), n + ".add_eps"), n + ".sqrt");
+        int y = m_b.binary("Div", centred, sd, n + ".normalise");
+        y = m_b.mul(y, m_b.weight(n + ".scale", {d}), n + ".mul_scale");
+        return m_b.add(y, m_b.weight(n + ".bias", {d}), n + ".add_bias");
+    }
+    int gelu(int x, const std::string& n) {
+        if (m_a.erf_gelu) {  // the order of operators PyTorch's exporter writes
+            int t = m_b.binary("Div", x, m_b.scalar("const.sqrt_two", std::numbers::sqrt2), n + ".div");
+            t = m_b.unary("Erf", t, n + ".erf");
+            t = m_b.add(t, m_b.scalar("const.one", 1.0), n + ".add_one");
+            t = m_b.mul(x, t, n + ".mul_x");
+            return m_b.mul(t, m_b.scalar("const.half", 0.5), n + ".mul_half");
+        }
+        int t = m_b.binary("Pow", x, m_b.scalar("const.three", 3.0), n + ".cube");
+        t = m_b.mul(t, m_b.scalar("const.gelu_coeff", 0.044715), n + ".mul_coeff");
+        t = m_b.add(x, t, n + ".add_x");
+        t = m_b.mul(t, m_b.scalar("const.sqrt_2_over_pi", std::sqrt(2.0 / std::numbers::pi)), n + ".mul_scale");
+        t = m_b.unary("Tanh", t, n + ".tanh");
+        t = m_b.add(t, m_b.scalar("const.one", 1.0), n + ".add_one");
+        t = m_b.mul(x, t, n + ".mul_x");
+        return m_b.mul(t, m_b.scalar("const.half", 0.5), n + ".mul_half");
+    }
+    int layer(int x, const std::string& n) {
+        const auto s = m_b.shape(x);
+        const std::int64_t T = s[1], D = s[2], q = m_a.head_width, h = D / q;
+        int y = norm(x, n + ".attn_norm");
+        y = m_b.linear(y, 3 * D, n + ".qkv");
+        y = m_b.reshape(y, {1, T, 3 * h, q}, n + ".qkv.split_heads");
+        y = m_b.transpose(y, {0, 2, 1, 3}, n + ".qkv.heads_first");
+        const auto qkv = m_b.split(y, 1, {h, h, h}, n + ".qkv.split");
+        const int kt = m_b.transpose(qkv[1], {0, 1, 3, 2}, n + ".attn.keys_t");
+        int a = m_b.matmul(qkv[0], kt, n + ".attn.scores");
+        a = m_b.mul(a, m_b.scalar("const.attn_scale_q" + std::to_string(q), 1.0 / std::sqrt(static_cast<double>(q))),
+                    n + ".attn.scale");
+        a = m_b.softmax(a, n + ".attn.softmax");
+        a = m_b.matmul(a, qkv[2], n + ".attn.context");
+        a = m_b.transpose(a, {0, 2, 1, 3}, n + ".attn.tokens_first");
+        a = m_b.reshape(a, {1, T, D}, n + ".attn.merge_heads");
+        a = m_b.linear(a, D, n + ".attn.proj");
+        x = m_b.add(x, a, n + ".attn.residual");
+        y = norm(x, n + ".mlp_norm");
+        y = m_b.linear(y, m_a.mlp_ratio * D, n + ".mlp.fc1");
+        y = gelu(y, n + ".mlp.gelu");
+        y = m_b.linear(y, D, n + ".mlp.fc2");
+        return m_b.add(x, y, n + ".mlp.residual");
+    }
+
+    const TransformerArch& m_a;
+    const Limits& m_l;
+    spaces::NetworkBuilder m_b;
+};
+
+inline void check(const CnnArch& a) {
+    const auto bad = [](const auto&... why) { raise<config_error>("synthetic::build_cnn: ", why...); };
+    if (a.resolution < 8) bad("resolution ", a.resolution, " below 8");
+    if (a.stem < 1) bad("stem width ", a.stem, " below 1");
+    if (a.stages.empty()) bad("no stage");
+    if (a.act != "Relu" && a.act != "Clip" && a.act != "HardSwish" && a.act != "Swish")
+        bad("activation '", a.act, "' (expected Relu, Clip, HardSwish or Swish)");
+    for (const auto& s : a.stages)
+        if (s.width < 1 || s.depth < 1 || s.stride < 1 || s.kernel < 1 || s.expand < 1)
+            bad("a stage with a width, depth, stride, kernel or expansion below 1");
+    if (a.feature_mix < 0 || a.hidden < 0) bad("negative feature-mix or hidden width");
+}
+
+inline void check(const TransformerArch& a) {
+    const auto bad = [](const auto&... why) { raise<config_error>("synthetic::build_transformer: ", why...); };
+    if (a.tokens < 1 || a.embed < 1 || a.head_width < 1 || a.mlp_ratio < 1 || a.depth < 1 || a.patch < 0)
+        bad("tokens, embedding, head width, MLP ratio and depth must be at least 1");
+    if (a.embed % a.head_width != 0) bad("embedding ", a.embed, " is not a multiple of the head width ", a.head_width);
+    if (a.patch > 0) {
+        const auto side = static_cast<std::int64_t>(std::lround(std::sqrt(static_cast<double>(a.tokens))));
+        if (side * side != a.tokens) bad(a.tokens, " patches are not a square");
+    }
+}
+
+}  // namespace dnncost::synthetic::detail
+
+DNNCOST_FUNC auto dnncost::synthetic::network_size(const graph::Graph& g) -> NetworkSize {
+    NetworkSize s;
+    for (std::size_t t = 0; t < g.num_tensors(); ++t)
+        if (g.tensor(static_cast<int>(t)).kind == graph::TensorKind::weight)
+            s.params += g.tensor(static_cast<int>(t)).elements();
+    for (std::size_t i = 0; i < g.num_nodes(); ++i) {
+        const auto& n = g.node(static_cast<int>(i));
+        if (n.outputs.empty() || n.inputs.size() < 2 || n.inputs[0] < 0 || n.inputs[1] < 0) continue;
+        const auto out = g.tensor(n.outputs[0]).elements();
+        const auto& w = g.tensor(n.inputs[1]).shape;
+        const auto& a = g.tensor(n.inputs[0]).shape;
+        if (n.op_type == "Conv" && w.size() == 4)
+            s.macs += out * w[1] * w[2] * w[3];
+        else if ((n.op_type == "MatMul" || n.op_type == "Gemm") && !a.empty())
+            s.macs += out * a.back();
+    }
+    return s;
+}
+
+DNNCOST_FUNC auto dnncost::synthetic::sample_cnn(Rng& rng) -> CnnArch {
+    using detail::pick;
+    CnnArch a;
+    a.resolution = pick(rng, {128, 160, 192, 224, 256, 288, 320});
+    a.block = pick(rng, {Block::basic, Block::bottleneck, Block::inverted});
+    a.act = a.block == Block::inverted ? pick<std::string>(rng, {"Relu", "Clip", "HardSwish", "Swish"})
+                                       : pick<std::string>(rng, {"Relu", "Relu", "Clip", "Swish"});
+    a.stem_pool = a.block != Block::inverted && rng.bernoulli(0.5);
+    a.stem = pick(rng, {16, 24, 32, 48, 64});
+    const int stages = pick(rng, {4, 5});
+    // widths grow by 1.5-2x a stage: a bottleneck's outputs reach 2,048-4,096, an inverted
+    // residual's expanded layers about as many
+    const double growth = pick(rng, {1.5, 1.75, 2.0});
+    double width = a.block == Block::bottleneck ? pick(rng, {128.0, 192.0, 256.0})
+                   : a.block == Block::inverted ? pick(rng, {16.0, 24.0, 32.0})
+                                                : pick(rng, {32.0, 48.0, 64.0});
+    for (int s = 0; s < stages; ++s) {
+        CnnStage st;
+        st.width = detail::round8(width);
+        st.depth = 1 + static_cast<int>(rng.below(a.block == Block::inverted ? 4 : 3));
+        st.stride = s == 0 && a.stem_pool ? 1 : 2;
+        st.kernel = a.block == Block::inverted ? pick(rng, {3, 5, 7}) : pick(rng, {3, 3, 5});
+        st.expand = a.block == Block::inverted ? pick(rng, {3, 4, 6}) : 1;
+        st.squeeze_excite = a.block == Block::inverted && rng.bernoulli(0.4);
+        a.stages.push_back(st);
+        width *= growth;
+    }
+    if (a.block == Block::inverted && rng.bernoulli(0.7)) a.feature_mix = pick(rng, {960, 1280, 2048, 4096});
+    if (rng.bernoulli(0.35)) a.hidden = pick(rng, {1024, 2048, 4096});
+    return a;
+}
+
+DNNCOST_FUNC auto dnncost::synthetic::sample_transformer(Rng& rng) -> TransformerArch {
+    using detail::pick;
+    TransformerArch a;
+    a.patch = pick(rng, {0, 8, 16, 16, 32});
+    if (a.patch == 0) {
+        a.tokens = pick(rng, {128, 256, 384, 512});
+    } else {
+        // 128-384 pixels: 16 to 576 patches (8-pixel patches only on the smaller images)
+        const std::int64_t side = a.patch == 8 ? pick(rng, {12, 16}) : a.patch == 16 ? pick(rng, {14, 16, 20, 24}) : pick(rng, {7, 10, 12});
+        a.tokens = side * side;
+    }
+    a.head_width = pick(rng, {32, 64, 64});
+    a.embed = a.head_width * pick(rng, {4, 6, 8, 12, 16});
+    a.mlp_ratio = pick(rng, {2, 3, 4, 4});
+    a.depth = 2 + static_cast<int>(rng.below(7));
+    a.cls_token = rng.bernoulli(0.5);
+    a.decompose_layer_norm = rng.bernoulli(0.3);
+    a.erf_gelu = rng.bernoulli(0.7);
+    return a;
+}
+
+DNNCOST_FUNC auto dnncost::synthetic::build_cnn(const CnnArch& arch, const Limits& limits) -> graph::Graph {
+    limits.check();
+    detail::check(arch);
+    CnnArch a = arch;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+        auto g = detail::CnnBuilder(a, limits).build();
+        const auto s = network_size(g);
+        if (detail::fits(s, limits)) return g;
+        // too much work for its size: a smaller input first; too many weights: narrower layers
+        if (s.params <= limits.max_params && a.resolution > 32) {
+            a.resolution = std::max<std::int64_t>(
+                32, std::min(a.resolution - 8, detail::round8(0.85 * static_cast<double>(a.resolution))));
+            continue;
+        }
+        bool narrowed = false;
+        const auto narrow = [&](std::int64_t& w) {
+            if (w <= 8) return;
+            w = std::min(w - 8, detail::round8(0.8 * static_cast<double>(w)));  // rounding may not undo it
+            narrowed = true;
+        };
+        narrow(a.stem);
+        for (auto& st : a.stages) narrow(st.width);
+        if (a.feature_mix > 0) narrow(a.feature_mix);
+        if (a.hidden > 0) narrow(a.hidden);
+        if (narrowed) continue;
+        if (a.hidden > 0 || a.feature_mix > 0) {
+            a.hidden = a.feature_mix = 0;
+            continue;
+        }
+        bool shallower = false;
+        for (auto& st : a.stages)
+            if (st.depth > 1) st.depth = 1, shallower = true;
+        if (shallower) continue;
+        if (a.resolution > 32) {
+            a.resolution = 32;
+            continue;
+        }
+        break;
+    }
+    raise<config_error>("synthetic::build_cnn: '", to_string(arch), "' does not fit in ", limits.max_params,
+                        " weights and ", limits.max_macs, " multiply-accumulates");
+}
+
+DNNCOST_FUNC auto dnncost::synthetic::build_transformer(const TransformerArch& arch, const Limits& limits)
+    -> graph::Graph {
+    limits.check();
+    detail::check(arch);
+    TransformerArch a = arch;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+        auto g = detail::TransformerBuilder(a, limits).build();
+        const auto s = network_size(g);
+        if (detail::fits(s, limits)) return g;
+        if (s.params <= limits.max_params && a.tokens > 16) {
+            // fewer tokens: a smaller image of the same patches, or a shorter sequence
+            if (a.patch > 0) {
+                const auto side = static_cast<std::int64_t>(std::lround(std::sqrt(static_cast<double>(a.tokens))));
+                a.tokens = std::max<std::int64_t>(4, (side * 4 / 5) * (side * 4 / 5));
+            } else {
+                a.tokens = std::max<std::int64_t>(16, a.tokens * 4 / 5);
+            }
+            continue;
+        }
+        if (a.embed > a.head_width) {
+            a.embed = std::max(a.head_width, (a.embed * 4 / 5) / a.head_width * a.head_width);
+            continue;
+        }
+        if (a.head_width > 8) {
+            a.head_width = std::max<std::int64_t>(8, a.head_width / 2);
+            a.embed = a.head_width;
+            continue;
+        }
+        if (a.depth > 1 || a.mlp_ratio > 1) {
+            a.depth = 1;
+            a.mlp_ratio = 1;
+            continue;
+        }
+        break;
+    }
+    raise<config_error>("synthetic::build_transformer: '", to_string(arch), "' does not fit in ", limits.max_params,
+                        " weights and ", limits.max_macs, " multiply-accumulates");
+}
+
+DNNCOST_FUNC auto dnncost::synthetic::to_string(const CnnArch& a) -> std::string {
+    static const char* blocks[] = {"basic", "bottleneck", "inverted"};
+    std::string s = "r" + std::to_string(a.resolution) + "-s" + std::to_string(a.stem) + (a.stem_pool ? "p" : "") + "-" +
+                    blocks[static_cast<int>(a.block)] + "-" + a.act;
+    for (const auto& st : a.stages) {
+        s += "-w" + std::to_string(st.width) + "d" + std::to_string(st.depth) + "s" + std::to_string(st.stride) + "k" +
+             std::to_string(st.kernel);
+        if (st.expand > 1) s += "e" + std::to_string(st.expand);
+        if (st.squeeze_excite) s += "se";
+    }
+    if (a.feature_mix > 0) s += "-f" + std::to_string(a.feature_mix);
+    if (a.hidden > 0) s += "-h" + std::to_string(a.hidden);
+    return s;
+}
+
+DNNCOST_FUNC auto dnncost::synthetic::to_string(const TransformerArch& a) -> std::string {
+    return "t" + std::to_string(a.tokens) + (a.patch > 0 ? "p" + std::to_string(a.patch) : std::string("-tok")) + "-e" +
+           std::to_string(a.embed) + "q" + std::to_string(a.head_width) + "m" + std::to_string(a.mlp_ratio) + "d" +
+           std::to_string(a.depth) + (a.cls_token ? "-cls" : "-mean") + (a.decompose_layer_norm ? "-ln13" : "-ln17") +
+           (a.erf_gelu ? "-erf" : "-tanh");
+}

@@ -1,0 +1,435 @@
+// In-context kernel samples: a profile mapped onto the kernel pass with hand-computed times and
+// overhead removal; whole networks profiled and measured through the fake runner, whose answers
+// the test plants per network (tests/measure/fake_runner.sh, mode planted): the planted samples
+// come back, unmapped kernels are counted, a second run measures nothing again; device builds
+// that take profiles as their main source, fall back to single kernels when the runner cannot
+// profile (or stop, when profiles were required), and resume after a runner that crashed midway
+// without measuring again what they had. The synthesised networks reach real sizes and fit limits.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/measure/device_build.hpp>
+#include <dnncost/measure/in_context.hpp>
+#include <dnncost/measure/kernel_profiles.hpp>
+#include <dnncost/measure/kernel_sample_file.hpp>
+#include <dnncost/measure/network_profiling.hpp>
+#include <dnncost/spaces/synthetic.hpp>
+
+#include "measure/scratch.hpp"
+
+using namespace dnncost;
+namespace fs = std::filesystem;
+
+namespace {
+
+using measure_tests::lines_of;
+using measure_tests::Scratch;
+
+cost::FusionRules rules() {
+    return cost::FusionRules::parse(
+        "dnncost-fusion-rules 1\n"
+        "fold Conv BatchNormalization operands=constant\n"
+        "fuse Conv Relu operands=none\n"
+        "fuse Gemm Relu\n");
+}
+
+/// x -> Conv -> Relu -> GlobalAveragePool -> Flatten -> Gemm(10)
+graph::Graph small_net() {
+    spaces::NetworkBuilder b("small");
+    int x = b.input("x", {1, 8, 8, 8});
+    x = b.unary("Relu", b.conv(x, 8, 3, 1, 1, "conv"), "relu");
+    x = b.flatten(b.global_average_pool(x, "pool"), "flatten");
+    return b.finish({b.gemm(x, 10, "fc")});
+}
+
+std::string name_of_writer(const graph::Graph& g, const cost::Kernel& k) {
+    return g.node(g.tensor(k.outputs.front()).producer).name;
+}
+
+/// Planted answers for one network: kernel k of the pass takes 0.01 (k + 1) ms profiled, every
+/// `skip`-th kernel is left out of the profile (unmapped, and its first consumer in the profile
+/// counts as the kernel the runtime fused it into), and a kernel the runtime inserted takes
+/// 0.1 ms; the unprofiled latency is chosen so that the profile scales by `scale` with run
+/// overhead `overhead`. Returns each pass kernel's expected sample (NaN: none).
+std::vector<double> plant(const fs::path& dir, const graph::Graph& g, std::size_t skip, double scale,
+                          double overhead, std::set<std::size_t>& merged) {
+    const auto kg = cost::kernel_graph(g, rules());
+    std::vector<double> expected(kg.kernels.size(), std::nan(""));
+    std::ostringstream kernels;
+    double sum = 0.1;
+    kernels << "{\"name\":\"inserted_cast\",\"op\":\"Cast\",\"ms\":0.1}";
+    for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+        if (skip > 0 && k % skip == skip - 1) continue;
+        const double ms = 0.01 * static_cast<double>(k + 1);
+        kernels << ",{\"name\":\"" << name_of_writer(g, kg.kernels[k]) << "\",\"op\":\"X\",\"ms\":" << ms << "}";
+        sum += ms;
+        expected[k] = ms * scale;
+    }
+    const auto model = measure::network_key(g) + ".onnx";
+    fs::create_directories(dir / "plant");
+    std::ofstream(dir / "plant" / (model + ".profile")) << "\"latency_ms\":[9.0],\"kernels\":[" << kernels.str() << "]";
+    std::ostringstream plain;
+    plain.precision(17);
+    plain << "\"latency_ms\":[" << overhead + scale * sum << "]";
+    std::ofstream(dir / "plant" / (model + ".plain")) << plain.str();
+    const auto left_out = [&](std::size_t k) { return skip > 0 && k % skip == skip - 1; };
+    for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+        if (!left_out(k)) continue;
+        for (const auto& e : kg.edges)
+            if (e.src == static_cast<int>(k) && !left_out(static_cast<std::size_t>(e.dst))) {
+                merged.insert(static_cast<std::size_t>(e.dst));
+                break;
+            }
+    }
+    for (const auto k : merged) expected[k] = std::nan("");
+    return expected;
+}
+
+void plant_overhead(const fs::path& dir, double overhead) {
+    fs::create_directories(dir / "plant");
+    std::ofstream(dir / "plant" / (measure::detail::overhead_sample().key + ".onnx.plain"))
+        << "\"latency_ms\":[" << overhead << "]";
+}
+
+/// Two small networks of the generator: a convolutional one and a transformer.
+std::vector<graph::Graph> tiny_networks() {
+    synthetic::Limits l;
+    l.max_params = 60'000;
+    l.max_macs = 5'000'000;
+    l.classes = 10;
+    Rng rng(4);
+    return {synthetic::build_cnn(synthetic::sample_cnn(rng), l),
+            synthetic::build_transformer(synthetic::sample_transformer(rng), l)};
+}
+
+measure::HarnessOptions one_run() {
+    measure::HarnessOptions h;
+    h.rounds = h.max_rounds = 1;
+    h.warmup = 0;
+    h.repeats = 1;
+    h.round_ms = 0;
+    return h;
+}
+
+measure::NetworkProfilingSetup profiling_setup(const Scratch& s, const std::string& mode) {
+    measure::NetworkProfilingSetup p;
+    p.runners = {s.runner(mode)};
+    p.device = "fake-device";
+    p.store = s.dir / "networks.csv";
+    p.harness = one_run();
+    p.opset = synthetic::onnx_opset;
+    return p;
+}
+
+measure::DeviceBuildSetup build_setup(const Scratch& s, const std::string& mode) {
+    measure::DeviceBuildSetup b;
+    b.runners = {s.runner(mode)};
+    b.device = "fake-device";
+    b.work_dir = s.dir / "work";
+    b.rules = rules();
+    b.harness = one_run();
+    b.budget_minutes = 0;
+    b.per_kind = 12;
+    b.prior_per_space = 0;
+    b.adaptive_rounds = 0;
+    b.model.min_samples = 12;  // the fewest a regressor fits on
+    b.profiled_networks = tiny_networks();
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("in-context samples: mapped kernels scaled to the unprofiled latency, hand-computed") {
+    const auto g = small_net();
+    const auto kg = cost::kernel_graph(g, rules());
+    std::vector<std::string> kinds;
+    for (const auto& k : kg.kernels) kinds.push_back(k.kind);
+    REQUIRE(kinds == std::vector<std::string>{"Conv+Relu", "GlobalAveragePool", "Gemm"});
+    for (std::size_t k = 0; k < kinds.size(); ++k) kinds[k] = features::kernel_features(g, kg, k, 0).kind.key;
+    // the runtime ran the convolution apart from its ReLU (both the fused kernel's time) and
+    // inserted a kernel of its own; the profile adds up to 5 ms, the run took 3 ms with an
+    // overhead of 0.5 ms: every time scales by (3 - 0.5) / 5 = 0.5
+    const std::vector<measure::RuntimeKernel> profile{
+        {"conv", "Conv", 1.5}, {"relu", "Relu", 0.5}, {"pool", "GlobalAveragePool", 1.0},
+        {"fc", "Gemm", 1.0},   {"copy_1", "MemcpyToHost", 1.0}};
+    const auto s = measure::in_context_samples(g, "net", rules(), profile, {}, 3.0, 0.5);
+    CHECK(s.profiled_ms == doctest::Approx(5.0));
+    CHECK(s.sampled_ms == doctest::Approx(4.0));
+    CHECK(s.scale == doctest::Approx(0.5));
+    CHECK(s.pass_kernels == 3);
+    CHECK(s.unmapped == 0);
+    REQUIRE(s.rows.size() == 3);
+    const double expected[] = {1.0, 0.5, 0.5};
+    for (std::size_t k = 0; k < 3; ++k) {
+        CHECK(s.rows[k].kind == kinds[k]);
+        CHECK(s.rows[k].key == "net#" + std::to_string(k));
+        CHECK(s.rows[k].in_context);
+        CHECK(s.rows[k].latency_ms == doctest::Approx(expected[k]));
+        CHECK(s.rows[k].features == features::kernel_features(g, kg, k, 0).values);
+    }
+
+    // the classifier missing from the profile: skipped and counted; a latency below the
+    // overhead keeps a tenth of itself, (0.4 / 4) per profiled ms
+    const std::vector<measure::RuntimeKernel> partial{{"relu", "Relu", 2.0}, {"pool", "GlobalAveragePool", 2.0}};
+    const auto p = measure::in_context_samples(g, "net", rules(), partial, {}, 0.4, 0.5);
+    CHECK(p.unmapped == 1);
+    CHECK(p.merged == 0);
+    REQUIRE(p.rows.size() == 2);
+    CHECK(p.rows[0].kind == kinds[0]);
+    CHECK(p.rows[1].kind == kinds[1]);
+    CHECK(p.scale == doctest::Approx(0.01));
+    CHECK(p.rows[0].latency_ms == doctest::Approx(0.02));
+
+    // the pooling missing: the runtime fused it into the classifier, whose time is not its own
+    const std::vector<measure::RuntimeKernel> fused{{"relu", "Relu", 2.0}, {"fc", "Gemm", 2.0}};
+    const auto f = measure::in_context_samples(g, "net", rules(), fused, {}, 4.5, 0.5);
+    CHECK(f.unmapped == 1);
+    CHECK(f.merged == 1);
+    REQUIRE(f.rows.size() == 1);
+    CHECK(f.rows[0].kind == kinds[0]);
+    CHECK(f.rows[0].latency_ms == doctest::Approx(2.0));
+
+    CHECK_THROWS_WITH_AS(measure::in_context_samples(g, "net", rules(), {}, {}, 1.0, 0.5),
+                         doctest::Contains("add up to 0 ms"), config_error);
+    CHECK_THROWS_AS(measure::in_context_samples(g, "net", rules(), profile, {}, std::nan(""), 0.5), config_error);
+}
+
+TEST_CASE("network profiling: the planted in-context samples, unmapped kernels counted, resumable") {
+    const Scratch s("test_in_context", "profiling");
+    const auto nets = tiny_networks();
+    std::vector<std::vector<double>> expected;
+    std::vector<std::set<std::size_t>> merged(nets.size());
+    for (std::size_t i = 0; i < nets.size(); ++i) expected.push_back(plant(s.dir, nets[i], 4, 0.5, 0.25, merged[i]));
+    const auto setup = profiling_setup(s, "planted");
+    const auto r = measure::profile_networks(nets, rules(), 0.25, setup);
+    CHECK(r.profiles);
+    CHECK(r.profiled == 2);
+    CHECK(r.measured == 2);
+    CHECK(r.without_profile == 0);
+    CHECK(r.failed == 0);
+    REQUIRE(r.networks.size() == 2);
+    std::size_t rows = 0, unmapped = 0, kernels = 0, fused = 0;
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        CHECK(r.networks[i].scale == doctest::Approx(0.5));
+        CHECK(r.networks[i].id == nets[i].name());
+        const auto key = measure::network_key(nets[i]);
+        fused += merged[i].size();
+        for (std::size_t k = 0; k < expected[i].size(); ++k) {
+            ++kernels;
+            if (std::isnan(expected[i][k])) {
+                unmapped += merged[i].count(k) == 0;
+                continue;
+            }
+            REQUIRE(rows < r.rows.size());
+            CHECK(r.rows[rows].key == key + "#" + std::to_string(k));
+            CHECK(r.rows[rows].latency_ms == doctest::Approx(expected[i][k]));
+            CHECK(r.rows[rows].in_context);
+            ++rows;
+        }
+    }
+    CHECK(r.rows.size() == rows);
+    CHECK(unmapped > 0);
+    CHECK(r.unmapped == unmapped);
+    CHECK(fused > 0);
+    CHECK(r.merged == fused);
+    CHECK(r.pass_kernels == kernels);
+    CHECK(lines_of(s.dir / "profiles.log") == 2);
+    CHECK(lines_of(s.dir / "requests.log") == 4);
+    // the profiles are kept beside the store; a model file goes once its network is done
+    CHECK(measure::read_kernel_profiles(measure::kernel_profiles_path(setup.store)).size() == 2);
+    CHECK(fs::is_empty(s.dir / "networks.csv.models"));
+
+    const auto again = measure::profile_networks(nets, rules(), 0.25, setup);
+    CHECK(again.from_store == 2);
+    CHECK(again.measured + again.profiled == 0);
+    CHECK(again.rows.size() == rows);
+    CHECK(lines_of(s.dir / "requests.log") == 4);
+}
+
+TEST_CASE("network profiling: a runner that cannot profile is found on one network") {
+    const Scratch s("test_in_context", "no_profile");
+    const auto r = measure::profile_networks(tiny_networks(), rules(), 0.25, profiling_setup(s, "good"));
+    CHECK_FALSE(r.profiles);
+    CHECK(r.rows.empty());
+    CHECK(r.over_budget == 0);
+    CHECK(lines_of(s.dir / "profiles.log") == 1);
+    CHECK(lines_of(s.dir / "requests.log") == 1);  // no latency measured
+}
+
+TEST_CASE("device build: profiled networks are the main source, single kernels fill the kinds they miss") {
+    const Scratch s("test_in_context", "build");
+    auto setup = build_setup(s, "planted");
+    plant_overhead(s.dir, 0.25);
+    std::map<std::string, double> expected;  // by sample key
+    for (const auto& g : setup.profiled_networks) {
+        std::set<std::size_t> merged;
+        const auto e = plant(s.dir, g, 4, 0.5, 0.25, merged);
+        for (std::size_t k = 0; k < e.size(); ++k)
+            if (!std::isnan(e[k])) expected[measure::network_key(g) + "#" + std::to_string(k)] = e[k];
+    }
+    setup.in_context = measure::InContext::on;
+    const auto r = measure::build_device_model({}, setup);
+    CHECK(r.in_context);
+    CHECK(r.in_context_note.empty());
+    REQUIRE(r.profiling);
+    CHECK(r.context_samples == expected.size());
+    CHECK(r.profiling->unmapped > 0);
+    CHECK(r.model.run_overhead_ms() == doctest::Approx(0.25));
+    // single kernels only for kinds whose family the profiles left short of samples
+    std::map<std::string, int> per_family;
+    const auto family = [](const std::string& k) { return k.substr(0, k.find('+')); };
+    const auto file = measure::read_kernel_sample_file(setup.work_dir / "kernel_samples.json");
+    std::size_t in_context = 0;
+    for (std::size_t i = 0; i < file.samples.size(); ++i) {
+        if (!file.samples[i].in_context) continue;
+        ++in_context;
+        ++per_family[family(file.samples[i].kind)];
+        REQUIRE(expected.count(file.keys[i]));
+        CHECK(file.samples[i].latency_ms == doctest::Approx(expected[file.keys[i]]));
+    }
+    CHECK(in_context == expected.size());
+    CHECK(file.samples.size() == r.samples);
+    CHECK(r.samples == r.context_samples + r.isolated_samples);
+    const std::set<std::string> isolated(r.isolated_kinds.begin(), r.isolated_kinds.end());
+    cost::KernelSampler sampler(rules(), setup.sampler);
+    for (const auto& kind : sampler.kinds())
+        CHECK_MESSAGE(isolated.count(kind) == (per_family[family(kind)] < setup.model.min_samples ? 1u : 0u), kind);
+    CHECK(isolated.size() < sampler.kinds().size());
+
+    // the samples in context keep their own time when the model is fitted again
+    const auto refit = measure::refit_device_model(setup.work_dir, setup.model);
+    CHECK(refit.priced_kinds() == r.model.priced_kinds());
+}
+
+TEST_CASE("device build: a runner that cannot profile falls back to single kernels, or stops when profiles are required") {
+    const Scratch s("test_in_context", "fallback");
+    auto setup = build_setup(s, "good");
+    setup.in_context = measure::InContext::on;
+    CHECK_THROWS_WITH_AS(measure::build_device_model({}, setup), doctest::Contains("cannot profile"), config_error);
+    CHECK_FALSE(fs::exists(setup.work_dir / "kernel_samples.json"));
+
+    setup.in_context = measure::InContext::automatic;
+    const auto r = measure::build_device_model({}, setup);
+    CHECK_FALSE(r.in_context);
+    CHECK(r.in_context_note.find("does not profile") != std::string::npos);
+    CHECK(r.context_samples == 0);
+    CHECK(r.samples == r.isolated_samples);
+    CHECK(r.isolated_kinds == cost::KernelSampler(rules(), setup.sampler).kinds());
+    CHECK(lines_of(s.dir / "profiles.log") == 2);  // one network asked, by each build
+
+    // off: today's path, no profiled request at all
+    setup.in_context = measure::InContext::off;
+    setup.work_dir = s.dir / "off";
+    const auto off = measure::build_device_model({}, setup);
+    CHECK(off.samples == r.samples);
+    CHECK(lines_of(s.dir / "profiles.log") == 2);
+}
+
+TEST_CASE("device build: a runner that crashes midway, and the build resumes without measuring again") {
+    const Scratch s("test_in_context", "crash");
+    auto setup = build_setup(s, "planted");
+    setup.in_context = measure::InContext::on;
+    plant_overhead(s.dir, 0.25);
+    std::set<std::size_t> merged;
+    for (const auto& g : setup.profiled_networks) (void)plant(s.dir, g, 4, 0.5, 0.25, merged);
+    // the overhead, the first network's profile and latency, the second's profile; then it dies
+    std::ofstream(s.dir / "crash_after") << 4;
+    try {
+        (void)measure::build_device_model({}, setup);
+    } catch (const config_error&) {
+        // too little to fit a model is a clear error; what was measured stays in the stores
+    }
+    const auto first = measure::network_key(setup.profiled_networks[0]) + ".onnx";
+    const auto second = measure::network_key(setup.profiled_networks[1]) + ".onnx";
+    const auto count = [&](const std::string& file, const std::string& model) {
+        std::ifstream in(s.dir / file);
+        std::size_t n = 0;
+        for (std::string line; std::getline(in, line);) n += fs::path(line).filename() == model;
+        return n;
+    };
+    CHECK(count("profiles.log", first) == 1);
+    CHECK(count("profiles.log", second) == 1);
+    CHECK(measure::read_kernel_profiles(setup.work_dir / "networks.kernels.jsonl").size() == 2);
+    const auto before = lines_of(s.dir / "requests.log");
+
+    fs::remove(s.dir / "crash_after");
+    const auto r = measure::build_device_model({}, setup);
+    CHECK(r.in_context);
+    REQUIRE(r.profiling);
+    CHECK(r.profiling->networks.size() == 2);
+    CHECK(r.profiling->profiled == 0);  // both profiles were kept
+    CHECK(r.profiling->measured == 1);  // the second network's latency only
+    CHECK(count("profiles.log", first) == 1);
+    CHECK(count("profiles.log", second) == 1);
+    CHECK(count("requests.log", first) == 2);
+    // the overhead and the first network were not measured again
+    CHECK(lines_of(s.dir / "requests.log") - before == 1 + r.measured);
+}
+
+TEST_CASE("synthesised networks: real sizes, within limits, named by what they are") {
+    Rng rng(7);
+    std::int64_t widest = 0, most_tokens = 0, largest_input = 0;
+    bool thousand = true;
+    for (int i = 0; i < 40; ++i) {
+        const auto cnn = synthetic::sample_cnn(rng);
+        const auto t = synthetic::sample_transformer(rng);
+        for (const auto& st : cnn.stages) widest = std::max(widest, st.width);
+        widest = std::max({widest, cnn.feature_mix, cnn.hidden, t.embed * t.mlp_ratio});
+        most_tokens = std::max(most_tokens, t.tokens);
+        largest_input = std::max(largest_input, cnn.resolution);
+    }
+    CHECK(widest >= 4096);
+    CHECK(most_tokens >= 256);
+    CHECK(largest_input == 320);
+
+    synthetic::Limits limits;
+    const auto nets = measure::context_networks(12, 3, limits);
+    REQUIRE(nets.size() == 12);
+    std::set<std::string> names;
+    for (const auto& g : nets) {
+        const auto size = synthetic::network_size(g);
+        CHECK(size.params <= limits.max_params);
+        CHECK(size.macs <= limits.max_macs);
+        names.insert(g.name().substr(0, g.name().find(':')));
+        const auto& out = g.tensor(g.outputs().front()).shape;
+        // the classifiers of ImageNet-sized networks; the spaces' own data sets have fewer classes
+        const bool imagenet = g.name().rfind("cnn:", 0) == 0 || g.name().rfind("transformer:", 0) == 0 ||
+                              g.name().rfind("ofa:", 0) == 0;
+        thousand = thousand && (!imagenet || out.back() == 1000);
+        CHECK_NOTHROW(cost::kernel_graph(g, rules()));
+    }
+    CHECK(thousand);
+    CHECK(names.count("cnn"));
+    CHECK(names.count("transformer"));
+    CHECK(names.count("ofa"));
+
+    // tight limits narrow a draw until it fits
+    synthetic::Limits tight;
+    tight.max_params = 200'000;
+    tight.max_macs = 20'000'000;
+    for (int i = 0; i < 10; ++i) {
+        for (const auto& g : {synthetic::build_cnn(synthetic::sample_cnn(rng), tight),
+                              synthetic::build_transformer(synthetic::sample_transformer(rng), tight)}) {
+            const auto size = synthetic::network_size(g);
+            CHECK(size.params <= tight.max_params);
+            CHECK(size.macs <= tight.max_macs);
+        }
+    }
+    synthetic::Limits impossible;
+    impossible.max_params = 10;
+    CHECK_THROWS_WITH_AS(synthetic::build_cnn(synthetic::sample_cnn(rng), impossible),
+                         doctest::Contains("does not fit"), config_error);
+    // the same seed, the same networks
+    const auto again = measure::context_networks(12, 3, limits);
+    for (std::size_t i = 0; i < nets.size(); ++i) CHECK(measure::network_key(again[i]) == measure::network_key(nets[i]));
+}
