@@ -1,5 +1,5 @@
 // Regressors that extrapolate with the work: the roofline base recovers planted laws robustly and
-// non-negatively; a roofline regressor holds its correction at the samples' edge, so beyond them
+// non-negatively, a rate per kind of bytes; a roofline regressor holds its correction at the samples' edge, so beyond them
 // its price scales as the base; a device model built on kernels of a planted law of FLOPs and
 // bytes prices kernels four times larger (in FLOPs) than any sample within 20 % of the law,
 // where trees alone hold the largest sample's figure; saved models round-trip, and a payload of
@@ -37,20 +37,25 @@ namespace {
 
 // ---------------------------------------------------------------- the base alone
 
-// a family's kernels: FLOPs and bytes log-uniform over three decades, partly memory-bound
+// a family's kernels: FLOPs log-uniform over three decades, at intensities of 0.5-50 FLOPs per
+// byte (partly memory-bound); a quarter of the bytes are weights
 struct Work {
-    std::vector<double> flops, bytes, ms;
+    std::vector<double> flops, ms;
+    Mat<double> bytes;  ///< activations, weights
+    Mat<double> total() const { return bytes.rowwise().sum(); }
 };
 template <class Law>
 Work planted_work(std::size_t n, std::uint64_t seed, Law law, double sigma) {
     Rng rng(seed);
     Work w;
+    w.bytes.resize(static_cast<Index>(n), 2);
     for (std::size_t i = 0; i < n; ++i) {
         const double f = std::exp(rng.uniform(std::log(1e5), std::log(1e8)));
-        const double b = f / std::exp(rng.uniform(std::log(0.5), std::log(50.0)));  // intensity 0.5-50
+        const double b = f / std::exp(rng.uniform(std::log(0.5), std::log(50.0)));
+        const double weights = b * rng.uniform(0.0, 0.5);
         w.flops.push_back(f);
-        w.bytes.push_back(b);
-        w.ms.push_back(law(f, b) * std::exp(sigma * rng.normal()));
+        w.bytes.row(static_cast<Index>(i)) << b - weights, weights;
+        w.ms.push_back(law(f, b - weights, weights) * std::exp(sigma * rng.normal()));
     }
     return w;
 }
@@ -190,40 +195,53 @@ Rows rows(std::size_t n, std::uint64_t seed) {
 }  // namespace
 
 TEST_CASE("roofline base: planted sum and max laws recovered, non-negative, robust to a few odd samples") {
-    const auto sum_law = [](double f, double b) { return 0.01 + f * 1e-8 + b * 5e-8; };
-    const auto max_law = [](double f, double b) { return 0.01 + std::max(f * 2.5e-8, b * 1.25e-7); };
+    const auto sum_law = [](double f, double a, double w) { return 0.01 + f * 1e-8 + (a + w) * 5e-8; };
+    const auto max_law = [](double f, double a, double w) { return 0.01 + std::max(f * 2.5e-8, (a + w) * 1.25e-7); };
     const auto s = planted_work(300, 1, sum_law, 0.01);
-    const auto sum = fit_roofline_base(s.flops, s.bytes, s.ms);
+    const auto sum = fit_roofline_base(s.flops, s.total(), s.ms);
     CHECK(sum.base.form == RooflineBase::Form::sum);
     CHECK(sum.base.ms_per_flop == doctest::Approx(1e-8).epsilon(0.05));
-    CHECK(sum.base.ms_per_byte == doctest::Approx(5e-8).epsilon(0.05));
+    REQUIRE(sum.base.ms_per_byte.size() == 1);
+    CHECK(sum.base.ms_per_byte[0] == doctest::Approx(5e-8).epsilon(0.05));
     CHECK(sum.base.fixed_ms == doctest::Approx(0.01).epsilon(0.2));
 
     auto w = planted_work(300, 2, max_law, 0.01);
     for (std::size_t i = 0; i < 300; i += 30) w.ms[i] *= 5;  // ten samples five times too slow
-    const auto max = fit_roofline_base(w.flops, w.bytes, w.ms);
+    const auto max = fit_roofline_base(w.flops, w.total(), w.ms);
     MESSAGE("max law: form ", int(max.base.form), ", ", max.base.fixed_ms, " ms + max(", max.base.ms_per_flop,
-            " ms/FLOP, ", max.base.ms_per_byte, " ms/byte); errors sum ", max.sum_error, ", max ", max.max_error);
+            " ms/FLOP, ", max.base.ms_per_byte[0], " ms/byte); errors sum ", max.sum_error, ", max ", max.max_error);
     CHECK(max.base.form == RooflineBase::Form::max);
     CHECK(max.base.ms_per_flop == doctest::Approx(2.5e-8).epsilon(0.05));
-    CHECK(max.base.ms_per_byte == doctest::Approx(1.25e-7).epsilon(0.05));
+    CHECK(max.base.ms_per_byte[0] == doctest::Approx(1.25e-7).epsilon(0.05));
     CHECK(max.base.valid());
+
+    // weights four times as dear as activations: each kind of bytes gets its own rate
+    const auto dear_law = [](double f, double a, double wt) { return 0.01 + std::max(f * 2.5e-8, a * 5e-8 + wt * 2e-7); };
+    const auto d = planted_work(300, 4, dear_law, 0.01);
+    const auto dear = fit_roofline_base(d.flops, d.bytes, d.ms);
+    REQUIRE(dear.base.ms_per_byte.size() == 2);
+    CHECK(dear.base.ms_per_byte[0] == doctest::Approx(5e-8).epsilon(0.05));
+    CHECK(dear.base.ms_per_byte[1] == doctest::Approx(2e-7).epsilon(0.05));
 
     // no FLOPs at all (a data-movement family): the rate of FLOPs stays zero, bytes carry it
     auto moves = planted_work(100, 3, max_law, 0.01);
+    const Mat<double> moved = moves.total();
     for (std::size_t i = 0; i < moves.flops.size(); ++i) {
         moves.flops[i] = 0;
-        moves.ms[i] = 0.005 + moves.bytes[i] * 1e-7;
+        moves.ms[i] = 0.005 + moved(static_cast<Index>(i), 0) * 1e-7;
     }
-    const auto m = fit_roofline_base(moves.flops, moves.bytes, moves.ms);
+    const auto m = fit_roofline_base(moves.flops, moved, moves.ms);
     CHECK(m.base.ms_per_flop == 0);
-    CHECK(m.base.ms_per_byte == doctest::Approx(1e-7).epsilon(0.02));
-    CHECK(m.base.ms(0, 0) > 0);
+    CHECK(m.base.ms_per_byte[0] == doctest::Approx(1e-7).epsilon(0.02));
+    const double none[] = {0.0};
+    CHECK(m.base.ms(0, none) > 0);
 
-    CHECK_THROWS_AS(fit_roofline_base({}, {}, {}), shape_error);
+    CHECK_THROWS_AS(fit_roofline_base({}, Mat<double>(0, 1), {}), shape_error);
     const std::vector<double> one{1.0}, negative{-1.0}, zero{0.0};
-    CHECK_THROWS_AS(fit_roofline_base(negative, one, one), config_error);
-    CHECK_THROWS_AS(fit_roofline_base(one, one, zero), config_error);
+    const Mat<double> one_byte = Mat<double>::Ones(1, 1);
+    CHECK_THROWS_AS(fit_roofline_base(negative, one_byte, one), config_error);
+    CHECK_THROWS_AS(fit_roofline_base(one, one_byte, zero), config_error);
+    CHECK_THROWS_AS(fit_roofline_base(one, Mat<double>::Ones(1, roofline_max_byte_kinds + 1), one), shape_error);
 }
 
 TEST_CASE("roofline regressor: beyond the samples the price scales as the base, round trip, damaged bytes") {

@@ -7,6 +7,7 @@
 /// value at their edge and the price scales as the base does. Inside the box the correction is
 /// the inner regressor's own figure. Kind "roofline-<inner kind>".
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -28,10 +29,14 @@
 namespace dnncost::estimators {
 
 /// Where RooflineRegressor reads a kernel's work. Each feature is log2(1 + count), as kernel
-/// features are (features/kernel_features.hpp); the byte counts are summed.
+/// features are (features/kernel_features.hpp). Each group of bytes features is one kind of bytes
+/// with a rate of its own, its counts summed: by default the activations read and written, and the
+/// weights (a matrix-vector product moves mostly weights, a convolution mostly activations).
+/// Features the data lacks are left out, and a group without any.
 struct RooflineRegressorOptions {
     std::string flops_feature = "log_flops";
-    std::vector<std::string> bytes_features = {"log_input_bytes", "log_output_bytes", "log_weight_bytes"};
+    std::vector<std::vector<std::string>> bytes_features = {{"log_input_bytes", "log_output_bytes"},
+                                                            {"log_weight_bytes"}};
 };
 
 class RooflineRegressor final : public TabularRegressor {
@@ -50,6 +55,9 @@ public:
             raise<config_error>("RooflineRegressor: the correction is itself on a roofline base");
         if (m_o.flops_feature.empty() && m_o.bytes_features.empty())
             raise<config_error>("RooflineRegressor: no FLOPs or bytes feature named");
+        if (static_cast<Index>(m_o.bytes_features.size()) > roofline_max_byte_kinds)
+            raise<config_error>("RooflineRegressor: ", m_o.bytes_features.size(), " kinds of bytes, at most ",
+                                roofline_max_byte_kinds);
     }
 
     std::string kind() const override { return "roofline-" + m_inner_kind; }
@@ -103,16 +111,21 @@ protected:
         };
         m_flops_column = m_o.flops_feature.empty() ? -1 : column(m_o.flops_feature);
         m_bytes_columns.clear();
-        for (const auto& b : m_o.bytes_features)
-            if (const auto c = column(b); c >= 0) m_bytes_columns.push_back(c);
+        for (const auto& group : m_o.bytes_features) {
+            std::vector<std::int64_t> cols;
+            for (const auto& b : group)
+                if (const auto c = column(b); c >= 0) cols.push_back(c);
+            if (!cols.empty()) m_bytes_columns.push_back(std::move(cols));
+        }
         if (m_flops_column < 0 && m_bytes_columns.empty())
             raise<config_error>("roofline regressor fit: the features have neither '", m_o.flops_feature,
                                 "' nor any of the bytes features");
-        std::vector<double> flops, bytes, ms;
+        std::vector<double> flops, ms;
+        Mat<double> bytes(x.rows(), static_cast<Index>(m_bytes_columns.size()));
+        Bytes b{};
         for (Index i = 0; i < x.rows(); ++i) {
-            const auto [f, b] = work(x, i);
-            flops.push_back(f);
-            bytes.push_back(b);
+            flops.push_back(work(x, i, b));
+            for (Index j = 0; j < bytes.cols(); ++j) bytes(i, j) = b[static_cast<std::size_t>(j)];
             ms.push_back(std::exp(log_y[i]));
         }
         m_base = fit_roofline_base(flops, bytes, ms).base;
@@ -146,10 +159,11 @@ protected:
         w.put_u8(static_cast<std::uint8_t>(m_base.form));
         w.put_f64(m_base.fixed_ms);
         w.put_f64(m_base.ms_per_flop);
-        w.put_f64(m_base.ms_per_byte);
+        w.put_f64_vector(m_base.ms_per_byte);
         w.put_f64(m_base.floor_ms);
         w.put_i64(m_flops_column);
-        w.put_i64_vector(m_bytes_columns);
+        w.put_u64(m_bytes_columns.size());
+        for (const auto& cols : m_bytes_columns) w.put_i64_vector(cols);
         w.put_f64_vector(std::span<const double>(m_box_lo.data(), static_cast<std::size_t>(m_box_lo.size())));
         w.put_f64_vector(std::span<const double>(m_box_hi.data(), static_cast<std::size_t>(m_box_hi.size())));
         w.put_f64(m_corr_lo);
@@ -163,18 +177,26 @@ protected:
         m_base.form = static_cast<RooflineBase::Form>(form);
         m_base.fixed_ms = r.get_finite_f64("roofline fixed time");
         m_base.ms_per_flop = r.get_finite_f64("roofline time per FLOP");
-        m_base.ms_per_byte = r.get_finite_f64("roofline time per byte");
+        m_base.ms_per_byte = r.get_finite_f64_vector("roofline times per byte");
         m_base.floor_ms = r.get_finite_f64("roofline floor");
         if (!m_base.valid())
-            r.fail("roofline regressor: base ", m_base.fixed_ms, " ms + ", m_base.ms_per_flop, " ms/FLOP, ",
-                   m_base.ms_per_byte, " ms/byte, floor ", m_base.floor_ms, " ms is not a non-negative base");
+            r.fail("roofline regressor: base of ", m_base.fixed_ms, " ms, ", m_base.ms_per_flop, " ms/FLOP, floor ",
+                   m_base.floor_ms, " ms, or a time per byte, is not a non-negative base");
         m_flops_column = r.get_i64("roofline FLOPs column");
-        m_bytes_columns = r.get_i64_vector("roofline bytes columns");
+        const auto groups = r.get_u64("roofline kinds of bytes");
+        if (groups > static_cast<std::uint64_t>(roofline_max_byte_kinds) || groups != m_base.ms_per_byte.size())
+            r.fail("roofline regressor: ", groups, " kinds of bytes for ", m_base.ms_per_byte.size(), " rates");
         const auto n = static_cast<std::int64_t>(n_features);
         const auto bad = [n](std::int64_t c) { return c < 0 || c >= n; };
-        if ((m_flops_column != -1 && bad(m_flops_column)) || std::any_of(m_bytes_columns.begin(), m_bytes_columns.end(), bad) ||
-            (m_flops_column == -1 && m_bytes_columns.empty()))
-            r.fail("roofline regressor: work columns outside the ", n_features, " features, or none");
+        m_bytes_columns.clear();
+        for (std::uint64_t g = 0; g < groups; ++g) {
+            m_bytes_columns.push_back(r.get_i64_vector("roofline bytes columns"));
+            const auto& cols = m_bytes_columns.back();
+            if (cols.empty() || std::any_of(cols.begin(), cols.end(), bad))
+                r.fail("roofline regressor: bytes columns outside the ", n_features, " features, or none");
+        }
+        if ((m_flops_column != -1 && bad(m_flops_column)) || (m_flops_column == -1 && m_bytes_columns.empty()))
+            r.fail("roofline regressor: FLOPs column ", m_flops_column, " outside the ", n_features, " features");
         const auto lo = r.get_finite_f64_vector("roofline box low"), hi = r.get_finite_f64_vector("roofline box high");
         if (lo.size() != n_features || hi.size() != n_features)
             r.fail("roofline regressor: box of ", lo.size(), " and ", hi.size(), " values for ", n_features, " features");
@@ -197,17 +219,24 @@ protected:
 private:
     RooflineRegressor() = default;
 
-    /// Row i's FLOPs and bytes, read back from their log2(1 + x) features (capped far beyond any
-    /// real kernel, so that the counts stay finite).
-    std::pair<double, double> work(const Mat<double>& x, Index i) const {
-        const auto count = [&](std::int64_t c) { return std::exp2(std::clamp(x(i, static_cast<Index>(c)), 0.0, 1000.0)) - 1; };
-        double bytes = 0;
-        for (const auto c : m_bytes_columns) bytes += count(c);
-        return {m_flops_column >= 0 ? count(m_flops_column) : 0.0, bytes};
+    using Bytes = std::array<double, static_cast<std::size_t>(roofline_max_byte_kinds)>;
+
+    /// Row i's FLOPs, and its bytes of each kind in `bytes`, read back from their log2(1 + x)
+    /// features (capped far beyond any real kernel, so that the counts stay finite).
+    double work(const Mat<double>& x, Index i, Bytes& bytes) const {
+        const auto count = [&](std::int64_t c) {
+            return std::exp2(std::clamp(x(i, static_cast<Index>(c)), 0.0, 1000.0)) - 1;
+        };
+        for (std::size_t g = 0; g < m_bytes_columns.size(); ++g) {
+            bytes[g] = 0;
+            for (const auto c : m_bytes_columns[g]) bytes[g] += count(c);
+        }
+        return m_flops_column >= 0 ? count(m_flops_column) : 0.0;
     }
     double log_base(const Mat<double>& x, Index i) const {
-        const auto [f, b] = work(x, i);
-        const double t = m_base.ms(f, b);
+        Bytes b{};
+        const double f = work(x, i, b);
+        const double t = m_base.ms(f, std::span<const double>(b.data(), m_bytes_columns.size()));
         return std::isfinite(t) ? std::log(t) : std::log(std::numeric_limits<double>::max());
     }
 
@@ -216,7 +245,7 @@ private:
     std::unique_ptr<TabularRegressor> m_correction;
     RooflineBase m_base;
     std::int64_t m_flops_column = -1;
-    std::vector<std::int64_t> m_bytes_columns;
+    std::vector<std::vector<std::int64_t>> m_bytes_columns;  ///< per kind of bytes
     Eigen::RowVectorXd m_box_lo, m_box_hi;
     double m_corr_lo = 0, m_corr_hi = 0;
     const Loader* m_loader = nullptr;  ///< while loading only
