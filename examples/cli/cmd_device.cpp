@@ -1,4 +1,4 @@
-// `dnncost device build|calibrate|info`: kernel-level device models (docs/device_model.md).
+// `dnncost device build|calibrate|residual|info`: kernel-level device models (docs/device_model.md).
 // Building and calibrating measure through runners; both resume from their work directory.
 #include <cmath>
 #include <filesystem>
@@ -25,14 +25,6 @@ namespace dnncost::cli {
 namespace device_detail {
 namespace fs = std::filesystem;
 
-/// The flags of a kernel measurement: fewer, shorter rounds than a network campaign's (a kernel
-/// is one operator; thousands are measured).
-inline MeasureFlags kernel_flags() {
-    MeasureFlags f(3, 5, 3, 10, 0.05);
-    f.harness.round_ms = 60;
-    return f;
-}
-
 struct BuildArgs {
     std::vector<std::string> runners, prior;
     std::string out, work, device = "device", rules;
@@ -40,8 +32,8 @@ struct BuildArgs {
     std::size_t per_kind = 60, prior_per_space = 30, adaptive_samples = 300, probe_measurements = 600;
     int adaptive_rounds = 3;
     std::uint64_t seed = 1;
-    MeasureFlags flags = kernel_flags();
-    bool refit = false, family_regressors = true;
+    MeasureFlags flags = kernel_measure_flags();
+    bool refit = false, family_regressors = true, roofline_base = true;
     bool json_out = false;
 };
 
@@ -115,6 +107,7 @@ inline void run_refit(const BuildArgs& a) {
     estimators::DeviceModelOptions o;
     o.seed = a.seed;
     o.family_regressors = a.family_regressors;
+    o.roofline_base = a.roofline_base;
     auto m = measure::refit_device_model(work, o);
     std::size_t samples = 0;
     for (const auto& [kind, km] : m.kinds()) samples += static_cast<std::size_t>(km.samples);
@@ -122,6 +115,7 @@ inline void run_refit(const BuildArgs& a) {
               {"refit", "kernel_samples.json"},
               {"samples", samples},
               {"family_regressors", a.family_regressors},
+              {"roofline_base", a.roofline_base},
               {"host", json::parse(measure::json::dump(measure::to_json(measure::local_host())))}};
     m.set_build_info(info.dump());
     io::write_file_atomic(a.out, m.serialize());
@@ -163,6 +157,7 @@ inline void run_build(const BuildArgs& a) {
     s.adaptive_rounds = a.adaptive_rounds;
     s.seed = a.seed;
     s.model.family_regressors = a.family_regressors;
+    s.model.roofline_base = a.roofline_base;
     const ProgressLine line;
     double last_line = -1e9;
     s.on_progress = [&](const measure::DeviceBuildProgress& p) {
@@ -188,6 +183,7 @@ inline void run_build(const BuildArgs& a) {
               {"samples", r.samples},
               {"adaptive_rounds", r.adaptive_rounds},
               {"family_regressors", a.family_regressors},
+              {"roofline_base", a.roofline_base},
               {"rules", r.discovery ? "discovered" : a.rules}};
     r.model.set_build_info(info.dump());
     io::write_file_atomic(a.out, r.model.serialize());
@@ -399,6 +395,9 @@ inline void add_device_build(CLI::App& device, Context& ctx) {
     build->add_flag("!--per-kind-regressors", b->family_regressors,
                     "One regressor per kernel kind, rather than one per family (Conv with its fused kinds, ...) with "
                     "the fusions as features");
+    build->add_flag("!--no-roofline-base", b->roofline_base,
+                    "Kernel regressors alone, without the roofline base fitted per family that keeps a kernel "
+                    "larger than every sample growing with its work (trees then price it as the largest sample)");
     build->add_flag("--refit", b->refit,
                     "Fit the model again to the measurements in the work directory (kernel_samples.json), measuring "
                     "nothing; no --runner needed");
@@ -488,6 +487,7 @@ void add_device_commands(CLI::App& app, Context& ctx) {
     dd::add_device_calibrate(*device, ctx);
     dd::add_device_residual(*device, ctx);
     add_device_check_command(*device, ctx);
+    add_device_extrapolate_command(*device, ctx);
     auto model = std::make_shared<std::string>();
     auto info_json = std::make_shared<bool>(false);
     auto* info = device->add_subcommand("info", "The rules, kernel kinds and held-out accuracy of a device model");
