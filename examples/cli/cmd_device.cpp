@@ -1,4 +1,4 @@
-// `dnncost device build|calibrate|info`: kernel-level device models (docs/device_model.md).
+// `dnncost device build|calibrate|residual|info`: kernel-level device models (docs/device_model.md).
 // Building and calibrating measure through runners; both resume from their work directory.
 #include <algorithm>
 #include <cmath>
@@ -26,14 +26,6 @@ namespace dnncost::cli {
 namespace device_detail {
 namespace fs = std::filesystem;
 
-/// The flags of a kernel measurement: fewer, shorter rounds than a network campaign's (a kernel
-/// is one operator; thousands are measured).
-inline MeasureFlags kernel_flags() {
-    MeasureFlags f(3, 5, 3, 10, 0.05);
-    f.harness.round_ms = 60;
-    return f;
-}
-
 struct BuildArgs {
     std::vector<std::string> runners, prior;
     std::string out, work, device = "device", rules, in_context = "auto";
@@ -42,8 +34,8 @@ struct BuildArgs {
     std::size_t per_kind = 60, prior_per_space = 30, adaptive_samples = 300, probe_measurements = 600;
     int adaptive_rounds = 3;
     std::uint64_t seed = 1;
-    MeasureFlags flags = kernel_flags();
-    bool refit = false, family_regressors = true;
+    MeasureFlags flags = kernel_measure_flags();
+    bool refit = false, family_regressors = true, roofline_base = true;
     bool json_out = false;
 };
 
@@ -149,6 +141,7 @@ inline void run_refit(const BuildArgs& a) {
     estimators::DeviceModelOptions o;
     o.seed = a.seed;
     o.family_regressors = a.family_regressors;
+    o.roofline_base = a.roofline_base;
     auto m = measure::refit_device_model(work, o);
     std::size_t samples = 0;
     for (const auto& [kind, km] : m.kinds()) samples += static_cast<std::size_t>(km.samples);
@@ -156,6 +149,7 @@ inline void run_refit(const BuildArgs& a) {
               {"refit", "kernel_samples.json"},
               {"samples", samples},
               {"family_regressors", a.family_regressors},
+              {"roofline_base", a.roofline_base},
               {"host", json::parse(measure::json::dump(measure::to_json(measure::local_host())))}};
     m.set_build_info(info.dump());
     io::write_file_atomic(a.out, m.serialize());
@@ -200,6 +194,7 @@ inline void run_build(const BuildArgs& a) {
     s.in_context = measure::parse_in_context(a.in_context);
     s.networks = a.networks;
     s.network_limits.max_params = static_cast<std::int64_t>(std::llround(a.network_params * 1e6));
+    s.model.roofline_base = a.roofline_base;
     const ProgressLine line;
     double last_line = -1e9;
     s.on_progress = [&](const measure::DeviceBuildProgress& p) {
@@ -230,6 +225,7 @@ inline void run_build(const BuildArgs& a) {
               {"isolated_samples", r.isolated_samples},
               {"adaptive_rounds", r.adaptive_rounds},
               {"family_regressors", a.family_regressors},
+              {"roofline_base", a.roofline_base},
               {"rules", r.discovery ? "discovered" : a.rules}};
     if (r.profiling) info["profiled_networks"] = r.profiling->networks.size();
     r.model.set_build_info(info.dump());
@@ -453,11 +449,11 @@ inline void add_device_build(Command& device, Context& ctx) {
                       "Kernel samples from profiled whole networks, each kernel timed among its neighbours (single "
                       "kernels only for the kinds they miss): auto (when the runner profiles), on (a runner that "
                       "cannot profile is an error) or off (single kernels only)")
-        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->check(check::member({"auto", "on", "off"}))
         ->capture_default_str();
     build->add_option("--networks", b->networks,
                       "Whole networks to profile: synthesised ones and search-space networks at real sizes")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{100000}))
+        ->transform(check::integer(1, 100000, "a count in [1, 100000]"))
         ->capture_default_str();
     build->add_option("--network-params", b->network_params,
                       "Most weights of a profiled network, in millions (a larger draw is narrowed)")
@@ -467,6 +463,9 @@ inline void add_device_build(Command& device, Context& ctx) {
     build->add_flag("!--per-kind-regressors", b->family_regressors,
                     "One regressor per kernel kind, rather than one per family (Conv with its fused kinds, ...) with "
                     "the fusions as features");
+    build->add_flag("!--no-roofline-base", b->roofline_base,
+                    "Kernel regressors alone, without the roofline base fitted per family that keeps a kernel "
+                    "larger than every sample growing with its work (trees then price it as the largest sample)");
     build->add_flag("--refit", b->refit,
                     "Fit the model again to the measurements in the work directory (kernel_samples.json), measuring "
                     "nothing; no --runner needed");
@@ -556,6 +555,7 @@ void add_device_commands(Command& app, Context& ctx) {
     dd::add_device_calibrate(*device, ctx);
     dd::add_device_residual(*device, ctx);
     add_device_check_command(*device, ctx);
+    add_device_extrapolate_command(*device, ctx);
     auto model = std::make_shared<std::string>();
     auto info_json = std::make_shared<bool>(false);
     auto* info = device->add_subcommand("info", "The rules, kernel kinds and held-out accuracy of a device model");

@@ -7,8 +7,9 @@ namespace dnncost::cli {
 
 void add_adapt_commands(Command& app, Context& ctx);     // adapt
 void add_compress_commands(Command& app, Context& ctx);  // compress
-void add_device_commands(Command& app, Context& ctx);    // device build | calibrate | residual | info | check
+void add_device_commands(Command& app, Context& ctx);    // device build | calibrate | residual | info | check | extrapolate
 void add_device_check_command(Command& device, Context& ctx);  // device check (cmd_device_check.cpp)
+void add_device_extrapolate_command(Command& device, Context& ctx);  // device extrapolate (cmd_device_extrapolate.cpp)
 void add_export_commands(Command& app, Context& ctx);    // export-header, probe
 void add_inspect_commands(Command& app, Context& ctx);   // inspect, nb201, space
 void add_map_commands(Command& app, Context& ctx);       // map, cosearch

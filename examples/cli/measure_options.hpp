@@ -104,6 +104,14 @@ struct MeasureFlags {
     }
 };
 
+/// The flags of a kernel measurement: fewer, shorter rounds than a network campaign's (a kernel
+/// is one operator; thousands are measured).
+inline MeasureFlags kernel_measure_flags() {
+    MeasureFlags f(3, 5, 3, 10, 0.05);
+    f.harness.round_ms = 60;
+    return f;
+}
+
 /// `--runner CMD`, worded alike wherever a command measures; a pool when `several`.
 template <class T>
 Option* add_runner_option(Command& cmd, T& runners, bool several) {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# `dnncost device build|calibrate|residual|info` and `predict --per-kernel` end to end with a fake
-# runner whose latency is planted (0.02 ms a run plus 1 ms per 4 MB of model file): a small build,
-# a resumed build that measures nothing again, a refit from its saved samples, in-context samples
-# given up for single kernels (this runner does not profile) or required and missing (a clear
-# error, no model), kernels that add up
+# `dnncost device build|calibrate|residual|info|extrapolate` and `predict --per-kernel` end to end with a
+# fake runner whose latency is planted (0.02 ms a run plus 1 ms per 4 MB of model file): a small build,
+# a resumed build that measures nothing again, a refit from its saved samples (with the roofline base
+# and without it), in-context samples given up for single kernels (this runner does not profile) or
+# required and missing (a clear error, no model), kernels beyond the samples measured and priced,
+# kernels that add up
 # to the network's latency, a calibration whose factor scales every prediction, a fit to measured
 # networks, and damaged model files as clear errors.
 # usage: device.sh DNNCOST_BINARY DATA_DIR WORK_DIR
@@ -57,6 +58,21 @@ grep -q "none of the 2 networks gave an in-context sample" ctx2.err && grep -q "
 "$bin" device build --help > build_help.txt
 grep -q -- "--in-context" build_help.txt && grep -q -- "--networks" build_help.txt ||
   fail "device build --help does not list --in-context and --networks"
+# kernels four times the FLOPs of every sample, priced with the roofline base and without it:
+# --plan measures nothing, then the fake runner measures them as the build measured its samples
+"$bin" device build --refit --no-roofline-base --work dev.dnnc.work --out trees.dnnc --json > trees.json 2> trees.err ||
+  { fail "device build --refit --no-roofline-base"; tail -3 trees.err; }
+grep -q '"roofline_base": false' trees.json || fail "device build --refit --no-roofline-base: not recorded"
+"$bin" device extrapolate --model dev.dnnc --model trees.dnnc --plan --json > plan.json 2> plan.err ||
+  { fail "device extrapolate --plan"; tail -3 plan.err; }
+grep -q '"flops_ratio"' plan.json || fail "device extrapolate --plan listed no kernel"
+[ -e dev.dnnc.extrapolation ] && fail "device extrapolate --plan measured"
+"$bin" device extrapolate --model dev.dnnc --model trees.dnnc --runner "$runner" "${fast[@]}" --json > extra.json \
+  2> extra.err || { fail "device extrapolate"; tail -3 extra.err; }
+grep -q '"measured_ms": [0-9]' extra.json || fail "device extrapolate measured no kernel"
+grep -q '"within_20"' extra.json || fail "device extrapolate: no summary per model"
+"$bin" device extrapolate --model dev.dnnc > /dev/null 2> extra_none.err && fail "device extrapolate without --runner"
+grep -q -- "--plan" extra_none.err || fail "device extrapolate without --runner: unclear error $(cat extra_none.err)"
 "$bin" device build --refit --work nowhere --out x.dnnc > /dev/null 2> refit_none.err && fail "--refit without samples"
 grep -q "kernel_samples.json" refit_none.err || fail "--refit without samples: the error does not name the file"
 "$bin" device build --out x.dnnc > /dev/null 2> norunner.err && fail "device build without --runner"

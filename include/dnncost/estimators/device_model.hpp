@@ -54,7 +54,7 @@ struct KernelMeasurement {
 /// The regressor of one kernel kind and how it validated.
 struct KernelKindModel {
     std::unique_ptr<TabularRegressor> regressor;
-    std::string chosen;                ///< "mlp" or "gbt"
+    std::string chosen;                ///< the chosen candidate's name ("roofline-mlp", "gbt", ...)
     std::vector<TabularScore> scores;  ///< every candidate on the held-out samples
     std::int64_t samples = 0;          ///< measured samples of the kind
     std::int64_t held_out = 0;         ///< of them (or of its family's), held out for the choice
@@ -72,6 +72,11 @@ struct DeviceModelOptions {
     /// ... together; the fusion flags are features): a fused kind borrows the sizes its family
     /// was sampled at, where its own samples may cover only small ones. false: one per kind.
     bool family_regressors = true;
+    /// Price a kernel as a roofline base fitted on its regressor's samples times the chosen
+    /// regressor's correction, held at its value at the samples' edge beyond them
+    /// (roofline_regressor.hpp): a kernel larger than every sample costs in proportion to its work.
+    /// false: the regressors alone, and trees then price such a kernel as the largest sample.
+    bool roofline_base = true;
 };
 
 /// How DeviceModel::calibrate() fits a model to networks measured on the machine at hand.
@@ -121,14 +126,16 @@ struct DevicePrice {
 class DeviceModel final : public Estimator, public cost::CostSource {
 public:
     static constexpr std::string_view kind = "device";
-    /// 2 adds the sample-boundary rates, 3 family regressors, 4 family calibration factors; older
-    /// versions still load.
-    static constexpr std::uint32_t payload_version = 4;
+    /// 2 adds the sample-boundary rates, 3 family regressors, 4 family calibration factors, 5 kernel
+    /// regressors on a roofline base (kind tabular-roofline-*, which a build that reads 4 at most
+    /// cannot load: it stops at the version instead); older versions still load.
+    static constexpr std::uint32_t payload_version = 5;
 
     DeviceModel() = default;
 
     /// Fits one regressor per kind with enough samples (choose_tabular_regressor: the MLP against
-    /// the gradient-boosted trees when the build has XGBoost, on held-out samples).
+    /// the gradient-boosted trees when the build has XGBoost, on held-out samples; each on a
+    /// roofline base unless options.roofline_base is false).
     /// `run_overhead_ms` is the latency of a run that does nearly nothing (a tiny model measured
     /// the same way): it is taken off every sample and added once per network.
     /// @throws config_error for no samples, a non-finite feature or latency, rows of another width

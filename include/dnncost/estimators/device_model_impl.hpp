@@ -85,7 +85,9 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(cost::FusionRules rules, std::span<c
                 x(static_cast<Index>(r), static_cast<Index>(j)) = s.features[j];
             y.push_back(s.in_context ? s.latency_ms : kernel_time(s.latency_ms, run_overhead_ms));
         }
-        auto choice = choose_tabular_regressor(x, y, names, default_tabular_candidates(options.seed), options.choice);
+        auto candidates = default_tabular_candidates(options.seed);
+        if (options.roofline_base) candidates = roofline_candidates(std::move(candidates));
+        auto choice = choose_tabular_regressor(x, y, names, candidates, options.choice);
         km.regressor = std::move(choice.model);
         km.chosen = std::move(choice.chosen);
         km.scores = std::move(choice.scores);
@@ -115,9 +117,11 @@ DNNCOST_FUNC FitResult DeviceModel::fit(const train::TrainData& train, const tra
         const auto judge = validation.size() > 0 ? boundary_networks(validation) : nets;
         const double without = detail::boundary_log_rms(judge, {}, zero_scale);
         const double with = detail::boundary_log_rms(judge, f.cost, f.scale);
-        m_boundary_fit = BoundaryFitReport{f, without, with, with < without};
-        m_boundary = with < without ? f.cost : SampleBoundaryCost{};
-        m_scale = with < without ? f.scale : zero_scale;
+        // a narrowing at the level of rounding (networks that are their kernels' sum) is none
+        const bool keep = with < without - 1e-9;
+        m_boundary_fit = BoundaryFitReport{f, without, with, keep};
+        m_boundary = keep ? f.cost : SampleBoundaryCost{};
+        m_scale = keep ? f.scale : zero_scale;
     }
     FitResult r;
     if (m_fit_residual) {

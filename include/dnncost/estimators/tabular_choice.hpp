@@ -2,7 +2,8 @@
 /// @file tabular_choice.hpp
 /// Choose the regressor of one kernel kind by held-out accuracy, and load a saved one of any
 /// implementation. Gradient-boosted trees take part when the build has the optional
-/// dnncost::xgboost target (DNNCOST_HAS_XGBOOST).
+/// dnncost::xgboost target (DNNCOST_HAS_XGBOOST); roofline_candidates() puts every candidate on a
+/// roofline base, so that whichever wins extrapolates with the work.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,6 +18,7 @@
 
 #include <dnncost/core/rng.hpp>
 #include <dnncost/estimators/mlp_regressor.hpp>
+#include <dnncost/estimators/roofline_regressor.hpp>
 #include <dnncost/estimators/tabular_regressor.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/train/metrics.hpp>
@@ -56,6 +58,19 @@ inline std::vector<TabularCandidate> default_tabular_candidates(std::uint64_t se
                      return std::make_unique<GbtRegressor>(o);
                  }});
 #endif
+    return c;
+}
+
+/// Every candidate of `inner` as the correction of a RooflineRegressor, named "roofline-<name>".
+inline std::vector<TabularCandidate> roofline_candidates(std::vector<TabularCandidate> inner,
+                                                         const RooflineRegressorOptions& options = {}) {
+    std::vector<TabularCandidate> c;
+    for (auto& i : inner)
+        c.push_back({"roofline-" + i.name, [make = std::move(i.make), options]() -> std::unique_ptr<TabularRegressor> {
+                         auto correction = make();
+                         if (!correction) return nullptr;
+                         return std::make_unique<RooflineRegressor>(std::move(correction), options);
+                     }});
     return c;
 }
 
@@ -151,10 +166,16 @@ inline TabularChoice choose_tabular_regressor(const Mat<double>& x, std::span<co
 
 /// Load a regressor saved by TabularRegressor::save, whatever its implementation.
 /// @throws parse_error naming `source` for a damaged file or a kind this build cannot read
-///         (a "tabular-gbt" model needs a build with XGBoost)
+///         (a "tabular-gbt" model, or a roofline one on it, needs a build with XGBoost)
 inline std::unique_ptr<TabularRegressor> load_tabular_regressor(std::string_view bytes,
                                                                 const std::string& source = "<memory>") {
     const auto kind = io::read_container(bytes, std::nullopt, source).kind;
+    if (kind.starts_with("tabular-roofline-")) {
+        const RooflineRegressor::Loader inner = [](std::string_view b, const std::string& s) {
+            return load_tabular_regressor(b, s);
+        };
+        return std::make_unique<RooflineRegressor>(RooflineRegressor::load(bytes, source, inner));
+    }
     if (kind == "tabular-mlp") return std::make_unique<MlpRegressor>(MlpRegressor::load(bytes, source));
     if (kind == "tabular-gbt" || kind == "tabular-gbt-linear") {
 #if defined(DNNCOST_HAS_XGBOOST)
@@ -164,7 +185,8 @@ inline std::unique_ptr<TabularRegressor> load_tabular_regressor(std::string_view
                                    "(target dnncost::xgboost, Debian package libxgboost-dev)");
 #endif
     }
-    raise<parse_error>(source, ": model kind '", kind, "' is not a tabular regressor (tabular-mlp, tabular-gbt or tabular-gbt-linear)");
+    raise<parse_error>(source, ": model kind '", kind, "' is not a tabular regressor (tabular-mlp, tabular-gbt, "
+                               "tabular-gbt-linear or tabular-roofline-<one of them>)");
 }
 
 }  // namespace dnncost::estimators
