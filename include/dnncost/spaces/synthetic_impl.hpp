@@ -4,9 +4,9 @@
 /// (core/config.hpp), included by synthetic.hpp in header-only mode.
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 
 #include <dnncost/spaces/synthetic.hpp>
+#include <dnncost/spaces/transformer_layer.hpp>
 
 namespace dnncost::synthetic::detail {
 
@@ -132,59 +132,11 @@ public:
     }
 
 private:
-    int norm(int x, const std::string& n) {
-        if (!m_a.decompose_layer_norm) return m_b.layer_norm(x, n);
-        const auto d = m_b.shape(x).back();
-        const int mean = m_b.reduce_mean(x, {-1}, true, n + ".mean");
-        const int centred = m_b.binary("Sub", x, mean, n + ".centre");
-        const int sq = m_b.binary("Pow", centred, m_b.scalar("const.two", 2.0), n + ".square");
-        const int var = m_b.reduce_mean(sq, {-1}, true, n + ".var");
-        const int sd =
-            m_b.unary("Sqrt", m_b.add(var, m_b.scalar("const.layer_norm_eps", 1e-5), n + ".add_eps"), n + ".sqrt");
-        int y = m_b.binary("Div", centred, sd, n + ".normalise");
-        y = m_b.mul(y, m_b.weight(n + ".scale", {d}), n + ".mul_scale");
-        return m_b.add(y, m_b.weight(n + ".bias", {d}), n + ".add_bias");
-    }
-    int gelu(int x, const std::string& n) {
-        if (m_a.erf_gelu) {  // the order of operators PyTorch's exporter writes
-            int t = m_b.binary("Div", x, m_b.scalar("const.sqrt_two", std::numbers::sqrt2), n + ".div");
-            t = m_b.unary("Erf", t, n + ".erf");
-            t = m_b.add(t, m_b.scalar("const.one", 1.0), n + ".add_one");
-            t = m_b.mul(x, t, n + ".mul_x");
-            return m_b.mul(t, m_b.scalar("const.half", 0.5), n + ".mul_half");
-        }
-        int t = m_b.binary("Pow", x, m_b.scalar("const.three", 3.0), n + ".cube");
-        t = m_b.mul(t, m_b.scalar("const.gelu_coeff", 0.044715), n + ".mul_coeff");
-        t = m_b.add(x, t, n + ".add_x");
-        t = m_b.mul(t, m_b.scalar("const.sqrt_2_over_pi", std::sqrt(2.0 / std::numbers::pi)), n + ".mul_scale");
-        t = m_b.unary("Tanh", t, n + ".tanh");
-        t = m_b.add(t, m_b.scalar("const.one", 1.0), n + ".add_one");
-        t = m_b.mul(x, t, n + ".mul_x");
-        return m_b.mul(t, m_b.scalar("const.half", 0.5), n + ".mul_half");
-    }
+    int norm(int x, const std::string& n) { return spaces::layer_norm(m_b, x, m_a.decompose_layer_norm, n); }
     int layer(int x, const std::string& n) {
-        const auto s = m_b.shape(x);
-        const std::int64_t T = s[1], D = s[2], q = m_a.head_width, h = D / q;
-        int y = norm(x, n + ".attn_norm");
-        y = m_b.linear(y, 3 * D, n + ".qkv");
-        y = m_b.reshape(y, {1, T, 3 * h, q}, n + ".qkv.split_heads");
-        y = m_b.transpose(y, {0, 2, 1, 3}, n + ".qkv.heads_first");
-        const auto qkv = m_b.split(y, 1, {h, h, h}, n + ".qkv.split");
-        const int kt = m_b.transpose(qkv[1], {0, 1, 3, 2}, n + ".attn.keys_t");
-        int a = m_b.matmul(qkv[0], kt, n + ".attn.scores");
-        a = m_b.mul(a, m_b.scalar("const.attn_scale_q" + std::to_string(q), 1.0 / std::sqrt(static_cast<double>(q))),
-                    n + ".attn.scale");
-        a = m_b.softmax(a, n + ".attn.softmax");
-        a = m_b.matmul(a, qkv[2], n + ".attn.context");
-        a = m_b.transpose(a, {0, 2, 1, 3}, n + ".attn.tokens_first");
-        a = m_b.reshape(a, {1, T, D}, n + ".attn.merge_heads");
-        a = m_b.linear(a, D, n + ".attn.proj");
-        x = m_b.add(x, a, n + ".attn.residual");
-        y = norm(x, n + ".mlp_norm");
-        y = m_b.linear(y, m_a.mlp_ratio * D, n + ".mlp.fc1");
-        y = gelu(y, n + ".mlp.gelu");
-        y = m_b.linear(y, D, n + ".mlp.fc2");
-        return m_b.add(x, y, n + ".mlp.residual");
+        const std::int64_t D = m_b.shape(x)[2], q = m_a.head_width;
+        const spaces::EncoderLayer spec{D / q, q, m_a.mlp_ratio * D, m_a.decompose_layer_norm, m_a.erf_gelu};
+        return spaces::encoder_layer(m_b, x, spec, n);
     }
 
     const TransformerArch& m_a;
