@@ -24,22 +24,13 @@
 #include <dnncost/cost/kernel_graph.hpp>
 #include <dnncost/cost/kernel_sampler.hpp>
 #include <dnncost/features/kernel_features.hpp>
+#include <dnncost/measure/budgeted_run.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
 
 namespace dnncost::measure {
-
-/// Where a sampling run stands.
-struct SamplingProgress {
-    std::size_t done = 0;        ///< samples with a result (from the store or measured now)
-    std::size_t total = 0;       ///< samples asked for
-    std::size_t measured = 0;    ///< measured in this run
-    double elapsed_seconds = 0;  ///< of this run
-    double seconds_per_sample = std::nan("");  ///< NaN until something was measured
-    double eta_seconds = std::nan("");         ///< for the samples left (NaN: unknown yet)
-};
 
 /// A measured sample, ready for a per-kind regressor.
 struct KernelRow {

@@ -7,41 +7,13 @@
 DNNCOST_FUNC auto dnncost::measure::measure_kernel_samples(const std::vector<cost::KernelSample>& samples,
                                                            const cost::FusionRules& rules,
                                                            const KernelSamplingSetup& setup) -> KernelSamplingResult {
-    if (setup.runners.empty()) raise<config_error>("kernel sampling: no runner command");
-    if (setup.store.empty()) raise<config_error>("kernel sampling: no results store path");
-    if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
-        raise<config_error>("kernel sampling: the budget must be a finite number of minutes >= 0, got ",
-                            setup.budget_minutes);
-    if (setup.chunk < 1) raise<config_error>("kernel sampling: the chunk size must be at least 1");
-    setup.harness.check();
+    detail::BudgetedRun run(setup, "kernel sampling");
     rules.check();
-
-    const auto steady_start = std::chrono::steady_clock::now();
-    const auto now = [&] {
-        return setup.clock ? setup.clock()
-                           : std::chrono::duration<double>(std::chrono::steady_clock::now() - steady_start).count();
-    };
-    const double start = now();
-
-    const auto sidecar = sidecar_path(setup.store);
-    const auto info = read_store_info(sidecar);
-    std::error_code ec;
-    const bool has_rows = std::filesystem::exists(setup.store, ec) && std::filesystem::file_size(setup.store, ec) > 0;
-    if (info && has_rows && (info->device != setup.device || info->runners != setup.runners))
-        raise<config_error>("kernel sampling: ", setup.store.string(), " holds measurements of device '", info->device,
-                            "' by other runners; sample this device into another store");
-    ResultsStore store(setup.store);
-    StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
-                       setup.harness.to_json()};
-    write_store_info(sidecar, new_info);
-    const auto dir =
-        setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
-    std::filesystem::create_directories(dir, ec);
-    if (!std::filesystem::is_directory(dir))
-        raise<io_error>("kernel sampling: cannot create the model directory '", dir.string(), "'");
+    run.open_store("sample");
+    auto& store = run.store();
 
     KernelSamplingResult out;
-    SamplingProgress progress;
+    auto& progress = run.progress;
     progress.total = samples.size();
     const auto done_in_store = [&](const std::string& key) {
         const auto* r = store.result(key);
@@ -57,41 +29,17 @@ DNNCOST_FUNC auto dnncost::measure::measure_kernel_samples(const std::vector<cos
             todo.push_back(i);
     }
     progress.done = out.from_store;
-    const auto report = [&] {
-        progress.elapsed_seconds = now() - start;
-        const auto left = progress.total - progress.done;
-        if (progress.measured > 0) {
-            progress.seconds_per_sample = progress.elapsed_seconds / double(progress.measured);
-            progress.eta_seconds = progress.seconds_per_sample * double(left);
-        }
-        if (left == 0) progress.eta_seconds = 0;
-        if (setup.on_progress) setup.on_progress(progress);
-    };
-    report();
+    run.report();
 
-    std::unique_ptr<RunnerPool> pool;
-    std::unique_ptr<Harness> harness;
-    const double budget = setup.budget_minutes * 60.0;
     std::size_t next = 0;
     while (next < todo.size()) {
-        std::size_t take = std::min(setup.chunk, todo.size() - next);
-        if (budget > 0) {
-            const double elapsed = now() - start;
-            if (elapsed >= budget) break;
-            if (progress.measured > 0) {
-                const double per = elapsed / double(progress.measured);
-                const auto fit = static_cast<std::size_t>(std::floor((budget - elapsed) / std::max(per, 1e-9)));
-                take = std::min(take, fit);
-                if (take == 0) break;
-            } else {
-                take = 1;  // the first sample tells how long one takes
-            }
-        }
+        const std::size_t take = run.next_chunk(todo.size() - next, setup.chunk);
+        if (take == 0) break;
         std::vector<Network> networks;
         std::vector<std::size_t> batch;
         for (std::size_t j = next; j < next + take; ++j) {
             const auto& s = samples[todo[j]];
-            Network n{s.key, "kernel:" + s.config.kind, dir / (s.key + ".onnx")};
+            Network n{s.key, "kernel:" + s.config.kind, run.model_dir() / (s.key + ".onnx")};
             try {
                 if (!std::filesystem::exists(n.model))
                     write_model_for_runner(s.graph, n.model, setup.seed, setup.opset);
@@ -104,23 +52,16 @@ DNNCOST_FUNC auto dnncost::measure::measure_kernel_samples(const std::vector<cos
         }
         next += take;
         if (!networks.empty()) {
-            if (!pool) {
-                pool = std::make_unique<RunnerPool>(setup.runners, setup.pool);
-                harness = std::make_unique<Harness>(*pool, setup.harness);
-            }
-            const auto summary = harness->run(store, networks);
+            const auto summary = run.harness().run(store, networks);
             out.failed += summary.failed;
             out.measured += summary.measured;
         }
         progress.measured += take;
         progress.done += take;
-        report();
+        run.report();
     }
     out.over_budget = todo.size() - next;
-    if (pool && new_info.runner_device.empty() && !pool->device().empty()) {
-        new_info.runner_device = pool->device();
-        write_store_info(sidecar, new_info);
-    }
+    run.finish();
 
     for (const auto& s : samples) {
         const auto* r = store.result(s.key);
@@ -141,6 +82,6 @@ DNNCOST_FUNC auto dnncost::measure::measure_kernel_samples(const std::vector<cos
         if (!found) raise<config_error>("kernel sampling: sample '", s.key, "' has no kernel under these rules");
         out.rows.push_back(std::move(row));
     }
-    out.seconds = now() - start;
+    out.seconds = run.elapsed();
     return out;
 }

@@ -13,48 +13,19 @@
 #include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/network_profiling.hpp>
-#include <dnncost/measure/sidecar.hpp>
 #include <dnncost/measure/store.hpp>
 
 DNNCOST_FUNC auto dnncost::measure::profile_networks(const std::vector<graph::Graph>& networks,
                                                      const cost::FusionRules& rules, double run_overhead_ms,
                                                      const NetworkProfilingSetup& setup) -> NetworkProfilingResult {
-    if (setup.runners.empty()) raise<config_error>("network profiling: no runner command");
-    if (setup.store.empty()) raise<config_error>("network profiling: no results store path");
-    if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
-        raise<config_error>("network profiling: the budget must be a finite number of minutes >= 0, got ",
-                            setup.budget_minutes);
-    if (setup.chunk < 1) raise<config_error>("network profiling: the chunk size must be at least 1");
-    setup.harness.check();
+    detail::BudgetedRun run(setup, "network profiling");
     rules.check();
-
-    const auto steady_start = std::chrono::steady_clock::now();
-    const auto now = [&] {
-        return setup.clock ? setup.clock()
-                           : std::chrono::duration<double>(std::chrono::steady_clock::now() - steady_start).count();
-    };
-    const double start = now();
-
-    const auto sidecar = sidecar_path(setup.store);
-    const auto info = read_store_info(sidecar);
-    std::error_code ec;
-    const bool has_rows = std::filesystem::exists(setup.store, ec) && std::filesystem::file_size(setup.store, ec) > 0;
-    if (info && has_rows && (info->device != setup.device || info->runners != setup.runners))
-        raise<config_error>("network profiling: ", setup.store.string(), " holds measurements of device '",
-                            info->device, "' by other runners; profile this device into another store");
     // a damaged kernel file stops the run before anything is measured
     const auto profiles_path = kernel_profiles_path(setup.store);
     std::map<std::string, KernelProfile> profiles;
     for (auto& p : read_kernel_profiles(profiles_path)) profiles[p.key] = std::move(p);
-    ResultsStore store(setup.store);
-    StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
-                       setup.harness.to_json()};
-    write_store_info(sidecar, new_info);
-    const auto dir =
-        setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
-    std::filesystem::create_directories(dir, ec);
-    if (!std::filesystem::is_directory(dir))
-        raise<io_error>("network profiling: cannot create the model directory '", dir.string(), "'");
+    run.open_store("profile");
+    auto& store = run.store();
 
     NetworkProfilingResult out;
     std::vector<Network> nets;  // one per distinct network, in the order given
@@ -63,7 +34,7 @@ DNNCOST_FUNC auto dnncost::measure::profile_networks(const std::vector<graph::Gr
     for (const auto& g : networks) {
         const auto key = network_key(g);
         if (!seen.insert(key).second) continue;
-        nets.push_back({key, g.name().empty() ? key : g.name(), dir / (key + ".onnx")});
+        nets.push_back({key, g.name().empty() ? key : g.name(), run.model_dir() / (key + ".onnx")});
         graph_of.push_back(&g);
     }
     const auto measured_ok = [&](const std::string& key) {
@@ -84,40 +55,16 @@ DNNCOST_FUNC auto dnncost::measure::profile_networks(const std::vector<graph::Gr
             todo.push_back(i);
         }
     }
-    SamplingProgress progress;
+    auto& progress = run.progress;
     progress.total = nets.size();
     progress.done = out.from_store;
-    const auto report = [&] {
-        progress.elapsed_seconds = now() - start;
-        const auto left = progress.total - progress.done;
-        if (progress.measured > 0) {
-            progress.seconds_per_sample = progress.elapsed_seconds / double(progress.measured);
-            progress.eta_seconds = progress.seconds_per_sample * double(left);
-        }
-        if (left == 0) progress.eta_seconds = 0;
-        if (setup.on_progress) setup.on_progress(progress);
-    };
-    report();
+    run.report();
 
-    std::unique_ptr<RunnerPool> pool;
-    std::unique_ptr<Harness> harness;
-    const double budget = setup.budget_minutes * 60.0;
     std::size_t next = 0;
     while (next < todo.size()) {
-        std::size_t take = std::min(setup.chunk, todo.size() - next);
-        if (profiles.empty()) take = 1;  // whether the runner profiles at all, on one network
-        if (budget > 0) {
-            const double elapsed = now() - start;
-            if (elapsed >= budget) break;
-            if (progress.measured > 0) {
-                const double per = elapsed / double(progress.measured);
-                const auto fit = static_cast<std::size_t>(std::floor((budget - elapsed) / std::max(per, 1e-9)));
-                take = std::min(take, fit);
-                if (take == 0) break;
-            } else {
-                take = 1;  // the first network tells how long one takes
-            }
-        }
+        // the first chunk is one network: whether the runner profiles at all
+        const std::size_t take = run.next_chunk(todo.size() - next, profiles.empty() ? 1 : setup.chunk);
+        if (take == 0) break;
         std::vector<std::size_t> batch;
         for (std::size_t j = next; j < next + take; ++j) {
             const auto i = todo[j];
@@ -131,10 +78,6 @@ DNNCOST_FUNC auto dnncost::measure::profile_networks(const std::vector<graph::Gr
             batch.push_back(i);
         }
         next += take;
-        if (!batch.empty() && !pool) {
-            pool = std::make_unique<RunnerPool>(setup.runners, setup.pool);
-            harness = std::make_unique<Harness>(*pool, setup.harness);
-        }
         // the profile first: a runner that cannot profile is found before any latency is measured
         std::vector<std::size_t> to_profile;
         std::vector<Request> requests;
@@ -148,7 +91,7 @@ DNNCOST_FUNC auto dnncost::measure::profile_networks(const std::vector<graph::Gr
         std::vector<KernelProfile> fresh;
         std::size_t without_kernels = 0;
         if (!requests.empty())
-            pool->run(requests, [&](std::size_t k, const Outcome& o) {
+            run.pool().run(requests, [&](std::size_t k, const Outcome& o) {
                 const auto& n = nets[to_profile[k]];
                 if (!o.ok() || o.answer.kernels.empty()) {
                     if (o.ok()) ++without_kernels;
@@ -188,7 +131,7 @@ DNNCOST_FUNC auto dnncost::measure::profile_networks(const std::vector<graph::Gr
         for (const auto i : batch)
             if (profiles.count(nets[i].key)) to_measure.push_back(nets[i]);
         if (!to_measure.empty()) {
-            const auto summary = harness->run(store, to_measure);
+            const auto summary = run.harness().run(store, to_measure);
             out.measured += summary.measured;
             out.failed += summary.failed;
         }
@@ -196,15 +139,12 @@ DNNCOST_FUNC auto dnncost::measure::profile_networks(const std::vector<graph::Gr
             if (done(i)) drop_model(i);
         progress.measured += take;
         progress.done += take;
-        report();
+        run.report();
     }
     out.over_budget = todo.size() - std::min(next, todo.size());
-    if (pool && new_info.runner_device.empty() && !pool->device().empty()) {
-        new_info.runner_device = pool->device();
-        write_store_info(sidecar, new_info);
-    }
+    run.finish();
     if (!out.profiles) {
-        out.seconds = now() - start;
+        out.seconds = run.elapsed();
         return out;
     }
 
@@ -228,6 +168,6 @@ DNNCOST_FUNC auto dnncost::measure::profile_networks(const std::vector<graph::Gr
                                 s.rows.size(), s.unmapped, s.merged});
         for (auto& row : s.rows) out.rows.push_back(std::move(row));
     }
-    out.seconds = now() - start;
+    out.seconds = run.elapsed();
     return out;
 }
