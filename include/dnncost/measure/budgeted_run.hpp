@@ -9,12 +9,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/measure/harness.hpp>
@@ -34,9 +37,26 @@ struct SamplingProgress {
     double eta_seconds = std::nan("");         ///< for the items left (NaN: unknown yet)
 };
 
+/// Where and how a budgeted run measures; kernel sampling and network profiling add their chunk.
+struct MeasuringSetup {
+    std::vector<std::string> runners;  ///< runner commands (run with /bin/sh -c)
+    std::string device;                ///< stored in the store's sidecar
+    std::filesystem::path store;       ///< results store (CSV; resumable)
+    std::filesystem::path model_dir;   ///< model files; empty: "<store>.models" beside the store
+    HarnessOptions harness{};
+    PoolOptions pool{};
+    std::uint64_t seed = 0;  ///< of the weight values
+    int opset = 13;
+    double budget_minutes = 0;  ///< 0: no time budget
+    std::function<void(const SamplingProgress&)> on_progress;
+    /// Seconds since an arbitrary origin; empty: a steady clock. Lets a caller (or a test)
+    /// decide what elapsed time means.
+    std::function<double()> clock;
+};
+
 namespace detail {
 
-/// `Setup` has runners, device, store, model_dir, harness, pool, budget_minutes, chunk,
+/// `Setup` is a MeasuringSetup with a chunk size (KernelSamplingSetup, NetworkProfilingSetup)., device, store, model_dir, harness, pool, budget_minutes, chunk,
 /// on_progress and clock (KernelSamplingSetup, NetworkProfilingSetup).
 template <class Setup>
 class BudgetedRun {

@@ -87,15 +87,17 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
     rules.device = setup.device;
 
     // 2. the run overhead, and the single kernels later, in one store
+    MeasuringSetup on_device;
+    on_device.runners = setup.runners;
+    on_device.device = setup.device;
+    on_device.harness = setup.harness;
+    on_device.pool = setup.pool;
+    on_device.seed = setup.seed;
+    on_device.clock = setup.clock;
     KernelSamplingSetup ks;
-    ks.runners = setup.runners;
-    ks.device = setup.device;
+    static_cast<MeasuringSetup&>(ks) = on_device;
     ks.store = setup.work_dir / "kernels.csv";
-    ks.harness = setup.harness;
-    ks.pool = setup.pool;
-    ks.seed = setup.seed;
     ks.opset = spaces_opset();
-    ks.clock = setup.clock;
     const auto overhead = measure_kernel_samples({detail::overhead_sample()}, rules, ks);
     if (overhead.rows.empty())
         raise<config_error>("device build: the run-overhead model could not be measured (see ", ks.store.string(), ")");
@@ -114,14 +116,9 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
             raise<config_error>("device build: no whole networks to profile for in-context samples; ask for some, or "
                                 "build from single kernels only (in-context samples off)");
         NetworkProfilingSetup ps;
-        ps.runners = setup.runners;
-        ps.device = setup.device;
+        static_cast<MeasuringSetup&>(ps) = on_device;
         ps.store = setup.work_dir / "networks.csv";
-        ps.harness = setup.harness;
-        ps.pool = setup.pool;
-        ps.seed = setup.seed;
         ps.opset = std::max(spaces_opset(), synthetic::onnx_opset);
-        ps.clock = setup.clock;
         if (setup.budget_minutes > 0) ps.budget_minutes = std::max(1e-9, remaining_minutes() * setup.network_share);
         ps.on_progress = [&](const SamplingProgress& p) { progress("networks", p); };
         auto pr = profile_networks(nets, rules, overhead_ms, ps);

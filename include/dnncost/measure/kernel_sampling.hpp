@@ -46,21 +46,8 @@ struct KernelRow {
     bool in_context = false;
 };
 
-struct KernelSamplingSetup {
-    std::vector<std::string> runners;  ///< runner commands (run with /bin/sh -c)
-    std::string device;                ///< stored in the store's sidecar
-    std::filesystem::path store;       ///< results store (CSV; resumable)
-    std::filesystem::path model_dir;   ///< model files; empty: "<store>.models" beside the store
-    HarnessOptions harness{};
-    PoolOptions pool{};
-    std::uint64_t seed = 0;  ///< of the weight values
-    int opset = 13;
-    double budget_minutes = 0;  ///< 0: no time budget
-    std::size_t chunk = 16;     ///< samples handed to the harness at once
-    std::function<void(const SamplingProgress&)> on_progress;
-    /// Seconds since an arbitrary origin; empty: a steady clock. Lets a caller (or a test)
-    /// decide what elapsed time means.
-    std::function<double()> clock;
+struct KernelSamplingSetup : MeasuringSetup {
+    std::size_t chunk = 16;  ///< samples handed to the harness at once
 };
 
 struct KernelSamplingResult {

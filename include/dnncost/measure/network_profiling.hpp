@@ -28,19 +28,10 @@
 
 namespace dnncost::measure {
 
-struct NetworkProfilingSetup {
-    std::vector<std::string> runners;  ///< runner commands (run with /bin/sh -c)
-    std::string device;                ///< stored in the store's sidecar
-    std::filesystem::path store;       ///< unprofiled latencies (CSV; resumable); profiles beside it
-    std::filesystem::path model_dir;   ///< model files; empty: "<store>.models" beside the store
-    HarnessOptions harness{};          ///< of the unprofiled rounds; the profiled request takes its W and N
-    PoolOptions pool{};
-    std::uint64_t seed = 0;  ///< of the weight values
-    int opset = 13;
-    double budget_minutes = 0;  ///< 0: no time budget
-    std::size_t chunk = 4;      ///< networks profiled and measured at once
-    std::function<void(const SamplingProgress&)> on_progress;
-    std::function<double()> clock;  ///< seconds; empty: a steady clock
+/// `store` holds the unprofiled latencies, the profiles lie beside it; the harness options are
+/// those of the unprofiled rounds, and the profiled request takes their warm-up and repeats.
+struct NetworkProfilingSetup : MeasuringSetup {
+    std::size_t chunk = 4;  ///< networks profiled and measured at once
 };
 
 /// A network that gave samples: how its profile was scaled to its latency.
