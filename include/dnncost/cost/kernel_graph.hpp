@@ -23,11 +23,12 @@
 ///    A value that crosses layouts gets a reorder kernel (one per value and target layout);
 ///    free operators and graph outputs read the plain layout.
 /// 5. A kernel whose kind has a rewrite rule (and, if the rule says so, that runs blocked) takes
-///    the rule's first kind, and each further kind
-///    of the rule is a kernel of no node (like a reorder) after it, reading what the one before
-///    wrote (of the kernel's first output). When its first node's first input has the rule's reshape rank or more, a Reshape
-///    kernel of no node comes before it and one after the last, except where an executed free
-///    operator already reshapes that value for it alone (the runtime merges adjacent reshapes).
+///    the rule's first kind; each further kind of the rule is a kernel of no node (like a
+///    reorder) after it, reading what the one before wrote of the kernel's first output. When
+///    the kernel runs plain and its first node's first input has the rule's reshape rank or
+///    more, a Reshape kernel of no node comes before it and one after the last, except where an
+///    executed free operator already reshapes that value for it alone (the runtime merges
+///    adjacent reshapes).
 /// Everything is deterministic: ties go to the earlier node in the graph's topological order.
 #include <algorithm>
 #include <cstdint>
@@ -546,7 +547,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         // a rewrite's reshapes: on its first node's first input, and on its outputs
         int reshaped_input = -1;
         bool reshape_outputs = false;
-        if (rewrite && rewrite->reshape_rank > 0) {
+        if (rewrite && rewrite->reshape_rank > 0 && !k.layout.blocked()) {
             const auto first_inputs = view.inputs(k.nodes.front());
             const int t = first_inputs.empty() ? -1 : first_inputs[0];
             if (t >= 0 && view.shape(t).size() >= static_cast<std::size_t>(rewrite->reshape_rank)) {
@@ -616,8 +617,9 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
     for (std::size_t v = 0; v < duplicate_of.size(); ++v)
         if (duplicate_of[v] >= 0)
             kg.kernel_of_node[v] = kg.kernel_of_node[static_cast<std::size_t>(duplicate_of[v])];
-    for (std::size_t i = 0; i < used; ++i)
-        if (kg.kernels[i].kind_id == -2) kg.kernels[i].kind_id = fused_kind_id(kg.kernels[i].kind);
+    if (!rules.rewrites.empty())
+        for (std::size_t i = 0; i < used; ++i)
+            if (kg.kernels[i].kind_id == -2) kg.kernels[i].kind_id = fused_kind_id(kg.kernels[i].kind);
     // graph outputs leave in the plain layout
     for (int t : view.outputs())
         if (provider[static_cast<std::size_t>(t)].layout.blocked()) (void)ensure(t, Layout{});
