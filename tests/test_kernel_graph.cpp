@@ -442,3 +442,256 @@ TEST_CASE("fusion rules: the text form round-trips and bad lines are named") {
     CHECK_THROWS_AS(bad.check(), config_error);
     CHECK_THROWS_AS((void)cost::kernel_graph(conv_bn_relu(), bad), config_error);
 }
+
+namespace {
+// x [1,16,8,8] -> Conv 16->32 -> Flatten [1,2048] -> MatMul [2048,10]
+Graph conv_flatten_matmul() {
+    Graph g("conv_flatten_matmul");
+    const int x = g.add_input("x", {1, 16, 8, 8});
+    const int c = conv(g, "conv", x, 32, 3);
+    const int f = g.add_op("Flatten", "flatten", {c}, {1, 2048});
+    g.mark_output(g.add_op("MatMul", "matmul", {f, g.add_weight("w", {2048, 10})}, {1, 10}));
+    g.validate();
+    return g;
+}
+
+// x [1,4,8] (or [4,8] when `rank2`) -> MatMul [8,16] -> Add bias [16] -> Relu, or -> Reshape
+// [1,4,4,4] instead of the Relu when `reshape_after`
+Graph linear(bool rank2, bool reshape_after) {
+    Graph g("linear");
+    const graph::Shape in = rank2 ? graph::Shape{4, 8} : graph::Shape{1, 4, 8};
+    auto out = in;
+    out.back() = 16;
+    const int x = g.add_input("x", in);
+    const int m = g.add_op("MatMul", "matmul", {x, g.add_weight("w", {8, 16})}, out);
+    const int a = g.add_op("Add", "add", {m, g.add_weight("b", {16})}, out);
+    if (reshape_after)
+        g.mark_output(g.add_op("Reshape", "split_heads", {a, g.add_weight("shape", {4})}, {1, 4, 4, 4}));
+    else
+        g.mark_output(same(g, "Relu", "relu", {a}));
+    g.validate();
+    return g;
+}
+}  // namespace
+
+TEST_CASE("kernel graph: 'execute' gives the listed free operators kernels of their own") {
+    const auto g = conv_flatten_matmul();
+    CHECK(kinds(cost::kernel_graph(g, FusionRules{})) == std::vector<std::string>{"Conv", "MatMul"});
+    const auto kg = cost::kernel_graph(g, parse("dnncost-fusion-rules 1\nexecute Reshape Flatten\n"));
+    REQUIRE(kinds(kg) == std::vector<std::string>{"Conv", "Flatten", "MatMul"});
+    const auto& f = kg.kernels[1];
+    CHECK(names(g, f.nodes) == std::vector<std::string>{"flatten"});
+    CHECK(!f.is_reorder());
+    CHECK(f.cost.input_bytes == 4 * 2048);  // it reads and writes the 32x8x8 values
+    CHECK(f.cost.output_bytes == 4 * 2048);
+    CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, g.node(0).outputs[0]}, {1, 2, g.node(1).outputs[0]}});
+    // an operator the list does not name stays free
+    CHECK(kinds(cost::kernel_graph(g, parse("dnncost-fusion-rules 1\nexecute Reshape\n"))) ==
+          std::vector<std::string>{"Conv", "MatMul"});
+}
+
+TEST_CASE("kernel graph: 'rewrite' runs MatMul+Add as a Gemm, between two reshapes on a 3-D input") {
+    const char* rules = "dnncost-fusion-rules 1\nfuse MatMul Add operands=constant\n"
+                        "rewrite MatMul+Add Gemm reshape-rank=3\n";
+    SUBCASE("3-D input: Reshape, Gemm, Reshape, then the Relu") {
+        const auto g = linear(false, false);
+        const auto kg = cost::kernel_graph(g, parse(rules));
+        REQUIRE(kinds(kg) == std::vector<std::string>{"Reshape", "Gemm", "Reshape", "Relu"});
+        CHECK(kg.kernels[0].nodes.empty());
+        CHECK(kg.kernels[0].is_reorder());  // priced as data movement
+        CHECK(!kg.kernels[0].is_layout_reorder());
+        CHECK(kg.num_reorders() == 0);
+        CHECK(names(g, kg.kernels[1].nodes) == std::vector<std::string>{"matmul", "add"});
+        CHECK(kg.kernels[2].nodes.empty());
+        // the reshapes move the 1x4x8 input and the 1x4x16 output
+        CHECK(kg.kernels[0].cost.input_bytes == 4 * 32);
+        CHECK(kg.kernels[0].cost.output_bytes == 4 * 32);
+        CHECK(kg.kernels[2].cost.input_bytes == 4 * 64);
+        const int x = g.node(0).inputs[0], a = g.node(1).outputs[0];
+        CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, x}, {1, 2, a}, {2, 3, a}});
+        CHECK(kg.kernel_of_node == std::vector<int>{1, 1, 3});
+        // the kind numbers tell Reshape, Gemm and Relu apart
+        CHECK(kg.kernels[0].kind_id == kg.kernels[2].kind_id);
+        CHECK(kg.kernels[0].kind_id != kg.kernels[1].kind_id);
+        CHECK(kg.kernels[1].kind_id != kg.kernels[3].kind_id);
+    }
+    SUBCASE("2-D input: a Gemm alone") {
+        const auto kg = cost::kernel_graph(linear(true, false), parse(rules));
+        CHECK(kinds(kg) == std::vector<std::string>{"Gemm", "Relu"});
+    }
+    SUBCASE("an executed Reshape after it stands for the output reshape") {
+        const auto g = linear(false, true);
+        // the network's Reshape free: the rewrite's own reshape after the Gemm
+        CHECK(kinds(cost::kernel_graph(g, parse(rules))) == std::vector<std::string>{"Reshape", "Gemm", "Reshape"});
+        const auto kg = cost::kernel_graph(g, parse(std::string(rules) + "execute Reshape\n"));
+        REQUIRE(kinds(kg) == std::vector<std::string>{"Reshape", "Gemm", "Reshape"});
+        CHECK(kg.kernels[0].nodes.empty());
+        CHECK(names(g, kg.kernels[2].nodes) == std::vector<std::string>{"split_heads"});
+    }
+    SUBCASE("without the rewrite: one MatMul+Add kernel") {
+        const auto kg = cost::kernel_graph(linear(false, false),
+                                           parse("dnncost-fusion-rules 1\nfuse MatMul Add operands=constant\n"));
+        CHECK(kinds(kg) == std::vector<std::string>{"MatMul+Add", "Relu"});
+    }
+}
+
+TEST_CASE("kernel graph: 'rewrite' to two kinds runs a HardSwish as HardSigmoid then Mul") {
+    Graph g("hswish");
+    const int x = g.add_input("x", {1, 16, 8, 8});
+    const int c = conv(g, "conv", x, 16, 1);
+    const int h = same(g, "HardSwish", "hswish", {c});
+    g.mark_output(same(g, "Relu", "relu", {h}));
+    g.validate();
+    const auto kg = cost::kernel_graph(g, parse("dnncost-fusion-rules 1\nrewrite HardSwish HardSigmoid,Mul\n"));
+    REQUIRE(kinds(kg) == std::vector<std::string>{"Conv", "HardSigmoid", "Mul", "Relu"});
+    CHECK(names(g, kg.kernels[1].nodes) == std::vector<std::string>{"hswish"});
+    CHECK(kg.kernels[2].nodes.empty());
+    // the Relu reads the HardSwish's value from the Mul
+    CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, c}, {1, 2, h}, {2, 3, h}});
+}
+
+TEST_CASE("kernel graph: 'merge-duplicates' computes a repeated node once") {
+    // x -> Relu a, Relu b (the same) -> Conv c1 (from a), Conv c2 (from b) -> Add
+    Graph g("duplicates");
+    const int x = g.add_input("x", {1, 16, 8, 8});
+    const int a = same(g, "Relu", "a", {x});
+    const int b = same(g, "Relu", "b", {x});
+    const int c1 = conv(g, "c1", a, 16, 3);
+    const int c2 = conv(g, "c2", b, 16, 3);
+    g.mark_output(same(g, "Add", "add", {c1, c2}));
+    g.validate();
+    CHECK(kinds(cost::kernel_graph(g, FusionRules{})) ==
+          std::vector<std::string>{"Relu", "Relu", "Conv", "Conv", "Add"});
+    const auto kg = cost::kernel_graph(g, parse("dnncost-fusion-rules 1\nmerge-duplicates\n"));
+    REQUIRE(kinds(kg) == std::vector<std::string>{"Relu", "Conv", "Conv", "Add"});
+    CHECK(kg.kernel_of_node[1] == 0);  // b: computed in a's kernel
+    // c2 reads b's value from a's kernel
+    CHECK(kg.predecessors(2) == std::vector<int>{0});
+    // Relus of different inputs, or the same operator with other attributes, stay apart
+    Graph h("different");
+    const int y = h.add_input("y", {1, 16, 8, 8});
+    const int p1 = h.add_op("LeakyRelu", "p1", {y}, {1, 16, 8, 8}, {{"alpha", 0.1}});
+    const int p2 = h.add_op("LeakyRelu", "p2", {y}, {1, 16, 8, 8}, {{"alpha", 0.2}});
+    h.mark_output(same(h, "Add", "add", {p1, p2}));
+    h.validate();
+    CHECK(cost::kernel_graph(h, parse("dnncost-fusion-rules 1\nmerge-duplicates\n")).kernels.size() == 3);
+}
+
+TEST_CASE("kernel graph: operand-layout=blocked fuses an Add into a Conv only when its other input may be blocked") {
+    // x -> Conv c1; x -> Mul m (by a constant) or Conv c2; Add(c1, m or c2)
+    const auto build = [](bool mul) {
+        Graph g("sum");
+        const int x = g.add_input("x", {1, 16, 8, 8});
+        const int c1 = conv(g, "c1", x, 16, 3);
+        const int other = mul ? g.add_op("Mul", "m", {x, scalar(g, "s", 2.0)}, {1, 16, 8, 8}) : conv(g, "c2", x, 16, 3);
+        g.mark_output(same(g, "Add", "add", {c1, other}));
+        g.validate();
+        return g;
+    };
+    const std::string layout = "layout NCHWc 16 anchors=Conv followers=Add,Relu narrow-input=yes\n";
+    const auto strict = parse("dnncost-fusion-rules 1\nfuse Conv Add operands=activation operand-layout=blocked\n" + layout);
+    const auto loose = parse("dnncost-fusion-rules 1\nfuse Conv Add operands=activation\n" + layout);
+    std::vector<std::string> fused;
+    for (const auto& k : cost::kernel_graph(build(true), loose).kernels)
+        if (!k.is_layout_reorder()) fused.push_back(k.kind);
+    CHECK(fused == std::vector<std::string>{"Mul", "Conv+Add"});
+    const auto kg = cost::kernel_graph(build(true), strict);
+    std::vector<std::string> plain;
+    for (const auto& k : kg.kernels)
+        if (!k.is_layout_reorder()) plain.push_back(k.kind);
+    CHECK(plain == std::vector<std::string>{"Conv", "Mul", "Add"});
+    std::vector<std::string> two;
+    for (const auto& k : cost::kernel_graph(build(false), strict).kernels)
+        if (!k.is_layout_reorder()) two.push_back(k.kind);
+    CHECK(two == std::vector<std::string>{"Conv", "Conv+Add"});
+}
+
+TEST_CASE("fusion rules: the new directives are read, written back, and rejected with the line") {
+    const char* text = "dnncost-fusion-rules 1\ndevice d\nfuse Conv Add operands=activation operand-layout=blocked\n"
+                       "merge-duplicates\nexecute Reshape Flatten\nrewrite MatMul+Add Gemm reshape-rank=3\n"
+                       "rewrite HardSwish HardSigmoid,Mul\n";
+    const auto r = parse(text);
+    CHECK(r.fusions.at(0).blocked_operands);
+    CHECK(r.merge_duplicates);
+    CHECK(r.executed == std::vector<std::string>{"Reshape", "Flatten"});
+    REQUIRE(r.rewrites.size() == 2);
+    CHECK(r.rewrites[0].as == std::vector<std::string>{"Gemm"});
+    CHECK(r.rewrites[0].reshape_rank == 3);
+    CHECK(r.rewrites[1].as == std::vector<std::string>{"HardSigmoid", "Mul"});
+    CHECK(r.rewrites[1].reshape_rank == 0);
+    CHECK(r.to_text() == text);
+    CHECK(parse(r.to_text()) == r);
+    CHECK(r.to_json().find("\"rewrites\": [{\"kind\": \"MatMul+Add\", \"as\": [\"Gemm\"], \"reshape_rank\": 3}") !=
+          std::string::npos);
+    // a rule set without them reads and writes as before
+    const char* old = "dnncost-fusion-rules 1\nfuse Conv Relu operands=none\n";
+    CHECK(parse(old).to_text() == old);
+    CHECK(parse(old).to_json().find("executed") == std::string::npos);
+    const auto fails = [](const std::string& body, const std::string& what) {
+        try {
+            (void)FusionRules::parse("dnncost-fusion-rules 1\n" + body, "r.txt");
+            FAIL("accepted: " << body);
+        } catch (const parse_error& e) {
+            CHECK(std::string(e.what()).find(what) != std::string::npos);
+        }
+    };
+    fails("rewrite MatMul+Add\n", "r.txt:2: a rewrite is");
+    fails("rewrite A B reshape-rank=x\n", "r.txt:2: reshape-rank=");
+    fails("rewrite A B size=3\n", "r.txt:2: unknown option 'size'");
+    fails("rewrite A B\nrewrite A C\n", "two rewrites of kernels of kind A");
+    fails("rewrite A B,,C\n", "r.txt: fusion rules");
+    fails("merge-duplicates yes\n", "r.txt:2: merge-duplicates takes no arguments");
+    fails("execute\n", "r.txt:2: an execute line is");
+    fails("fuse Conv Add operand-layout=nchw\n", "r.txt:2: operand-layout= is any or blocked");
+}
+
+TEST_CASE("kernel graph: operand-layout=blocked: a plain convolution takes any sum, a blocked one only blocked sums") {
+    const std::string layout = "layout NCHWc 16 anchors=Conv followers=Add,Relu narrow-input=yes\n";
+    const auto strict = parse("dnncost-fusion-rules 1\nfuse Conv Add operands=activation operand-layout=blocked\n" + layout);
+    const auto executed = [](const cost::KernelGraph& kg) {
+        std::vector<std::string> out;
+        for (const auto& k : kg.kernels)
+            if (!k.is_layout_reorder()) out.push_back(k.kind);
+        return out;
+    };
+    // x -> Conv c1 (2 groups of 8 channels: not depthwise, runs plain); x -> Conv c2; Add(c2, c1):
+    // c1's output is plain, so the blocked c2 cannot take the sum, and the plain c1 takes it
+    Graph g("grouped");
+    const int x = g.add_input("x", {1, 16, 8, 8});
+    const int c1 = conv(g, "c1", x, 16, 1, 1, 2);
+    const int c2 = conv(g, "c2", x, 16, 1);
+    g.mark_output(same(g, "Add", "add", {c2, c1}));
+    g.validate();
+    const auto kg = cost::kernel_graph(g, strict);
+    CHECK(executed(kg) == std::vector<std::string>{"Conv", "Conv+Add"});
+    CHECK(kg.kernel_of_node[2] == kg.kernel_of_node[0]);  // the Add is in c1's kernel
+    // a sum of a Conv and a plain Mul is plain, and so a later Add that reads it is not fused
+    Graph h("chain");
+    const int y = h.add_input("y", {1, 16, 8, 8});
+    const int a = conv(h, "a", y, 16, 1);
+    const int m = h.add_op("Mul", "m", {y, scalar(h, "s", 0.0)}, {1, 16, 8, 8});
+    const int s1 = same(h, "Add", "s1", {m, a});
+    const int b = conv(h, "b", y, 16, 1);
+    h.mark_output(same(h, "Add", "s2", {s1, b}));
+    h.validate();
+    CHECK(executed(cost::kernel_graph(h, strict)) == std::vector<std::string>{"Conv", "Mul", "Add", "Conv", "Add"});
+}
+
+TEST_CASE("kernel graph: a rewrite with layout=blocked applies only to kernels that run blocked") {
+    // y -> BatchNormalization: plain input (a graph input, no anchor before it) or blocked (after a Conv)
+    const auto rules = parse("dnncost-fusion-rules 1\n"
+                             "layout NCHWc 16 anchors=Conv followers=BatchNormalization,Relu narrow-input=yes\n"
+                             "rewrite BatchNormalization Conv layout=blocked\n");
+    Graph plain("plain");
+    const int y = plain.add_input("y", {1, 16, 8, 8});
+    plain.mark_output(batch_norm(plain, "bn", y));
+    plain.validate();
+    CHECK(kinds(cost::kernel_graph(plain, rules)) == std::vector<std::string>{"BatchNormalization"});
+    Graph blocked("blocked");
+    const int z = blocked.add_input("z", {1, 16, 8, 8});
+    blocked.mark_output(batch_norm(blocked, "bn", conv(blocked, "c", z, 16, 1)));
+    blocked.validate();
+    CHECK(kinds(cost::kernel_graph(blocked, rules)) == std::vector<std::string>{"Reorder", "Conv", "Conv", "Reorder"});
+    CHECK(parse("dnncost-fusion-rules 1\nrewrite BatchNormalization Conv layout=blocked\n").to_text() ==
+          "dnncost-fusion-rules 1\nrewrite BatchNormalization Conv layout=blocked\n");
+}

@@ -909,3 +909,40 @@ TEST_CASE("check_kernels: matched, fused by the runtime, run separately, inserte
         CHECK(c.missing[0].kernel == "Add");
     }
 }
+
+TEST_CASE("check_kernels: a rewrite's kernels are matched by what they read, an expanded function by its place") {
+    // x [1,4,8] -> MatMul -> Add bias -> Relu; the pass runs MatMul+Add as Reshape, Gemm, Reshape
+    graph::Graph g("linear");
+    const int x = g.add_input("x", {1, 4, 8});
+    const int m = g.add_op("MatMul", "mm", {x, g.add_weight("w", {8, 16})}, {1, 4, 16});
+    const int a = g.add_op("Add", "add", {m, g.add_weight("b", {16})}, {1, 4, 16});
+    const int r = g.add_op("HardSwish", "hs", {a}, {1, 4, 16});
+    g.mark_output(r);
+    const auto kg = cost::kernel_graph(
+        g, cost::FusionRules::parse("dnncost-fusion-rules 1\nfuse MatMul Add operands=constant\n"
+                                    "rewrite MatMul+Add Gemm reshape-rank=3\nrewrite HardSwish HardSigmoid,Mul\n"));
+    REQUIRE(kg.kernels.size() == 5);  // Reshape Gemm Reshape HardSigmoid Mul
+    const auto name = [&](int t) { return g.tensor(t).name; };
+    // the runtime's own value names; its expanded HardSwish is not in the optimised graph
+    const std::vector<RuntimeNode> nodes = {
+        {"gemm_input_reshape", "Reshape", "", {"x"}, {"rs_in"}},
+        {"mm/MatMulAddFusion", "Gemm", "", {"rs_in", "w", "b"}, {"g_out"}},
+        {"gemm_output_reshape", "Reshape", "", {"g_out"}, {name(a)}}};
+    const std::vector<RuntimeKernel> ks = {{"gemm_input_reshape", "Reshape", 0.25},
+                                           {"mm/MatMulAddFusion", "Gemm", 1.0},
+                                           {"gemm_output_reshape", "Reshape", 0.25},
+                                           {"HardSigmoid_7", "HardSigmoid", 0.5},
+                                           {"Mul_8", "Mul", 0.5}};
+    const auto c = check_kernels(g, kg, ks, nodes);
+    CHECK(c.pass_kernels == 5);
+    CHECK(c.pass_reorders == 0);
+    CHECK(c.runtime_kernels == 5);
+    CHECK(c.matched == 5);
+    CHECK(c.agreement() == 1.0);
+    CHECK(c.pairs.at("Reshape -> Reshape") == 2);
+    CHECK(c.pairs.at("Gemm -> Gemm") == 1);
+    CHECK(c.pairs.at("HardSigmoid -> HardSigmoid") == 1);
+    CHECK(c.pairs.at("Mul -> Mul") == 1);
+    CHECK(c.missing.empty());
+    CHECK(c.extra.empty());
+}

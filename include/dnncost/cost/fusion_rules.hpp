@@ -16,6 +16,11 @@
 ///     fuse Add Relu after=Conv
 ///     fuse Gemm Relu consumers=shared
 ///     layout NCHWc 16 anchors=Conv followers=MaxPool,AveragePool,Add,Relu narrow-input=yes
+///     fuse Conv Add operands=activation operand-layout=blocked
+///     execute Reshape Flatten
+///     merge-duplicates
+///     rewrite MatMul+Add Gemm reshape-rank=3
+///     rewrite BatchNormalization Conv layout=blocked
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -69,6 +74,12 @@ struct FusionRule {
     /// When not empty, the producer's kernel must start with one of these kinds: a chain rule
     /// such as Add -> Relu that holds only behind a Conv.
     std::vector<std::string> after;
+    /// When the producer's kernel may run blocked, the consumer's activations must all come from
+    /// kernels the layout rule may run blocked (ones that start with an anchor whose channels fit,
+    /// or with a follower whose activations all come from such kernels): ONNX Runtime fuses an Add
+    /// into a blocked convolution only when every input of the Add is blocked, and into a plain
+    /// one whatever its inputs.
+    bool blocked_operands = false;
     friend bool operator==(const FusionRule&, const FusionRule&) = default;
 };
 
@@ -79,6 +90,20 @@ struct PatternRule {
     std::string name;
     std::vector<std::string> ops;
     friend bool operator==(const PatternRule&, const PatternRule&) = default;
+};
+
+/// A kernel the runtime executes as kernels of other kinds. ONNX Runtime runs MatMul+Add as a
+/// Gemm, and a Gemm takes a matrix, so on inputs of three or more dimensions it flattens the
+/// input before and restores the output after, in two Reshape kernels of its own; without graph
+/// optimisation it expands HardSwish into a HardSigmoid kernel and a Mul kernel.
+struct RewriteRule {
+    std::string kind;             ///< the kernel's kind as the pass forms it ("MatMul+Add")
+    std::vector<std::string> as;  ///< the kinds it runs as, in order ("Gemm"; "HardSigmoid", "Mul")
+    int reshape_rank = 0;         ///< inputs of at least this rank get the two reshapes; 0: never
+    /// Only a kernel that runs in the blocked layout is rewritten: ONNX Runtime runs a
+    /// BatchNormalization on blocked data as a blocked convolution, and on plain data as itself.
+    bool blocked_only = false;
+    friend bool operator==(const RewriteRule&, const RewriteRule&) = default;
 };
 
 /// The runtime's blocked channel layout (ONNX Runtime's NCHWc): a kernel whose first operator
@@ -107,7 +132,25 @@ struct FusionRules {
     std::vector<PatternRule> patterns;
     std::vector<FusionRule> fusions;
     LayoutRule layout;
+    /// Operators that only relabel memory (cost::is_free_operator) which the runtime still runs
+    /// as kernels of their own (ONNX Runtime copies a Reshape's or Flatten's data); the other
+    /// free operators get no kernel.
+    std::vector<std::string> executed;
+    std::vector<RewriteRule> rewrites;
+    /// The runtime computes nodes of the same operator, attributes and inputs once (ONNX
+    /// Runtime's common subexpression elimination): the later ones get no kernel.
+    bool merge_duplicates = false;
     friend bool operator==(const FusionRules&, const FusionRules&) = default;
+
+    bool is_executed(std::string_view op) const {
+        return std::find(executed.begin(), executed.end(), op) != executed.end();
+    }
+    /// The rewrite of kernels of kind `kind`, or nullptr.
+    const RewriteRule* rewrite_of(std::string_view kind) const {
+        for (const auto& r : rewrites)
+            if (r.kind == kind) return &r;
+        return nullptr;
+    }
 
     /// The first fusion rule for `producer` -> `consumer` whose operand class and `after`
     /// condition hold (`anchor`: the kind that starts the producer's kernel), or nullptr.
@@ -145,6 +188,19 @@ struct FusionRules {
                                     " must require operands=constant and a sole consumer (only an operator whose "
                                     "output nothing else reads can absorb constants at load)");
         }
+        for (const auto& e : executed) token("operator kind", e);
+        for (std::size_t i = 0; i < rewrites.size(); ++i) {
+            const auto& r = rewrites[i];
+            token("kernel kind", r.kind);
+            if (r.as.empty()) raise<config_error>("fusion rules: rewrite ", r.kind, " names no kind to run as");
+            for (const auto& a : r.as) token("kernel kind", a);
+            if (r.reshape_rank < 0 || r.reshape_rank > 8)
+                raise<config_error>("fusion rules: rewrite ", r.kind, ": reshape-rank ", r.reshape_rank,
+                                    " is not between 0 and 8");
+            for (std::size_t j = 0; j < i; ++j)
+                if (rewrites[j].kind == r.kind)
+                    raise<config_error>("fusion rules: two rewrites of kernels of kind ", r.kind);
+        }
         if (layout.block < 0) raise<config_error>("fusion rules: negative layout block ", layout.block);
         if (layout.enabled()) {
             token("layout name", layout.name);
@@ -175,6 +231,7 @@ struct FusionRules {
             if (r.operands != Operands::any) out += " operands=" + std::string(to_string(r.operands));
             if (!r.sole_consumer) out += " consumers=shared";
             if (!r.after.empty()) out += " after=" + join(r.after);
+            if (r.blocked_operands) out += " operand-layout=blocked";
             out += "\n";
         }
         if (layout.enabled()) {
@@ -182,6 +239,18 @@ struct FusionRules {
             if (!layout.anchors.empty()) out += " anchors=" + join(layout.anchors);
             if (!layout.followers.empty()) out += " followers=" + join(layout.followers);
             out += std::string(" narrow-input=") + (layout.narrow_input ? "yes" : "no") + "\n";
+        }
+        if (merge_duplicates) out += "merge-duplicates\n";
+        if (!executed.empty()) {
+            out += "execute";
+            for (const auto& e : executed) out += " " + e;
+            out += "\n";
+        }
+        for (const auto& r : rewrites) {
+            out += "rewrite " + r.kind + " " + join(r.as);
+            if (r.reshape_rank > 0) out += " reshape-rank=" + std::to_string(r.reshape_rank);
+            if (r.blocked_only) out += " layout=blocked";
+            out += "\n";
         }
         return out;
     }
@@ -237,8 +306,12 @@ struct FusionRules {
                         r.sole_consumer = value == "sole";
                     } else if (key == "after") {
                         r.after = list(value);
+                    } else if (key == "operand-layout") {
+                        if (value != "any" && value != "blocked")
+                            fail("operand-layout= is any or blocked, got '", value, "'");
+                        r.blocked_operands = value == "blocked";
                     } else {
-                        fail("unknown option '", key, "' (expected operands, consumers or after)");
+                        fail("unknown option '", key, "' (expected operands, consumers, after or operand-layout)");
                     }
                 }
                 rules.fusions.push_back(std::move(r));
@@ -261,8 +334,30 @@ struct FusionRules {
                     } else
                         fail("unknown option '", key, "' (expected anchors, followers or narrow-input)");
                 }
+            } else if (w == "merge-duplicates") {
+                if (words.size() != 1) fail("merge-duplicates takes no arguments");
+                rules.merge_duplicates = true;
+            } else if (w == "execute") {
+                if (words.size() < 2) fail("an execute line is 'execute OP [OP...]'");
+                rules.executed.insert(rules.executed.end(), words.begin() + 1, words.end());
+            } else if (w == "rewrite") {
+                if (words.size() < 3) fail("a rewrite is 'rewrite KIND AS[,AS...] [reshape-rank=N] [layout=blocked]'");
+                RewriteRule r{words[1], list(words[2]), 0, false};
+                for (std::size_t i = 3; i < words.size(); ++i) {
+                    const auto [key, value] = option(words[i], fail);
+                    if (key == "layout") {
+                        if (value != "any" && value != "blocked") fail("layout= is any or blocked, got '", value, "'");
+                        r.blocked_only = value == "blocked";
+                        continue;
+                    }
+                    if (key != "reshape-rank") fail("unknown option '", key, "' (expected reshape-rank or layout)");
+                    if (value.empty() || value.size() > 1 || value.find_first_not_of("0123456789") != std::string::npos)
+                        fail("reshape-rank= is a whole number from 0 to 8, got '", value, "'");
+                    r.reshape_rank = std::stoi(value);
+                }
+                rules.rewrites.push_back(std::move(r));
             } else {
-                fail("unknown rule '", w, "' (expected device, pattern, fuse, fold or layout)");
+                fail("unknown rule '", w, "' (expected device, pattern, fuse, fold, layout, execute, rewrite or merge-duplicates)");
             }
             if (end == text.size()) break;
         }
@@ -294,12 +389,24 @@ struct FusionRules {
             o += std::string(i ? ", " : "") + "{\"producer\": " + str(r.producer) +
                  ", \"consumer\": " + str(r.consumer) + ", \"operands\": " + str(std::string(to_string(r.operands))) +
                  ", \"sole_consumer\": " + (r.sole_consumer ? "true" : "false") +
-                 ", \"fold\": " + (r.fold ? "true" : "false") + ", \"after\": " + arr(r.after) + "}";
+                 ", \"fold\": " + (r.fold ? "true" : "false") + ", \"after\": " + arr(r.after) +
+                 (r.blocked_operands ? ", \"operand_layout\": \"blocked\"}" : "}");
         }
         o += "], \"layout\": {\"name\": " + str(layout.name) + ", \"block\": " + std::to_string(layout.block) +
              ", \"anchors\": " + arr(layout.anchors) + ", \"followers\": " + arr(layout.followers) +
-             ", \"narrow_input\": " + (layout.narrow_input ? "true" : "false") + "}}";
-        return o;
+             ", \"narrow_input\": " + (layout.narrow_input ? "true" : "false") + "}";
+        // only when used, so that the object of an older rule set reads as it did
+        if (merge_duplicates) o += ", \"merge_duplicates\": true";
+        if (!executed.empty()) o += ", \"executed\": " + arr(executed);
+        if (!rewrites.empty()) {
+            o += ", \"rewrites\": [";
+            for (std::size_t i = 0; i < rewrites.size(); ++i)
+                o += std::string(i ? ", " : "") + "{\"kind\": " + str(rewrites[i].kind) + ", \"as\": " +
+                     arr(rewrites[i].as) + ", \"reshape_rank\": " + std::to_string(rewrites[i].reshape_rank) +
+                     (rewrites[i].blocked_only ? ", \"layout\": \"blocked\"}" : "}");
+            o += "]";
+        }
+        return o + "}";
     }
 
 private:

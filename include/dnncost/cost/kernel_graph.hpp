@@ -5,7 +5,10 @@
 ///
 /// The pass, in order:
 /// 1. Nodes computed at load (constant inputs only, shape arithmetic) and free operators
-///    (reshape-like: cost::is_free_operator) get no kernel.
+///    (reshape-like: cost::is_free_operator) get no kernel, except free operators the rules
+///    list as executed (FusionRules::executed), which are compute nodes like any other. Under
+///    merge-duplicates, a node with the operator, attributes and inputs of an earlier one gets no
+///    kernel either: its outputs are the earlier node's.
 /// 2. Pattern rules replace their matched groups by one unit of the pattern's name.
 /// 3. In topological order, a unit joins the kernel of a producer when a fusion rule holds for
 ///    the pair (producer kind, consumer kind, the consumer's other operands, the kind that starts
@@ -19,6 +22,13 @@
 ///    channel counts fit the block, or with a follower all of whose inputs are blocked.
 ///    A value that crosses layouts gets a reorder kernel (one per value and target layout);
 ///    free operators and graph outputs read the plain layout.
+/// 5. A kernel whose kind has a rewrite rule (and, if the rule says so, that runs blocked) takes
+///    the rule's first kind; each further kind of the rule is a kernel of no node (like a
+///    reorder) after it, reading what the one before wrote of the kernel's first output. When
+///    the kernel runs plain and its first node's first input has the rule's reshape rank or
+///    more, a Reshape kernel of no node comes before it and one after the last, except where an
+///    executed free operator already reshapes that value for it alone (the runtime merges
+///    adjacent reshapes).
 /// Everything is deterministic: ties go to the earlier node in the graph's topological order.
 #include <algorithm>
 #include <cstdint>
@@ -48,7 +58,8 @@ struct Layout {
 };
 
 /// One kernel. A reorder kernel has no nodes; it converts `inputs[0]` from `input_layout` to
-/// `layout`.
+/// `layout`. A kernel a rewrite rule inserts (a "Reshape", or a later kind of the rule) has no
+/// nodes either: it reads and writes `inputs[0]`, the value of the rewritten kernel.
 struct Kernel {
     std::string kind;          ///< its executed units as a KindSpec writes them ("Conv+Add+Relu"), or "Reorder"
     std::vector<int> nodes;    ///< executed nodes, in topological order
@@ -63,7 +74,11 @@ struct Kernel {
     /// number have the same kind string, so that a caller can tell kinds apart without reading
     /// strings (two numbers may still name one string). -1: none given (a kernel built by hand).
     int kind_id = -1;
+    /// Runs no node of the graph: a layout reorder or an inserted reshape, both pure data
+    /// movement and priced alike.
     bool is_reorder() const { return nodes.empty(); }
+    /// A reorder between layouts (not a kernel a rewrite rule inserts).
+    bool is_layout_reorder() const { return nodes.empty() && kind == "Reorder"; }
 };
 
 /// A value passed from kernel `src` to kernel `dst` (`tensor`: the graph tensor it carries).
@@ -78,7 +93,9 @@ struct KernelEdge {
 struct KernelGraph {
     std::vector<Kernel> kernels;
     std::vector<KernelEdge> edges;
-    std::vector<int> kernel_of_node;  ///< per graph node; -1 for a node without a kernel
+    /// per graph node; -1 for a node without a kernel; a node repeating an earlier one
+    /// (merge-duplicates) has the earlier one's
+    std::vector<int> kernel_of_node;
     std::vector<NodeRole> roles;      ///< per graph node
     std::string layout_name = "NCHWc";
 
@@ -88,7 +105,7 @@ struct KernelGraph {
     }
     std::size_t num_reorders() const {
         return static_cast<std::size_t>(
-            std::count_if(kernels.begin(), kernels.end(), [](const Kernel& k) { return k.is_reorder(); }));
+            std::count_if(kernels.begin(), kernels.end(), [](const Kernel& k) { return k.is_layout_reorder(); }));
     }
     std::vector<int> predecessors(int k) const {
         std::vector<int> r;
@@ -151,7 +168,7 @@ struct KernelPassScratch {
         Layout layout;
     };
     std::vector<int> order, pos, pattern_of, unit_of_match, effective, member_start, member_flat, member_fill;
-    std::vector<int> reorder_to_plain, reorder_to_blocked, all, constants, sources;
+    std::vector<int> reorder_to_plain, reorder_to_blocked, all, constants, sources, duplicate_of;
     std::vector<char> in_kernel, constant;
     std::vector<Provider> provider;
     std::vector<std::string> fused_kinds;  ///< kind strings of the graph's kernels of several units
@@ -221,6 +238,11 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         order = g.topological_order();
     }
     node_roles_into(view, order, kg.roles);
+    if (!rules.executed.empty())
+        for (std::size_t v = 0; v < kg.roles.size(); ++v)
+            if (kg.roles[v] == NodeRole::free &&
+                rules.is_executed(view.op_names()[static_cast<std::size_t>(view.op(static_cast<int>(v)))]))
+                kg.roles[v] = NodeRole::compute;
     const auto& roles = kg.roles;
     auto& constant = sc.constant;
     constant_tensors_into(view, roles, constant);
@@ -228,6 +250,30 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
     auto& pos = sc.pos;
     pos.assign(g.num_nodes(), 0);
     for (std::size_t i = 0; i < order.size(); ++i) pos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
+    auto& duplicate_of = sc.duplicate_of;  // per node: the earlier node it repeats, or -1
+    duplicate_of.assign(rules.merge_duplicates ? g.num_nodes() : 0, -1);
+    if (rules.merge_duplicates)
+        for (const int v : order) {
+            const auto& n = g.node(v);
+            if (kg.roles[static_cast<std::size_t>(v)] != NodeRole::compute || n.inputs.empty() || n.inputs[0] < 0) continue;
+            bool graph_output = false;
+            for (int t : n.outputs) graph_output = graph_output || view.is_output(t);
+            if (graph_output) continue;
+            // an earlier node that reads the same first input
+            for (int w : view.consumers(n.inputs[0])) {
+                if (w == v || duplicate_of[static_cast<std::size_t>(w)] >= 0 ||
+                    kg.roles[static_cast<std::size_t>(w)] != NodeRole::compute)
+                    continue;
+                const auto& m = g.node(w);
+                if (m.op_type != n.op_type || m.inputs != n.inputs || m.attributes != n.attributes ||
+                    m.outputs.size() != n.outputs.size())
+                    continue;
+                if (pos[static_cast<std::size_t>(w)] > pos[static_cast<std::size_t>(v)]) continue;
+                duplicate_of[static_cast<std::size_t>(v)] = w;
+                kg.roles[static_cast<std::size_t>(v)] = NodeRole::free;
+                break;
+            }
+        }
 
     // units: pattern groups first, then every other compute node, numbered in topological order
     auto& kinds = sc.kinds;
@@ -273,7 +319,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
     };
     for (;;) {
-        detail::fuse_units(view, constant, rules, kinds, banned, plan, sc.effective);
+        detail::fuse_units(view, constant, rules, kinds, banned, plan, sc.effective, duplicate_of);
         detail::sole_consumer_violations(view, plan, sc.bad);
         if (!sc.bad.empty()) {
             banned.insert(banned.end(), sc.bad.begin(), sc.bad.end());
@@ -345,6 +391,37 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         known = id;
         return id;
     };
+    // a kernel a rewrite inserts: one of kind `kind` that moves tensor t, read from kernel `src`
+    // in layout `l`
+    const auto add_inserted = [&](std::string_view kind, int t, int src, Layout l) {
+        const int id = static_cast<int>(used);
+        Kernel& r = next_kernel();
+        r.kind = kind;
+        const int known = kinds.find(kind);
+        r.kind_id = known >= 0 ? 1 + known : -2;  // -2: numbered with the fused kinds below
+        r.nodes.clear();
+        r.folded.clear();
+        r.inputs.assign(1, t);
+        r.outputs.assign(1, t);
+        set_shapes(r.input_shapes, r.inputs);
+        set_shapes(r.output_shapes, r.outputs);
+        r.layout = r.input_layout = l;
+        r.cost = NodeCost{};
+        r.cost.input_bytes = r.cost.output_bytes = view.bytes(t);
+        add_edge(src, id, t);
+        return id;
+    };
+    // whether node v is a free operator the rules execute, alone in its kernel
+    const auto executed_free = [&](int v) {
+        return v >= 0 && roles[static_cast<std::size_t>(v)] == NodeRole::compute &&
+               is_free_operator(view.op_names()[static_cast<std::size_t>(view.op(v))]) &&
+               plan.nodes_of(static_cast<std::size_t>(plan.unit_of[static_cast<std::size_t>(v)])).size() == 1 &&
+               plan.group[static_cast<std::size_t>(plan.unit_of[static_cast<std::size_t>(v)])] ==
+                   plan.unit_of[static_cast<std::size_t>(v)] &&
+               member_start[static_cast<std::size_t>(plan.unit_of[static_cast<std::size_t>(v)]) + 1] -
+                       member_start[static_cast<std::size_t>(plan.unit_of[static_cast<std::size_t>(v)])] ==
+                   1;
+    };
     auto& in_kernel = sc.in_kernel;
     in_kernel.assign(g.num_nodes(), 0);
     const int conv_op = view.find_op("Conv");
@@ -367,6 +444,13 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         if (item < 0) {  // a node without a kernel
             const int v = ~item;
             if (roles[static_cast<std::size_t>(v)] == NodeRole::constant) continue;
+            if (!duplicate_of.empty() && duplicate_of[static_cast<std::size_t>(v)] >= 0) {
+                const auto outs = view.outputs(v);
+                const auto first = view.outputs(duplicate_of[static_cast<std::size_t>(v)]);
+                for (std::size_t o = 0; o < outs.size(); ++o)
+                    provider[static_cast<std::size_t>(outs[o])] = provider[static_cast<std::size_t>(first[o])];
+                continue;
+            }
             int src = -1;  // a free operator reads the plain layout and passes its input's provider on
             bool first = true;
             for (int t : view.inputs(v)) {
@@ -403,6 +487,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
             }
         }
         k.kind_id = executed_units == 1 ? 1 + unit_kind : fused_kind_id(k.kind);
+        const RewriteRule* rewrite = rules.rewrites.empty() ? nullptr : rules.rewrite_of(k.kind);
         const auto by_pos = [&](int a, int b) {
             return pos[static_cast<std::size_t>(a)] < pos[static_cast<std::size_t>(b)];
         };
@@ -448,11 +533,30 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
             if (blocked) k.layout = k.input_layout = Layout{b};
             if (!blocked) narrow = false;
         }
+        if (rewrite && rewrite->blocked_only && !k.layout.blocked()) rewrite = nullptr;
+        if (rewrite) {
+            k.kind = rewrite->as.front();
+            const int known = kinds.find(k.kind);
+            k.kind_id = known >= 0 ? 1 + known : fused_kind_id(k.kind);
+        }
         sources.clear();  // reorders the inputs need come first
         for (int t : k.inputs) {
             const bool plain_read = !k.layout.blocked() || (narrow && t == view.inputs(k.nodes.front())[0]);
             sources.push_back(ensure(t, plain_read ? Layout{} : k.layout));
         }
+        // a rewrite's reshapes: on its first node's first input, and on its outputs
+        int reshaped_input = -1;
+        bool reshape_outputs = false;
+        if (rewrite && rewrite->reshape_rank > 0 && !k.layout.blocked()) {
+            const auto first_inputs = view.inputs(k.nodes.front());
+            const int t = first_inputs.empty() ? -1 : first_inputs[0];
+            if (t >= 0 && view.shape(t).size() >= static_cast<std::size_t>(rewrite->reshape_rank)) {
+                reshape_outputs = true;
+                if (!(executed_free(view.producer(t)) && view.consumers(t).size() == 1)) reshaped_input = t;
+            }
+        }
+        for (std::size_t i = 0; i < sources.size(); ++i)
+            if (k.inputs[i] == reshaped_input) sources[i] = add_inserted("Reshape", reshaped_input, sources[i], Layout{});
         const int id = static_cast<int>(used);
         for (std::size_t i = 0; i < sources.size(); ++i) add_edge(sources[i], id, k.inputs[i]);
         // costs: arithmetic of the executed nodes, the bytes crossing the kernel's boundary, and
@@ -496,7 +600,26 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         out.input_layout = k.input_layout;
         out.cost = k.cost;
         out.kind_id = k.kind_id;
+        if (rewrite)
+            for (std::size_t i = 0; i < kg.kernels[static_cast<std::size_t>(id)].outputs.size(); ++i) {
+                const int t = kg.kernels[static_cast<std::size_t>(id)].outputs[i];
+                const Layout l = kg.kernels[static_cast<std::size_t>(id)].layout;
+                int last = id;
+                if (i == 0)  // the further kinds once, on the first output
+                    for (std::size_t a = 1; a < rewrite->as.size(); ++a) last = add_inserted(rewrite->as[a], t, last, l);
+                const auto readers = view.consumers(t);
+                const bool merged = !view.is_output(t) && readers.size() == 1 && executed_free(readers[0]);
+                if (reshape_outputs && !merged) last = add_inserted("Reshape", t, last, Layout{});
+                if (last != id) provider[static_cast<std::size_t>(t)] = {last, reshape_outputs && !merged ? Layout{} : l};
+            }
     }
+    // a repeated node's value is computed in its original's kernel
+    for (std::size_t v = 0; v < duplicate_of.size(); ++v)
+        if (duplicate_of[v] >= 0)
+            kg.kernel_of_node[v] = kg.kernel_of_node[static_cast<std::size_t>(duplicate_of[v])];
+    if (!rules.rewrites.empty())
+        for (std::size_t i = 0; i < used; ++i)
+            if (kg.kernels[i].kind_id == -2) kg.kernels[i].kind_id = fused_kind_id(kg.kernels[i].kind);
     // graph outputs leave in the plain layout
     for (int t : view.outputs())
         if (provider[static_cast<std::size_t>(t)].layout.blocked()) (void)ensure(t, Layout{});

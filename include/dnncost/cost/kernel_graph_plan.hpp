@@ -32,6 +32,10 @@ struct FusionPlan {
     std::vector<int> unit_of;  ///< per node; -1 for a node without a kernel
     std::vector<int> group;    ///< per unit: the first unit of its kernel
     std::vector<char> folded;  ///< per unit
+    /// per unit, when a rule asks for blocked operands: a kernel it starts may run blocked (it
+    /// is a layout anchor whose channels fit the block, or a follower all of whose activations
+    /// come from such kernels)
+    std::vector<char> blockable;
     struct Fused {
         int producer, consumer, tensor;
         const FusionRule* rule;
@@ -47,6 +51,7 @@ struct FusionPlan {
         unit_of.assign(nodes, -1);
         group.clear();
         folded.clear();
+        blockable.clear();
         fused.clear();
         item_order.clear();
     }
@@ -126,19 +131,63 @@ struct KindIndex {
 /// A fusion undone: (producer unit, consumer unit, tensor).
 using BannedFusion = std::tuple<int, int, int>;
 
+inline bool anchor_fits(const graph::FlatView& g, int a, int conv, const LayoutRule& layout, bool& narrow);
+
+/// Whether every activation input of node n (the one it would fuse on included) comes from a
+/// kernel that may run blocked (FusionPlan::blockable of its first unit), units before n's
+/// being grouped already. `duplicate_of`: per node, the earlier node it repeats (-1: none), or
+/// empty.
+inline bool operands_blockable(const graph::FlatView& g, const std::vector<char>& constant, const FusionPlan& plan,
+                               const std::vector<int>& duplicate_of, int n) {
+    for (int o : g.inputs(n)) {
+        if (o < 0 || constant[static_cast<std::size_t>(o)]) continue;
+        int p = g.producer(o);
+        if (p >= 0 && !duplicate_of.empty() && duplicate_of[static_cast<std::size_t>(p)] >= 0)
+            p = duplicate_of[static_cast<std::size_t>(p)];
+        const int u = p < 0 ? -1 : plan.unit_of[static_cast<std::size_t>(p)];
+        if (u < 0 || !plan.blockable[static_cast<std::size_t>(plan.group[static_cast<std::size_t>(u)])]) return false;
+    }
+    return true;
+}
+
 /// Groups units by the fusion rules, skipping `banned` (sorted). `constant`: per tensor, as
-/// constant_tensors_into(); `effective` is scratch.
+/// constant_tensors_into(); `duplicate_of`: as operands_blockable(); `effective` is scratch.
 inline void fuse_units(const graph::FlatView& g, const std::vector<char>& constant, const FusionRules& rules,
                        const KindIndex& kinds, const std::vector<BannedFusion>& banned, FusionPlan& plan,
-                       std::vector<int>& effective) {
+                       std::vector<int>& effective, const std::vector<int>& duplicate_of) {
     const std::size_t units = plan.units();
     plan.group.resize(units);
     plan.folded.assign(units, 0);
     plan.fused.clear();
     effective.resize(units);  // the unit whose kind a unit shows: a folded one its producer's
+    const bool layout_operands =
+        std::any_of(rules.fusions.begin(), rules.fusions.end(), [](const FusionRule& r) { return r.blocked_operands; });
+    plan.blockable.assign(layout_operands ? units : 0, 0);
+    const int conv_op = layout_operands ? g.find_op("Conv") : -1;
     for (std::size_t v = 0; v < units; ++v) {
         plan.group[v] = static_cast<int>(v);
         effective[v] = static_cast<int>(v);
+        if (layout_operands) {
+            const auto kind = static_cast<std::size_t>(plan.unit_kind[v]);
+            bool narrow = false;
+            bool b = rules.layout.enabled() && kinds.anchor[kind] &&
+                     anchor_fits(g, plan.nodes_of(v).front(), conv_op, rules.layout, narrow);
+            if (rules.layout.enabled() && !kinds.anchor[kind] && kinds.follower[kind]) {
+                b = true;
+                for (int n : plan.nodes_of(v))
+                    for (int t : g.inputs(n)) {
+                        if (t < 0 || constant[static_cast<std::size_t>(t)]) continue;
+                        int p = g.producer(t);
+                        if (p >= 0 && !duplicate_of.empty() && duplicate_of[static_cast<std::size_t>(p)] >= 0)
+                            p = duplicate_of[static_cast<std::size_t>(p)];
+                        const int u = p < 0 ? -1 : plan.unit_of[static_cast<std::size_t>(p)];
+                        if (u == static_cast<int>(v)) continue;
+                        if (u < 0 || !plan.blockable[static_cast<std::size_t>(plan.group[static_cast<std::size_t>(u)])])
+                            b = false;
+                    }
+            }
+            plan.blockable[v] = b;
+        }
         // does any rule take this kind as a consumer?
         if (kinds.by_consumer[static_cast<std::size_t>(plan.unit_kind[v])].empty()) continue;
         bool joined = false;
@@ -154,6 +203,8 @@ inline void fuse_units(const graph::FlatView& g, const std::vector<char>& consta
                     rules, plan.unit_kind[static_cast<std::size_t>(effective[static_cast<std::size_t>(u)])],
                     plan.unit_kind[v], operand_class(g, constant, n, t), plan.unit_kind[gu]);
                 if (!rule) continue;
+                if (rule->blocked_operands && plan.blockable[gu] && !operands_blockable(g, constant, plan, duplicate_of, n))
+                    continue;
                 plan.group[v] = static_cast<int>(gu);
                 plan.folded[v] = rule->fold;
                 if (rule->fold) effective[v] = effective[static_cast<std::size_t>(u)];

@@ -57,7 +57,7 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
     for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
         const auto& kernel = kg.kernels[k];
         const int ki = static_cast<int>(k);
-        if (kernel.is_reorder()) {
+        if (kernel.is_layout_reorder()) {
             ++c.pass_reorders;
             if (!kernel.inputs.empty()) reorders[{g.tensor(kernel.inputs[0]).name, kernel.layout.blocked()}] = ki;
             continue;
@@ -69,6 +69,11 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
             for (int t : g.node(n).outputs) owner[g.tensor(t).name] = {ki, false, n};
         for (int t : kernel.outputs) owner[g.tensor(t).name].boundary = true;
     }
+    // a node the pass computes in another's kernel (a repeat of it): its values are that kernel's
+    for (std::size_t n = 0; n < g.num_nodes() && n < kg.kernel_of_node.size(); ++n)
+        if (const int k = kg.kernel_of_node[n]; k >= 0)
+            for (int t : g.node(static_cast<int>(n)).outputs)
+                if (auto& o = owner[g.tensor(t).name]; o.kernel < 0) o = {k, true, static_cast<int>(n)};
     std::unordered_map<std::string, const RuntimeNode*> node_of;
     // ONNX Runtime's blocked-layout nodes write values of their own names ("reorder_token_7") and
     // are named after the plain value they replace ("<value>_nchwc"): their outputs stand for it
@@ -86,6 +91,47 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
     for (std::size_t n = 0; n < g.num_nodes(); ++n) network_node.emplace(g.node(static_cast<int>(n)).name, static_cast<int>(n));
 
     std::vector<int> runtime_of(kg.kernels.size(), -1);
+    // For matching by position: the pass kernels that read each network value, the runtime
+    // kernel that wrote each runtime value, and the pass kernel each runtime kernel matched.
+    std::unordered_map<std::string, std::vector<int>> readers;
+    for (std::size_t k = 0; k < kg.kernels.size(); ++k)
+        for (int t : kg.kernels[k].inputs) readers[g.tensor(t).name].push_back(static_cast<int>(k));
+    std::unordered_map<std::string, std::size_t> written_by;
+    std::vector<int> match_of(kernels.size(), -1);
+    // A runtime kernel that wrote no value a pass kernel passes on (a rewrite's Gemm or reshape,
+    // whose values the runtime names itself) is the unmatched pass kernel of its kind that reads
+    // what it reads: a network value, or the value of the pass kernel matched to its producer.
+    // One missing from the optimised graph (a function the runtime expanded later) reads, as far
+    // as can be told, what the kernel matched just before it wrote. Kernels a rewrite inserted
+    // (no node) may run in another order than the pass's chain of them, so the search goes on
+    // through them.
+    int previous = -1;  // the pass kernel matched to the runtime kernel before this one
+    const auto first_of_kind = [&](const std::string& op, std::vector<int> candidates) {
+        for (std::size_t i = 0; i < candidates.size(); ++i) {
+            const int k = candidates[i];
+            const auto& kernel = kg.kernels[static_cast<std::size_t>(k)];
+            if (kernel.kind == op && !kernel.is_layout_reorder() && runtime_of[static_cast<std::size_t>(k)] < 0)
+                return k;
+            if (kernel.nodes.empty() && !kernel.is_layout_reorder() && candidates.size() < 64)
+                for (int s : kg.successors(k))
+                    if (std::find(candidates.begin(), candidates.end(), s) == candidates.end()) candidates.push_back(s);
+        }
+        return -1;
+    };
+    const auto by_position = [&](const std::string& op, const std::vector<std::string>& inputs) {
+        if (inputs.empty() && previous >= 0)
+            if (const int k = first_of_kind(op, kg.successors(previous)); k >= 0) return k;
+        for (const auto& in : inputs) {
+            std::vector<int> candidates;
+            if (const auto w = written_by.find(in); w != written_by.end()) {
+                if (match_of[w->second] >= 0) candidates = kg.successors(match_of[w->second]);
+            } else if (const auto rd = readers.find(value_of(in)); rd != readers.end()) {
+                candidates = rd->second;
+            }
+            if (const int k = first_of_kind(op, std::move(candidates)); k >= 0) return k;
+        }
+        return -1;
+    };
     // runtime kernels not matched by a pass kernel's output, in execution order
     struct Pending {
         std::size_t r;
@@ -96,7 +142,8 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
     std::vector<Pending> pending;
     const auto describe = [&](int k) {
         const auto& kernel = kg.kernels[static_cast<std::size_t>(k)];
-        return kernel.nodes.empty() ? std::string() : g.node(kernel.nodes.front()).name;
+        if (!kernel.nodes.empty()) return g.node(kernel.nodes.front()).name;
+        return kernel.inputs.empty() ? std::string() : g.tensor(kernel.inputs.front()).name;
     };
     for (std::size_t r = 0; r < kernels.size(); ++r) {
         const auto& rk = kernels[r];
@@ -116,14 +163,18 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
                 for (int t : g.node(n->second).inputs)
                     if (t >= 0) inputs.push_back(g.tensor(t).name);
         }
+        for (const auto& out : outputs)
+            if (owner.find(value_of(out)) == owner.end()) written_by[out] = r;
         if (detail::is_runtime_reorder(op)) {
             ++c.runtime_reorders;
             const bool to_blocked = op != "ReorderOutput";
             const auto it = inputs.empty() ? reorders.end() : reorders.find({value_of(inputs[0]), to_blocked});
             if (it != reorders.end() && runtime_of[static_cast<std::size_t>(it->second)] < 0) {
                 runtime_of[static_cast<std::size_t>(it->second)] = static_cast<int>(r);
+                match_of[r] = it->second;
                 ++c.matched_reorders;
             }
+            previous = match_of[r];
             continue;
         }
         ++c.runtime_kernels;
@@ -143,13 +194,17 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
                 break;
             }
         }
+        if (matched < 0 && inside < 0 && unkernelled < 0) matched = by_position(op, inputs);
         if (matched >= 0) {
             runtime_of[static_cast<std::size_t>(matched)] = static_cast<int>(r);
+            match_of[r] = matched;
+            previous = matched;
             ++c.matched;
             c.matched_ms += rk.ms;
             ++c.pairs[kg.kernels[static_cast<std::size_t>(matched)].kind + " -> " + op];
             continue;
         }
+        previous = -1;
         pending.push_back({r, op, inside, unkernelled, duplicate, outputs.empty()});
     }
     // A runtime kernel that writes a value inside a pass kernel whose outputs no runtime kernel
@@ -187,7 +242,7 @@ DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const c
     }
     for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
         const auto& kernel = kg.kernels[k];
-        if (kernel.is_reorder() || runtime_of[k] >= 0) continue;
+        if (kernel.is_layout_reorder() || runtime_of[k] >= 0) continue;
         // the runtime kernel that took it in: the one matched to a consumer of its outputs
         std::string into;
         for (const auto& e : kg.edges)
