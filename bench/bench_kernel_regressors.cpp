@@ -10,9 +10,9 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/estimators/mlp_regressor.hpp>
+#include <dnncost/device/mlp_regressor.hpp>
 #if defined(DNNCOST_HAS_XGBOOST)
-#include <dnncost/estimators/gbt_regressor.hpp>
+#include <dnncost/device/gbt_regressor.hpp>
 #endif
 
 using namespace dnncost;

@@ -18,7 +18,7 @@
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/json.hpp>
-#include <dnncost/measure/kernel_check.hpp>
+#include <dnncost/device/kernel_check.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner.hpp>
 #include <dnncost/measure/runner_pool.hpp>
@@ -840,9 +840,9 @@ struct CheckFixture {
         g.mark_output(flat);
     }
     std::string name(int t) const { return g.tensor(t).name; }
-    cost::KernelGraph kernels() const {
-        return cost::kernel_graph(
-            g, cost::FusionRules::parse("dnncost-fusion-rules 1\ndevice t\nfuse Conv Relu operands=none\n"));
+    device::KernelGraph kernels() const {
+        return device::kernel_graph(
+            g, device::FusionRules::parse("dnncost-fusion-rules 1\ndevice t\nfuse Conv Relu operands=none\n"));
     }
 };
 }  // namespace

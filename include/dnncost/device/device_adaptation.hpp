@@ -22,7 +22,7 @@
 #include <dnncost/estimators/adaptation.hpp>
 #include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/estimator.hpp>
-#include <dnncost/estimators/pool_prior.hpp>
+#include <dnncost/device/pool_prior.hpp>
 #include <dnncost/features/op_aggregates.hpp>
 #include <dnncost/spaces/nb201.hpp>
 #include <dnncost/spaces/registry.hpp>
@@ -31,7 +31,7 @@
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/split.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 /// The network a data-set key names, whatever the file's spelling (`nb201:|...|` or `|...|`).
 DNNCOST_FUNC std::string canonical_key(const std::string& key, const std::string& space);
@@ -160,8 +160,8 @@ inline Eigen::MatrixXd rows_of(const Eigen::MatrixXd& x, const std::vector<std::
 DNNCOST_FUNC AdaptReport adapt_to_device(const train::Dataset& pool, const train::Dataset* target_data,
                                    const AdaptRequest& r);
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device
 
 #if !defined(DNNCOST_COMPILED)
-#include <dnncost/estimators/device_adaptation_impl.hpp>
+#include <dnncost/device/device_adaptation_impl.hpp>
 #endif

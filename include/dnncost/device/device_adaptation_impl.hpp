@@ -2,9 +2,9 @@
 /// @file device_adaptation_impl.hpp
 /// The definitions of device_adaptation.hpp: compiled once into dnncost::compiled in compiled mode
 /// (core/config.hpp), included by device_adaptation.hpp in header-only mode.
-#include <dnncost/estimators/device_adaptation.hpp>
+#include <dnncost/device/device_adaptation.hpp>
 
-DNNCOST_FUNC auto dnncost::estimators::canonical_key(const std::string& key, const std::string& space) -> std::string {
+DNNCOST_FUNC auto dnncost::device::canonical_key(const std::string& key, const std::string& space) -> std::string {
     if (const auto q = spaces::split_qualified(key))
         return std::string(q->space->name) + ":" + q->space->canonical(q->arch);
     if (space != train::onnx_keys) {
@@ -14,7 +14,7 @@ DNNCOST_FUNC auto dnncost::estimators::canonical_key(const std::string& key, con
     return key;
 }
 
-DNNCOST_FUNC auto dnncost::estimators::adapt_to_device(const train::Dataset& pool, const train::Dataset* target_data,
+DNNCOST_FUNC auto dnncost::device::adapt_to_device(const train::Dataset& pool, const train::Dataset* target_data,
                                                        const AdaptRequest& r) -> AdaptReport {
     if (r.pool_targets.empty()) raise<config_error>("--pool-targets names no column");
     for (const auto& c : r.pool_targets)

@@ -1,6 +1,6 @@
 #pragma once
 /// @file device_build.hpp
-/// Building a kernel-level device model (estimators/device_model.hpp) on a real device, and
+/// Building a kernel-level device model (device/device_model.hpp) on a real device, and
 /// calibrating one to the machine at hand. Building runs its steps through the runner harness,
 /// each resumable from its results store: the fusion and layout rules are discovered by measuring
 /// operators alone and together (fusion_probe.hpp, skipped when rules are given); the run overhead
@@ -27,24 +27,24 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/rng.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
-#include <dnncost/cost/kernel_sampler.hpp>
-#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
+#include <dnncost/device/device_model.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/hash.hpp>
-#include <dnncost/measure/fusion_probe.hpp>
+#include <dnncost/device/fusion_probe.hpp>
 #include <dnncost/measure/harness.hpp>
-#include <dnncost/measure/kernel_sample_file.hpp>
-#include <dnncost/measure/kernel_sampling.hpp>
+#include <dnncost/device/kernel_sample_file.hpp>
+#include <dnncost/device/kernel_sampling.hpp>
 #include <dnncost/measure/model_file.hpp>
-#include <dnncost/measure/network_profiling.hpp>
+#include <dnncost/device/network_profiling.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/registry.hpp>
 #include <dnncost/spaces/synthetic.hpp>
 #include <dnncost/train/train_data.hpp>
 
-namespace dnncost::measure {
+namespace dnncost::device {
 
 /// Where a build stands, for a progress line.
 struct DeviceBuildProgress {
@@ -56,7 +56,7 @@ struct DeviceBuildProgress {
 /// Sampling the sizes of real networks' layers: the largest activation of an ImageNet network at
 /// batch 1 holds a few million values (112 x 112 x 256), its largest layer about a billion
 /// multiply-accumulates; more of the draws come from the prior of real and space networks.
-DNNCOST_FUNC cost::KernelSamplerOptions device_sampler_options();
+DNNCOST_FUNC device::KernelSamplerOptions device_sampler_options();
 
 /// Where a build's kernel samples come from.
 enum class InContext {
@@ -71,13 +71,13 @@ struct DeviceBuildSetup {
     std::vector<std::string> runners;
     std::string device;                ///< the device's name, in the stores and the rules
     std::filesystem::path work_dir;    ///< stores and model files of every step (resumable)
-    std::optional<cost::FusionRules> rules;  ///< given rules: no discovery
+    std::optional<device::FusionRules> rules;  ///< given rules: no discovery
     HarnessOptions harness{};          ///< of the kernel samples and the overhead
     HarnessOptions probe_harness{};    ///< of the fusion discovery's graphs
     PoolOptions pool{};
-    cost::DiscoveryOptions discovery{};
-    cost::KernelSamplerOptions sampler = device_sampler_options();
-    estimators::DeviceModelOptions model{};
+    device::DiscoveryOptions discovery{};
+    device::KernelSamplerOptions sampler = device_sampler_options();
+    device::DeviceModelOptions model{};
     double budget_minutes = 60;        ///< the whole build; 0: no limit
     std::size_t per_kind = 60;         ///< first draw, per kind
     std::size_t prior_per_space = 30;  ///< networks of each search space in the sampling prior
@@ -98,8 +98,8 @@ struct DeviceBuildSetup {
 };
 
 struct DeviceBuildResult {
-    estimators::DeviceModel model;
-    std::optional<cost::DiscoveryResult> discovery;  ///< when the rules were discovered
+    device::DeviceModel model;
+    std::optional<device::DiscoveryResult> discovery;  ///< when the rules were discovered
     std::vector<std::string> probe_model_errors;  ///< graphs of the discovery that could not be written
     std::size_t samples = 0, measured = 0, over_budget = 0, failed = 0;
     int adaptive_rounds = 0;
@@ -123,10 +123,10 @@ inline int spaces_opset() {
 
 namespace detail {
 /// A model that does nearly nothing: one Relu on eight numbers.
-DNNCOST_FUNC cost::KernelSample overhead_sample();
+DNNCOST_FUNC device::KernelSample overhead_sample();
 
-inline std::vector<estimators::KernelMeasurement> measurements(const std::vector<KernelRow>& rows) {
-    std::vector<estimators::KernelMeasurement> out;
+inline std::vector<device::KernelMeasurement> measurements(const std::vector<KernelRow>& rows) {
+    std::vector<device::KernelMeasurement> out;
     out.reserve(rows.size());
     for (const auto& r : rows) out.push_back({r.kind, r.features, r.latency_ms, r.in_context});
     return out;
@@ -142,10 +142,10 @@ DNNCOST_FUNC DeviceBuildResult build_device_model(const std::vector<graph::Graph
 /// Fits a device model again to the kernel measurements a build saved in `work_dir`
 /// (kernel_samples.json), with other options, measuring nothing.
 /// @throws io_error / parse_error naming the file when there is none or it is damaged
-inline estimators::DeviceModel refit_device_model(const std::filesystem::path& work_dir,
-                                                  const estimators::DeviceModelOptions& options) {
+inline device::DeviceModel refit_device_model(const std::filesystem::path& work_dir,
+                                                  const device::DeviceModelOptions& options) {
     const auto f = read_kernel_sample_file(work_dir / "kernel_samples.json");
-    return estimators::DeviceModel::build(f.rules, f.samples, f.run_overhead_ms, options);
+    return device::DeviceModel::build(f.rules, f.samples, f.run_overhead_ms, options);
 }
 
 /// The whole networks a build profiles for in-context samples, seeded, at the sizes of deployed
@@ -182,28 +182,28 @@ struct DeviceCalibrationResult {
     std::vector<double> measured_ms;     ///< as measured
     std::vector<double> predicted_ms;    ///< by the model before calibration
     double factor = 1;                   ///< the global factor fitted
-    estimators::CalibrationReport report;  ///< family factors, cross-validation, whether applied
+    device::CalibrationReport report;  ///< family factors, cross-validation, whether applied
 };
 
 /// Measure `shots` (networks the caller chose: calibration_networks(), or the user's own) on the
 /// machine at hand and calibrate the model to them (DeviceModel::calibrate). Networks that fail
 /// to measure are left out.
 /// @throws config_error when no shot could be measured
-DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& model,
+DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(device::DeviceModel& model,
                                                       const std::vector<graph::Graph>& shots,
                                                       const DeviceCalibrationSetup& setup,
-                                                      const estimators::CalibrationOptions& options = {});
+                                                      const device::CalibrationOptions& options = {});
 
 /// Calibrate on networks already measured on the machine at hand (e.g. a results store of
 /// `dnncost measure`): `shots` of them at evenly spaced quantiles of their latency, so that small
 /// and large networks both count.
 /// @throws config_error when `measured` is empty or a latency is not positive
-DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(estimators::DeviceModel& model, const train::TrainData& measured,
+DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(device::DeviceModel& model, const train::TrainData& measured,
                                                       std::size_t shots,
-                                                      const estimators::CalibrationOptions& options = {});
+                                                      const device::CalibrationOptions& options = {});
 
-}  // namespace dnncost::measure
+}  // namespace dnncost::device
 
 #if !defined(DNNCOST_COMPILED)
-#include <dnncost/measure/device_build_impl.hpp>
+#include <dnncost/device/device_build_impl.hpp>
 #endif

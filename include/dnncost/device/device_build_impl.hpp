@@ -5,22 +5,22 @@
 #include <initializer_list>
 #include <set>
 
-#include <dnncost/measure/device_build.hpp>
+#include <dnncost/device/device_build.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
 
-DNNCOST_FUNC auto dnncost::measure::device_sampler_options() -> cost::KernelSamplerOptions {
-    cost::KernelSamplerOptions o;
+DNNCOST_FUNC auto dnncost::device::device_sampler_options() -> device::KernelSamplerOptions {
+    device::KernelSamplerOptions o;
     o.prior_share = 0.7;
     o.max_macs = 2'000'000'000;
     o.max_elements = 6'000'000;
     return o;
 }
 
-DNNCOST_FUNC auto dnncost::measure::detail::overhead_sample() -> cost::KernelSample {
+DNNCOST_FUNC auto dnncost::device::detail::overhead_sample() -> device::KernelSample {
     graph::Graph g("run-overhead");
     const int x = g.add_input("x", {1, 8});
     g.mark_output(g.add_op("Relu", "relu", {x}, {1, 8}));
-    cost::KernelSample s;
+    device::KernelSample s;
     s.config.kind = "Activation";
     s.config.op = "Relu";
     s.key = graph::canonical_hash(g).hex();
@@ -28,7 +28,7 @@ DNNCOST_FUNC auto dnncost::measure::detail::overhead_sample() -> cost::KernelSam
     return s;
 }
 
-DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::Graph>& graphs,
+DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::Graph>& graphs,
                                                        const DeviceBuildSetup& setup) -> DeviceBuildResult {
     if (setup.runners.empty()) raise<config_error>("device build: no runner command");
     if (setup.work_dir.empty()) raise<config_error>("device build: no work directory");
@@ -52,7 +52,7 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
         raise<config_error>("device build: the networks' share of the budget must be in (0, 1], got ", setup.network_share);
 
     // 1. rules
-    cost::FusionRules rules;
+    device::FusionRules rules;
     if (setup.rules) {
         rules = *setup.rules;
     } else {
@@ -162,9 +162,9 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
 
     // 4. single kernels: of the kinds whose regressors the profiles left short of samples (all
     // kinds without profiles)
-    cost::KernelSampler sampler(rules, setup.sampler);
+    device::KernelSampler sampler(rules, setup.sampler);
     Rng rng(setup.seed);
-    cost::add_space_prior(sampler, setup.prior_per_space, rng);
+    device::add_space_prior(sampler, setup.prior_per_space, rng);
     for (const auto& g : graphs) sampler.add_prior(g);
     {
         std::map<std::string, std::int64_t> per_group;
@@ -175,7 +175,7 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
         for (const auto& k : sampler.kinds())
             if (per_group[group_of(k)] < setup.model.min_samples) out.isolated_kinds.push_back(k);
     }
-    std::vector<cost::KernelSample> samples;
+    std::vector<device::KernelSample> samples;
     for (const auto& kind : out.isolated_kinds)
         for (auto& s : sampler.draw(kind, setup.per_kind, rng)) samples.push_back(std::move(s));
     const auto measure_all = [&](const std::string& step) {
@@ -193,7 +193,7 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
     const auto fit = [&](const KernelSamplingResult& m) {
         auto rows = context_rows;
         rows.insert(rows.end(), m.rows.begin(), m.rows.end());
-        return estimators::DeviceModel::build(rules, detail::measurements(rows), overhead_ms, setup.model);
+        return device::DeviceModel::build(rules, detail::measurements(rows), overhead_ms, setup.model);
     };
     auto measured = measure_all("kernels");
     out.model = fit(measured);
@@ -210,7 +210,7 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
                     if (s.name == it->second.chosen) e = s.mape;
             errors[kind] = e;
         }
-        const auto extra = cost::allocate_samples(errors, setup.adaptive_samples);
+        const auto extra = device::allocate_samples(errors, setup.adaptive_samples);
         std::size_t drawn = 0;
         for (const auto& [kind, n] : extra) {
             if (n == 0) continue;
@@ -237,14 +237,14 @@ DNNCOST_FUNC auto dnncost::measure::build_device_model(const std::vector<graph::
     return out;
 }
 
-DNNCOST_FUNC auto dnncost::measure::parse_in_context(std::string_view s) -> InContext {
+DNNCOST_FUNC auto dnncost::device::parse_in_context(std::string_view s) -> InContext {
     if (s == "auto") return InContext::automatic;
     if (s == "on") return InContext::on;
     if (s == "off") return InContext::off;
     raise<config_error>("in-context samples: '", s, "' is not auto, on or off");
 }
 
-DNNCOST_FUNC auto dnncost::measure::context_networks(std::size_t n, std::uint64_t seed,
+DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t seed,
                                                      const synthetic::Limits& limits) -> std::vector<graph::Graph> {
     limits.check();
     // a small network first: a runner that cannot profile is found on it
@@ -286,7 +286,7 @@ DNNCOST_FUNC auto dnncost::measure::context_networks(std::size_t n, std::uint64_
     return out;
 }
 
-DNNCOST_FUNC auto dnncost::measure::calibration_networks(std::size_t n, std::uint64_t seed)
+DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint64_t seed)
     -> std::vector<graph::Graph> {
     static const std::string_view plan[] = {"ofa",   "fbnet", "vit", "ofa", "kws",
                                             "nb201", "fbnet", "vit", "ofa", "nb201"};
@@ -303,10 +303,10 @@ DNNCOST_FUNC auto dnncost::measure::calibration_networks(std::size_t n, std::uin
     return out;
 }
 
-DNNCOST_FUNC auto dnncost::measure::calibrate_device_model(estimators::DeviceModel& model,
+DNNCOST_FUNC auto dnncost::device::calibrate_device_model(device::DeviceModel& model,
                                                            const std::vector<graph::Graph>& shots,
                                                            const DeviceCalibrationSetup& setup,
-                                                           const estimators::CalibrationOptions& options)
+                                                           const device::CalibrationOptions& options)
     -> DeviceCalibrationResult {
     if (setup.runners.empty()) raise<config_error>("device calibrate: no runner command");
     if (shots.empty()) raise<config_error>("device calibrate: no networks to measure");
@@ -347,9 +347,9 @@ DNNCOST_FUNC auto dnncost::measure::calibrate_device_model(estimators::DeviceMod
     return out;
 }
 
-DNNCOST_FUNC auto dnncost::measure::calibrate_device_model(estimators::DeviceModel& model,
+DNNCOST_FUNC auto dnncost::device::calibrate_device_model(device::DeviceModel& model,
                                                            const train::TrainData& measured, std::size_t shots,
-                                                           const estimators::CalibrationOptions& options)
+                                                           const device::CalibrationOptions& options)
     -> DeviceCalibrationResult {
     if (measured.graphs.empty()) raise<config_error>("device calibrate: no measured networks");
     if (shots < 1) raise<config_error>("device calibrate: at least one shot");

@@ -1,10 +1,10 @@
 #pragma once
 /// @file device_model.hpp
 /// A kernel-level device model: a network's latency as the sum of the kernels the runtime
-/// executes. The device's fusion and layout rules (found by measuring, cost/fusion_discovery.hpp)
-/// turn the operator graph into kernels (cost/kernel_graph.hpp); one regressor per kernel kind,
+/// executes. The device's fusion and layout rules (found by measuring, device/fusion_discovery.hpp)
+/// turn the operator graph into kernels (device/kernel_graph.hpp); one regressor per kernel kind,
 /// learnt from single-kernel measurements, prices each kernel from its features
-/// (features/kernel_features.hpp); the run's own overhead (launch, input and output copies) is
+/// (device/kernel_features.hpp); the run's own overhead (launch, input and output copies) is
 /// added once. A multiplicative factor fitted on a few networks measured on the machine at hand
 /// (calibrate) carries the model from the host it was built on to another of its kind. An
 /// optional graph-level residual (kernel_residual.hpp), trained on whole networks measured on the
@@ -30,20 +30,20 @@
 #include <vector>
 
 #include <dnncost/core/config.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/cost/source.hpp>
 #include <dnncost/estimators/estimator.hpp>
-#include <dnncost/estimators/kernel_residual.hpp>
+#include <dnncost/device/kernel_residual.hpp>
 #include <dnncost/estimators/preset_registry.hpp>
-#include <dnncost/estimators/sample_boundary.hpp>
-#include <dnncost/estimators/tabular_choice.hpp>
+#include <dnncost/device/sample_boundary.hpp>
+#include <dnncost/device/tabular_choice.hpp>
 #include <dnncost/graph/graph.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
-/// One measured kernel sample: its kind, its features (features::kernel_feature_names() order)
+/// One measured kernel sample: its kind, its features (device::kernel_feature_names() order)
 /// and its latency: a single-kernel model's as the runner measured it, run overhead included, or
-/// a kernel's own time within a whole network (in_context; measure/in_context.hpp).
+/// a kernel's own time within a whole network (in_context; device/in_context.hpp).
 struct KernelMeasurement {
     std::string kind;
     std::vector<double> features;
@@ -139,7 +139,7 @@ public:
     /// `run_overhead_ms` is the latency of a run that does nearly nothing (a tiny model measured
     /// the same way): it is taken off every sample and added once per network.
     /// @throws config_error for no samples, a non-finite feature or latency, rows of another width
-    static DeviceModel build(cost::FusionRules rules, std::span<const KernelMeasurement> samples,
+    static DeviceModel build(device::FusionRules rules, std::span<const KernelMeasurement> samples,
                              double run_overhead_ms, const DeviceModelOptions& options = {});
 
     /// A sample's own time: its latency less the run overhead, never below a tenth of it (a
@@ -214,7 +214,7 @@ public:
                                 const CalibrationOptions& options = {});
 
     // ---------------------------------------------------------------- inspection
-    const cost::FusionRules& rules() const { return m_rules; }
+    const device::FusionRules& rules() const { return m_rules; }
     const std::map<std::string, KernelKindModel, std::less<>>& kinds() const { return m_kinds; }
     std::vector<std::string> priced_kinds() const;
     double run_overhead_ms() const { return m_run_overhead_ms; }
@@ -264,14 +264,14 @@ private:
     std::vector<BoundaryNetwork> boundary_networks(const train::TrainData& d) const;
 
     /// The rules without their run-time fusions: folds stay (they happen at load time).
-    cost::FusionRules unfused_rules() const;
+    device::FusionRules unfused_rules() const;
 
     /// Families in the order of likeness to `family`'s work (what a kernel reads and writes).
     static std::vector<std::string> nearest_families(std::string_view family);
 
     double cost_scale() const override { return 1.0; }
 
-    cost::FusionRules m_rules;
+    device::FusionRules m_rules;
     std::map<std::string, KernelKindModel, std::less<>> m_kinds;
     double m_run_overhead_ms = 0;
     double m_scale = 1.0;
@@ -304,8 +304,8 @@ inline const bool device_model_registered = [] {
 #endif
 }  // namespace detail
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device
 
 #if !defined(DNNCOST_COMPILED)
-#include <dnncost/estimators/device_model_impl.hpp>
+#include <dnncost/device/device_model_impl.hpp>
 #endif

@@ -20,31 +20,31 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/core/robust_statistics.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/cost/kernel_kind.hpp>
-#include <dnncost/cost/kernel_kind_table.hpp>
-#include <dnncost/cost/kind_spec.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_kind.hpp>
+#include <dnncost/device/kernel_kind_table.hpp>
+#include <dnncost/device/kind_spec.hpp>
 #include <dnncost/cost/source.hpp>
-#include <dnncost/estimators/device_model.hpp>
-#include <dnncost/estimators/kernel_batches.hpp>
-#include <dnncost/estimators/kernel_residual.hpp>
-#include <dnncost/estimators/sample_boundary.hpp>
-#include <dnncost/estimators/tabular_choice.hpp>
-#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/device/device_model.hpp>
+#include <dnncost/device/kernel_batches.hpp>
+#include <dnncost/device/kernel_residual.hpp>
+#include <dnncost/device/sample_boundary.hpp>
+#include <dnncost/device/tabular_choice.hpp>
+#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/serialize.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
-DNNCOST_FUNC DeviceModel DeviceModel::build(cost::FusionRules rules, std::span<const KernelMeasurement> samples,
+DNNCOST_FUNC DeviceModel DeviceModel::build(device::FusionRules rules, std::span<const KernelMeasurement> samples,
                                             double run_overhead_ms, const DeviceModelOptions& options) {
     rules.check();
     if (samples.empty()) raise<config_error>("device model: no kernel samples");
     if (!(std::isfinite(run_overhead_ms) && run_overhead_ms >= 0))
         raise<config_error>("device model: run overhead ", run_overhead_ms, " ms is not a finite value >= 0");
-    const auto& names = features::kernel_feature_names();
+    const auto& names = device::kernel_feature_names();
     std::map<std::string, std::vector<std::size_t>> by_kind;
     for (std::size_t i = 0; i < samples.size(); ++i) {
         const auto& s = samples[i];
@@ -62,14 +62,14 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(cost::FusionRules rules, std::span<c
     // the rows each regressor learns from: its kind's, or its whole family's
     std::map<std::string, std::vector<std::size_t>> groups;
     for (const auto& [k, rows] : by_kind) {
-        const auto group = options.family_regressors ? std::string(cost::KindSpec::anchor_of(k)) : k;
+        const auto group = options.family_regressors ? std::string(device::KindSpec::anchor_of(k)) : k;
         auto& g = groups[group];
         g.insert(g.end(), rows.begin(), rows.end());
     }
     for (const auto& [k, rows] : by_kind) {
         KernelKindModel km;
         km.samples = static_cast<std::int64_t>(rows.size());
-        const auto group = options.family_regressors ? std::string(cost::KindSpec::anchor_of(k)) : k;
+        const auto group = options.family_regressors ? std::string(device::KindSpec::anchor_of(k)) : k;
         if (group != k && static_cast<std::int64_t>(groups[group].size()) >= options.min_samples)
             km.pooled_into = group;
         m.m_kinds.emplace(k, std::move(km));
@@ -193,7 +193,7 @@ DNNCOST_FUNC std::unique_ptr<DeviceModel> DeviceModel::deserialize(std::string_v
         r.fail("device model payload version ", version, " (this build reads 1 to ", payload_version, ")");
     auto m = std::make_unique<DeviceModel>();
     try {
-        m->m_rules = cost::FusionRules::parse(r.get_string("fusion rules"), std::string(source) + " (fusion rules)");
+        m->m_rules = device::FusionRules::parse(r.get_string("fusion rules"), std::string(source) + " (fusion rules)");
     } catch (const config_error& e) {
         r.fail(e.what());
     }
@@ -451,16 +451,16 @@ DNNCOST_FUNC std::string DeviceModel::nearest_priced_kind(const std::string& k) 
         return it != m_kinds.end() && it->second.regressor != nullptr;
     };
     // the kind with its last fusions dropped, then the nearest families with the usual epilogues
-    auto x = cost::KindSpec::parse(k);
+    auto x = device::KindSpec::parse(k);
     while (true) {
         if (auto y = x.str(); has(y)) return y;
         if (x.fusions.empty()) break;
         x.fusions.pop_back();
     }
-    const std::string add(cost::fused_add), act(cost::fused_act);
+    const std::string add(device::fused_add), act(device::fused_act);
     for (const auto& near : nearest_families(x.anchor))
         for (const auto& fusions : {std::vector<std::string>{}, {act}, {add}, {add, act}}) {
-            const auto y = cost::KindSpec{near, fusions}.str();
+            const auto y = device::KindSpec{near, fusions}.str();
             if (has(y)) return y;
         }
     return priced_kinds().front();
@@ -557,23 +557,23 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
         return it->second;
     };
     // each kernel's kind key and (regressor, own), worked out once for the kernels that share them
-    cost::KernelKindTable<std::pair<std::size_t, bool>> kinds_met;
-    const auto priced_as = [&](const features::KernelKind& kind) { return lookup(kind.key); };
+    device::KernelKindTable<std::pair<std::size_t, bool>> kinds_met;
+    const auto priced_as = [&](const device::KernelKind& kind) { return lookup(kind.key); };
     const auto block = m_rules.layout.block;
-    std::vector<double> row(features::kernel_feature_names().size());
+    std::vector<double> row(device::kernel_feature_names().size());
     KernelBatches batches(regressors.size(), row.size());
     KernelFigures out;
-    std::vector<cost::KernelGraph> kgs;
-    cost::KernelGraph reused, plain;    // storage of one network's kernels passed on to the next
+    std::vector<device::KernelGraph> kgs;
+    device::KernelGraph reused, plain;    // storage of one network's kernels passed on to the next
     thread_local graph::FlatView view;  // of the network being priced, read by the pass and the features
-    std::optional<cost::FusionRules> unfused;
+    std::optional<device::FusionRules> unfused;
     if (details) details->assign(graphs.size(), {});
     std::vector<std::size_t> unsampled;  // fused kernels of a kind no sample had
     for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
         const auto& g = *graphs[gi];
         auto& kg = samples ? kgs.emplace_back() : reused;
         view.rebuild(g);
-        cost::kernel_graph_into(view, m_rules, kg, cost::rules_checked);
+        device::kernel_graph_into(view, m_rules, kg, device::rules_checked);
         kinds_met.next_graph();
         const std::size_t first = out.ms.size();
         out.ms.resize(first + kg.kernels.size(), 0.0);
@@ -593,7 +593,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             const auto [r, own] = met.value;
             if (families) {
                 // a kernel's family is its kind's first unit ("DepthwiseConv+Act" -> "DepthwiseConv")
-                const std::string_view fam = cost::KindSpec::anchor_of(kind.key);
+                const std::string_view fam = device::KindSpec::anchor_of(kind.key);
                 auto it = std::find(out.families.begin(), out.families.end(), fam);
                 if (it == out.families.end()) it = out.families.insert(out.families.end(), std::string(fam));
                 out.family.push_back(static_cast<std::uint16_t>(it - out.families.begin()));
@@ -602,7 +602,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             // the features go straight into the batch; those of a kernel priced in parts are
             // still worked out (and dropped), for the errors they may raise
             const auto values = priced_whole ? batches.new_row(r) : std::span<double>(row);
-            features::kernel_features_into(view, kg, k, block, kind, values);
+            device::kernel_features_into(view, kg, k, block, kind, values);
             if (!priced_whole) unsampled.push_back(k);
             if (d) {
                 auto& pk = d->kernels[k];
@@ -623,7 +623,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             // a fusion no sample showed is priced as its operators running alone: an upper
             // bound, where a regressor of a similar kind would extrapolate from work it never saw
             if (!unfused) unfused = unfused_rules();
-            cost::kernel_graph_into(view, *unfused, plain, cost::rules_checked);
+            device::kernel_graph_into(view, *unfused, plain, device::rules_checked);
             kinds_met.next_graph();
             for (std::size_t k : unsampled) {
                 std::string parts;
@@ -632,7 +632,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
                     if (nodes.empty() || kg.kernel_of_node[static_cast<std::size_t>(nodes.front())] != int(k)) continue;
                     const auto& met = kinds_met.find(view, plain, plain.kernels[p], priced_as);
                     const auto r = met.value.first;
-                    features::kernel_features_into(view, plain, p, block, met.kind, batches.new_row(r));
+                    device::kernel_features_into(view, plain, p, block, met.kind, batches.new_row(r));
                     if (d) parts += (parts.empty() ? "" : " + ") + std::string(regressor_kind[r]);
                     batches.add_new_row(r, first + k);
                 }
@@ -673,10 +673,10 @@ DNNCOST_FUNC std::vector<BoundaryNetwork> DeviceModel::boundary_networks(const t
     return nets;
 }
 
-DNNCOST_FUNC cost::FusionRules DeviceModel::unfused_rules() const {
+DNNCOST_FUNC device::FusionRules DeviceModel::unfused_rules() const {
     auto r = m_rules;
     r.patterns.clear();
-    std::erase_if(r.fusions, [](const cost::FusionRule& f) { return !f.fold; });
+    std::erase_if(r.fusions, [](const device::FusionRule& f) { return !f.fold; });
     return r;
 }
 
@@ -704,4 +704,4 @@ DNNCOST_FUNC std::vector<std::string> DeviceModel::nearest_families(std::string_
     return it == near.end() ? std::vector<std::string>{"Elementwise", "Activation", "DataMovement"} : it->second;
 }
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

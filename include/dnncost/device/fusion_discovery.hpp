@@ -1,6 +1,6 @@
 #pragma once
 /// @file fusion_discovery.hpp
-/// Finding a device's fusion rules (cost/fusion_rules.hpp) by measuring small graphs, generic
+/// Finding a device's fusion rules (device/fusion_rules.hpp) by measuring small graphs, generic
 /// over the measurement: a callback that returns the latency (ms) of each graph it is given.
 ///
 /// The criterion (nn-Meter's): operators A and B run as one kernel when
@@ -41,15 +41,15 @@
 #include <dnncost/core/json_string.hpp>
 #include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/cost/fusion_match.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/cost/kind_spec.hpp>
+#include <dnncost/device/fusion_match.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kind_spec.hpp>
 #include <dnncost/cost/op_config.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/hash.hpp>
 
-namespace dnncost::cost {
+namespace dnncost::device {
 
 /// Latencies (ms) of `graphs`, in order; NaN for a graph that could not be measured.
 using MeasureBatch = std::function<std::vector<double>(const std::vector<graph::Graph>&)>;
@@ -463,6 +463,6 @@ inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& gr
     return discover_fusion_rules(graphs, batch, options);
 }
 
-}  // namespace dnncost::cost
+}  // namespace dnncost::device
 
-#include <dnncost/cost/fusion_discovery_impl.hpp>
+#include <dnncost/device/fusion_discovery_impl.hpp>

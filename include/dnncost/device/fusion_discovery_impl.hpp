@@ -1,9 +1,9 @@
 #pragma once
 /// @file fusion_discovery_impl.hpp
-/// The procedure of cost/fusion_discovery.hpp (included by it; not meant to be included alone).
-#include <dnncost/cost/fusion_discovery.hpp>
+/// The procedure of device/fusion_discovery.hpp (included by it; not meant to be included alone).
+#include <dnncost/device/fusion_discovery.hpp>
 
-namespace dnncost::cost {
+namespace dnncost::device {
 
 namespace detail {
 
@@ -324,4 +324,4 @@ inline std::string DiscoveryResult::to_json(double threshold) const {
     return o + "]}";
 }
 
-}  // namespace dnncost::cost
+}  // namespace dnncost::device

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/cost/op_config.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
-namespace dnncost::cost {
+namespace dnncost::device {
 
 /// What a runtime does with a node.
 enum class NodeRole {
@@ -196,4 +196,4 @@ inline std::vector<PatternMatch> match_patterns(const graph::Graph& g, const std
     return patterns.empty() ? std::vector<PatternMatch>{} : match_patterns(g, roles, patterns, g.topological_order());
 }
 
-}  // namespace dnncost::cost
+}  // namespace dnncost::device

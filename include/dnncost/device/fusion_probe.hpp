@@ -1,6 +1,6 @@
 #pragma once
 /// @file fusion_probe.hpp
-/// Fusion rule discovery (cost/fusion_discovery.hpp) on a real device: the small graphs the
+/// Fusion rule discovery (device/fusion_discovery.hpp) on a real device: the small graphs the
 /// discovery asks for are written as ONNX models (measure::write_model_for_runner, with weights,
 /// so the runtime folds and fuses as in a deployed model) and measured through runners by the
 /// harness into a results store. Needs the `dnncost::onnx` target.
@@ -20,7 +20,7 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
-#include <dnncost/cost/fusion_discovery.hpp>
+#include <dnncost/device/fusion_discovery.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/harness.hpp>
@@ -28,9 +28,9 @@
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
 
-namespace dnncost::measure {
+namespace dnncost::device {
 
-/// The discovery's measurement callback (a cost::MeasureBatch) through a harness and a store:
+/// The discovery's measurement callback (a device::MeasureBatch) through a harness and a store:
 /// latencies in ms, NaN for a graph whose measurement failed (the store says why).
 class HarnessMeasure {
 public:
@@ -116,7 +116,7 @@ struct FusionProbeSetup {
     std::filesystem::path evidence_out;  ///< when set: DiscoveryResult::to_json, written atomically
     HarnessOptions harness{};
     PoolOptions pool{};
-    cost::DiscoveryOptions discovery{};
+    device::DiscoveryOptions discovery{};
     std::uint64_t seed = 0;  ///< of the weight values
     int opset = 13;          ///< of the model files
     HarnessEvents events{};  ///< progress, per-graph results
@@ -124,7 +124,7 @@ struct FusionProbeSetup {
 
 /// What probe_fusion_rules found, and which graphs could not be measured and why.
 struct FusionProbeResult {
-    cost::DiscoveryResult discovery;
+    device::DiscoveryResult discovery;
     std::size_t failed = 0;                 ///< graph measurements that failed (reasons in the store)
     std::vector<std::string> model_errors;  ///< graphs that could not be written as models
 };
@@ -132,13 +132,13 @@ struct FusionProbeResult {
 /// Discover the fusion rules of the device behind `setup.runners` for the operators of `graphs`,
 /// e.g. the networks of data/onnx imported with io::import_onnx:
 ///
-///     dnncost::measure::FusionProbeSetup s;
+///     dnncost::device::FusionProbeSetup s;
 ///     s.runners = {"runners/onnxruntime/run --optimization all --threads 1"};
 ///     s.device = "ort-cpu-all-1t";
 ///     s.store = "fusion/ort-cpu-all-1t.csv";
 ///     s.rules_out = "fusion/ort-cpu-all-1t.rules";
 ///     s.evidence_out = "fusion/ort-cpu-all-1t.json";
-///     const auto result = dnncost::measure::probe_fusion_rules(graphs, s);  // result.discovery.rules
+///     const auto result = dnncost::device::probe_fusion_rules(graphs, s);  // result.discovery.rules
 ///
 /// The device name goes into the rules; the store's sidecar records device, runners and settings
 /// as `dnncost measure` does.
@@ -146,8 +146,8 @@ struct FusionProbeResult {
 /// io_error, parse_error (an existing file that is not a results store)
 DNNCOST_FUNC FusionProbeResult probe_fusion_rules(const std::vector<graph::Graph>& graphs, const FusionProbeSetup& setup);
 
-}  // namespace dnncost::measure
+}  // namespace dnncost::device
 
 #if !defined(DNNCOST_COMPILED)
-#include <dnncost/measure/fusion_probe_impl.hpp>
+#include <dnncost/device/fusion_probe_impl.hpp>
 #endif

@@ -2,9 +2,9 @@
 /// @file fusion_probe_impl.hpp
 /// The definitions of fusion_probe.hpp: compiled once into dnncost::compiled in compiled mode
 /// (core/config.hpp), included by fusion_probe.hpp in header-only mode.
-#include <dnncost/measure/fusion_probe.hpp>
+#include <dnncost/device/fusion_probe.hpp>
 
-DNNCOST_FUNC auto dnncost::measure::probe_fusion_rules(const std::vector<graph::Graph>& graphs,
+DNNCOST_FUNC auto dnncost::device::probe_fusion_rules(const std::vector<graph::Graph>& graphs,
                                                        const FusionProbeSetup& setup) -> FusionProbeResult {
     if (setup.runners.empty()) raise<config_error>("fusion probe: no runner command");
     if (setup.store.empty()) raise<config_error>("fusion probe: no results store path");
@@ -32,9 +32,9 @@ DNNCOST_FUNC auto dnncost::measure::probe_fusion_rules(const std::vector<graph::
     const auto dir =
         setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
     HarnessMeasure measure(harness, store, dir, setup.seed, setup.opset, setup.events);
-    const cost::MeasureBatch batch = [&](const std::vector<graph::Graph>& gs) { return measure(gs); };
+    const device::MeasureBatch batch = [&](const std::vector<graph::Graph>& gs) { return measure(gs); };
     FusionProbeResult out;
-    out.discovery = cost::discover_fusion_rules(graphs, batch, options);
+    out.discovery = device::discover_fusion_rules(graphs, batch, options);
     out.failed = measure.failed();
     out.model_errors = measure.errors();
     const auto& result = out.discovery;

@@ -3,7 +3,7 @@
 /// A runtime's fusion rules and layout decision: which adjacent operators it executes as one
 /// kernel, which multi-operator patterns it replaces by one kernel, and when it runs a kernel in
 /// a blocked channel layout. A rule set is part of a device model: it is found by measurement
-/// (cost/fusion_discovery.hpp) and applied by the kernel pass (cost/kernel_graph.hpp).
+/// (device/fusion_discovery.hpp) and applied by the kernel pass (device/kernel_graph.hpp).
 ///
 /// Operator kinds are ONNX op types (a matched pattern counts as one operator of the pattern's
 /// name). The text form, one rule a line, `#` starting a comment:
@@ -25,7 +25,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/json_string.hpp>
 
-namespace dnncost::cost {
+namespace dnncost::device {
 
 /// What the operands of a fused consumer other than the producer's output are.
 enum class Operands {
@@ -74,7 +74,7 @@ struct FusionRule {
 
 /// A connected group of operators the runtime replaces by one kernel of the pattern's name
 /// (a decomposed LayerNorm or GELU). `ops` are the group's kinds in topological order; see
-/// cost/fusion_match.hpp for how a group is matched.
+/// device/fusion_match.hpp for how a group is matched.
 struct PatternRule {
     std::string name;
     std::vector<std::string> ops;
@@ -332,4 +332,4 @@ private:
     }
 };
 
-}  // namespace dnncost::cost
+}  // namespace dnncost::device

@@ -22,7 +22,7 @@
 
 #include <dnncost/core/error.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 namespace detail {
 /// A cursor over JSON text that finds members and elements without building a document: the
@@ -327,4 +327,4 @@ private:
     std::size_t m_features = 0;
 };
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

@@ -19,10 +19,10 @@
 #include <Eigen/Cholesky>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/estimators/gbt_forest.hpp>
-#include <dnncost/estimators/tabular_regressor.hpp>
+#include <dnncost/device/gbt_forest.hpp>
+#include <dnncost/device/tabular_regressor.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 /// Hyper-parameters of GbtRegressor; checked when the regressor is built.
 struct GbtRegressorOptions {
@@ -393,4 +393,4 @@ private:
     Eigen::VectorXd m_base;  ///< linear base: one coefficient per feature, then the intercept; empty: none
 };
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

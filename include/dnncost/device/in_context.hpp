@@ -4,7 +4,7 @@
 /// run (runner_protocol.hpp: the runtime's kernels with their times, and the nodes of its
 /// optimised graph) is mapped onto the kernel pass's kernels (check_kernels, kernel_check.hpp);
 /// every pass kernel that runtime kernels ran gives one sample: its kind and features
-/// (features/kernel_features.hpp) and the time of those runtime kernels. Such a time holds what a
+/// (device/kernel_features.hpp) and the time of those runtime kernels. Such a time holds what a
 /// model of one kernel cannot show: the caches, layouts and threads its neighbours leave it.
 ///
 /// The profiler slows the runs it records, so the times are scaled until the profile's kernels,
@@ -18,13 +18,13 @@
 #include <vector>
 
 #include <dnncost/core/config.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/graph/graph.hpp>
-#include <dnncost/measure/kernel_check.hpp>
-#include <dnncost/measure/kernel_sampling.hpp>
+#include <dnncost/device/kernel_check.hpp>
+#include <dnncost/device/kernel_sampling.hpp>
 #include <dnncost/measure/runner_protocol.hpp>
 
-namespace dnncost::measure {
+namespace dnncost::device {
 
 struct InContextSamples {
     /// One per pass kernel that runtime kernels ran, in the pass's order, keyed
@@ -49,13 +49,13 @@ struct InContextSamples {
 /// @throws config_error for a latency or overhead that is not finite and >= 0, or a profile whose
 /// kernel times add up to no time
 DNNCOST_FUNC InContextSamples in_context_samples(const graph::Graph& g, const std::string& key,
-                                                 const cost::FusionRules& rules,
+                                                 const device::FusionRules& rules,
                                                  const std::vector<RuntimeKernel>& kernels,
                                                  const std::vector<RuntimeNode>& nodes, double latency_ms,
                                                  double run_overhead_ms);
 
-}  // namespace dnncost::measure
+}  // namespace dnncost::device
 
 #if !defined(DNNCOST_COMPILED)
-#include <dnncost/measure/in_context_impl.hpp>
+#include <dnncost/device/in_context_impl.hpp>
 #endif

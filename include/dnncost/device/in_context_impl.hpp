@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/features/kernel_features.hpp>
-#include <dnncost/measure/in_context.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/in_context.hpp>
 
-DNNCOST_FUNC auto dnncost::measure::in_context_samples(const graph::Graph& g, const std::string& key,
-                                                       const cost::FusionRules& rules,
+DNNCOST_FUNC auto dnncost::device::in_context_samples(const graph::Graph& g, const std::string& key,
+                                                       const device::FusionRules& rules,
                                                        const std::vector<RuntimeKernel>& kernels,
                                                        const std::vector<RuntimeNode>& nodes, double latency_ms,
                                                        double run_overhead_ms) -> InContextSamples {
@@ -23,7 +23,7 @@ DNNCOST_FUNC auto dnncost::measure::in_context_samples(const graph::Graph& g, co
         raise<config_error>("in-context samples of '", g.name(), "': its profile's ", kernels.size(),
                             " kernels add up to ", out.profiled_ms, " ms");
     out.scale = std::max(latency_ms - run_overhead_ms, 0.1 * latency_ms) / out.profiled_ms;
-    const auto kg = cost::kernel_graph(g, rules);
+    const auto kg = device::kernel_graph(g, rules);
     const auto check = check_kernels(g, kg, kernels, nodes);
     out.pass_kernels = kg.kernels.size();
     // a pass kernel no runtime kernel ran was fused by the runtime into a consumer's kernel (as
@@ -53,7 +53,7 @@ DNNCOST_FUNC auto dnncost::measure::in_context_samples(const graph::Graph& g, co
             ++out.untimed;
             continue;
         }
-        auto f = features::kernel_features(g, kg, k, rules.layout.block);
+        auto f = device::kernel_features(g, kg, k, rules.layout.block);
         KernelRow row;
         row.kind = f.kind.key;
         row.key = key + "#" + std::to_string(k);

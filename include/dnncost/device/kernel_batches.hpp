@@ -14,9 +14,9 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
-#include <dnncost/estimators/tabular_regressor.hpp>
+#include <dnncost/device/tabular_regressor.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 class KernelBatches {
 public:
@@ -175,4 +175,4 @@ private:
     std::size_t m_filled = 0;
 };
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

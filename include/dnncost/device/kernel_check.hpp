@@ -1,6 +1,6 @@
 #pragma once
 /// @file kernel_check.hpp
-/// The kernel pass (cost/kernel_graph.hpp) checked against the kernels a runtime executed: its
+/// The kernel pass (device/kernel_graph.hpp) checked against the kernels a runtime executed: its
 /// profile (RuntimeKernel, runner_protocol.hpp) and the nodes of its optimised graph.
 ///
 /// A runtime kernel and a pass kernel are the same kernel when the runtime node writes one of the
@@ -21,11 +21,11 @@
 #include <vector>
 
 #include <dnncost/core/config.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/measure/runner_protocol.hpp>
 
-namespace dnncost::measure {
+namespace dnncost::device {
 
 /// The nodes of an ONNX file's graph (a runtime's optimised model); the file's weights are not
 /// kept. @throws io_error when it cannot be read, parse_error when it is not an ONNX model
@@ -63,12 +63,12 @@ struct KernelCheck {
 /// Compare the kernel graph `kg` of `g` with the runtime's kernels (in execution order) and the
 /// nodes of its optimised graph; without nodes, runtime kernels are taken to be named after the
 /// network's nodes (a runtime that did not rewrite the graph).
-DNNCOST_FUNC KernelCheck check_kernels(const graph::Graph& g, const cost::KernelGraph& kg,
+DNNCOST_FUNC KernelCheck check_kernels(const graph::Graph& g, const device::KernelGraph& kg,
                                        const std::vector<RuntimeKernel>& kernels,
                                        const std::vector<RuntimeNode>& nodes);
 
-}  // namespace dnncost::measure
+}  // namespace dnncost::device
 
 #if !defined(DNNCOST_COMPILED)
-#include <dnncost/measure/kernel_check_impl.hpp>
+#include <dnncost/device/kernel_check_impl.hpp>
 #endif

@@ -8,9 +8,9 @@
 
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx/proto.hpp>
-#include <dnncost/measure/kernel_check.hpp>
+#include <dnncost/device/kernel_check.hpp>
 
-DNNCOST_FUNC auto dnncost::measure::read_runtime_nodes(const std::string& path) -> std::vector<RuntimeNode> {
+DNNCOST_FUNC auto dnncost::device::read_runtime_nodes(const std::string& path) -> std::vector<RuntimeNode> {
     const auto bytes = io::read_file(path);
     ::onnx::ModelProto model;
     if (!model.ParseFromString(bytes)) raise<parse_error>(path, ": not an ONNX model");
@@ -25,7 +25,7 @@ DNNCOST_FUNC auto dnncost::measure::read_runtime_nodes(const std::string& path) 
     return nodes;
 }
 
-namespace dnncost::measure::detail {
+namespace dnncost::device::detail {
 /// A value's (or node's) name without the suffix of ONNX Runtime's blocked-layout rewrite.
 inline std::string plain_value(const std::string& name) {
     static const std::string suffix = "_nchwc";
@@ -36,9 +36,9 @@ inline std::string plain_value(const std::string& name) {
 inline bool is_runtime_reorder(const std::string& op) {
     return op == "ReorderInput" || op == "ReorderOutput" || op == "Transpose_nchwc";
 }
-}  // namespace dnncost::measure::detail
+}  // namespace dnncost::device::detail
 
-DNNCOST_FUNC auto dnncost::measure::check_kernels(const graph::Graph& g, const cost::KernelGraph& kg,
+DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const device::KernelGraph& kg,
                                                   const std::vector<RuntimeKernel>& kernels,
                                                   const std::vector<RuntimeNode>& nodes) -> KernelCheck {
     using detail::plain_value;

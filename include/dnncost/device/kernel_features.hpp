@@ -1,9 +1,9 @@
 #pragma once
 /// @file kernel_features.hpp
-/// The feature vector of one kernel of a cost::KernelGraph, and the kernel kind key that groups
+/// The feature vector of one kernel of a device::KernelGraph, and the kernel kind key that groups
 /// kernels so that one latency regressor per kind makes sense.
 ///
-/// The kind key (cost/kernel_kind.hpp) says which regressor prices a kernel.
+/// The kind key (device/kernel_kind.hpp) says which regressor prices a kernel.
 ///
 /// Features are the same for every kind (one fixed vector, named by kernel_feature_names()); a
 /// size that spans orders of magnitude enters as log2(1 + x).
@@ -19,18 +19,18 @@
 #include <vector>
 
 #include <dnncost/core/error.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/cost/kernel_kind.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_kind.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
-namespace dnncost::features {
+namespace dnncost::device {
 
-using cost::is_known_kernel_kind;
-using cost::kernel_families;
-using cost::kernel_kind;
-using cost::KernelKind;
-using cost::known_kernel_kinds;
+using device::is_known_kernel_kind;
+using device::kernel_families;
+using device::kernel_kind;
+using device::KernelKind;
+using device::known_kernel_kinds;
 
 namespace detail {
 /// log2(1 + x) for x >= 0 (0 below). Dimensions and counts are mostly small whole numbers,
@@ -117,8 +117,8 @@ inline KernelDims kernel_dims(const graph::Shape& in, const graph::Shape& out) {
 namespace detail {
 /// The features of kernel `k` of `kg` (a kernel graph of `g`) of kind `kind`, written to
 /// `values` (as many as kernel_feature_names()); windows read from `view` (of `g`) when given.
-inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* view, const cost::KernelGraph& kg,
-                                  const cost::Kernel& k, std::int64_t block, const KernelKind& kind,
+inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* view, const device::KernelGraph& kg,
+                                  const device::Kernel& k, std::int64_t block, const KernelKind& kind,
                                   std::span<double> values) {
     static const graph::Shape none{};
     const auto& in = k.input_shapes.empty() ? none : k.input_shapes.front();
@@ -146,10 +146,10 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
             const auto st = view ? view->strides(first) : a.attr_ints_view("strides");
             if (st.size() >= 2) sh = st[st.size() - 2], sw = st[st.size() - 1];
             groups = view ? view->group(first) : a.attr_int("group", 1);
-            depthwise = cost::is_depthwise(g, a, groups);
+            depthwise = device::is_depthwise(g, a, groups);
         }
         for (int t : a.inputs)
-            if (t >= 0 && cost::is_constant_tensor(g, kg.roles, t) && g.tensor(t).shape.size() >= 2) weighted = true;
+            if (t >= 0 && device::is_constant_tensor(g, kg.roles, t) && g.tensor(t).shape.size() >= 2) weighted = true;
         if (a_op == "MatMul" || a_op == "Gemm") {
             // [.., M, K] x [K, N]: K is the inner size, N the output's last dimension
             if (!in.empty()) d.c = in.back();
@@ -172,7 +172,7 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
                 ++sigmoid;
             else if (op == "HardSigmoid" || op == "HardSwish")
                 ++hard;
-            else if (cost::is_elementwise_op(op))
+            else if (device::is_elementwise_op(op))
                 ++add;
             else
                 ++other;
@@ -226,7 +226,7 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
     std::copy(std::begin(v), std::end(v), values.begin());
 }
 
-inline void check_kernel_features_call(const cost::KernelGraph& kg, std::size_t index, std::span<double> values) {
+inline void check_kernel_features_call(const device::KernelGraph& kg, std::size_t index, std::span<double> values) {
     if (index >= kg.kernels.size())
         raise<config_error>("kernel_features: kernel ", index, " of ", kg.kernels.size(), " does not exist");
     if (values.size() != kernel_feature_names().size())
@@ -239,7 +239,7 @@ inline void check_kernel_features_call(const cost::KernelGraph& kg, std::size_t 
 /// (kernel_feature_names() order, as many), and its kind: kernel_features() without a vector of
 /// its own, for a caller that prices many kernels. `block` as for kernel_features().
 /// @throws config_error for an index out of range; shape_error for `values` of another size
-inline KernelKind kernel_features_into(const graph::Graph& g, const cost::KernelGraph& kg, std::size_t index,
+inline KernelKind kernel_features_into(const graph::Graph& g, const device::KernelGraph& kg, std::size_t index,
                                        std::int64_t block, std::span<double> values) {
     detail::check_kernel_features_call(kg, index, values);
     const auto& k = kg.kernels[index];
@@ -252,7 +252,7 @@ inline KernelKind kernel_features_into(const graph::Graph& g, const cost::Kernel
 /// of it), its windows read from the view: for a caller that prices many kernels and works out
 /// a kind once for the many kernels that share it.
 /// @throws as kernel_features_into()
-inline void kernel_features_into(const graph::FlatView& view, const cost::KernelGraph& kg, std::size_t index,
+inline void kernel_features_into(const graph::FlatView& view, const device::KernelGraph& kg, std::size_t index,
                                  std::int64_t block, const KernelKind& kind, std::span<double> values) {
     detail::check_kernel_features_call(kg, index, values);
     detail::write_kernel_features(view.graph(), &view, kg, kg.kernels[index], block, kind, values);
@@ -262,7 +262,7 @@ inline void kernel_features_into(const graph::FlatView& view, const cost::Kernel
 /// layout block (its rule set's), used to judge channel alignment even for a kernel that runs
 /// in the plain layout (0: no blocked layout).
 /// @throws config_error for an index out of range
-inline KernelFeatures kernel_features(const graph::Graph& g, const cost::KernelGraph& kg, std::size_t index,
+inline KernelFeatures kernel_features(const graph::Graph& g, const device::KernelGraph& kg, std::size_t index,
                                       std::int64_t block) {
     KernelFeatures out;
     out.values.resize(kernel_feature_names().size());
@@ -270,4 +270,4 @@ inline KernelFeatures kernel_features(const graph::Graph& g, const cost::KernelG
     return out;
 }
 
-}  // namespace dnncost::features
+}  // namespace dnncost::device

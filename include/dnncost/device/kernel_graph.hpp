@@ -1,7 +1,7 @@
 #pragma once
 /// @file kernel_graph.hpp
 /// The kernels a runtime executes for an operator graph under a device's fusion rules
-/// (cost/fusion_rules.hpp): the unit a per-kernel latency model prices.
+/// (device/fusion_rules.hpp): the unit a per-kernel latency model prices.
 ///
 /// The pass, in order:
 /// 1. Nodes computed at load (constant inputs only, shape arithmetic) and free operators
@@ -31,14 +31,14 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/json_string.hpp>
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/cost/fusion_match.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
-#include <dnncost/cost/kernel_graph_plan.hpp>
-#include <dnncost/cost/kind_spec.hpp>
+#include <dnncost/device/fusion_match.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_graph_plan.hpp>
+#include <dnncost/device/kind_spec.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
-namespace dnncost::cost {
+namespace dnncost::device {
 
 /// A memory layout of activations: plain (NCHW) or blocked by `block` channels.
 struct Layout {
@@ -528,4 +528,4 @@ inline KernelGraph kernel_graph(const graph::Graph& g, const FusionRules& rules)
     return kg;
 }
 
-}  // namespace dnncost::cost
+}  // namespace dnncost::device

@@ -1,6 +1,6 @@
 #pragma once
 /// @file kernel_graph_plan.hpp
-/// The grouping step of the kernel pass (cost/kernel_graph.hpp): the units of a graph (pattern
+/// The grouping step of the kernel pass (device/kernel_graph.hpp): the units of a graph (pattern
 /// groups and single compute nodes), their fusion by the rules, and the topological order of the
 /// resulting kernels, on integer kinds; with the scratch storage a caller that runs the pass on
 /// many graphs keeps from one graph to the next.
@@ -14,12 +14,12 @@
 #include <utility>
 #include <vector>
 
-#include <dnncost/cost/fusion_match.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/device/fusion_match.hpp>
+#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
-namespace dnncost::cost {
+namespace dnncost::device {
 
 namespace detail {
 
@@ -311,4 +311,4 @@ inline bool anchor_fits(const graph::FlatView& g, int a, int conv, const LayoutR
 
 }  // namespace detail
 
-}  // namespace dnncost::cost
+}  // namespace dnncost::device

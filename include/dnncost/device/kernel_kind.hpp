@@ -1,6 +1,6 @@
 #pragma once
 /// @file kernel_kind.hpp
-/// The kernel kind key: groups the kernels of cost::KernelGraph so that one latency regressor
+/// The kernel kind key: groups the kernels of device::KernelGraph so that one latency regressor
 /// per kind makes sense.
 ///
 /// A kind key is the family of the kernel's first executed unit (Conv, DepthwiseConv, Gemm,
@@ -19,12 +19,12 @@
 #include <unordered_set>
 #include <vector>
 
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/cost/kind_spec.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kind_spec.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 
-namespace dnncost::cost {
+namespace dnncost::device {
 
 /// The fusions of a kind key: a binary element-wise operator, an activation.
 inline constexpr std::string_view fused_add = "Add", fused_act = "Act";
@@ -281,4 +281,4 @@ inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, cons
     return kernel_kind(g, kg, k, kernel_kind_variant(g, k), shared);
 }
 
-}  // namespace dnncost::cost
+}  // namespace dnncost::device

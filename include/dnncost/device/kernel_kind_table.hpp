@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/cost/kernel_kind.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_kind.hpp>
 #include <dnncost/graph/flat_view.hpp>
 
-namespace dnncost::cost {
+namespace dnncost::device {
 
 /// Kind keys by kind string and variant, each with a value of the caller's (the regressor that
 /// prices the kind, say).
@@ -69,4 +69,4 @@ private:
     Entry m_unshared;  ///< the last kernel's whose kind is its own
 };
 
-}  // namespace dnncost::cost
+}  // namespace dnncost::device

@@ -30,7 +30,7 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/core/rng.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/features/batch.hpp>
 #include <dnncost/features/encode.hpp>
@@ -41,7 +41,7 @@
 #include <dnncost/nn/parameter.hpp>
 #include <dnncost/nn/readout/pooling.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 /// One network as the residual reads it.
 struct KernelGraphSample {
@@ -52,12 +52,12 @@ struct KernelGraphSample {
 };
 
 /// The sample of graph `g` from its kernel graph: one row per kernel (reorders included), the
-/// row being features::kernel_features(g, kg, k, block).values with log(kernel_ms[k]) appended;
+/// row being device::kernel_features(g, kg, k, block).values with log(kernel_ms[k]) appended;
 /// the kernel graph's edges, one per (producer, consumer) pair; sum_ms = overhead_ms + sum of
 /// kernel_ms.
 /// @throws shape_error when kernel_ms.size() != kg.kernels.size(); config_error for a kernel_ms
 ///         that is not positive and finite, or an overhead that is negative or not finite
-DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, const cost::KernelGraph& kg,
+DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, const device::KernelGraph& kg,
                                                         std::int64_t block, std::span<const double> kernel_ms,
                                                         double overhead_ms);
 
@@ -168,8 +168,8 @@ private:
     std::unique_ptr<nn::Linear<double>> m_head;
 };
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device
 
 #if !defined(DNNCOST_COMPILED)
-#include <dnncost/estimators/kernel_residual_impl.hpp>
+#include <dnncost/device/kernel_residual_impl.hpp>
 #endif

@@ -17,12 +17,12 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/core/rng.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/estimators/estimator.hpp>
-#include <dnncost/estimators/kernel_residual.hpp>
+#include <dnncost/device/kernel_residual.hpp>
 #include <dnncost/features/batch.hpp>
 #include <dnncost/features/encode.hpp>
-#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/nn/activations.hpp>
@@ -33,9 +33,9 @@
 #include <dnncost/optim/optimizer.hpp>
 #include <dnncost/train/epoch_loop.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
-DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, const cost::KernelGraph& kg,
+DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, const device::KernelGraph& kg,
                                                         std::int64_t block, std::span<const double> kernel_ms,
                                                         double overhead_ms) {
     const std::size_t n = kg.kernels.size();
@@ -53,7 +53,7 @@ DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, c
         if (!(std::isfinite(ms) && ms > 0))
             raise<config_error>("make_kernel_graph_sample: graph '", g.name(), "': kernel ", k, " (",
                                 kg.kernels[k].kind, ") has latency ", ms, " ms, not positive and finite");
-        const auto f = features::kernel_features(g, kg, k, block);
+        const auto f = device::kernel_features(g, kg, k, block);
         if (k == 0) s.features.resize(static_cast<Index>(n), static_cast<Index>(f.values.size()) + 1);
         for (std::size_t j = 0; j < f.values.size(); ++j)
             s.features(static_cast<Index>(k), static_cast<Index>(j)) = f.values[j];
@@ -433,4 +433,4 @@ DNNCOST_FUNC double KernelResidual::batch_loss_and_gradient(std::span<const feat
     return loss / n;
 }
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

@@ -16,22 +16,22 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
-#include <dnncost/estimators/device_model.hpp>
-#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/device_model.hpp>
+#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/json.hpp>
 
-namespace dnncost::measure {
+namespace dnncost::device {
 
 inline constexpr std::string_view kernel_sample_format = "dnncost-kernel-samples 1";
 
 struct KernelSampleFile {
     std::string device;
-    cost::FusionRules rules;
+    device::FusionRules rules;
     double run_overhead_ms = 0;
     std::vector<std::string> keys;  ///< store key of each sample, in order
-    std::vector<estimators::KernelMeasurement> samples;
+    std::vector<device::KernelMeasurement> samples;
 };
 
 /// Write the file atomically.
@@ -42,8 +42,8 @@ DNNCOST_FUNC void write_kernel_sample_file(const std::filesystem::path& path, co
 ///         other feature names (a build of another version), a missing or non-finite value
 DNNCOST_FUNC KernelSampleFile read_kernel_sample_file(const std::filesystem::path& path);
 
-}  // namespace dnncost::measure
+}  // namespace dnncost::device
 
 #if !defined(DNNCOST_COMPILED)
-#include <dnncost/measure/kernel_sample_file_impl.hpp>
+#include <dnncost/device/kernel_sample_file_impl.hpp>
 #endif

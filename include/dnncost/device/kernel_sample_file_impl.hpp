@@ -2,9 +2,9 @@
 /// @file kernel_sample_file_impl.hpp
 /// The definitions of kernel_sample_file.hpp: compiled once into dnncost::compiled in compiled mode
 /// (core/config.hpp), included by kernel_sample_file.hpp in header-only mode.
-#include <dnncost/measure/kernel_sample_file.hpp>
+#include <dnncost/device/kernel_sample_file.hpp>
 
-DNNCOST_FUNC auto dnncost::measure::write_kernel_sample_file(const std::filesystem::path& path,
+DNNCOST_FUNC auto dnncost::device::write_kernel_sample_file(const std::filesystem::path& path,
                                                              const KernelSampleFile& f) -> void {
     if (f.keys.size() != f.samples.size())
         raise<config_error>("kernel samples: ", f.keys.size(), " keys for ", f.samples.size(), " samples");
@@ -14,7 +14,7 @@ DNNCOST_FUNC auto dnncost::measure::write_kernel_sample_file(const std::filesyst
     doc.set("rules_text", json::Value::of(f.rules.to_text()));
     doc.set("run_overhead_ms", json::Value::of(f.run_overhead_ms));
     auto names = json::Value::array();
-    for (const auto& n : features::kernel_feature_names()) names.push(json::Value::of(n));
+    for (const auto& n : device::kernel_feature_names()) names.push(json::Value::of(n));
     doc.set("feature_names", std::move(names));
     auto samples = json::Value::array();
     for (std::size_t i = 0; i < f.samples.size(); ++i) {
@@ -33,7 +33,7 @@ DNNCOST_FUNC auto dnncost::measure::write_kernel_sample_file(const std::filesyst
     io::write_file_atomic(path, json::dump_lines(doc));
 }
 
-DNNCOST_FUNC auto dnncost::measure::read_kernel_sample_file(const std::filesystem::path& path) -> KernelSampleFile {
+DNNCOST_FUNC auto dnncost::device::read_kernel_sample_file(const std::filesystem::path& path) -> KernelSampleFile {
     const std::string where = path.string();
     const auto doc = json::parse_object(io::read_file(path), where);
     if (doc.is_null()) raise<parse_error>(where, ": empty file");
@@ -53,12 +53,12 @@ DNNCOST_FUNC auto dnncost::measure::read_kernel_sample_file(const std::filesyste
     KernelSampleFile f;
     f.device = string_of(doc, "device", where);
     try {
-        f.rules = cost::FusionRules::parse(string_of(doc, "rules_text", where), where + " (rules_text)");
+        f.rules = device::FusionRules::parse(string_of(doc, "rules_text", where), where + " (rules_text)");
     } catch (const config_error& e) {
         raise<parse_error>(e.what());
     }
     f.run_overhead_ms = number_of(doc, "run_overhead_ms", where);
-    const auto& expected = features::kernel_feature_names();
+    const auto& expected = device::kernel_feature_names();
     const auto* names = doc.find("feature_names");
     bool same = names && names->is_array() && names->items.size() == expected.size();
     for (std::size_t j = 0; same && j < expected.size(); ++j)
@@ -70,7 +70,7 @@ DNNCOST_FUNC auto dnncost::measure::read_kernel_sample_file(const std::filesyste
         const auto& row = samples->items[i];
         const std::string what = where + ": sample " + std::to_string(i + 1);
         if (!row.is_object()) raise<parse_error>(what, ": not an object");
-        estimators::KernelMeasurement m;
+        device::KernelMeasurement m;
         m.kind = string_of(row, "kind", what);
         m.latency_ms = number_of(row, "latency_ms", what);
         if (const auto* c = row.find("in_context")) {

@@ -1,6 +1,6 @@
 #pragma once
 /// @file kernel_sampler.hpp
-/// Kernel configurations to measure, per kernel kind (cost/kernel_kind.hpp), each as a small
+/// Kernel configurations to measure, per kernel kind (device/kernel_kind.hpp), each as a small
 /// graph that the kernel pass turns into exactly one kernel of that kind (reorders aside) under a
 /// device's rule set: the training samples of per-kernel latency regressors.
 ///
@@ -25,17 +25,17 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/rng.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/cost/kernel_kind.hpp>
-#include <dnncost/cost/kind_spec.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_kind.hpp>
+#include <dnncost/device/kind_spec.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/spaces/registry.hpp>
 
-namespace dnncost::cost {
+namespace dnncost::device {
 
-/// One kernel configuration. Dimensions follow features::KernelDims: a token tensor is
+/// One kernel configuration. Dimensions follow device::KernelDims: a token tensor is
 /// [n, h (tokens), c]; a matrix product [.., h, c] x [c, k].
 struct KernelConfig {
     std::string kind;  ///< the intended kind key
@@ -587,4 +587,4 @@ inline std::map<std::string, double> adaptive_round(KernelSampler& sampler, std:
     return errors;
 }
 
-}  // namespace dnncost::cost
+}  // namespace dnncost::device

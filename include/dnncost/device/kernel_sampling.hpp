@@ -1,11 +1,11 @@
 #pragma once
 /// @file kernel_sampling.hpp
-/// Measuring kernel samples (cost/kernel_sampler.hpp) on a real device: each sample's graph is
+/// Measuring kernel samples (device/kernel_sampler.hpp) on a real device: each sample's graph is
 /// written as an ONNX model with seeded weights and measured by the harness into a results store
 /// under its canonical hash, so a run that was interrupted, or is repeated with more samples,
 /// measures only what the store lacks. Measuring goes in chunks; with a time budget, the time per
 /// sample measured so far decides how many more fit. The result is one row per measured sample:
-/// its kind, its kernel's features (features/kernel_features.hpp) and its latency. Needs the
+/// its kind, its kernel's features (device/kernel_features.hpp) and its latency. Needs the
 /// `dnncost::onnx` target.
 #include <algorithm>
 #include <chrono>
@@ -20,16 +20,16 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/cost/kernel_sampler.hpp>
-#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
+#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
 
-namespace dnncost::measure {
+namespace dnncost::device {
 
 /// Where a sampling run stands.
 struct SamplingProgress {
@@ -85,11 +85,11 @@ struct KernelSamplingResult {
 /// Measure `samples` (single-kernel graphs under `rules`) and return their rows.
 /// @throws config_error (no runner or store, bad options, a store of another device or runners,
 /// a sample that is not one kernel), io_error, parse_error (an existing file that is not a store)
-DNNCOST_FUNC KernelSamplingResult measure_kernel_samples(const std::vector<cost::KernelSample>& samples,
-                                                   const cost::FusionRules& rules, const KernelSamplingSetup& setup);
+DNNCOST_FUNC KernelSamplingResult measure_kernel_samples(const std::vector<device::KernelSample>& samples,
+                                                   const device::FusionRules& rules, const KernelSamplingSetup& setup);
 
-}  // namespace dnncost::measure
+}  // namespace dnncost::device
 
 #if !defined(DNNCOST_COMPILED)
-#include <dnncost/measure/kernel_sampling_impl.hpp>
+#include <dnncost/device/kernel_sampling_impl.hpp>
 #endif

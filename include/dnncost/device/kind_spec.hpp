@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dnncost::cost {
+namespace dnncost::device {
 
 struct KindSpec {
     std::string anchor;                ///< the first unit: an operator, a pattern or a family
@@ -59,4 +59,4 @@ struct KindSpec {
     static constexpr char separator = '+';
 };
 
-}  // namespace dnncost::cost
+}  // namespace dnncost::device

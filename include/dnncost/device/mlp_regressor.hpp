@@ -9,13 +9,13 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/estimators/tabular_regressor.hpp>
+#include <dnncost/device/tabular_regressor.hpp>
 #include <dnncost/nn/activations.hpp>
 #include <dnncost/nn/mlp.hpp>
 #include <dnncost/optim/optimizer.hpp>
 #include <dnncost/optim/schedule.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 /// Hyper-parameters of MlpRegressor; checked when the regressor is built.
 struct MlpRegressorOptions {
@@ -253,4 +253,4 @@ private:
     int m_best_epoch = -1;
 };
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

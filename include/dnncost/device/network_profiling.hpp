@@ -19,14 +19,14 @@
 #include <vector>
 
 #include <dnncost/core/config.hpp>
-#include <dnncost/cost/fusion_rules.hpp>
+#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/measure/harness.hpp>
-#include <dnncost/measure/in_context.hpp>
-#include <dnncost/measure/kernel_sampling.hpp>
+#include <dnncost/device/in_context.hpp>
+#include <dnncost/device/kernel_sampling.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 
-namespace dnncost::measure {
+namespace dnncost::device {
 
 struct NetworkProfilingSetup {
     std::vector<std::string> runners;  ///< runner commands (run with /bin/sh -c)
@@ -72,11 +72,11 @@ struct NetworkProfilingResult {
 /// @throws config_error (no runner or store, bad options, a store of another device or runners),
 /// io_error, parse_error (an existing store or kernel file that is damaged)
 DNNCOST_FUNC NetworkProfilingResult profile_networks(const std::vector<graph::Graph>& networks,
-                                                     const cost::FusionRules& rules, double run_overhead_ms,
+                                                     const device::FusionRules& rules, double run_overhead_ms,
                                                      const NetworkProfilingSetup& setup);
 
-}  // namespace dnncost::measure
+}  // namespace dnncost::device
 
 #if !defined(DNNCOST_COMPILED)
-#include <dnncost/measure/network_profiling_impl.hpp>
+#include <dnncost/device/network_profiling_impl.hpp>
 #endif

@@ -9,15 +9,15 @@
 #include <memory>
 #include <set>
 
-#include <dnncost/measure/kernel_check.hpp>
+#include <dnncost/device/kernel_check.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/measure/model_file.hpp>
-#include <dnncost/measure/network_profiling.hpp>
+#include <dnncost/device/network_profiling.hpp>
 #include <dnncost/measure/sidecar.hpp>
 #include <dnncost/measure/store.hpp>
 
-DNNCOST_FUNC auto dnncost::measure::profile_networks(const std::vector<graph::Graph>& networks,
-                                                     const cost::FusionRules& rules, double run_overhead_ms,
+DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Graph>& networks,
+                                                     const device::FusionRules& rules, double run_overhead_ms,
                                                      const NetworkProfilingSetup& setup) -> NetworkProfilingResult {
     if (setup.runners.empty()) raise<config_error>("network profiling: no runner command");
     if (setup.store.empty()) raise<config_error>("network profiling: no results store path");

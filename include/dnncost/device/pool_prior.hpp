@@ -17,7 +17,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 /// Ridge regression of r on the rows of `a` (no intercept handling: every column is penalised),
 /// with the penalty chosen by exact leave-one-out squared error over a log grid. Solved in the
@@ -160,4 +160,4 @@ private:
     Index m_prior_device = 0;
 };
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

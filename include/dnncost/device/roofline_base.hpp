@@ -18,7 +18,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 /// The time of a kernel of `flops` FLOPs that moves bytes of a few kinds (say the activations it
 /// reads and writes, and its weights), in ms.
@@ -213,4 +213,4 @@ inline RooflineBaseFit fit_roofline_base(std::span<const double> flops, const Ma
     return out;
 }
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

@@ -23,14 +23,14 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
-#include <dnncost/estimators/roofline_base.hpp>
-#include <dnncost/estimators/tabular_regressor.hpp>
+#include <dnncost/device/roofline_base.hpp>
+#include <dnncost/device/tabular_regressor.hpp>
 #include <dnncost/io/serialize.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 /// Where RooflineRegressor reads a kernel's work. Each feature is log2(1 + count), as kernel
-/// features are (features/kernel_features.hpp). Each group of bytes features is one kind of bytes
+/// features are (device/kernel_features.hpp). Each group of bytes features is one kind of bytes
 /// with a rate of its own, its counts summed: by default the activations read and written, and the
 /// weights (a matrix-vector product moves mostly weights, a convolution mostly activations).
 /// Features the data lacks are left out, and a group without any.
@@ -252,4 +252,4 @@ private:
     const Loader* m_loader = nullptr;  ///< while loading only
 };
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

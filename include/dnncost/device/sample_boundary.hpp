@@ -23,7 +23,7 @@
 
 #include <dnncost/core/error.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 /// The costs of a sample's edges: per kernel, and per 2^20 bytes.
 struct SampleBoundaryCost {
@@ -166,4 +166,4 @@ inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> ne
     return best;
 }
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

@@ -17,16 +17,16 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/estimators/mlp_regressor.hpp>
-#include <dnncost/estimators/roofline_regressor.hpp>
-#include <dnncost/estimators/tabular_regressor.hpp>
+#include <dnncost/device/mlp_regressor.hpp>
+#include <dnncost/device/roofline_regressor.hpp>
+#include <dnncost/device/tabular_regressor.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/train/metrics.hpp>
 #if defined(DNNCOST_HAS_XGBOOST)
-#include <dnncost/estimators/gbt_regressor.hpp>
+#include <dnncost/device/gbt_regressor.hpp>
 #endif
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 /// A regressor that may be chosen: a name for reports and a factory of fresh, unfitted models.
 struct TabularCandidate {
@@ -53,7 +53,7 @@ inline std::vector<TabularCandidate> default_tabular_candidates(std::uint64_t se
                      GbtRegressorOptions o;
                      o.seed = seed;
                      o.linear_base = true;
-                     // the kernel features of work and traffic (features/kernel_features.hpp)
+                     // the kernel features of work and traffic (device/kernel_features.hpp)
                      o.linear_features = {"log_flops", "log_input_bytes", "log_output_bytes", "log_weight_bytes"};
                      return std::make_unique<GbtRegressor>(o);
                  }});
@@ -189,4 +189,4 @@ inline std::unique_ptr<TabularRegressor> load_tabular_regressor(std::string_view
                                "tabular-gbt-linear or tabular-roofline-<one of them>)");
 }
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device

@@ -35,7 +35,7 @@
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/io/serialize.hpp>
 
-namespace dnncost::estimators {
+namespace dnncost::device {
 
 /// Version of the payload that TabularRegressor::save writes inside the model container.
 inline constexpr std::uint32_t tabular_payload_version = 1;
@@ -226,4 +226,4 @@ private:
     bool m_fitted = false;
 };
 
-}  // namespace dnncost::estimators
+}  // namespace dnncost::device
