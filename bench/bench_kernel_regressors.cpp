@@ -16,7 +16,7 @@
 #endif
 
 using namespace dnncost;
-using namespace dnncost::estimators;
+using namespace dnncost::device;
 
 namespace {
 

@@ -5,5 +5,5 @@
 #include <dnncost/device/kernel_residual_impl.hpp>
 
 namespace dnncost::estimators::detail {
-RegistryEntry builtin_device_model_entry() { return device_model_entry(); }
+RegistryEntry builtin_device_model_entry() { return device::detail::device_model_entry(); }
 }  // namespace dnncost::estimators::detail

@@ -31,7 +31,7 @@
 #endif
 
 using namespace dnncost;
-using namespace dnncost::estimators;
+using namespace dnncost::device;
 
 namespace {
 
@@ -377,7 +377,7 @@ TEST_CASE("device model: kernels 4x beyond every sample priced within 20 % of th
     const auto loaded = DeviceModel::deserialize(bytes, "roofline.dnnc");
     for (const auto& k : far) CHECK(kernel_ms(*loaded, k.graph) == kernel_ms(m, k.graph));
     CHECK(loaded->kinds().at("Gemm").chosen == m.kinds().at("Gemm").chosen);
-    const auto again = load_estimator(bytes, "roofline.dnnc");
+    const auto again = estimators::load_estimator(bytes, "roofline.dnnc");
     CHECK(again->preset() == "device");
 
     // without the base (the build before it): a payload of version 4 loads and prices as it did

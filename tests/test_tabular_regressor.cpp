@@ -20,7 +20,7 @@
 #endif
 
 using namespace dnncost;
-using namespace dnncost::estimators;
+using namespace dnncost::device;
 
 namespace {
 

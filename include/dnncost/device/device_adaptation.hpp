@@ -45,7 +45,7 @@ enum class AdaptEncoding { nb201, aggregates, embedding };
 class NetworkEncoder {
 public:
     /// @param model the estimator whose embedding is the encoding (AdaptEncoding::embedding only)
-    NetworkEncoder(AdaptEncoding kind, std::string space, const Estimator* model = nullptr)
+    NetworkEncoder(AdaptEncoding kind, std::string space, const estimators::Estimator* model = nullptr)
         : m_kind(kind), m_space(std::move(space)), m_model(model) {
         if (kind == AdaptEncoding::embedding && !model)
             raise<config_error>("NetworkEncoder: an embedding encoder needs a trained model");
@@ -71,7 +71,7 @@ public:
                 if (m_vocabulary.empty()) m_vocabulary = vocabulary_of(graphs.pointers());
                 e = aggregates(graphs.pointers(), linear);
             } else {
-                e = embed(*m_model, graphs);
+                e = estimators::embed(*m_model, graphs);
             }
             if (x.size() == 0) x.resize(static_cast<Index>(items.size()), e.cols());
             x.middleRows(static_cast<Index>(s), e.rows()) = e;
@@ -81,14 +81,14 @@ public:
 
 private:
     Eigen::MatrixXd nb201_rows(const train::Dataset& ds, const std::vector<std::size_t>& items, bool linear) const {
-        Eigen::MatrixXd x(static_cast<Index>(items.size()), nb201_encoding_width);
+        Eigen::MatrixXd x(static_cast<Index>(items.size()), estimators::nb201_encoding_width);
         for (std::size_t i = 0; i < items.size(); ++i) {
             const auto q = spaces::split_qualified(ds.key(items[i]));
             const std::string arch = q ? std::string(q->arch) : ds.key(items[i]);
             if ((q && q->space->name != "nb201") || (!q && m_space != "nb201"))
                 raise<config_error>(ds.source(), ":", ds.line(items[i]), ": the nb201 encoder reads NB201 cells, not '",
                                     ds.key(items[i]), "' (use --encoder aggregates or a GNN model)");
-            const auto e = nb201_encoding(arch);
+            const auto e = estimators::nb201_encoding(arch);
             for (std::size_t j = 0; j < e.size(); ++j) x(static_cast<Index>(i), static_cast<Index>(j)) = e[j];
         }
         // the counts are the encoding's last columns
@@ -114,7 +114,7 @@ private:
     }
     AdaptEncoding m_kind;
     std::string m_space;
-    const Estimator* m_model;
+    const estimators::Estimator* m_model;
     std::vector<std::string> m_vocabulary;
 };
 
@@ -125,11 +125,11 @@ struct AdaptRequest {
     std::string space;                      ///< the space of keys without a SPACE: prefix
     bool prior = true;                      ///< the pool prior; false: the MAPLE-Edge regressor
     AdaptEncoding encoding = AdaptEncoding::nb201;
-    const Estimator* embedding_model = nullptr;  ///< with AdaptEncoding::embedding
+    const estimators::Estimator* embedding_model = nullptr;  ///< with AdaptEncoding::embedding
     std::size_t shots = 10;
     std::string sampling = "uniform";  ///< uniform | random | doptimal
     std::string proxy;                 ///< a pool column or macs (uniform sampling); empty: the first pool target
-    AdaptationOptions maple{};         ///< the regressor's options (seed: of the shots too)
+    estimators::AdaptationOptions maple{};         ///< the regressor's options (seed: of the shots too)
     bool baseline = false;             ///< also fit a ridge on the shots alone
 };
 

@@ -39,7 +39,7 @@ DNNCOST_FUNC auto dnncost::device::adapt_to_device(const train::Dataset& pool, c
         }
     if (candidates.empty()) raise<config_error>(tds.source(), ": none of its networks is in the pool ", pool.source());
     out.candidates = candidates.size();
-    check_shot_candidates(candidates.size(), r.shots);  // before the pool is encoded
+    estimators::check_shot_candidates(candidates.size(), r.shots);  // before the pool is encoded
 
     NetworkEncoder encoder(r.encoding, r.space, r.embedding_model);
     const auto pool_x = encoder.encode(pool, pool.all_items(), r.prior);
@@ -68,7 +68,7 @@ DNNCOST_FUNC auto dnncost::device::adapt_to_device(const train::Dataset& pool, c
         }
         std::vector<std::size_t> positions(candidates.size());
         for (std::size_t k = 0; k < positions.size(); ++k) positions[k] = k;
-        chosen = choose_shots(positions, candidate_proxy, r.shots, train::parse_sampling(r.sampling), r.maple.seed);
+        chosen = estimators::choose_shots(positions, candidate_proxy, r.shots, train::parse_sampling(r.sampling), r.maple.seed);
     }
     std::vector<std::size_t> shot_rows, shot_items;
     std::vector<double> shot_ms;
@@ -87,7 +87,7 @@ DNNCOST_FUNC auto dnncost::device::adapt_to_device(const train::Dataset& pool, c
     }
     out.n_test = test.size();
 
-    MapleEdge maple;
+    estimators::MapleEdge maple;
     PoolPriorAdaptation pool_prior;
     const auto start = std::chrono::steady_clock::now();
     if (r.prior)
@@ -113,7 +113,7 @@ DNNCOST_FUNC auto dnncost::device::adapt_to_device(const train::Dataset& pool, c
             };
             for (auto i : shot_items) shot_archs.push_back(arch_of(i));
             for (auto i : test) test_archs.push_back(arch_of(i));
-            base_pred = shots_only_ridge(shot_archs, shot_ms, test_archs);
+            base_pred = estimators::shots_only_ridge(shot_archs, shot_ms, test_archs);
         } else {
             // the pool prior with the aggregates encoder has these features already
             const bool reuse = r.prior && r.encoding == AdaptEncoding::aggregates;
@@ -122,7 +122,7 @@ DNNCOST_FUNC auto dnncost::device::adapt_to_device(const train::Dataset& pool, c
             const auto test_lin = reuse         ? test_x
                                   : target_data ? linear.encode(tds, test, true)
                                                 : detail::rows_of(all, test);
-            base_pred = shots_only_linear_ridge(detail::rows_of(all, shot_rows), shot_ms, test_lin);
+            base_pred = estimators::shots_only_linear_ridge(detail::rows_of(all, shot_rows), shot_ms, test_lin);
         }
         out.baseline = train::evaluate(base_pred, truth);
         out.baseline_name =

@@ -72,9 +72,9 @@ struct DeviceBuildSetup {
     std::string device;                ///< the device's name, in the stores and the rules
     std::filesystem::path work_dir;    ///< stores and model files of every step (resumable)
     std::optional<device::FusionRules> rules;  ///< given rules: no discovery
-    HarnessOptions harness{};          ///< of the kernel samples and the overhead
-    HarnessOptions probe_harness{};    ///< of the fusion discovery's graphs
-    PoolOptions pool{};
+    measure::HarnessOptions harness{};          ///< of the kernel samples and the overhead
+    measure::HarnessOptions probe_harness{};    ///< of the fusion discovery's graphs
+    measure::PoolOptions pool{};
     device::DiscoveryOptions discovery{};
     device::KernelSamplerOptions sampler = device_sampler_options();
     device::DeviceModelOptions model{};
@@ -168,10 +168,10 @@ struct DeviceCalibrationSetup {
     std::vector<std::string> runners;
     std::string device;
     std::filesystem::path work_dir;  ///< the shots' store and model files (resumable)
-    HarnessOptions harness{};
-    PoolOptions pool{};
+    measure::HarnessOptions harness{};
+    measure::PoolOptions pool{};
     std::uint64_t seed = 0;  ///< of the weight values
-    HarnessEvents events{};
+    measure::HarnessEvents events{};
     /// The opset to write each shot with (a network of the user's at its own); empty: every shot
     /// at spaces_opset().
     std::vector<int> opsets;

@@ -67,7 +67,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
         p.discovery = setup.discovery;
         p.seed = setup.seed;
         p.opset = spaces_opset();
-        p.events.on_progress = [&](const Progress& h) {
+        p.events.on_progress = [&](const measure::Progress& h) {
             SamplingProgress s;
             s.done = h.requests_done;
             s.total = h.requests_total;
@@ -125,7 +125,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
         if (setup.budget_minutes > 0) ps.budget_minutes = std::max(1e-9, remaining_minutes() * setup.network_share);
         ps.on_progress = [&](const SamplingProgress& p) { progress("networks", p); };
         auto pr = profile_networks(nets, rules, overhead_ms, ps);
-        const auto files = ps.store.string() + " and " + kernel_profiles_path(ps.store).string();
+        const auto files = ps.store.string() + " and " + measure::kernel_profiles_path(ps.store).string();
         if (!pr.profiles) {
             if (setup.in_context == InContext::on)
                 raise<config_error>("device build: the runner answered a profiled request without kernels: it cannot "
@@ -281,7 +281,7 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
                 g.set_name(name);
             }
         }
-        if (keys.insert(network_key(g)).second) out.push_back(std::move(g));
+        if (keys.insert(measure::network_key(g)).second) out.push_back(std::move(g));
     }
     return out;
 }
@@ -314,20 +314,20 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(device::DeviceModel& m
     std::filesystem::create_directories(setup.work_dir / "models", ec);
     if (!std::filesystem::is_directory(setup.work_dir / "models"))
         raise<io_error>("device calibrate: cannot create the work directory '", setup.work_dir.string(), "'");
-    ResultsStore store(setup.work_dir / "shots.csv");
+    measure::ResultsStore store(setup.work_dir / "shots.csv");
     if (!setup.opsets.empty() && setup.opsets.size() != shots.size())
         raise<config_error>("device calibrate: ", setup.opsets.size(), " opsets for ", shots.size(), " networks");
-    std::vector<Network> networks;
+    std::vector<measure::Network> networks;
     for (std::size_t i = 0; i < shots.size(); ++i) {
         const auto& g = shots[i];
         const auto key = graph::canonical_hash(g).hex();
-        Network n{key, g.name(), setup.work_dir / "models" / (key + ".onnx")};
+        measure::Network n{key, g.name(), setup.work_dir / "models" / (key + ".onnx")};
         const int opset = setup.opsets.empty() ? spaces_opset() : setup.opsets[i];
-        if (!std::filesystem::exists(n.model)) write_model_for_runner(g, n.model, setup.seed, opset);
+        if (!std::filesystem::exists(n.model)) measure::write_model_for_runner(g, n.model, setup.seed, opset);
         networks.push_back(std::move(n));
     }
-    RunnerPool pool(setup.runners, setup.pool);
-    Harness harness(pool, setup.harness);
+    measure::RunnerPool pool(setup.runners, setup.pool);
+    measure::Harness harness(pool, setup.harness);
     (void)harness.run(store, networks, setup.events);
     DeviceCalibrationResult out;
     std::vector<const graph::Graph*> used;

@@ -123,7 +123,7 @@ struct DevicePrice {
     double total_ms = 0;
 };
 
-class DeviceModel final : public Estimator, public cost::CostSource {
+class DeviceModel final : public estimators::Estimator, public cost::CostSource {
 public:
     static constexpr std::string_view kind = "device";
     /// 2 adds the sample-boundary rates, 3 family regressors, 4 family calibration factors, 5 kernel
@@ -150,7 +150,7 @@ public:
 
     // ---------------------------------------------------------------- Estimator
     std::string preset() const override { return std::string(kind); }
-    std::string name() const override { return Estimator::name(); }
+    std::string name() const override { return estimators::Estimator::name(); }
 
     /// Fits the model to whole networks measured on the device (`train`; `validation` decides what
     /// is kept and stops the residual's training), the kernel regressors staying as built:
@@ -161,8 +161,8 @@ public:
     ///     validation (KernelResidual::fit).
     /// set_fit_parts() leaves either part out.
     /// @throws config_error for a model not built yet (dnncost device build), or bad data
-    FitResult fit(const train::TrainData& train, const train::TrainData& validation,
-                  const FitOptions& options) override;
+    estimators::FitResult fit(const train::TrainData& train, const train::TrainData& validation,
+                  const estimators::FitOptions& options) override;
 
     /// Which parts the next fit() fits: the sample-boundary rates, the residual (both by default).
     void set_fit_parts(bool boundary, bool residual) {
@@ -231,7 +231,7 @@ public:
     std::string nearest_priced_kind(const std::string& k) const;
 
 protected:
-    std::vector<Prediction> compute(std::span<const graph::Graph* const> graphs) const override;
+    std::vector<estimators::Prediction> compute(std::span<const graph::Graph* const> graphs) const override;
 
     cost::GraphCost price(const graph::Graph& g) const override;
 
@@ -286,8 +286,8 @@ private:
 };
 
 namespace detail {
-inline RegistryEntry device_model_entry() {
-    return entry_of<DeviceModel>([](DeviceModel&, const PresetSettings&) {},
+inline estimators::RegistryEntry device_model_entry() {
+    return estimators::detail::entry_of<DeviceModel>([](DeviceModel&, const estimators::PresetSettings&) {},
                                  "kernel-level device model: the runtime's kernels (measured fusion and "
                                  "layout rules) priced by per-kind regressors learnt from single-kernel "
                                  "measurements; built by `dnncost device build`, fit() calibrates it");
@@ -298,7 +298,7 @@ inline RegistryEntry device_model_entry() {
 /// leaves it out in header-only mode: only programs that price with device models compile its
 /// regressors and kernel pass. The compiled library registers it itself.
 inline const bool device_model_registered = [] {
-    register_estimator(std::string(DeviceModel::kind), device_model_entry());
+    estimators::register_estimator(std::string(DeviceModel::kind), device_model_entry());
     return true;
 }();
 #endif

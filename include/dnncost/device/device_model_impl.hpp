@@ -98,8 +98,8 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(device::FusionRules rules, std::span
     return m;
 }
 
-DNNCOST_FUNC FitResult DeviceModel::fit(const train::TrainData& train, const train::TrainData& validation,
-                                        const FitOptions& options) {
+DNNCOST_FUNC estimators::FitResult DeviceModel::fit(const train::TrainData& train, const train::TrainData& validation,
+                                        const estimators::FitOptions& options) {
     if (m_kinds.empty())
         raise<config_error>(
             "device model: build it from kernel measurements first (dnncost device build); "
@@ -123,7 +123,7 @@ DNNCOST_FUNC FitResult DeviceModel::fit(const train::TrainData& train, const tra
         m_boundary = keep ? f.cost : SampleBoundaryCost{};
         m_scale = keep ? f.scale : zero_scale;
     }
-    FitResult r;
+    estimators::FitResult r;
     if (m_fit_residual) {
         std::vector<KernelGraphSample> xt, xv;
         (void)kernel_figures(train.graphs, nullptr, &xt);
@@ -466,8 +466,8 @@ DNNCOST_FUNC std::string DeviceModel::nearest_priced_kind(const std::string& k) 
     return priced_kinds().front();
 }
 
-DNNCOST_FUNC std::vector<Prediction> DeviceModel::compute(std::span<const graph::Graph* const> graphs) const {
-    std::vector<Prediction> out;
+DNNCOST_FUNC std::vector<estimators::Prediction> DeviceModel::compute(std::span<const graph::Graph* const> graphs) const {
+    std::vector<estimators::Prediction> out;
     for (const double t : price_totals(graphs)) out.push_back({t, 0.0});
     return out;
 }

@@ -241,7 +241,7 @@ inline graph::Graph subgraph(const graph::Graph& g, const std::vector<NodeRole>&
             }
             const auto& ten = s.tensor(id);
             sinks.emplace_back(ten.shape, ten.dtype);
-            s.mark_output(s.add_op(sink_operator, "sink" + std::to_string(k++), {id}, {},
+            s.mark_output(s.add_op(cost::sink_operator, "sink" + std::to_string(k++), {id}, {},
                                    {{"keepdims", std::int64_t{0}}}, ten.dtype));
         }
     s.validate();
@@ -260,7 +260,7 @@ public:
         e.keys.push_back(graph::canonical_hash(g).hex());
         m_graphs.emplace(e.keys[0], std::move(g));
         for (const auto& [shape, dtype] : sinks) {
-            auto sg = sink_graph(shape, dtype);
+            auto sg = cost::sink_graph(shape, dtype);
             e.keys.push_back(graph::canonical_hash(sg).hex());
             m_graphs.emplace(e.keys.back(), std::move(sg));
         }
@@ -436,7 +436,7 @@ inline graph::Graph probe_graph(std::int64_t c, std::int64_t s, int depth, bool 
             {{"kernel_shape", std::vector<std::int64_t>{3, 3}}, {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
     }
     if (sink)
-        add_sink(g, x);
+        cost::add_sink(g, x);
     else
         g.mark_output(x);
     g.validate();

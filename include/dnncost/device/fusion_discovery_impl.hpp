@@ -49,7 +49,7 @@ inline bool has_pattern_unit(const std::string& kind, const std::vector<PatternR
 
 /// A rough latency of node `v` (ms) to compare occurrences with: 5 us, 50 GFLOP/s, 20 GB/s.
 inline double rough_ms(const graph::Graph& g, int v) {
-    const auto c = node_cost(g, v);
+    const auto c = cost::node_cost(g, v);
     return 5e-3 + 2e-8 * static_cast<double>(c.flops) + 5e-8 * static_cast<double>(c.bytes());
 }
 

@@ -34,7 +34,7 @@ inline void node_roles_into(const graph::FlatView& view, const std::vector<int>&
     std::vector<char> shape_op(ops.size()), free_op(ops.size());
     for (std::size_t i = 0; i < ops.size(); ++i) {
         shape_op[i] = ops[i] == "Shape" || ops[i] == "Size";
-        free_op[i] = is_free_operator(ops[i]);
+        free_op[i] = cost::is_free_operator(ops[i]);
     }
     for (int v : order) {
         bool constant = shape_op[static_cast<std::size_t>(view.op(v))] != 0;

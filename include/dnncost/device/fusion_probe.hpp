@@ -36,8 +36,8 @@ class HarnessMeasure {
 public:
     /// `model_dir` receives the model files (created when missing); `seed` seeds their weights;
     /// `opset` as in write_model_for_runner.
-    HarnessMeasure(Harness& harness, ResultsStore& store, std::filesystem::path model_dir, std::uint64_t seed = 0,
-                   int opset = 13, HarnessEvents events = {})
+    HarnessMeasure(measure::Harness& harness, measure::ResultsStore& store, std::filesystem::path model_dir, std::uint64_t seed = 0,
+                   int opset = 13, measure::HarnessEvents events = {})
         : m_harness(harness),
           m_store(store),
           m_dir(std::move(model_dir)),
@@ -56,17 +56,17 @@ public:
     /// @throws config_error when a runner cannot be started; io_error when a model file or the
     /// store cannot be written
     std::vector<double> operator()(const std::vector<graph::Graph>& graphs) {
-        std::vector<Network> networks;
+        std::vector<measure::Network> networks;
         std::vector<std::string> keys;  // per graph; empty when it could not be written
         for (const auto& g : graphs) {
-            const auto base = network_key(g);
+            const auto base = measure::network_key(g);
             const int repeat = ++m_seen[base];
-            Network n{base + "/r" + std::to_string(repeat), "fusion:" + g.name() + " r" + std::to_string(repeat), {}};
+            measure::Network n{base + "/r" + std::to_string(repeat), "fusion:" + g.name() + " r" + std::to_string(repeat), {}};
             const auto* done = m_store.result(n.key);
             if (!(done && done->ok()) || m_harness.options().force) {
                 n.model = m_dir / (base + ".onnx");
                 try {
-                    if (!std::filesystem::exists(n.model)) write_model_for_runner(g, n.model, m_seed, m_opset);
+                    if (!std::filesystem::exists(n.model)) measure::write_model_for_runner(g, n.model, m_seed, m_opset);
                 } catch (const config_error& e) {
                     m_errors.push_back("graph '" + g.name() + "': " + e.what());
                     keys.emplace_back();
@@ -94,12 +94,12 @@ public:
     const std::vector<std::string>& errors() const { return m_errors; }
 
 private:
-    Harness& m_harness;
-    ResultsStore& m_store;
+    measure::Harness& m_harness;
+    measure::ResultsStore& m_store;
     std::filesystem::path m_dir;
     std::uint64_t m_seed;
     int m_opset;
-    HarnessEvents m_events;
+    measure::HarnessEvents m_events;
     std::map<std::string, int> m_seen;
     std::size_t m_failed = 0;
     std::vector<std::string> m_errors;
@@ -114,12 +114,12 @@ struct FusionProbeSetup {
     std::filesystem::path model_dir;     ///< model files; empty: "<store>.models" beside the store
     std::filesystem::path rules_out;     ///< when set: the rules' text form, written atomically
     std::filesystem::path evidence_out;  ///< when set: DiscoveryResult::to_json, written atomically
-    HarnessOptions harness{};
-    PoolOptions pool{};
+    measure::HarnessOptions harness{};
+    measure::PoolOptions pool{};
     device::DiscoveryOptions discovery{};
     std::uint64_t seed = 0;  ///< of the weight values
     int opset = 13;          ///< of the model files
-    HarnessEvents events{};  ///< progress, per-graph results
+    measure::HarnessEvents events{};  ///< progress, per-graph results
 };
 
 /// What probe_fusion_rules found, and which graphs could not be measured and why.

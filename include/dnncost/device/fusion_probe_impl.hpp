@@ -15,20 +15,20 @@ DNNCOST_FUNC auto dnncost::device::probe_fusion_rules(const std::vector<graph::G
     if (!setup.rules_out.empty()) io::check_writable(setup.rules_out);
     if (!setup.evidence_out.empty()) io::check_writable(setup.evidence_out);
 
-    const auto sidecar = sidecar_path(setup.store);
-    const auto info = read_store_info(sidecar);
+    const auto sidecar = measure::sidecar_path(setup.store);
+    const auto info = measure::read_store_info(sidecar);
     std::error_code ec;
     const bool has_rows = std::filesystem::exists(setup.store, ec) && std::filesystem::file_size(setup.store, ec) > 0;
     if (info && has_rows && (info->device != setup.device || info->runners != setup.runners))
         raise<config_error>("fusion probe: ", setup.store.string(), " holds measurements of device '", info->device,
                             "' by other runners; probe this device into another store");
-    ResultsStore store(setup.store);
-    StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
+    measure::ResultsStore store(setup.store);
+    measure::StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
                        setup.harness.to_json()};
-    write_store_info(sidecar, new_info);
+    measure::write_store_info(sidecar, new_info);
 
-    RunnerPool pool(setup.runners, setup.pool);
-    Harness harness(pool, setup.harness);
+    measure::RunnerPool pool(setup.runners, setup.pool);
+    measure::Harness harness(pool, setup.harness);
     const auto dir =
         setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
     HarnessMeasure measure(harness, store, dir, setup.seed, setup.opset, setup.events);
@@ -41,7 +41,7 @@ DNNCOST_FUNC auto dnncost::device::probe_fusion_rules(const std::vector<graph::G
 
     if (new_info.runner_device.empty() && !pool.device().empty()) {
         new_info.runner_device = pool.device();
-        write_store_info(sidecar, new_info);
+        measure::write_store_info(sidecar, new_info);
     }
     if (!setup.rules_out.empty()) io::write_file_atomic(setup.rules_out, result.rules.to_text());
     if (!setup.evidence_out.empty())

@@ -50,8 +50,8 @@ struct InContextSamples {
 /// kernel times add up to no time
 DNNCOST_FUNC InContextSamples in_context_samples(const graph::Graph& g, const std::string& key,
                                                  const device::FusionRules& rules,
-                                                 const std::vector<RuntimeKernel>& kernels,
-                                                 const std::vector<RuntimeNode>& nodes, double latency_ms,
+                                                 const std::vector<measure::RuntimeKernel>& kernels,
+                                                 const std::vector<measure::RuntimeNode>& nodes, double latency_ms,
                                                  double run_overhead_ms);
 
 }  // namespace dnncost::device

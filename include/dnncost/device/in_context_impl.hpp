@@ -11,8 +11,8 @@
 
 DNNCOST_FUNC auto dnncost::device::in_context_samples(const graph::Graph& g, const std::string& key,
                                                        const device::FusionRules& rules,
-                                                       const std::vector<RuntimeKernel>& kernels,
-                                                       const std::vector<RuntimeNode>& nodes, double latency_ms,
+                                                       const std::vector<measure::RuntimeKernel>& kernels,
+                                                       const std::vector<measure::RuntimeNode>& nodes, double latency_ms,
                                                        double run_overhead_ms) -> InContextSamples {
     if (!(std::isfinite(latency_ms) && latency_ms >= 0) || !(std::isfinite(run_overhead_ms) && run_overhead_ms >= 0))
         raise<config_error>("in-context samples of '", g.name(), "': latency ", latency_ms, " ms and run overhead ",

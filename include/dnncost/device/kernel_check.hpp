@@ -29,7 +29,7 @@ namespace dnncost::device {
 
 /// The nodes of an ONNX file's graph (a runtime's optimised model); the file's weights are not
 /// kept. @throws io_error when it cannot be read, parse_error when it is not an ONNX model
-DNNCOST_FUNC std::vector<RuntimeNode> read_runtime_nodes(const std::string& path);
+DNNCOST_FUNC std::vector<measure::RuntimeNode> read_runtime_nodes(const std::string& path);
 
 /// One disagreement, for reports: which kernel, of what, and why.
 struct KernelMismatch {
@@ -64,8 +64,8 @@ struct KernelCheck {
 /// nodes of its optimised graph; without nodes, runtime kernels are taken to be named after the
 /// network's nodes (a runtime that did not rewrite the graph).
 DNNCOST_FUNC KernelCheck check_kernels(const graph::Graph& g, const device::KernelGraph& kg,
-                                       const std::vector<RuntimeKernel>& kernels,
-                                       const std::vector<RuntimeNode>& nodes);
+                                       const std::vector<measure::RuntimeKernel>& kernels,
+                                       const std::vector<measure::RuntimeNode>& nodes);
 
 }  // namespace dnncost::device
 

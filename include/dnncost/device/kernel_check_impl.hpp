@@ -10,14 +10,14 @@
 #include <dnncost/io/onnx/proto.hpp>
 #include <dnncost/device/kernel_check.hpp>
 
-DNNCOST_FUNC auto dnncost::device::read_runtime_nodes(const std::string& path) -> std::vector<RuntimeNode> {
+DNNCOST_FUNC auto dnncost::device::read_runtime_nodes(const std::string& path) -> std::vector<measure::RuntimeNode> {
     const auto bytes = io::read_file(path);
     ::onnx::ModelProto model;
     if (!model.ParseFromString(bytes)) raise<parse_error>(path, ": not an ONNX model");
-    std::vector<RuntimeNode> nodes;
+    std::vector<measure::RuntimeNode> nodes;
     nodes.reserve(static_cast<std::size_t>(model.graph().node_size()));
     for (const auto& n : model.graph().node()) {
-        RuntimeNode r{n.name(), n.op_type(), n.domain(), {}, {}};
+        measure::RuntimeNode r{n.name(), n.op_type(), n.domain(), {}, {}};
         for (const auto& i : n.input()) r.inputs.push_back(i);
         for (const auto& o : n.output()) r.outputs.push_back(o);
         nodes.push_back(std::move(r));
@@ -39,8 +39,8 @@ inline bool is_runtime_reorder(const std::string& op) {
 }  // namespace dnncost::device::detail
 
 DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const device::KernelGraph& kg,
-                                                  const std::vector<RuntimeKernel>& kernels,
-                                                  const std::vector<RuntimeNode>& nodes) -> KernelCheck {
+                                                  const std::vector<measure::RuntimeKernel>& kernels,
+                                                  const std::vector<measure::RuntimeNode>& nodes) -> KernelCheck {
     using detail::plain_value;
     KernelCheck c;
     // Which pass kernel writes each value, and whether the value leaves it.
@@ -69,7 +69,7 @@ DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const de
             for (int t : g.node(n).outputs) owner[g.tensor(t).name] = {ki, false, n};
         for (int t : kernel.outputs) owner[g.tensor(t).name].boundary = true;
     }
-    std::unordered_map<std::string, const RuntimeNode*> node_of;
+    std::unordered_map<std::string, const measure::RuntimeNode*> node_of;
     // ONNX Runtime's blocked-layout nodes write values of their own names ("reorder_token_7") and
     // are named after the plain value they replace ("<value>_nchwc"): their outputs stand for it
     std::unordered_map<std::string, std::string> alias;

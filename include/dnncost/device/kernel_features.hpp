@@ -26,12 +26,6 @@
 
 namespace dnncost::device {
 
-using device::is_known_kernel_kind;
-using device::kernel_families;
-using device::kernel_kind;
-using device::KernelKind;
-using device::known_kernel_kinds;
-
 namespace detail {
 /// log2(1 + x) for x >= 0 (0 below). Dimensions and counts are mostly small whole numbers,
 /// read from a table of the same function's values; larger ones (MACs, bytes) recur from kernel

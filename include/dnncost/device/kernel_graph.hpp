@@ -58,7 +58,7 @@ struct Kernel {
     std::vector<graph::Shape> input_shapes, output_shapes;
     Layout layout;
     Layout input_layout;  ///< = layout except for a reorder
-    NodeCost cost;        ///< MACs and FLOPs of its executed nodes; bytes it moves; weights
+    cost::NodeCost cost;        ///< MACs and FLOPs of its executed nodes; bytes it moves; weights
     /// Its kind as a small number of its kernel graph: kernels of one kernel graph with the same
     /// number have the same kind string, so that a caller can tell kinds apart without reading
     /// strings (two numbers may still name one string). -1: none given (a kernel built by hand).
@@ -103,8 +103,8 @@ struct KernelGraph {
         return graph::Graph::distinct_in_order(std::move(r));
     }
     /// Sum over kernels.
-    NodeCost total_cost() const {
-        NodeCost t;
+    cost::NodeCost total_cost() const {
+        cost::NodeCost t;
         for (const auto& k : kernels) t += k.cost;
         return t;
     }
@@ -155,7 +155,7 @@ struct KernelPassScratch {
     std::vector<char> in_kernel, constant;
     std::vector<Provider> provider;
     std::vector<std::string> fused_kinds;  ///< kind strings of the graph's kernels of several units
-    std::vector<CostRule> op_rule;  ///< per op type of the view: its cost rule (cost_rule_of)
+    std::vector<cost::detail::CostRule> op_rule;  ///< per op type of the view: its cost rule (cost_rule_of)
     graph::FlatView view;  ///< of the graph being priced, for callers that do not bring their own
     std::vector<BannedFusion> banned, bad;
     KindIndex kinds;
@@ -234,7 +234,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
     kinds.reset(view, rules);
     auto& op_rule = sc.op_rule;
     op_rule.resize(view.op_names().size());
-    for (std::size_t i = 0; i < op_rule.size(); ++i) op_rule[i] = cost_rule_of(view.op_names()[i]);
+    for (std::size_t i = 0; i < op_rule.size(); ++i) op_rule[i] = cost::cost_rule_of(view.op_names()[i]);
     auto& plan = sc.plan;
     plan.clear(g.num_nodes());
     auto& pattern_of = sc.pattern_of;
@@ -339,7 +339,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         set_shapes(r.output_shapes, r.outputs);
         r.layout = want;
         r.input_layout = p.layout;
-        r.cost = NodeCost{};
+        r.cost = cost::NodeCost{};
         r.cost.input_bytes = r.cost.output_bytes = view.bytes(t);
         add_edge(p.kernel, id, t);
         known = id;
@@ -384,7 +384,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         k.inputs.clear();
         k.outputs.clear();
         k.layout = k.input_layout = Layout{};
-        k.cost = NodeCost{};
+        k.cost = cost::NodeCost{};
         all.clear();
         int executed_units = 0, unit_kind = -1;
         for (int m = member_start[static_cast<std::size_t>(item)]; m < member_start[static_cast<std::size_t>(item) + 1];
@@ -459,23 +459,23 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
         // the constants its executed nodes read (each once)
         constants.clear();
         for (int v : k.nodes) {
-            const auto c = node_arithmetic(view, v, op_rule[static_cast<std::size_t>(view.op(v))]);
-            k.cost.macs = detail::add_or_raise(k.cost.macs, c.macs, "kernel MACs");
-            k.cost.flops = detail::add_or_raise(k.cost.flops, c.flops, "kernel FLOPs");
+            const auto c = cost::node_arithmetic(view, v, op_rule[static_cast<std::size_t>(view.op(v))]);
+            k.cost.macs = cost::detail::add_or_raise(k.cost.macs, c.macs, "kernel MACs");
+            k.cost.flops = cost::detail::add_or_raise(k.cost.flops, c.flops, "kernel FLOPs");
             for (int t : view.inputs(v))
                 if (t >= 0 && is_constant(t) &&
                     std::find(constants.begin(), constants.end(), t) == constants.end())
                     constants.push_back(t);
         }
         for (int t : constants) {
-            k.cost.weight_bytes = detail::add_or_raise(k.cost.weight_bytes, view.bytes(t), "kernel bytes");
+            k.cost.weight_bytes = cost::detail::add_or_raise(k.cost.weight_bytes, view.bytes(t), "kernel bytes");
             if (view.is_weight(t))
-                k.cost.params = detail::add_or_raise(k.cost.params, view.elements(t), "kernel parameters");
+                k.cost.params = cost::detail::add_or_raise(k.cost.params, view.elements(t), "kernel parameters");
         }
         for (int t : k.inputs)
-            k.cost.input_bytes = detail::add_or_raise(k.cost.input_bytes, view.bytes(t), "kernel bytes");
+            k.cost.input_bytes = cost::detail::add_or_raise(k.cost.input_bytes, view.bytes(t), "kernel bytes");
         for (int t : k.outputs) {
-            k.cost.output_bytes = detail::add_or_raise(k.cost.output_bytes, view.bytes(t), "kernel bytes");
+            k.cost.output_bytes = cost::detail::add_or_raise(k.cost.output_bytes, view.bytes(t), "kernel bytes");
             provider[static_cast<std::size_t>(t)] = {id, k.layout};
         }
         (void)k.cost.bytes();  // must fit in 64 bits

@@ -87,10 +87,10 @@ DNNCOST_FUNC KernelResidual::KernelResidual(const KernelResidual& other) : m_o(o
     *this = load(r);
 }
 
-DNNCOST_FUNC FitResult KernelResidual::fit(const std::vector<KernelGraphSample>& train,
+DNNCOST_FUNC estimators::FitResult KernelResidual::fit(const std::vector<KernelGraphSample>& train,
                                            std::span<const double> train_ms,
                                            const std::vector<KernelGraphSample>& validation,
-                                           std::span<const double> validation_ms, const FitOptions& options) {
+                                           std::span<const double> validation_ms, const estimators::FitOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
     if (train.empty()) raise<config_error>("KernelResidual::fit: no training networks");
     check_set(train, train_ms, "training");
@@ -149,7 +149,7 @@ DNNCOST_FUNC FitResult KernelResidual::fit(const std::vector<KernelGraphSample>&
         [&] { return opt.learning_rate(); }, [&](double lr) { opt.set_learning_rate(lr); }, options.on_epoch);
     run.restore(params);
 
-    FitResult result;
+    estimators::FitResult result;
     result.epochs = run.epochs;
     result.validation_metric =
         has_val ? "validation MSE of log(measured / kernel sum)" : "training MSE of log(measured / kernel sum)";

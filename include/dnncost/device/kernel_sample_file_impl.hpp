@@ -8,41 +8,41 @@ DNNCOST_FUNC auto dnncost::device::write_kernel_sample_file(const std::filesyste
                                                              const KernelSampleFile& f) -> void {
     if (f.keys.size() != f.samples.size())
         raise<config_error>("kernel samples: ", f.keys.size(), " keys for ", f.samples.size(), " samples");
-    auto doc = json::Value::object();
-    doc.set("format", json::Value::of(std::string(kernel_sample_format)));
-    doc.set("device", json::Value::of(f.device));
-    doc.set("rules_text", json::Value::of(f.rules.to_text()));
-    doc.set("run_overhead_ms", json::Value::of(f.run_overhead_ms));
-    auto names = json::Value::array();
-    for (const auto& n : device::kernel_feature_names()) names.push(json::Value::of(n));
+    auto doc = measure::json::Value::object();
+    doc.set("format", measure::json::Value::of(std::string(kernel_sample_format)));
+    doc.set("device", measure::json::Value::of(f.device));
+    doc.set("rules_text", measure::json::Value::of(f.rules.to_text()));
+    doc.set("run_overhead_ms", measure::json::Value::of(f.run_overhead_ms));
+    auto names = measure::json::Value::array();
+    for (const auto& n : device::kernel_feature_names()) names.push(measure::json::Value::of(n));
     doc.set("feature_names", std::move(names));
-    auto samples = json::Value::array();
+    auto samples = measure::json::Value::array();
     for (std::size_t i = 0; i < f.samples.size(); ++i) {
         const auto& s = f.samples[i];
-        auto row = json::Value::object();
-        row.set("kind", json::Value::of(s.kind));
-        row.set("key", json::Value::of(f.keys[i]));
-        row.set("latency_ms", json::Value::of(s.latency_ms));
-        if (s.in_context) row.set("in_context", json::Value::of(true));
-        auto x = json::Value::array();
-        for (const double v : s.features) x.push(json::Value::of(v));
+        auto row = measure::json::Value::object();
+        row.set("kind", measure::json::Value::of(s.kind));
+        row.set("key", measure::json::Value::of(f.keys[i]));
+        row.set("latency_ms", measure::json::Value::of(s.latency_ms));
+        if (s.in_context) row.set("in_context", measure::json::Value::of(true));
+        auto x = measure::json::Value::array();
+        for (const double v : s.features) x.push(measure::json::Value::of(v));
         row.set("features", std::move(x));
         samples.push(std::move(row));
     }
     doc.set("samples", std::move(samples));
-    io::write_file_atomic(path, json::dump_lines(doc));
+    io::write_file_atomic(path, measure::json::dump_lines(doc));
 }
 
 DNNCOST_FUNC auto dnncost::device::read_kernel_sample_file(const std::filesystem::path& path) -> KernelSampleFile {
     const std::string where = path.string();
-    const auto doc = json::parse_object(io::read_file(path), where);
+    const auto doc = measure::json::parse_object(io::read_file(path), where);
     if (doc.is_null()) raise<parse_error>(where, ": empty file");
-    const auto string_of = [&](const json::Value& v, std::string_view key, const std::string& what) {
+    const auto string_of = [&](const measure::json::Value& v, std::string_view key, const std::string& what) {
         const auto* m = v.find(key);
         if (!m || !m->is_string()) raise<parse_error>(what, ": no string '", key, "'");
         return m->string;
     };
-    const auto number_of = [&](const json::Value& v, std::string_view key, const std::string& what) {
+    const auto number_of = [&](const measure::json::Value& v, std::string_view key, const std::string& what) {
         const auto* m = v.find(key);
         if (!m || !m->is_number() || !std::isfinite(m->number))
             raise<parse_error>(what, ": no finite number '", key, "'");
@@ -74,7 +74,7 @@ DNNCOST_FUNC auto dnncost::device::read_kernel_sample_file(const std::filesystem
         m.kind = string_of(row, "kind", what);
         m.latency_ms = number_of(row, "latency_ms", what);
         if (const auto* c = row.find("in_context")) {
-            if (c->kind != json::Value::Kind::boolean) raise<parse_error>(what, ": 'in_context' is not true or false");
+            if (c->kind != measure::json::Value::Kind::boolean) raise<parse_error>(what, ": 'in_context' is not true or false");
             m.in_context = c->boolean;
         }
         const auto* x = row.find("features");

@@ -60,8 +60,8 @@ struct KernelSamplingSetup {
     std::string device;                ///< stored in the store's sidecar
     std::filesystem::path store;       ///< results store (CSV; resumable)
     std::filesystem::path model_dir;   ///< model files; empty: "<store>.models" beside the store
-    HarnessOptions harness{};
-    PoolOptions pool{};
+    measure::HarnessOptions harness{};
+    measure::PoolOptions pool{};
     std::uint64_t seed = 0;  ///< of the weight values
     int opset = 13;
     double budget_minutes = 0;  ///< 0: no time budget

@@ -23,17 +23,17 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<devi
     };
     const double start = now();
 
-    const auto sidecar = sidecar_path(setup.store);
-    const auto info = read_store_info(sidecar);
+    const auto sidecar = measure::sidecar_path(setup.store);
+    const auto info = measure::read_store_info(sidecar);
     std::error_code ec;
     const bool has_rows = std::filesystem::exists(setup.store, ec) && std::filesystem::file_size(setup.store, ec) > 0;
     if (info && has_rows && (info->device != setup.device || info->runners != setup.runners))
         raise<config_error>("kernel sampling: ", setup.store.string(), " holds measurements of device '", info->device,
                             "' by other runners; sample this device into another store");
-    ResultsStore store(setup.store);
-    StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
+    measure::ResultsStore store(setup.store);
+    measure::StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
                        setup.harness.to_json()};
-    write_store_info(sidecar, new_info);
+    measure::write_store_info(sidecar, new_info);
     const auto dir =
         setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
     std::filesystem::create_directories(dir, ec);
@@ -69,8 +69,8 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<devi
     };
     report();
 
-    std::unique_ptr<RunnerPool> pool;
-    std::unique_ptr<Harness> harness;
+    std::unique_ptr<measure::RunnerPool> pool;
+    std::unique_ptr<measure::Harness> harness;
     const double budget = setup.budget_minutes * 60.0;
     std::size_t next = 0;
     while (next < todo.size()) {
@@ -87,14 +87,14 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<devi
                 take = 1;  // the first sample tells how long one takes
             }
         }
-        std::vector<Network> networks;
+        std::vector<measure::Network> networks;
         std::vector<std::size_t> batch;
         for (std::size_t j = next; j < next + take; ++j) {
             const auto& s = samples[todo[j]];
-            Network n{s.key, "kernel:" + s.config.kind, dir / (s.key + ".onnx")};
+            measure::Network n{s.key, "kernel:" + s.config.kind, dir / (s.key + ".onnx")};
             try {
                 if (!std::filesystem::exists(n.model))
-                    write_model_for_runner(s.graph, n.model, setup.seed, setup.opset);
+                    measure::write_model_for_runner(s.graph, n.model, setup.seed, setup.opset);
             } catch (const config_error& e) {
                 out.model_errors.push_back("sample '" + s.key + "' (" + s.config.kind + "): " + e.what());
                 continue;
@@ -105,8 +105,8 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<devi
         next += take;
         if (!networks.empty()) {
             if (!pool) {
-                pool = std::make_unique<RunnerPool>(setup.runners, setup.pool);
-                harness = std::make_unique<Harness>(*pool, setup.harness);
+                pool = std::make_unique<measure::RunnerPool>(setup.runners, setup.pool);
+                harness = std::make_unique<measure::Harness>(*pool, setup.harness);
             }
             const auto summary = harness->run(store, networks);
             out.failed += summary.failed;
@@ -119,7 +119,7 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<devi
     out.over_budget = todo.size() - next;
     if (pool && new_info.runner_device.empty() && !pool->device().empty()) {
         new_info.runner_device = pool->device();
-        write_store_info(sidecar, new_info);
+        measure::write_store_info(sidecar, new_info);
     }
 
     for (const auto& s : samples) {

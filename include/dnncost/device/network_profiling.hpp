@@ -33,8 +33,8 @@ struct NetworkProfilingSetup {
     std::string device;                ///< stored in the store's sidecar
     std::filesystem::path store;       ///< unprofiled latencies (CSV; resumable); profiles beside it
     std::filesystem::path model_dir;   ///< model files; empty: "<store>.models" beside the store
-    HarnessOptions harness{};          ///< of the unprofiled rounds; the profiled request takes its W and N
-    PoolOptions pool{};
+    measure::HarnessOptions harness{};          ///< of the unprofiled rounds; the profiled request takes its W and N
+    measure::PoolOptions pool{};
     std::uint64_t seed = 0;  ///< of the weight values
     int opset = 13;
     double budget_minutes = 0;  ///< 0: no time budget

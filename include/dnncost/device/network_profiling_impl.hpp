@@ -35,21 +35,21 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
     };
     const double start = now();
 
-    const auto sidecar = sidecar_path(setup.store);
-    const auto info = read_store_info(sidecar);
+    const auto sidecar = measure::sidecar_path(setup.store);
+    const auto info = measure::read_store_info(sidecar);
     std::error_code ec;
     const bool has_rows = std::filesystem::exists(setup.store, ec) && std::filesystem::file_size(setup.store, ec) > 0;
     if (info && has_rows && (info->device != setup.device || info->runners != setup.runners))
         raise<config_error>("network profiling: ", setup.store.string(), " holds measurements of device '",
                             info->device, "' by other runners; profile this device into another store");
     // a damaged kernel file stops the run before anything is measured
-    const auto profiles_path = kernel_profiles_path(setup.store);
-    std::map<std::string, KernelProfile> profiles;
-    for (auto& p : read_kernel_profiles(profiles_path)) profiles[p.key] = std::move(p);
-    ResultsStore store(setup.store);
-    StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
+    const auto profiles_path = measure::kernel_profiles_path(setup.store);
+    std::map<std::string, measure::KernelProfile> profiles;
+    for (auto& p : measure::read_kernel_profiles(profiles_path)) profiles[p.key] = std::move(p);
+    measure::ResultsStore store(setup.store);
+    measure::StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
                        setup.harness.to_json()};
-    write_store_info(sidecar, new_info);
+    measure::write_store_info(sidecar, new_info);
     const auto dir =
         setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
     std::filesystem::create_directories(dir, ec);
@@ -57,11 +57,11 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         raise<io_error>("network profiling: cannot create the model directory '", dir.string(), "'");
 
     NetworkProfilingResult out;
-    std::vector<Network> nets;  // one per distinct network, in the order given
+    std::vector<measure::Network> nets;  // one per distinct network, in the order given
     std::vector<const graph::Graph*> graph_of;
     std::set<std::string> seen;
     for (const auto& g : networks) {
-        const auto key = network_key(g);
+        const auto key = measure::network_key(g);
         if (!seen.insert(key).second) continue;
         nets.push_back({key, g.name().empty() ? key : g.name(), dir / (key + ".onnx")});
         graph_of.push_back(&g);
@@ -99,8 +99,8 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
     };
     report();
 
-    std::unique_ptr<RunnerPool> pool;
-    std::unique_ptr<Harness> harness;
+    std::unique_ptr<measure::RunnerPool> pool;
+    std::unique_ptr<measure::Harness> harness;
     const double budget = setup.budget_minutes * 60.0;
     std::size_t next = 0;
     while (next < todo.size()) {
@@ -123,7 +123,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
             const auto i = todo[j];
             try {
                 if (!std::filesystem::exists(nets[i].model))
-                    write_model_for_runner(*graph_of[i], nets[i].model, setup.seed, setup.opset);
+                    measure::write_model_for_runner(*graph_of[i], nets[i].model, setup.seed, setup.opset);
             } catch (const config_error& e) {
                 out.problems.push_back(nets[i].id + ": its model cannot be written: " + e.what());
                 continue;
@@ -132,23 +132,23 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         }
         next += take;
         if (!batch.empty() && !pool) {
-            pool = std::make_unique<RunnerPool>(setup.runners, setup.pool);
-            harness = std::make_unique<Harness>(*pool, setup.harness);
+            pool = std::make_unique<measure::RunnerPool>(setup.runners, setup.pool);
+            harness = std::make_unique<measure::Harness>(*pool, setup.harness);
         }
         // the profile first: a runner that cannot profile is found before any latency is measured
         std::vector<std::size_t> to_profile;
-        std::vector<Request> requests;
+        std::vector<measure::Request> requests;
         for (const auto i : batch)
             if (!profiles.count(nets[i].key) || setup.harness.force) {
-                Request req{0, nets[i].model.string(), setup.harness.warmup, setup.harness.repeats};
+                measure::Request req{0, nets[i].model.string(), setup.harness.warmup, setup.harness.repeats};
                 req.profile = true;
                 requests.push_back(std::move(req));
                 to_profile.push_back(i);
             }
-        std::vector<KernelProfile> fresh;
+        std::vector<measure::KernelProfile> fresh;
         std::size_t without_kernels = 0;
         if (!requests.empty())
-            pool->run(requests, [&](std::size_t k, const Outcome& o) {
+            pool->run(requests, [&](std::size_t k, const measure::Outcome& o) {
                 const auto& n = nets[to_profile[k]];
                 if (!o.ok() || o.answer.kernels.empty()) {
                     if (o.ok()) ++without_kernels;
@@ -158,7 +158,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
                                                    : std::string(to_string(o.failure)) + ": " + o.detail));
                     return;
                 }
-                KernelProfile p{n.key, n.id, o.answer.kernels, {}};
+                measure::KernelProfile p{n.key, n.id, o.answer.kernels, {}};
                 if (!o.answer.optimized_model.empty()) {
                     try {
                         p.nodes = read_runtime_nodes(o.answer.optimized_model);
@@ -181,10 +181,10 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         }
         out.profiled += fresh.size();
         if (!fresh.empty()) {
-            merge_kernel_profiles(profiles_path, fresh);
+            measure::merge_kernel_profiles(profiles_path, fresh);
             for (auto& p : fresh) profiles[p.key] = std::move(p);
         }
-        std::vector<Network> to_measure;
+        std::vector<measure::Network> to_measure;
         for (const auto i : batch)
             if (profiles.count(nets[i].key)) to_measure.push_back(nets[i]);
         if (!to_measure.empty()) {
@@ -201,7 +201,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
     out.over_budget = todo.size() - std::min(next, todo.size());
     if (pool && new_info.runner_device.empty() && !pool->device().empty()) {
         new_info.runner_device = pool->device();
-        write_store_info(sidecar, new_info);
+        measure::write_store_info(sidecar, new_info);
     }
     if (!out.profiles) {
         out.seconds = now() - start;
