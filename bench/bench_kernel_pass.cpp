@@ -12,8 +12,8 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
 #include "nb201_networks.hpp"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/device/fusion_probe.hpp>
+#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/spaces/builder.hpp>
 
@@ -86,10 +86,11 @@ int main(int argc, char** argv) {
         s.store = dir / "fusion.csv";
         s.rules_out = dir / "fusion.rules";
         s.evidence_out = dir / "fusion.json";
-        s.discovery.candidate_patterns = device::FusionRules::parse("dnncost-fusion-rules 1\n"
-                                                                  "pattern Gelu Div Erf Add Mul Mul\n"
-                                                                  "pattern Swish Sigmoid Mul\n",
-                                                                  "probe_activations")
+        s.discovery.candidate_patterns = device::FusionRules::parse(
+                                             "dnncost-fusion-rules 1\n"
+                                             "pattern Gelu Div Erf Add Mul Mul\n"
+                                             "pattern Swish Sigmoid Mul\n",
+                                             "probe_activations")
                                              .patterns;
         const std::vector<graph::Graph> graphs{conv_network(), mlp_network()};
         for (const auto& g : graphs) measure::write_model_for_runner(g, dir / (g.name() + ".onnx"), 1, 17);

@@ -6,8 +6,8 @@
 #include <dnncost/device/kernel_check_impl.hpp>
 #include <dnncost/device/kernel_sample_file_impl.hpp>
 #include <dnncost/device/kernel_sampling_impl.hpp>
-#include <dnncost/measure/model_file_impl.hpp>
 #include <dnncost/device/network_profiling_impl.hpp>
+#include <dnncost/measure/model_file_impl.hpp>
 #include <dnncost/measure/op_table_build_impl.hpp>
 #include <dnncost/measure/op_table_campaign_impl.hpp>
 #include <dnncost/measure/probe_impl.hpp>

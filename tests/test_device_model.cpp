@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/device/kernel_sampler.hpp>
-#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/device/kernel_batches.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/spaces/nb201.hpp>
 #include <dnncost/train/train_data.hpp>

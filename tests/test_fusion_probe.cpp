@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/io/file.hpp>
 #include <dnncost/device/fusion_probe.hpp>
+#include <dnncost/io/file.hpp>
 
 #include "measure/scratch.hpp"
 

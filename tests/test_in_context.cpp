@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/device/kernel_graph.hpp>
-#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/device_build.hpp>
 #include <dnncost/device/in_context.hpp>
-#include <dnncost/measure/kernel_profiles.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/kernel_sample_file.hpp>
 #include <dnncost/device/network_profiling.hpp>
+#include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/spaces/synthetic.hpp>
 
 #include "measure/scratch.hpp"

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/device_model.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/spaces/nb201.hpp>

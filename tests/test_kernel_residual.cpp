@@ -12,9 +12,9 @@
 #include <vector>
 
 #include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/kernel_residual.hpp>
-#include <dnncost/device/kernel_features.hpp>
 
 #include "kernel_graph_fixtures.hpp"
 
@@ -295,7 +295,8 @@ TEST_CASE("kernel residual: the sample of Conv -> Relu -> Conv under 'fuse Conv 
     const int r1 = same(g, "Relu", "relu", {c1});
     g.mark_output(conv(g, "conv2", r1, 16, 1));
     g.validate();
-    const auto rules = device::FusionRules::parse("dnncost-fusion-rules 1\nfuse Conv Relu operands=none\n", "test rules");
+    const auto rules =
+        device::FusionRules::parse("dnncost-fusion-rules 1\nfuse Conv Relu operands=none\n", "test rules");
     const auto kg = device::kernel_graph(g, rules);
     REQUIRE(kg.kernels.size() == 2);  // Conv+Relu, then Conv
     CHECK(kg.kernels[0].kind == "Conv+Relu");

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/kernel_kind_table.hpp>
 #include <dnncost/device/kernel_sampler.hpp>
-#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
 #include "kernel_graph_fixtures.hpp"

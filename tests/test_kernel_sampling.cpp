@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/device/kernel_features.hpp>
-#include <dnncost/io/file.hpp>
 #include <dnncost/device/kernel_sample_file.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/device/kernel_sampling.hpp>
+#include <dnncost/io/file.hpp>
 
 #include "measure/scratch.hpp"
 

@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include <dnncost/device/kernel_check.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/json.hpp>
-#include <dnncost/device/kernel_check.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner.hpp>
 #include <dnncost/measure/runner_pool.hpp>

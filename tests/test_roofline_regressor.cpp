@@ -14,15 +14,15 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
+#include <dnncost/device/device_model.hpp>
+#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/kernel_sampler.hpp>
-#include <dnncost/device/device_model.hpp>
 #include <dnncost/device/mlp_regressor.hpp>
-#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/device/roofline_base.hpp>
 #include <dnncost/device/roofline_regressor.hpp>
 #include <dnncost/device/tabular_choice.hpp>
-#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/spaces/nb201.hpp>

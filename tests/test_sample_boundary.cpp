@@ -83,8 +83,7 @@ TEST_CASE("sample boundary: too few networks, empty networks and bad figures are
     CHECK_THROWS_WITH_AS(device::fit_sample_boundary(bad), doctest::Contains("network 3"), config_error);
     bad = nets;
     bad[1].kernels.clear();
-    CHECK_THROWS_WITH_AS(device::fit_sample_boundary(bad), doctest::Contains("network 2 has no kernels"),
-                         config_error);
+    CHECK_THROWS_WITH_AS(device::fit_sample_boundary(bad), doctest::Contains("network 2 has no kernels"), config_error);
     bad = nets;
     bad[4].kernels[0].sample_ms = -1;
     CHECK_THROWS_WITH_AS(device::fit_sample_boundary(bad), doctest::Contains("network 5"), config_error);

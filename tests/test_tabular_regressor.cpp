@@ -14,8 +14,8 @@
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/train/metrics.hpp>
 #if defined(DNNCOST_HAS_XGBOOST)
-#include <dnncost/device/gbt_regressor.hpp>
 #include <dnncost/core/rng.hpp>
+#include <dnncost/device/gbt_regressor.hpp>
 #include <limits>
 #endif
 

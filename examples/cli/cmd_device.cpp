@@ -15,10 +15,10 @@
 #include "common.hpp"
 #include "measure_options.hpp"
 
+#include <dnncost/device/device_build.hpp>
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
-#include <dnncost/device/device_build.hpp>
 #include <dnncost/measure/host.hpp>
 
 namespace dnncost::cli {
@@ -179,10 +179,11 @@ inline void run_build(const BuildArgs& a) {
     s.pool = a.flags.pool();
     s.discovery.max_measurements = a.probe_measurements;
     s.discovery.candidate_patterns =
-        device::FusionRules::parse("dnncost-fusion-rules 1\n"
-                                 "pattern LayerNormalization ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add\n"
-                                 "pattern Gelu Div Erf Add Mul Mul\n"
-                                 "pattern Swish Sigmoid Mul\n")
+        device::FusionRules::parse(
+            "dnncost-fusion-rules 1\n"
+            "pattern LayerNormalization ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add\n"
+            "pattern Gelu Div Erf Add Mul Mul\n"
+            "pattern Swish Sigmoid Mul\n")
             .patterns;
     s.budget_minutes = a.budget;
     s.per_kind = a.per_kind;

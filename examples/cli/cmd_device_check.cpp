@@ -14,11 +14,11 @@
 #include "measure_options.hpp"
 
 #include <dnncost/core/robust_statistics.hpp>
-#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/device_model.hpp>
+#include <dnncost/device/kernel_check.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/candidates.hpp>
-#include <dnncost/device/kernel_check.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner.hpp>
 #include <dnncost/measure/scratch_dir.hpp>
@@ -59,8 +59,7 @@ inline std::string pattern_of(const device::KernelMismatch& m) {
 /// @return whether every network was profiled and compared
 inline bool run_check(const CheckArgs& a) {
     const auto model = device::DeviceModel::deserialize(io::read_file(a.model), a.model);
-    const auto rules =
-        a.rules.empty() ? model->rules() : device::FusionRules::parse(io::read_file(a.rules), a.rules);
+    const auto rules = a.rules.empty() ? model->rules() : device::FusionRules::parse(io::read_file(a.rules), a.rules);
     std::vector<measure::Candidate> nets;
     if (a.sample > 0)
         nets = measure::sample_candidates(spaces::find_space(a.space), a.sample, a.seed,

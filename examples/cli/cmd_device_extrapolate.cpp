@@ -18,15 +18,15 @@
 #include "common.hpp"
 #include "measure_options.hpp"
 
-#include <dnncost/device/kernel_graph.hpp>
-#include <dnncost/device/kernel_sampler.hpp>
+#include <dnncost/device/device_build.hpp>
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_sample_file.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
+#include <dnncost/device/kernel_sampling.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/io/file.hpp>
-#include <dnncost/device/device_build.hpp>
-#include <dnncost/device/kernel_sample_file.hpp>
-#include <dnncost/device/kernel_sampling.hpp>
 #include <dnncost/train/metrics.hpp>
 
 namespace dnncost::cli {
@@ -64,7 +64,7 @@ inline std::int64_t count_of(double v) { return std::llround(std::exp2(v) - 1); 
 /// The kernel of `c`'s graph under `rules` (reorders aside) with its features, or nullopt unless
 /// there is exactly one of kind c.kind.
 inline std::optional<device::KernelFeatures> one_kernel(const device::KernelConfig& c, const device::FusionRules& rules,
-                                                          double* flops = nullptr, double* elements = nullptr) {
+                                                        double* flops = nullptr, double* elements = nullptr) {
     try {
         const auto g = device::kernel_sample_graph(c);
         const auto kg = device::kernel_graph(g, rules);
@@ -87,7 +87,7 @@ inline std::optional<device::KernelFeatures> one_kernel(const device::KernelConf
 /// The configuration of a sample of `kind`, rebuilt from its features (dimensions, window,
 /// groups, fusions); nullopt unless the rebuilt kernel has exactly the sample's features.
 inline std::optional<device::KernelConfig> config_of(const std::string& kind, const std::vector<double>& f,
-                                                   const device::FusionRules& rules) {
+                                                     const device::FusionRules& rules) {
     device::KernelConfig c;
     c.kind = kind;
     c.n = count_of(feature(f, "log_batch"));
@@ -114,8 +114,8 @@ inline std::optional<device::KernelConfig> config_of(const std::string& kind, co
 
 /// `c` grown along its rows (GEMM, MatMul) or pixels (convolutions) until its kernel does at least
 /// `target` FLOPs; nullopt when that takes a tensor of more than `max_elements` values.
-inline std::optional<device::KernelConfig> scaled(device::KernelConfig c, double target, const device::FusionRules& rules,
-                                                double max_elements) {
+inline std::optional<device::KernelConfig> scaled(device::KernelConfig c, double target,
+                                                  const device::FusionRules& rules, double max_elements) {
     const bool image = family_of(c.kind) == "Conv" || family_of(c.kind) == "DepthwiseConv";
     double flops = 0, elements = 0;
     if (!one_kernel(c, rules, &flops) || !(flops > 0)) return std::nullopt;

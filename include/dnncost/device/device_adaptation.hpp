@@ -19,10 +19,10 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/device/pool_prior.hpp>
 #include <dnncost/estimators/adaptation.hpp>
 #include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/estimator.hpp>
-#include <dnncost/device/pool_prior.hpp>
 #include <dnncost/features/op_aggregates.hpp>
 #include <dnncost/spaces/nb201.hpp>
 #include <dnncost/spaces/registry.hpp>
@@ -129,7 +129,7 @@ struct AdaptRequest {
     std::size_t shots = 10;
     std::string sampling = "uniform";  ///< uniform | random | doptimal
     std::string proxy;                 ///< a pool column or macs (uniform sampling); empty: the first pool target
-    estimators::AdaptationOptions maple{};         ///< the regressor's options (seed: of the shots too)
+    estimators::AdaptationOptions maple{};  ///< the regressor's options (seed: of the shots too)
     bool baseline = false;             ///< also fit a ridge on the shots alone
 };
 

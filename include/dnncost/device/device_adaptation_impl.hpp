@@ -15,7 +15,7 @@ DNNCOST_FUNC auto dnncost::device::canonical_key(const std::string& key, const s
 }
 
 DNNCOST_FUNC auto dnncost::device::adapt_to_device(const train::Dataset& pool, const train::Dataset* target_data,
-                                                       const AdaptRequest& r) -> AdaptReport {
+                                                   const AdaptRequest& r) -> AdaptReport {
     if (r.pool_targets.empty()) raise<config_error>("--pool-targets names no column");
     for (const auto& c : r.pool_targets)
         if (!target_data && c == r.target)
@@ -68,7 +68,8 @@ DNNCOST_FUNC auto dnncost::device::adapt_to_device(const train::Dataset& pool, c
         }
         std::vector<std::size_t> positions(candidates.size());
         for (std::size_t k = 0; k < positions.size(); ++k) positions[k] = k;
-        chosen = estimators::choose_shots(positions, candidate_proxy, r.shots, train::parse_sampling(r.sampling), r.maple.seed);
+        chosen = estimators::choose_shots(positions, candidate_proxy, r.shots, train::parse_sampling(r.sampling),
+                                          r.maple.seed);
     }
     std::vector<std::size_t> shot_rows, shot_items;
     std::vector<double> shot_ms;

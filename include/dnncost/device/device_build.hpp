@@ -27,17 +27,17 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/rng.hpp>
-#include <dnncost/device/fusion_rules.hpp>
-#include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/device/device_model.hpp>
+#include <dnncost/device/fusion_probe.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_sample_file.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
+#include <dnncost/device/kernel_sampling.hpp>
+#include <dnncost/device/network_profiling.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/hash.hpp>
-#include <dnncost/device/fusion_probe.hpp>
 #include <dnncost/measure/harness.hpp>
-#include <dnncost/device/kernel_sample_file.hpp>
-#include <dnncost/device/kernel_sampling.hpp>
 #include <dnncost/measure/model_file.hpp>
-#include <dnncost/device/network_profiling.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/registry.hpp>
@@ -72,8 +72,8 @@ struct DeviceBuildSetup {
     std::string device;                ///< the device's name, in the stores and the rules
     std::filesystem::path work_dir;    ///< stores and model files of every step (resumable)
     std::optional<device::FusionRules> rules;  ///< given rules: no discovery
-    measure::HarnessOptions harness{};          ///< of the kernel samples and the overhead
-    measure::HarnessOptions probe_harness{};    ///< of the fusion discovery's graphs
+    measure::HarnessOptions harness{};         ///< of the kernel samples and the overhead
+    measure::HarnessOptions probe_harness{};   ///< of the fusion discovery's graphs
     measure::PoolOptions pool{};
     device::DiscoveryOptions discovery{};
     device::KernelSamplerOptions sampler = device_sampler_options();
@@ -143,7 +143,7 @@ DNNCOST_FUNC DeviceBuildResult build_device_model(const std::vector<graph::Graph
 /// (kernel_samples.json), with other options, measuring nothing.
 /// @throws io_error / parse_error naming the file when there is none or it is damaged
 inline device::DeviceModel refit_device_model(const std::filesystem::path& work_dir,
-                                                  const device::DeviceModelOptions& options) {
+                                              const device::DeviceModelOptions& options) {
     const auto f = read_kernel_sample_file(work_dir / "kernel_samples.json");
     return device::DeviceModel::build(f.rules, f.samples, f.run_overhead_ms, options);
 }
@@ -182,7 +182,7 @@ struct DeviceCalibrationResult {
     std::vector<double> measured_ms;     ///< as measured
     std::vector<double> predicted_ms;    ///< by the model before calibration
     double factor = 1;                   ///< the global factor fitted
-    device::CalibrationReport report;  ///< family factors, cross-validation, whether applied
+    device::CalibrationReport report;    ///< family factors, cross-validation, whether applied
 };
 
 /// Measure `shots` (networks the caller chose: calibration_networks(), or the user's own) on the
@@ -190,17 +190,17 @@ struct DeviceCalibrationResult {
 /// to measure are left out.
 /// @throws config_error when no shot could be measured
 DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(device::DeviceModel& model,
-                                                      const std::vector<graph::Graph>& shots,
-                                                      const DeviceCalibrationSetup& setup,
-                                                      const device::CalibrationOptions& options = {});
+                                                            const std::vector<graph::Graph>& shots,
+                                                            const DeviceCalibrationSetup& setup,
+                                                            const device::CalibrationOptions& options = {});
 
 /// Calibrate on networks already measured on the machine at hand (e.g. a results store of
 /// `dnncost measure`): `shots` of them at evenly spaced quantiles of their latency, so that small
 /// and large networks both count.
 /// @throws config_error when `measured` is empty or a latency is not positive
-DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(device::DeviceModel& model, const train::TrainData& measured,
-                                                      std::size_t shots,
-                                                      const device::CalibrationOptions& options = {});
+DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(device::DeviceModel& model,
+                                                            const train::TrainData& measured, std::size_t shots,
+                                                            const device::CalibrationOptions& options = {});
 
 }  // namespace dnncost::device
 

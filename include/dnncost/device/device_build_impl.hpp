@@ -29,7 +29,7 @@ DNNCOST_FUNC auto dnncost::device::detail::overhead_sample() -> device::KernelSa
 }
 
 DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::Graph>& graphs,
-                                                       const DeviceBuildSetup& setup) -> DeviceBuildResult {
+                                                      const DeviceBuildSetup& setup) -> DeviceBuildResult {
     if (setup.runners.empty()) raise<config_error>("device build: no runner command");
     if (setup.work_dir.empty()) raise<config_error>("device build: no work directory");
     if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
@@ -244,8 +244,8 @@ DNNCOST_FUNC auto dnncost::device::parse_in_context(std::string_view s) -> InCon
     raise<config_error>("in-context samples: '", s, "' is not auto, on or off");
 }
 
-DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t seed,
-                                                     const synthetic::Limits& limits) -> std::vector<graph::Graph> {
+DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t seed, const synthetic::Limits& limits)
+    -> std::vector<graph::Graph> {
     limits.check();
     // a small network first: a runner that cannot profile is found on it
     static const std::string_view plan[] = {"nb201", "cnn",   "transformer", "ofa", "cnn",         "fbnet",
@@ -304,9 +304,9 @@ DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint
 }
 
 DNNCOST_FUNC auto dnncost::device::calibrate_device_model(device::DeviceModel& model,
-                                                           const std::vector<graph::Graph>& shots,
-                                                           const DeviceCalibrationSetup& setup,
-                                                           const device::CalibrationOptions& options)
+                                                          const std::vector<graph::Graph>& shots,
+                                                          const DeviceCalibrationSetup& setup,
+                                                          const device::CalibrationOptions& options)
     -> DeviceCalibrationResult {
     if (setup.runners.empty()) raise<config_error>("device calibrate: no runner command");
     if (shots.empty()) raise<config_error>("device calibrate: no networks to measure");
@@ -347,9 +347,8 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(device::DeviceModel& m
     return out;
 }
 
-DNNCOST_FUNC auto dnncost::device::calibrate_device_model(device::DeviceModel& model,
-                                                           const train::TrainData& measured, std::size_t shots,
-                                                           const device::CalibrationOptions& options)
+DNNCOST_FUNC auto dnncost::device::calibrate_device_model(device::DeviceModel& model, const train::TrainData& measured,
+                                                          std::size_t shots, const device::CalibrationOptions& options)
     -> DeviceCalibrationResult {
     if (measured.graphs.empty()) raise<config_error>("device calibrate: no measured networks");
     if (shots < 1) raise<config_error>("device calibrate: at least one shot");

@@ -30,13 +30,13 @@
 #include <vector>
 
 #include <dnncost/core/config.hpp>
-#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/cost/source.hpp>
-#include <dnncost/estimators/estimator.hpp>
+#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/device/kernel_residual.hpp>
-#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/device/sample_boundary.hpp>
 #include <dnncost/device/tabular_choice.hpp>
+#include <dnncost/estimators/estimator.hpp>
+#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/graph/graph.hpp>
 
 namespace dnncost::device {
@@ -162,7 +162,7 @@ public:
     /// set_fit_parts() leaves either part out.
     /// @throws config_error for a model not built yet (dnncost device build), or bad data
     estimators::FitResult fit(const train::TrainData& train, const train::TrainData& validation,
-                  const estimators::FitOptions& options) override;
+                              const estimators::FitOptions& options) override;
 
     /// Which parts the next fit() fits: the sample-boundary rates, the residual (both by default).
     void set_fit_parts(bool boundary, bool residual) {
@@ -287,10 +287,11 @@ private:
 
 namespace detail {
 inline estimators::RegistryEntry device_model_entry() {
-    return estimators::detail::entry_of<DeviceModel>([](DeviceModel&, const estimators::PresetSettings&) {},
-                                 "kernel-level device model: the runtime's kernels (measured fusion and "
-                                 "layout rules) priced by per-kind regressors learnt from single-kernel "
-                                 "measurements; built by `dnncost device build`, fit() calibrates it");
+    return estimators::detail::entry_of<DeviceModel>(
+        [](DeviceModel&, const estimators::PresetSettings&) {},
+        "kernel-level device model: the runtime's kernels (measured fusion and "
+        "layout rules) priced by per-kind regressors learnt from single-kernel "
+        "measurements; built by `dnncost device build`, fit() calibrates it");
 }
 
 #if !defined(DNNCOST_COMPILED)

@@ -20,18 +20,18 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/core/robust_statistics.hpp>
+#include <dnncost/cost/source.hpp>
+#include <dnncost/device/device_model.hpp>
 #include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_batches.hpp>
+#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/kernel_kind.hpp>
 #include <dnncost/device/kernel_kind_table.hpp>
-#include <dnncost/device/kind_spec.hpp>
-#include <dnncost/cost/source.hpp>
-#include <dnncost/device/device_model.hpp>
-#include <dnncost/device/kernel_batches.hpp>
 #include <dnncost/device/kernel_residual.hpp>
+#include <dnncost/device/kind_spec.hpp>
 #include <dnncost/device/sample_boundary.hpp>
 #include <dnncost/device/tabular_choice.hpp>
-#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/serialize.hpp>
@@ -99,7 +99,7 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(device::FusionRules rules, std::span
 }
 
 DNNCOST_FUNC estimators::FitResult DeviceModel::fit(const train::TrainData& train, const train::TrainData& validation,
-                                        const estimators::FitOptions& options) {
+                                                    const estimators::FitOptions& options) {
     if (m_kinds.empty())
         raise<config_error>(
             "device model: build it from kernel measurements first (dnncost device build); "
@@ -466,7 +466,8 @@ DNNCOST_FUNC std::string DeviceModel::nearest_priced_kind(const std::string& k) 
     return priced_kinds().front();
 }
 
-DNNCOST_FUNC std::vector<estimators::Prediction> DeviceModel::compute(std::span<const graph::Graph* const> graphs) const {
+DNNCOST_FUNC std::vector<estimators::Prediction> DeviceModel::compute(
+    std::span<const graph::Graph* const> graphs) const {
     std::vector<estimators::Prediction> out;
     for (const double t : price_totals(graphs)) out.push_back({t, 0.0});
     return out;
@@ -564,7 +565,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
     KernelBatches batches(regressors.size(), row.size());
     KernelFigures out;
     std::vector<device::KernelGraph> kgs;
-    device::KernelGraph reused, plain;    // storage of one network's kernels passed on to the next
+    device::KernelGraph reused, plain;  // storage of one network's kernels passed on to the next
     thread_local graph::FlatView view;  // of the network being priced, read by the pass and the features
     std::optional<device::FusionRules> unfused;
     if (details) details->assign(graphs.size(), {});

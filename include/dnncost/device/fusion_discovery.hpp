@@ -41,11 +41,11 @@
 #include <dnncost/core/json_string.hpp>
 #include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/cost/op_config.hpp>
 #include <dnncost/device/fusion_match.hpp>
 #include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/kind_spec.hpp>
-#include <dnncost/cost/op_config.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/graph/hash.hpp>
 

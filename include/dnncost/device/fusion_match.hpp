@@ -10,8 +10,8 @@
 #include <vector>
 
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/cost/op_config.hpp>
+#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/graph/flat_view.hpp>
 #include <dnncost/graph/graph.hpp>
 

@@ -36,8 +36,8 @@ class HarnessMeasure {
 public:
     /// `model_dir` receives the model files (created when missing); `seed` seeds their weights;
     /// `opset` as in write_model_for_runner.
-    HarnessMeasure(measure::Harness& harness, measure::ResultsStore& store, std::filesystem::path model_dir, std::uint64_t seed = 0,
-                   int opset = 13, measure::HarnessEvents events = {})
+    HarnessMeasure(measure::Harness& harness, measure::ResultsStore& store, std::filesystem::path model_dir,
+                   std::uint64_t seed = 0, int opset = 13, measure::HarnessEvents events = {})
         : m_harness(harness),
           m_store(store),
           m_dir(std::move(model_dir)),
@@ -61,7 +61,8 @@ public:
         for (const auto& g : graphs) {
             const auto base = measure::network_key(g);
             const int repeat = ++m_seen[base];
-            measure::Network n{base + "/r" + std::to_string(repeat), "fusion:" + g.name() + " r" + std::to_string(repeat), {}};
+            measure::Network n{
+                base + "/r" + std::to_string(repeat), "fusion:" + g.name() + " r" + std::to_string(repeat), {}};
             const auto* done = m_store.result(n.key);
             if (!(done && done->ok()) || m_harness.options().force) {
                 n.model = m_dir / (base + ".onnx");

@@ -5,7 +5,7 @@
 #include <dnncost/device/fusion_probe.hpp>
 
 DNNCOST_FUNC auto dnncost::device::probe_fusion_rules(const std::vector<graph::Graph>& graphs,
-                                                       const FusionProbeSetup& setup) -> FusionProbeResult {
+                                                      const FusionProbeSetup& setup) -> FusionProbeResult {
     if (setup.runners.empty()) raise<config_error>("fusion probe: no runner command");
     if (setup.store.empty()) raise<config_error>("fusion probe: no results store path");
     setup.harness.check();
@@ -24,7 +24,7 @@ DNNCOST_FUNC auto dnncost::device::probe_fusion_rules(const std::vector<graph::G
                             "' by other runners; probe this device into another store");
     measure::ResultsStore store(setup.store);
     measure::StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
-                       setup.harness.to_json()};
+                                setup.harness.to_json()};
     measure::write_store_info(sidecar, new_info);
 
     measure::RunnerPool pool(setup.runners, setup.pool);

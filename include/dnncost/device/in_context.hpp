@@ -19,9 +19,9 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/device/fusion_rules.hpp>
-#include <dnncost/graph/graph.hpp>
 #include <dnncost/device/kernel_check.hpp>
 #include <dnncost/device/kernel_sampling.hpp>
+#include <dnncost/graph/graph.hpp>
 #include <dnncost/measure/runner_protocol.hpp>
 
 namespace dnncost::device {

@@ -5,15 +5,15 @@
 #include <algorithm>
 #include <cmath>
 
-#include <dnncost/device/kernel_graph.hpp>
-#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/in_context.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 
 DNNCOST_FUNC auto dnncost::device::in_context_samples(const graph::Graph& g, const std::string& key,
-                                                       const device::FusionRules& rules,
-                                                       const std::vector<measure::RuntimeKernel>& kernels,
-                                                       const std::vector<measure::RuntimeNode>& nodes, double latency_ms,
-                                                       double run_overhead_ms) -> InContextSamples {
+                                                      const device::FusionRules& rules,
+                                                      const std::vector<measure::RuntimeKernel>& kernels,
+                                                      const std::vector<measure::RuntimeNode>& nodes, double latency_ms,
+                                                      double run_overhead_ms) -> InContextSamples {
     if (!(std::isfinite(latency_ms) && latency_ms >= 0) || !(std::isfinite(run_overhead_ms) && run_overhead_ms >= 0))
         raise<config_error>("in-context samples of '", g.name(), "': latency ", latency_ms, " ms and run overhead ",
                             run_overhead_ms, " ms must be finite and >= 0");

@@ -6,9 +6,9 @@
 #include <set>
 #include <unordered_map>
 
+#include <dnncost/device/kernel_check.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx/proto.hpp>
-#include <dnncost/device/kernel_check.hpp>
 
 DNNCOST_FUNC auto dnncost::device::read_runtime_nodes(const std::string& path) -> std::vector<measure::RuntimeNode> {
     const auto bytes = io::read_file(path);
@@ -39,8 +39,8 @@ inline bool is_runtime_reorder(const std::string& op) {
 }  // namespace dnncost::device::detail
 
 DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const device::KernelGraph& kg,
-                                                  const std::vector<measure::RuntimeKernel>& kernels,
-                                                  const std::vector<measure::RuntimeNode>& nodes) -> KernelCheck {
+                                                 const std::vector<measure::RuntimeKernel>& kernels,
+                                                 const std::vector<measure::RuntimeNode>& nodes) -> KernelCheck {
     using detail::plain_value;
     KernelCheck c;
     // Which pass kernel writes each value, and whether the value leaves it.

@@ -58,7 +58,7 @@ struct Kernel {
     std::vector<graph::Shape> input_shapes, output_shapes;
     Layout layout;
     Layout input_layout;  ///< = layout except for a reorder
-    cost::NodeCost cost;        ///< MACs and FLOPs of its executed nodes; bytes it moves; weights
+    cost::NodeCost cost;  ///< MACs and FLOPs of its executed nodes; bytes it moves; weights
     /// Its kind as a small number of its kernel graph: kernels of one kernel graph with the same
     /// number have the same kind string, so that a caller can tell kinds apart without reading
     /// strings (two numbers may still name one string). -1: none given (a kernel built by hand).

@@ -98,8 +98,8 @@ public:
     /// beats the zero residual on that score, keeps the zero residual and says so in `summary`.
     /// @throws shape_error / config_error for a bad sample or latency, naming its set and index
     estimators::FitResult fit(const std::vector<KernelGraphSample>& train, std::span<const double> train_ms,
-                  const std::vector<KernelGraphSample>& validation, std::span<const double> validation_ms,
-                  const estimators::FitOptions& options);
+                              const std::vector<KernelGraphSample>& validation, std::span<const double> validation_ms,
+                              const estimators::FitOptions& options);
 
     /// exp(r), in [1/4, 4]; 1 when not fitted, when the zero residual was kept, or for a network
     /// without kernels.

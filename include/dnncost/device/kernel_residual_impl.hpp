@@ -17,12 +17,12 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/core/rng.hpp>
+#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/kernel_graph.hpp>
-#include <dnncost/estimators/estimator.hpp>
 #include <dnncost/device/kernel_residual.hpp>
+#include <dnncost/estimators/estimator.hpp>
 #include <dnncost/features/batch.hpp>
 #include <dnncost/features/encode.hpp>
-#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/nn/activations.hpp>
@@ -88,9 +88,10 @@ DNNCOST_FUNC KernelResidual::KernelResidual(const KernelResidual& other) : m_o(o
 }
 
 DNNCOST_FUNC estimators::FitResult KernelResidual::fit(const std::vector<KernelGraphSample>& train,
-                                           std::span<const double> train_ms,
-                                           const std::vector<KernelGraphSample>& validation,
-                                           std::span<const double> validation_ms, const estimators::FitOptions& options) {
+                                                       std::span<const double> train_ms,
+                                                       const std::vector<KernelGraphSample>& validation,
+                                                       std::span<const double> validation_ms,
+                                                       const estimators::FitOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
     if (train.empty()) raise<config_error>("KernelResidual::fit: no training networks");
     check_set(train, train_ms, "training");

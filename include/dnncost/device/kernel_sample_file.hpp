@@ -16,8 +16,8 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
-#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/device/device_model.hpp>
+#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/device/kernel_features.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/json.hpp>

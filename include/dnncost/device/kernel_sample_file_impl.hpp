@@ -5,7 +5,7 @@
 #include <dnncost/device/kernel_sample_file.hpp>
 
 DNNCOST_FUNC auto dnncost::device::write_kernel_sample_file(const std::filesystem::path& path,
-                                                             const KernelSampleFile& f) -> void {
+                                                            const KernelSampleFile& f) -> void {
     if (f.keys.size() != f.samples.size())
         raise<config_error>("kernel samples: ", f.keys.size(), " keys for ", f.samples.size(), " samples");
     auto doc = measure::json::Value::object();
@@ -74,7 +74,8 @@ DNNCOST_FUNC auto dnncost::device::read_kernel_sample_file(const std::filesystem
         m.kind = string_of(row, "kind", what);
         m.latency_ms = number_of(row, "latency_ms", what);
         if (const auto* c = row.find("in_context")) {
-            if (c->kind != measure::json::Value::Kind::boolean) raise<parse_error>(what, ": 'in_context' is not true or false");
+            if (c->kind != measure::json::Value::Kind::boolean)
+                raise<parse_error>(what, ": 'in_context' is not true or false");
             m.in_context = c->boolean;
         }
         const auto* x = row.find("features");

@@ -21,9 +21,9 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/kernel_sampler.hpp>
-#include <dnncost/device/kernel_features.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner_pool.hpp>
@@ -86,7 +86,8 @@ struct KernelSamplingResult {
 /// @throws config_error (no runner or store, bad options, a store of another device or runners,
 /// a sample that is not one kernel), io_error, parse_error (an existing file that is not a store)
 DNNCOST_FUNC KernelSamplingResult measure_kernel_samples(const std::vector<device::KernelSample>& samples,
-                                                   const device::FusionRules& rules, const KernelSamplingSetup& setup);
+                                                         const device::FusionRules& rules,
+                                                         const KernelSamplingSetup& setup);
 
 }  // namespace dnncost::device
 

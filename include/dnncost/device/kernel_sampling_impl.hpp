@@ -5,8 +5,8 @@
 #include <dnncost/device/kernel_sampling.hpp>
 
 DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<device::KernelSample>& samples,
-                                                           const device::FusionRules& rules,
-                                                           const KernelSamplingSetup& setup) -> KernelSamplingResult {
+                                                          const device::FusionRules& rules,
+                                                          const KernelSamplingSetup& setup) -> KernelSamplingResult {
     if (setup.runners.empty()) raise<config_error>("kernel sampling: no runner command");
     if (setup.store.empty()) raise<config_error>("kernel sampling: no results store path");
     if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
@@ -32,7 +32,7 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<devi
                             "' by other runners; sample this device into another store");
     measure::ResultsStore store(setup.store);
     measure::StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
-                       setup.harness.to_json()};
+                                setup.harness.to_json()};
     measure::write_store_info(sidecar, new_info);
     const auto dir =
         setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;

@@ -20,10 +20,10 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/device/fusion_rules.hpp>
-#include <dnncost/graph/graph.hpp>
-#include <dnncost/measure/harness.hpp>
 #include <dnncost/device/in_context.hpp>
 #include <dnncost/device/kernel_sampling.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 
 namespace dnncost::device {
@@ -33,7 +33,7 @@ struct NetworkProfilingSetup {
     std::string device;                ///< stored in the store's sidecar
     std::filesystem::path store;       ///< unprofiled latencies (CSV; resumable); profiles beside it
     std::filesystem::path model_dir;   ///< model files; empty: "<store>.models" beside the store
-    measure::HarnessOptions harness{};          ///< of the unprofiled rounds; the profiled request takes its W and N
+    measure::HarnessOptions harness{};  ///< of the unprofiled rounds; the profiled request takes its W and N
     measure::PoolOptions pool{};
     std::uint64_t seed = 0;  ///< of the weight values
     int opset = 13;

@@ -10,15 +10,15 @@
 #include <set>
 
 #include <dnncost/device/kernel_check.hpp>
+#include <dnncost/device/network_profiling.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/measure/model_file.hpp>
-#include <dnncost/device/network_profiling.hpp>
 #include <dnncost/measure/sidecar.hpp>
 #include <dnncost/measure/store.hpp>
 
 DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Graph>& networks,
-                                                     const device::FusionRules& rules, double run_overhead_ms,
-                                                     const NetworkProfilingSetup& setup) -> NetworkProfilingResult {
+                                                    const device::FusionRules& rules, double run_overhead_ms,
+                                                    const NetworkProfilingSetup& setup) -> NetworkProfilingResult {
     if (setup.runners.empty()) raise<config_error>("network profiling: no runner command");
     if (setup.store.empty()) raise<config_error>("network profiling: no results store path");
     if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
@@ -48,7 +48,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
     for (auto& p : measure::read_kernel_profiles(profiles_path)) profiles[p.key] = std::move(p);
     measure::ResultsStore store(setup.store);
     measure::StoreInfo new_info{setup.device, setup.runners, info ? info->runner_device : std::string(),
-                       setup.harness.to_json()};
+                                setup.harness.to_json()};
     measure::write_store_info(sidecar, new_info);
     const auto dir =
         setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
