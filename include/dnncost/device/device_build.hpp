@@ -56,7 +56,7 @@ struct DeviceBuildProgress {
 /// Sampling the sizes of real networks' layers: the largest activation of an ImageNet network at
 /// batch 1 holds a few million values (112 x 112 x 256), its largest layer about a billion
 /// multiply-accumulates; more of the draws come from the prior of real and space networks.
-DNNCOST_FUNC device::KernelSamplerOptions device_sampler_options();
+DNNCOST_FUNC KernelSamplerOptions device_sampler_options();
 
 /// Where a build's kernel samples come from.
 enum class InContext {
@@ -71,13 +71,13 @@ struct DeviceBuildSetup {
     std::vector<std::string> runners;
     std::string device;                ///< the device's name, in the stores and the rules
     std::filesystem::path work_dir;    ///< stores and model files of every step (resumable)
-    std::optional<device::FusionRules> rules;  ///< given rules: no discovery
+    std::optional<FusionRules> rules;  ///< given rules: no discovery
     measure::HarnessOptions harness{};         ///< of the kernel samples and the overhead
     measure::HarnessOptions probe_harness{};   ///< of the fusion discovery's graphs
     measure::PoolOptions pool{};
-    device::DiscoveryOptions discovery{};
-    device::KernelSamplerOptions sampler = device_sampler_options();
-    device::DeviceModelOptions model{};
+    DiscoveryOptions discovery{};
+    KernelSamplerOptions sampler = device_sampler_options();
+    DeviceModelOptions model{};
     double budget_minutes = 60;        ///< the whole build; 0: no limit
     std::size_t per_kind = 60;         ///< first draw, per kind
     std::size_t prior_per_space = 30;  ///< networks of each search space in the sampling prior
@@ -98,8 +98,8 @@ struct DeviceBuildSetup {
 };
 
 struct DeviceBuildResult {
-    device::DeviceModel model;
-    std::optional<device::DiscoveryResult> discovery;  ///< when the rules were discovered
+    DeviceModel model;
+    std::optional<DiscoveryResult> discovery;     ///< when the rules were discovered
     std::vector<std::string> probe_model_errors;  ///< graphs of the discovery that could not be written
     std::size_t samples = 0, measured = 0, over_budget = 0, failed = 0;
     int adaptive_rounds = 0;
@@ -123,10 +123,10 @@ inline int spaces_opset() {
 
 namespace detail {
 /// A model that does nearly nothing: one Relu on eight numbers.
-DNNCOST_FUNC device::KernelSample overhead_sample();
+DNNCOST_FUNC KernelSample overhead_sample();
 
-inline std::vector<device::KernelMeasurement> measurements(const std::vector<KernelRow>& rows) {
-    std::vector<device::KernelMeasurement> out;
+inline std::vector<KernelMeasurement> measurements(const std::vector<KernelRow>& rows) {
+    std::vector<KernelMeasurement> out;
     out.reserve(rows.size());
     for (const auto& r : rows) out.push_back({r.kind, r.features, r.latency_ms, r.in_context});
     return out;
@@ -142,10 +142,9 @@ DNNCOST_FUNC DeviceBuildResult build_device_model(const std::vector<graph::Graph
 /// Fits a device model again to the kernel measurements a build saved in `work_dir`
 /// (kernel_samples.json), with other options, measuring nothing.
 /// @throws io_error / parse_error naming the file when there is none or it is damaged
-inline device::DeviceModel refit_device_model(const std::filesystem::path& work_dir,
-                                              const device::DeviceModelOptions& options) {
+inline DeviceModel refit_device_model(const std::filesystem::path& work_dir, const DeviceModelOptions& options) {
     const auto f = read_kernel_sample_file(work_dir / "kernel_samples.json");
-    return device::DeviceModel::build(f.rules, f.samples, f.run_overhead_ms, options);
+    return DeviceModel::build(f.rules, f.samples, f.run_overhead_ms, options);
 }
 
 /// The whole networks a build profiles for in-context samples, seeded, at the sizes of deployed
@@ -182,25 +181,23 @@ struct DeviceCalibrationResult {
     std::vector<double> measured_ms;     ///< as measured
     std::vector<double> predicted_ms;    ///< by the model before calibration
     double factor = 1;                   ///< the global factor fitted
-    device::CalibrationReport report;    ///< family factors, cross-validation, whether applied
+    CalibrationReport report;            ///< family factors, cross-validation, whether applied
 };
 
 /// Measure `shots` (networks the caller chose: calibration_networks(), or the user's own) on the
 /// machine at hand and calibrate the model to them (DeviceModel::calibrate). Networks that fail
 /// to measure are left out.
 /// @throws config_error when no shot could be measured
-DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(device::DeviceModel& model,
-                                                            const std::vector<graph::Graph>& shots,
+DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(DeviceModel& model, const std::vector<graph::Graph>& shots,
                                                             const DeviceCalibrationSetup& setup,
-                                                            const device::CalibrationOptions& options = {});
+                                                            const CalibrationOptions& options = {});
 
 /// Calibrate on networks already measured on the machine at hand (e.g. a results store of
 /// `dnncost measure`): `shots` of them at evenly spaced quantiles of their latency, so that small
 /// and large networks both count.
 /// @throws config_error when `measured` is empty or a latency is not positive
-DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(device::DeviceModel& model,
-                                                            const train::TrainData& measured, std::size_t shots,
-                                                            const device::CalibrationOptions& options = {});
+DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(DeviceModel& model, const train::TrainData& measured,
+                                                            std::size_t shots, const CalibrationOptions& options = {});
 
 }  // namespace dnncost::device
 

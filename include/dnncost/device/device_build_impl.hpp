@@ -8,19 +8,19 @@
 #include <dnncost/device/device_build.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
 
-DNNCOST_FUNC auto dnncost::device::device_sampler_options() -> device::KernelSamplerOptions {
-    device::KernelSamplerOptions o;
+DNNCOST_FUNC auto dnncost::device::device_sampler_options() -> KernelSamplerOptions {
+    KernelSamplerOptions o;
     o.prior_share = 0.7;
     o.max_macs = 2'000'000'000;
     o.max_elements = 6'000'000;
     return o;
 }
 
-DNNCOST_FUNC auto dnncost::device::detail::overhead_sample() -> device::KernelSample {
+DNNCOST_FUNC auto dnncost::device::detail::overhead_sample() -> KernelSample {
     graph::Graph g("run-overhead");
     const int x = g.add_input("x", {1, 8});
     g.mark_output(g.add_op("Relu", "relu", {x}, {1, 8}));
-    device::KernelSample s;
+    KernelSample s;
     s.config.kind = "Activation";
     s.config.op = "Relu";
     s.key = graph::canonical_hash(g).hex();
@@ -52,7 +52,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
         raise<config_error>("device build: the networks' share of the budget must be in (0, 1], got ", setup.network_share);
 
     // 1. rules
-    device::FusionRules rules;
+    FusionRules rules;
     if (setup.rules) {
         rules = *setup.rules;
     } else {
@@ -162,9 +162,9 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
 
     // 4. single kernels: of the kinds whose regressors the profiles left short of samples (all
     // kinds without profiles)
-    device::KernelSampler sampler(rules, setup.sampler);
+    KernelSampler sampler(rules, setup.sampler);
     Rng rng(setup.seed);
-    device::add_space_prior(sampler, setup.prior_per_space, rng);
+    add_space_prior(sampler, setup.prior_per_space, rng);
     for (const auto& g : graphs) sampler.add_prior(g);
     {
         std::map<std::string, std::int64_t> per_group;
@@ -175,7 +175,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
         for (const auto& k : sampler.kinds())
             if (per_group[group_of(k)] < setup.model.min_samples) out.isolated_kinds.push_back(k);
     }
-    std::vector<device::KernelSample> samples;
+    std::vector<KernelSample> samples;
     for (const auto& kind : out.isolated_kinds)
         for (auto& s : sampler.draw(kind, setup.per_kind, rng)) samples.push_back(std::move(s));
     const auto measure_all = [&](const std::string& step) {
@@ -193,7 +193,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
     const auto fit = [&](const KernelSamplingResult& m) {
         auto rows = context_rows;
         rows.insert(rows.end(), m.rows.begin(), m.rows.end());
-        return device::DeviceModel::build(rules, detail::measurements(rows), overhead_ms, setup.model);
+        return DeviceModel::build(rules, detail::measurements(rows), overhead_ms, setup.model);
     };
     auto measured = measure_all("kernels");
     out.model = fit(measured);
@@ -210,7 +210,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
                     if (s.name == it->second.chosen) e = s.mape;
             errors[kind] = e;
         }
-        const auto extra = device::allocate_samples(errors, setup.adaptive_samples);
+        const auto extra = allocate_samples(errors, setup.adaptive_samples);
         std::size_t drawn = 0;
         for (const auto& [kind, n] : extra) {
             if (n == 0) continue;
@@ -303,10 +303,9 @@ DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint
     return out;
 }
 
-DNNCOST_FUNC auto dnncost::device::calibrate_device_model(device::DeviceModel& model,
-                                                          const std::vector<graph::Graph>& shots,
+DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, const std::vector<graph::Graph>& shots,
                                                           const DeviceCalibrationSetup& setup,
-                                                          const device::CalibrationOptions& options)
+                                                          const CalibrationOptions& options)
     -> DeviceCalibrationResult {
     if (setup.runners.empty()) raise<config_error>("device calibrate: no runner command");
     if (shots.empty()) raise<config_error>("device calibrate: no networks to measure");
@@ -347,8 +346,8 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(device::DeviceModel& m
     return out;
 }
 
-DNNCOST_FUNC auto dnncost::device::calibrate_device_model(device::DeviceModel& model, const train::TrainData& measured,
-                                                          std::size_t shots, const device::CalibrationOptions& options)
+DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, const train::TrainData& measured,
+                                                          std::size_t shots, const CalibrationOptions& options)
     -> DeviceCalibrationResult {
     if (measured.graphs.empty()) raise<config_error>("device calibrate: no measured networks");
     if (shots < 1) raise<config_error>("device calibrate: at least one shot");

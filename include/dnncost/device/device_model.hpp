@@ -139,8 +139,8 @@ public:
     /// `run_overhead_ms` is the latency of a run that does nearly nothing (a tiny model measured
     /// the same way): it is taken off every sample and added once per network.
     /// @throws config_error for no samples, a non-finite feature or latency, rows of another width
-    static DeviceModel build(device::FusionRules rules, std::span<const KernelMeasurement> samples,
-                             double run_overhead_ms, const DeviceModelOptions& options = {});
+    static DeviceModel build(FusionRules rules, std::span<const KernelMeasurement> samples, double run_overhead_ms,
+                             const DeviceModelOptions& options = {});
 
     /// A sample's own time: its latency less the run overhead, never below a tenth of it (a
     /// kernel too small to tell from the overhead still costs something).
@@ -214,7 +214,7 @@ public:
                                 const CalibrationOptions& options = {});
 
     // ---------------------------------------------------------------- inspection
-    const device::FusionRules& rules() const { return m_rules; }
+    const FusionRules& rules() const { return m_rules; }
     const std::map<std::string, KernelKindModel, std::less<>>& kinds() const { return m_kinds; }
     std::vector<std::string> priced_kinds() const;
     double run_overhead_ms() const { return m_run_overhead_ms; }
@@ -264,14 +264,14 @@ private:
     std::vector<BoundaryNetwork> boundary_networks(const train::TrainData& d) const;
 
     /// The rules without their run-time fusions: folds stay (they happen at load time).
-    device::FusionRules unfused_rules() const;
+    FusionRules unfused_rules() const;
 
     /// Families in the order of likeness to `family`'s work (what a kernel reads and writes).
     static std::vector<std::string> nearest_families(std::string_view family);
 
     double cost_scale() const override { return 1.0; }
 
-    device::FusionRules m_rules;
+    FusionRules m_rules;
     std::map<std::string, KernelKindModel, std::less<>> m_kinds;
     double m_run_overhead_ms = 0;
     double m_scale = 1.0;

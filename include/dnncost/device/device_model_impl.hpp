@@ -38,13 +38,13 @@
 
 namespace dnncost::device {
 
-DNNCOST_FUNC DeviceModel DeviceModel::build(device::FusionRules rules, std::span<const KernelMeasurement> samples,
+DNNCOST_FUNC DeviceModel DeviceModel::build(FusionRules rules, std::span<const KernelMeasurement> samples,
                                             double run_overhead_ms, const DeviceModelOptions& options) {
     rules.check();
     if (samples.empty()) raise<config_error>("device model: no kernel samples");
     if (!(std::isfinite(run_overhead_ms) && run_overhead_ms >= 0))
         raise<config_error>("device model: run overhead ", run_overhead_ms, " ms is not a finite value >= 0");
-    const auto& names = device::kernel_feature_names();
+    const auto& names = kernel_feature_names();
     std::map<std::string, std::vector<std::size_t>> by_kind;
     for (std::size_t i = 0; i < samples.size(); ++i) {
         const auto& s = samples[i];
@@ -62,14 +62,14 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(device::FusionRules rules, std::span
     // the rows each regressor learns from: its kind's, or its whole family's
     std::map<std::string, std::vector<std::size_t>> groups;
     for (const auto& [k, rows] : by_kind) {
-        const auto group = options.family_regressors ? std::string(device::KindSpec::anchor_of(k)) : k;
+        const auto group = options.family_regressors ? std::string(KindSpec::anchor_of(k)) : k;
         auto& g = groups[group];
         g.insert(g.end(), rows.begin(), rows.end());
     }
     for (const auto& [k, rows] : by_kind) {
         KernelKindModel km;
         km.samples = static_cast<std::int64_t>(rows.size());
-        const auto group = options.family_regressors ? std::string(device::KindSpec::anchor_of(k)) : k;
+        const auto group = options.family_regressors ? std::string(KindSpec::anchor_of(k)) : k;
         if (group != k && static_cast<std::int64_t>(groups[group].size()) >= options.min_samples)
             km.pooled_into = group;
         m.m_kinds.emplace(k, std::move(km));
@@ -193,7 +193,7 @@ DNNCOST_FUNC std::unique_ptr<DeviceModel> DeviceModel::deserialize(std::string_v
         r.fail("device model payload version ", version, " (this build reads 1 to ", payload_version, ")");
     auto m = std::make_unique<DeviceModel>();
     try {
-        m->m_rules = device::FusionRules::parse(r.get_string("fusion rules"), std::string(source) + " (fusion rules)");
+        m->m_rules = FusionRules::parse(r.get_string("fusion rules"), std::string(source) + " (fusion rules)");
     } catch (const config_error& e) {
         r.fail(e.what());
     }
@@ -451,16 +451,16 @@ DNNCOST_FUNC std::string DeviceModel::nearest_priced_kind(const std::string& k) 
         return it != m_kinds.end() && it->second.regressor != nullptr;
     };
     // the kind with its last fusions dropped, then the nearest families with the usual epilogues
-    auto x = device::KindSpec::parse(k);
+    auto x = KindSpec::parse(k);
     while (true) {
         if (auto y = x.str(); has(y)) return y;
         if (x.fusions.empty()) break;
         x.fusions.pop_back();
     }
-    const std::string add(device::fused_add), act(device::fused_act);
+    const std::string add(fused_add), act(fused_act);
     for (const auto& near : nearest_families(x.anchor))
         for (const auto& fusions : {std::vector<std::string>{}, {act}, {add}, {add, act}}) {
-            const auto y = device::KindSpec{near, fusions}.str();
+            const auto y = KindSpec{near, fusions}.str();
             if (has(y)) return y;
         }
     return priced_kinds().front();
@@ -558,23 +558,23 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
         return it->second;
     };
     // each kernel's kind key and (regressor, own), worked out once for the kernels that share them
-    device::KernelKindTable<std::pair<std::size_t, bool>> kinds_met;
-    const auto priced_as = [&](const device::KernelKind& kind) { return lookup(kind.key); };
+    KernelKindTable<std::pair<std::size_t, bool>> kinds_met;
+    const auto priced_as = [&](const KernelKind& kind) { return lookup(kind.key); };
     const auto block = m_rules.layout.block;
-    std::vector<double> row(device::kernel_feature_names().size());
+    std::vector<double> row(kernel_feature_names().size());
     KernelBatches batches(regressors.size(), row.size());
     KernelFigures out;
-    std::vector<device::KernelGraph> kgs;
-    device::KernelGraph reused, plain;  // storage of one network's kernels passed on to the next
+    std::vector<KernelGraph> kgs;
+    KernelGraph reused, plain;          // storage of one network's kernels passed on to the next
     thread_local graph::FlatView view;  // of the network being priced, read by the pass and the features
-    std::optional<device::FusionRules> unfused;
+    std::optional<FusionRules> unfused;
     if (details) details->assign(graphs.size(), {});
     std::vector<std::size_t> unsampled;  // fused kernels of a kind no sample had
     for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
         const auto& g = *graphs[gi];
         auto& kg = samples ? kgs.emplace_back() : reused;
         view.rebuild(g);
-        device::kernel_graph_into(view, m_rules, kg, device::rules_checked);
+        kernel_graph_into(view, m_rules, kg, rules_checked);
         kinds_met.next_graph();
         const std::size_t first = out.ms.size();
         out.ms.resize(first + kg.kernels.size(), 0.0);
@@ -594,7 +594,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             const auto [r, own] = met.value;
             if (families) {
                 // a kernel's family is its kind's first unit ("DepthwiseConv+Act" -> "DepthwiseConv")
-                const std::string_view fam = device::KindSpec::anchor_of(kind.key);
+                const std::string_view fam = KindSpec::anchor_of(kind.key);
                 auto it = std::find(out.families.begin(), out.families.end(), fam);
                 if (it == out.families.end()) it = out.families.insert(out.families.end(), std::string(fam));
                 out.family.push_back(static_cast<std::uint16_t>(it - out.families.begin()));
@@ -603,7 +603,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             // the features go straight into the batch; those of a kernel priced in parts are
             // still worked out (and dropped), for the errors they may raise
             const auto values = priced_whole ? batches.new_row(r) : std::span<double>(row);
-            device::kernel_features_into(view, kg, k, block, kind, values);
+            kernel_features_into(view, kg, k, block, kind, values);
             if (!priced_whole) unsampled.push_back(k);
             if (d) {
                 auto& pk = d->kernels[k];
@@ -624,7 +624,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             // a fusion no sample showed is priced as its operators running alone: an upper
             // bound, where a regressor of a similar kind would extrapolate from work it never saw
             if (!unfused) unfused = unfused_rules();
-            device::kernel_graph_into(view, *unfused, plain, device::rules_checked);
+            kernel_graph_into(view, *unfused, plain, rules_checked);
             kinds_met.next_graph();
             for (std::size_t k : unsampled) {
                 std::string parts;
@@ -633,7 +633,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
                     if (nodes.empty() || kg.kernel_of_node[static_cast<std::size_t>(nodes.front())] != int(k)) continue;
                     const auto& met = kinds_met.find(view, plain, plain.kernels[p], priced_as);
                     const auto r = met.value.first;
-                    device::kernel_features_into(view, plain, p, block, met.kind, batches.new_row(r));
+                    kernel_features_into(view, plain, p, block, met.kind, batches.new_row(r));
                     if (d) parts += (parts.empty() ? "" : " + ") + std::string(regressor_kind[r]);
                     batches.add_new_row(r, first + k);
                 }
@@ -674,10 +674,10 @@ DNNCOST_FUNC std::vector<BoundaryNetwork> DeviceModel::boundary_networks(const t
     return nets;
 }
 
-DNNCOST_FUNC device::FusionRules DeviceModel::unfused_rules() const {
+DNNCOST_FUNC FusionRules DeviceModel::unfused_rules() const {
     auto r = m_rules;
     r.patterns.clear();
-    std::erase_if(r.fusions, [](const device::FusionRule& f) { return !f.fold; });
+    std::erase_if(r.fusions, [](const FusionRule& f) { return !f.fold; });
     return r;
 }
 

@@ -117,7 +117,7 @@ struct FusionProbeSetup {
     std::filesystem::path evidence_out;  ///< when set: DiscoveryResult::to_json, written atomically
     measure::HarnessOptions harness{};
     measure::PoolOptions pool{};
-    device::DiscoveryOptions discovery{};
+    DiscoveryOptions discovery{};
     std::uint64_t seed = 0;  ///< of the weight values
     int opset = 13;          ///< of the model files
     measure::HarnessEvents events{};  ///< progress, per-graph results
@@ -125,7 +125,7 @@ struct FusionProbeSetup {
 
 /// What probe_fusion_rules found, and which graphs could not be measured and why.
 struct FusionProbeResult {
-    device::DiscoveryResult discovery;
+    DiscoveryResult discovery;
     std::size_t failed = 0;                 ///< graph measurements that failed (reasons in the store)
     std::vector<std::string> model_errors;  ///< graphs that could not be written as models
 };

@@ -32,9 +32,9 @@ DNNCOST_FUNC auto dnncost::device::probe_fusion_rules(const std::vector<graph::G
     const auto dir =
         setup.model_dir.empty() ? std::filesystem::path(setup.store.string() + ".models") : setup.model_dir;
     HarnessMeasure measure(harness, store, dir, setup.seed, setup.opset, setup.events);
-    const device::MeasureBatch batch = [&](const std::vector<graph::Graph>& gs) { return measure(gs); };
+    const MeasureBatch batch = [&](const std::vector<graph::Graph>& gs) { return measure(gs); };
     FusionProbeResult out;
-    out.discovery = device::discover_fusion_rules(graphs, batch, options);
+    out.discovery = discover_fusion_rules(graphs, batch, options);
     out.failed = measure.failed();
     out.model_errors = measure.errors();
     const auto& result = out.discovery;

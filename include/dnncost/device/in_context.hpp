@@ -49,7 +49,7 @@ struct InContextSamples {
 /// @throws config_error for a latency or overhead that is not finite and >= 0, or a profile whose
 /// kernel times add up to no time
 DNNCOST_FUNC InContextSamples in_context_samples(const graph::Graph& g, const std::string& key,
-                                                 const device::FusionRules& rules,
+                                                 const FusionRules& rules,
                                                  const std::vector<measure::RuntimeKernel>& kernels,
                                                  const std::vector<measure::RuntimeNode>& nodes, double latency_ms,
                                                  double run_overhead_ms);

@@ -10,7 +10,7 @@
 #include <dnncost/device/kernel_graph.hpp>
 
 DNNCOST_FUNC auto dnncost::device::in_context_samples(const graph::Graph& g, const std::string& key,
-                                                      const device::FusionRules& rules,
+                                                      const FusionRules& rules,
                                                       const std::vector<measure::RuntimeKernel>& kernels,
                                                       const std::vector<measure::RuntimeNode>& nodes, double latency_ms,
                                                       double run_overhead_ms) -> InContextSamples {
@@ -23,7 +23,7 @@ DNNCOST_FUNC auto dnncost::device::in_context_samples(const graph::Graph& g, con
         raise<config_error>("in-context samples of '", g.name(), "': its profile's ", kernels.size(),
                             " kernels add up to ", out.profiled_ms, " ms");
     out.scale = std::max(latency_ms - run_overhead_ms, 0.1 * latency_ms) / out.profiled_ms;
-    const auto kg = device::kernel_graph(g, rules);
+    const auto kg = kernel_graph(g, rules);
     const auto check = check_kernels(g, kg, kernels, nodes);
     out.pass_kernels = kg.kernels.size();
     // a pass kernel no runtime kernel ran was fused by the runtime into a consumer's kernel (as
@@ -53,7 +53,7 @@ DNNCOST_FUNC auto dnncost::device::in_context_samples(const graph::Graph& g, con
             ++out.untimed;
             continue;
         }
-        auto f = device::kernel_features(g, kg, k, rules.layout.block);
+        auto f = kernel_features(g, kg, k, rules.layout.block);
         KernelRow row;
         row.kind = f.kind.key;
         row.key = key + "#" + std::to_string(k);

@@ -63,7 +63,7 @@ struct KernelCheck {
 /// Compare the kernel graph `kg` of `g` with the runtime's kernels (in execution order) and the
 /// nodes of its optimised graph; without nodes, runtime kernels are taken to be named after the
 /// network's nodes (a runtime that did not rewrite the graph).
-DNNCOST_FUNC KernelCheck check_kernels(const graph::Graph& g, const device::KernelGraph& kg,
+DNNCOST_FUNC KernelCheck check_kernels(const graph::Graph& g, const KernelGraph& kg,
                                        const std::vector<measure::RuntimeKernel>& kernels,
                                        const std::vector<measure::RuntimeNode>& nodes);
 

@@ -38,7 +38,7 @@ inline bool is_runtime_reorder(const std::string& op) {
 }
 }  // namespace dnncost::device::detail
 
-DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const device::KernelGraph& kg,
+DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const KernelGraph& kg,
                                                  const std::vector<measure::RuntimeKernel>& kernels,
                                                  const std::vector<measure::RuntimeNode>& nodes) -> KernelCheck {
     using detail::plain_value;

@@ -111,8 +111,8 @@ inline KernelDims kernel_dims(const graph::Shape& in, const graph::Shape& out) {
 namespace detail {
 /// The features of kernel `k` of `kg` (a kernel graph of `g`) of kind `kind`, written to
 /// `values` (as many as kernel_feature_names()); windows read from `view` (of `g`) when given.
-inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* view, const device::KernelGraph& kg,
-                                  const device::Kernel& k, std::int64_t block, const KernelKind& kind,
+inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* view, const KernelGraph& kg,
+                                  const Kernel& k, std::int64_t block, const KernelKind& kind,
                                   std::span<double> values) {
     static const graph::Shape none{};
     const auto& in = k.input_shapes.empty() ? none : k.input_shapes.front();
@@ -140,10 +140,10 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
             const auto st = view ? view->strides(first) : a.attr_ints_view("strides");
             if (st.size() >= 2) sh = st[st.size() - 2], sw = st[st.size() - 1];
             groups = view ? view->group(first) : a.attr_int("group", 1);
-            depthwise = device::is_depthwise(g, a, groups);
+            depthwise = is_depthwise(g, a, groups);
         }
         for (int t : a.inputs)
-            if (t >= 0 && device::is_constant_tensor(g, kg.roles, t) && g.tensor(t).shape.size() >= 2) weighted = true;
+            if (t >= 0 && is_constant_tensor(g, kg.roles, t) && g.tensor(t).shape.size() >= 2) weighted = true;
         if (a_op == "MatMul" || a_op == "Gemm") {
             // [.., M, K] x [K, N]: K is the inner size, N the output's last dimension
             if (!in.empty()) d.c = in.back();
@@ -166,7 +166,7 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
                 ++sigmoid;
             else if (op == "HardSigmoid" || op == "HardSwish")
                 ++hard;
-            else if (device::is_elementwise_op(op))
+            else if (is_elementwise_op(op))
                 ++add;
             else
                 ++other;
@@ -220,7 +220,7 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
     std::copy(std::begin(v), std::end(v), values.begin());
 }
 
-inline void check_kernel_features_call(const device::KernelGraph& kg, std::size_t index, std::span<double> values) {
+inline void check_kernel_features_call(const KernelGraph& kg, std::size_t index, std::span<double> values) {
     if (index >= kg.kernels.size())
         raise<config_error>("kernel_features: kernel ", index, " of ", kg.kernels.size(), " does not exist");
     if (values.size() != kernel_feature_names().size())
@@ -233,7 +233,7 @@ inline void check_kernel_features_call(const device::KernelGraph& kg, std::size_
 /// (kernel_feature_names() order, as many), and its kind: kernel_features() without a vector of
 /// its own, for a caller that prices many kernels. `block` as for kernel_features().
 /// @throws config_error for an index out of range; shape_error for `values` of another size
-inline KernelKind kernel_features_into(const graph::Graph& g, const device::KernelGraph& kg, std::size_t index,
+inline KernelKind kernel_features_into(const graph::Graph& g, const KernelGraph& kg, std::size_t index,
                                        std::int64_t block, std::span<double> values) {
     detail::check_kernel_features_call(kg, index, values);
     const auto& k = kg.kernels[index];
@@ -246,7 +246,7 @@ inline KernelKind kernel_features_into(const graph::Graph& g, const device::Kern
 /// of it), its windows read from the view: for a caller that prices many kernels and works out
 /// a kind once for the many kernels that share it.
 /// @throws as kernel_features_into()
-inline void kernel_features_into(const graph::FlatView& view, const device::KernelGraph& kg, std::size_t index,
+inline void kernel_features_into(const graph::FlatView& view, const KernelGraph& kg, std::size_t index,
                                  std::int64_t block, const KernelKind& kind, std::span<double> values) {
     detail::check_kernel_features_call(kg, index, values);
     detail::write_kernel_features(view.graph(), &view, kg, kg.kernels[index], block, kind, values);
@@ -256,7 +256,7 @@ inline void kernel_features_into(const graph::FlatView& view, const device::Kern
 /// layout block (its rule set's), used to judge channel alignment even for a kernel that runs
 /// in the plain layout (0: no blocked layout).
 /// @throws config_error for an index out of range
-inline KernelFeatures kernel_features(const graph::Graph& g, const device::KernelGraph& kg, std::size_t index,
+inline KernelFeatures kernel_features(const graph::Graph& g, const KernelGraph& kg, std::size_t index,
                                       std::int64_t block) {
     KernelFeatures out;
     out.values.resize(kernel_feature_names().size());

@@ -57,7 +57,7 @@ struct KernelGraphSample {
 /// kernel_ms.
 /// @throws shape_error when kernel_ms.size() != kg.kernels.size(); config_error for a kernel_ms
 ///         that is not positive and finite, or an overhead that is negative or not finite
-DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, const device::KernelGraph& kg,
+DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, const KernelGraph& kg,
                                                         std::int64_t block, std::span<const double> kernel_ms,
                                                         double overhead_ms);
 

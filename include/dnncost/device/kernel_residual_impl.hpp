@@ -35,7 +35,7 @@
 
 namespace dnncost::device {
 
-DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, const device::KernelGraph& kg,
+DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, const KernelGraph& kg,
                                                         std::int64_t block, std::span<const double> kernel_ms,
                                                         double overhead_ms) {
     const std::size_t n = kg.kernels.size();
@@ -53,7 +53,7 @@ DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, c
         if (!(std::isfinite(ms) && ms > 0))
             raise<config_error>("make_kernel_graph_sample: graph '", g.name(), "': kernel ", k, " (",
                                 kg.kernels[k].kind, ") has latency ", ms, " ms, not positive and finite");
-        const auto f = device::kernel_features(g, kg, k, block);
+        const auto f = kernel_features(g, kg, k, block);
         if (k == 0) s.features.resize(static_cast<Index>(n), static_cast<Index>(f.values.size()) + 1);
         for (std::size_t j = 0; j < f.values.size(); ++j)
             s.features(static_cast<Index>(k), static_cast<Index>(j)) = f.values[j];

@@ -28,10 +28,10 @@ inline constexpr std::string_view kernel_sample_format = "dnncost-kernel-samples
 
 struct KernelSampleFile {
     std::string device;
-    device::FusionRules rules;
+    FusionRules rules;
     double run_overhead_ms = 0;
     std::vector<std::string> keys;  ///< store key of each sample, in order
-    std::vector<device::KernelMeasurement> samples;
+    std::vector<KernelMeasurement> samples;
 };
 
 /// Write the file atomically.

@@ -14,7 +14,7 @@ DNNCOST_FUNC auto dnncost::device::write_kernel_sample_file(const std::filesyste
     doc.set("rules_text", measure::json::Value::of(f.rules.to_text()));
     doc.set("run_overhead_ms", measure::json::Value::of(f.run_overhead_ms));
     auto names = measure::json::Value::array();
-    for (const auto& n : device::kernel_feature_names()) names.push(measure::json::Value::of(n));
+    for (const auto& n : kernel_feature_names()) names.push(measure::json::Value::of(n));
     doc.set("feature_names", std::move(names));
     auto samples = measure::json::Value::array();
     for (std::size_t i = 0; i < f.samples.size(); ++i) {
@@ -53,12 +53,12 @@ DNNCOST_FUNC auto dnncost::device::read_kernel_sample_file(const std::filesystem
     KernelSampleFile f;
     f.device = string_of(doc, "device", where);
     try {
-        f.rules = device::FusionRules::parse(string_of(doc, "rules_text", where), where + " (rules_text)");
+        f.rules = FusionRules::parse(string_of(doc, "rules_text", where), where + " (rules_text)");
     } catch (const config_error& e) {
         raise<parse_error>(e.what());
     }
     f.run_overhead_ms = number_of(doc, "run_overhead_ms", where);
-    const auto& expected = device::kernel_feature_names();
+    const auto& expected = kernel_feature_names();
     const auto* names = doc.find("feature_names");
     bool same = names && names->is_array() && names->items.size() == expected.size();
     for (std::size_t j = 0; same && j < expected.size(); ++j)
@@ -70,7 +70,7 @@ DNNCOST_FUNC auto dnncost::device::read_kernel_sample_file(const std::filesystem
         const auto& row = samples->items[i];
         const std::string what = where + ": sample " + std::to_string(i + 1);
         if (!row.is_object()) raise<parse_error>(what, ": not an object");
-        device::KernelMeasurement m;
+        KernelMeasurement m;
         m.kind = string_of(row, "kind", what);
         m.latency_ms = number_of(row, "latency_ms", what);
         if (const auto* c = row.find("in_context")) {

@@ -85,9 +85,8 @@ struct KernelSamplingResult {
 /// Measure `samples` (single-kernel graphs under `rules`) and return their rows.
 /// @throws config_error (no runner or store, bad options, a store of another device or runners,
 /// a sample that is not one kernel), io_error, parse_error (an existing file that is not a store)
-DNNCOST_FUNC KernelSamplingResult measure_kernel_samples(const std::vector<device::KernelSample>& samples,
-                                                         const device::FusionRules& rules,
-                                                         const KernelSamplingSetup& setup);
+DNNCOST_FUNC KernelSamplingResult measure_kernel_samples(const std::vector<KernelSample>& samples,
+                                                         const FusionRules& rules, const KernelSamplingSetup& setup);
 
 }  // namespace dnncost::device
 

@@ -4,9 +4,9 @@
 /// (core/config.hpp), included by kernel_sampling.hpp in header-only mode.
 #include <dnncost/device/kernel_sampling.hpp>
 
-DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<device::KernelSample>& samples,
-                                                          const device::FusionRules& rules,
-                                                          const KernelSamplingSetup& setup) -> KernelSamplingResult {
+DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<KernelSample>& samples,
+                                                          const FusionRules& rules, const KernelSamplingSetup& setup)
+    -> KernelSamplingResult {
     if (setup.runners.empty()) raise<config_error>("kernel sampling: no runner command");
     if (setup.store.empty()) raise<config_error>("kernel sampling: no results store path");
     if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
@@ -125,7 +125,7 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<devi
     for (const auto& s : samples) {
         const auto* r = store.result(s.key);
         if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms >= 0)) continue;
-        const auto kg = device::kernel_graph(s.graph, rules);
+        const auto kg = kernel_graph(s.graph, rules);
         KernelRow row{s.config.kind, s.key, {}, r->latency_ms, kg.num_reorders(), false};
         bool found = false;
         for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
@@ -133,7 +133,7 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<devi
             if (found)
                 raise<config_error>("kernel sampling: sample '", s.key, "' (", s.config.kind,
                                     ") is more than one kernel under these rules");
-            auto f = device::kernel_features(s.graph, kg, k, rules.layout.block);
+            auto f = kernel_features(s.graph, kg, k, rules.layout.block);
             row.kind = f.kind.key;
             row.features = std::move(f.values);
             found = true;

@@ -72,7 +72,7 @@ struct NetworkProfilingResult {
 /// @throws config_error (no runner or store, bad options, a store of another device or runners),
 /// io_error, parse_error (an existing store or kernel file that is damaged)
 DNNCOST_FUNC NetworkProfilingResult profile_networks(const std::vector<graph::Graph>& networks,
-                                                     const device::FusionRules& rules, double run_overhead_ms,
+                                                     const FusionRules& rules, double run_overhead_ms,
                                                      const NetworkProfilingSetup& setup);
 
 }  // namespace dnncost::device

@@ -16,9 +16,9 @@
 #include <dnncost/measure/sidecar.hpp>
 #include <dnncost/measure/store.hpp>
 
-DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Graph>& networks,
-                                                    const device::FusionRules& rules, double run_overhead_ms,
-                                                    const NetworkProfilingSetup& setup) -> NetworkProfilingResult {
+DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Graph>& networks, const FusionRules& rules,
+                                                    double run_overhead_ms, const NetworkProfilingSetup& setup)
+    -> NetworkProfilingResult {
     if (setup.runners.empty()) raise<config_error>("network profiling: no runner command");
     if (setup.store.empty()) raise<config_error>("network profiling: no results store path");
     if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
