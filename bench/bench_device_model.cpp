@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/device/device_model.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
@@ -27,12 +27,12 @@ namespace {
 
 // DNNCOST_DEVICE_MODEL=FILE prices with another model (one without a residual, say). The model
 // is never destroyed: its gradient-boosted trees must not be freed after XGBoost's own statics.
-const estimators::DeviceModel* model() {
-    static const estimators::DeviceModel* m = []() -> const estimators::DeviceModel* {
+const device::DeviceModel* model() {
+    static const device::DeviceModel* m = []() -> const device::DeviceModel* {
         const char* env = std::getenv("DNNCOST_DEVICE_MODEL");
         const std::string path = env ? env : std::string(DNNCOST_DATA_DIR) + "/devices/ort-cpu-all-1t.dnnc";
         try {
-            return estimators::DeviceModel::deserialize(io::read_file(path), path).release();
+            return device::DeviceModel::deserialize(io::read_file(path), path).release();
         } catch (const error&) {
             return nullptr;
         }

@@ -1,4 +1,4 @@
-// The kernel pass (cost::kernel_graph) and the kernel features on NB201 networks (Google
+// The kernel pass (device::kernel_graph) and the kernel features on NB201 networks (Google
 // Benchmark): the per-network work of pricing a network with a kernel-level device model,
 // without the regressors and without the residual.
 //   bench_kernel_pass --benchmark_filter=KernelPass       the pass alone, networks per second
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
 #include "nb201_networks.hpp"
@@ -22,8 +22,8 @@ using namespace dnncost;
 
 namespace {
 
-const cost::FusionRules& rules() {
-    static const auto r = cost::FusionRules::parse(
+const device::FusionRules& rules() {
+    static const auto r = device::FusionRules::parse(
         "dnncost-fusion-rules 1\n"
         "fold Conv BatchNormalization operands=constant\n"
         "fuse Conv Relu operands=none\n"
@@ -45,7 +45,7 @@ static void BM_KernelPass(benchmark::State& state) {
     const std::vector<graph::Graph> g(all.begin(), all.begin() + state.range(0));
     std::size_t i = 0, kernels = 0, nodes = 0;
     for (auto _ : state) {
-        const auto kg = cost::kernel_graph(g[i], rules());
+        const auto kg = device::kernel_graph(g[i], rules());
         kernels += kg.kernels.size();
         nodes += g[i].num_nodes();
         benchmark::DoNotOptimize(kg.kernels.data());
@@ -63,9 +63,9 @@ static void BM_KernelFeatures(benchmark::State& state) {
     std::size_t i = 0;
     double sum = 0;
     for (auto _ : state) {
-        const auto kg = cost::kernel_graph(g[i], rules());
+        const auto kg = device::kernel_graph(g[i], rules());
         for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
-            const auto f = features::kernel_features(g[i], kg, k, rules().layout.block);
+            const auto f = device::kernel_features(g[i], kg, k, rules().layout.block);
             sum += f.values[0];
         }
         benchmark::DoNotOptimize(sum);

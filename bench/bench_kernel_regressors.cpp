@@ -10,13 +10,13 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/estimators/mlp_regressor.hpp>
+#include <dnncost/device/mlp_regressor.hpp>
 #if defined(DNNCOST_HAS_XGBOOST)
-#include <dnncost/estimators/gbt_regressor.hpp>
+#include <dnncost/device/gbt_regressor.hpp>
 #endif
 
 using namespace dnncost;
-using namespace dnncost::estimators;
+using namespace dnncost::device;
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/cost/fusion_rules.hpp>
-#include <dnncost/measure/fusion_probe.hpp>
+#include <dnncost/device/fusion_probe.hpp>
+#include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/spaces/builder.hpp>
 
@@ -80,20 +80,21 @@ int main(int argc, char** argv) {
     try {
         const std::filesystem::path dir(out);
         std::filesystem::create_directories(dir);
-        measure::FusionProbeSetup s;
+        device::FusionProbeSetup s;
         s.runners = {runner};
         s.device = device;
         s.store = dir / "fusion.csv";
         s.rules_out = dir / "fusion.rules";
         s.evidence_out = dir / "fusion.json";
-        s.discovery.candidate_patterns = cost::FusionRules::parse("dnncost-fusion-rules 1\n"
-                                                                  "pattern Gelu Div Erf Add Mul Mul\n"
-                                                                  "pattern Swish Sigmoid Mul\n",
-                                                                  "probe_activations")
+        s.discovery.candidate_patterns = device::FusionRules::parse(
+                                             "dnncost-fusion-rules 1\n"
+                                             "pattern Gelu Div Erf Add Mul Mul\n"
+                                             "pattern Swish Sigmoid Mul\n",
+                                             "probe_activations")
                                              .patterns;
         const std::vector<graph::Graph> graphs{conv_network(), mlp_network()};
         for (const auto& g : graphs) measure::write_model_for_runner(g, dir / (g.name() + ".onnx"), 1, 17);
-        const auto r = measure::probe_fusion_rules(graphs, s);
+        const auto r = device::probe_fusion_rules(graphs, s);
         std::printf("%s", r.discovery.rules.to_text().c_str());
         std::fprintf(stderr, "%zu failed measurements\n", r.failed);
         for (const auto& e : r.model_errors) std::fprintf(stderr, "model error: %s\n", e.c_str());

@@ -13,7 +13,7 @@
 // Header-only mode: a preset registers from its own header, so this program prices with device
 // models and compiles no other estimator (estimators/registry.hpp would bring every built-in one).
 // The compiled library registers every built-in preset itself.
-#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/device/device_model.hpp>
 #endif
 
 int main(int argc, char** argv) try {

@@ -1,9 +1,9 @@
 // The kernel-level device model and its residual, compiled once: the only library source that
 // includes their _impl headers (a second one would define their functions twice).
-#include <dnncost/estimators/device_model.hpp>
-#include <dnncost/estimators/device_model_impl.hpp>
-#include <dnncost/estimators/kernel_residual_impl.hpp>
+#include <dnncost/device/device_model.hpp>
+#include <dnncost/device/device_model_impl.hpp>
+#include <dnncost/device/kernel_residual_impl.hpp>
 
 namespace dnncost::estimators::detail {
-RegistryEntry builtin_device_model_entry() { return device_model_entry(); }
+RegistryEntry builtin_device_model_entry() { return device::detail::device_model_entry(); }
 }  // namespace dnncost::estimators::detail

@@ -3,7 +3,12 @@
 # point to the same layer or a lower one, in the order of the data path:
 #
 #   core (0) < graph, spaces (1) < cost, io (2) < features (3) < nn (4) < optim (5) < train (6)
-#   < estimators (7) < measure, search applications in search/<sub>/ (8) < dnncost.hpp (9)
+#   < estimators (7) < measure, search applications in search/<sub>/ (8) < device (9)
+#   < dnncost.hpp (10)
+#
+# device/ is the kernel-level device model (kernel pass and fusion rules, kernel kinds and
+# features, per-kernel regressors, calibration, building by measurement): it uses every layer
+# below it, and nothing in the library but the umbrella may include it (search neither).
 #
 # Two narrower rules: the search core (search/*.hpp directly under search/) includes only core/
 # and the search core, and the ONNX importer (io/onnx.hpp, io/onnx/) only core/, graph/ and io/.
@@ -17,7 +22,7 @@ set -euo pipefail
 # Layer of a header path relative to include/dnncost/; "?" for a directory no rule knows.
 layer_of() {
     case "$1" in
-        dnncost.hpp) echo 9 ;;
+        dnncost.hpp) echo 10 ;;
         core/*) echo 0 ;;
         graph/* | spaces/*) echo 1 ;;
         cost/* | io/*) echo 2 ;;
@@ -27,6 +32,7 @@ layer_of() {
         train/*) echo 6 ;;
         estimators/*) echo 7 ;;
         measure/* | search/*) echo 8 ;;
+        device/*) echo 9 ;;
         *) echo "?" ;;
     esac
 }
@@ -88,7 +94,7 @@ self_test() {
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' RETURN
     mkdir -p "$tmp/dnncost/core" "$tmp/dnncost/nn" "$tmp/dnncost/estimators" "$tmp/dnncost/search/mapping" \
-             "$tmp/dnncost/io/onnx"
+             "$tmp/dnncost/io/onnx" "$tmp/dnncost/measure" "$tmp/dnncost/device"
     printf '#pragma once\n' >"$tmp/dnncost/core/error.hpp"
     printf '#pragma once\n#include <dnncost/core/error.hpp>\n' >"$tmp/dnncost/estimators/estimator.hpp"
     printf '#pragma once\n#include <dnncost/search/pareto.hpp>\n' >"$tmp/dnncost/search/mapping/flow.hpp"
@@ -98,23 +104,30 @@ self_test() {
         >"$tmp/dnncost/nn/model.hpp"
     printf '#pragma once\n#include <dnncost/nn/model.hpp>\n' >"$tmp/dnncost/io/onnx/import.hpp"
     printf '#pragma once\n#include <dnncost/io/onnx/import.hpp>\n' >"$tmp/dnncost/dnncost.hpp"
+    printf '#pragma once\n#include <dnncost/core/error.hpp>\n' >"$tmp/dnncost/measure/harness.hpp"
+    printf '#pragma once\n#include <dnncost/measure/harness.hpp>\n#include <dnncost/estimators/estimator.hpp>\n' \
+        >"$tmp/dnncost/device/device_model.hpp"
+    printf '#pragma once\n#include <dnncost/device/device_model.hpp>\n' >"$tmp/dnncost/measure/store.hpp"
+    printf '#pragma once\n#include <dnncost/device/device_model.hpp>\n' >"$tmp/dnncost/search/mapping/price.hpp"
     status=0
     out=$(check "$tmp") || status=$?
     local expect=("nn/model.hpp:4: nn (layer 4) includes <dnncost/estimators/estimator.hpp>, estimators (layer 7)"
                   "search/nsga2.hpp:2: search core"
                   "io/onnx/import.hpp:2: io (ONNX importer)"
-                  "dnncost.hpp:2: umbrella")
+                  "dnncost.hpp:2: umbrella"
+                  "measure/store.hpp:2: measure (layer 8) includes <dnncost/device/device_model.hpp>, device (layer 9)"
+                  "search/mapping/price.hpp:2: search application (layer 8) includes <dnncost/device/device_model.hpp>, device (layer 9)")
     local e ok=1
     [[ $status -eq 1 ]] || { echo "self-test: expected exit status 1, got $status"; ok=0; }
     for e in "${expect[@]}"; do
         grep -qF "$e" <<<"$out" || { echo "self-test: not reported: $e"; ok=0; }
     done
-    if grep -qE 'search/mapping/flow.hpp|estimators/estimator.hpp:' <<<"$out"; then
+    if grep -qE 'search/mapping/flow.hpp|estimators/estimator.hpp:|device/device_model.hpp:' <<<"$out"; then
         echo "self-test: an allowed include was reported"
         ok=0
     fi
-    if [[ $(grep -c . <<<"$out") -ne 4 ]]; then
-        echo "self-test: expected 4 reports, got:"
+    if [[ $(grep -c . <<<"$out") -ne 6 ]]; then
+        echo "self-test: expected 6 reports, got:"
         ok=0
     fi
     ((ok)) || { echo "$out"; return 1; }
@@ -128,7 +141,7 @@ elif [[ $# -eq 1 ]]; then
         echo "layering: every #include <dnncost/...> under $1 points to its own layer or a lower one"
     else
         status=$?
-        [[ $status -eq 1 ]] && echo "layering: upward includes found (order: core < graph, spaces < cost, io < features < nn < optim < train < estimators < measure, search applications)"
+        [[ $status -eq 1 ]] && echo "layering: upward includes found (order: core < graph, spaces < cost, io < features < nn < optim < train < estimators < measure, search applications < device < dnncost.hpp)"
         exit "$status"
     fi
 else

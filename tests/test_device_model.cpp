@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/cost/kernel_sampler.hpp>
-#include <dnncost/features/kernel_features.hpp>
-#include <dnncost/estimators/device_model.hpp>
-#include <dnncost/estimators/kernel_batches.hpp>
+#include <dnncost/device/device_model.hpp>
+#include <dnncost/device/kernel_batches.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/spaces/nb201.hpp>
 #include <dnncost/train/train_data.hpp>
@@ -28,8 +28,8 @@ using namespace kg_fixtures;
 
 namespace {
 
-cost::FusionRules rules() {
-    return cost::FusionRules::parse(
+device::FusionRules rules() {
+    return device::FusionRules::parse(
         "dnncost-fusion-rules 1\n"
         "device planted\n"
         "fold Conv BatchNormalization operands=constant\n"
@@ -41,37 +41,37 @@ cost::FusionRules rules() {
 constexpr double overhead_ms = 0.02;
 
 // the planted device: a kernel costs 0.004 ms plus 1 ms per 2 GFLOP and 1 ms per 4 GB moved
-double planted_kernel_ms(const cost::Kernel& k) {
+double planted_kernel_ms(const device::Kernel& k) {
     return 0.004 + double(k.cost.flops) * 5e-10 + double(k.cost.input_bytes + k.cost.output_bytes) * 2.5e-10;
 }
 
 // the planted device's latency of a network: the run overhead and its kernels' planted times
 double planted_ms(const graph::Graph& g) {
     double ms = overhead_ms;
-    for (const auto& k : cost::kernel_graph(g, rules()).kernels) ms += planted_kernel_ms(k);
+    for (const auto& k : device::kernel_graph(g, rules()).kernels) ms += planted_kernel_ms(k);
     return ms;
 }
 
-std::vector<estimators::KernelMeasurement> planted_samples(std::size_t per_kind, std::uint64_t seed) {
-    cost::KernelSampler sampler(rules());
+std::vector<device::KernelMeasurement> planted_samples(std::size_t per_kind, std::uint64_t seed) {
+    device::KernelSampler sampler(rules());
     Rng rng(seed);
-    cost::add_space_prior(sampler, 3, rng);
-    std::vector<estimators::KernelMeasurement> out;
+    device::add_space_prior(sampler, 3, rng);
+    std::vector<device::KernelMeasurement> out;
     for (const auto& s : sampler.draw_all(per_kind, rng)) {
-        const auto kg = cost::kernel_graph(s.graph, rules());
+        const auto kg = device::kernel_graph(s.graph, rules());
         for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
             if (kg.kernels[k].is_reorder()) continue;
-            auto f = features::kernel_features(s.graph, kg, k, 0);
+            auto f = device::kernel_features(s.graph, kg, k, 0);
             out.push_back({f.kind.key, std::move(f.values), overhead_ms + planted_kernel_ms(kg.kernels[k])});
         }
     }
     return out;
 }
 
-estimators::DeviceModel planted_model() {
-    estimators::DeviceModelOptions o;
+device::DeviceModel planted_model() {
+    device::DeviceModelOptions o;
     o.min_samples = 24;
-    return estimators::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
+    return device::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
 }
 
 std::vector<graph::Graph> nb201_networks(int n) {
@@ -100,11 +100,11 @@ TEST_CASE("device model: a network costs its kernels plus the run overhead, each
     const auto prices = m.price_networks(ptrs);
     const auto totals = m.predict_mean(ptrs);
     for (std::size_t i = 0; i < nets.size(); ++i) {
-        const auto kg = cost::kernel_graph(nets[i], rules());
+        const auto kg = device::kernel_graph(nets[i], rules());
         REQUIRE(prices[i].kernels.size() == kg.kernels.size());
         double by_hand = overhead_ms;
         for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
-            const auto f = features::kernel_features(nets[i], kg, k, 0);
+            const auto f = device::kernel_features(nets[i], kg, k, 0);
             const auto& pk = prices[i].kernels[k];
             CHECK(pk.kind == f.kind.key);
             Mat<double> x(1, static_cast<Index>(f.values.size()));
@@ -140,9 +140,9 @@ TEST_CASE("device model: the planted kernel model is learnt, networks priced clo
 }
 
 TEST_CASE("device model: family regressors learn the fused kinds with their family, and price them whole") {
-    estimators::DeviceModelOptions o;
+    device::DeviceModelOptions o;
     o.family_regressors = true;
-    const auto m = estimators::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
+    const auto m = device::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
     const auto& kinds = m.kinds();
     REQUIRE(kinds.count("Conv+Act") == 1);
     CHECK(kinds.at("Conv+Act").pooled_into == "Conv");
@@ -163,13 +163,13 @@ TEST_CASE("device model: family regressors learn the fused kinds with their fami
         }
     }
     CHECK(worst < 0.25);
-    const auto loaded = estimators::DeviceModel::deserialize(m.serialize(), "family.dnnc");
+    const auto loaded = device::DeviceModel::deserialize(m.serialize(), "family.dnnc");
     CHECK(loaded->kinds().at("Conv+Act").pooled_into == "Conv");
     const auto ptrs = pointers(nets);
     CHECK(loaded->predict_mean(ptrs) == m.predict_mean(ptrs));
     // one regressor per kind: each kind learns from its own samples only
     o.family_regressors = false;
-    const auto per_kind = estimators::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
+    const auto per_kind = device::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
     CHECK(per_kind.kinds().at("Conv+Act").regressor);
     CHECK(per_kind.kinds().at("Conv+Act").pooled_into.empty());
     CHECK(per_kind.kinds().at("Conv").held_out < kinds.at("Conv").held_out);
@@ -178,7 +178,7 @@ TEST_CASE("device model: family regressors learn the fused kinds with their fami
 TEST_CASE("device model: an unsampled kind is priced by the nearest kind, with a warning naming it") {
     auto samples = planted_samples(40, 7);
     std::erase_if(samples, [](const auto& s) { return s.kind.rfind("Pool", 0) == 0; });
-    const auto m = estimators::DeviceModel::build(rules(), samples, overhead_ms);
+    const auto m = device::DeviceModel::build(rules(), samples, overhead_ms);
     Graph g("pooled");
     const int x = g.add_input("x", {1, 16, 8, 8});
     const int y = g.add_op("MaxPool", "pool", {x}, {1, 16, 4, 4},
@@ -214,7 +214,7 @@ TEST_CASE("device model: calibration recovers a machine that is a known multiple
 namespace {
 // A machine on which each kernel family runs at its own multiple of the model's price (planted),
 // a global multiple besides: the latency the model would give with those factors.
-double family_planted_ms(const estimators::DevicePrice& p, const std::map<std::string, double>& factor, double global) {
+double family_planted_ms(const device::DevicePrice& p, const std::map<std::string, double>& factor, double global) {
     double ms = p.run_overhead_ms;
     for (const auto& k : p.kernels) {
         const auto it = factor.find(k.kind.substr(0, k.kind.find('+')));
@@ -239,18 +239,18 @@ TEST_CASE("device model: per-family calibration recovers planted family factors 
         return out;
     };
     const auto measured = truth(shots), unseen_ms = truth(unseen);
-    const auto mape = [&](const estimators::DeviceModel& model) {
+    const auto mape = [&](const device::DeviceModel& model) {
         const auto p = model.predict_mean(pointers(unseen));
         double e = 0;
         for (std::size_t i = 0; i < p.size(); ++i) e += std::abs(p[i] / unseen_ms[i] - 1);
         return 100 * e / double(p.size());
     };
     // copies of the model through its file
-    auto global_model = estimators::DeviceModel::deserialize(m.serialize());
-    auto fam_model = estimators::DeviceModel::deserialize(m.serialize());
+    auto global_model = device::DeviceModel::deserialize(m.serialize());
+    auto fam_model = device::DeviceModel::deserialize(m.serialize());
     auto& global = *global_model;
     auto& fam = *fam_model;
-    estimators::CalibrationOptions only_global;
+    device::CalibrationOptions only_global;
     only_global.per_family = false;
     const auto g = global.calibrate(pointers(shots), measured, only_global);
     CHECK(g.family_factors.empty());
@@ -264,7 +264,7 @@ TEST_CASE("device model: per-family calibration recovers planted family factors 
     CHECK(mape(fam) < 0.5 * mape(global));
     CHECK(r.cv_mape < r.given_mape);
     // saved and loaded: the same prices
-    const auto loaded = estimators::DeviceModel::deserialize(fam.serialize(), "fam.dnnc");
+    const auto loaded = device::DeviceModel::deserialize(fam.serialize(), "fam.dnnc");
     CHECK(loaded->family_factors() == fam.family_factors());
     CHECK(loaded->predict_mean(pointers(unseen)) == fam.predict_mean(pointers(unseen)));
 }
@@ -282,7 +282,7 @@ TEST_CASE("device model: calibration never makes a model worse on its shots") {
     // takes the majority's side, 2 % off the eighth, so leave-one-out says no
     auto noisy = exact;
     for (std::size_t i = 0; i < noisy.size(); ++i) noisy[i] *= i % 2 ? 0.99 : 1.01;
-    estimators::CalibrationOptions only_global;
+    device::CalibrationOptions only_global;
     only_global.per_family = false;
     r = m.calibrate(pointers(nets), noisy, only_global);
     CHECK(r.given_mape == doctest::Approx(1.0).epsilon(1e-3));
@@ -302,7 +302,7 @@ TEST_CASE("device model: saved and loaded through the registry, a damaged file i
     const auto loaded = estimators::load_estimator(bytes, "planted.dnnc");
     CHECK(loaded->preset() == "device");
     CHECK(loaded->predict_mean(ptrs) == m.predict_mean(ptrs));
-    const auto& d = dynamic_cast<const estimators::DeviceModel&>(*loaded);
+    const auto& d = dynamic_cast<const device::DeviceModel&>(*loaded);
     CHECK(d.rules() == m.rules());
     CHECK(d.build_info() == "planted test device");
     CHECK(d.calibration_shots() == 2);
@@ -316,17 +316,17 @@ TEST_CASE("device model: saved and loaded through the registry, a damaged file i
 }
 
 TEST_CASE("device model: bad samples and an unbuilt model are errors, not garbage") {
-    CHECK_THROWS_AS(estimators::DeviceModel::build(rules(), {}, overhead_ms), config_error);
+    CHECK_THROWS_AS(device::DeviceModel::build(rules(), {}, overhead_ms), config_error);
     auto samples = planted_samples(40, 7);
     samples[3].latency_ms = std::nan("");
-    CHECK_THROWS_WITH_AS(estimators::DeviceModel::build(rules(), samples, overhead_ms), doctest::Contains("sample 3"),
+    CHECK_THROWS_WITH_AS(device::DeviceModel::build(rules(), samples, overhead_ms), doctest::Contains("sample 3"),
                          config_error);
     samples = planted_samples(40, 7);
-    CHECK_THROWS_AS(estimators::DeviceModel::build(rules(), samples, -1.0), config_error);
+    CHECK_THROWS_AS(device::DeviceModel::build(rules(), samples, -1.0), config_error);
     samples.resize(5);
-    CHECK_THROWS_WITH_AS(estimators::DeviceModel::build(rules(), samples, overhead_ms),
+    CHECK_THROWS_WITH_AS(device::DeviceModel::build(rules(), samples, overhead_ms),
                          doctest::Contains("measure more kernels"), config_error);
-    estimators::DeviceModel empty;
+    device::DeviceModel empty;
     const auto nets = nb201_networks(1);
     const graph::Graph* one[] = {&nets[0]};
     CHECK_THROWS_AS(empty.predict(one), config_error);
@@ -344,7 +344,7 @@ TEST_CASE("device model: the residual learns what the kernel sum misses, and sur
         d.graphs.push_back(ptrs[i]);
         d.targets.push_back(1.3 * sums[i]);
     }
-    estimators::KernelResidualOptions ro;
+    device::KernelResidualOptions ro;
     ro.max_epochs = 200;
     m.set_residual_options(ro);
     m.set_fit_parts(false, true);  // the residual alone: no scale fitted before it
@@ -375,10 +375,10 @@ TEST_CASE("device model: fit() finds planted sample-boundary rates and the scale
     const auto raw = m.price_networks(ptrs);
     // the planted device: each kernel 2 us and 0.05 ms per MB of output cheaper inside a network
     // than its sample, and the whole machine 20 % slower
-    const estimators::SampleBoundaryCost planted{0.002, 0.05, 0.0};
+    const device::SampleBoundaryCost planted{0.002, 0.05, 0.0};
     train::TrainData tr, va;
     for (std::size_t i = 0; i < nets.size(); ++i) {
-        const auto kg = cost::kernel_graph(nets[i], m.rules());
+        const auto kg = device::kernel_graph(nets[i], m.rules());
         REQUIRE(kg.kernels.size() == raw[i].kernels.size());
         double t = raw[i].run_overhead_ms;
         for (std::size_t k = 0; k < kg.kernels.size(); ++k)
@@ -413,7 +413,7 @@ TEST_CASE("device model: the totals alone are the breakdown's totals, fallbacks 
     // as the nearest kind): both occur in NB201's cells
     auto samples = planted_samples(40, 7);
     std::erase_if(samples, [](const auto& s) { return s.kind == "Conv+Add+Act" || s.kind.rfind("Pool", 0) == 0; });
-    const auto m = estimators::DeviceModel::build(rules(), samples, overhead_ms);
+    const auto m = device::DeviceModel::build(rules(), samples, overhead_ms);
     REQUIRE(m.kinds().count("Conv+Add") == 1);
     auto nets = nb201_networks(40);
     nets.push_back(nets[3]);  // the same network twice in one call
@@ -461,14 +461,14 @@ TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching
     const auto* reg = m.kinds().at("Conv").regressor.get();
     REQUIRE(reg);
     const auto nets = nb201_networks(1);
-    const auto kg = cost::kernel_graph(nets[0], rules());
+    const auto kg = device::kernel_graph(nets[0], rules());
     std::vector<std::vector<double>> rows;
     for (std::size_t k = 0; k < kg.kernels.size() && rows.size() < 2; ++k) {
-        auto f = features::kernel_features(nets[0], kg, k, 0);
+        auto f = device::kernel_features(nets[0], kg, k, 0);
         if (f.kind.key == "Conv" && (rows.empty() || rows[0] != f.values)) rows.push_back(std::move(f.values));
     }
     REQUIRE(rows.size() == 2);
-    estimators::KernelBatches b(1, rows[0].size());
+    device::KernelBatches b(1, rows[0].size());
     b.add(0, rows[0], 0);
     b.add(0, rows[1], 1);
     b.add(0, rows[0], 2);
@@ -480,7 +480,7 @@ TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching
     b.add_new_row(0, 2);
     CHECK(b.distinct_rows(0) == 2);
     std::vector<double> figures(3, 0.0);
-    const estimators::TabularRegressor* regs[] = {reg};
+    const device::TabularRegressor* regs[] = {reg};
     b.predict_into(regs, figures);
     const auto alone = [&](const std::vector<double>& r) {
         Mat<double> x(1, static_cast<Index>(r.size()));
@@ -497,7 +497,7 @@ TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching
     CHECK_THROWS_AS((void)b.new_row(1), shape_error);
 
     // many rows, each added twice: every one is found again, past the index's first size
-    estimators::KernelBatches many(2, 3);
+    device::KernelBatches many(2, 3);
     for (int pass = 0; pass < 2; ++pass)
         for (int j = 0; j < 100; ++j)
             many.add(static_cast<std::size_t>(j % 2), std::vector<double>{j * 1.0, 1.0, -0.0}, 0);

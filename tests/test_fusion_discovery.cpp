@@ -13,7 +13,7 @@
 
 #include <dnncost/core/rng.hpp>
 #include <dnncost/cost/analytic.hpp>
-#include <dnncost/cost/fusion_discovery.hpp>
+#include <dnncost/device/fusion_discovery.hpp>
 
 #include "kernel_graph_fixtures.hpp"
 
@@ -174,7 +174,7 @@ fuse MatMul Add operands=constant
 )";
 
 /// The rule lines of a rule set, as a set (the order of discovery is not the planted order).
-std::set<std::string> rule_lines(const cost::FusionRules& r) {
+std::set<std::string> rule_lines(const device::FusionRules& r) {
     std::set<std::string> out;
     std::istringstream in(r.to_text());
     for (std::string line; std::getline(in, line);)
@@ -182,12 +182,12 @@ std::set<std::string> rule_lines(const cost::FusionRules& r) {
     return out;
 }
 
-cost::DiscoveryOptions options() {
-    cost::DiscoveryOptions o;
+device::DiscoveryOptions options() {
+    device::DiscoveryOptions o;
     o.repeats = 5;
     o.max_repeats = 20;
     o.device = "fake";
-    o.candidate_patterns = cost::FusionRules::parse(planted_text).patterns;
+    o.candidate_patterns = device::FusionRules::parse(planted_text).patterns;
     return o;
 }
 
@@ -195,9 +195,9 @@ cost::DiscoveryOptions options() {
 
 TEST_CASE("fusion discovery: recovers the planted rules, folds and layout block of a fake device") {
     FakeDevice device;
-    const cost::MeasureOne measure = [&](const Graph& g) { return device(g); };
-    const auto res = cost::discover_fusion_rules(networks(), measure, options());
-    CHECK(rule_lines(res.rules) == rule_lines(cost::FusionRules::parse(planted_text)));
+    const device::MeasureOne measure = [&](const Graph& g) { return device(g); };
+    const auto res = device::discover_fusion_rules(networks(), measure, options());
+    CHECK(rule_lines(res.rules) == rule_lines(device::FusionRules::parse(planted_text)));
     CHECK(res.rules.layout.block == 16);
     CHECK(res.layout.block == 16);
     CHECK(res.rules.device == "fake");
@@ -205,7 +205,7 @@ TEST_CASE("fusion discovery: recovers the planted rules, folds and layout block 
     CHECK(res.measurements == device.calls);
     CHECK(res.measurements <= options().max_measurements);
     // the evidence of a pair the device does not fuse: both parts and the whole measured
-    const auto it = std::find_if(res.evidence.begin(), res.evidence.end(), [](const cost::FusionEvidence& e) {
+    const auto it = std::find_if(res.evidence.begin(), res.evidence.end(), [](const device::FusionEvidence& e) {
         return e.what == "pair" && e.kinds == std::vector<std::string>{"BatchNormalization", "Relu"};
     });
     REQUIRE(it != res.evidence.end());
@@ -225,11 +225,11 @@ TEST_CASE("fusion discovery: recovers the planted rules, folds and layout block 
     CHECK(json.find("\"block\": 16") != std::string::npos);
 
     SUBCASE("the discovered rules price the networks as the planted ones do") {
-        const auto planted = cost::FusionRules::parse(planted_text);
+        const auto planted = device::FusionRules::parse(planted_text);
         for (const auto& g : networks()) {
             auto with_layout = planted;
             with_layout.layout = res.rules.layout;
-            CHECK(cost::kernel_graph(g, res.rules).to_json(g) == cost::kernel_graph(g, with_layout).to_json(g));
+            CHECK(device::kernel_graph(g, res.rules).to_json(g) == device::kernel_graph(g, with_layout).to_json(g));
         }
     }
 }
@@ -241,8 +241,8 @@ TEST_CASE("fusion discovery: the layout probe finds block 8, and no block on a d
         device.block = block;
         auto o = options();
         o.chain_rounds = 0;
-        const cost::MeasureOne measure = [&](const Graph& g) { return device(g); };
-        const auto res = cost::discover_fusion_rules(networks(), measure, o);
+        const device::MeasureOne measure = [&](const Graph& g) { return device(g); };
+        const auto res = device::discover_fusion_rules(networks(), measure, o);
         CHECK(res.layout.measured);
         CHECK(res.layout.channels == std::vector<std::int64_t>{64, 56, 60});
         CHECK(res.layout.block == block);
@@ -255,8 +255,8 @@ TEST_CASE("fusion discovery: a device without fusion gives no rules") {
     FakeDevice device;
     device.pairs.clear();
     device.layer_norm = false;
-    const cost::MeasureOne measure = [&](const Graph& g) { return device(g); };
-    const auto res = cost::discover_fusion_rules(networks(), measure, options());
+    const device::MeasureOne measure = [&](const Graph& g) { return device(g); };
+    const auto res = device::discover_fusion_rules(networks(), measure, options());
     CHECK(rule_lines(res.rules).empty());
     CHECK(res.unmeasured == 0);
 }
@@ -267,12 +267,12 @@ TEST_CASE("fusion discovery: the budget caps the measurements and what is left i
     auto o = options();
     o.repeats = 1;
     o.max_measurements = 30;
-    const cost::MeasureOne measure = [&](const Graph& g) { return device(g); };
-    const auto res = cost::discover_fusion_rules(networks(), measure, o);
+    const device::MeasureOne measure = [&](const Graph& g) { return device(g); };
+    const auto res = device::discover_fusion_rules(networks(), measure, o);
     CHECK(res.measurements <= 30);
     CHECK(res.measurements == device.calls);
     CHECK(res.unmeasured > 0);
-    const auto planted = rule_lines(cost::FusionRules::parse(planted_text));
+    const auto planted = rule_lines(device::FusionRules::parse(planted_text));
     for (const auto& line : rule_lines(res.rules)) CHECK(planted.count(line) == 1);
     bool noted = false;
     for (const auto& e : res.evidence) noted = noted || e.note == "over the measurement budget";
@@ -283,52 +283,52 @@ TEST_CASE("fusion discovery: batches, failed graphs and broken measurements") {
     FakeDevice device;
     SUBCASE("a batch callback gets each pending graph once per repeat") {
         std::size_t batches = 0, graphs = 0;
-        const cost::MeasureBatch measure = [&](const std::vector<Graph>& gs) {
+        const device::MeasureBatch measure = [&](const std::vector<Graph>& gs) {
             ++batches;
             graphs += gs.size();
             std::vector<double> out;
             for (const auto& g : gs) out.push_back(device(g));
             return out;
         };
-        const auto res = cost::discover_fusion_rules(networks(), measure, options());
+        const auto res = device::discover_fusion_rules(networks(), measure, options());
         CHECK(res.measurements == graphs);
         CHECK(batches % 5 == 0);  // options().repeats
         CHECK(graphs % 5 == 0);
-        CHECK(rule_lines(res.rules) == rule_lines(cost::FusionRules::parse(planted_text)));
+        CHECK(rule_lines(res.rules) == rule_lines(device::FusionRules::parse(planted_text)));
     }
     SUBCASE("a graph that fails (NaN) leaves its candidates unmeasured") {
-        const cost::MeasureOne measure = [&](const Graph& g) {
+        const device::MeasureOne measure = [&](const Graph& g) {
             for (const auto& n : g.nodes())
                 if (n.op_type == "Gemm") return std::nan("");
             return device(g);
         };
         auto o = options();
         o.chain_rounds = 0;
-        const auto res = cost::discover_fusion_rules(networks(), measure, o);
+        const auto res = device::discover_fusion_rules(networks(), measure, o);
         for (const auto& e : res.evidence)
             if (std::find(e.kinds.begin(), e.kinds.end(), "Gemm") != e.kinds.end()) {
                 CHECK_FALSE(e.measured);
                 CHECK(e.note == "a graph could not be measured");
             }
-        CHECK(res.rules.find("Gemm", "Relu", cost::Operands::none, "Gemm") == nullptr);
-        CHECK(res.rules.find("Conv", "BatchNormalization", cost::Operands::constant, "Conv") != nullptr);
+        CHECK(res.rules.find("Gemm", "Relu", device::Operands::none, "Gemm") == nullptr);
+        CHECK(res.rules.find("Conv", "BatchNormalization", device::Operands::constant, "Conv") != nullptr);
     }
     SUBCASE("a negative latency or a wrong count is an error naming the graph") {
-        const cost::MeasureOne negative = [](const Graph&) { return -1.0; };
-        CHECK_THROWS_WITH_AS(cost::discover_fusion_rules(networks(), negative, options()),
+        const device::MeasureOne negative = [](const Graph&) { return -1.0; };
+        CHECK_THROWS_WITH_AS(device::discover_fusion_rules(networks(), negative, options()),
                              doctest::Contains("returned -1 ms"), config_error);
-        const cost::MeasureBatch short_batch = [](const std::vector<Graph>&) { return std::vector<double>{1.0}; };
-        CHECK_THROWS_WITH_AS(cost::discover_fusion_rules(networks(), short_batch, options()),
+        const device::MeasureBatch short_batch = [](const std::vector<Graph>&) { return std::vector<double>{1.0}; };
+        CHECK_THROWS_WITH_AS(device::discover_fusion_rules(networks(), short_batch, options()),
                              doctest::Contains("returned 1 latencies"), config_error);
     }
     SUBCASE("bad options") {
-        const cost::MeasureOne measure = [&](const Graph& g) { return device(g); };
+        const device::MeasureOne measure = [&](const Graph& g) { return device(g); };
         auto o = options();
         o.candidate_blocks = {24};
-        CHECK_THROWS_WITH_AS(cost::discover_fusion_rules(networks(), measure, o),
+        CHECK_THROWS_WITH_AS(device::discover_fusion_rules(networks(), measure, o),
                              doctest::Contains("candidate block 24"), config_error);
         o = options();
         o.repeats = 0;
-        CHECK_THROWS_AS(cost::discover_fusion_rules(networks(), measure, o), config_error);
+        CHECK_THROWS_AS(device::discover_fusion_rules(networks(), measure, o), config_error);
     }
 }

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/device/fusion_probe.hpp>
 #include <dnncost/io/file.hpp>
-#include <dnncost/measure/fusion_probe.hpp>
 
 #include "measure/scratch.hpp"
 
@@ -34,7 +34,7 @@ TEST_CASE("fusion probe: discovery through the harness, resumable from its store
     g.mark_output(same(g, "Relu", "relu", {batch_norm(g, "bn", conv(g, "conv", x, 8, 3))}));
     g.validate();
 
-    measure::FusionProbeSetup s;
+    device::FusionProbeSetup s;
     s.runners = {"bash '" + std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh' good '" + dir.string() + "'"};
     s.device = "fake-device";
     s.store = dir / "probe.csv";
@@ -49,7 +49,7 @@ TEST_CASE("fusion probe: discovery through the harness, resumable from its store
     s.discovery.probe_spatial = 4;
     s.discovery.probe_depth = 1;
 
-    const auto probe = measure::probe_fusion_rules({g}, s);
+    const auto probe = device::probe_fusion_rules({g}, s);
     const auto& first = probe.discovery;
     CHECK(probe.failed == 0);
     CHECK(probe.model_errors.empty());
@@ -61,7 +61,7 @@ TEST_CASE("fusion probe: discovery through the harness, resumable from its store
     for (const auto& e : first.evidence) CHECK_FALSE(e.fused);
     const auto requests = lines_of(dir / "requests.log");
     CHECK(requests == first.measurements);
-    CHECK(cost::FusionRules::parse(io::read_file(s.rules_out)) == first.rules);
+    CHECK(device::FusionRules::parse(io::read_file(s.rules_out)) == first.rules);
     const auto evidence = io::read_file(s.evidence_out);
     CHECK(evidence.front() == '{');
     CHECK(evidence.find("\"evidence\"") != std::string::npos);
@@ -72,12 +72,12 @@ TEST_CASE("fusion probe: discovery through the harness, resumable from its store
     CHECK(repeat2);
     CHECK(fs::exists(s.store.string() + ".models"));
 
-    const auto second = measure::probe_fusion_rules({g}, s).discovery;
+    const auto second = device::probe_fusion_rules({g}, s).discovery;
     CHECK(lines_of(dir / "requests.log") == requests);  // all from the store
     CHECK(second.rules == first.rules);
 
     auto other = s;  // a store of another device is refused
     other.device = "another";
-    CHECK_THROWS_WITH_AS(measure::probe_fusion_rules({g}, other), doctest::Contains("holds measurements of device"),
+    CHECK_THROWS_WITH_AS(device::probe_fusion_rules({g}, other), doctest::Contains("holds measurements of device"),
                          config_error);
 }

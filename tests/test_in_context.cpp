@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/features/kernel_features.hpp>
-#include <dnncost/measure/device_build.hpp>
-#include <dnncost/measure/in_context.hpp>
+#include <dnncost/device/device_build.hpp>
+#include <dnncost/device/in_context.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_sample_file.hpp>
+#include <dnncost/device/network_profiling.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
-#include <dnncost/measure/kernel_sample_file.hpp>
-#include <dnncost/measure/network_profiling.hpp>
 #include <dnncost/spaces/synthetic.hpp>
 
 #include "measure/scratch.hpp"
@@ -35,8 +35,8 @@ namespace {
 using measure_tests::lines_of;
 using measure_tests::Scratch;
 
-cost::FusionRules rules() {
-    return cost::FusionRules::parse(
+device::FusionRules rules() {
+    return device::FusionRules::parse(
         "dnncost-fusion-rules 1\n"
         "fold Conv BatchNormalization operands=constant\n"
         "fuse Conv Relu operands=none\n"
@@ -52,7 +52,7 @@ graph::Graph small_net() {
     return b.finish({b.gemm(x, 10, "fc")});
 }
 
-std::string name_of_writer(const graph::Graph& g, const cost::Kernel& k) {
+std::string name_of_writer(const graph::Graph& g, const device::Kernel& k) {
     return g.node(g.tensor(k.outputs.front()).producer).name;
 }
 
@@ -63,7 +63,7 @@ std::string name_of_writer(const graph::Graph& g, const cost::Kernel& k) {
 /// overhead `overhead`. Returns each pass kernel's expected sample (NaN: none).
 std::vector<double> plant(const fs::path& dir, const graph::Graph& g, std::size_t skip, double scale,
                           double overhead, std::set<std::size_t>& merged) {
-    const auto kg = cost::kernel_graph(g, rules());
+    const auto kg = device::kernel_graph(g, rules());
     std::vector<double> expected(kg.kernels.size(), std::nan(""));
     std::ostringstream kernels;
     double sum = 0.1;
@@ -97,7 +97,7 @@ std::vector<double> plant(const fs::path& dir, const graph::Graph& g, std::size_
 
 void plant_overhead(const fs::path& dir, double overhead) {
     fs::create_directories(dir / "plant");
-    std::ofstream(dir / "plant" / (measure::detail::overhead_sample().key + ".onnx.plain"))
+    std::ofstream(dir / "plant" / (device::detail::overhead_sample().key + ".onnx.plain"))
         << "\"latency_ms\":[" << overhead << "]";
 }
 
@@ -121,8 +121,8 @@ measure::HarnessOptions one_run() {
     return h;
 }
 
-measure::NetworkProfilingSetup profiling_setup(const Scratch& s, const std::string& mode) {
-    measure::NetworkProfilingSetup p;
+device::NetworkProfilingSetup profiling_setup(const Scratch& s, const std::string& mode) {
+    device::NetworkProfilingSetup p;
     p.runners = {s.runner(mode)};
     p.device = "fake-device";
     p.store = s.dir / "networks.csv";
@@ -131,8 +131,8 @@ measure::NetworkProfilingSetup profiling_setup(const Scratch& s, const std::stri
     return p;
 }
 
-measure::DeviceBuildSetup build_setup(const Scratch& s, const std::string& mode) {
-    measure::DeviceBuildSetup b;
+device::DeviceBuildSetup build_setup(const Scratch& s, const std::string& mode) {
+    device::DeviceBuildSetup b;
     b.runners = {s.runner(mode)};
     b.device = "fake-device";
     b.work_dir = s.dir / "work";
@@ -151,18 +151,18 @@ measure::DeviceBuildSetup build_setup(const Scratch& s, const std::string& mode)
 
 TEST_CASE("in-context samples: mapped kernels scaled to the unprofiled latency, hand-computed") {
     const auto g = small_net();
-    const auto kg = cost::kernel_graph(g, rules());
+    const auto kg = device::kernel_graph(g, rules());
     std::vector<std::string> kinds;
     for (const auto& k : kg.kernels) kinds.push_back(k.kind);
     REQUIRE(kinds == std::vector<std::string>{"Conv+Relu", "GlobalAveragePool", "Gemm"});
-    for (std::size_t k = 0; k < kinds.size(); ++k) kinds[k] = features::kernel_features(g, kg, k, 0).kind.key;
+    for (std::size_t k = 0; k < kinds.size(); ++k) kinds[k] = device::kernel_features(g, kg, k, 0).kind.key;
     // the runtime ran the convolution apart from its ReLU (both the fused kernel's time) and
     // inserted a kernel of its own; the profile adds up to 5 ms, the run took 3 ms with an
     // overhead of 0.5 ms: every time scales by (3 - 0.5) / 5 = 0.5
     const std::vector<measure::RuntimeKernel> profile{
         {"conv", "Conv", 1.5}, {"relu", "Relu", 0.5}, {"pool", "GlobalAveragePool", 1.0},
         {"fc", "Gemm", 1.0},   {"copy_1", "MemcpyToHost", 1.0}};
-    const auto s = measure::in_context_samples(g, "net", rules(), profile, {}, 3.0, 0.5);
+    const auto s = device::in_context_samples(g, "net", rules(), profile, {}, 3.0, 0.5);
     CHECK(s.profiled_ms == doctest::Approx(5.0));
     CHECK(s.sampled_ms == doctest::Approx(4.0));
     CHECK(s.scale == doctest::Approx(0.5));
@@ -175,13 +175,13 @@ TEST_CASE("in-context samples: mapped kernels scaled to the unprofiled latency, 
         CHECK(s.rows[k].key == "net#" + std::to_string(k));
         CHECK(s.rows[k].in_context);
         CHECK(s.rows[k].latency_ms == doctest::Approx(expected[k]));
-        CHECK(s.rows[k].features == features::kernel_features(g, kg, k, 0).values);
+        CHECK(s.rows[k].features == device::kernel_features(g, kg, k, 0).values);
     }
 
     // the classifier missing from the profile: skipped and counted; a latency below the
     // overhead keeps a tenth of itself, (0.4 / 4) per profiled ms
     const std::vector<measure::RuntimeKernel> partial{{"relu", "Relu", 2.0}, {"pool", "GlobalAveragePool", 2.0}};
-    const auto p = measure::in_context_samples(g, "net", rules(), partial, {}, 0.4, 0.5);
+    const auto p = device::in_context_samples(g, "net", rules(), partial, {}, 0.4, 0.5);
     CHECK(p.unmapped == 1);
     CHECK(p.merged == 0);
     REQUIRE(p.rows.size() == 2);
@@ -192,16 +192,16 @@ TEST_CASE("in-context samples: mapped kernels scaled to the unprofiled latency, 
 
     // the pooling missing: the runtime fused it into the classifier, whose time is not its own
     const std::vector<measure::RuntimeKernel> fused{{"relu", "Relu", 2.0}, {"fc", "Gemm", 2.0}};
-    const auto f = measure::in_context_samples(g, "net", rules(), fused, {}, 4.5, 0.5);
+    const auto f = device::in_context_samples(g, "net", rules(), fused, {}, 4.5, 0.5);
     CHECK(f.unmapped == 1);
     CHECK(f.merged == 1);
     REQUIRE(f.rows.size() == 1);
     CHECK(f.rows[0].kind == kinds[0]);
     CHECK(f.rows[0].latency_ms == doctest::Approx(2.0));
 
-    CHECK_THROWS_WITH_AS(measure::in_context_samples(g, "net", rules(), {}, {}, 1.0, 0.5),
+    CHECK_THROWS_WITH_AS(device::in_context_samples(g, "net", rules(), {}, {}, 1.0, 0.5),
                          doctest::Contains("add up to 0 ms"), config_error);
-    CHECK_THROWS_AS(measure::in_context_samples(g, "net", rules(), profile, {}, std::nan(""), 0.5), config_error);
+    CHECK_THROWS_AS(device::in_context_samples(g, "net", rules(), profile, {}, std::nan(""), 0.5), config_error);
 }
 
 TEST_CASE("network profiling: the planted in-context samples, unmapped kernels counted, resumable") {
@@ -211,7 +211,7 @@ TEST_CASE("network profiling: the planted in-context samples, unmapped kernels c
     std::vector<std::set<std::size_t>> merged(nets.size());
     for (std::size_t i = 0; i < nets.size(); ++i) expected.push_back(plant(s.dir, nets[i], 4, 0.5, 0.25, merged[i]));
     const auto setup = profiling_setup(s, "planted");
-    const auto r = measure::profile_networks(nets, rules(), 0.25, setup);
+    const auto r = device::profile_networks(nets, rules(), 0.25, setup);
     CHECK(r.profiles);
     CHECK(r.profiled == 2);
     CHECK(r.measured == 2);
@@ -249,7 +249,7 @@ TEST_CASE("network profiling: the planted in-context samples, unmapped kernels c
     CHECK(measure::read_kernel_profiles(measure::kernel_profiles_path(setup.store)).size() == 2);
     CHECK(fs::is_empty(s.dir / "networks.csv.models"));
 
-    const auto again = measure::profile_networks(nets, rules(), 0.25, setup);
+    const auto again = device::profile_networks(nets, rules(), 0.25, setup);
     CHECK(again.from_store == 2);
     CHECK(again.measured + again.profiled == 0);
     CHECK(again.rows.size() == rows);
@@ -258,7 +258,7 @@ TEST_CASE("network profiling: the planted in-context samples, unmapped kernels c
 
 TEST_CASE("network profiling: a runner that cannot profile is found on one network") {
     const Scratch s("test_in_context", "no_profile");
-    const auto r = measure::profile_networks(tiny_networks(), rules(), 0.25, profiling_setup(s, "good"));
+    const auto r = device::profile_networks(tiny_networks(), rules(), 0.25, profiling_setup(s, "good"));
     CHECK_FALSE(r.profiles);
     CHECK(r.rows.empty());
     CHECK(r.over_budget == 0);
@@ -277,8 +277,8 @@ TEST_CASE("device build: profiled networks are the main source, single kernels f
         for (std::size_t k = 0; k < e.size(); ++k)
             if (!std::isnan(e[k])) expected[measure::network_key(g) + "#" + std::to_string(k)] = e[k];
     }
-    setup.in_context = measure::InContext::on;
-    const auto r = measure::build_device_model({}, setup);
+    setup.in_context = device::InContext::on;
+    const auto r = device::build_device_model({}, setup);
     CHECK(r.in_context);
     CHECK(r.in_context_note.empty());
     REQUIRE(r.profiling);
@@ -288,7 +288,7 @@ TEST_CASE("device build: profiled networks are the main source, single kernels f
     // single kernels only for kinds whose family the profiles left short of samples
     std::map<std::string, int> per_family;
     const auto family = [](const std::string& k) { return k.substr(0, k.find('+')); };
-    const auto file = measure::read_kernel_sample_file(setup.work_dir / "kernel_samples.json");
+    const auto file = device::read_kernel_sample_file(setup.work_dir / "kernel_samples.json");
     std::size_t in_context = 0;
     for (std::size_t i = 0; i < file.samples.size(); ++i) {
         if (!file.samples[i].in_context) continue;
@@ -301,36 +301,36 @@ TEST_CASE("device build: profiled networks are the main source, single kernels f
     CHECK(file.samples.size() == r.samples);
     CHECK(r.samples == r.context_samples + r.isolated_samples);
     const std::set<std::string> isolated(r.isolated_kinds.begin(), r.isolated_kinds.end());
-    cost::KernelSampler sampler(rules(), setup.sampler);
+    device::KernelSampler sampler(rules(), setup.sampler);
     for (const auto& kind : sampler.kinds())
         CHECK_MESSAGE(isolated.count(kind) == (per_family[family(kind)] < setup.model.min_samples ? 1u : 0u), kind);
     CHECK(isolated.size() < sampler.kinds().size());
 
     // the samples in context keep their own time when the model is fitted again
-    const auto refit = measure::refit_device_model(setup.work_dir, setup.model);
+    const auto refit = device::refit_device_model(setup.work_dir, setup.model);
     CHECK(refit.priced_kinds() == r.model.priced_kinds());
 }
 
 TEST_CASE("device build: a runner that cannot profile falls back to single kernels, or stops when profiles are required") {
     const Scratch s("test_in_context", "fallback");
     auto setup = build_setup(s, "good");
-    setup.in_context = measure::InContext::on;
-    CHECK_THROWS_WITH_AS(measure::build_device_model({}, setup), doctest::Contains("cannot profile"), config_error);
+    setup.in_context = device::InContext::on;
+    CHECK_THROWS_WITH_AS(device::build_device_model({}, setup), doctest::Contains("cannot profile"), config_error);
     CHECK_FALSE(fs::exists(setup.work_dir / "kernel_samples.json"));
 
-    setup.in_context = measure::InContext::automatic;
-    const auto r = measure::build_device_model({}, setup);
+    setup.in_context = device::InContext::automatic;
+    const auto r = device::build_device_model({}, setup);
     CHECK_FALSE(r.in_context);
     CHECK(r.in_context_note.find("does not profile") != std::string::npos);
     CHECK(r.context_samples == 0);
     CHECK(r.samples == r.isolated_samples);
-    CHECK(r.isolated_kinds == cost::KernelSampler(rules(), setup.sampler).kinds());
+    CHECK(r.isolated_kinds == device::KernelSampler(rules(), setup.sampler).kinds());
     CHECK(lines_of(s.dir / "profiles.log") == 2);  // one network asked, by each build
 
     // off: today's path, no profiled request at all
-    setup.in_context = measure::InContext::off;
+    setup.in_context = device::InContext::off;
     setup.work_dir = s.dir / "off";
-    const auto off = measure::build_device_model({}, setup);
+    const auto off = device::build_device_model({}, setup);
     CHECK(off.samples == r.samples);
     CHECK(lines_of(s.dir / "profiles.log") == 2);
 }
@@ -338,14 +338,14 @@ TEST_CASE("device build: a runner that cannot profile falls back to single kerne
 TEST_CASE("device build: a runner that crashes midway, and the build resumes without measuring again") {
     const Scratch s("test_in_context", "crash");
     auto setup = build_setup(s, "planted");
-    setup.in_context = measure::InContext::on;
+    setup.in_context = device::InContext::on;
     plant_overhead(s.dir, 0.25);
     std::set<std::size_t> merged;
     for (const auto& g : setup.profiled_networks) (void)plant(s.dir, g, 4, 0.5, 0.25, merged);
     // the overhead, the first network's profile and latency, the second's profile; then it dies
     std::ofstream(s.dir / "crash_after") << 4;
     try {
-        (void)measure::build_device_model({}, setup);
+        (void)device::build_device_model({}, setup);
     } catch (const config_error&) {
         // too little to fit a model is a clear error; what was measured stays in the stores
     }
@@ -363,7 +363,7 @@ TEST_CASE("device build: a runner that crashes midway, and the build resumes wit
     const auto before = lines_of(s.dir / "requests.log");
 
     fs::remove(s.dir / "crash_after");
-    const auto r = measure::build_device_model({}, setup);
+    const auto r = device::build_device_model({}, setup);
     CHECK(r.in_context);
     REQUIRE(r.profiling);
     CHECK(r.profiling->networks.size() == 2);
@@ -393,7 +393,7 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
     CHECK(largest_input == 320);
 
     synthetic::Limits limits;
-    const auto nets = measure::context_networks(12, 3, limits);
+    const auto nets = device::context_networks(12, 3, limits);
     REQUIRE(nets.size() == 12);
     std::set<std::string> names;
     for (const auto& g : nets) {
@@ -406,7 +406,7 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
         const bool imagenet = g.name().rfind("cnn:", 0) == 0 || g.name().rfind("transformer:", 0) == 0 ||
                               g.name().rfind("ofa:", 0) == 0;
         thousand = thousand && (!imagenet || out.back() == 1000);
-        CHECK_NOTHROW(cost::kernel_graph(g, rules()));
+        CHECK_NOTHROW(device::kernel_graph(g, rules()));
     }
     CHECK(thousand);
     CHECK(names.count("cnn"));
@@ -430,6 +430,6 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
     CHECK_THROWS_WITH_AS(synthetic::build_cnn(synthetic::sample_cnn(rng), impossible),
                          doctest::Contains("does not fit"), config_error);
     // the same seed, the same networks
-    const auto again = measure::context_networks(12, 3, limits);
+    const auto again = device::context_networks(12, 3, limits);
     for (std::size_t i = 0; i < nets.size(); ++i) CHECK(measure::network_key(again[i]) == measure::network_key(nets[i]));
 }

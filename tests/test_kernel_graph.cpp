@@ -6,28 +6,28 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/cost/fusion_rules.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/cost/kind_spec.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kind_spec.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
 #include "kernel_graph_fixtures.hpp"
 
 using namespace dnncost;
 using namespace kg_fixtures;
-using cost::FusionRules;
+using device::FusionRules;
 
 namespace {
 
 FusionRules parse(const std::string& text) { return FusionRules::parse(text, "test rules"); }
 
-std::vector<std::string> kinds(const cost::KernelGraph& kg) {
+std::vector<std::string> kinds(const device::KernelGraph& kg) {
     std::vector<std::string> out;
     for (const auto& k : kg.kernels) out.push_back(k.kind);
     return out;
 }
 
-std::vector<std::string> layouts(const cost::KernelGraph& kg) {
+std::vector<std::string> layouts(const device::KernelGraph& kg) {
     std::vector<std::string> out;
     for (const auto& k : kg.kernels) out.push_back(kg.layout_string(k.layout));
     return out;
@@ -40,7 +40,7 @@ std::vector<std::string> names(const Graph& g, const std::vector<int>& ids) {
 }
 
 /// A simple per-kernel latency: 0.5 per kernel, 1e-6 per FLOP, 1e-5 per byte.
-double simple_kernel_cost(const cost::Kernel& k) {
+double simple_kernel_cost(const device::Kernel& k) {
     return 0.5 + 1e-6 * static_cast<double>(k.cost.flops) + 1e-5 * static_cast<double>(k.cost.bytes());
 }
 
@@ -66,7 +66,7 @@ Graph conv_bn_relu() {
 
 TEST_CASE("kernel graph: Conv-BatchNorm-Relu is one kernel, BatchNorm folded, counts by hand") {
     const auto g = conv_bn_relu();
-    const auto kg = cost::kernel_graph(g, parse(resnet_rules));
+    const auto kg = device::kernel_graph(g, parse(resnet_rules));
     REQUIRE(kg.kernels.size() == 1);
     const auto& k = kg.kernels[0];
     CHECK(k.kind == "Conv+Relu");
@@ -89,11 +89,11 @@ TEST_CASE("kernel graph: Conv-BatchNorm-Relu is one kernel, BatchNorm folded, co
 
 TEST_CASE("kernel graph: without rules every operator is a kernel and the sums are the analytic ones") {
     const auto g = conv_bn_relu();
-    const auto kg = cost::kernel_graph(g, FusionRules{});
+    const auto kg = device::kernel_graph(g, FusionRules{});
     CHECK(kinds(kg) == std::vector<std::string>{"Conv", "BatchNormalization", "Relu"});
     REQUIRE(kg.edges.size() == 2);
-    CHECK(kg.edges[0] == cost::KernelEdge{0, 1, g.node(0).outputs[0]});
-    CHECK(kg.edges[1] == cost::KernelEdge{1, 2, g.node(1).outputs[0]});
+    CHECK(kg.edges[0] == device::KernelEdge{0, 1, g.node(0).outputs[0]});
+    CHECK(kg.edges[1] == device::KernelEdge{1, 2, g.node(1).outputs[0]});
     const auto total = kg.total_cost();
     const auto analytic = cost::total_cost(g);
     CHECK(total.macs == analytic.macs);
@@ -113,25 +113,25 @@ TEST_CASE("kernel graph: a residual block chains fold, Conv+Add and Add+Relu beh
     const int b2 = batch_norm(g, "bn2", conv(g, "conv2", r1, 32, 3));
     g.mark_output(same(g, "Relu", "relu2", {same(g, "Add", "add", {b2, x})}));
     g.validate();
-    const auto kg = cost::kernel_graph(g, parse(resnet_rules));
+    const auto kg = device::kernel_graph(g, parse(resnet_rules));
     REQUIRE(kinds(kg) == std::vector<std::string>{"Conv+Relu", "Conv+Add+Relu"});
     CHECK(names(g, kg.kernels[1].nodes) == std::vector<std::string>{"conv2", "add", "relu2"});
     CHECK(names(g, kg.kernels[1].folded) == std::vector<std::string>{"bn2"});
     CHECK(kg.kernels[1].inputs == std::vector<int>{r1, x});
     REQUIRE(kg.edges.size() == 1);
-    CHECK(kg.edges[0] == cost::KernelEdge{0, 1, r1});
+    CHECK(kg.edges[0] == device::KernelEdge{0, 1, r1});
 
     SUBCASE("Add+Relu without a Conv before it stays two kernels") {
         Graph h("add_relu");
         const int a = h.add_input("a", {1, 8, 4, 4}), b = h.add_input("b", {1, 8, 4, 4});
         h.mark_output(same(h, "Relu", "relu", {same(h, "Add", "add", {a, b})}));
-        CHECK(kinds(cost::kernel_graph(h, parse(resnet_rules))) == std::vector<std::string>{"Add", "Relu"});
+        CHECK(kinds(device::kernel_graph(h, parse(resnet_rules))) == std::vector<std::string>{"Add", "Relu"});
     }
     SUBCASE("a bias Add (constant operand) does not match the activation-operand rule") {
         Graph h("bias");
         const int c = conv(h, "conv", h.add_input("x", {1, 8, 4, 4}), 8, 1);
         h.mark_output(same(h, "Add", "add", {c, h.add_weight("bias", {8, 1, 1})}));
-        CHECK(kinds(cost::kernel_graph(h, parse(resnet_rules))) == std::vector<std::string>{"Conv", "Add"});
+        CHECK(kinds(device::kernel_graph(h, parse(resnet_rules))) == std::vector<std::string>{"Conv", "Add"});
     }
 }
 
@@ -140,8 +140,8 @@ TEST_CASE("kernel graph: a sole-consumer rule does not fuse an intermediate read
     const int c = conv(g, "conv", g.add_input("x", {1, 8, 4, 4}), 8, 1);
     g.mark_output(c);
     g.mark_output(same(g, "Relu", "relu", {c}));
-    CHECK(kinds(cost::kernel_graph(g, parse(resnet_rules))) == std::vector<std::string>{"Conv", "Relu"});
-    const auto shared = cost::kernel_graph(g, parse("dnncost-fusion-rules 1\nfuse Conv Relu consumers=shared\n"));
+    CHECK(kinds(device::kernel_graph(g, parse(resnet_rules))) == std::vector<std::string>{"Conv", "Relu"});
+    const auto shared = device::kernel_graph(g, parse("dnncost-fusion-rules 1\nfuse Conv Relu consumers=shared\n"));
     REQUIRE(kinds(shared) == std::vector<std::string>{"Conv+Relu"});
     CHECK(shared.kernels[0].outputs.size() == 2);  // the intermediate is written too
 }
@@ -154,7 +154,7 @@ TEST_CASE("kernel graph: a fusion that would make the kernels cyclic is undone")
     const int s = same(g, "Sigmoid", "sigmoid", {same(g, "Relu", "relu", {c})});
     g.mark_output(same(g, "Add", "add", {c, s}));
     g.validate();
-    const auto kg = cost::kernel_graph(
+    const auto kg = device::kernel_graph(
         g, parse("dnncost-fusion-rules 1\nfuse Conv Relu consumers=shared\nfuse Conv Add consumers=shared\n"));
     CHECK(kinds(kg) == std::vector<std::string>{"Conv", "Relu", "Sigmoid", "Add"});
     for (const auto& e : kg.edges) CHECK(e.src < e.dst);
@@ -170,12 +170,12 @@ TEST_CASE("kernel graph: a depthwise-separable block runs blocked, reorders at i
     g.validate();
     const auto rules =
         parse("dnncost-fusion-rules 1\nfuse Conv Relu\nlayout NCHWc 16 anchors=Conv followers=Relu,Add,MaxPool\n");
-    const auto kg = cost::kernel_graph(g, rules);
+    const auto kg = device::kernel_graph(g, rules);
     CHECK(kinds(kg) == std::vector<std::string>{"Reorder", "Conv+Relu", "Conv+Relu", "Conv", "Reorder"});
     CHECK(layouts(kg) == std::vector<std::string>{"NCHWc16", "NCHWc16", "NCHWc16", "NCHWc16", "NCHW"});
     CHECK(kg.layout_string(kg.kernels[0].input_layout) == "NCHW");
     CHECK(kg.layout_string(kg.kernels[4].input_layout) == "NCHWc16");
-    CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, x}, {1, 2, r1}, {2, 3, r2}, {3, 4, y}});
+    CHECK(kg.edges == std::vector<device::KernelEdge>{{0, 1, x}, {1, 2, r1}, {2, 3, r2}, {3, 4, y}});
     // a reorder reads and writes its value once: 4 * 32 * 14 * 14 bytes each way
     CHECK(kg.kernels[0].cost.input_bytes == 4 * 32 * 196);
     CHECK(kg.kernels[0].cost.output_bytes == 4 * 32 * 196);
@@ -195,14 +195,14 @@ TEST_CASE("kernel graph: channel counts off the block fall back to the plain lay
     g.validate();
     const std::string base = "dnncost-fusion-rules 1\nfuse Conv Relu\n";
     SUBCASE("block 16") {
-        const auto kg = cost::kernel_graph(g, parse(base + "layout NCHWc 16 anchors=Conv followers=Relu\n"));
+        const auto kg = device::kernel_graph(g, parse(base + "layout NCHWc 16 anchors=Conv followers=Relu\n"));
         // c1 reads its 3 channels plain (narrow input) and writes 16 blocked; c2 writes 24: plain;
         // c3 reads 24: plain; c4 is aligned: its input is reordered in, its output out
         CHECK(kinds(kg) ==
               std::vector<std::string>{"Conv+Relu", "Reorder", "Conv+Relu", "Conv", "Reorder", "Conv", "Reorder"});
         CHECK(layouts(kg) == std::vector<std::string>{"NCHWc16", "NCHW", "NCHW", "NCHW", "NCHWc16", "NCHWc16", "NCHW"});
         CHECK(kg.edges ==
-              std::vector<cost::KernelEdge>{{0, 1, r1}, {1, 2, r1}, {2, 3, r2}, {3, 4, c3}, {4, 5, c3}, {5, 6, c4}});
+              std::vector<device::KernelEdge>{{0, 1, r1}, {1, 2, r1}, {2, 3, r2}, {3, 4, c3}, {4, 5, c3}, {5, 6, c4}});
         // reorder bytes: r1 16x16x16, c3 32x16x16, c4 32x16x16 floats, each read and written
         std::int64_t bytes = 0;
         for (const auto& k : kg.kernels)
@@ -210,13 +210,13 @@ TEST_CASE("kernel graph: channel counts off the block fall back to the plain lay
         CHECK(bytes == 2 * 4 * (16 + 32 + 32) * 256);
     }
     SUBCASE("block 8: every count fits, one reorder at the output") {
-        const auto kg = cost::kernel_graph(g, parse(base + "layout NCHWc 8 anchors=Conv followers=Relu\n"));
+        const auto kg = device::kernel_graph(g, parse(base + "layout NCHWc 8 anchors=Conv followers=Relu\n"));
         CHECK(kinds(kg) == std::vector<std::string>{"Conv+Relu", "Conv+Relu", "Conv", "Conv", "Reorder"});
         CHECK(layouts(kg) == std::vector<std::string>{"NCHWc8", "NCHWc8", "NCHWc8", "NCHWc8", "NCHW"});
     }
     SUBCASE("without narrow inputs the first convolution runs plain") {
         const auto kg =
-            cost::kernel_graph(g, parse(base + "layout NCHWc 8 anchors=Conv followers=Relu narrow-input=no\n"));
+            device::kernel_graph(g, parse(base + "layout NCHWc 8 anchors=Conv followers=Relu narrow-input=no\n"));
         CHECK(kinds(kg) == std::vector<std::string>{"Conv+Relu", "Reorder", "Conv+Relu", "Conv", "Conv", "Reorder"});
         CHECK(kg.layout_string(kg.kernels[0].layout) == "NCHW");
     }
@@ -232,7 +232,7 @@ TEST_CASE("kernel graph: Gemm + activation, MatMul + bias, MatMul + activation o
     g.mark_output(same(g, "Add", "skip", {yb, g.add_input("z", {4, 32})}));
     g.validate();
     const auto rules = parse("dnncost-fusion-rules 1\nfuse Gemm Relu\nfuse MatMul Add operands=constant\n");
-    const auto kg = cost::kernel_graph(g, rules);
+    const auto kg = device::kernel_graph(g, rules);
     REQUIRE(kinds(kg) == std::vector<std::string>{"Gemm+Relu", "MatMul+Add", "Add"});
     const auto& k = kg.kernels[0];
     // Gemm: 4*128 outputs x 256 MACs = 131072; FLOPs 2 x MACs + 512 (bias) + Relu 512
@@ -252,7 +252,7 @@ TEST_CASE("kernel graph: a decomposed LayerNorm matches its pattern and is one k
     g.validate();
     const auto rules = parse(
         "dnncost-fusion-rules 1\npattern LayerNormalization ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add\n");
-    const auto kg = cost::kernel_graph(g, rules);
+    const auto kg = device::kernel_graph(g, rules);
     REQUIRE(kinds(kg) == std::vector<std::string>{"LayerNormalization", "MatMul"});
     const auto& k = kg.kernels[0];
     CHECK(k.nodes.size() == 9);
@@ -261,17 +261,17 @@ TEST_CASE("kernel graph: a decomposed LayerNorm matches its pattern and is one k
     // FLOPs: ReduceMean 1024, Sub 1024, Pow 1024, ReduceMean 1024, Add 16, Sqrt 4*16, Div, Mul, Add 1024 each
     CHECK(k.cost.flops == 7 * 1024 + 16 + 64);
     CHECK(k.cost.params == 1 + 1 + 64 + 64);  // the exponent, epsilon, gamma, beta
-    CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, ln}});
+    CHECK(kg.edges == std::vector<device::KernelEdge>{{0, 1, ln}});
 
     SUBCASE("an intermediate read outside the group breaks the match") {
         Graph h = g;
         h.mark_output(h.node(h.find_node("ln.sub")).outputs[0]);
-        CHECK(cost::kernel_graph(h, rules).kernels.size() == 10);
+        CHECK(device::kernel_graph(h, rules).kernels.size() == 10);
     }
     SUBCASE("a pattern kernel fuses further like an operator of its name") {
         auto more = rules;
-        more.fusions.push_back({"LayerNormalization", "MatMul", cost::Operands::constant, true, false, {}});
-        CHECK(kinds(cost::kernel_graph(g, more)) == std::vector<std::string>{"LayerNormalization+MatMul"});
+        more.fusions.push_back({"LayerNormalization", "MatMul", device::Operands::constant, true, false, {}});
+        CHECK(kinds(device::kernel_graph(g, more)) == std::vector<std::string>{"LayerNormalization+MatMul"});
     }
 }
 
@@ -294,21 +294,21 @@ TEST_CASE("kernel graph: free operators and shape arithmetic get no kernel, and 
     const int y = g.add_op("Gemm", "fc", {flat, g.add_weight("w", {32, 10})}, {1, 10});
     g.mark_output(y);
     g.validate();
-    const auto kg = cost::kernel_graph(
+    const auto kg = device::kernel_graph(
         g, parse("dnncost-fusion-rules 1\nlayout NCHWc 16 anchors=Conv followers=GlobalAveragePool\n"));
     CHECK(kinds(kg) == std::vector<std::string>{"Reorder", "Conv", "GlobalAveragePool", "Reorder", "Gemm"});
     CHECK(layouts(kg) == std::vector<std::string>{"NCHWc16", "NCHWc16", "NCHWc16", "NCHW", "NCHW"});
-    CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, x}, {1, 2, c}, {2, 3, gap}, {3, 4, flat}});
+    CHECK(kg.edges == std::vector<device::KernelEdge>{{0, 1, x}, {1, 2, c}, {2, 3, gap}, {3, 4, flat}});
     for (const char* name : {"shape", "batch", "batch1", "target", "flatten"})
         CHECK(kg.kernel_of_node[static_cast<std::size_t>(g.find_node(name))] == -1);
-    CHECK(kg.roles[static_cast<std::size_t>(g.find_node("target"))] == cost::NodeRole::constant);
-    CHECK(kg.roles[static_cast<std::size_t>(g.find_node("flatten"))] == cost::NodeRole::free);
+    CHECK(kg.roles[static_cast<std::size_t>(g.find_node("target"))] == device::NodeRole::constant);
+    CHECK(kg.roles[static_cast<std::size_t>(g.find_node("flatten"))] == device::NodeRole::free);
 }
 
 TEST_CASE("kernel graph: deterministic, and its JSON is one object") {
     const auto g = conv_bn_relu();
     const auto rules = parse(resnet_rules);
-    const auto a = cost::kernel_graph(g, rules).to_json(g), b = cost::kernel_graph(g, rules).to_json(g);
+    const auto a = device::kernel_graph(g, rules).to_json(g), b = device::kernel_graph(g, rules).to_json(g);
     CHECK(a == b);
     CHECK(a.front() == '{');
     CHECK(a.back() == '}');
@@ -321,7 +321,7 @@ TEST_CASE("kernel graph: kernels of one graph with the same kind number have the
     const auto rules = parse(std::string(resnet_rules) + "layout NCHWc 16 anchors=Conv followers=Relu,Add\n");
     std::size_t fused = 0, reorders = 0;
     for (const auto& g : {nb201::build_graph(a), conv_bn_relu()}) {
-        const auto kg = cost::kernel_graph(g, rules);
+        const auto kg = device::kernel_graph(g, rules);
         std::map<int, std::string> kind_of_number;
         std::map<std::string, int> number_of_kind;
         for (const auto& k : kg.kernels) {
@@ -330,7 +330,7 @@ TEST_CASE("kernel graph: kernels of one graph with the same kind number have the
             // no op type here has a '+' in its name, so a kind string has one number too
             CHECK(number_of_kind.emplace(k.kind, k.kind_id).first->second == k.kind_id);
             if (k.is_reorder()) CHECK(k.kind_id == 0);
-            fused += !cost::KindSpec::parse(k.kind).fusions.empty();
+            fused += !device::KindSpec::parse(k.kind).fusions.empty();
             reorders += k.is_reorder();
         }
     }
@@ -339,7 +339,7 @@ TEST_CASE("kernel graph: kernels of one graph with the same kind number have the
 }
 
 TEST_CASE("kind spec: an anchor and its ordered fusions, read from and written to the string form") {
-    using cost::KindSpec;
+    using device::KindSpec;
     const auto k = KindSpec::parse("Conv+Add+Relu");
     CHECK(k.anchor == "Conv");
     CHECK(k.fusions == std::vector<std::string>{"Add", "Relu"});
@@ -373,7 +373,7 @@ TEST_CASE("kernel graph: built over another's storage, it is the graph built afr
     for (std::size_t i = 0; i < a.ops.size(); ++i) a.ops[i] = static_cast<nb201::Op>(i % 5);
     const std::vector<Graph> graphs{nb201::build_graph(a), conv_bn_relu(), mobile, nb201::build_graph(a), mobile};
     const auto rules = parse(std::string(resnet_rules) + "layout NCHWc 16 anchors=Conv followers=Relu,Add\n");
-    const auto same_kernels = [](const cost::KernelGraph& x, const cost::KernelGraph& y) {
+    const auto same_kernels = [](const device::KernelGraph& x, const device::KernelGraph& y) {
         REQUIRE(x.kernels.size() == y.kernels.size());
         for (std::size_t i = 0; i < x.kernels.size(); ++i) {
             const auto &p = x.kernels[i], &q = y.kernels[i];
@@ -396,11 +396,11 @@ TEST_CASE("kernel graph: built over another's storage, it is the graph built afr
         CHECK(x.roles == y.roles);
         CHECK(x.layout_name == y.layout_name);
     };
-    cost::KernelGraph reused;
+    device::KernelGraph reused;
     std::size_t reorders = 0;
     for (const auto& g : graphs) {
-        cost::kernel_graph_into(g, rules, reused);
-        const auto fresh = cost::kernel_graph(g, rules);
+        device::kernel_graph_into(g, rules, reused);
+        const auto fresh = device::kernel_graph(g, rules);
         reorders += fresh.num_reorders();
         same_kernels(reused, fresh);
         CHECK(reused.to_json(g) == fresh.to_json(g));
@@ -437,10 +437,10 @@ TEST_CASE("fusion rules: the text form round-trips and bad lines are named") {
     CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 2\n"), doctest::Contains("unsupported format version"),
                          parse_error);
     CHECK_THROWS_AS(parse(""), parse_error);
-    cost::FusionRules bad;
-    bad.fusions.push_back({"Conv Relu", "Add", cost::Operands::any, true, false, {}});
+    device::FusionRules bad;
+    bad.fusions.push_back({"Conv Relu", "Add", device::Operands::any, true, false, {}});
     CHECK_THROWS_AS(bad.check(), config_error);
-    CHECK_THROWS_AS((void)cost::kernel_graph(conv_bn_relu(), bad), config_error);
+    CHECK_THROWS_AS((void)device::kernel_graph(conv_bn_relu(), bad), config_error);
 }
 
 namespace {
@@ -476,17 +476,17 @@ Graph linear(bool rank2, bool reshape_after) {
 
 TEST_CASE("kernel graph: 'execute' gives the listed free operators kernels of their own") {
     const auto g = conv_flatten_matmul();
-    CHECK(kinds(cost::kernel_graph(g, FusionRules{})) == std::vector<std::string>{"Conv", "MatMul"});
-    const auto kg = cost::kernel_graph(g, parse("dnncost-fusion-rules 1\nexecute Reshape Flatten\n"));
+    CHECK(kinds(device::kernel_graph(g, FusionRules{})) == std::vector<std::string>{"Conv", "MatMul"});
+    const auto kg = device::kernel_graph(g, parse("dnncost-fusion-rules 1\nexecute Reshape Flatten\n"));
     REQUIRE(kinds(kg) == std::vector<std::string>{"Conv", "Flatten", "MatMul"});
     const auto& f = kg.kernels[1];
     CHECK(names(g, f.nodes) == std::vector<std::string>{"flatten"});
     CHECK(!f.is_reorder());
     CHECK(f.cost.input_bytes == 4 * 2048);  // it reads and writes the 32x8x8 values
     CHECK(f.cost.output_bytes == 4 * 2048);
-    CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, g.node(0).outputs[0]}, {1, 2, g.node(1).outputs[0]}});
+    CHECK(kg.edges == std::vector<device::KernelEdge>{{0, 1, g.node(0).outputs[0]}, {1, 2, g.node(1).outputs[0]}});
     // an operator the list does not name stays free
-    CHECK(kinds(cost::kernel_graph(g, parse("dnncost-fusion-rules 1\nexecute Reshape\n"))) ==
+    CHECK(kinds(device::kernel_graph(g, parse("dnncost-fusion-rules 1\nexecute Reshape\n"))) ==
           std::vector<std::string>{"Conv", "MatMul"});
 }
 
@@ -495,7 +495,7 @@ TEST_CASE("kernel graph: 'rewrite' runs MatMul+Add as a Gemm, between two reshap
                         "rewrite MatMul+Add Gemm reshape-rank=3\n";
     SUBCASE("3-D input: Reshape, Gemm, Reshape, then the Relu") {
         const auto g = linear(false, false);
-        const auto kg = cost::kernel_graph(g, parse(rules));
+        const auto kg = device::kernel_graph(g, parse(rules));
         REQUIRE(kinds(kg) == std::vector<std::string>{"Reshape", "Gemm", "Reshape", "Relu"});
         CHECK(kg.kernels[0].nodes.empty());
         CHECK(kg.kernels[0].is_reorder());  // priced as data movement
@@ -508,7 +508,7 @@ TEST_CASE("kernel graph: 'rewrite' runs MatMul+Add as a Gemm, between two reshap
         CHECK(kg.kernels[0].cost.output_bytes == 4 * 32);
         CHECK(kg.kernels[2].cost.input_bytes == 4 * 64);
         const int x = g.node(0).inputs[0], a = g.node(1).outputs[0];
-        CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, x}, {1, 2, a}, {2, 3, a}});
+        CHECK(kg.edges == std::vector<device::KernelEdge>{{0, 1, x}, {1, 2, a}, {2, 3, a}});
         CHECK(kg.kernel_of_node == std::vector<int>{1, 1, 3});
         // the kind numbers tell Reshape, Gemm and Relu apart
         CHECK(kg.kernels[0].kind_id == kg.kernels[2].kind_id);
@@ -516,21 +516,21 @@ TEST_CASE("kernel graph: 'rewrite' runs MatMul+Add as a Gemm, between two reshap
         CHECK(kg.kernels[1].kind_id != kg.kernels[3].kind_id);
     }
     SUBCASE("2-D input: a Gemm alone") {
-        const auto kg = cost::kernel_graph(linear(true, false), parse(rules));
+        const auto kg = device::kernel_graph(linear(true, false), parse(rules));
         CHECK(kinds(kg) == std::vector<std::string>{"Gemm", "Relu"});
     }
     SUBCASE("an executed Reshape after it stands for the output reshape") {
         const auto g = linear(false, true);
         // the network's Reshape free: the rewrite's own reshape after the Gemm
-        CHECK(kinds(cost::kernel_graph(g, parse(rules))) == std::vector<std::string>{"Reshape", "Gemm", "Reshape"});
-        const auto kg = cost::kernel_graph(g, parse(std::string(rules) + "execute Reshape\n"));
+        CHECK(kinds(device::kernel_graph(g, parse(rules))) == std::vector<std::string>{"Reshape", "Gemm", "Reshape"});
+        const auto kg = device::kernel_graph(g, parse(std::string(rules) + "execute Reshape\n"));
         REQUIRE(kinds(kg) == std::vector<std::string>{"Reshape", "Gemm", "Reshape"});
         CHECK(kg.kernels[0].nodes.empty());
         CHECK(names(g, kg.kernels[2].nodes) == std::vector<std::string>{"split_heads"});
     }
     SUBCASE("without the rewrite: one MatMul+Add kernel") {
-        const auto kg = cost::kernel_graph(linear(false, false),
-                                           parse("dnncost-fusion-rules 1\nfuse MatMul Add operands=constant\n"));
+        const auto kg = device::kernel_graph(linear(false, false),
+                                             parse("dnncost-fusion-rules 1\nfuse MatMul Add operands=constant\n"));
         CHECK(kinds(kg) == std::vector<std::string>{"MatMul+Add", "Relu"});
     }
 }
@@ -542,12 +542,12 @@ TEST_CASE("kernel graph: 'rewrite' to two kinds runs a HardSwish as HardSigmoid 
     const int h = same(g, "HardSwish", "hswish", {c});
     g.mark_output(same(g, "Relu", "relu", {h}));
     g.validate();
-    const auto kg = cost::kernel_graph(g, parse("dnncost-fusion-rules 1\nrewrite HardSwish HardSigmoid,Mul\n"));
+    const auto kg = device::kernel_graph(g, parse("dnncost-fusion-rules 1\nrewrite HardSwish HardSigmoid,Mul\n"));
     REQUIRE(kinds(kg) == std::vector<std::string>{"Conv", "HardSigmoid", "Mul", "Relu"});
     CHECK(names(g, kg.kernels[1].nodes) == std::vector<std::string>{"hswish"});
     CHECK(kg.kernels[2].nodes.empty());
     // the Relu reads the HardSwish's value from the Mul
-    CHECK(kg.edges == std::vector<cost::KernelEdge>{{0, 1, c}, {1, 2, h}, {2, 3, h}});
+    CHECK(kg.edges == std::vector<device::KernelEdge>{{0, 1, c}, {1, 2, h}, {2, 3, h}});
 }
 
 TEST_CASE("kernel graph: 'merge-duplicates' computes a repeated node once") {
@@ -560,9 +560,9 @@ TEST_CASE("kernel graph: 'merge-duplicates' computes a repeated node once") {
     const int c2 = conv(g, "c2", b, 16, 3);
     g.mark_output(same(g, "Add", "add", {c1, c2}));
     g.validate();
-    CHECK(kinds(cost::kernel_graph(g, FusionRules{})) ==
+    CHECK(kinds(device::kernel_graph(g, FusionRules{})) ==
           std::vector<std::string>{"Relu", "Relu", "Conv", "Conv", "Add"});
-    const auto kg = cost::kernel_graph(g, parse("dnncost-fusion-rules 1\nmerge-duplicates\n"));
+    const auto kg = device::kernel_graph(g, parse("dnncost-fusion-rules 1\nmerge-duplicates\n"));
     REQUIRE(kinds(kg) == std::vector<std::string>{"Relu", "Conv", "Conv", "Add"});
     CHECK(kg.kernel_of_node[1] == 0);  // b: computed in a's kernel
     // c2 reads b's value from a's kernel
@@ -574,7 +574,7 @@ TEST_CASE("kernel graph: 'merge-duplicates' computes a repeated node once") {
     const int p2 = h.add_op("LeakyRelu", "p2", {y}, {1, 16, 8, 8}, {{"alpha", 0.2}});
     h.mark_output(same(h, "Add", "add", {p1, p2}));
     h.validate();
-    CHECK(cost::kernel_graph(h, parse("dnncost-fusion-rules 1\nmerge-duplicates\n")).kernels.size() == 3);
+    CHECK(device::kernel_graph(h, parse("dnncost-fusion-rules 1\nmerge-duplicates\n")).kernels.size() == 3);
 }
 
 TEST_CASE("kernel graph: operand-layout=blocked fuses an Add into a Conv only when its other input may be blocked") {
@@ -592,16 +592,16 @@ TEST_CASE("kernel graph: operand-layout=blocked fuses an Add into a Conv only wh
     const auto strict = parse("dnncost-fusion-rules 1\nfuse Conv Add operands=activation operand-layout=blocked\n" + layout);
     const auto loose = parse("dnncost-fusion-rules 1\nfuse Conv Add operands=activation\n" + layout);
     std::vector<std::string> fused;
-    for (const auto& k : cost::kernel_graph(build(true), loose).kernels)
+    for (const auto& k : device::kernel_graph(build(true), loose).kernels)
         if (!k.is_layout_reorder()) fused.push_back(k.kind);
     CHECK(fused == std::vector<std::string>{"Mul", "Conv+Add"});
-    const auto kg = cost::kernel_graph(build(true), strict);
+    const auto kg = device::kernel_graph(build(true), strict);
     std::vector<std::string> plain;
     for (const auto& k : kg.kernels)
         if (!k.is_layout_reorder()) plain.push_back(k.kind);
     CHECK(plain == std::vector<std::string>{"Conv", "Mul", "Add"});
     std::vector<std::string> two;
-    for (const auto& k : cost::kernel_graph(build(false), strict).kernels)
+    for (const auto& k : device::kernel_graph(build(false), strict).kernels)
         if (!k.is_layout_reorder()) two.push_back(k.kind);
     CHECK(two == std::vector<std::string>{"Conv", "Conv+Add"});
 }
@@ -648,7 +648,7 @@ TEST_CASE("fusion rules: the new directives are read, written back, and rejected
 TEST_CASE("kernel graph: operand-layout=blocked: a plain convolution takes any sum, a blocked one only blocked sums") {
     const std::string layout = "layout NCHWc 16 anchors=Conv followers=Add,Relu narrow-input=yes\n";
     const auto strict = parse("dnncost-fusion-rules 1\nfuse Conv Add operands=activation operand-layout=blocked\n" + layout);
-    const auto executed = [](const cost::KernelGraph& kg) {
+    const auto executed = [](const device::KernelGraph& kg) {
         std::vector<std::string> out;
         for (const auto& k : kg.kernels)
             if (!k.is_layout_reorder()) out.push_back(k.kind);
@@ -662,7 +662,7 @@ TEST_CASE("kernel graph: operand-layout=blocked: a plain convolution takes any s
     const int c2 = conv(g, "c2", x, 16, 1);
     g.mark_output(same(g, "Add", "add", {c2, c1}));
     g.validate();
-    const auto kg = cost::kernel_graph(g, strict);
+    const auto kg = device::kernel_graph(g, strict);
     CHECK(executed(kg) == std::vector<std::string>{"Conv", "Conv+Add"});
     CHECK(kg.kernel_of_node[2] == kg.kernel_of_node[0]);  // the Add is in c1's kernel
     // a sum of a Conv and a plain Mul is plain, and so a later Add that reads it is not fused
@@ -674,7 +674,7 @@ TEST_CASE("kernel graph: operand-layout=blocked: a plain convolution takes any s
     const int b = conv(h, "b", y, 16, 1);
     h.mark_output(same(h, "Add", "s2", {s1, b}));
     h.validate();
-    CHECK(executed(cost::kernel_graph(h, strict)) == std::vector<std::string>{"Conv", "Mul", "Add", "Conv", "Add"});
+    CHECK(executed(device::kernel_graph(h, strict)) == std::vector<std::string>{"Conv", "Mul", "Add", "Conv", "Add"});
 }
 
 TEST_CASE("kernel graph: a rewrite with layout=blocked applies only to kernels that run blocked") {
@@ -686,12 +686,13 @@ TEST_CASE("kernel graph: a rewrite with layout=blocked applies only to kernels t
     const int y = plain.add_input("y", {1, 16, 8, 8});
     plain.mark_output(batch_norm(plain, "bn", y));
     plain.validate();
-    CHECK(kinds(cost::kernel_graph(plain, rules)) == std::vector<std::string>{"BatchNormalization"});
+    CHECK(kinds(device::kernel_graph(plain, rules)) == std::vector<std::string>{"BatchNormalization"});
     Graph blocked("blocked");
     const int z = blocked.add_input("z", {1, 16, 8, 8});
     blocked.mark_output(batch_norm(blocked, "bn", conv(blocked, "c", z, 16, 1)));
     blocked.validate();
-    CHECK(kinds(cost::kernel_graph(blocked, rules)) == std::vector<std::string>{"Reorder", "Conv", "Conv", "Reorder"});
+    CHECK(kinds(device::kernel_graph(blocked, rules)) ==
+          std::vector<std::string>{"Reorder", "Conv", "Conv", "Reorder"});
     CHECK(parse("dnncost-fusion-rules 1\nrewrite BatchNormalization Conv layout=blocked\n").to_text() ==
           "dnncost-fusion-rules 1\nrewrite BatchNormalization Conv layout=blocked\n");
 }

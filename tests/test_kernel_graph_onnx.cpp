@@ -16,8 +16,8 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/device/device_model.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/spaces/nb201.hpp>
@@ -39,11 +39,11 @@ layout NCHWc 16 anchors=Conv followers=MaxPool,AveragePool,GlobalAveragePool,Add
 }  // namespace
 
 TEST_CASE("kernel graph on data/onnx: invariants and structure of real networks") {
-    const auto rules = cost::FusionRules::parse(cpu_rules);
+    const auto rules = device::FusionRules::parse(cpu_rules);
     for (const std::string file : {"resnet50.onnx", "mobilenet_v2.onnx", "squeezenet1_1.onnx", "inception_v3.onnx"}) {
         CAPTURE(file);
         const auto g = io::import_onnx(std::string(DNNCOST_DATA_DIR) + "/onnx/" + file);
-        const auto kg = cost::kernel_graph(g, rules);
+        const auto kg = device::kernel_graph(g, rules);
         std::map<std::string, int> ops;
         for (const auto& n : g.nodes()) ++ops[n.op_type];
         // every compute node is in exactly one kernel, the others in none
@@ -53,7 +53,7 @@ TEST_CASE("kernel graph on data/onnx: invariants and structure of real networks"
             for (int v : kg.kernels[k].folded) ++seen[static_cast<std::size_t>(v)];
         }
         for (std::size_t v = 0; v < g.num_nodes(); ++v) {
-            const bool compute = kg.roles[v] == cost::NodeRole::compute;
+            const bool compute = kg.roles[v] == device::NodeRole::compute;
             CHECK(seen[v] == (compute ? 1 : 0));
             CHECK((kg.kernel_of_node[v] >= 0) == compute);
         }
@@ -62,7 +62,7 @@ TEST_CASE("kernel graph on data/onnx: invariants and structure of real networks"
         std::int64_t macs = 0, flops = 0, folded_flops = 0;
         for (std::size_t v = 0; v < g.num_nodes(); ++v) {
             const auto c = cost::node_cost(g, static_cast<int>(v));
-            if (kg.roles[v] != cost::NodeRole::compute) continue;
+            if (kg.roles[v] != device::NodeRole::compute) continue;
             macs += c.macs;
             flops += c.flops;
         }
@@ -75,7 +75,7 @@ TEST_CASE("kernel graph on data/onnx: invariants and structure of real networks"
         for (const auto& k : kg.kernels) conv_kernels += !k.is_reorder() && g.node(k.nodes.front()).op_type == "Conv";
         CHECK(conv_kernels == ops["Conv"]);
         CHECK(kg.num_reorders() >= 1);  // at least the graph output leaves the blocked layout
-        CHECK(kg.to_json(g) == cost::kernel_graph(g, rules).to_json(g));
+        CHECK(kg.to_json(g) == device::kernel_graph(g, rules).to_json(g));
         MESSAGE(file, ": ", g.num_nodes(), " nodes, ", kg.kernels.size(), " kernels (", kg.num_reorders(),
                 " reorders)");
     }
@@ -125,7 +125,7 @@ std::string hex(double x) {
 
 // One line per network, then one per kernel: kind, the kind that priced it, layout, nodes,
 // milliseconds (hexadecimal, exact), warning.
-std::string price_lines(const std::string& label, const estimators::DevicePrice& p, double batch_total) {
+std::string price_lines(const std::string& label, const device::DevicePrice& p, double batch_total) {
     std::string o = "network " + label + " total " + hex(p.total_ms) + " batch_total " + hex(batch_total) +
                     " overhead " + hex(p.run_overhead_ms) + "\n";
     for (const auto& k : p.kernels) {
@@ -163,7 +163,7 @@ TEST_CASE("device models price data/onnx and NB201 networks as the reference fig
         "# graph view), ort-cpu-disabled-1t on that of e890c52, which gives the former's figures unchanged.\n";
     for (const std::string model : {"ort-cpu-all-1t.dnnc", "ort-cpu-disabled-1t.dnnc"}) {
         const auto path = std::string(DNNCOST_DATA_DIR) + "/devices/" + model;
-        const auto m = estimators::DeviceModel::deserialize(io::read_file(path), path);
+        const auto m = device::DeviceModel::deserialize(io::read_file(path), path);
         const auto prices = m->price_networks(ptrs);
         const auto totals = m->price_totals(ptrs);
         REQUIRE(prices.size() == nets.size());

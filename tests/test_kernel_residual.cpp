@@ -11,17 +11,17 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/cost/fusion_rules.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/estimators/kernel_residual.hpp>
-#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_residual.hpp>
 
 #include "kernel_graph_fixtures.hpp"
 
 using namespace dnncost;
-using estimators::KernelGraphSample;
-using estimators::KernelResidual;
-using estimators::KernelResidualOptions;
+using device::KernelGraphSample;
+using device::KernelResidual;
+using device::KernelResidualOptions;
 
 namespace {
 
@@ -295,20 +295,21 @@ TEST_CASE("kernel residual: the sample of Conv -> Relu -> Conv under 'fuse Conv 
     const int r1 = same(g, "Relu", "relu", {c1});
     g.mark_output(conv(g, "conv2", r1, 16, 1));
     g.validate();
-    const auto rules = cost::FusionRules::parse("dnncost-fusion-rules 1\nfuse Conv Relu operands=none\n", "test rules");
-    const auto kg = cost::kernel_graph(g, rules);
+    const auto rules =
+        device::FusionRules::parse("dnncost-fusion-rules 1\nfuse Conv Relu operands=none\n", "test rules");
+    const auto kg = device::kernel_graph(g, rules);
     REQUIRE(kg.kernels.size() == 2);  // Conv+Relu, then Conv
     CHECK(kg.kernels[0].kind == "Conv+Relu");
 
     const std::vector<double> kernel_ms{0.7, 1.3};
-    const auto s = estimators::make_kernel_graph_sample(g, kg, 0, kernel_ms, 0.05);
-    const auto ncols = static_cast<Index>(features::kernel_feature_names().size()) + 1;
+    const auto s = device::make_kernel_graph_sample(g, kg, 0, kernel_ms, 0.05);
+    const auto ncols = static_cast<Index>(device::kernel_feature_names().size()) + 1;
     REQUIRE(s.features.rows() == 2);
     REQUIRE(s.features.cols() == ncols);
     CHECK(s.features(0, ncols - 1) == doctest::Approx(std::log(0.7)));
     CHECK(s.features(1, ncols - 1) == doctest::Approx(std::log(1.3)));
     for (std::size_t k = 0; k < 2; ++k) {
-        const auto f = features::kernel_features(g, kg, k, 0).values;
+        const auto f = device::kernel_features(g, kg, k, 0).values;
         for (std::size_t j = 0; j < f.size(); ++j)
             CHECK(s.features(static_cast<Index>(k), static_cast<Index>(j)) == f[j]);
     }
@@ -316,7 +317,7 @@ TEST_CASE("kernel residual: the sample of Conv -> Relu -> Conv under 'fuse Conv 
     CHECK(s.kernel_ms == kernel_ms);
     CHECK(s.sum_ms == doctest::Approx(2.05));
 
-    CHECK_THROWS_AS(estimators::make_kernel_graph_sample(g, kg, 0, std::vector<double>{1.0}, 0.0), shape_error);
-    CHECK_THROWS_AS(estimators::make_kernel_graph_sample(g, kg, 0, std::vector<double>{1.0, 0.0}, 0.0), config_error);
-    CHECK_THROWS_AS(estimators::make_kernel_graph_sample(g, kg, 0, kernel_ms, -1.0), config_error);
+    CHECK_THROWS_AS(device::make_kernel_graph_sample(g, kg, 0, std::vector<double>{1.0}, 0.0), shape_error);
+    CHECK_THROWS_AS(device::make_kernel_graph_sample(g, kg, 0, std::vector<double>{1.0, 0.0}, 0.0), config_error);
+    CHECK_THROWS_AS(device::make_kernel_graph_sample(g, kg, 0, kernel_ms, -1.0), config_error);
 }

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include <dnncost/cost/kernel_kind_table.hpp>
-#include <dnncost/cost/kernel_sampler.hpp>
-#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_kind_table.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
 #include "kernel_graph_fixtures.hpp"
@@ -25,8 +25,8 @@ using namespace kg_fixtures;
 namespace {
 
 // the rule set of docs/device_model.md's example
-cost::FusionRules doc_rules() {
-    return cost::FusionRules::parse(
+device::FusionRules doc_rules() {
+    return device::FusionRules::parse(
         "dnncost-fusion-rules 1\n"
         "device ort-cpu-all-1t\n"
         "pattern LayerNormalization ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add\n"
@@ -48,7 +48,7 @@ cost::FusionRules doc_rules() {
 }
 
 int feature(const std::string& name) {
-    const auto& n = features::kernel_feature_names();
+    const auto& n = device::kernel_feature_names();
     const auto it = std::find(n.begin(), n.end(), name);
     REQUIRE(it != n.end());
     return static_cast<int>(it - n.begin());
@@ -66,10 +66,10 @@ TEST_CASE("kernel kinds: keys of hand-built kernels, depthwise apart, unknown on
     const int u = same(g, "Frobnicate", "odd", {s});
     g.mark_output(same(g, "Relu", "r3", {u}));
     g.validate();
-    const auto kg = cost::kernel_graph(g, rules);
+    const auto kg = device::kernel_graph(g, rules);
     std::vector<std::string> keys, warnings;
     for (const auto& k : kg.kernels) {
-        const auto kind = cost::kernel_kind(g, kg, k);
+        const auto kind = device::kernel_kind(g, kg, k);
         keys.push_back(kind.key);
         warnings.push_back(kind.warning);
     }
@@ -95,11 +95,11 @@ TEST_CASE("kernel kinds: keys of hand-built kernels, depthwise apart, unknown on
     const int p = h.add_op("Deform", "deform", {y, h.add_weight("deform.w", {8, 8, 3, 3})}, {1, 8, 4, 4});
     h.mark_output(h.add_op("Blend", "blend", {p, z}, {1, 8, 4, 4}));
     h.validate();
-    const auto hk = cost::kernel_graph(h, cost::FusionRules{});
+    const auto hk = device::kernel_graph(h, device::FusionRules{});
     REQUIRE(hk.kernels.size() == 2);
-    CHECK(cost::kernel_kind(h, hk, hk.kernels[0]).key == "Conv");
-    CHECK(cost::kernel_kind(h, hk, hk.kernels[1]).key == "Elementwise");
-    CHECK(cost::kernel_kind(h, hk, hk.kernels[1]).warning.find("Blend") != std::string::npos);
+    CHECK(device::kernel_kind(h, hk, hk.kernels[0]).key == "Conv");
+    CHECK(device::kernel_kind(h, hk, hk.kernels[1]).key == "Elementwise");
+    CHECK(device::kernel_kind(h, hk, hk.kernels[1]).warning.find("Blend") != std::string::npos);
 }
 
 TEST_CASE("kernel kind table: each kernel's kind as kernel_kind() gives it, a shared kind worked out once") {
@@ -111,16 +111,16 @@ TEST_CASE("kernel kind table: each kernel's kind as kernel_kind() gives it, a sh
     const int u = same(g, "Frobnicate", "odd", {same(g, "Frobnicate", "odd2", {s})});
     g.mark_output(same(g, "Relu", "r3", {u}));
     g.validate();
-    const auto kg = cost::kernel_graph(g, doc_rules());
+    const auto kg = device::kernel_graph(g, doc_rules());
     graph::FlatView view;
     view.rebuild(g);
-    cost::KernelKindTable<int> table;
+    device::KernelKindTable<int> table;
     int asked = 0;
     for (int round = 0; round < 2; ++round) {  // the same graph twice: its numbers forgotten, its kinds not
         table.next_graph();
         for (const auto& k : kg.kernels) {
-            const auto want = cost::kernel_kind(g, kg, k);
-            const auto& got = table.find(view, kg, k, [&](const cost::KernelKind&) { return ++asked; });
+            const auto want = device::kernel_kind(g, kg, k);
+            const auto& got = table.find(view, kg, k, [&](const device::KernelKind&) { return ++asked; });
             CHECK(got.kind.key == want.key);
             CHECK(got.kind.warning == want.warning);  // an unknown operator's names that operator
         }
@@ -131,7 +131,7 @@ TEST_CASE("kernel kind table: each kernel's kind as kernel_kind() gives it, a sh
         if (k.kind.find("Frobnicate") != std::string::npos)
             ++own;
         else
-            shared.emplace(k.kind, cost::kernel_kind_variant(g, k));
+            shared.emplace(k.kind, device::kernel_kind_variant(g, k));
     }
     CHECK(own == 2);
     CHECK(shared.size() >= 4);  // Conv+Relu, its depthwise variant, Conv+Add, Relu
@@ -143,10 +143,10 @@ TEST_CASE("kernel features: hand-computed values of a strided convolution with a
     const int x = g.add_input("x", {1, 24, 16, 16});
     g.mark_output(same(g, "Relu", "relu", {batch_norm(g, "bn", conv(g, "conv", x, 40, 3, 2))}));
     g.validate();
-    const auto kg = cost::kernel_graph(g, doc_rules());
+    const auto kg = device::kernel_graph(g, doc_rules());
     REQUIRE(kg.kernels.size() == 1);  // 24 and 40 channels do not fit the block: plain layout
-    const auto f = features::kernel_features(g, kg, 0, 16);
-    REQUIRE(f.values.size() == features::kernel_feature_names().size());
+    const auto f = device::kernel_features(g, kg, 0, 16);
+    REQUIRE(f.values.size() == device::kernel_feature_names().size());
     CHECK(f.kind.key == "Conv+Act");
     const auto v = [&](const char* n) { return f.values[static_cast<std::size_t>(feature(n))]; };
     CHECK(v("log_in_channels") == doctest::Approx(std::log2(25.0)));
@@ -163,11 +163,11 @@ TEST_CASE("kernel features: hand-computed values of a strided convolution with a
     CHECK(v("folded_ops") == 1);
     CHECK(v("fused_relu") == 1);
     CHECK(v("depthwise") == 0);
-    CHECK_THROWS_AS(features::kernel_features(g, kg, 1, 16), config_error);
+    CHECK_THROWS_AS(device::kernel_features(g, kg, 1, 16), config_error);
 }
 
 TEST_CASE("kernel sampler: a large draw covers the ranges of real networks") {
-    cost::KernelSampler sampler(doc_rules());
+    device::KernelSampler sampler(doc_rules());
     Rng rng(7);
     std::map<std::string, std::int64_t> lo, hi;
     const auto see = [&](const std::string& d, std::int64_t v) {
@@ -221,7 +221,7 @@ TEST_CASE("kernel sampler: a large draw covers the ranges of real networks") {
 
 TEST_CASE("kernel sampler: every sample is one kernel of its kind, unique, and repeats under a seed") {
     const auto rules = doc_rules();
-    cost::KernelSampler a(rules), b(rules);
+    device::KernelSampler a(rules), b(rules);
     const auto kinds = a.kinds();
     for (const char* k : {"Conv", "Conv+Act", "Conv+Add", "Conv+Add+Act", "DepthwiseConv+Act", "Gemm", "Gemm+Act",
                           "MatMul", "MatMul+Add", "Pool", "Elementwise", "LayerNorm", "Softmax"})
@@ -238,12 +238,12 @@ TEST_CASE("kernel sampler: every sample is one kernel of its kind, unique, and r
         CHECK(sa[i].key == sb[i].key);
         CHECK(sa[i].config == sb[i].config);
         keys.insert(sa[i].key);
-        const auto kg = cost::kernel_graph(sa[i].graph, rules);
+        const auto kg = device::kernel_graph(sa[i].graph, rules);
         int found = 0;
         for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
             if (kg.kernels[k].is_reorder()) continue;
             ++found;
-            const auto f = features::kernel_features(sa[i].graph, kg, k, 16);
+            const auto f = device::kernel_features(sa[i].graph, kg, k, 16);
             CHECK(f.kind.key == sa[i].config.kind);
             CHECK(f.kind.warning.empty());
             for (double x : f.values) CHECK(std::isfinite(x));
@@ -258,7 +258,7 @@ TEST_CASE("kernel sampler: every sample is one kernel of its kind, unique, and r
 
 TEST_CASE("kernel sampler: the prior holds the layers of given graphs and is drawn from") {
     const auto rules = doc_rules();
-    cost::KernelSampler sampler(rules, {.prior_share = 1.0});
+    device::KernelSampler sampler(rules, {.prior_share = 1.0});
     const auto g = nb201::build_graph("|nor_conv_3x3~0|+|nor_conv_1x1~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_1x1~2|");
     CHECK(sampler.add_prior(g) > 10);
     const auto& prior = sampler.prior();
@@ -268,15 +268,15 @@ TEST_CASE("kernel sampler: the prior holds the layers of given graphs and is dra
         for (const auto& c : configs) channels.insert(c.c);
     Rng rng(3);
     for (const auto& [kind, configs] : prior) {
-        if (!cost::sampleable_family(kind.substr(0, kind.find('+')))) continue;
+        if (!device::sampleable_family(kind.substr(0, kind.find('+')))) continue;
         for (const auto& s : sampler.draw(kind, 3, rng)) CHECK(channels.count(s.config.c) == 1);
     }
 }
 
 TEST_CASE("kernel sampler: the prior of the five search spaces") {
-    cost::KernelSampler sampler(doc_rules());
+    device::KernelSampler sampler(doc_rules());
     Rng rng(8);
-    CHECK(cost::add_space_prior(sampler, 2, rng) > 100);
+    CHECK(device::add_space_prior(sampler, 2, rng) > 100);
     const auto& prior = sampler.prior();
     // convolutions (NB201, FBNet, OFA, KWS), depthwise ones (FBNet, OFA) and transformer layers (ViT)
     std::string kinds;
@@ -292,7 +292,7 @@ TEST_CASE("kernel sampler: the prior of the five search spaces") {
 TEST_CASE("adaptive rounds: the budget goes to kinds above the error threshold, more to larger errors") {
     const std::map<std::string, double> errors{
         {"Conv", 0.30}, {"Gemm", 0.15}, {"Pool", 0.05}, {"MatMul", 0.10}, {"Softmax", std::nan("")}};
-    const auto n = cost::allocate_samples(errors, 100);
+    const auto n = device::allocate_samples(errors, 100);
     std::size_t total = 0;
     for (const auto& [k, v] : n) total += v;
     CHECK(total == 100);
@@ -302,21 +302,21 @@ TEST_CASE("adaptive rounds: the budget goes to kinds above the error threshold, 
     CHECK(n.at("Conv") == 40);  // 100 x 0.30 / (0.30 + 0.15 + 0.30): NaN counts as the worst
     CHECK(n.at("Softmax") == 40);
     CHECK(n.at("Gemm") == 20);
-    CHECK(cost::allocate_samples({{"Conv", 0.05}}, 50).empty());
-    CHECK_THROWS_AS(cost::allocate_samples(errors, 10, -1), config_error);
+    CHECK(device::allocate_samples({{"Conv", 0.05}}, 50).empty());
+    CHECK_THROWS_AS(device::allocate_samples(errors, 10, -1), config_error);
 
-    cost::KernelSampler sampler(doc_rules());
+    device::KernelSampler sampler(doc_rules());
     Rng rng(5);
-    std::vector<cost::KernelSample> samples;
+    std::vector<device::KernelSample> samples;
     for (const char* k : {"Conv", "Gemm", "Pool"})
         for (auto& s : sampler.draw(k, 4, rng)) samples.push_back(std::move(s));
     std::size_t calls = 0;
-    const cost::KindErrors evaluate = [&](const std::vector<cost::KernelSample>& s) {
+    const device::KindErrors evaluate = [&](const std::vector<device::KernelSample>& s) {
         ++calls;
         CHECK(s.size() == samples.size());
         return std::map<std::string, double>{{"Conv", 0.4}, {"Gemm", 0.2}, {"Pool", 0.01}};
     };
-    (void)cost::adaptive_round(sampler, samples, evaluate, 30, rng);
+    (void)device::adaptive_round(sampler, samples, evaluate, 30, rng);
     CHECK(calls == 1);
     std::map<std::string, std::size_t> per;
     for (const auto& s : samples) ++per[s.config.kind];

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/cost/kernel_sampler.hpp>
-#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_sample_file.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
+#include <dnncost/device/kernel_sampling.hpp>
 #include <dnncost/io/file.hpp>
-#include <dnncost/measure/kernel_sample_file.hpp>
-#include <dnncost/measure/kernel_sampling.hpp>
 
 #include "measure/scratch.hpp"
 
@@ -25,8 +25,8 @@ namespace {
 
 using measure_tests::lines_of;
 
-cost::FusionRules rules() {
-    return cost::FusionRules::parse(
+device::FusionRules rules() {
+    return device::FusionRules::parse(
         "dnncost-fusion-rules 1\n"
         "fold Conv BatchNormalization operands=constant\n"
         "fuse Conv Relu operands=none\n"
@@ -34,8 +34,8 @@ cost::FusionRules rules() {
         "layout NCHWc 8 anchors=Conv followers=MaxPool,Add,Relu\n");
 }
 
-measure::KernelSamplingSetup setup(const fs::path& dir, const std::string& store) {
-    measure::KernelSamplingSetup s;
+device::KernelSamplingSetup setup(const fs::path& dir, const std::string& store) {
+    device::KernelSamplingSetup s;
     s.runners = {"bash '" + std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh' good '" + dir.string() + "'"};
     s.device = "fake-device";
     s.store = dir / store;
@@ -46,10 +46,10 @@ measure::KernelSamplingSetup setup(const fs::path& dir, const std::string& store
     return s;
 }
 
-std::vector<cost::KernelSample> samples(std::size_t per_kind) {
-    cost::KernelSampler sampler(rules(), {.max_macs = 20'000'000, .max_elements = 1'000'000});
+std::vector<device::KernelSample> samples(std::size_t per_kind) {
+    device::KernelSampler sampler(rules(), {.max_macs = 20'000'000, .max_elements = 1'000'000});
     Rng rng(1);
-    std::vector<cost::KernelSample> out;
+    std::vector<device::KernelSample> out;
     for (const char* kind : {"Conv+Act", "Gemm", "Pool"})
         for (auto& s : sampler.draw(kind, per_kind, rng)) out.push_back(std::move(s));
     return out;
@@ -64,10 +64,10 @@ TEST_CASE("kernel sampling: measured rows, resumable from the store") {
     const auto s = setup(dir, "kernels.csv");
     const auto todo = samples(3);
     REQUIRE(todo.size() == 9);
-    std::vector<measure::SamplingProgress> seen;
+    std::vector<device::SamplingProgress> seen;
     auto with_progress = s;
-    with_progress.on_progress = [&](const measure::SamplingProgress& p) { seen.push_back(p); };
-    const auto first = measure::measure_kernel_samples(todo, rules(), with_progress);
+    with_progress.on_progress = [&](const device::SamplingProgress& p) { seen.push_back(p); };
+    const auto first = device::measure_kernel_samples(todo, rules(), with_progress);
     CHECK(first.measured == 9);
     CHECK(first.from_store == 0);
     CHECK(first.over_budget == 0);
@@ -77,7 +77,7 @@ TEST_CASE("kernel sampling: measured rows, resumable from the store") {
         CHECK(first.rows[i].kind == todo[i].config.kind);
         CHECK(first.rows[i].key == todo[i].key);
         CHECK(first.rows[i].latency_ms == doctest::Approx(1.0));  // the fake runner's answer
-        CHECK(first.rows[i].features.size() == features::kernel_feature_names().size());
+        CHECK(first.rows[i].features.size() == device::kernel_feature_names().size());
     }
     CHECK(lines_of(dir / "requests.log") == 9);
     REQUIRE(seen.size() >= 2);
@@ -90,7 +90,7 @@ TEST_CASE("kernel sampling: measured rows, resumable from the store") {
         CHECK(std::isfinite(seen[i].eta_seconds));
     }
 
-    const auto second = measure::measure_kernel_samples(todo, rules(), s);
+    const auto second = device::measure_kernel_samples(todo, rules(), s);
     CHECK(second.measured == 0);
     CHECK(second.from_store == 9);
     CHECK(second.rows.size() == 9);
@@ -98,7 +98,7 @@ TEST_CASE("kernel sampling: measured rows, resumable from the store") {
 
     auto other = s;
     other.device = "another";
-    CHECK_THROWS_WITH_AS(measure::measure_kernel_samples(todo, rules(), other),
+    CHECK_THROWS_WITH_AS(device::measure_kernel_samples(todo, rules(), other),
                          doctest::Contains("holds measurements of device"), config_error);
 }
 
@@ -112,31 +112,31 @@ TEST_CASE("kernel sampling: a time budget is honoured, and the rest is measured 
     s.clock = [&] { return 10.0 * static_cast<double>(lines_of(dir / "requests.log")); };
     const auto todo = samples(4);
     REQUIRE(todo.size() == 12);
-    const auto first = measure::measure_kernel_samples(todo, rules(), s);
+    const auto first = device::measure_kernel_samples(todo, rules(), s);
     CHECK(first.measured == 6);
     CHECK(first.over_budget == 6);
     CHECK(first.rows.size() == 6);
     CHECK(lines_of(dir / "requests.log") == 6);
 
     s.budget_minutes = 0;
-    const auto rest = measure::measure_kernel_samples(todo, rules(), s);
+    const auto rest = device::measure_kernel_samples(todo, rules(), s);
     CHECK(rest.from_store == 6);
     CHECK(rest.measured == 6);
     CHECK(rest.rows.size() == 12);
     CHECK(lines_of(dir / "requests.log") == 12);
 
     s.budget_minutes = -1;
-    CHECK_THROWS_AS(measure::measure_kernel_samples(todo, rules(), s), config_error);
+    CHECK_THROWS_AS(device::measure_kernel_samples(todo, rules(), s), config_error);
 }
 
 TEST_CASE("kernel sample file: what a build fitted to comes back exactly, and damage is a clear error") {
-    measure::KernelSampleFile f;
+    device::KernelSampleFile f;
     f.device = "fake-device";
     f.rules = rules();
     f.run_overhead_ms = 0.0123456789012345;
-    const auto n = features::kernel_feature_names().size();
+    const auto n = device::kernel_feature_names().size();
     for (int i = 0; i < 3; ++i) {
-        estimators::KernelMeasurement m;
+        device::KernelMeasurement m;
         m.kind = i == 2 ? "Gemm" : "Conv+Act";
         m.latency_ms = 0.1 / 3.0 * (i + 1);
         for (std::size_t j = 0; j < n; ++j) m.features.push_back(std::ldexp(1.0 / 7.0, int(j)) - double(i));
@@ -147,8 +147,8 @@ TEST_CASE("kernel sample file: what a build fitted to comes back exactly, and da
     fs::remove_all(dir);
     fs::create_directories(dir);
     const auto path = dir / "kernel_samples.json";
-    measure::write_kernel_sample_file(path, f);
-    const auto back = measure::read_kernel_sample_file(path);
+    device::write_kernel_sample_file(path, f);
+    const auto back = device::read_kernel_sample_file(path);
     CHECK(back.device == f.device);
     CHECK(back.rules.to_text() == f.rules.to_text());
     CHECK(back.run_overhead_ms == f.run_overhead_ms);
@@ -168,13 +168,13 @@ TEST_CASE("kernel sample file: what a build fitted to comes back exactly, and da
         io::write_file_atomic(path, t);
     };
     damaged("dnncost-kernel-samples 1", "something else");
-    CHECK_THROWS_WITH_AS(measure::read_kernel_sample_file(path), doctest::Contains("kernel_samples.json"), parse_error);
+    CHECK_THROWS_WITH_AS(device::read_kernel_sample_file(path), doctest::Contains("kernel_samples.json"), parse_error);
     damaged("\"log_batch\"", "\"log_something\"");
-    CHECK_THROWS_WITH_AS(measure::read_kernel_sample_file(path), doctest::Contains("not this build's"), parse_error);
+    CHECK_THROWS_WITH_AS(device::read_kernel_sample_file(path), doctest::Contains("not this build's"), parse_error);
     damaged("\"latency_ms\":0.1", "\"latency_ms\":null");
-    CHECK_THROWS_WITH_AS(measure::read_kernel_sample_file(path), doctest::Contains("sample 3"), parse_error);
+    CHECK_THROWS_WITH_AS(device::read_kernel_sample_file(path), doctest::Contains("sample 3"), parse_error);
     io::write_file_atomic(path, text.substr(0, text.size() / 2));
-    CHECK_THROWS_WITH_AS(measure::read_kernel_sample_file(path), doctest::Contains("kernel_samples.json"), parse_error);
+    CHECK_THROWS_WITH_AS(device::read_kernel_sample_file(path), doctest::Contains("kernel_samples.json"), parse_error);
     fs::remove(path);
-    CHECK_THROWS(measure::read_kernel_sample_file(path));
+    CHECK_THROWS(device::read_kernel_sample_file(path));
 }

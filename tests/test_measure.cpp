@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include <dnncost/device/kernel_check.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/json.hpp>
-#include <dnncost/measure/kernel_check.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner.hpp>
 #include <dnncost/measure/runner_pool.hpp>
@@ -840,9 +840,9 @@ struct CheckFixture {
         g.mark_output(flat);
     }
     std::string name(int t) const { return g.tensor(t).name; }
-    cost::KernelGraph kernels() const {
-        return cost::kernel_graph(
-            g, cost::FusionRules::parse("dnncost-fusion-rules 1\ndevice t\nfuse Conv Relu operands=none\n"));
+    device::KernelGraph kernels() const {
+        return device::kernel_graph(
+            g, device::FusionRules::parse("dnncost-fusion-rules 1\ndevice t\nfuse Conv Relu operands=none\n"));
     }
 };
 }  // namespace
@@ -918,9 +918,9 @@ TEST_CASE("check_kernels: a rewrite's kernels are matched by what they read, an 
     const int a = g.add_op("Add", "add", {m, g.add_weight("b", {16})}, {1, 4, 16});
     const int r = g.add_op("HardSwish", "hs", {a}, {1, 4, 16});
     g.mark_output(r);
-    const auto kg = cost::kernel_graph(
-        g, cost::FusionRules::parse("dnncost-fusion-rules 1\nfuse MatMul Add operands=constant\n"
-                                    "rewrite MatMul+Add Gemm reshape-rank=3\nrewrite HardSwish HardSigmoid,Mul\n"));
+    const auto kg = device::kernel_graph(
+        g, device::FusionRules::parse("dnncost-fusion-rules 1\nfuse MatMul Add operands=constant\n"
+                                      "rewrite MatMul+Add Gemm reshape-rank=3\nrewrite HardSwish HardSigmoid,Mul\n"));
     REQUIRE(kg.kernels.size() == 5);  // Reshape Gemm Reshape HardSigmoid Mul
     const auto name = [&](int t) { return g.tensor(t).name; };
     // the runtime's own value names; its expanded HardSwish is not in the optimised graph

@@ -1,4 +1,4 @@
-// Pool-prior adaptation (estimators/pool_prior.hpp): the dual ridge's closed-form leave-one-out
+// Pool-prior adaptation (device/pool_prior.hpp): the dual ridge's closed-form leave-one-out
 // residuals against refitting without each row, and the model on exactly linear devices.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/estimators/pool_prior.hpp>
+#include <dnncost/device/pool_prior.hpp>
 
 using namespace dnncost;
 
@@ -20,7 +20,7 @@ TEST_CASE("DualRidge: closed-form leave-one-out residuals equal refits without e
         r(i) = rng.normal();
     }
     const double lambda = 0.7;
-    const auto e = estimators::DualRidge::loo_residuals(a, r, lambda);
+    const auto e = device::DualRidge::loo_residuals(a, r, lambda);
     for (Index k = 0; k < m; ++k) {
         Eigen::MatrixXd ak(m - 1, q);
         Eigen::VectorXd rk(m - 1);
@@ -34,7 +34,7 @@ TEST_CASE("DualRidge: closed-form leave-one-out residuals equal refits without e
             (ak.transpose() * ak + lambda * Eigen::MatrixXd::Identity(q, q)).ldlt().solve(ak.transpose() * rk);
         CHECK(e(k) == doctest::Approx(r(k) - a.row(k).dot(beta)).epsilon(1e-8));
     }
-    CHECK_THROWS_AS(estimators::DualRidge::fit(a.topRows(1), r.head(1)), config_error);
+    CHECK_THROWS_AS(device::DualRidge::fit(a.topRows(1), r.head(1)), config_error);
 }
 
 namespace {
@@ -68,7 +68,7 @@ TEST_CASE("PoolPriorAdaptation: a device that is a pool device at another speed 
     std::vector<std::size_t> shots{3, 40, 77, 120, 150, 201, 260, 300, 333, 390};
     std::vector<double> shot_ms;
     for (auto s : shots) shot_ms.push_back(3.5 * d.pool(static_cast<Index>(s), 1));
-    estimators::PoolPriorAdaptation m;
+    device::PoolPriorAdaptation m;
     m.fit(d.x, d.pool, shots, shot_ms);
     CHECK(m.prior_device() == 1);
     const auto p = m.predict(d.x);
@@ -86,7 +86,7 @@ TEST_CASE("PoolPriorAdaptation: enough shots move the model from the prior to th
         shots.push_back(s * 5);
         shot_ms.push_back(d.cost(target, static_cast<Index>(s * 5)));
     }
-    estimators::PoolPriorAdaptation m;
+    device::PoolPriorAdaptation m;
     m.fit(d.x, d.pool, shots, shot_ms);
     const auto p = m.predict(d.x);
     for (Index i = 0; i < d.x.rows(); ++i)

@@ -14,24 +14,24 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/cost/kernel_sampler.hpp>
-#include <dnncost/estimators/device_model.hpp>
-#include <dnncost/estimators/mlp_regressor.hpp>
+#include <dnncost/device/device_model.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
+#include <dnncost/device/mlp_regressor.hpp>
+#include <dnncost/device/roofline_base.hpp>
+#include <dnncost/device/roofline_regressor.hpp>
+#include <dnncost/device/tabular_choice.hpp>
 #include <dnncost/estimators/preset_registry.hpp>
-#include <dnncost/estimators/roofline_base.hpp>
-#include <dnncost/estimators/roofline_regressor.hpp>
-#include <dnncost/estimators/tabular_choice.hpp>
-#include <dnncost/features/kernel_features.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/spaces/nb201.hpp>
 #if defined(DNNCOST_HAS_XGBOOST)
-#include <dnncost/estimators/gbt_regressor.hpp>
+#include <dnncost/device/gbt_regressor.hpp>
 #endif
 
 using namespace dnncost;
-using namespace dnncost::estimators;
+using namespace dnncost::device;
 
 namespace {
 
@@ -62,28 +62,28 @@ Work planted_work(std::size_t n, std::uint64_t seed, Law law, double sigma) {
 
 // ---------------------------------------------------------------- a planted device
 
-cost::FusionRules plain_rules() { return cost::FusionRules::parse("dnncost-fusion-rules 1\ndevice planted\n"); }
+device::FusionRules plain_rules() { return device::FusionRules::parse("dnncost-fusion-rules 1\ndevice planted\n"); }
 
 constexpr double overhead_ms = 0.02;
 
 // the planted device: 3 us a kernel, then 40 GFLOP/s or 8 GB/s, whichever is slower
-double law_ms(const cost::Kernel& k) {
+double law_ms(const device::Kernel& k) {
     return 0.003 + std::max(static_cast<double>(k.cost.flops) * 2.5e-8, static_cast<double>(k.cost.bytes()) * 1.25e-7);
 }
 
 struct Planted {
-    cost::KernelConfig config;
+    device::KernelConfig config;
     graph::Graph graph;
     std::string kind;
     std::vector<double> features;
     double flops = 0, law = 0;
 };
 
-Planted plant(const cost::KernelConfig& c) {
-    Planted p{c, cost::kernel_sample_graph(c), {}, {}, 0, 0};
-    const auto kg = cost::kernel_graph(p.graph, plain_rules());
+Planted plant(const device::KernelConfig& c) {
+    Planted p{c, device::kernel_sample_graph(c), {}, {}, 0, 0};
+    const auto kg = device::kernel_graph(p.graph, plain_rules());
     REQUIRE(kg.kernels.size() == 1);
-    auto f = features::kernel_features(p.graph, kg, 0, 0);
+    auto f = device::kernel_features(p.graph, kg, 0, 0);
     p.kind = f.kind.key;
     p.features = std::move(f.values);
     p.flops = static_cast<double>(kg.kernels[0].cost.flops);
@@ -91,15 +91,15 @@ Planted plant(const cost::KernelConfig& c) {
     return p;
 }
 
-cost::KernelConfig gemm(std::int64_t m, std::int64_t k, std::int64_t n) {
-    cost::KernelConfig c;
+device::KernelConfig gemm(std::int64_t m, std::int64_t k, std::int64_t n) {
+    device::KernelConfig c;
     c.kind = "Gemm";
     c.h = m, c.c = k, c.k = n;
     return c;
 }
 
-cost::KernelConfig conv(std::int64_t cin, std::int64_t cout, std::int64_t hw, std::int64_t ks) {
-    cost::KernelConfig c;
+device::KernelConfig conv(std::int64_t cin, std::int64_t cout, std::int64_t hw, std::int64_t ks) {
+    device::KernelConfig c;
     c.kind = "Conv";
     c.c = cin, c.k = cout, c.h = c.w = hw, c.kh = c.kw = ks;
     return c;
@@ -354,14 +354,14 @@ TEST_CASE("device model: kernels 4x beyond every sample priced within 20 % of th
         std::vector<std::size_t> rows;
         for (std::size_t i = 0; i < t.samples.size(); ++i)
             if (t.samples[i].kind == kind) rows.push_back(i);
-        Mat<double> x(static_cast<Index>(rows.size()), static_cast<Index>(features::kernel_feature_names().size()));
+        Mat<double> x(static_cast<Index>(rows.size()), static_cast<Index>(device::kernel_feature_names().size()));
         std::vector<double> y;
         for (std::size_t r = 0; r < rows.size(); ++r) {
             x.row(static_cast<Index>(r)) = row_of(t.samples[rows[r]].features);
             y.push_back(DeviceModel::kernel_time(t.samples[rows[r]].latency_ms, overhead_ms));
         }
         GbtRegressor trees;
-        trees.fit(x, y, features::kernel_feature_names());
+        trees.fit(x, y, device::kernel_feature_names());
         for (const auto& k : far) {
             if (k.kind != kind) continue;
             const double ms = trees.predict(row_of(k.features))[0];
@@ -377,7 +377,7 @@ TEST_CASE("device model: kernels 4x beyond every sample priced within 20 % of th
     const auto loaded = DeviceModel::deserialize(bytes, "roofline.dnnc");
     for (const auto& k : far) CHECK(kernel_ms(*loaded, k.graph) == kernel_ms(m, k.graph));
     CHECK(loaded->kinds().at("Gemm").chosen == m.kinds().at("Gemm").chosen);
-    const auto again = load_estimator(bytes, "roofline.dnnc");
+    const auto again = estimators::load_estimator(bytes, "roofline.dnnc");
     CHECK(again->preset() == "device");
 
     // without the base (the build before it): a payload of version 4 loads and prices as it did

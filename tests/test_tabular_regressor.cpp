@@ -8,19 +8,19 @@
 #include <string>
 #include <vector>
 
-#include <dnncost/estimators/mlp_regressor.hpp>
-#include <dnncost/estimators/tabular_choice.hpp>
-#include <dnncost/estimators/tabular_regressor.hpp>
+#include <dnncost/device/mlp_regressor.hpp>
+#include <dnncost/device/tabular_choice.hpp>
+#include <dnncost/device/tabular_regressor.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/train/metrics.hpp>
 #if defined(DNNCOST_HAS_XGBOOST)
-#include <dnncost/estimators/gbt_regressor.hpp>
 #include <dnncost/core/rng.hpp>
+#include <dnncost/device/gbt_regressor.hpp>
 #include <limits>
 #endif
 
 using namespace dnncost;
-using namespace dnncost::estimators;
+using namespace dnncost::device;
 
 namespace {
 
@@ -396,11 +396,11 @@ TEST_CASE("GBT forest: the trees read from XGBoost's JSON give XGBoost's own fig
     }
     DMatrixHandle train = nullptr;
     REQUIRE(XGDMatrixCreateFromMat(x.data(), n, width, nan, &train) == 0);
-    estimators::detail::XgbMatrix train_owner(train);
+    device::detail::XgbMatrix train_owner(train);
     REQUIRE(XGDMatrixSetFloatInfo(train, "label", y.data(), n) == 0);
     BoosterHandle h = nullptr;
     REQUIRE(XGBoosterCreate(&train, 1, &h) == 0);
-    estimators::detail::XgbBooster booster(h);
+    device::detail::XgbBooster booster(h);
     for (const auto& [k, v] : {std::pair{"verbosity", "0"}, {"tree_method", "hist"}, {"nthread", "1"},
                                {"max_depth", "6"}, {"eta", "0.1"}, {"base_score", "0.3"}})
         REQUIRE(XGBoosterSetParam(h, k, v) == 0);
@@ -442,7 +442,7 @@ TEST_CASE("GBT forest: the trees read from XGBoost's JSON give XGBoost's own fig
     const auto m = rows.size() / width;
     DMatrixHandle test = nullptr;
     REQUIRE(XGDMatrixCreateFromMat(rows.data(), m, width, nan, &test) == 0);
-    estimators::detail::XgbMatrix test_owner(test);
+    device::detail::XgbMatrix test_owner(test);
     const float* expected = nullptr;
     REQUIRE(XGBoosterPredict(h, test, 0, 0, 0, &len, &expected) == 0);
     REQUIRE(len == m);

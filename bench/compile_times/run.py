@@ -75,7 +75,7 @@ def public_headers(only):
                 continue
             rel = os.path.relpath(os.path.join(d, f), os.path.join(INCLUDE, "dnncost"))
             # definitions of the compiled parts: the library's own sources include them
-            if rel.endswith("_impl.hpp") and rel != "cost/fusion_discovery_impl.hpp":
+            if rel.endswith("_impl.hpp") and rel != "device/fusion_discovery_impl.hpp":
                 continue
             if only and only not in rel:
                 continue

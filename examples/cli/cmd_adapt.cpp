@@ -1,6 +1,6 @@
 // `dnncost adapt`: adapt to a new device from a few of its measurements and a pool of measured
 // devices (MAPLE-Edge), and evaluate on the rest of the new device's measurements
-// (estimators/device_adaptation.hpp does the work).
+// (device/device_adaptation.hpp does the work).
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -13,7 +13,7 @@
 #include "common.hpp"
 #include "estimator_options.hpp"
 
-#include <dnncost/estimators/device_adaptation.hpp>
+#include <dnncost/device/device_adaptation.hpp>
 
 namespace dnncost::cli {
 
@@ -85,7 +85,7 @@ inline void add_adapt_options(Command& cmd, AdaptArgs& a) {
     a.report.add(cmd);
 }
 
-inline json adapt_json(const AdaptArgs& a, const estimators::AdaptRequest& req, const estimators::AdaptReport& r) {
+inline json adapt_json(const AdaptArgs& a, const device::AdaptRequest& req, const device::AdaptReport& r) {
     json j = train_detail::evaluation_json(r.test);
     if (r.baseline) j["baseline"] = train_detail::evaluation_json(*r.baseline);
     j["preset"] = req.prior ? "pool-prior" : "maple-edge";
@@ -109,7 +109,7 @@ inline json adapt_json(const AdaptArgs& a, const estimators::AdaptRequest& req, 
     return j;
 }
 
-inline void print_adapt(const AdaptArgs& a, const estimators::AdaptRequest& req, const estimators::AdaptReport& r) {
+inline void print_adapt(const AdaptArgs& a, const device::AdaptRequest& req, const device::AdaptReport& r) {
     std::cout << "adapt: target " << req.target << ", pool " << a.pool_targets << ", " << a.shots << " shots ("
               << a.sampling << ", seed " << a.seed << "), method " << a.method;
     if (r.prior_device)
@@ -125,7 +125,7 @@ inline void print_adapt(const AdaptArgs& a, const estimators::AdaptRequest& req,
 inline void run_adapt(AdaptArgs& a) {
     namespace td = train_detail;
     a.report.prepare();
-    estimators::AdaptRequest req;
+    device::AdaptRequest req;
     req.pool_targets = split_list(a.pool_targets);
     const bool results = !a.data.empty() && measure::is_results_file(a.data);
     req.target = a.target;
@@ -135,7 +135,7 @@ inline void run_adapt(AdaptArgs& a) {
     }
     std::unique_ptr<estimators::Estimator> model;
     if (a.encoder == "nb201" || a.encoder == "aggregates") {
-        req.encoding = a.encoder == "nb201" ? estimators::AdaptEncoding::nb201 : estimators::AdaptEncoding::aggregates;
+        req.encoding = a.encoder == "nb201" ? device::AdaptEncoding::nb201 : device::AdaptEncoding::aggregates;
     } else {
         if (a.encoder != "model") {  // the old spelling: --encoder MODEL.dnnc
             warn_deprecated("--encoder MODEL.dnnc", "--encoder model --model MODEL.dnnc");
@@ -144,7 +144,7 @@ inline void run_adapt(AdaptArgs& a) {
         }
         if (a.model.empty()) raise<config_error>("--encoder model needs --model (a saved hifisage or brpnas model)");
         model = td::load_model(a.model).est;
-        req.encoding = estimators::AdaptEncoding::embedding;
+        req.encoding = device::AdaptEncoding::embedding;
         req.embedding_model = model.get();
     }
     req.space = a.space;
@@ -168,7 +168,7 @@ inline void run_adapt(AdaptArgs& a) {
     std::optional<train::Dataset> own;
     if (!a.data.empty()) own.emplace(td::load(a.data, a.space, a.space_options, {req.target}, true));
 
-    const auto r = estimators::adapt_to_device(pool, own ? &*own : nullptr, req);
+    const auto r = device::adapt_to_device(pool, own ? &*own : nullptr, req);
     std::cerr << "dnncost: " << r.candidates << " of the target's " << (own ? own->size() : pool.size())
               << " networks are in the pool (shot candidates)\n";
     const json report = adapt_json(a, req, r);

@@ -15,10 +15,10 @@
 #include "common.hpp"
 #include "measure_options.hpp"
 
-#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/device/device_build.hpp>
+#include <dnncost/device/device_model.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
-#include <dnncost/measure/device_build.hpp>
 #include <dnncost/measure/host.hpp>
 
 namespace dnncost::cli {
@@ -39,7 +39,7 @@ struct BuildArgs {
     bool json_out = false;
 };
 
-inline json kind_table(const estimators::DeviceModel& m) {
+inline json kind_table(const device::DeviceModel& m) {
     json kinds = json::array();
     for (const auto& [kind, km] : m.kinds()) {
         json k{{"kind", kind}, {"samples", km.samples}};
@@ -57,14 +57,14 @@ inline json kind_table(const estimators::DeviceModel& m) {
     return kinds;
 }
 
-inline json boundary_json(const estimators::SampleBoundaryCost& b) {
+inline json boundary_json(const device::SampleBoundaryCost& b) {
     return {{"ms_per_kernel", b.ms_per_kernel},
             {"ms_per_output_mb", b.ms_per_output_mb},
             {"ms_per_reorder_mb", b.ms_per_reorder_mb}};
 }
 
 /// The profiled networks of a build: counts, and how each profile was scaled to its latency.
-inline json profiling_json(const measure::NetworkProfilingResult& p) {
+inline json profiling_json(const device::NetworkProfilingResult& p) {
     json nets = json::array();
     std::vector<double> scales;
     for (const auto& n : p.networks) {
@@ -95,7 +95,7 @@ inline json profiling_json(const measure::NetworkProfilingResult& p) {
             {"per_network", nets}};
 }
 
-inline void print_kinds(const estimators::DeviceModel& m) {
+inline void print_kinds(const device::DeviceModel& m) {
     std::cout << std::left << std::setw(22) << "kind" << std::right << std::setw(8) << "samples" << std::setw(12)
               << "model" << std::setw(11) << "held-out" << std::setw(10) << "±10 %" << '\n';
     for (const auto& [kind, km] : m.kinds()) {
@@ -138,11 +138,11 @@ inline std::vector<graph::Graph> prior_networks(const std::vector<std::string>& 
 /// directory, measuring nothing.
 inline void run_refit(const BuildArgs& a) {
     const fs::path work = a.work.empty() ? fs::path(a.out + ".work") : fs::path(a.work);
-    estimators::DeviceModelOptions o;
+    device::DeviceModelOptions o;
     o.seed = a.seed;
     o.family_regressors = a.family_regressors;
     o.roofline_base = a.roofline_base;
-    auto m = measure::refit_device_model(work, o);
+    auto m = device::refit_device_model(work, o);
     std::size_t samples = 0;
     for (const auto& [kind, km] : m.kinds()) samples += static_cast<std::size_t>(km.samples);
     json info{{"device", m.rules().device},
@@ -169,20 +169,21 @@ inline void run_build(const BuildArgs& a) {
     io::check_writable(a.out);
     if (a.refit) return run_refit(a);
     if (a.runners.empty()) raise<config_error>("device build: --runner is required (or --refit, to fit again without measuring)");
-    measure::DeviceBuildSetup s;
+    device::DeviceBuildSetup s;
     s.runners = a.runners;
     s.device = a.device;
     s.work_dir = a.work.empty() ? fs::path(a.out + ".work") : fs::path(a.work);
-    if (!a.rules.empty()) s.rules = cost::FusionRules::parse(io::read_file(a.rules), a.rules);
+    if (!a.rules.empty()) s.rules = device::FusionRules::parse(io::read_file(a.rules), a.rules);
     s.harness = a.flags.checked_harness();
     s.probe_harness = s.harness;
     s.pool = a.flags.pool();
     s.discovery.max_measurements = a.probe_measurements;
     s.discovery.candidate_patterns =
-        cost::FusionRules::parse("dnncost-fusion-rules 1\n"
-                                 "pattern LayerNormalization ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add\n"
-                                 "pattern Gelu Div Erf Add Mul Mul\n"
-                                 "pattern Swish Sigmoid Mul\n")
+        device::FusionRules::parse(
+            "dnncost-fusion-rules 1\n"
+            "pattern LayerNormalization ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add\n"
+            "pattern Gelu Div Erf Add Mul Mul\n"
+            "pattern Swish Sigmoid Mul\n")
             .patterns;
     s.budget_minutes = a.budget;
     s.per_kind = a.per_kind;
@@ -191,13 +192,13 @@ inline void run_build(const BuildArgs& a) {
     s.adaptive_rounds = a.adaptive_rounds;
     s.seed = a.seed;
     s.model.family_regressors = a.family_regressors;
-    s.in_context = measure::parse_in_context(a.in_context);
+    s.in_context = device::parse_in_context(a.in_context);
     s.networks = a.networks;
     s.network_limits.max_params = static_cast<std::int64_t>(std::llround(a.network_params * 1e6));
     s.model.roofline_base = a.roofline_base;
     const ProgressLine line;
     double last_line = -1e9;
-    s.on_progress = [&](const measure::DeviceBuildProgress& p) {
+    s.on_progress = [&](const device::DeviceBuildProgress& p) {
         const auto& q = p.sampling;
         std::ostringstream os;
         os << p.step << ": " << q.done << '/' << q.total << ", elapsed " << duration(p.elapsed_seconds);
@@ -209,7 +210,7 @@ inline void run_build(const BuildArgs& a) {
             last_line = p.elapsed_seconds;
         }
     };
-    auto r = measure::build_device_model(prior_networks(a.prior), s);
+    auto r = device::build_device_model(prior_networks(a.prior), s);
     line.done();
     for (const auto& e : r.probe_model_errors) std::cerr << "dnncost: warning: rule discovery: " << e << '\n';
     for (const auto& w : r.warnings) std::cerr << "dnncost: warning: " << w << '\n';
@@ -278,9 +279,9 @@ inline std::optional<std::size_t> shot_count(const std::vector<std::string>& sho
 
 inline void run_calibrate(const CalibrateArgs& a) {
     io::check_writable(a.out);
-    auto m = estimators::DeviceModel::deserialize(io::read_file(a.model), a.model);
+    auto m = device::DeviceModel::deserialize(io::read_file(a.model), a.model);
     m->set_source(a.model);
-    measure::DeviceCalibrationSetup s;
+    device::DeviceCalibrationSetup s;
     s.runners = a.runners;
     s.work_dir = a.work.empty() ? fs::path(a.out + ".work") : fs::path(a.work);
     s.harness = a.flags.checked_harness();
@@ -294,7 +295,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
     const auto count = shot_count(a.shots);
     if (!count && !a.data.empty())
         raise<config_error>("device calibrate: --shots FILE... measures the files with --runner; with --data give a count");
-    estimators::CalibrationOptions options;
+    device::CalibrationOptions options;
     options.per_family = !a.global_only;
     std::optional<train::TrainData> measured;  // keeps the store's graphs alive
     if (!a.data.empty()) {
@@ -304,7 +305,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
     }
     std::vector<graph::Graph> networks;
     if (count) {
-        if (!measured) networks = measure::calibration_networks(*count);
+        if (!measured) networks = device::calibration_networks(*count);
     } else {
         for (const auto& f : a.shots) {
             const auto bytes = io::read_file(f);
@@ -312,8 +313,8 @@ inline void run_calibrate(const CalibrateArgs& a) {
             s.opsets.push_back(io::onnx_opset(bytes, f));  // written for the runner at its own opset
         }
     }
-    const auto r = measured ? measure::calibrate_device_model(*m, *measured, *count, options)
-                            : measure::calibrate_device_model(*m, networks, s, options);
+    const auto r = measured ? device::calibrate_device_model(*m, *measured, *count, options)
+                            : device::calibrate_device_model(*m, networks, s, options);
     line.done();
     io::write_file_atomic(a.out, m->serialize());
     const auto& c = r.report;
@@ -367,7 +368,7 @@ struct ResidualArgs {
 /// to judge the rates and stop the residual's training.
 inline void run_residual(const ResidualArgs& a) {
     io::check_writable(a.out);
-    auto m = estimators::DeviceModel::deserialize(io::read_file(a.model), a.model);
+    auto m = device::DeviceModel::deserialize(io::read_file(a.model), a.model);
     std::vector<train::TrainData> parts;  // keep the graphs the stores' rows were built into alive
     train::TrainData tr, va;
     Rng rng(a.seed);
@@ -387,7 +388,7 @@ inline void run_residual(const ResidualArgs& a) {
     if (tr.graphs.empty()) raise<config_error>("device residual: no measured networks to train on");
     if (a.no_boundary && a.no_residual) raise<config_error>("device residual: --no-boundary and --no-residual leave nothing to fit");
     m->set_fit_parts(!a.no_boundary, !a.no_residual);
-    estimators::KernelResidualOptions o;
+    device::KernelResidualOptions o;
     o.max_epochs = a.epochs;
     o.patience = a.patience;
     o.seed = a.seed;
@@ -528,7 +529,7 @@ inline void add_device_residual(Command& device, Context& ctx) {
 }
 
 inline void run_info(const std::string& path, bool json_out) {
-    const auto m = estimators::DeviceModel::deserialize(io::read_file(path), path);
+    const auto m = device::DeviceModel::deserialize(io::read_file(path), path);
     if (!json_out) {
         std::cout << m->rules().to_text();
         return print_kinds(*m);

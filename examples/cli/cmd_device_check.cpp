@@ -14,11 +14,11 @@
 #include "measure_options.hpp"
 
 #include <dnncost/core/robust_statistics.hpp>
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/estimators/device_model.hpp>
+#include <dnncost/device/device_model.hpp>
+#include <dnncost/device/kernel_check.hpp>
+#include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/candidates.hpp>
-#include <dnncost/measure/kernel_check.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/measure/runner.hpp>
 #include <dnncost/measure/scratch_dir.hpp>
@@ -39,7 +39,7 @@ struct CheckArgs {
     bool json_out = false;
 };
 
-inline json mismatches(const std::vector<measure::KernelMismatch>& v, bool with_ms) {
+inline json mismatches(const std::vector<device::KernelMismatch>& v, bool with_ms) {
     json a = json::array();
     for (const auto& m : v) {
         json e{{"kernel", m.kernel}, {"name", m.name}, {"why", m.why}};
@@ -50,7 +50,7 @@ inline json mismatches(const std::vector<measure::KernelMismatch>& v, bool with_
 }
 
 /// "why" without the node names it mentions: the same disagreement across networks.
-inline std::string pattern_of(const measure::KernelMismatch& m) {
+inline std::string pattern_of(const device::KernelMismatch& m) {
     auto why = m.why;
     if (const auto p = why.find(" ("); p != std::string::npos) why.erase(p);
     return m.kernel + ": " + why;
@@ -58,9 +58,8 @@ inline std::string pattern_of(const measure::KernelMismatch& m) {
 
 /// @return whether every network was profiled and compared
 inline bool run_check(const CheckArgs& a) {
-    const auto model = estimators::DeviceModel::deserialize(io::read_file(a.model), a.model);
-    const auto rules =
-        a.rules.empty() ? model->rules() : cost::FusionRules::parse(io::read_file(a.rules), a.rules);
+    const auto model = device::DeviceModel::deserialize(io::read_file(a.model), a.model);
+    const auto rules = a.rules.empty() ? model->rules() : device::FusionRules::parse(io::read_file(a.rules), a.rules);
     std::vector<measure::Candidate> nets;
     if (a.sample > 0)
         nets = measure::sample_candidates(spaces::find_space(a.space), a.sample, a.seed,
@@ -74,7 +73,7 @@ inline bool run_check(const CheckArgs& a) {
     measure::Runner runner(a.runner);
     const auto timeout = measure::Millis(static_cast<std::int64_t>(a.timeout * 1000));
     json per_network = json::array();
-    measure::KernelCheck total;
+    device::KernelCheck total;
     std::map<std::string, std::size_t> missing_by, extra_by;
     std::map<std::string, double> extra_ms;
     std::size_t failed = 0, without_profile = 0;
@@ -103,7 +102,7 @@ inline bool run_check(const CheckArgs& a) {
         std::vector<measure::RuntimeNode> nodes;
         if (!o.answer.optimized_model.empty()) {
             try {
-                nodes = measure::read_runtime_nodes(o.answer.optimized_model);
+                nodes = device::read_runtime_nodes(o.answer.optimized_model);
             } catch (const error& e) {
                 ++failed;
                 entry["failure"] = std::string("the runner's optimised model: ") + e.what();
@@ -123,8 +122,8 @@ inline bool run_check(const CheckArgs& a) {
             }
             kernel_lines += line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
         }
-        const auto kg = cost::kernel_graph(net.graph, rules);
-        const auto c = measure::check_kernels(net.graph, kg, o.answer.kernels, nodes);
+        const auto kg = device::kernel_graph(net.graph, rules);
+        const auto c = device::check_kernels(net.graph, kg, o.answer.kernels, nodes);
         std::error_code ec;
         if (!o.answer.optimized_model.empty()) fs::remove(o.answer.optimized_model, ec);
         fs::remove(file, ec);

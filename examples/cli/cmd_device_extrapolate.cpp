@@ -18,15 +18,15 @@
 #include "common.hpp"
 #include "measure_options.hpp"
 
-#include <dnncost/cost/kernel_graph.hpp>
-#include <dnncost/cost/kernel_sampler.hpp>
-#include <dnncost/estimators/device_model.hpp>
-#include <dnncost/features/kernel_features.hpp>
+#include <dnncost/device/device_build.hpp>
+#include <dnncost/device/device_model.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_sample_file.hpp>
+#include <dnncost/device/kernel_sampler.hpp>
+#include <dnncost/device/kernel_sampling.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/io/file.hpp>
-#include <dnncost/measure/device_build.hpp>
-#include <dnncost/measure/kernel_sample_file.hpp>
-#include <dnncost/measure/kernel_sampling.hpp>
 #include <dnncost/train/metrics.hpp>
 
 namespace dnncost::cli {
@@ -53,7 +53,7 @@ inline bool scalable(std::string_view family) {
 inline std::string family_of(const std::string& kind) { return kind.substr(0, kind.find('+')); }
 
 inline double feature(const std::vector<double>& f, std::string_view name) {
-    const auto& names = features::kernel_feature_names();
+    const auto& names = device::kernel_feature_names();
     const auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end()) raise<config_error>("device extrapolate: no kernel feature '", name, "'");
     return f[static_cast<std::size_t>(it - names.begin())];
@@ -63,16 +63,16 @@ inline std::int64_t count_of(double v) { return std::llround(std::exp2(v) - 1); 
 
 /// The kernel of `c`'s graph under `rules` (reorders aside) with its features, or nullopt unless
 /// there is exactly one of kind c.kind.
-inline std::optional<features::KernelFeatures> one_kernel(const cost::KernelConfig& c, const cost::FusionRules& rules,
-                                                          double* flops = nullptr, double* elements = nullptr) {
+inline std::optional<device::KernelFeatures> one_kernel(const device::KernelConfig& c, const device::FusionRules& rules,
+                                                        double* flops = nullptr, double* elements = nullptr) {
     try {
-        const auto g = cost::kernel_sample_graph(c);
-        const auto kg = cost::kernel_graph(g, rules);
-        std::optional<features::KernelFeatures> out;
+        const auto g = device::kernel_sample_graph(c);
+        const auto kg = device::kernel_graph(g, rules);
+        std::optional<device::KernelFeatures> out;
         for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
             if (kg.kernels[k].is_reorder()) continue;
             if (out) return std::nullopt;
-            out = features::kernel_features(g, kg, k, rules.layout.block);
+            out = device::kernel_features(g, kg, k, rules.layout.block);
             if (flops) *flops = static_cast<double>(kg.kernels[k].cost.flops);
             if (elements)
                 *elements = static_cast<double>(std::max(kg.kernels[k].cost.input_bytes, kg.kernels[k].cost.output_bytes)) / 4;
@@ -86,9 +86,9 @@ inline std::optional<features::KernelFeatures> one_kernel(const cost::KernelConf
 
 /// The configuration of a sample of `kind`, rebuilt from its features (dimensions, window,
 /// groups, fusions); nullopt unless the rebuilt kernel has exactly the sample's features.
-inline std::optional<cost::KernelConfig> config_of(const std::string& kind, const std::vector<double>& f,
-                                                   const cost::FusionRules& rules) {
-    cost::KernelConfig c;
+inline std::optional<device::KernelConfig> config_of(const std::string& kind, const std::vector<double>& f,
+                                                     const device::FusionRules& rules) {
+    device::KernelConfig c;
     c.kind = kind;
     c.n = count_of(feature(f, "log_batch"));
     c.c = count_of(feature(f, "log_in_channels"));
@@ -114,8 +114,8 @@ inline std::optional<cost::KernelConfig> config_of(const std::string& kind, cons
 
 /// `c` grown along its rows (GEMM, MatMul) or pixels (convolutions) until its kernel does at least
 /// `target` FLOPs; nullopt when that takes a tensor of more than `max_elements` values.
-inline std::optional<cost::KernelConfig> scaled(cost::KernelConfig c, double target, const cost::FusionRules& rules,
-                                                double max_elements) {
+inline std::optional<device::KernelConfig> scaled(device::KernelConfig c, double target,
+                                                  const device::FusionRules& rules, double max_elements) {
     const bool image = family_of(c.kind) == "Conv" || family_of(c.kind) == "DepthwiseConv";
     double flops = 0, elements = 0;
     if (!one_kernel(c, rules, &flops) || !(flops > 0)) return std::nullopt;
@@ -137,7 +137,7 @@ inline std::optional<cost::KernelConfig> scaled(cost::KernelConfig c, double tar
 }
 
 struct Kernel {
-    cost::KernelSample sample;
+    device::KernelSample sample;
     std::string from_key;  ///< the build's sample it was grown from
     double flops = 0, family_max = 0;
 };
@@ -146,15 +146,15 @@ struct Kernel {
 inline bool run(const Args& a) {
     if (!(a.factor >= 1)) raise<config_error>("device extrapolate: --factor ", a.factor, " is below 1");
     if (!a.plan && a.runners.empty()) raise<config_error>("device extrapolate: --runner is required (or --plan)");
-    std::vector<std::unique_ptr<estimators::DeviceModel>> models;
-    for (const auto& m : a.models) models.push_back(estimators::DeviceModel::deserialize(io::read_file(m), m));
+    std::vector<std::unique_ptr<device::DeviceModel>> models;
+    for (const auto& m : a.models) models.push_back(device::DeviceModel::deserialize(io::read_file(m), m));
     const auto& rules = models.front()->rules();
     for (std::size_t i = 1; i < models.size(); ++i)
         if (!(models[i]->rules() == rules))
             raise<config_error>("device extrapolate: ", a.models[i], " has other fusion rules than ", a.models[0]);
     const fs::path samples_path = a.samples.empty() ? fs::path(a.models[0] + ".work") / "kernel_samples.json"
                                                     : fs::path(a.samples);
-    const auto file = measure::read_kernel_sample_file(samples_path);
+    const auto file = device::read_kernel_sample_file(samples_path);
     if (!(file.rules == rules))
         raise<config_error>("device extrapolate: ", samples_path.string(), " was measured under other fusion rules than ",
                             a.models[0]);
@@ -189,7 +189,7 @@ inline bool run(const Args& a) {
                 continue;
             }
             Kernel k;
-            k.sample = {*big, cost::kernel_sample_graph(*big), {}};
+            k.sample = {*big, device::kernel_sample_graph(*big), {}};
             k.sample.key = graph::canonical_hash(k.sample.graph).hex();
             if (!seen.insert(k.sample.key).second) continue;
             one_kernel(*big, rules, &k.flops);
@@ -210,9 +210,9 @@ inline bool run(const Args& a) {
     std::map<std::string, double> measured;  // by key
     std::size_t failed = 0;
     if (!a.plan) {
-        std::vector<cost::KernelSample> todo;
+        std::vector<device::KernelSample> todo;
         for (const auto& k : kernels) todo.push_back(k.sample);
-        measure::KernelSamplingSetup s;
+        device::KernelSamplingSetup s;
         s.runners = a.runners;
         s.device = rules.device;
         const fs::path work = a.work.empty() ? fs::path(a.models[0] + ".extrapolation") : fs::path(a.work);
@@ -221,8 +221,8 @@ inline bool run(const Args& a) {
         s.harness = a.flags.checked_harness();
         s.pool = a.flags.pool();
         s.seed = a.seed;
-        s.opset = measure::spaces_opset();
-        const auto r = measure::measure_kernel_samples(todo, rules, s);
+        s.opset = device::spaces_opset();
+        const auto r = device::measure_kernel_samples(todo, rules, s);
         for (const auto& row : r.rows) measured[row.key] = row.latency_ms;
         failed = r.failed + r.model_errors.size();
         for (const auto& e : r.model_errors) std::cerr << "dnncost: warning: " << e << '\n';

@@ -2,7 +2,7 @@
 /// @file dnncost.hpp
 /// Umbrella header: the whole header-only core. The ONNX importer is not included here (it
 /// needs protobuf); include <dnncost/io/onnx.hpp> and link dnncost::onnx for it. Nor are device
-/// models, slow to compile: include <dnncost/estimators/device_model.hpp> where one is loaded or
+/// models, slow to compile: include <dnncost/device/device_model.hpp> where one is loaded or
 /// built (including it registers the "device" preset).
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>

@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <string>
 
+#include <dnncost/device/device_build.hpp>
+#include <dnncost/device/device_model.hpp>
 #include <dnncost/dnncost.hpp>
-#include <dnncost/estimators/device_model.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/io/onnx.hpp>
-#include <dnncost/measure/device_build.hpp>
 #include <dnncost/search/compression/measured_compression.hpp>
 
 int main(int argc, char** argv) try {

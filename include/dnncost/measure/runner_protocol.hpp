@@ -51,7 +51,7 @@ struct RuntimeKernel {
     double ms = 0;
 };
 
-/// A node of a runtime's optimised graph, as its ONNX file has it (measure/kernel_check.hpp reads
+/// A node of a runtime's optimised graph, as its ONNX file has it (device/kernel_check.hpp reads
 /// them): the names of the values it reads and writes say which network values a kernel computes.
 struct RuntimeNode {
     std::string name, op, domain;

@@ -7,7 +7,7 @@
 /// (plain and residual convolutions, bottlenecks, inverted residuals with optional
 /// squeeze-excitation, pre-norm attention and MLP layers) in random combinations, so that a
 /// runtime executes their kernels among the neighbours real networks give them. A device build
-/// profiles such networks whole (measure/context_networks.hpp).
+/// profiles such networks whole (device/device_build.hpp, context_networks()).
 ///
 /// A draw whose weights or multiply-accumulates exceed Limits is narrowed (channel counts scaled
 /// down), then given a smaller input, until it fits.

@@ -1,0 +1,173 @@
+#pragma once
+/// @file budgeted_run.hpp
+/// The frame that kernel sampling and network profiling share: a resumable run over one results
+/// store within a time budget. It checks the setup, keeps the run's clock, opens the store (one
+/// that holds another device's or other runners' measurements is refused, so that runs never
+/// mix), sizes each chunk to the budget left from the time per item so far, reports progress with
+/// an estimate of the time left, and starts the runners only when something is to be measured.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+#include <dnncost/measure/harness.hpp>
+#include <dnncost/measure/runner_pool.hpp>
+#include <dnncost/measure/sidecar.hpp>
+#include <dnncost/measure/store.hpp>
+
+namespace dnncost::device {
+
+/// Where a sampling or profiling run stands.
+struct SamplingProgress {
+    std::size_t done = 0;                      ///< items with a result (from the store or measured now)
+    std::size_t total = 0;                     ///< items asked for
+    std::size_t measured = 0;                  ///< measured in this run
+    double elapsed_seconds = 0;                ///< of this run
+    double seconds_per_sample = std::nan("");  ///< NaN until something was measured
+    double eta_seconds = std::nan("");         ///< for the items left (NaN: unknown yet)
+};
+
+/// Where and how a budgeted run measures; kernel sampling and network profiling add their chunk.
+struct MeasuringSetup {
+    std::vector<std::string> runners;  ///< runner commands (run with /bin/sh -c)
+    std::string device;                ///< stored in the store's sidecar
+    std::filesystem::path store;       ///< results store (CSV; resumable)
+    std::filesystem::path model_dir;   ///< model files; empty: "<store>.models" beside the store
+    measure::HarnessOptions harness{};
+    measure::PoolOptions pool{};
+    std::uint64_t seed = 0;  ///< of the weight values
+    int opset = 13;
+    double budget_minutes = 0;  ///< 0: no time budget
+    std::function<void(const SamplingProgress&)> on_progress;
+    /// Seconds since an arbitrary origin; empty: a steady clock. Lets a caller (or a test)
+    /// decide what elapsed time means.
+    std::function<double()> clock;
+};
+
+namespace detail {
+
+/// `Setup` is a MeasuringSetup with a chunk size (KernelSamplingSetup, NetworkProfilingSetup)., device, store, model_dir, harness, pool, budget_minutes, chunk,
+/// on_progress and clock (KernelSamplingSetup, NetworkProfilingSetup).
+template <class Setup>
+class BudgetedRun {
+public:
+    /// Checks the setup; `what` names the run in messages ("kernel sampling").
+    /// @throws config_error
+    BudgetedRun(const Setup& setup, std::string_view what) : m_setup(setup), m_what(what) {
+        if (setup.runners.empty()) raise<config_error>(m_what, ": no runner command");
+        if (setup.store.empty()) raise<config_error>(m_what, ": no results store path");
+        if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
+            raise<config_error>(m_what, ": the budget must be a finite number of minutes >= 0, got ",
+                                setup.budget_minutes);
+        if (setup.chunk < 1) raise<config_error>(m_what, ": the chunk size must be at least 1");
+        setup.harness.check();
+        m_start = now();
+    }
+
+    /// Seconds on the setup's clock (or a steady clock).
+    double now() const {
+        return m_setup.clock ? m_setup.clock()
+                             : std::chrono::duration<double>(std::chrono::steady_clock::now() - m_steady_start).count();
+    }
+    double elapsed() const { return now() - m_start; }
+
+    /// Opens the store and the model directory; `verb` says what to do instead when the store
+    /// belongs to another device ("sample"). @throws config_error, io_error, parse_error
+    void open_store(std::string_view verb) {
+        m_sidecar = measure::sidecar_path(m_setup.store);
+        const auto info = measure::read_store_info(m_sidecar);
+        std::error_code ec;
+        const bool has_rows =
+            std::filesystem::exists(m_setup.store, ec) && std::filesystem::file_size(m_setup.store, ec) > 0;
+        if (info && has_rows && (info->device != m_setup.device || info->runners != m_setup.runners))
+            raise<config_error>(m_what, ": ", m_setup.store.string(), " holds measurements of device '", info->device,
+                                "' by other runners; ", verb, " this device into another store");
+        m_store.emplace(m_setup.store);
+        m_info = measure::StoreInfo{m_setup.device, m_setup.runners, info ? info->runner_device : std::string(),
+                                    m_setup.harness.to_json()};
+        measure::write_store_info(m_sidecar, m_info);
+        m_model_dir =
+            m_setup.model_dir.empty() ? std::filesystem::path(m_setup.store.string() + ".models") : m_setup.model_dir;
+        std::filesystem::create_directories(m_model_dir, ec);
+        if (!std::filesystem::is_directory(m_model_dir))
+            raise<io_error>(m_what, ": cannot create the model directory '", m_model_dir.string(), "'");
+    }
+    measure::ResultsStore& store() { return *m_store; }
+    const std::filesystem::path& model_dir() const { return m_model_dir; }
+
+    SamplingProgress progress;
+
+    /// Updates the time figures of `progress` and hands it to the setup's callback.
+    void report() {
+        progress.elapsed_seconds = elapsed();
+        const auto left = progress.total - progress.done;
+        if (progress.measured > 0) {
+            progress.seconds_per_sample = progress.elapsed_seconds / double(progress.measured);
+            progress.eta_seconds = progress.seconds_per_sample * double(left);
+        }
+        if (left == 0) progress.eta_seconds = 0;
+        if (m_setup.on_progress) m_setup.on_progress(progress);
+    }
+
+    /// How many of the `left` items to measure next, at most `cap`; 0 when the budget is spent.
+    /// Before anything was measured it is one: the first item tells how long one takes.
+    std::size_t next_chunk(std::size_t left, std::size_t cap) const {
+        std::size_t take = std::min(cap, left);
+        const double budget = m_setup.budget_minutes * 60.0;
+        if (budget <= 0) return take;
+        const double spent = elapsed();
+        if (spent >= budget) return 0;
+        if (progress.measured == 0) return std::min<std::size_t>(take, 1);
+        const double per = spent / double(progress.measured);
+        const auto fit = static_cast<std::size_t>(std::floor((budget - spent) / std::max(per, 1e-9)));
+        return std::min(take, fit);
+    }
+
+    /// The runners and the harness over them, started on first use.
+    measure::RunnerPool& pool() {
+        start_runners();
+        return *m_pool;
+    }
+    measure::Harness& harness() {
+        start_runners();
+        return *m_harness;
+    }
+
+    /// Records in the store's sidecar what device the runners said they run on.
+    void finish() {
+        if (m_pool && m_info.runner_device.empty() && !m_pool->device().empty()) {
+            m_info.runner_device = m_pool->device();
+            measure::write_store_info(m_sidecar, m_info);
+        }
+    }
+
+private:
+    void start_runners() {
+        if (m_pool) return;
+        m_pool = std::make_unique<measure::RunnerPool>(m_setup.runners, m_setup.pool);
+        m_harness = std::make_unique<measure::Harness>(*m_pool, m_setup.harness);
+    }
+
+    const Setup& m_setup;
+    std::string m_what;
+    std::chrono::steady_clock::time_point m_steady_start = std::chrono::steady_clock::now();
+    double m_start = 0;
+    std::filesystem::path m_sidecar, m_model_dir;
+    std::optional<measure::ResultsStore> m_store;
+    measure::StoreInfo m_info;
+    std::unique_ptr<measure::RunnerPool> m_pool;
+    std::unique_ptr<measure::Harness> m_harness;
+};
+
+}  // namespace detail
+}  // namespace dnncost::device

@@ -1,0 +1,371 @@
+#pragma once
+/// @file device_build_impl.hpp
+/// The definitions of device_build.hpp: compiled once into dnncost::compiled in compiled mode
+/// (core/config.hpp), included by device_build.hpp in header-only mode.
+#include <initializer_list>
+#include <set>
+
+#include <dnncost/device/device_build.hpp>
+#include <dnncost/measure/kernel_profiles.hpp>
+
+DNNCOST_FUNC auto dnncost::device::device_sampler_options() -> KernelSamplerOptions {
+    KernelSamplerOptions o;
+    o.prior_share = 0.7;
+    o.max_macs = 2'000'000'000;
+    o.max_elements = 6'000'000;
+    return o;
+}
+
+DNNCOST_FUNC auto dnncost::device::detail::overhead_sample() -> KernelSample {
+    graph::Graph g("run-overhead");
+    const int x = g.add_input("x", {1, 8});
+    g.mark_output(g.add_op("Relu", "relu", {x}, {1, 8}));
+    KernelSample s;
+    s.config.kind = "Activation";
+    s.config.op = "Relu";
+    s.key = graph::canonical_hash(g).hex();
+    s.graph = std::move(g);
+    return s;
+}
+
+DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::Graph>& graphs,
+                                                      const DeviceBuildSetup& setup) -> DeviceBuildResult {
+    if (setup.runners.empty()) raise<config_error>("device build: no runner command");
+    if (setup.work_dir.empty()) raise<config_error>("device build: no work directory");
+    if (!(setup.budget_minutes >= 0) || !std::isfinite(setup.budget_minutes))
+        raise<config_error>("device build: the budget must be a finite number of minutes >= 0");
+    std::error_code ec;
+    std::filesystem::create_directories(setup.work_dir, ec);
+    if (!std::filesystem::is_directory(setup.work_dir))
+        raise<io_error>("device build: cannot create the work directory '", setup.work_dir.string(), "'");
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto now = [&] {
+        return setup.clock ? setup.clock()
+                           : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    const double start = now();
+    DeviceBuildResult out;
+    const auto progress = [&](const std::string& step, const SamplingProgress& p) {
+        if (setup.on_progress) setup.on_progress({step, p, now() - start});
+    };
+    if (!(setup.network_share > 0 && setup.network_share <= 1))
+        raise<config_error>("device build: the networks' share of the budget must be in (0, 1], got ",
+                            setup.network_share);
+
+    // 1. rules
+    FusionRules rules;
+    if (setup.rules) {
+        rules = *setup.rules;
+    } else {
+        FusionProbeSetup p;
+        p.runners = setup.runners;
+        p.device = setup.device;
+        p.store = setup.work_dir / "fusion.csv";
+        p.rules_out = setup.work_dir / "fusion.rules";
+        p.evidence_out = setup.work_dir / "fusion.json";
+        p.harness = setup.probe_harness;
+        p.pool = setup.pool;
+        p.discovery = setup.discovery;
+        p.seed = setup.seed;
+        p.opset = spaces_opset();
+        p.events.on_progress = [&](const measure::Progress& h) {
+            SamplingProgress s;
+            s.done = h.requests_done;
+            s.total = h.requests_total;
+            progress("rules", s);
+        };
+        // the space networks bring what the given networks may lack (BatchNorm after Conv, LayerNorm, GELU)
+        auto probe_graphs = graphs;
+        Rng probe_rng(setup.seed);
+        for (const auto& space : spaces::all_spaces())
+            for (std::size_t i = 0; i < setup.probe_per_space; ++i)
+                probe_graphs.push_back(space.build_graph(space.sample(probe_rng), {}));
+        auto r = probe_fusion_rules(probe_graphs, p);
+        out.probe_model_errors = r.model_errors;
+        rules = r.discovery.rules;
+        out.discovery = std::move(r.discovery);
+    }
+    rules.device = setup.device;
+
+    // 2. the run overhead, and the single kernels later, in one store
+    MeasuringSetup on_device;
+    on_device.runners = setup.runners;
+    on_device.device = setup.device;
+    on_device.harness = setup.harness;
+    on_device.pool = setup.pool;
+    on_device.seed = setup.seed;
+    on_device.clock = setup.clock;
+    KernelSamplingSetup ks;
+    static_cast<MeasuringSetup&>(ks) = on_device;
+    ks.store = setup.work_dir / "kernels.csv";
+    ks.opset = spaces_opset();
+    const auto overhead = measure_kernel_samples({detail::overhead_sample()}, rules, ks);
+    if (overhead.rows.empty())
+        raise<config_error>("device build: the run-overhead model could not be measured (see ", ks.store.string(), ")");
+    const double overhead_ms = overhead.rows.front().latency_ms;
+    const auto remaining_minutes = [&] {
+        return setup.budget_minutes > 0 ? std::max(0.0, setup.budget_minutes - (now() - start) / 60.0) : 0.0;
+    };
+
+    // 3. whole networks, profiled: their kernels in context
+    std::vector<KernelRow> context_rows;
+    if (setup.in_context != InContext::off) {
+        const auto nets = setup.profiled_networks.empty()
+                              ? context_networks(setup.networks, setup.seed, setup.network_limits)
+                              : setup.profiled_networks;
+        if (nets.empty())
+            raise<config_error>(
+                "device build: no whole networks to profile for in-context samples; ask for some, or "
+                "build from single kernels only (in-context samples off)");
+        NetworkProfilingSetup ps;
+        static_cast<MeasuringSetup&>(ps) = on_device;
+        ps.store = setup.work_dir / "networks.csv";
+        ps.opset = std::max(spaces_opset(), synthetic::onnx_opset);
+        if (setup.budget_minutes > 0) ps.budget_minutes = std::max(1e-9, remaining_minutes() * setup.network_share);
+        ps.on_progress = [&](const SamplingProgress& p) { progress("networks", p); };
+        auto pr = profile_networks(nets, rules, overhead_ms, ps);
+        const auto files = ps.store.string() + " and " + measure::kernel_profiles_path(ps.store).string();
+        if (!pr.profiles) {
+            if (setup.in_context == InContext::on)
+                raise<config_error>(
+                    "device build: the runner answered a profiled request without kernels: it cannot "
+                    "profile, so there are no in-context samples; build from single kernels only "
+                    "(in-context samples off)");
+            out.in_context_note = "the runner does not profile: single-kernel samples only";
+        } else {
+            if (pr.rows.empty())
+                raise<config_error>(
+                    "device build: none of the ", nets.size(), " networks gave an in-context sample (",
+                    pr.measured + pr.from_store, " with a latency, ", pr.failed, " failed, ", pr.without_profile,
+                    " without a profile, ", pr.over_budget, " over the budget, ", pr.unmapped, " of ", pr.pass_kernels,
+                    " kernels mapped to no runtime kernel, ", pr.merged, " were fused with those)",
+                    pr.problems.empty() ? std::string() : "; first: " + pr.problems.front(), "; see ", files);
+            out.in_context = true;
+            context_rows = pr.rows;
+            if (pr.pass_kernels > 0 && 4 * (pr.unmapped + pr.merged) > pr.pass_kernels)
+                out.warnings.push_back(std::to_string(pr.unmapped) + " of the profiled networks' " +
+                                       std::to_string(pr.pass_kernels) + " kernels mapped to no runtime kernel and " +
+                                       std::to_string(pr.merged) +
+                                       " were fused with them, all left out: the rules are not the runtime's "
+                                       "(see dnncost device check)");
+            if (pr.without_profile + pr.failed > 0)
+                out.warnings.push_back(std::to_string(pr.without_profile) + " networks came without a profile and " +
+                                       std::to_string(pr.failed) + " failed to measure (see " + files + ")");
+            if (pr.over_budget > 0)
+                out.warnings.push_back(std::to_string(pr.over_budget) + " of " + std::to_string(nets.size()) +
+                                       " networks were not profiled within the budget");
+            out.profiling = std::move(pr);
+        }
+    }
+
+    // 4. single kernels: of the kinds whose regressors the profiles left short of samples (all
+    // kinds without profiles)
+    KernelSampler sampler(rules, setup.sampler);
+    Rng rng(setup.seed);
+    add_space_prior(sampler, setup.prior_per_space, rng);
+    for (const auto& g : graphs) sampler.add_prior(g);
+    {
+        std::map<std::string, std::int64_t> per_group;
+        const auto group_of = [&](const std::string& k) {
+            return setup.model.family_regressors ? k.substr(0, k.find('+')) : k;
+        };
+        for (const auto& r : context_rows) ++per_group[group_of(r.kind)];
+        for (const auto& k : sampler.kinds())
+            if (per_group[group_of(k)] < setup.model.min_samples) out.isolated_kinds.push_back(k);
+    }
+    std::vector<KernelSample> samples;
+    for (const auto& kind : out.isolated_kinds)
+        for (auto& s : sampler.draw(kind, setup.per_kind, rng)) samples.push_back(std::move(s));
+    const auto measure_all = [&](const std::string& step) {
+        if (samples.empty()) return KernelSamplingResult{};
+        auto s = ks;
+        s.budget_minutes = remaining_minutes();
+        if (setup.budget_minutes > 0 && s.budget_minutes <= 0) s.budget_minutes = 1e-9;
+        s.on_progress = [&](const SamplingProgress& p) { progress(step, p); };
+        auto r = measure_kernel_samples(samples, rules, s);
+        out.measured += r.measured;
+        out.failed += r.failed;
+        out.over_budget = r.over_budget;
+        return r;
+    };
+    const auto fit = [&](const KernelSamplingResult& m) {
+        auto rows = context_rows;
+        rows.insert(rows.end(), m.rows.begin(), m.rows.end());
+        return DeviceModel::build(rules, detail::measurements(rows), overhead_ms, setup.model);
+    };
+    auto measured = measure_all("kernels");
+    out.model = fit(measured);
+
+    // adaptive rounds: more single kernels where a kind's held-out error is large, while time remains
+    for (int round = 1; round <= setup.adaptive_rounds && !out.isolated_kinds.empty(); ++round) {
+        if (measured.over_budget > 0 || (setup.budget_minutes > 0 && remaining_minutes() <= 0)) break;
+        std::map<std::string, double> errors;
+        for (const auto& kind : out.isolated_kinds) {
+            const auto it = out.model.kinds().find(kind);
+            double e = std::nan("");
+            if (it != out.model.kinds().end() && it->second.regressor)
+                for (const auto& s : it->second.scores)
+                    if (s.name == it->second.chosen) e = s.mape;
+            errors[kind] = e;
+        }
+        const auto extra = allocate_samples(errors, setup.adaptive_samples);
+        std::size_t drawn = 0;
+        for (const auto& [kind, n] : extra) {
+            if (n == 0) continue;
+            for (auto& s : sampler.draw(kind, n, rng)) {
+                samples.push_back(std::move(s));
+                ++drawn;
+            }
+        }
+        if (drawn == 0) break;
+        measured = measure_all("adaptive round " + std::to_string(round));
+        out.model = fit(measured);
+        out.adaptive_rounds = round;
+    }
+    out.context_samples = context_rows.size();
+    out.isolated_samples = measured.rows.size();
+    out.samples = out.context_samples + out.isolated_samples;
+    // what the model was fitted to, so that it can be fitted again without measuring
+    KernelSampleFile file{setup.device, rules, overhead_ms, {}, detail::measurements(context_rows)};
+    for (const auto& r : context_rows) file.keys.push_back(r.key);
+    for (const auto& m : detail::measurements(measured.rows)) file.samples.push_back(m);
+    for (const auto& r : measured.rows) file.keys.push_back(r.key);
+    write_kernel_sample_file(setup.work_dir / "kernel_samples.json", file);
+    out.seconds = now() - start;
+    return out;
+}
+
+DNNCOST_FUNC auto dnncost::device::parse_in_context(std::string_view s) -> InContext {
+    if (s == "auto") return InContext::automatic;
+    if (s == "on") return InContext::on;
+    if (s == "off") return InContext::off;
+    raise<config_error>("in-context samples: '", s, "' is not auto, on or off");
+}
+
+DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t seed, const synthetic::Limits& limits)
+    -> std::vector<graph::Graph> {
+    limits.check();
+    // a small network first: a runner that cannot profile is found on it
+    static const std::string_view plan[] = {"nb201", "cnn", "transformer", "ofa", "cnn",         "fbnet",
+                                            "vit",   "cnn", "transformer", "kws", "transformer", "ofa"};
+    Rng rng(seed);
+    const auto pick = [&](std::initializer_list<int> choices) {
+        return *(choices.begin() + rng.below(choices.size()));
+    };
+    std::vector<graph::Graph> out;
+    std::set<std::string> keys;
+    for (std::size_t i = 0; out.size() < n && i < 4 * n + 16; ++i) {
+        const auto what = plan[i % std::size(plan)];
+        graph::Graph g;
+        if (what == "cnn") {
+            g = synthetic::build_cnn(synthetic::sample_cnn(rng), limits);
+        } else if (what == "transformer") {
+            g = synthetic::build_transformer(synthetic::sample_transformer(rng), limits);
+        } else {
+            const auto& space = spaces::find_space(what);
+            const auto arch = space.sample(rng);
+            spaces::SpaceOptions o;
+            if (what == "ofa")
+                o["resolution"] = std::to_string(pick({160, 192, 224, 256, 288, 320}));
+            else  // the spaces of 32 x 32 images and of keyword spotting: real sizes at larger batches
+                o["batch"] = std::to_string(what == "vit" ? pick({4, 8, 16}) : pick({8, 16, 32}));
+            g = space.build_graph(arch, o);
+            const auto size = synthetic::network_size(g);
+            if (size.params > limits.max_params || size.macs > limits.max_macs) {
+                g = synthetic::build_cnn(synthetic::sample_cnn(rng), limits);  // a smaller one in its place
+            } else {
+                std::string name = spaces::qualified_arch(what, arch);
+                for (const auto& [k, v] : o) name += "@" + k + "=" + v;
+                g.set_name(name);
+            }
+        }
+        if (keys.insert(measure::network_key(g)).second) out.push_back(std::move(g));
+    }
+    return out;
+}
+
+DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint64_t seed)
+    -> std::vector<graph::Graph> {
+    static const std::string_view plan[] = {"ofa",   "fbnet", "vit", "ofa", "kws",
+                                            "nb201", "fbnet", "vit", "ofa", "nb201"};
+    Rng rng(seed);
+    std::vector<graph::Graph> out;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto space = plan[i % std::size(plan)];
+        const auto& info = spaces::find_space(space);
+        const auto arch = info.sample(rng);
+        auto g = info.build_graph(arch, {});
+        g.set_name(spaces::qualified_arch(space, arch));
+        out.push_back(std::move(g));
+    }
+    return out;
+}
+
+DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, const std::vector<graph::Graph>& shots,
+                                                          const DeviceCalibrationSetup& setup,
+                                                          const CalibrationOptions& options)
+    -> DeviceCalibrationResult {
+    if (setup.runners.empty()) raise<config_error>("device calibrate: no runner command");
+    if (shots.empty()) raise<config_error>("device calibrate: no networks to measure");
+    std::error_code ec;
+    std::filesystem::create_directories(setup.work_dir / "models", ec);
+    if (!std::filesystem::is_directory(setup.work_dir / "models"))
+        raise<io_error>("device calibrate: cannot create the work directory '", setup.work_dir.string(), "'");
+    measure::ResultsStore store(setup.work_dir / "shots.csv");
+    if (!setup.opsets.empty() && setup.opsets.size() != shots.size())
+        raise<config_error>("device calibrate: ", setup.opsets.size(), " opsets for ", shots.size(), " networks");
+    std::vector<measure::Network> networks;
+    for (std::size_t i = 0; i < shots.size(); ++i) {
+        const auto& g = shots[i];
+        const auto key = graph::canonical_hash(g).hex();
+        measure::Network n{key, g.name(), setup.work_dir / "models" / (key + ".onnx")};
+        const int opset = setup.opsets.empty() ? spaces_opset() : setup.opsets[i];
+        if (!std::filesystem::exists(n.model)) measure::write_model_for_runner(g, n.model, setup.seed, opset);
+        networks.push_back(std::move(n));
+    }
+    measure::RunnerPool pool(setup.runners, setup.pool);
+    measure::Harness harness(pool, setup.harness);
+    (void)harness.run(store, networks, setup.events);
+    DeviceCalibrationResult out;
+    std::vector<const graph::Graph*> used;
+    for (std::size_t i = 0; i < shots.size(); ++i) {
+        const auto* r = store.result(networks[i].key);
+        if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms > 0)) continue;
+        used.push_back(&shots[i]);
+        out.shots.push_back(shots[i].name());
+        out.measured_ms.push_back(r->latency_ms);
+    }
+    if (used.empty())
+        raise<config_error>("device calibrate: none of the ", shots.size(), " networks could be measured (see ",
+                            (setup.work_dir / "shots.csv").string(), ")");
+    out.predicted_ms = model.predict_mean(used);
+    out.report = model.calibrate(used, out.measured_ms, options);
+    out.factor = model.calibration_factor();
+    return out;
+}
+
+DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, const train::TrainData& measured,
+                                                          std::size_t shots, const CalibrationOptions& options)
+    -> DeviceCalibrationResult {
+    if (measured.graphs.empty()) raise<config_error>("device calibrate: no measured networks");
+    if (shots < 1) raise<config_error>("device calibrate: at least one shot");
+    std::vector<std::size_t> order(measured.graphs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return measured.targets[a] < measured.targets[b] || (measured.targets[a] == measured.targets[b] && a < b);
+    });
+    const std::size_t n = std::min(shots, order.size());
+    std::vector<const graph::Graph*> used;
+    DeviceCalibrationResult out;
+    for (std::size_t k = 0; k < n; ++k) {
+        // the k-th of n evenly spaced quantiles, ends included
+        const auto i = order[n == 1 ? order.size() / 2 : k * (order.size() - 1) / (n - 1)];
+        used.push_back(measured.graphs[i]);
+        out.shots.push_back(measured.graphs[i]->name());
+        out.measured_ms.push_back(measured.targets[i]);
+    }
+    out.predicted_ms = model.predict_mean(used);
+    out.report = model.calibrate(used, out.measured_ms, options);
+    out.factor = model.calibration_factor();
+    return out;
+}

@@ -1,0 +1,709 @@
+#pragma once
+/// @file device_model_impl.hpp
+/// The definitions of device_model.hpp's DeviceModel: compiled once into dnncost::compiled in
+/// compiled mode (core/config.hpp), included by device_model.hpp in header-only mode.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <dnncost/core/config.hpp>
+#include <dnncost/core/error.hpp>
+#include <dnncost/core/matrix.hpp>
+#include <dnncost/core/robust_statistics.hpp>
+#include <dnncost/cost/source.hpp>
+#include <dnncost/device/device_model.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_batches.hpp>
+#include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_kind.hpp>
+#include <dnncost/device/kernel_kind_table.hpp>
+#include <dnncost/device/kernel_residual.hpp>
+#include <dnncost/device/kind_spec.hpp>
+#include <dnncost/device/sample_boundary.hpp>
+#include <dnncost/device/tabular_choice.hpp>
+#include <dnncost/graph/flat_view.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/io/serialize.hpp>
+
+namespace dnncost::device {
+
+DNNCOST_FUNC DeviceModel DeviceModel::build(FusionRules rules, std::span<const KernelMeasurement> samples,
+                                            double run_overhead_ms, const DeviceModelOptions& options) {
+    rules.check();
+    if (samples.empty()) raise<config_error>("device model: no kernel samples");
+    if (!(std::isfinite(run_overhead_ms) && run_overhead_ms >= 0))
+        raise<config_error>("device model: run overhead ", run_overhead_ms, " ms is not a finite value >= 0");
+    const auto& names = kernel_feature_names();
+    std::map<std::string, std::vector<std::size_t>> by_kind;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const auto& s = samples[i];
+        if (s.features.size() != names.size())
+            raise<config_error>("device model: sample ", i, " (", s.kind, ") has ", s.features.size(),
+                                " features, expected ", names.size());
+        if (!(std::isfinite(s.latency_ms) && s.latency_ms > 0))
+            raise<config_error>("device model: sample ", i, " (", s.kind, ") latency ", s.latency_ms,
+                                " ms is not finite and positive");
+        by_kind[s.kind].push_back(i);
+    }
+    DeviceModel m;
+    m.m_rules = std::move(rules);
+    m.m_run_overhead_ms = run_overhead_ms;
+    // the rows each regressor learns from: its kind's, or its whole family's
+    std::map<std::string, std::vector<std::size_t>> groups;
+    for (const auto& [k, rows] : by_kind) {
+        const auto group = options.family_regressors ? std::string(KindSpec::anchor_of(k)) : k;
+        auto& g = groups[group];
+        g.insert(g.end(), rows.begin(), rows.end());
+    }
+    for (const auto& [k, rows] : by_kind) {
+        KernelKindModel km;
+        km.samples = static_cast<std::int64_t>(rows.size());
+        const auto group = options.family_regressors ? std::string(KindSpec::anchor_of(k)) : k;
+        if (group != k && static_cast<std::int64_t>(groups[group].size()) >= options.min_samples)
+            km.pooled_into = group;
+        m.m_kinds.emplace(k, std::move(km));
+    }
+    for (const auto& [k, rows] : groups) {
+        if (static_cast<std::int64_t>(rows.size()) < options.min_samples) continue;
+        auto& km = m.m_kinds[k];  // a family none of whose samples ran unfused gets its entry here
+        Mat<double> x(static_cast<Index>(rows.size()), static_cast<Index>(names.size()));
+        std::vector<double> y;
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+            const auto& s = samples[rows[r]];
+            for (std::size_t j = 0; j < names.size(); ++j)
+                x(static_cast<Index>(r), static_cast<Index>(j)) = s.features[j];
+            y.push_back(s.in_context ? s.latency_ms : kernel_time(s.latency_ms, run_overhead_ms));
+        }
+        auto candidates = default_tabular_candidates(options.seed);
+        if (options.roofline_base) candidates = roofline_candidates(std::move(candidates));
+        auto choice = choose_tabular_regressor(x, y, names, candidates, options.choice);
+        km.regressor = std::move(choice.model);
+        km.chosen = std::move(choice.chosen);
+        km.scores = std::move(choice.scores);
+        km.held_out = choice.held_out_rows;
+    }
+    if (m.priced_kinds().empty())
+        raise<config_error>("device model: no kernel kind has ", options.min_samples, " samples; measure more kernels");
+    return m;
+}
+
+DNNCOST_FUNC estimators::FitResult DeviceModel::fit(const train::TrainData& train, const train::TrainData& validation,
+                                                    const estimators::FitOptions& options) {
+    if (m_kinds.empty())
+        raise<config_error>(
+            "device model: build it from kernel measurements first (dnncost device build); "
+            "fit() fits it to whole networks");
+    m_boundary = {};
+    m_residual.reset();
+    m_scale = 1.0;
+    m_calibration_shots = 0;
+    m_family_scale.clear();
+    m_boundary_fit.reset();
+    if (m_fit_boundary && train.size() >= 3) {
+        const auto nets = boundary_networks(train);
+        const auto f = fit_sample_boundary(nets);
+        const double zero_scale = std::exp(detail::boundary_log_spread(nets, {}).second);
+        const auto judge = validation.size() > 0 ? boundary_networks(validation) : nets;
+        const double without = detail::boundary_log_rms(judge, {}, zero_scale);
+        const double with = detail::boundary_log_rms(judge, f.cost, f.scale);
+        // a narrowing at the level of rounding (networks that are their kernels' sum) is none
+        const bool keep = with < without - 1e-9;
+        m_boundary_fit = BoundaryFitReport{f, without, with, keep};
+        m_boundary = keep ? f.cost : SampleBoundaryCost{};
+        m_scale = keep ? f.scale : zero_scale;
+    }
+    estimators::FitResult r;
+    if (m_fit_residual) {
+        std::vector<KernelGraphSample> xt, xv;
+        (void)kernel_figures(train.graphs, nullptr, &xt);
+        (void)kernel_figures(validation.graphs, nullptr, &xv);
+        // the residual learns what is left after the scale
+        std::vector<double> yt(train.targets), yv(validation.targets);
+        for (auto& y : yt) y /= m_scale;
+        for (auto& y : yv) y /= m_scale;
+        KernelResidual residual(m_residual_options);
+        r = residual.fit(xt, yt, xv, yv, options);
+        m_residual = std::move(residual);
+    }
+    if (m_boundary_fit)
+        r.summary = dnncost::concat("sample boundary ", m_boundary_fit->kept ? "kept" : "not kept", " (",
+                                    m_boundary_fit->fit.cost.ms_per_kernel, " ms per kernel, ",
+                                    m_boundary_fit->fit.cost.ms_per_output_mb, " ms/MB output, ",
+                                    m_boundary_fit->fit.cost.ms_per_reorder_mb, " ms/MB reordered; log spread ",
+                                    m_boundary_fit->spread_without, " -> ", m_boundary_fit->spread_with, "); scale ",
+                                    m_scale, r.summary.empty() ? "" : "; ", r.summary);
+    return r;
+}
+
+DNNCOST_FUNC std::string DeviceModel::serialize() const {
+    io::BinaryWriter w;
+    w.put_u32(payload_version);
+    w.put_string(m_rules.to_text());
+    w.put_f64(m_run_overhead_ms);
+    w.put_f64(m_scale);
+    w.put_f64(m_boundary.ms_per_kernel);
+    w.put_f64(m_boundary.ms_per_output_mb);
+    w.put_f64(m_boundary.ms_per_reorder_mb);
+    w.put_u32(m_calibration_shots);
+    w.put_string(m_build_info);
+    w.put_u64(m_kinds.size());
+    for (const auto& [k, km] : m_kinds) {
+        w.put_string(k);
+        w.put_i64(km.samples);
+        w.put_i64(km.held_out);
+        w.put_string(km.chosen);
+        w.put_u64(km.scores.size());
+        for (const auto& s : km.scores) {
+            w.put_string(s.name);
+            w.put_f64(s.mape);
+            w.put_f64(s.within_10);
+        }
+        w.put_string(km.pooled_into);
+        w.put_bool(km.regressor != nullptr);
+        if (km.regressor) w.put_string(km.regressor->save());
+    }
+    w.put_bool(m_residual.has_value());
+    if (m_residual) m_residual->save(w);
+    w.put_u64(m_family_scale.size());
+    for (const auto& [f, x] : m_family_scale) {
+        w.put_string(f);
+        w.put_f64(x);
+    }
+    return io::write_container(kind, io::fnv1a64("device-model"), w.bytes());
+}
+
+DNNCOST_FUNC std::unique_ptr<DeviceModel> DeviceModel::deserialize(std::string_view bytes, std::string_view source) {
+    const auto c = io::read_container(bytes, kind, source);
+    if (c.config_hash != io::fnv1a64("device-model"))
+        raise<parse_error>(source, ": device model written by an incompatible configuration (hash mismatch)");
+    io::BinaryReader r(c.payload, std::string(source));
+    const auto version = r.get_u32("payload version");
+    if (version < 1 || version > payload_version)
+        r.fail("device model payload version ", version, " (this build reads 1 to ", payload_version, ")");
+    auto m = std::make_unique<DeviceModel>();
+    try {
+        m->m_rules = FusionRules::parse(r.get_string("fusion rules"), std::string(source) + " (fusion rules)");
+    } catch (const config_error& e) {
+        r.fail(e.what());
+    }
+    m->m_run_overhead_ms = r.get_finite_f64("run overhead");
+    m->m_scale = r.get_finite_f64("calibration factor");
+    if (!(m->m_run_overhead_ms >= 0 && m->m_scale > 0 && m->m_scale < 1e6))
+        r.fail("run overhead ", m->m_run_overhead_ms, " ms or calibration factor ", m->m_scale, " out of range");
+    if (version >= 2) {
+        auto& b = m->m_boundary;
+        b.ms_per_kernel = r.get_finite_f64("sample boundary per kernel");
+        b.ms_per_output_mb = r.get_finite_f64("sample boundary per output MB");
+        b.ms_per_reorder_mb = r.get_finite_f64("sample boundary per reordered MB");
+        if (!(b.ms_per_kernel >= 0 && b.ms_per_output_mb >= 0 && b.ms_per_reorder_mb >= 0 && b.ms_per_kernel < 1e3 &&
+              b.ms_per_output_mb < 1e3 && b.ms_per_reorder_mb < 1e3))
+            r.fail("sample boundary rates ", b.ms_per_kernel, ", ", b.ms_per_output_mb, ", ", b.ms_per_reorder_mb,
+                   " out of range");
+    }
+    m->m_calibration_shots = r.get_u32("calibration shots");
+    m->m_build_info = r.get_string("build information");
+    const auto n = r.get_u64("kernel kinds");
+    if (n > 4096) r.fail(n, " kernel kinds");
+    for (std::uint64_t i = 0; i < n; ++i) {
+        auto k = r.get_string("kind");
+        KernelKindModel km;
+        km.samples = r.get_i64("samples");
+        km.held_out = r.get_i64("held-out samples");
+        km.chosen = r.get_string("chosen regressor");
+        const auto ns = r.get_u64("scores");
+        if (ns > 16) r.fail(ns, " regressor scores of kind '", k, "'");
+        for (std::uint64_t s = 0; s < ns; ++s) {
+            TabularScore sc;
+            sc.name = r.get_string("score name");
+            sc.mape = r.get_finite_f64("held-out MAPE");
+            sc.within_10 = r.get_finite_f64("held-out within 10 %");
+            km.scores.push_back(std::move(sc));
+        }
+        if (version >= 3) km.pooled_into = r.get_string("family regressor");
+        if (r.get_bool("has regressor"))
+            km.regressor =
+                load_tabular_regressor(r.get_string("regressor"), std::string(source) + " (kernel kind " + k + ")");
+        m->m_kinds.emplace(std::move(k), std::move(km));
+    }
+    if (r.get_bool("has residual")) m->m_residual = KernelResidual::load(r);
+    if (version >= 4) {
+        const auto nf = r.get_u64("family factors");
+        if (nf > 256) r.fail(nf, " family factors");
+        for (std::uint64_t i = 0; i < nf; ++i) {
+            auto f = r.get_string("family");
+            const double x = r.get_finite_f64("family factor");
+            if (!(x > 0 && x < 1e6)) r.fail("family factor ", x, " of '", f, "' out of range");
+            m->m_family_scale.emplace(std::move(f), x);
+        }
+    }
+    r.expect_end("device model");
+    if (m->priced_kinds().empty()) r.fail("device model without any kernel regressor");
+    return m;
+}
+
+DNNCOST_FUNC std::vector<DevicePrice> DeviceModel::price_networks(std::span<const graph::Graph* const> graphs) const {
+    std::vector<DevicePrice> out;
+    (void)priced(graphs, &out);
+    return out;
+}
+
+namespace detail {
+/// The shots as calibrate() fits them: per network the run overhead and each family's kernel
+/// time at unit factors, and the measured latency.
+struct CalibrationShots {
+    std::vector<double> overhead, measured;
+    Mat<double> family_ms;  ///< network x family
+};
+
+/// A shot's latency at global factor exp(theta[0]) and family factors exp(theta[f + 1]), without
+/// the global factor.
+inline double family_scaled_ms(const CalibrationShots& s, std::size_t i, const std::vector<double>& theta) {
+    double v = s.overhead[i];
+    for (Index f = 0; f < s.family_ms.cols(); ++f)
+        v += std::exp(theta[static_cast<std::size_t>(f) + 1]) * s.family_ms(static_cast<Index>(i), f);
+    return v;
+}
+
+/// Log-space least squares for the global factor g and family factors s_f:
+///   sum_i (log(g (O_i + sum_f s_f P_if)) - log m_i)^2 + penalty * sum_f (log s_f)^2
+/// over the shots in `use`, the families flagged in `free` only (the rest stay at 1), by damped
+/// Gauss-Newton from the median ratio. An infinite penalty or no free family: the median ratio
+/// alone. Returns log g, then log s_f per family.
+inline std::vector<double> fit_calibration(const CalibrationShots& s, const std::vector<std::size_t>& use,
+                                           const std::vector<bool>& free, double penalty) {
+    const auto nf = static_cast<std::size_t>(s.family_ms.cols());
+    std::vector<double> theta(nf + 1, 0.0);
+    const auto pred_log = [&](std::size_t i, const std::vector<double>& t) {
+        return t[0] + std::log(std::max(family_scaled_ms(s, i, t), 1e-300));
+    };
+    std::vector<double> lr;
+    for (std::size_t i : use) lr.push_back(std::log(s.measured[i]) - pred_log(i, theta));
+    const auto n = lr.size();
+    theta[0] = median(lr);
+    std::vector<std::size_t> vars;  // indices into theta of the free family factors
+    for (std::size_t f = 0; f < nf; ++f)
+        if (free[f]) vars.push_back(f + 1);
+    if (!std::isfinite(penalty) || vars.empty() || n < 3) return theta;
+    const auto loss = [&](const std::vector<double>& t) {
+        double l = 0;
+        for (std::size_t i : use) l += std::pow(pred_log(i, t) - std::log(s.measured[i]), 2);
+        for (std::size_t v : vars) l += penalty * t[v] * t[v];
+        return l;
+    };
+    const auto m = static_cast<Index>(vars.size() + 1);
+    double current = loss(theta);
+    for (int iter = 0; iter < 50; ++iter) {
+        Mat<double> jtj = Mat<double>::Zero(m, m);
+        Eigen::VectorXd jtr = Eigen::VectorXd::Zero(m);
+        for (std::size_t i : use) {
+            const double v = family_scaled_ms(s, i, theta);
+            Eigen::VectorXd j(m);
+            j(0) = 1;
+            for (std::size_t k = 0; k < vars.size(); ++k) {
+                const auto f = static_cast<Index>(vars[k] - 1);
+                j(static_cast<Index>(k + 1)) = std::exp(theta[vars[k]]) * s.family_ms(static_cast<Index>(i), f) / v;
+            }
+            const double r = theta[0] + std::log(v) - std::log(s.measured[i]);
+            jtj += j * j.transpose();
+            jtr += j * r;
+        }
+        for (std::size_t k = 0; k < vars.size(); ++k) {
+            const auto d = static_cast<Index>(k + 1);
+            jtj(d, d) += penalty;
+            jtr(d) += penalty * theta[vars[k]];
+        }
+        const Eigen::VectorXd step = jtj.ldlt().solve(-jtr);
+        if (!step.allFinite()) break;
+        bool improved = false;
+        for (double a = 1.0; a > 1e-4; a *= 0.5) {
+            auto t = theta;
+            t[0] += a * step(0);
+            for (std::size_t k = 0; k < vars.size(); ++k)
+                t[vars[k]] =
+                    std::clamp(t[vars[k]] + a * step(static_cast<Index>(k + 1)), std::log(0.1), std::log(10.0));
+            const double l = loss(t);
+            if (l < current) {
+                theta = std::move(t);
+                improved = current - l > 1e-14 * (1 + current);
+                current = l;
+                break;
+            }
+        }
+        if (!improved) break;
+    }
+    return theta;
+}
+}  // namespace detail
+
+DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Graph* const> graphs,
+                                                      std::span<const double> measured_ms,
+                                                      const CalibrationOptions& options) {
+    if (graphs.empty()) raise<config_error>("device model: calibration needs at least one measured network");
+    if (graphs.size() != measured_ms.size())
+        raise<config_error>("device model: ", graphs.size(), " networks but ", measured_ms.size(), " latencies");
+    for (std::size_t i = 0; i < graphs.size(); ++i)
+        if (!(std::isfinite(measured_ms[i]) && measured_ms[i] > 0))
+            raise<config_error>("device model: calibration network ", i + 1, " ('", graphs[i]->name(),
+                                "') has latency ", measured_ms[i], " ms");
+    const auto n = graphs.size();
+    const auto mape = [&](std::span<const double> predicted) {
+        double e = 0;
+        for (std::size_t i = 0; i < n; ++i) e += std::abs(predicted[i] / measured_ms[i] - 1);
+        return 100 * e / static_cast<double>(n);
+    };
+    CalibrationReport report;
+    report.shots = n;
+    report.given_mape = mape(price_totals(graphs));
+
+    // the shots at unit factors, by family
+    detail::CalibrationShots shots;
+    const bool residual = m_residual && !m_residual->is_zero();
+    std::vector<KernelGraphSample> samples;
+    const auto fig = kernel_figures(graphs, nullptr, residual ? &samples : nullptr, true);
+    const auto res = residual ? m_residual->factors(samples) : std::vector<double>(n, 1.0);
+    const auto nf = fig.families.size();
+    shots.family_ms = Mat<double>::Zero(static_cast<Index>(n), static_cast<Index>(nf));
+    std::vector<double> share(nf, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+        shots.overhead.push_back(m_run_overhead_ms * res[i]);
+        shots.measured.push_back(measured_ms[i]);
+        double total = shots.overhead.back();
+        for (std::size_t k = fig.start[i]; k < fig.start[i + 1]; ++k) {
+            shots.family_ms(static_cast<Index>(i), fig.family[k]) += fig.ms[k] * res[i];
+            total += fig.ms[k] * res[i];
+        }
+        for (std::size_t f = 0; f < nf; ++f)
+            share[f] += shots.family_ms(static_cast<Index>(i), static_cast<Index>(f)) / total / static_cast<double>(n);
+    }
+    std::vector<bool> free(nf);
+    for (std::size_t f = 0; f < nf; ++f) free[f] = options.per_family && share[f] >= options.min_family_share;
+
+    const auto predict = [&](const std::vector<double>& theta, std::size_t i) {
+        return std::exp(theta[0]) * detail::family_scaled_ms(shots, i, theta);
+    };
+    std::vector<std::size_t> all(n);
+    for (std::size_t i = 0; i < n; ++i) all[i] = i;
+    double chosen = std::numeric_limits<double>::infinity();
+    if (n >= 3) {
+        // leave-one-out over the shots for every penalty; the global factor alone first, so
+        // that it wins a tie
+        std::vector<double> penalties{std::numeric_limits<double>::infinity()};
+        if (options.per_family) penalties.insert(penalties.end(), {1.0, 0.3, 0.1, 0.03, 0.01});
+        double best = std::numeric_limits<double>::infinity();
+        for (double penalty : penalties) {
+            std::vector<double> loo(n);
+            for (std::size_t out = 0; out < n; ++out) {
+                std::vector<std::size_t> use;
+                for (std::size_t i = 0; i < n; ++i)
+                    if (i != out) use.push_back(i);
+                loo[out] = predict(detail::fit_calibration(shots, use, free, penalty), out);
+            }
+            const double e = mape(loo);
+            report.candidates.emplace_back(penalty, e);
+            if (e < best * (1 - 1e-9)) {
+                best = e;
+                chosen = penalty;
+            }
+        }
+        report.cv_mape = best;
+        if (!(best < report.given_mape)) {
+            // no fit beats the model as given on shots it never saw: keep it
+            report.applied = false;
+            report.shrinkage = chosen;
+            report.factor = m_scale;
+            report.family_factors = m_family_scale;
+            return report;
+        }
+    }
+    const auto theta = detail::fit_calibration(shots, all, free, chosen);
+    m_scale = std::exp(theta[0]);
+    m_family_scale.clear();
+    for (std::size_t f = 0; f < nf; ++f)
+        if (free[f] && std::isfinite(chosen) && std::abs(theta[f + 1]) > 1e-12)
+            m_family_scale.emplace(fig.families[f], std::exp(theta[f + 1]));
+    m_calibration_shots = static_cast<std::uint32_t>(n);
+    report.shrinkage = chosen;
+    report.factor = m_scale;
+    report.family_factors = m_family_scale;
+    return report;
+}
+
+DNNCOST_FUNC std::vector<std::string> DeviceModel::priced_kinds() const {
+    std::vector<std::string> out;
+    for (const auto& [k, km] : m_kinds)
+        if (km.regressor) out.push_back(k);
+    return out;
+}
+
+DNNCOST_FUNC std::string DeviceModel::nearest_priced_kind(const std::string& k) const {
+    const auto has = [&](std::string_view x) {
+        const auto it = m_kinds.find(x);
+        return it != m_kinds.end() && it->second.regressor != nullptr;
+    };
+    // the kind with its last fusions dropped, then the nearest families with the usual epilogues
+    auto x = KindSpec::parse(k);
+    while (true) {
+        if (auto y = x.str(); has(y)) return y;
+        if (x.fusions.empty()) break;
+        x.fusions.pop_back();
+    }
+    const std::string add(fused_add), act(fused_act);
+    for (const auto& near : nearest_families(x.anchor))
+        for (const auto& fusions : {std::vector<std::string>{}, {act}, {add}, {add, act}}) {
+            const auto y = KindSpec{near, fusions}.str();
+            if (has(y)) return y;
+        }
+    return priced_kinds().front();
+}
+
+DNNCOST_FUNC std::vector<estimators::Prediction> DeviceModel::compute(
+    std::span<const graph::Graph* const> graphs) const {
+    std::vector<estimators::Prediction> out;
+    for (const double t : price_totals(graphs)) out.push_back({t, 0.0});
+    return out;
+}
+
+DNNCOST_FUNC cost::GraphCost DeviceModel::price(const graph::Graph& g) const {
+    const graph::Graph* one[] = {&g};
+    const auto p = price_networks(one).front();
+    cost::GraphCost c;
+    c.total_ms = p.total_ms;
+    c.run_overhead_ms = p.run_overhead_ms;
+    // a reorder runs no node of the graph: its time goes to the kernel that reads its value
+    double carry = 0;
+    for (const auto& k : p.kernels) {
+        if (k.nodes.empty()) {
+            carry += k.ms;
+            continue;
+        }
+        c.kernels.push_back({k.kind, k.nodes, k.ms + carry});
+        carry = 0;
+    }
+    if (carry > 0) {
+        if (c.kernels.empty())
+            c.run_overhead_ms += carry;
+        else
+            c.kernels.back().ms += carry;
+    }
+    for (const auto& k : p.kernels)
+        if (!k.warning.empty()) c.fallbacks.push_back(k.warning);
+    return c;
+}
+
+DNNCOST_FUNC std::vector<double> DeviceModel::priced(std::span<const graph::Graph* const> graphs,
+                                                     std::vector<DevicePrice>* details) const {
+    const bool residual = m_residual && !m_residual->is_zero();
+    std::vector<KernelGraphSample> samples;
+    const auto fig = kernel_figures(graphs, details, residual ? &samples : nullptr);
+    const auto factors = residual ? m_residual->factors(samples) : std::vector<double>(graphs.size(), 1.0);
+    std::vector<double> family_factor;  // by index into fig.families
+    for (const auto& name : fig.families) {
+        const auto it = m_family_scale.find(name);
+        family_factor.push_back(it == m_family_scale.end() ? 1.0 : it->second);
+    }
+    const auto kernel_factor = [&](std::size_t k) { return fig.family.empty() ? 1.0 : family_factor[fig.family[k]]; };
+    std::vector<double> totals(graphs.size());
+    for (std::size_t i = 0; i < graphs.size(); ++i) {
+        const double f = factors[i] * m_scale;
+        double total = m_run_overhead_ms * f;
+        for (std::size_t k = fig.start[i]; k < fig.start[i + 1]; ++k) total += fig.ms[k] * kernel_factor(k) * f;
+        totals[i] = total;
+        if (!details) continue;
+        auto& p = (*details)[i];
+        p.run_overhead_ms = m_run_overhead_ms * f;
+        for (std::size_t k = 0; k < p.kernels.size(); ++k)
+            p.kernels[k].ms = fig.ms[fig.start[i] + k] * kernel_factor(fig.start[i] + k) * f;
+        p.total_ms = total;
+    }
+    return totals;
+}
+
+DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<const graph::Graph* const> graphs,
+                                                                    std::vector<DevicePrice>* details,
+                                                                    std::vector<KernelGraphSample>* samples,
+                                                                    bool families) const {
+    if (m_kinds.empty()) raise<config_error>("device model: not built");
+    families = families || !m_family_scale.empty();
+    m_rules.check();  // once for every network of the call
+    // the regressors in kind order: a kernel priced in parts sums them in this order
+    std::vector<const TabularRegressor*> regressors;
+    std::vector<std::string_view> regressor_kind;
+    for (const auto& [k, km] : m_kinds)
+        if (km.regressor) {
+            regressors.push_back(km.regressor.get());
+            regressor_kind.push_back(k);
+        }
+    // kind key -> (its regressor, whether that regressor learnt the kind's own samples), looked
+    // up once a call
+    std::unordered_map<std::string, std::pair<std::size_t, bool>> priced_by;
+    const auto lookup = [&](const std::string& key) {
+        auto it = priced_by.find(key);
+        if (it == priced_by.end()) {
+            const auto as = nearest_priced_kind(key);
+            const auto r = std::lower_bound(regressor_kind.begin(), regressor_kind.end(), as);
+            const auto k = m_kinds.find(key);
+            const bool own = as == key || (k != m_kinds.end() && k->second.pooled_into == as);
+            it = priced_by.emplace(key, std::pair{static_cast<std::size_t>(r - regressor_kind.begin()), own}).first;
+        }
+        return it->second;
+    };
+    // each kernel's kind key and (regressor, own), worked out once for the kernels that share them
+    KernelKindTable<std::pair<std::size_t, bool>> kinds_met;
+    const auto priced_as = [&](const KernelKind& kind) { return lookup(kind.key); };
+    const auto block = m_rules.layout.block;
+    std::vector<double> row(kernel_feature_names().size());
+    KernelBatches batches(regressors.size(), row.size());
+    KernelFigures out;
+    std::vector<KernelGraph> kgs;
+    KernelGraph reused, plain;          // storage of one network's kernels passed on to the next
+    thread_local graph::FlatView view;  // of the network being priced, read by the pass and the features
+    std::optional<FusionRules> unfused;
+    if (details) details->assign(graphs.size(), {});
+    std::vector<std::size_t> unsampled;  // fused kernels of a kind no sample had
+    for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+        const auto& g = *graphs[gi];
+        auto& kg = samples ? kgs.emplace_back() : reused;
+        view.rebuild(g);
+        kernel_graph_into(view, m_rules, kg, rules_checked);
+        kinds_met.next_graph();
+        const std::size_t first = out.ms.size();
+        out.ms.resize(first + kg.kernels.size(), 0.0);
+        out.start.push_back(out.ms.size());
+        for (const auto& kn : kg.kernels) {
+            out.output_bytes.push_back(static_cast<double>(kn.cost.output_bytes));
+            out.reorder_bytes.push_back(!kn.is_reorder() && kn.layout.blocked()
+                                            ? static_cast<double>(kn.cost.input_bytes + kn.cost.output_bytes)
+                                            : 0.0);
+        }
+        auto* d = details ? &(*details)[gi] : nullptr;
+        if (d) d->kernels.resize(kg.kernels.size());
+        unsampled.clear();
+        for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+            const auto& met = kinds_met.find(view, kg, kg.kernels[k], priced_as);
+            const auto& kind = met.kind;
+            const auto [r, own] = met.value;
+            if (families) {
+                // a kernel's family is its kind's first unit ("DepthwiseConv+Act" -> "DepthwiseConv")
+                const std::string_view fam = KindSpec::anchor_of(kind.key);
+                auto it = std::find(out.families.begin(), out.families.end(), fam);
+                if (it == out.families.end()) it = out.families.insert(out.families.end(), std::string(fam));
+                out.family.push_back(static_cast<std::uint16_t>(it - out.families.begin()));
+            }
+            const bool priced_whole = own || kg.kernels[k].nodes.size() <= 1;
+            // the features go straight into the batch; those of a kernel priced in parts are
+            // still worked out (and dropped), for the errors they may raise
+            const auto values = priced_whole ? batches.new_row(r) : std::span<double>(row);
+            kernel_features_into(view, kg, k, block, kind, values);
+            if (!priced_whole) unsampled.push_back(k);
+            if (d) {
+                auto& pk = d->kernels[k];
+                pk.kind = kind.key;
+                pk.nodes = kg.kernels[k].nodes;
+                pk.layout = kg.layout_string(kg.kernels[k].layout);
+                pk.priced_as = regressor_kind[r];
+                pk.warning = kind.warning;
+                if (!own && kg.kernels[k].nodes.size() <= 1) {
+                    const auto why = dnncost::concat("kernel ", k, " (", pk.kind, ") priced as ", pk.priced_as,
+                                                     ": no samples of its own kind");
+                    pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
+                }
+            }
+            if (priced_whole) batches.add_new_row(r, first + k);
+        }
+        if (!unsampled.empty()) {
+            // a fusion no sample showed is priced as its operators running alone: an upper
+            // bound, where a regressor of a similar kind would extrapolate from work it never saw
+            if (!unfused) unfused = unfused_rules();
+            kernel_graph_into(view, *unfused, plain, rules_checked);
+            kinds_met.next_graph();
+            for (std::size_t k : unsampled) {
+                std::string parts;
+                for (std::size_t p = 0; p < plain.kernels.size(); ++p) {
+                    const auto& nodes = plain.kernels[p].nodes;
+                    if (nodes.empty() || kg.kernel_of_node[static_cast<std::size_t>(nodes.front())] != int(k)) continue;
+                    const auto& met = kinds_met.find(view, plain, plain.kernels[p], priced_as);
+                    const auto r = met.value.first;
+                    kernel_features_into(view, plain, p, block, met.kind, batches.new_row(r));
+                    if (d) parts += (parts.empty() ? "" : " + ") + std::string(regressor_kind[r]);
+                    batches.add_new_row(r, first + k);
+                }
+                if (!d) continue;
+                auto& pk = d->kernels[k];
+                pk.priced_as = std::move(parts);
+                const auto why = dnncost::concat("kernel ", k, " (", pk.kind,
+                                                 ") has no samples of its kind: priced as its operators "
+                                                 "unfused (",
+                                                 pk.priced_as, ")");
+                pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
+            }
+        }
+    }
+    batches.predict_into(regressors, out.ms);
+    if (!m_boundary.is_zero())  // a kernel priced in unfused parts loses its own edges once
+        for (std::size_t k = 0; k < out.ms.size(); ++k)
+            out.ms[k] = m_boundary.in_network_ms(out.ms[k], out.output_bytes[k], out.reorder_bytes[k]);
+    if (samples)
+        for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+            std::vector<double> kernel_ms;  // a kernel of free operators only: the residual reads logs
+            for (std::size_t k = out.start[gi]; k < out.start[gi + 1]; ++k)
+                kernel_ms.push_back(std::max(out.ms[k], 1e-6));
+            samples->push_back(make_kernel_graph_sample(*graphs[gi], kgs[gi], block, kernel_ms, m_run_overhead_ms));
+        }
+    return out;
+}
+
+DNNCOST_FUNC std::vector<BoundaryNetwork> DeviceModel::boundary_networks(const train::TrainData& d) const {
+    const auto fig = kernel_figures(d.graphs, nullptr, nullptr);
+    std::vector<BoundaryNetwork> nets(d.size());
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        nets[i].overhead_ms = m_run_overhead_ms;
+        nets[i].measured_ms = d.targets[i];
+        for (std::size_t k = fig.start[i]; k < fig.start[i + 1]; ++k)  // free operators: a token figure
+            nets[i].kernels.push_back({std::max(fig.ms[k], 1e-9), fig.output_bytes[k], fig.reorder_bytes[k]});
+    }
+    return nets;
+}
+
+DNNCOST_FUNC FusionRules DeviceModel::unfused_rules() const {
+    auto r = m_rules;
+    r.patterns.clear();
+    std::erase_if(r.fusions, [](const FusionRule& f) { return !f.fold; });
+    return r;
+}
+
+DNNCOST_FUNC std::vector<std::string> DeviceModel::nearest_families(std::string_view family) {
+    static const std::map<std::string, std::vector<std::string>, std::less<>> near{
+        {"Conv", {"Conv", "DepthwiseConv", "Gemm", "MatMul"}},
+        {"DepthwiseConv", {"DepthwiseConv", "Conv", "Pool"}},
+        {"ConvTranspose", {"Conv", "DepthwiseConv"}},
+        {"Gemm", {"Gemm", "MatMul", "Conv"}},
+        {"MatMul", {"MatMul", "Gemm", "Conv"}},
+        {"Pool", {"Pool", "DepthwiseConv", "GlobalPool"}},
+        {"GlobalPool", {"GlobalPool", "Reduce", "Pool"}},
+        {"Reduce", {"Reduce", "GlobalPool", "Softmax"}},
+        {"Softmax", {"Softmax", "Reduce", "Activation"}},
+        {"LayerNorm", {"LayerNorm", "Softmax", "Reduce", "BatchNorm"}},
+        {"BatchNorm", {"BatchNorm", "Elementwise", "Activation"}},
+        {"Elementwise", {"Elementwise", "Activation", "DataMovement"}},
+        {"Activation", {"Activation", "Elementwise", "DataMovement"}},
+        {"Concat", {"Concat", "DataMovement", "Elementwise"}},
+        {"Resize", {"Resize", "DataMovement", "Elementwise"}},
+        {"DataMovement", {"DataMovement", "Concat", "Activation", "Elementwise"}},
+        {"Reorder", {"Reorder", "DataMovement", "Activation", "Elementwise"}},
+    };
+    const auto it = near.find(family);
+    return it == near.end() ? std::vector<std::string>{"Elementwise", "Activation", "DataMovement"} : it->second;
+}
+
+}  // namespace dnncost::device

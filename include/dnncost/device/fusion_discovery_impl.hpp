@@ -1,0 +1,327 @@
+#pragma once
+/// @file fusion_discovery_impl.hpp
+/// The procedure of device/fusion_discovery.hpp (included by it; not meant to be included alone).
+#include <dnncost/device/fusion_discovery.hpp>
+
+namespace dnncost::device {
+
+namespace detail {
+
+inline bool listed(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+/// The probe's channel counts: per candidate block (largest first) the largest count up to
+/// `aligned` that is a multiple of it and of no larger candidate, then one aligned to none.
+inline std::vector<std::pair<std::int64_t, std::int64_t>> probe_levels(std::vector<std::int64_t> blocks,
+                                                                       std::int64_t aligned) {
+    std::sort(blocks.begin(), blocks.end(), std::greater<>());
+    blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;  // (block, channels)
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        std::int64_t c = aligned;
+        const auto fits = [&](std::int64_t x) {
+            if (x % blocks[i] != 0) return false;
+            for (std::size_t j = 0; j < i; ++j)
+                if (x % blocks[j] == 0) return false;
+            return true;
+        };
+        while (c >= 1 && !fits(c)) --c;
+        if (c < 1) raise<config_error>("fusion discovery: no channel count up to ", aligned, " fits block ", blocks[i]);
+        out.emplace_back(blocks[i], c);
+    }
+    if (!blocks.empty()) {
+        const auto b = blocks.back();
+        std::int64_t c = aligned;
+        while (c >= 1 && c % b != b / 2) --c;
+        out.emplace_back(0, c);
+    }
+    return out;
+}
+
+/// True when a kernel kind ("A+B+C") has a unit named after one of `patterns`.
+inline bool has_pattern_unit(const std::string& kind, const std::vector<PatternRule>& patterns) {
+    const auto units = KindSpec::parse(kind);
+    for (const auto& p : patterns)
+        if (units.has_unit(p.name)) return true;
+    return false;
+}
+
+/// A rough latency of node `v` (ms) to compare occurrences with: 5 us, 50 GFLOP/s, 20 GB/s.
+inline double rough_ms(const graph::Graph& g, int v) {
+    const auto c = cost::node_cost(g, v);
+    return 5e-3 + 2e-8 * static_cast<double>(c.flops) + 5e-8 * static_cast<double>(c.bytes());
+}
+
+inline std::string occurrence(const graph::Graph& g, const std::vector<int>& nodes) {
+    std::string s = "graph '" + g.name() + "': ";
+    for (std::size_t i = 0; i < nodes.size(); ++i) s += (i ? " -> '" : "'") + g.node(nodes[i]).name + "'";
+    return s;
+}
+
+}  // namespace detail
+
+inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& graphs, const MeasureBatch& measure,
+                                             const DiscoveryOptions& options) {
+    options.check();
+    if (!measure) raise<config_error>("fusion discovery: no measurement callback");
+    std::vector<std::vector<NodeRole>> roles;
+    for (const auto& g : graphs) {
+        g.validate();
+        roles.push_back(node_roles(g));
+    }
+    DiscoveryResult res;
+    res.rules.device = options.device;
+    detail::Bench bench(measure, options);
+    using Sinks = std::vector<std::pair<graph::Shape, graph::DataType>>;
+    const auto entry = [&](std::size_t gi, const std::vector<int>& nodes, const std::string& name) {
+        Sinks sinks;
+        auto s = detail::subgraph(graphs[gi], roles[gi], nodes, options.sink, sinks, name);
+        return bench.add(std::move(s), sinks);
+    };
+
+    // 1. the layout probe
+    const auto levels = detail::probe_levels(options.candidate_blocks, options.probe_channels);
+    std::vector<std::size_t> probe;
+    for (const auto& [block, c] : levels) {
+        auto g = detail::probe_graph(c, options.probe_spatial, options.probe_depth, options.sink);
+        const Sinks sinks =
+            options.sink ? Sinks{{{1, c, options.probe_spatial, options.probe_spatial}, graph::DataType::float32}}
+                         : Sinks{};
+        probe.push_back(bench.add(std::move(g), sinks));
+        res.layout.aligned_to.push_back(block);
+        res.layout.channels.push_back(c);
+    }
+    if (!probe.empty() && bench.reserve(probe)) res.layout.measured = true;
+
+    // 2. candidate patterns, 3. pairs: trials in order of priority
+    std::vector<detail::Trial> trials;
+    std::vector<std::size_t> pattern_of_trial;
+    for (std::size_t p = 0; p < options.candidate_patterns.size(); ++p) {
+        const auto& pat = options.candidate_patterns[p];
+        detail::Trial t;
+        t.evidence.what = "pattern";
+        t.evidence.kinds.push_back(pat.name);
+        t.evidence.kinds.insert(t.evidence.kinds.end(), pat.ops.begin(), pat.ops.end());
+        for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+            const auto matches = match_patterns(graphs[gi], roles[gi], {pat});
+            if (matches.empty()) continue;
+            if (t.evidence.occurrences == 0) {
+                const auto& nodes = matches[0].nodes;
+                for (int v : nodes) t.parts.push_back(entry(gi, {v}, pat.name + " part " + graphs[gi].node(v).name));
+                t.whole = entry(gi, nodes, "pattern " + pat.name);
+                t.evidence.where = detail::occurrence(graphs[gi], nodes);
+            }
+            t.evidence.occurrences += matches.size();
+        }
+        if (t.evidence.occurrences == 0) continue;
+        pattern_of_trial.push_back(trials.size());
+        trials.push_back(std::move(t));
+    }
+    const std::size_t first_pair = trials.size();
+    {
+        struct Seen {
+            std::size_t count = 0, order = 0, graph = 0;
+            int u = -1, v = -1;
+            double imbalance = 0;
+        };
+        std::map<std::tuple<std::string, std::string, Operands>, Seen> pairs;
+        for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+            const auto& g = graphs[gi];
+            std::set<std::pair<int, int>> here;
+            for (const auto& e : g.edges()) {
+                if (roles[gi][static_cast<std::size_t>(e.src)] != NodeRole::compute ||
+                    roles[gi][static_cast<std::size_t>(e.dst)] != NodeRole::compute ||
+                    !here.insert({e.src, e.dst}).second)
+                    continue;
+                const auto key = std::make_tuple(g.node(e.src).op_type, g.node(e.dst).op_type,
+                                                 operand_class(g, roles[gi], e.dst, e.tensor));
+                // of the occurrences, the one whose two operators take the most similar time: a
+                // small operator's saving is not lost in a large one's noise
+                const double imbalance =
+                    std::abs(std::log(detail::rough_ms(g, e.src)) - std::log(detail::rough_ms(g, e.dst)));
+                auto [it, fresh] = pairs.try_emplace(key);
+                if (fresh) it->second = {0, pairs.size(), gi, e.src, e.dst, imbalance};
+                if (imbalance < it->second.imbalance) {
+                    it->second.graph = gi;
+                    it->second.u = e.src;
+                    it->second.v = e.dst;
+                    it->second.imbalance = imbalance;
+                }
+                ++it->second.count;
+            }
+        }
+        std::vector<std::pair<std::tuple<std::string, std::string, Operands>, Seen>> ordered(pairs.begin(),
+                                                                                             pairs.end());
+        std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+            return a.second.count != b.second.count ? a.second.count > b.second.count : a.second.order < b.second.order;
+        });
+        for (const auto& [key, seen] : ordered) {
+            const auto& [pk, ck, operands] = key;
+            detail::Trial t;
+            t.evidence.what = "pair";
+            t.evidence.kinds = {pk, ck};
+            t.evidence.operands = operands;
+            t.evidence.occurrences = seen.count;
+            t.evidence.where = detail::occurrence(graphs[seen.graph], {seen.u, seen.v});
+            t.parts = {entry(seen.graph, {seen.u}, pk), entry(seen.graph, {seen.v}, ck)};
+            t.whole = entry(seen.graph, {seen.u, seen.v}, pk + " -> " + ck);
+            const bool fold = operands == Operands::constant && detail::listed(options.fold_producers, pk) &&
+                              detail::listed(options.fold_consumers, ck);
+            t.rule = FusionRule{pk, ck, operands, true, fold, {}};
+            trials.push_back(std::move(t));
+        }
+    }
+    detail::measure_trials(bench, trials, options);
+
+    if (res.layout.measured) {
+        for (std::size_t i = 0; i < probe.size(); ++i) {
+            const double ms = bench.net(probe[i]);
+            const double c = static_cast<double>(res.layout.channels[i]);
+            const double macs = options.probe_depth * c * c * 9.0 * static_cast<double>(options.probe_spatial) *
+                                static_cast<double>(options.probe_spatial);
+            res.layout.ms.push_back(ms);
+            res.layout.ns_per_mac.push_back(ms * 1e6 / macs);
+            if (!std::isfinite(ms)) res.layout.measured = false;
+        }
+        if (res.layout.measured)
+            for (std::size_t i = 0; i + 1 < probe.size(); ++i)
+                if (res.layout.ns_per_mac[i + 1] > (1 + options.layout_gain) * res.layout.ns_per_mac[i]) {
+                    res.layout.block = res.layout.aligned_to[i];
+                    break;
+                }
+    }
+    if (res.layout.block > 0) {
+        res.rules.layout.block = res.layout.block;
+        res.rules.layout.anchors = options.layout_anchors;
+        res.rules.layout.followers = options.layout_followers;
+    }
+    for (std::size_t i = 0; i < trials.size(); ++i) {
+        if (!trials[i].evidence.fused) continue;
+        if (i < first_pair)
+            res.rules.patterns.push_back(options.candidate_patterns[static_cast<std::size_t>(
+                std::find(pattern_of_trial.begin(), pattern_of_trial.end(), i) - pattern_of_trial.begin())]);
+        else
+            res.rules.fusions.push_back(trials[i].rule);
+    }
+    for (auto& t : trials) res.evidence.push_back(std::move(t.evidence));
+
+    // 4. chains behind the kernels found so far
+    std::set<std::tuple<std::string, std::string, Operands, std::string>> tried;
+    for (int round = 0; round < options.chain_rounds; ++round) {
+        std::vector<detail::Trial> chains;
+        std::map<std::tuple<std::string, std::string, Operands, std::string>, std::size_t> index;
+        for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+            const auto& g = graphs[gi];
+            auto fusion_only = res.rules;  // reorders between kernels would hide the pairs
+            fusion_only.layout = LayoutRule{};
+            const auto kg = kernel_graph(g, fusion_only);
+            for (const auto& e : kg.edges) {
+                const auto& k = kg.kernels[static_cast<std::size_t>(e.src)];
+                const auto& l = kg.kernels[static_cast<std::size_t>(e.dst)];
+                if (k.is_reorder() || l.is_reorder() || k.nodes.size() + k.folded.size() < 2 || l.nodes.size() != 1 ||
+                    !l.folded.empty())
+                    continue;
+                const int w = l.nodes[0];
+                const auto& w_in = g.node(w).inputs;
+                if (std::find(w_in.begin(), w_in.end(), e.tensor) == w_in.end()) continue;  // through a free operator
+                if (detail::has_pattern_unit(k.kind, res.rules.patterns)) continue;  // kinds are not op types there
+                // the producer as the kernel sees it: a folded node stands for what it folded into
+                int v = g.tensor(e.tensor).producer;
+                while (std::find(k.folded.begin(), k.folded.end(), v) != k.folded.end()) {
+                    int next = -1;
+                    for (int t : g.node(v).inputs)
+                        if (t >= 0 && !is_constant_tensor(g, roles[gi], t)) {
+                            next = g.tensor(t).producer;
+                            break;
+                        }
+                    if (next < 0) break;
+                    v = next;
+                }
+                const std::string producer = g.node(v).op_type, consumer = g.node(w).op_type;
+                const std::string anchor(KindSpec::anchor_of(k.kind));
+                const auto operands = operand_class(g, roles[gi], w, e.tensor);
+                if (res.rules.find(producer, consumer, operands, anchor)) continue;
+                const auto key = std::make_tuple(producer, consumer, operands, anchor);
+                if (auto it = index.find(key); it != index.end()) {
+                    ++chains[it->second].evidence.occurrences;
+                    continue;
+                }
+                if (tried.count(key)) continue;
+                tried.insert(key);
+                detail::Trial t;
+                t.evidence.what = "chain";
+                t.evidence.kinds = {anchor, producer, consumer};
+                t.evidence.operands = operands;
+                t.evidence.occurrences = 1;
+                std::vector<int> kernel_nodes(k.nodes);
+                kernel_nodes.insert(kernel_nodes.end(), k.folded.begin(), k.folded.end());
+                auto all = kernel_nodes;
+                all.push_back(w);
+                t.evidence.where = detail::occurrence(g, {v, w}) + " behind a " + k.kind + " kernel";
+                t.parts = {entry(gi, kernel_nodes, k.kind), entry(gi, {w}, consumer)};
+                t.whole = entry(gi, all, k.kind + " -> " + consumer);
+                const bool fold = operands == Operands::constant && producer == anchor &&
+                                  detail::listed(options.fold_producers, producer) &&
+                                  detail::listed(options.fold_consumers, consumer);
+                t.rule = FusionRule{
+                    producer, consumer,
+                    operands, true,
+                    fold,     producer == anchor ? std::vector<std::string>{} : std::vector<std::string>{anchor}};
+                index.emplace(key, chains.size());
+                chains.push_back(std::move(t));
+            }
+        }
+        if (chains.empty()) break;
+        detail::measure_trials(bench, chains, options);
+        bool added = false;
+        for (auto& t : chains) {
+            if (t.evidence.fused) {
+                res.rules.fusions.push_back(t.rule);
+                added = true;
+            }
+            res.evidence.push_back(std::move(t.evidence));
+        }
+        if (!added) break;
+    }
+    res.measurements = bench.calls();
+    for (const auto& e : res.evidence) res.unmeasured += !e.measured;
+    if (!probe.empty() && !res.layout.measured) ++res.unmeasured;
+    res.rules.check();
+    return res;
+}
+
+inline std::string DiscoveryResult::to_json(double threshold) const {
+    using detail::json_number;
+    using detail::json_string;
+    std::string o = "{\"rules\": " + rules.to_json() + ", \"rules_text\": " + json_string(rules.to_text()) +
+                    ", \"measurements\": " + std::to_string(measurements) +
+                    ", \"unmeasured\": " + std::to_string(unmeasured) +
+                    ", \"layout\": {\"measured\": " + (layout.measured ? "true" : "false") +
+                    ", \"block\": " + std::to_string(layout.block) + ", \"probes\": [";
+    for (std::size_t i = 0; i < layout.channels.size(); ++i)
+        o += std::string(i ? ", " : "") + "{\"channels\": " + std::to_string(layout.channels[i]) +
+             ", \"aligned_to\": " + std::to_string(layout.aligned_to[i]) +
+             ", \"ms\": " + json_number(i < layout.ms.size() ? layout.ms[i] : std::nan("")) +
+             ", \"ns_per_mac\": " + json_number(i < layout.ns_per_mac.size() ? layout.ns_per_mac[i] : std::nan("")) +
+             "}";
+    o += "]}, \"evidence\": [";
+    for (std::size_t i = 0; i < evidence.size(); ++i) {
+        const auto& e = evidence[i];
+        o += std::string(i ? ", " : "") + "{\"what\": " + json_string(e.what) + ", \"kinds\": [";
+        for (std::size_t k = 0; k < e.kinds.size(); ++k) o += (k ? ", " : "") + json_string(e.kinds[k]);
+        o += "], \"operands\": " + json_string(std::string(to_string(e.operands))) +
+             ", \"where\": " + json_string(e.where) + ", \"occurrences\": " + std::to_string(e.occurrences) +
+             ", \"measured\": " + (e.measured ? "true" : "false") + ", \"fused\": " + (e.fused ? "true" : "false") +
+             ", \"confident\": " + (e.confident ? "true" : "false") + ", \"repeats\": " + std::to_string(e.repeats) +
+             ", \"uncertainty_ms\": " + json_number(e.measured ? e.uncertainty_ms : std::nan("")) + ", \"parts_ms\": [";
+        for (std::size_t k = 0; k < e.parts_ms.size(); ++k) o += (k ? ", " : "") + json_number(e.parts_ms[k]);
+        o += "], \"whole_ms\": " + json_number(e.whole_ms) +
+             ", \"saving_ms\": " + json_number(e.measured ? e.saving_ms() : std::nan("")) +
+             ", \"needed_ms\": " + json_number(e.measured ? e.needed_ms(threshold) : std::nan("")) +
+             ", \"note\": " + json_string(e.note) + "}";
+    }
+    return o + "]}";
+}
+
+}  // namespace dnncost::device

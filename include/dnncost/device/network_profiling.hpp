@@ -1,0 +1,73 @@
+#pragma once
+/// @file network_profiling.hpp
+/// Measuring whole networks for in-context kernel samples (in_context.hpp) on a real device. Each
+/// network is written as an ONNX model with seeded weights, profiled once (a request with
+/// "profile": true; the runtime's kernels and its optimised graph's nodes go to the kernel file
+/// beside the store, kernel_profiles.hpp) and measured without the profiler by the harness (its
+/// latency in the results store). Both are resumable: what the store and the kernel file hold is
+/// not measured again, and a network's model file is removed once it has both. Networks go in
+/// chunks; with a time budget, the time per network so far decides how many more fit.
+///
+/// A runner that answers the first profiled request without kernels cannot profile: the run stops
+/// there, before any latency is measured, and says so (NetworkProfilingResult::profiles). Needs
+/// the `dnncost::onnx` target.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <dnncost/core/config.hpp>
+#include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/in_context.hpp>
+#include <dnncost/device/kernel_sampling.hpp>
+#include <dnncost/graph/graph.hpp>
+#include <dnncost/measure/harness.hpp>
+#include <dnncost/measure/runner_pool.hpp>
+
+namespace dnncost::device {
+
+/// `store` holds the unprofiled latencies, the profiles lie beside it; the harness options are
+/// those of the unprofiled rounds, and the profiled request takes their warm-up and repeats.
+struct NetworkProfilingSetup : MeasuringSetup {
+    std::size_t chunk = 4;  ///< networks profiled and measured at once
+};
+
+/// A network that gave samples: how its profile was scaled to its latency.
+struct ProfiledNetwork {
+    std::string key, id;
+    double latency_ms = 0, profiled_ms = 0, sampled_ms = 0, scale = 1;
+    std::size_t samples = 0, unmapped = 0, merged = 0;
+};
+
+struct NetworkProfilingResult {
+    /// false: the runner answered a profiled request without kernels (it cannot profile), and
+    /// nothing else was measured.
+    bool profiles = true;
+    std::vector<KernelRow> rows;            ///< in-context samples of every network with a latency and a profile
+    std::vector<ProfiledNetwork> networks;  ///< those networks, in the order given
+    std::size_t measured = 0;               ///< latencies measured in this run
+    std::size_t profiled = 0;               ///< profiles taken in this run
+    std::size_t from_store = 0;             ///< networks the store and the kernel file already held
+    std::size_t failed = 0;                 ///< unprofiled measurements that failed (the store has the reasons)
+    std::size_t without_profile = 0;        ///< profiled requests that failed or came back without kernels
+    std::size_t over_budget = 0;            ///< not measured: the time budget ran out
+    std::size_t pass_kernels = 0, unmapped = 0, merged = 0, untimed = 0;  ///< over the networks used (InContextSamples)
+    std::vector<std::string> problems;  ///< a line per network without a profile or a model file
+    double seconds = 0;
+};
+
+/// Profile and measure `networks` (keyed by network_key) and return their in-context samples
+/// under `rules`, scaled with `run_overhead_ms`.
+/// @throws config_error (no runner or store, bad options, a store of another device or runners),
+/// io_error, parse_error (an existing store or kernel file that is damaged)
+DNNCOST_FUNC NetworkProfilingResult profile_networks(const std::vector<graph::Graph>& networks,
+                                                     const FusionRules& rules, double run_overhead_ms,
+                                                     const NetworkProfilingSetup& setup);
+
+}  // namespace dnncost::device
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/device/network_profiling_impl.hpp>
+#endif

@@ -1,0 +1,173 @@
+#pragma once
+/// @file network_profiling_impl.hpp
+/// The definitions of network_profiling.hpp: compiled once into dnncost::compiled in compiled mode
+/// (core/config.hpp), included by network_profiling.hpp in header-only mode.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <dnncost/device/kernel_check.hpp>
+#include <dnncost/device/network_profiling.hpp>
+#include <dnncost/measure/kernel_profiles.hpp>
+#include <dnncost/measure/model_file.hpp>
+#include <dnncost/measure/store.hpp>
+
+DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Graph>& networks, const FusionRules& rules,
+                                                    double run_overhead_ms, const NetworkProfilingSetup& setup)
+    -> NetworkProfilingResult {
+    detail::BudgetedRun run(setup, "network profiling");
+    rules.check();
+    // a damaged kernel file stops the run before anything is measured
+    const auto profiles_path = measure::kernel_profiles_path(setup.store);
+    std::map<std::string, measure::KernelProfile> profiles;
+    for (auto& p : measure::read_kernel_profiles(profiles_path)) profiles[p.key] = std::move(p);
+    run.open_store("profile");
+    auto& store = run.store();
+
+    NetworkProfilingResult out;
+    std::vector<measure::Network> nets;  // one per distinct network, in the order given
+    std::vector<const graph::Graph*> graph_of;
+    std::set<std::string> seen;
+    for (const auto& g : networks) {
+        const auto key = measure::network_key(g);
+        if (!seen.insert(key).second) continue;
+        nets.push_back({key, g.name().empty() ? key : g.name(), run.model_dir() / (key + ".onnx")});
+        graph_of.push_back(&g);
+    }
+    const auto measured_ok = [&](const std::string& key) {
+        const auto* r = store.result(key);
+        return r && r->ok() && !setup.harness.force;
+    };
+    const auto done = [&](std::size_t i) { return measured_ok(nets[i].key) && profiles.count(nets[i].key) > 0; };
+    const auto drop_model = [&](std::size_t i) {
+        std::error_code e;
+        std::filesystem::remove(nets[i].model, e);
+    };
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        if (done(i)) {
+            ++out.from_store;
+            drop_model(i);
+        } else {
+            todo.push_back(i);
+        }
+    }
+    auto& progress = run.progress;
+    progress.total = nets.size();
+    progress.done = out.from_store;
+    run.report();
+
+    std::size_t next = 0;
+    while (next < todo.size()) {
+        // the first chunk is one network: whether the runner profiles at all
+        const std::size_t take = run.next_chunk(todo.size() - next, profiles.empty() ? 1 : setup.chunk);
+        if (take == 0) break;
+        std::vector<std::size_t> batch;
+        for (std::size_t j = next; j < next + take; ++j) {
+            const auto i = todo[j];
+            try {
+                if (!std::filesystem::exists(nets[i].model))
+                    measure::write_model_for_runner(*graph_of[i], nets[i].model, setup.seed, setup.opset);
+            } catch (const config_error& e) {
+                out.problems.push_back(nets[i].id + ": its model cannot be written: " + e.what());
+                continue;
+            }
+            batch.push_back(i);
+        }
+        next += take;
+        // the profile first: a runner that cannot profile is found before any latency is measured
+        std::vector<std::size_t> to_profile;
+        std::vector<measure::Request> requests;
+        for (const auto i : batch)
+            if (!profiles.count(nets[i].key) || setup.harness.force) {
+                measure::Request req{0, nets[i].model.string(), setup.harness.warmup, setup.harness.repeats};
+                req.profile = true;
+                requests.push_back(std::move(req));
+                to_profile.push_back(i);
+            }
+        std::vector<measure::KernelProfile> fresh;
+        std::size_t without_kernels = 0;
+        if (!requests.empty())
+            run.pool().run(requests, [&](std::size_t k, const measure::Outcome& o) {
+                const auto& n = nets[to_profile[k]];
+                if (!o.ok() || o.answer.kernels.empty()) {
+                    if (o.ok()) ++without_kernels;
+                    ++out.without_profile;
+                    out.problems.push_back(n.id + ": no profile: " +
+                                           (o.ok() ? std::string("the runner answered without kernels")
+                                                   : std::string(to_string(o.failure)) + ": " + o.detail));
+                    return;
+                }
+                measure::KernelProfile p{n.key, n.id, o.answer.kernels, {}};
+                if (!o.answer.optimized_model.empty()) {
+                    try {
+                        p.nodes = read_runtime_nodes(o.answer.optimized_model);
+                    } catch (const error& e) {
+                        ++out.without_profile;
+                        out.problems.push_back(n.id + ": the runner's optimised model: " + e.what());
+                        p.kernels.clear();
+                    }
+                    std::error_code e;
+                    std::filesystem::remove(o.answer.optimized_model, e);
+                }
+                if (!p.kernels.empty()) fresh.push_back(std::move(p));
+            });
+        if (without_kernels > 0 && profiles.empty() && fresh.empty()) {
+            out.profiles = false;
+            out.without_profile = 0;
+            out.problems.clear();
+            next = todo.size();  // nothing is over the budget: the runner cannot profile
+            break;
+        }
+        out.profiled += fresh.size();
+        if (!fresh.empty()) {
+            measure::merge_kernel_profiles(profiles_path, fresh);
+            for (auto& p : fresh) profiles[p.key] = std::move(p);
+        }
+        std::vector<measure::Network> to_measure;
+        for (const auto i : batch)
+            if (profiles.count(nets[i].key)) to_measure.push_back(nets[i]);
+        if (!to_measure.empty()) {
+            const auto summary = run.harness().run(store, to_measure);
+            out.measured += summary.measured;
+            out.failed += summary.failed;
+        }
+        for (const auto i : batch)
+            if (done(i)) drop_model(i);
+        progress.measured += take;
+        progress.done += take;
+        run.report();
+    }
+    out.over_budget = todo.size() - std::min(next, todo.size());
+    run.finish();
+    if (!out.profiles) {
+        out.seconds = run.elapsed();
+        return out;
+    }
+
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        const auto* r = store.result(nets[i].key);
+        const auto p = profiles.find(nets[i].key);
+        if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms > 0) || p == profiles.end()) continue;
+        InContextSamples s;
+        try {
+            s = in_context_samples(*graph_of[i], nets[i].key, rules, p->second.kernels, p->second.nodes, r->latency_ms,
+                                   run_overhead_ms);
+        } catch (const config_error& e) {
+            out.problems.push_back(nets[i].id + ": " + e.what());
+            continue;
+        }
+        out.pass_kernels += s.pass_kernels;
+        out.unmapped += s.unmapped;
+        out.merged += s.merged;
+        out.untimed += s.untimed;
+        out.networks.push_back({nets[i].key, nets[i].id, r->latency_ms, s.profiled_ms, s.sampled_ms, s.scale,
+                                s.rows.size(), s.unmapped, s.merged});
+        for (auto& row : s.rows) out.rows.push_back(std::move(row));
+    }
+    out.seconds = run.elapsed();
+    return out;
+}

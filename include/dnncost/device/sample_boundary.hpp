@@ -1,0 +1,171 @@
+#pragma once
+/// @file sample_boundary.hpp
+/// What a single-kernel sample pays that the same kernel inside a network does not. A sample is
+/// a whole model: the runtime copies its output out to the caller, and under a blocked layout
+/// (NCHWc) it reorders the input into the block layout and the output back. Inside a network
+/// the output stays in the runtime's arena and neighbouring blocked kernels pass blocked tensors
+/// on, so a sum of sample latencies over-prices a network of many small kernels most.
+///
+/// The model is linear: a kernel's in-network time is its sample time less
+///   ms_per_kernel + ms_per_output_mb · output MB + ms_per_reorder_mb · (input + output MB of a
+///   blocked kernel),
+/// never less than keep_share of the sample time. ms_per_kernel is what a run of one kernel costs
+/// beyond the run overhead measured once per device (its own launch and bookkeeping). The three
+/// rates are not measured kernel by kernel; they are fitted to whole networks measured on the
+/// device, with a free scale, by minimising the spread of log(measured / predicted)
+/// (fit_sample_boundary): three physical parameters that carry from small networks to large
+/// ones, where a learnt residual would not.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include <dnncost/core/error.hpp>
+
+namespace dnncost::device {
+
+/// The costs of a sample's edges: per kernel, and per 2^20 bytes.
+struct SampleBoundaryCost {
+    double ms_per_kernel = 0;      ///< one kernel's own run cost beyond the device's run overhead
+    double ms_per_output_mb = 0;   ///< the output copied out of the runtime
+    double ms_per_reorder_mb = 0;  ///< a blocked kernel's input and output reordered at the sample's edges
+    /// A kernel keeps at least this share of its sample time: the rates are averages, and a
+    /// kernel whose sample was nearly all edge must not become free.
+    static constexpr double keep_share = 0.1;
+
+    bool is_zero() const { return ms_per_kernel == 0 && ms_per_output_mb == 0 && ms_per_reorder_mb == 0; }
+
+    /// The in-network time of a kernel whose sample regressor says `sample_ms`.
+    double in_network_ms(double sample_ms, double output_bytes, double reorder_bytes) const {
+        constexpr double mb = 1024.0 * 1024.0;
+        const double edge =
+            ms_per_kernel + ms_per_output_mb * output_bytes / mb + ms_per_reorder_mb * reorder_bytes / mb;
+        return std::max(sample_ms - edge, keep_share * sample_ms);
+    }
+};
+
+/// One kernel of a network as the fit reads it.
+struct BoundaryKernel {
+    double sample_ms = 0;      ///< the kernel regressor's figure
+    double output_bytes = 0;   ///< bytes the kernel writes
+    double reorder_bytes = 0;  ///< input + output bytes of a blocked kernel, 0 otherwise
+};
+
+/// One measured network as the fit reads it.
+struct BoundaryNetwork {
+    std::vector<BoundaryKernel> kernels;
+    double overhead_ms = 0;  ///< the run overhead, paid once
+    double measured_ms = 0;
+};
+
+struct SampleBoundaryFit {
+    SampleBoundaryCost cost;
+    double scale = 1;           ///< exp(mean log(measured / predicted)) at the fitted rates
+    double rms_log_zero = 0;    ///< spread of log(measured / predicted) without the correction (own scale)
+    double rms_log_fitted = 0;  ///< the same with the fitted rates
+};
+
+namespace detail {
+
+inline double boundary_predicted_ms(const BoundaryNetwork& n, const SampleBoundaryCost& c) {
+    double sum = n.overhead_ms;
+    for (const auto& k : n.kernels) sum += c.in_network_ms(k.sample_ms, k.output_bytes, k.reorder_bytes);
+    return sum;
+}
+
+/// Root mean square of log(measured / (scale · predicted)): the error at a given scale.
+inline double boundary_log_rms(std::span<const BoundaryNetwork> nets, const SampleBoundaryCost& c, double scale) {
+    double ss = 0;
+    for (const auto& n : nets) {
+        const double r = std::log(n.measured_ms / (scale * boundary_predicted_ms(n, c)));
+        ss += r * r;
+    }
+    return std::sqrt(ss / static_cast<double>(nets.size()));
+}
+
+/// Spread (root mean square about the mean) of log(measured / predicted), and the mean.
+inline std::pair<double, double> boundary_log_spread(std::span<const BoundaryNetwork> nets,
+                                                     const SampleBoundaryCost& c) {
+    double mean = 0;
+    std::vector<double> r;
+    r.reserve(nets.size());
+    for (const auto& n : nets) {
+        r.push_back(std::log(n.measured_ms / boundary_predicted_ms(n, c)));
+        mean += r.back();
+    }
+    mean /= static_cast<double>(r.size());
+    double ss = 0;
+    for (double x : r) ss += (x - mean) * (x - mean);
+    return {std::sqrt(ss / static_cast<double>(r.size())), mean};
+}
+
+}  // namespace detail
+
+/// Fits the three rates (>= 0) and a scale to measured networks: a grid over the rates (zero,
+/// and geometric ranges: 1e-5 to 0.1 ms per kernel, 0.001 to 30 ms/MB), then coordinate
+/// refinement around the best point.
+/// @throws config_error for fewer than 3 networks, a network without kernels, or a latency or
+///         kernel figure that is not finite and positive
+inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> nets) {
+    if (nets.size() < 3)
+        raise<config_error>("sample boundary fit: needs at least 3 measured networks, got ", nets.size());
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        const auto& n = nets[i];
+        if (n.kernels.empty()) raise<config_error>("sample boundary fit: network ", i + 1, " has no kernels");
+        if (!(std::isfinite(n.measured_ms) && n.measured_ms > 0))
+            raise<config_error>("sample boundary fit: network ", i + 1, " has latency ", n.measured_ms, " ms");
+        if (!(std::isfinite(n.overhead_ms) && n.overhead_ms >= 0))
+            raise<config_error>("sample boundary fit: network ", i + 1, " has overhead ", n.overhead_ms, " ms");
+        for (const auto& k : n.kernels)
+            if (!(std::isfinite(k.sample_ms) && k.sample_ms > 0 && std::isfinite(k.output_bytes) &&
+                  k.output_bytes >= 0 && std::isfinite(k.reorder_bytes) && k.reorder_bytes >= 0))
+                raise<config_error>("sample boundary fit: network ", i + 1, " has a kernel of ", k.sample_ms, " ms, ",
+                                    k.output_bytes, " output bytes, ", k.reorder_bytes, " reorder bytes");
+    }
+    const auto geometric = [](double lo, double hi, int points) {
+        std::vector<double> g{0.0};
+        for (int i = 0; i < points; ++i) g.push_back(lo * std::pow(hi / lo, i / double(points - 1)));
+        return g;
+    };
+    const auto per_kernel = geometric(1e-5, 0.1, 17), per_mb = geometric(1e-3, 30.0, 19);
+    SampleBoundaryFit best;
+    best.rms_log_zero = detail::boundary_log_spread(nets, {}).first;
+    double best_rms = best.rms_log_zero;
+    for (double k : per_kernel)
+        for (double a : per_mb)
+            for (double b : per_mb) {
+                const SampleBoundaryCost c{k, a, b};
+                const double rms = detail::boundary_log_spread(nets, c).first;
+                if (rms < best_rms) {
+                    best_rms = rms;
+                    best.cost = c;
+                }
+            }
+    // refine each rate in turn, halving the steps when no move helps
+    double step[3] = {std::max(best.cost.ms_per_kernel, 1e-5) * 0.5, std::max(best.cost.ms_per_output_mb, 1e-3) * 0.5,
+                      std::max(best.cost.ms_per_reorder_mb, 1e-3) * 0.5};
+    for (int it = 0; it < 80; ++it) {
+        bool moved = false;
+        for (int axis = 0; axis < 3; ++axis)
+            for (double sign : {-1.0, 1.0}) {
+                auto c = best.cost;
+                double& v = axis == 0 ? c.ms_per_kernel : axis == 1 ? c.ms_per_output_mb : c.ms_per_reorder_mb;
+                v = std::max(0.0, v + sign * step[axis]);
+                const double rms = detail::boundary_log_spread(nets, c).first;
+                if (rms < best_rms) {
+                    best_rms = rms;
+                    best.cost = c;
+                    moved = true;
+                }
+            }
+        if (!moved)
+            for (double& x : step) x *= 0.5;
+    }
+    const auto [rms, mean] = detail::boundary_log_spread(nets, best.cost);
+    best.rms_log_fitted = rms;
+    best.scale = std::exp(mean);
+    return best;
+}
+
+}  // namespace dnncost::device
