@@ -369,49 +369,39 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
     const auto add_edge = [&](int src, int dst, int t) {
         if (src >= 0) kg.edges.push_back({src, dst, t});
     };
+    // a kernel without nodes that moves tensor t once in and once out, read from kernel `src`
+    const auto add_mover = [&](std::string_view kind, int kind_id, int t, int src, Layout in, Layout out) {
+        const int id = static_cast<int>(used);
+        Kernel& r = next_kernel();
+        r.kind = kind;
+        r.kind_id = kind_id;
+        r.nodes.clear();
+        r.folded.clear();
+        r.inputs.assign(1, t);
+        r.outputs.assign(1, t);
+        set_shapes(r.input_shapes, r.inputs);
+        set_shapes(r.output_shapes, r.outputs);
+        r.layout = out;
+        r.input_layout = in;
+        r.cost = cost::NodeCost{};
+        r.cost.input_bytes = r.cost.output_bytes = view.bytes(t);
+        add_edge(src, id, t);
+        return id;
+    };
     // the kernel that provides tensor t in layout `want`, adding a reorder when needed
     const auto ensure = [&](int t, Layout want) {
         const auto p = provider[static_cast<std::size_t>(t)];
         if (p.layout == want) return p.kernel;
         int& known = (want.blocked() ? reorder_to_blocked : reorder_to_plain)[static_cast<std::size_t>(t)];
         if (known >= 0) return known;
-        const int id = static_cast<int>(used);
-        Kernel& r = next_kernel();
-        r.kind = "Reorder";
-        r.kind_id = 0;
-        r.nodes.clear();
-        r.folded.clear();
-        r.inputs.assign(1, t);
-        r.outputs.assign(1, t);
-        set_shapes(r.input_shapes, r.inputs);
-        set_shapes(r.output_shapes, r.outputs);
-        r.layout = want;
-        r.input_layout = p.layout;
-        r.cost = cost::NodeCost{};
-        r.cost.input_bytes = r.cost.output_bytes = view.bytes(t);
-        add_edge(p.kernel, id, t);
-        known = id;
-        return id;
+        known = add_mover("Reorder", 0, t, p.kernel, p.layout, want);
+        return known;
     };
     // a kernel a rewrite inserts: one of kind `kind` that moves tensor t, read from kernel `src`
     // in layout `l`
     const auto add_inserted = [&](std::string_view kind, int t, int src, Layout l) {
-        const int id = static_cast<int>(used);
-        Kernel& r = next_kernel();
-        r.kind = kind;
         const int known = kinds.find(kind);
-        r.kind_id = known >= 0 ? 1 + known : -2;  // -2: numbered with the fused kinds below
-        r.nodes.clear();
-        r.folded.clear();
-        r.inputs.assign(1, t);
-        r.outputs.assign(1, t);
-        set_shapes(r.input_shapes, r.inputs);
-        set_shapes(r.output_shapes, r.outputs);
-        r.layout = r.input_layout = l;
-        r.cost = cost::NodeCost{};
-        r.cost.input_bytes = r.cost.output_bytes = view.bytes(t);
-        add_edge(src, id, t);
-        return id;
+        return add_mover(kind, known >= 0 ? 1 + known : -2, t, src, l, l);  // -2: numbered with the fused kinds below
     };
     // whether node v is a free operator the rules execute, alone in its kernel
     const auto executed_free = [&](int v) {
