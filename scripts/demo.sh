@@ -54,7 +54,7 @@ step "predict with the saved HiFi-SAGE model (ms on $device)"
 # The product's own loop on a real device: measure 60 NB201 networks on this CPU with ONNX
 # Runtime (optimisation "all", 1 thread; resumable: a second run measures nothing), train the
 # additive and HiFi-SAGE estimators on 45 of them and test on the other 15.
-step "measure 60 NB201 networks with ONNX Runtime on this CPU (about a minute)"
+step "measure 60 NB201 networks with ONNX Runtime on this CPU (about two minutes)"
 "$bin" measure --runner "runners/onnxruntime/run --optimization all --threads 1" --device onnxruntime-cpu-all-1t \
   --space nb201 --sample 60 --seed 1 --out "$out/ort_cpu.csv" || [ $? -eq 3 ]  # 3: some networks failed
 for preset in additive hifisage; do
@@ -71,7 +71,7 @@ step "co-search on the Xavier-like platform (OOE 40 x 10, IOE 200 x 10)"
 # Compression: a short channel-pruning search of MobileNetV2 measured with ONNX Runtime on this CPU
 # for 2 generations, then guided by a HiFi-SAGE estimator trained on those measurements; the
 # final front is re-measured (prints the front and the measurements saved; resumable).
-step "compress MobileNetV2: 3 generations of 8, handover after 2 (about a minute)"
+step "compress MobileNetV2: 3 generations of 8, handover after 2"
 "$bin" compress --network data/onnx/mobilenet_v2.onnx --runner "runners/onnxruntime/run --optimization all --threads 1" \
   --gens 2 --pop 8 --handover 2 --remeasure-budget 3 --epochs 40 --seed 1 --out "$out/compress_mobilenet_v2"
 step "done"
