@@ -68,15 +68,10 @@ std::vector<device::KernelMeasurement> planted_samples(std::size_t per_kind, std
     return out;
 }
 
-// Built once per process (its regressors' fits take seconds under the sanitizers); each caller
-// gets its own copy, loaded from the saved bytes, to fit or calibrate as it likes.
 device::DeviceModel planted_model() {
-    static const std::string saved = [] {
-        device::DeviceModelOptions o;
-        o.min_samples = 24;
-        return device::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o).serialize();
-    }();
-    return std::move(*device::DeviceModel::deserialize(saved, "planted.dnnc"));
+    device::DeviceModelOptions o;
+    o.min_samples = 24;
+    return device::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
 }
 
 std::vector<graph::Graph> nb201_networks(int n) {
