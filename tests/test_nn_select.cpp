@@ -396,9 +396,13 @@ TEST_CASE(
         CHECK(est.warm_start_additive_path(train, xt, val, xv) == !compiled);  // true: the additive baseline alone
         REQUIRE(est.warm_start_test());
         CHECK(std::abs(est.warm_start_test()->share - (compiled ? 1.0 : 0.0)) < 0.2);
-        const auto r = est.fit(train, val, {.seed = 1, .max_epochs = 1, .threads = 1});
-        CHECK(r.summary.find(compiled ? "additive path: additive baseline + compiler-kept aggregates (unpaid share"
-                                      : "additive path: additive baseline (unpaid share") != std::string::npos);
+        // fit() runs the same warm start and reports its choice; one fit (a full HiFi-SAGE epoch)
+        // shows that, on the data where the aggregates are chosen
+        if (compiled) {
+            const auto r = est.fit(train, val, {.seed = 1, .max_epochs = 1, .threads = 1});
+            CHECK(r.summary.find("additive path: additive baseline + compiler-kept aggregates (unpaid share") !=
+                  std::string::npos);
+        }
     }
     // the documented limit: where the skipped cost is mostly a fixed overhead per operator, the
     // baseline's per-type rates absorb part of it and the share stays well below 1, so the

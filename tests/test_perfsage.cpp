@@ -188,7 +188,7 @@ TEST_CASE("PerfSAGE: learns latency-like and peak-memory targets at once, saves 
     est.set_options({.precision = nn::Precision::fp32});
     estimators::FitOptions fo;
     fo.seed = 1;
-    fo.max_epochs = 25;
+    fo.max_epochs = 12;
     fo.threads = 1;
     const auto fit = est.fit_targets(tr, va, fo);
     CHECK(fit.epochs >= 1);
