@@ -68,8 +68,18 @@ std::vector<device::KernelMeasurement> planted_samples(std::size_t per_kind, std
     return out;
 }
 
-device::DeviceModel planted_model() {
+// One candidate regressor: these tests are about the device model, not the choice among
+// regressors (test_tabular_regressor); trees on the roofline base fit in a fraction of the MLP's time.
+device::DeviceModelOptions one_regressor() {
     device::DeviceModelOptions o;
+#if defined(DNNCOST_HAS_XGBOOST)
+    o.regressors = {"gbt"};
+#endif
+    return o;
+}
+
+device::DeviceModel planted_model() {
+    auto o = one_regressor();
     o.min_samples = 24;
     return device::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
 }
@@ -140,7 +150,7 @@ TEST_CASE("device model: the planted kernel model is learnt, networks priced clo
 }
 
 TEST_CASE("device model: family regressors learn the fused kinds with their family, and price them whole") {
-    device::DeviceModelOptions o;
+    auto o = one_regressor();
     o.family_regressors = true;
     const auto m = device::DeviceModel::build(rules(), planted_samples(40, 7), overhead_ms, o);
     const auto& kinds = m.kinds();
@@ -178,7 +188,7 @@ TEST_CASE("device model: family regressors learn the fused kinds with their fami
 TEST_CASE("device model: an unsampled kind is priced by the nearest kind, with a warning naming it") {
     auto samples = planted_samples(40, 7);
     std::erase_if(samples, [](const auto& s) { return s.kind.rfind("Pool", 0) == 0; });
-    const auto m = device::DeviceModel::build(rules(), samples, overhead_ms);
+    const auto m = device::DeviceModel::build(rules(), samples, overhead_ms, one_regressor());
     Graph g("pooled");
     const int x = g.add_input("x", {1, 16, 8, 8});
     const int y = g.add_op("MaxPool", "pool", {x}, {1, 16, 4, 4},
@@ -315,6 +325,32 @@ TEST_CASE("device model: saved and loaded through the registry, a damaged file i
                          parse_error);
 }
 
+TEST_CASE("device model: the regressors a build chooses among are the ones named") {
+    device::DeviceModelOptions o;
+#if defined(DNNCOST_HAS_XGBOOST)
+    const std::string one = "gbt-linear";
+#else
+    const std::string one = "mlp";
+#endif
+    o.regressors = {one};
+    const auto m = device::DeviceModel::build(rules(), planted_samples(30, 7), overhead_ms, o);
+    int fitted = 0;
+    for (const auto& [kind, km] : m.kinds()) {
+        if (!km.regressor) continue;
+        CAPTURE(kind);
+        CHECK(km.chosen == "roofline-" + one);
+        REQUIRE(km.scores.size() == 1);
+        ++fitted;
+    }
+    CHECK(fitted > 3);
+    o.regressors = {"mlp", "forest"};
+    CHECK_THROWS_WITH_AS(device::DeviceModel::build(rules(), planted_samples(30, 7), overhead_ms, o),
+                         doctest::Contains("regressor 'forest' is not a candidate here (candidates: mlp"), config_error);
+    o.regressors = {"mlp", "mlp"};
+    CHECK_THROWS_WITH_AS(device::DeviceModel::build(rules(), planted_samples(30, 7), overhead_ms, o),
+                         doctest::Contains("regressor 'mlp' is named twice"), config_error);
+}
+
 TEST_CASE("device model: bad samples and an unbuilt model are errors, not garbage") {
     CHECK_THROWS_AS(device::DeviceModel::build(rules(), {}, overhead_ms), config_error);
     auto samples = planted_samples(40, 7);
@@ -415,7 +451,7 @@ TEST_CASE("device model: the totals alone are the breakdown's totals, fallbacks 
     // as the nearest kind): both occur in NB201's cells
     auto samples = planted_samples(40, 7);
     std::erase_if(samples, [](const auto& s) { return s.kind == "Conv+Add+Act" || s.kind.rfind("Pool", 0) == 0; });
-    const auto m = device::DeviceModel::build(rules(), samples, overhead_ms);
+    const auto m = device::DeviceModel::build(rules(), samples, overhead_ms, one_regressor());
     REQUIRE(m.kinds().count("Conv+Add") == 1);
     auto nets = nb201_networks(40);
     nets.push_back(nets[3]);  // the same network twice in one call

@@ -276,6 +276,26 @@ TEST_CASE("choose_tabular_regressor keeps the candidate with the lower held-out 
                          doctest::Contains("latency of row 444 is 0"), config_error);
 }
 
+TEST_CASE("select_candidates keeps the candidates named, in the order named") {
+    const auto names = [](const std::vector<TabularCandidate>& c) {
+        std::vector<std::string> out;
+        for (const auto& x : c) out.push_back(x.name);
+        return out;
+    };
+    const auto three = [] {
+        std::vector<TabularCandidate> c;
+        for (const char* n : {"a", "b", "c"}) c.push_back({n, [] { return std::make_unique<ConstantRegressor>(); }});
+        return c;
+    };
+    CHECK(names(select_candidates(three(), {})) == std::vector<std::string>{"a", "b", "c"});
+    CHECK(names(select_candidates(three(), {"c", "a"})) == std::vector<std::string>{"c", "a"});
+    CHECK(select_candidates(three(), {"b"}).front().make()->kind() == "constant");
+    CHECK_THROWS_WITH_AS(select_candidates(three(), {"a", "d"}),
+                         doctest::Contains("regressor 'd' is not a candidate here (candidates: a, b, c)"), config_error);
+    CHECK_THROWS_WITH_AS(select_candidates(three(), {"b", "b"}), doctest::Contains("regressor 'b' is named twice"),
+                         config_error);
+}
+
 #if defined(DNNCOST_HAS_XGBOOST)
 TEST_CASE("GBT regressor: accurate, positive far out, round trip, damaged bytes") {
     GbtRegressor gbt;

@@ -77,6 +77,9 @@ struct DeviceModelOptions {
     /// (roofline_regressor.hpp): a kernel larger than every sample costs in proportion to its work.
     /// false: the regressors alone, and trees then price such a kernel as the largest sample.
     bool roofline_base = true;
+    /// The candidate regressors each kind chooses among, by name (default_tabular_candidates:
+    /// "mlp", and "gbt" and "gbt-linear" with XGBoost); empty: all of them. Fewer fit faster.
+    std::vector<std::string> regressors{};
 };
 
 /// How DeviceModel::calibrate() fits a model to networks measured on the machine at hand.

@@ -74,6 +74,8 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(FusionRules rules, std::span<const K
             km.pooled_into = group;
         m.m_kinds.emplace(k, std::move(km));
     }
+    auto candidates = select_candidates(default_tabular_candidates(options.seed), options.regressors);
+    if (options.roofline_base) candidates = roofline_candidates(std::move(candidates));
     for (const auto& [k, rows] : groups) {
         if (static_cast<std::int64_t>(rows.size()) < options.min_samples) continue;
         auto& km = m.m_kinds[k];  // a family none of whose samples ran unfused gets its entry here
@@ -85,8 +87,6 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(FusionRules rules, std::span<const K
                 x(static_cast<Index>(r), static_cast<Index>(j)) = s.features[j];
             y.push_back(s.in_context ? s.latency_ms : kernel_time(s.latency_ms, run_overhead_ms));
         }
-        auto candidates = default_tabular_candidates(options.seed);
-        if (options.roofline_base) candidates = roofline_candidates(std::move(candidates));
         auto choice = choose_tabular_regressor(x, y, names, candidates, options.choice);
         km.regressor = std::move(choice.model);
         km.chosen = std::move(choice.chosen);

@@ -61,6 +61,27 @@ inline std::vector<TabularCandidate> default_tabular_candidates(std::uint64_t se
     return c;
 }
 
+/// The candidates of `all` named in `names`, in the order of `names`; no names: all of them.
+/// @throws config_error for a name no candidate has (naming those there are) or named twice
+inline std::vector<TabularCandidate> select_candidates(std::vector<TabularCandidate> all,
+                                                       const std::vector<std::string>& names) {
+    if (names.empty()) return all;
+    std::string known;
+    for (const auto& c : all) known += (known.empty() ? "" : ", ") + c.name;
+    std::vector<TabularCandidate> out;
+    for (const auto& n : names) {
+        const auto it = std::find_if(all.begin(), all.end(), [&](const TabularCandidate& c) { return c.name == n; });
+        if (it == all.end()) {
+            const bool taken = std::any_of(out.begin(), out.end(), [&](const TabularCandidate& c) { return c.name == n; });
+            raise<config_error>("regressor '", n, "' ", taken ? "is named twice" : "is not a candidate here",
+                                " (candidates: ", known, ")");
+        }
+        out.push_back(std::move(*it));
+        all.erase(it);
+    }
+    return out;
+}
+
 /// Every candidate of `inner` as the correction of a RooflineRegressor, named "roofline-<name>".
 inline std::vector<TabularCandidate> roofline_candidates(std::vector<TabularCandidate> inner,
                                                          const RooflineRegressorOptions& options = {}) {
