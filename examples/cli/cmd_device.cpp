@@ -36,6 +36,7 @@ struct BuildArgs {
     std::uint64_t seed = 1;
     MeasureFlags flags = kernel_measure_flags();
     bool refit = false, family_regressors = true, roofline_base = true;
+    std::vector<std::string> regressors;  // candidate kernel regressors; empty: every one
     bool json_out = false;
 };
 
@@ -142,6 +143,7 @@ inline void run_refit(const BuildArgs& a) {
     o.seed = a.seed;
     o.family_regressors = a.family_regressors;
     o.roofline_base = a.roofline_base;
+    o.regressors = a.regressors;
     auto m = device::refit_device_model(work, o);
     std::size_t samples = 0;
     for (const auto& [kind, km] : m.kinds()) samples += static_cast<std::size_t>(km.samples);
@@ -150,6 +152,7 @@ inline void run_refit(const BuildArgs& a) {
               {"samples", samples},
               {"family_regressors", a.family_regressors},
               {"roofline_base", a.roofline_base},
+              {"regressors", a.regressors},
               {"host", json::parse(measure::json::dump(measure::to_json(measure::local_host())))}};
     m.set_build_info(info.dump());
     io::write_file_atomic(a.out, m.serialize());
@@ -196,6 +199,7 @@ inline void run_build(const BuildArgs& a) {
     s.networks = a.networks;
     s.network_limits.max_params = static_cast<std::int64_t>(std::llround(a.network_params * 1e6));
     s.model.roofline_base = a.roofline_base;
+    s.model.regressors = a.regressors;
     const ProgressLine line;
     double last_line = -1e9;
     s.on_progress = [&](const device::DeviceBuildProgress& p) {
@@ -227,6 +231,7 @@ inline void run_build(const BuildArgs& a) {
               {"adaptive_rounds", r.adaptive_rounds},
               {"family_regressors", a.family_regressors},
               {"roofline_base", a.roofline_base},
+              {"regressors", a.regressors},
               {"rules", r.discovery ? "discovered" : a.rules}};
     if (r.profiling) info["profiled_networks"] = r.profiling->networks.size();
     r.model.set_build_info(info.dump());
@@ -467,6 +472,9 @@ inline void add_device_build(Command& device, Context& ctx) {
     build->add_flag("!--no-roofline-base", b->roofline_base,
                     "Kernel regressors alone, without the roofline base fitted per family that keeps a kernel "
                     "larger than every sample growing with its work (trees then price it as the largest sample)");
+    build->add_option("--regressors", b->regressors,
+                      "Candidate kernel regressors each kind chooses among by held-out MAPE: mlp, gbt, gbt-linear (the "
+                      "trees need XGBoost); default every one. Fewer fit faster");
     build->add_flag("--refit", b->refit,
                     "Fit the model again to the measurements in the work directory (kernel_samples.json), measuring "
                     "nothing; no --runner needed");

@@ -41,6 +41,20 @@ grep -q '"measured": 0' again.json || fail "a resumed build measured again what 
   { fail "device build --refit --per-kind-regressors"; tail -3 kind.err; }
 grep -q '"family_regressors": false' kind.json || fail "device build --refit --per-kind-regressors: not recorded"
 "$bin" predict --model kind.dnnc "$net" > /dev/null 2> kind_p.err || fail "predict with per-kind regressors"
+# the candidate regressors named: every kind fitted chose the one candidate; an unknown one is an error
+"$bin" device build --refit --regressors mlp --work dev.dnnc.work --out mlp.dnnc --json > mlp.json 2> mlp.err ||
+  { fail "device build --refit --regressors mlp"; tail -3 mlp.err; }
+python3 - mlp.json <<'PY' || fail "device build --regressors mlp: a kind chose another regressor"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["regressors"] == ["mlp"], j["regressors"]
+chosen = [k["regressor"] for k in j["kinds"] if "regressor" in k]
+assert chosen and all(c == "roofline-mlp" for c in chosen), chosen
+PY
+"$bin" device build --refit --regressors mlp forest --work dev.dnnc.work --out bad.dnnc > /dev/null 2> forest.err &&
+  fail "device build --regressors forest accepted"
+grep -q "regressor 'forest' is not a candidate here" forest.err || fail "device build --regressors forest: unclear error"
+[ -e bad.dnnc ] && fail "device build with an unknown regressor wrote a model"
 # profiles required: a runner that cannot profile, and one whose profiles give no sample, stop the
 # build with a clear error and no model
 tiny=(--networks 2 --network-params 0.05 --rules dev.dnnc.work/fusion.rules --per-kind 2 --adaptive-rounds 0 --budget 0)
