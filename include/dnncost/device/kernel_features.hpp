@@ -27,20 +27,10 @@
 namespace dnncost::device {
 
 namespace detail {
-/// log2(1 + x) for x >= 0 (0 below). Dimensions and counts are mostly small whole numbers,
-/// read from a table of the same function's values; larger ones (MACs, bytes) recur from kernel
-/// to kernel and network to network, and are remembered by their bits in a small cache of the
-/// thread: bit for bit what the call would give.
-inline double log2p(double x) {
-    static const auto small = [] {
-        std::array<double, 1024> t{};
-        for (std::size_t i = 0; i < t.size(); ++i) t[i] = std::log2(1.0 + static_cast<double>(i));
-        return t;
-    }();
-    if (x >= 0 && x < static_cast<double>(small.size())) {
-        const auto i = static_cast<std::size_t>(x);
-        if (static_cast<double>(i) == x) return small[i];
-    }
+/// log2(1 + x) of an x that is not a whole number below 1024 (log2p() reads those from a
+/// table): larger ones (MACs, bytes) recur from kernel to kernel and network to network, and are
+/// remembered by their bits in a small cache of the thread: bit for bit what the call would give.
+inline double log2p_remembered(double x) {
     // direct-mapped by the bits' hash; the empty slot's bits (those of +0.0) never get here
     struct Slot {
         std::uint64_t bits;
@@ -52,6 +42,21 @@ inline double log2p(double x) {
     auto& slot = memo[static_cast<std::size_t>((bits * 0x9e3779b97f4a7c15ull) >> 55)];
     if (slot.bits != bits) slot = {bits, std::log2(1.0 + std::max(0.0, x))};
     return slot.value;
+}
+/// log2(1 + x) for x >= 0 (0 below). Dimensions and counts are mostly small whole numbers,
+/// read from a table of the same function's values; small enough to inline, as a kernel's
+/// features ask for it some twenty times.
+inline double log2p(double x) {
+    static const auto small = [] {
+        std::array<double, 1024> t{};
+        for (std::size_t i = 0; i < t.size(); ++i) t[i] = std::log2(1.0 + static_cast<double>(i));
+        return t;
+    }();
+    if (x >= 0 && x < static_cast<double>(small.size())) {
+        const auto i = static_cast<std::size_t>(x);
+        if (static_cast<double>(i) == x) return small[i];
+    }
+    return log2p_remembered(x);
 }
 }  // namespace detail
 
@@ -201,11 +206,11 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
         }
     }
     const auto misaligned = [&](std::int64_t c) {
-        return block > 0 ? static_cast<double>(c % block) / static_cast<double>(block) : 0.0;
+        return block > 0 ? static_cast<double>(block_remainder(c, block)) / static_cast<double>(block) : 0.0;
     };
     const double bytes = static_cast<double>(k.cost.bytes());
     const double flops = static_cast<double>(k.cost.flops);
-    const auto L = detail::log2p;
+    const auto L = [](double x) { return detail::log2p(x); };
     const double v[] = {L(static_cast<double>(d.n)),
                         L(static_cast<double>(d.c)),
                         L(static_cast<double>(d.h)),

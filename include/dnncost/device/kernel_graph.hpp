@@ -507,7 +507,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
             const auto b = rules.layout.block;
             const auto fits = [&](int t) {
                 const auto s = view.shape(t);
-                return s.size() == 4 && s[1] % b == 0;
+                return s.size() == 4 && block_remainder(s[1], b) == 0;
             };
             bool blocked = false;
             const auto first_kind = static_cast<std::size_t>(kinds.op_kind[static_cast<std::size_t>(k.nodes.front())]);
