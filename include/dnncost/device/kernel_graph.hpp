@@ -255,8 +255,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
     if (rules.merge_duplicates)
         for (const int v : order) {
             const auto inputs = view.inputs(v);
-            if (kg.roles[static_cast<std::size_t>(v)] != NodeRole::compute || inputs.empty() || inputs[0] < 0)
-                continue;
+            if (kg.roles[static_cast<std::size_t>(v)] != NodeRole::compute || inputs.empty() || inputs[0] < 0) continue;
             bool graph_output = false;
             for (int t : view.outputs(v)) graph_output = graph_output || view.is_output(t);
             if (graph_output) continue;
