@@ -212,25 +212,28 @@ public:
     /// The forest's output for each of `rows` rows of num_features() floats (row-major in `x`),
     /// written to `out`. A row walks `lanes` trees at once, each lane for as many steps as the
     /// deepest of them (a leaf leads to itself), so that the walks' loads overlap; the leaves are
-    /// then added in tree order, as XGBoost adds them.
+    /// then added in tree order, as XGBoost adds them. Every row walks one group of trees before
+    /// any row walks the next: the group's nodes, fetched for the first row, serve the others.
     /// @throws shape_error for sizes that do not match
     void predict(std::span<const float> x, std::span<float> out) const {
         const std::size_t rows = out.size();
         if (x.size() != rows * m_features)
             raise<shape_error>("GbtForest::predict: ", x.size(), " features for ", rows, " rows of ", m_features);
         const std::size_t trees = m_roots.size(), full = trees / lanes * lanes;
-        for (std::size_t r = 0; r < rows; ++r) {
-            const float* row = x.data() + r * m_features;
-            float sum = m_base;
-            for (std::size_t t = 0; t < trees; t += lanes) {
-                const std::size_t width = t < full ? lanes : trees - t;
+        std::fill(out.begin(), out.end(), m_base);
+        for (std::size_t t = 0; t < trees; t += lanes) {
+            const std::size_t width = t < full ? lanes : trees - t;
+            const int depth = m_group_depth[t / lanes];
+            for (std::size_t r = 0; r < rows; ++r) {
+                const float* row = x.data() + r * m_features;
                 std::int32_t at[lanes];
                 for (std::size_t l = 0; l < lanes; ++l) at[l] = m_roots[t + (l < width ? l : 0)];
-                for (int step = 0; step < m_group_depth[t / lanes]; ++step)
+                for (int step = 0; step < depth; ++step)
                     for (std::size_t l = 0; l < lanes; ++l) at[l] = next(at[l], row);
+                float sum = out[r];
                 for (std::size_t l = 0; l < width; ++l) sum += m_nodes[static_cast<std::size_t>(at[l])].value;
+                out[r] = sum;
             }
-            out[r] = sum;
         }
     }
 
