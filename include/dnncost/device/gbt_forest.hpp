@@ -212,47 +212,54 @@ public:
     /// The forest's output for each of `rows` rows of num_features() floats (row-major in `x`),
     /// written to `out`. A row walks `lanes` trees at once, each lane for as many steps as the
     /// deepest of them (a leaf leads to itself), so that the walks' loads overlap; the leaves are
-    /// then added in tree order, as XGBoost adds them.
+    /// then added in tree order, as XGBoost adds them. Every row walks one group of trees before
+    /// any row walks the next: the group's nodes, fetched for the first row, serve the others.
     /// @throws shape_error for sizes that do not match
     void predict(std::span<const float> x, std::span<float> out) const {
         const std::size_t rows = out.size();
         if (x.size() != rows * m_features)
             raise<shape_error>("GbtForest::predict: ", x.size(), " features for ", rows, " rows of ", m_features);
         const std::size_t trees = m_roots.size(), full = trees / lanes * lanes;
-        for (std::size_t r = 0; r < rows; ++r) {
-            const float* row = x.data() + r * m_features;
-            float sum = m_base;
-            for (std::size_t t = 0; t < trees; t += lanes) {
-                const std::size_t width = t < full ? lanes : trees - t;
+        std::fill(out.begin(), out.end(), m_base);
+        for (std::size_t t = 0; t < trees; t += lanes) {
+            const std::size_t width = t < full ? lanes : trees - t;
+            const int depth = m_group_depth[t / lanes];
+            for (std::size_t r = 0; r < rows; ++r) {
+                const float* row = x.data() + r * m_features;
                 std::int32_t at[lanes];
                 for (std::size_t l = 0; l < lanes; ++l) at[l] = m_roots[t + (l < width ? l : 0)];
-                for (int step = 0; step < m_group_depth[t / lanes]; ++step)
+                for (int step = 0; step < depth; ++step)
                     for (std::size_t l = 0; l < lanes; ++l) at[l] = next(at[l], row);
+                float sum = out[r];
                 for (std::size_t l = 0; l < width; ++l) sum += m_nodes[static_cast<std::size_t>(at[l])].value;
+                out[r] = sum;
             }
-            out[r] = sum;
         }
     }
 
 private:
     static constexpr std::size_t lanes = 8;
 
-    /// A split (feature, threshold in `value`, children) or a leaf (its value; both children
-    /// itself). Children are indices into the whole forest's array.
+    /// A split (feature, threshold in `value`, default side) or a leaf (its value). A split's
+    /// children lie side by side, the left one at `left`; a leaf's `left` is itself and its
+    /// `right_step` 0, so that it leads to itself. Indices are into the whole forest's array.
+    /// 16 bytes: four nodes to a cache line and none across two, as the walks wait for nodes.
     struct Node {
-        std::int32_t left = 0, right = 0;
-        std::uint32_t feature = 0;
         float value = 0;
+        std::int32_t left = 0;
+        std::uint32_t feature = 0;
         std::uint8_t default_left = 0;
+        std::uint8_t right_step = 0;
     };
-    bool is_leaf(std::size_t i) const { return m_nodes[i].left == static_cast<std::int32_t>(i); }
+    static_assert(sizeof(Node) == 16);
+    bool is_leaf(std::size_t i) const { return m_nodes[i].right_step == 0; }
 
     /// The node after `at` for `row`: `x < threshold` left, a missing value the default side.
     std::int32_t next(std::int32_t at, const float* row) const {
         const Node& n = m_nodes[static_cast<std::size_t>(at)];
         const float v = row[n.feature];
         const bool left = v < n.value || (std::isnan(v) && n.default_left != 0);
-        return left ? n.left : n.right;
+        return n.left + (left ? 0 : n.right_step);
     }
 
     void add_tree(std::string_view tree) {
@@ -304,17 +311,32 @@ private:
                 raise<config_error>("XGBoost model: node ", i, " of tree ", m_roots.size(), " splits on feature ",
                                     feature[i], " of ", m_features);
         }
-        for (std::size_t i = 0; i < n; ++i) {
-            Node node;
+        // breadth first from the root, each split's children side by side (nodes no walk reaches
+        // are left out)
+        std::vector<std::int32_t> place(n, -1);
+        std::vector<std::size_t> queue{0};
+        place[0] = 0;
+        for (std::size_t q = 0; q < queue.size(); ++q) {
+            const auto i = queue[q];
+            if (left[i] < 0) continue;
+            for (const auto c : {left[i], right[i]}) {
+                place[static_cast<std::size_t>(c)] = static_cast<std::int32_t>(queue.size());
+                queue.push_back(static_cast<std::size_t>(c));
+            }
+        }
+        m_nodes.resize(base + queue.size());
+        for (const auto i : queue) {
+            const auto at = base + static_cast<std::size_t>(place[i]);
+            Node& node = m_nodes[at];
             node.value = value[i];
-            node.left = node.right = static_cast<std::int32_t>(base + i);
-            if (left[i] >= 0 && reached[i]) {
-                node.left = static_cast<std::int32_t>(base + static_cast<std::size_t>(left[i]));
-                node.right = static_cast<std::int32_t>(base + static_cast<std::size_t>(right[i]));
+            node.left = static_cast<std::int32_t>(at);
+            if (left[i] >= 0) {
+                const auto child = place[static_cast<std::size_t>(left[i])];
+                node.left = static_cast<std::int32_t>(base + static_cast<std::size_t>(child));
+                node.right_step = 1;
                 node.feature = static_cast<std::uint32_t>(feature[i]);
                 node.default_left = default_left[i] != 0;
             }
-            m_nodes.push_back(node);
         }
         if (m_roots.size() % lanes == 0) m_group_depth.push_back(0);
         m_group_depth.back() = std::max(m_group_depth.back(), depth);

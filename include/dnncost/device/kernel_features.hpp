@@ -27,20 +27,10 @@
 namespace dnncost::device {
 
 namespace detail {
-/// log2(1 + x) for x >= 0 (0 below). Dimensions and counts are mostly small whole numbers,
-/// read from a table of the same function's values; larger ones (MACs, bytes) recur from kernel
-/// to kernel and network to network, and are remembered by their bits in a small cache of the
-/// thread: bit for bit what the call would give.
-inline double log2p(double x) {
-    static const auto small = [] {
-        std::array<double, 1024> t{};
-        for (std::size_t i = 0; i < t.size(); ++i) t[i] = std::log2(1.0 + static_cast<double>(i));
-        return t;
-    }();
-    if (x >= 0 && x < static_cast<double>(small.size())) {
-        const auto i = static_cast<std::size_t>(x);
-        if (static_cast<double>(i) == x) return small[i];
-    }
+/// log2(1 + x) of an x that is not a whole number below 1024 (log2p() reads those from a
+/// table): larger ones (MACs, bytes) recur from kernel to kernel and network to network, and are
+/// remembered by their bits in a small cache of the thread: bit for bit what the call would give.
+inline double log2p_remembered(double x) {
     // direct-mapped by the bits' hash; the empty slot's bits (those of +0.0) never get here
     struct Slot {
         std::uint64_t bits;
@@ -52,6 +42,21 @@ inline double log2p(double x) {
     auto& slot = memo[static_cast<std::size_t>((bits * 0x9e3779b97f4a7c15ull) >> 55)];
     if (slot.bits != bits) slot = {bits, std::log2(1.0 + std::max(0.0, x))};
     return slot.value;
+}
+/// log2(1 + x) for x >= 0 (0 below). Dimensions and counts are mostly small whole numbers,
+/// read from a table of the same function's values; small enough to inline, as a kernel's
+/// features ask for it some twenty times.
+inline double log2p(double x) {
+    static const auto small = [] {
+        std::array<double, 1024> t{};
+        for (std::size_t i = 0; i < t.size(); ++i) t[i] = std::log2(1.0 + static_cast<double>(i));
+        return t;
+    }();
+    if (x >= 0 && x < static_cast<double>(small.size())) {
+        const auto i = static_cast<std::size_t>(x);
+        if (static_cast<double>(i) == x) return small[i];
+    }
+    return log2p_remembered(x);
 }
 }  // namespace detail
 
@@ -151,27 +156,40 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
     bool depthwise = false, weighted = false;
     int add = 0, relu = 0, clip = 0, sigmoid = 0, hard = 0, other = 0;
     if (!k.is_reorder()) {
+        // nodes and tensors read from the view when there is one: in the graph, each is a heap
+        // block of its own
+        const auto op_of = [&](int v) -> std::string_view {
+            return view ? view->op_names()[static_cast<std::size_t>(view->op(v))] : std::string_view(g.node(v).op_type);
+        };
+        const auto shape_of = [&](int t) -> std::span<const std::int64_t> {
+            return view ? view->shape(t) : std::span<const std::int64_t>(g.tensor(t).shape);
+        };
+        const auto is_constant = [&](int t) {
+            if (!view) return is_constant_tensor(g, kg.roles, t);
+            const int p = view->producer(t);
+            return view->is_weight(t) || (p >= 0 && kg.roles[static_cast<std::size_t>(p)] == NodeRole::constant);
+        };
         const int first = k.nodes.front();
-        const auto& a = g.node(first);
-        const std::string_view a_op = a.op_type;  // compared by size first, then inline
+        const auto inputs = view ? view->inputs(first) : std::span<const int>(g.node(first).inputs);
+        const std::string_view a_op = op_of(first);  // compared by size first, then inline
         if (graph::is_window_operator(a_op)) {
-            const auto ks = view ? view->kernel_shape(first) : a.attr_ints_view("kernel_shape");
+            const auto ks = view ? view->kernel_shape(first) : g.node(first).attr_ints_view("kernel_shape");
             if (ks.size() >= 2) {
                 kh = ks[ks.size() - 2];
                 kw = ks[ks.size() - 1];
             } else if (ks.size() == 1) {
                 kw = ks[0];
-            } else if (a_op != "MaxPool" && a_op != "AveragePool" && a.inputs.size() > 1 && a.inputs[1] >= 0) {
-                const auto& ws = g.tensor(a.inputs[1]).shape;
+            } else if (a_op != "MaxPool" && a_op != "AveragePool" && inputs.size() > 1 && inputs[1] >= 0) {
+                const auto ws = shape_of(inputs[1]);
                 if (ws.size() >= 4) kh = ws[ws.size() - 2], kw = ws[ws.size() - 1];
             }
-            const auto st = view ? view->strides(first) : a.attr_ints_view("strides");
+            const auto st = view ? view->strides(first) : g.node(first).attr_ints_view("strides");
             if (st.size() >= 2) sh = st[st.size() - 2], sw = st[st.size() - 1];
-            groups = view ? view->group(first) : a.attr_int("group", 1);
-            depthwise = is_depthwise(g, a, groups);
+            groups = view ? view->group(first) : g.node(first).attr_int("group", 1);
+            depthwise = view ? is_depthwise(*view, first) : is_depthwise(g, g.node(first), groups);
         }
-        for (int t : a.inputs)
-            if (t >= 0 && is_constant_tensor(g, kg.roles, t) && g.tensor(t).shape.size() >= 2) weighted = true;
+        for (int t : inputs)
+            if (t >= 0 && is_constant(t) && shape_of(t).size() >= 2) weighted = true;
         if (a_op == "MatMul" || a_op == "Gemm") {
             // [.., M, K] x [K, N]: K is the inner size, N the output's last dimension
             if (!in.empty()) d.c = in.back();
@@ -183,7 +201,7 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
             for (std::size_t i = 0; i + 2 < o.size(); ++i) d.n *= o[i];
         }
         for (std::size_t i = 1; i < k.nodes.size(); ++i) {
-            const std::string_view op = g.node(k.nodes[i]).op_type;
+            const std::string_view op = op_of(k.nodes[i]);
             // the named activations first: none of them is binary, and a name costs less than a
             // family lookup
             if (op == "Relu")
@@ -201,11 +219,11 @@ inline void write_kernel_features(const graph::Graph& g, const graph::FlatView* 
         }
     }
     const auto misaligned = [&](std::int64_t c) {
-        return block > 0 ? static_cast<double>(c % block) / static_cast<double>(block) : 0.0;
+        return block > 0 ? static_cast<double>(block_remainder(c, block)) / static_cast<double>(block) : 0.0;
     };
     const double bytes = static_cast<double>(k.cost.bytes());
     const double flops = static_cast<double>(k.cost.flops);
-    const auto L = detail::log2p;
+    const auto L = [](double x) { return detail::log2p(x); };
     const double v[] = {L(static_cast<double>(d.n)),
                         L(static_cast<double>(d.c)),
                         L(static_cast<double>(d.h)),

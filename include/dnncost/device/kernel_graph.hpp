@@ -254,22 +254,22 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
     duplicate_of.assign(rules.merge_duplicates ? g.num_nodes() : 0, -1);
     if (rules.merge_duplicates)
         for (const int v : order) {
-            const auto& n = g.node(v);
-            if (kg.roles[static_cast<std::size_t>(v)] != NodeRole::compute || n.inputs.empty() || n.inputs[0] < 0)
-                continue;
+            const auto inputs = view.inputs(v);
+            if (kg.roles[static_cast<std::size_t>(v)] != NodeRole::compute || inputs.empty() || inputs[0] < 0) continue;
             bool graph_output = false;
-            for (int t : n.outputs) graph_output = graph_output || view.is_output(t);
+            for (int t : view.outputs(v)) graph_output = graph_output || view.is_output(t);
             if (graph_output) continue;
-            // an earlier node that reads the same first input
-            for (int w : view.consumers(n.inputs[0])) {
+            // an earlier node that reads the same first input; the nodes' attributes (in the
+            // graph's own heap blocks) are read only for one of the same op type and inputs
+            for (int w : view.consumers(inputs[0])) {
                 if (w == v || duplicate_of[static_cast<std::size_t>(w)] >= 0 ||
                     kg.roles[static_cast<std::size_t>(w)] != NodeRole::compute)
                     continue;
-                const auto& m = g.node(w);
-                if (m.op_type != n.op_type || m.inputs != n.inputs || m.attributes != n.attributes ||
-                    m.outputs.size() != n.outputs.size())
+                if (view.op(w) != view.op(v) || !std::ranges::equal(view.inputs(w), inputs) ||
+                    view.outputs(w).size() != view.outputs(v).size())
                     continue;
                 if (pos[static_cast<std::size_t>(w)] > pos[static_cast<std::size_t>(v)]) continue;
+                if (g.node(w).attributes != g.node(v).attributes) continue;
                 duplicate_of[static_cast<std::size_t>(v)] = w;
                 kg.roles[static_cast<std::size_t>(v)] = NodeRole::free;
                 break;
@@ -507,7 +507,7 @@ inline void kernel_graph_into(const graph::FlatView& view, const FusionRules& ru
             const auto b = rules.layout.block;
             const auto fits = [&](int t) {
                 const auto s = view.shape(t);
-                return s.size() == 4 && s[1] % b == 0;
+                return s.size() == 4 && block_remainder(s[1], b) == 0;
             };
             bool blocked = false;
             const auto first_kind = static_cast<std::size_t>(kinds.op_kind[static_cast<std::size_t>(k.nodes.front())]);

@@ -354,12 +354,12 @@ inline bool anchor_fits(const graph::FlatView& g, int a, int conv, const LayoutR
     if (in.empty() || in[0] < 0 || out.empty()) return false;
     const auto x = g.shape(in[0]);
     const auto y = g.shape(out[0]);
-    if (x.size() != 4 || y.size() != 4 || y[1] % b != 0) return false;
+    if (x.size() != 4 || y.size() != 4 || block_remainder(y[1], b) != 0) return false;
     const std::int64_t c = x[1], k = y[1];
     const bool is_conv = g.op(a) == conv;
     const auto group = is_conv ? g.group(a) : 1;
-    if (group > 1) return group == c && c == k && c % b == 0;  // depthwise only
-    if (c % b == 0) return true;
+    if (group > 1) return group == c && c == k && block_remainder(c, b) == 0;  // depthwise only
+    if (block_remainder(c, b) == 0) return true;
     narrow = layout.narrow_input && is_conv && c < b;
     return narrow;
 }
