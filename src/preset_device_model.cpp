@@ -1,7 +1,12 @@
-// The kernel-level device model and its residual, compiled once: the only library source that
-// includes their _impl headers (a second one would define their functions twice).
+// The kernel-level device model, its kernel pass, kernel features, regressors and residual,
+// compiled once: the only library source that includes their _impl headers (a second one would
+// define their functions twice).
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/device/device_model_impl.hpp>
+#include <dnncost/device/fusion_rules_impl.hpp>
+#include <dnncost/device/kernel_features_impl.hpp>
+#include <dnncost/device/kernel_graph_impl.hpp>
+#include <dnncost/device/kernel_kind_impl.hpp>
 #include <dnncost/device/kernel_residual_impl.hpp>
 
 namespace dnncost::estimators::detail {

@@ -21,12 +21,16 @@
 ///     merge-duplicates
 ///     rewrite MatMul+Add Gemm reshape-rank=3
 ///     rewrite BatchNormalization Conv layout=blocked
+///
+/// The larger functions are defined in fusion_rules_impl.hpp: compiled into dnncost::compiled in
+/// compiled mode (core/config.hpp), included at the end of this header otherwise.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/json_string.hpp>
 
@@ -175,272 +179,21 @@ struct FusionRules {
 
     /// @throws config_error naming the rule when a kind is not a plain token, a fold does not
     /// require constant operands and a sole consumer, a pattern has fewer than two operators, or the block is negative
-    void check() const {
-        const auto token = [](std::string_view what, const std::string& s) {
-            if (s.empty() || s.find_first_of(" \t\r\n,=#") != std::string::npos)
-                raise<config_error>("fusion rules: ", what, " '", s,
-                                    "' is not a single token (no blanks, commas, '=' or '#')");
-        };
-        for (const auto& p : patterns) {
-            token("pattern name", p.name);
-            if (p.ops.size() < 2)
-                raise<config_error>("fusion rules: pattern '", p.name, "' needs at least two operators");
-            for (const auto& o : p.ops) token("operator kind", o);
-        }
-        for (const auto& r : fusions) {
-            token("operator kind", r.producer);
-            token("operator kind", r.consumer);
-            for (const auto& a : r.after) token("operator kind", a);
-            if (r.fold && (r.operands != Operands::constant || !r.sole_consumer))
-                raise<config_error>("fusion rules: fold ", r.producer, " ", r.consumer,
-                                    " must require operands=constant and a sole consumer (only an operator whose "
-                                    "output nothing else reads can absorb constants at load)");
-        }
-        for (const auto& e : executed) token("operator kind", e);
-        for (std::size_t i = 0; i < rewrites.size(); ++i) {
-            const auto& r = rewrites[i];
-            token("kernel kind", r.kind);
-            if (r.as.empty()) raise<config_error>("fusion rules: rewrite ", r.kind, " names no kind to run as");
-            for (const auto& a : r.as) token("kernel kind", a);
-            if (r.reshape_rank < 0 || r.reshape_rank > 8)
-                raise<config_error>("fusion rules: rewrite ", r.kind, ": reshape-rank ", r.reshape_rank,
-                                    " is not between 0 and 8");
-            for (std::size_t j = 0; j < i; ++j)
-                if (rewrites[j].kind == r.kind)
-                    raise<config_error>("fusion rules: two rewrites of kernels of kind ", r.kind);
-        }
-        if (layout.block < 0) raise<config_error>("fusion rules: negative layout block ", layout.block);
-        if (layout.enabled()) {
-            token("layout name", layout.name);
-            for (const auto& a : layout.anchors) token("operator kind", a);
-            for (const auto& f : layout.followers) token("operator kind", f);
-        }
-        if (device.find_first_of("\r\n") != std::string::npos)
-            raise<config_error>("fusion rules: the device name has a line break");
-    }
+    void check() const;
 
     /// The text form (see the file comment); parse(to_text()) == *this.
-    std::string to_text() const {
-        check();
-        const auto join = [](const std::vector<std::string>& v) {
-            std::string s;
-            for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
-            return s;
-        };
-        std::string out = "dnncost-fusion-rules 1\n";
-        if (!device.empty()) out += "device " + device + "\n";
-        for (const auto& p : patterns) {
-            out += "pattern " + p.name;
-            for (const auto& o : p.ops) out += " " + o;
-            out += "\n";
-        }
-        for (const auto& r : fusions) {
-            out += std::string(r.fold ? "fold " : "fuse ") + r.producer + " " + r.consumer;
-            if (r.operands != Operands::any) out += " operands=" + std::string(to_string(r.operands));
-            if (!r.sole_consumer) out += " consumers=shared";
-            if (!r.after.empty()) out += " after=" + join(r.after);
-            if (r.blocked_operands) out += " operand-layout=blocked";
-            out += "\n";
-        }
-        if (layout.enabled()) {
-            out += "layout " + layout.name + " " + std::to_string(layout.block);
-            if (!layout.anchors.empty()) out += " anchors=" + join(layout.anchors);
-            if (!layout.followers.empty()) out += " followers=" + join(layout.followers);
-            out += std::string(" narrow-input=") + (layout.narrow_input ? "yes" : "no") + "\n";
-        }
-        if (merge_duplicates) out += "merge-duplicates\n";
-        if (!executed.empty()) {
-            out += "execute";
-            for (const auto& e : executed) out += " " + e;
-            out += "\n";
-        }
-        for (const auto& r : rewrites) {
-            out += "rewrite " + r.kind + " " + join(r.as);
-            if (r.reshape_rank > 0) out += " reshape-rank=" + std::to_string(r.reshape_rank);
-            if (r.blocked_only) out += " layout=blocked";
-            out += "\n";
-        }
-        return out;
-    }
+    std::string to_text() const;
 
     /// Read the text form; `source` names the text in errors ("rules.txt:4: ...").
     /// @throws parse_error naming the line
-    static FusionRules parse(std::string_view text, std::string_view source = "fusion rules") {
-        FusionRules rules;
-        std::size_t line_no = 0, pos = 0;
-        bool header = false;
-        while (pos <= text.size()) {
-            const auto end = std::min(text.find('\n', pos), text.size());
-            std::string_view line = text.substr(pos, end - pos);
-            pos = end + 1;
-            ++line_no;
-            if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-            const auto words = split(line);
-            if (words.empty()) {
-                if (end == text.size()) break;
-                continue;
-            }
-            const auto fail = [&](const auto&... what) { raise<parse_error>(source, ":", line_no, ": ", what...); };
-            const auto& w = words[0];
-            if (!header) {
-                if (w != "dnncost-fusion-rules" || words.size() != 2)
-                    fail("expected the header 'dnncost-fusion-rules 1'");
-                if (words[1] != "1") fail("unsupported format version '", words[1], "' (this build reads 1)");
-                header = true;
-            } else if (w == "device") {
-                const auto at = line.find("device") + 6;
-                auto rest = line.substr(at);
-                while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
-                while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\t' || rest.back() == '\r'))
-                    rest.remove_suffix(1);
-                rules.device = std::string(rest);
-            } else if (w == "pattern") {
-                if (words.size() < 4) fail("a pattern is 'pattern NAME OP OP...' with at least two operators");
-                rules.patterns.push_back({words[1], {words.begin() + 2, words.end()}});
-            } else if (w == "fuse" || w == "fold") {
-                if (words.size() < 3) fail("a rule is '", w, " PRODUCER CONSUMER [options]'");
-                FusionRule r{words[1], words[2], Operands::any, true, w == "fold", {}};
-                for (std::size_t i = 3; i < words.size(); ++i) {
-                    const auto [key, value] = option(words[i], fail);
-                    if (key == "operands") {
-                        try {
-                            r.operands = parse_operands(value);
-                        } catch (const parse_error& e) {
-                            fail(e.what());
-                        }
-                    } else if (key == "consumers") {
-                        if (value != "sole" && value != "shared")
-                            fail("consumers= is sole or shared, got '", value, "'");
-                        r.sole_consumer = value == "sole";
-                    } else if (key == "after") {
-                        r.after = list(value);
-                    } else if (key == "operand-layout") {
-                        if (value != "any" && value != "blocked")
-                            fail("operand-layout= is any or blocked, got '", value, "'");
-                        r.blocked_operands = value == "blocked";
-                    } else {
-                        fail("unknown option '", key, "' (expected operands, consumers, after or operand-layout)");
-                    }
-                }
-                rules.fusions.push_back(std::move(r));
-            } else if (w == "layout") {
-                if (words.size() < 3) fail("a layout is 'layout NAME BLOCK [options]'");
-                rules.layout.name = words[1];
-                const auto& b = words[2];
-                if (b.empty() || b.size() > 6 || b.find_first_not_of("0123456789") != std::string::npos)
-                    fail("the layout block '", b, "' is not a whole number below 10^6");
-                rules.layout.block = std::stoll(b);
-                for (std::size_t i = 3; i < words.size(); ++i) {
-                    const auto [key, value] = option(words[i], fail);
-                    if (key == "anchors")
-                        rules.layout.anchors = list(value);
-                    else if (key == "followers")
-                        rules.layout.followers = list(value);
-                    else if (key == "narrow-input") {
-                        if (value != "yes" && value != "no") fail("narrow-input= is yes or no, got '", value, "'");
-                        rules.layout.narrow_input = value == "yes";
-                    } else
-                        fail("unknown option '", key, "' (expected anchors, followers or narrow-input)");
-                }
-            } else if (w == "merge-duplicates") {
-                if (words.size() != 1) fail("merge-duplicates takes no arguments");
-                rules.merge_duplicates = true;
-            } else if (w == "execute") {
-                if (words.size() < 2) fail("an execute line is 'execute OP [OP...]'");
-                rules.executed.insert(rules.executed.end(), words.begin() + 1, words.end());
-            } else if (w == "rewrite") {
-                if (words.size() < 3) fail("a rewrite is 'rewrite KIND AS[,AS...] [reshape-rank=N] [layout=blocked]'");
-                RewriteRule r{words[1], list(words[2]), 0, false};
-                for (std::size_t i = 3; i < words.size(); ++i) {
-                    const auto [key, value] = option(words[i], fail);
-                    if (key == "layout") {
-                        if (value != "any" && value != "blocked") fail("layout= is any or blocked, got '", value, "'");
-                        r.blocked_only = value == "blocked";
-                        continue;
-                    }
-                    if (key != "reshape-rank") fail("unknown option '", key, "' (expected reshape-rank or layout)");
-                    if (value.empty() || value.size() > 1 || value.find_first_not_of("0123456789") != std::string::npos)
-                        fail("reshape-rank= is a whole number from 0 to 8, got '", value, "'");
-                    r.reshape_rank = std::stoi(value);
-                }
-                rules.rewrites.push_back(std::move(r));
-            } else {
-                fail("unknown rule '", w,
-                     "' (expected device, pattern, fuse, fold, layout, execute, rewrite or merge-duplicates)");
-            }
-            if (end == text.size()) break;
-        }
-        if (!header) raise<parse_error>(source, ": empty; expected the header 'dnncost-fusion-rules 1'");
-        try {
-            rules.check();
-        } catch (const config_error& e) {
-            raise<parse_error>(source, ": ", e.what());
-        }
-        return rules;
-    }
+    static FusionRules parse(std::string_view text, std::string_view source = "fusion rules");
 
     /// The rule set as one JSON object (for reports; the text form is what is read back).
-    std::string to_json() const {
-        check();
-        const auto str = [](const std::string& s) { return json_quote(s); };
-        const auto arr = [&](const std::vector<std::string>& v) {
-            std::string o = "[";
-            for (std::size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + str(v[i]);
-            return o + "]";
-        };
-        std::string o = "{\"device\": " + str(device) + ", \"patterns\": [";
-        for (std::size_t i = 0; i < patterns.size(); ++i)
-            o += std::string(i ? ", " : "") + "{\"name\": " + str(patterns[i].name) +
-                 ", \"ops\": " + arr(patterns[i].ops) + "}";
-        o += "], \"fusions\": [";
-        for (std::size_t i = 0; i < fusions.size(); ++i) {
-            const auto& r = fusions[i];
-            o += std::string(i ? ", " : "") + "{\"producer\": " + str(r.producer) +
-                 ", \"consumer\": " + str(r.consumer) + ", \"operands\": " + str(std::string(to_string(r.operands))) +
-                 ", \"sole_consumer\": " + (r.sole_consumer ? "true" : "false") +
-                 ", \"fold\": " + (r.fold ? "true" : "false") + ", \"after\": " + arr(r.after) +
-                 (r.blocked_operands ? ", \"operand_layout\": \"blocked\"}" : "}");
-        }
-        o += "], \"layout\": {\"name\": " + str(layout.name) + ", \"block\": " + std::to_string(layout.block) +
-             ", \"anchors\": " + arr(layout.anchors) + ", \"followers\": " + arr(layout.followers) +
-             ", \"narrow_input\": " + (layout.narrow_input ? "true" : "false") + "}";
-        // only when used, so that the object of an older rule set reads as it did
-        if (merge_duplicates) o += ", \"merge_duplicates\": true";
-        if (!executed.empty()) o += ", \"executed\": " + arr(executed);
-        if (!rewrites.empty()) {
-            o += ", \"rewrites\": [";
-            for (std::size_t i = 0; i < rewrites.size(); ++i)
-                o += std::string(i ? ", " : "") + "{\"kind\": " + str(rewrites[i].kind) +
-                     ", \"as\": " + arr(rewrites[i].as) +
-                     ", \"reshape_rank\": " + std::to_string(rewrites[i].reshape_rank) +
-                     (rewrites[i].blocked_only ? ", \"layout\": \"blocked\"}" : "}");
-            o += "]";
-        }
-        return o + "}";
-    }
+    std::string to_json() const;
 
 private:
-    static std::vector<std::string> split(std::string_view line) {
-        std::vector<std::string> out;
-        std::size_t i = 0;
-        while (i < line.size()) {
-            while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-            const auto start = i;
-            while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
-            if (i > start) out.emplace_back(line.substr(start, i - start));
-        }
-        return out;
-    }
-    static std::vector<std::string> list(const std::string& value) {
-        std::vector<std::string> out;
-        std::size_t start = 0;
-        while (start <= value.size()) {
-            const auto comma = std::min(value.find(',', start), value.size());
-            out.push_back(value.substr(start, comma - start));
-            start = comma + 1;
-        }
-        return out;  // empty items are reported by check()
-    }
+    static std::vector<std::string> split(std::string_view line);
+    static std::vector<std::string> list(const std::string& value);
     template <class Fail>
     static std::pair<std::string, std::string> option(const std::string& word, const Fail& fail) {
         const auto eq = word.find('=');
@@ -450,3 +203,7 @@ private:
 };
 
 }  // namespace dnncost::device
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/device/fusion_rules_impl.hpp>
+#endif
