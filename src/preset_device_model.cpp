@@ -8,6 +8,14 @@
 #include <dnncost/device/kernel_graph_impl.hpp>
 #include <dnncost/device/kernel_kind_impl.hpp>
 #include <dnncost/device/kernel_residual_impl.hpp>
+#include <dnncost/device/mlp_regressor_impl.hpp>
+#include <dnncost/device/roofline_base_impl.hpp>
+#include <dnncost/device/roofline_regressor_impl.hpp>
+#include <dnncost/device/tabular_choice_impl.hpp>
+#include <dnncost/device/tabular_regressor_impl.hpp>
+#if defined(DNNCOST_HAS_XGBOOST)
+#include <dnncost/device/gbt_regressor_impl.hpp>
+#endif
 
 namespace dnncost::estimators::detail {
 RegistryEntry builtin_device_model_entry() { return device::detail::device_model_entry(); }

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include <Eigen/Cholesky>
+
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>

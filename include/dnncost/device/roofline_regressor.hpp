@@ -6,6 +6,9 @@
 /// and is bounded by the corrections the samples showed, so past the samples it stays at its
 /// value at their edge and the price scales as the base does. Inside the box the correction is
 /// the inner regressor's own figure. Kind "roofline-<inner kind>".
+///
+/// The larger functions are defined in roofline_regressor_impl.hpp: compiled into dnncost::compiled in
+/// compiled mode (core/config.hpp), included at the end of this header otherwise.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -21,6 +24,7 @@
 
 #include <Eigen/Core>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/device/roofline_base.hpp>
@@ -72,149 +76,25 @@ public:
 
     /// The base's time of each row, in ms (positive).
     /// @throws config_error when not fitted; shape_error on a wrong column count
-    std::vector<double> base_ms(const Mat<double>& x) const {
-        if (!fitted()) raise<config_error>("roofline regressor base_ms: the model is not fitted");
-        if (x.cols() != static_cast<Index>(feature_names().size()))
-            raise<shape_error>("roofline regressor base_ms: rows have ", x.cols(),
-                               " features, the model was fitted on ", feature_names().size());
-        std::vector<double> out;
-        for (Index i = 0; i < x.rows(); ++i) out.push_back(std::exp(log_base(x, i)));
-        return out;
-    }
+    std::vector<double> base_ms(const Mat<double>& x) const;
 
     /// Read bytes written by save() of a RooflineRegressor, its correction read by `load_inner`.
     /// @throws parse_error naming `source` (see TabularRegressor::restore), also for a correction
     ///         of another kind than the container says or one on a roofline base itself
-    static RooflineRegressor load(std::string_view bytes, const std::string& source, const Loader& load_inner) {
-        const auto kind = io::read_container(bytes, std::nullopt, source).kind;
-        constexpr std::string_view prefix = "tabular-roofline-";
-        if (!kind.starts_with(prefix) || kind.size() == prefix.size() ||
-            std::string_view(kind).substr(prefix.size()).starts_with("roofline"))
-            raise<parse_error>(source, ": model kind '", kind, "' is not a roofline regressor");
-        RooflineRegressor r;
-        r.m_inner_kind = kind.substr(prefix.size());
-        r.m_loader = &load_inner;
-        r.restore(bytes, source);
-        r.m_loader = nullptr;
-        return r;
-    }
+    static RooflineRegressor load(std::string_view bytes, const std::string& source, const Loader& load_inner);
 
 protected:
     Index min_rows() const override { return 10; }
     /// the correction may be trees, which predict in float
     double probe_tolerance() const override { return 1e-5; }
 
-    void fit_log(const Mat<double>& x, const Eigen::VectorXd& log_y) override {
-        const auto& names = feature_names();
-        const auto column = [&](const std::string& name) -> std::int64_t {
-            const auto it = std::find(names.begin(), names.end(), name);
-            return it == names.end() ? -1 : static_cast<std::int64_t>(it - names.begin());
-        };
-        m_flops_column = m_o.flops_feature.empty() ? -1 : column(m_o.flops_feature);
-        m_bytes_columns.clear();
-        for (const auto& group : m_o.bytes_features) {
-            std::vector<std::int64_t> cols;
-            for (const auto& b : group)
-                if (const auto c = column(b); c >= 0) cols.push_back(c);
-            if (!cols.empty()) m_bytes_columns.push_back(std::move(cols));
-        }
-        if (m_flops_column < 0 && m_bytes_columns.empty())
-            raise<config_error>("roofline regressor fit: the features have neither '", m_o.flops_feature,
-                                "' nor any of the bytes features");
-        std::vector<double> flops, ms;
-        Mat<double> bytes(x.rows(), static_cast<Index>(m_bytes_columns.size()));
-        Bytes b{};
-        for (Index i = 0; i < x.rows(); ++i) {
-            flops.push_back(work(x, i, b));
-            for (Index j = 0; j < bytes.cols(); ++j) bytes(i, j) = b[static_cast<std::size_t>(j)];
-            ms.push_back(std::exp(log_y[i]));
-        }
-        m_base = fit_roofline_base(flops, bytes, ms).base;
-        std::vector<double> ratio;
-        m_corr_lo = std::numeric_limits<double>::infinity();
-        m_corr_hi = -m_corr_lo;
-        for (Index i = 0; i < x.rows(); ++i) {
-            const double c = log_y[i] - log_base(x, i);
-            m_corr_lo = std::min(m_corr_lo, c);
-            m_corr_hi = std::max(m_corr_hi, c);
-            ratio.push_back(std::exp(c));
-        }
-        m_box_lo = x.colwise().minCoeff();
-        m_box_hi = x.colwise().maxCoeff();
-        m_correction->fit(x, ratio, names);
-    }
+    void fit_log(const Mat<double>& x, const Eigen::VectorXd& log_y) override;
 
-    Eigen::VectorXd predict_log(const Mat<double>& x) const override {
-        Mat<double> inside(x.rows(), x.cols());
-        for (Index i = 0; i < x.rows(); ++i) inside.row(i) = x.row(i).cwiseMax(m_box_lo).cwiseMin(m_box_hi);
-        const auto corr = m_correction->predict(inside);
-        Eigen::VectorXd out(x.rows());
-        for (Index i = 0; i < x.rows(); ++i)
-            out[i] = log_base(x, i) + std::clamp(std::log(corr[static_cast<std::size_t>(i)]), m_corr_lo, m_corr_hi);
-        return out;
-    }
+    Eigen::VectorXd predict_log(const Mat<double>& x) const override;
 
-    void save_model(io::BinaryWriter& w) const override {
-        w.put_u8(static_cast<std::uint8_t>(m_base.form));
-        w.put_f64(m_base.fixed_ms);
-        w.put_f64(m_base.ms_per_flop);
-        w.put_f64_vector(m_base.ms_per_byte);
-        w.put_f64(m_base.floor_ms);
-        w.put_i64(m_flops_column);
-        w.put_u64(m_bytes_columns.size());
-        for (const auto& cols : m_bytes_columns) w.put_i64_vector(cols);
-        w.put_f64_vector(std::span<const double>(m_box_lo.data(), static_cast<std::size_t>(m_box_lo.size())));
-        w.put_f64_vector(std::span<const double>(m_box_hi.data(), static_cast<std::size_t>(m_box_hi.size())));
-        w.put_f64(m_corr_lo);
-        w.put_f64(m_corr_hi);
-        w.put_string(m_correction->save());
-    }
+    void save_model(io::BinaryWriter& w) const override;
 
-    void load_model(io::BinaryReader& r, std::size_t n_features) override {
-        const auto form = r.get_u8("roofline form");
-        if (form > 1) r.fail("roofline regressor: form ", int(form), " is neither sum (0) nor max (1)");
-        m_base.form = static_cast<RooflineBase::Form>(form);
-        m_base.fixed_ms = r.get_finite_f64("roofline fixed time");
-        m_base.ms_per_flop = r.get_finite_f64("roofline time per FLOP");
-        m_base.ms_per_byte = r.get_finite_f64_vector("roofline times per byte");
-        m_base.floor_ms = r.get_finite_f64("roofline floor");
-        if (!m_base.valid())
-            r.fail("roofline regressor: base of ", m_base.fixed_ms, " ms, ", m_base.ms_per_flop, " ms/FLOP, floor ",
-                   m_base.floor_ms, " ms, or a time per byte, is not a non-negative base");
-        m_flops_column = r.get_i64("roofline FLOPs column");
-        const auto groups = r.get_u64("roofline kinds of bytes");
-        if (groups > static_cast<std::uint64_t>(roofline_max_byte_kinds) || groups != m_base.ms_per_byte.size())
-            r.fail("roofline regressor: ", groups, " kinds of bytes for ", m_base.ms_per_byte.size(), " rates");
-        const auto n = static_cast<std::int64_t>(n_features);
-        const auto bad = [n](std::int64_t c) { return c < 0 || c >= n; };
-        m_bytes_columns.clear();
-        for (std::uint64_t g = 0; g < groups; ++g) {
-            m_bytes_columns.push_back(r.get_i64_vector("roofline bytes columns"));
-            const auto& cols = m_bytes_columns.back();
-            if (cols.empty() || std::any_of(cols.begin(), cols.end(), bad))
-                r.fail("roofline regressor: bytes columns outside the ", n_features, " features, or none");
-        }
-        if ((m_flops_column != -1 && bad(m_flops_column)) || (m_flops_column == -1 && m_bytes_columns.empty()))
-            r.fail("roofline regressor: FLOPs column ", m_flops_column, " outside the ", n_features, " features");
-        const auto lo = r.get_finite_f64_vector("roofline box low"), hi = r.get_finite_f64_vector("roofline box high");
-        if (lo.size() != n_features || hi.size() != n_features)
-            r.fail("roofline regressor: box of ", lo.size(), " and ", hi.size(), " values for ", n_features,
-                   " features");
-        m_box_lo = Eigen::Map<const Eigen::RowVectorXd>(lo.data(), static_cast<Index>(lo.size()));
-        m_box_hi = Eigen::Map<const Eigen::RowVectorXd>(hi.data(), static_cast<Index>(hi.size()));
-        if ((m_box_lo.array() > m_box_hi.array()).any()) r.fail("roofline regressor: a box low above its high");
-        m_corr_lo = r.get_finite_f64("roofline correction low");
-        m_corr_hi = r.get_finite_f64("roofline correction high");
-        if (!(m_corr_lo <= m_corr_hi)) r.fail("roofline regressor: correction bounds ", m_corr_lo, " > ", m_corr_hi);
-        const auto inner = r.get_string("roofline correction");
-        if (!m_loader) r.fail("roofline regressor: no loader for the correction");
-        m_correction = (*m_loader)(inner, r.source() + " (roofline correction)");
-        if (!m_correction || m_correction->kind() != m_inner_kind)
-            r.fail("roofline regressor: the correction is not of kind '", m_inner_kind, "'");
-        if (m_correction->feature_names().size() != n_features)
-            r.fail("roofline regressor: the correction reads ", m_correction->feature_names().size(), " features, not ",
-                   n_features);
-    }
+    void load_model(io::BinaryReader& r, std::size_t n_features) override;
 
 private:
     RooflineRegressor() = default;
@@ -252,3 +132,7 @@ private:
 };
 
 }  // namespace dnncost::device
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/device/roofline_regressor_impl.hpp>
+#endif

@@ -4,6 +4,9 @@
 /// implementation. Gradient-boosted trees take part when the build has the optional
 /// dnncost::xgboost target (DNNCOST_HAS_XGBOOST); roofline_candidates() puts every candidate on a
 /// roofline base, so that whichever wins extrapolates with the work.
+///
+/// The larger functions are defined in tabular_choice_impl.hpp: compiled into dnncost::compiled in
+/// compiled mode (core/config.hpp), included at the end of this header otherwise.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/device/mlp_regressor.hpp>
 #include <dnncost/device/roofline_regressor.hpp>
@@ -36,30 +40,7 @@ struct TabularCandidate {
 
 /// The MLP, and the gradient-boosted trees alone and on a linear base when this build has
 /// XGBoost, all seeded with `seed`.
-inline std::vector<TabularCandidate> default_tabular_candidates(std::uint64_t seed = 1) {
-    std::vector<TabularCandidate> c;
-    c.push_back({"mlp", [seed] {
-                     MlpRegressorOptions o;
-                     o.seed = seed;
-                     return std::make_unique<MlpRegressor>(o);
-                 }});
-#if defined(DNNCOST_HAS_XGBOOST)
-    c.push_back({"gbt", [seed] {
-                     GbtRegressorOptions o;
-                     o.seed = seed;
-                     return std::make_unique<GbtRegressor>(o);
-                 }});
-    c.push_back({"gbt-linear", [seed] {
-                     GbtRegressorOptions o;
-                     o.seed = seed;
-                     o.linear_base = true;
-                     // the kernel features of work and traffic (device/kernel_features.hpp)
-                     o.linear_features = {"log_flops", "log_input_bytes", "log_output_bytes", "log_weight_bytes"};
-                     return std::make_unique<GbtRegressor>(o);
-                 }});
-#endif
-    return c;
-}
+DNNCOST_FUNC std::vector<TabularCandidate> default_tabular_candidates(std::uint64_t seed = 1);
 
 /// The candidates of `all` named in `names`, in the order of `names`; no names: all of them.
 /// @throws config_error for a name no candidate has (naming those there are) or named twice
@@ -83,17 +64,8 @@ inline std::vector<TabularCandidate> select_candidates(std::vector<TabularCandid
 }
 
 /// Every candidate of `inner` as the correction of a RooflineRegressor, named "roofline-<name>".
-inline std::vector<TabularCandidate> roofline_candidates(std::vector<TabularCandidate> inner,
-                                                         const RooflineRegressorOptions& options = {}) {
-    std::vector<TabularCandidate> c;
-    for (auto& i : inner)
-        c.push_back({"roofline-" + i.name, [make = std::move(i.make), options]() -> std::unique_ptr<TabularRegressor> {
-                         auto correction = make();
-                         if (!correction) return nullptr;
-                         return std::make_unique<RooflineRegressor>(std::move(correction), options);
-                     }});
-    return c;
-}
+DNNCOST_FUNC std::vector<TabularCandidate> roofline_candidates(std::vector<TabularCandidate> inner,
+                                                               const RooflineRegressorOptions& options = {});
 
 /// Held-out accuracy of one candidate. Fractions, not percentages.
 struct TabularScore {
@@ -121,95 +93,19 @@ struct TabularChoice {
 /// candidate on the training part, score it on the held-out part and keep the one with the
 /// lowest held-out MAPE (a tie goes to the earlier candidate).
 /// @throws config_error for no candidates or a bad fraction; whatever a candidate's fit throws
-inline TabularChoice choose_tabular_regressor(const Mat<double>& x, std::span<const double> latency_ms,
-                                              const std::vector<std::string>& feature_names,
-                                              const std::vector<TabularCandidate>& candidates,
-                                              const TabularChoiceOptions& options = {}) {
-    if (candidates.empty()) raise<config_error>("choose_tabular_regressor: no candidates");
-    if (!(options.held_out_fraction > 0 && options.held_out_fraction < 1))
-        raise<config_error>("choose_tabular_regressor: held-out fraction ", options.held_out_fraction,
-                            " outside (0, 1)");
-    if (static_cast<Index>(latency_ms.size()) != x.rows())
-        raise<shape_error>("choose_tabular_regressor: ", x.rows(), " feature rows but ", latency_ms.size(),
-                           " latencies");
-    // checked here so that errors name rows of the caller's matrix, not of a split
-    for (Index i = 0; i < x.rows(); ++i) {
-        const double y = latency_ms[static_cast<std::size_t>(i)];
-        if (!(std::isfinite(y) && y > 0))
-            raise<config_error>("choose_tabular_regressor: latency of row ", i, " is ", y,
-                                " ms; it must be finite and positive");
-        for (Index j = 0; j < x.cols(); ++j)
-            if (!std::isfinite(x(i, j)))
-                raise<config_error>("choose_tabular_regressor: feature ", j, " of row ", i, " is ", x(i, j));
-    }
-    const Index n = x.rows();
-    const Index n_held = std::max<Index>(1, static_cast<Index>(std::lround(options.held_out_fraction * n)));
-    if (n_held >= n) raise<shape_error>("choose_tabular_regressor: ", n, " rows are too few to hold any out");
-    std::vector<Index> order(static_cast<std::size_t>(n));
-    std::iota(order.begin(), order.end(), Index{0});
-    Rng rng(options.seed);
-    rng.shuffle(order.begin(), order.end());
-    auto take = [&](std::size_t from, std::size_t to, Mat<double>& xs, std::vector<double>& ys) {
-        xs.resize(static_cast<Index>(to - from), x.cols());
-        ys.clear();
-        for (std::size_t k = from; k < to; ++k) {
-            xs.row(static_cast<Index>(k - from)) = x.row(order[k]);
-            ys.push_back(latency_ms[static_cast<std::size_t>(order[k])]);
-        }
-    };
-    Mat<double> x_held, x_train;
-    std::vector<double> y_held, y_train;
-    take(0, static_cast<std::size_t>(n_held), x_held, y_held);
-    take(static_cast<std::size_t>(n_held), order.size(), x_train, y_train);
-
-    TabularChoice choice;
-    choice.held_out_rows = n_held;
-    std::size_t best = 0;
-    for (std::size_t c = 0; c < candidates.size(); ++c) {
-        auto model = candidates[c].make();
-        if (!model) raise<config_error>("choose_tabular_regressor: candidate '", candidates[c].name, "' made no model");
-        model->fit(x_train, y_train, feature_names);
-        const auto pred = model->predict(x_held);
-        choice.scores.push_back(
-            {candidates[c].name, train::mape(pred, y_held), train::error_bound_accuracy(pred, y_held, 0.10)});
-        if (c == 0 || choice.scores[c].mape < choice.scores[best].mape) {
-            best = c;
-            choice.model = std::move(model);
-        }
-    }
-    choice.chosen = candidates[best].name;
-    if (options.refit_on_all) {
-        choice.model = candidates[best].make();
-        choice.model->fit(x, latency_ms, feature_names);
-    }
-    return choice;
-}
+DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::span<const double> latency_ms,
+                                                    const std::vector<std::string>& feature_names,
+                                                    const std::vector<TabularCandidate>& candidates,
+                                                    const TabularChoiceOptions& options = {});
 
 /// Load a regressor saved by TabularRegressor::save, whatever its implementation.
 /// @throws parse_error naming `source` for a damaged file or a kind this build cannot read
 ///         (a "tabular-gbt" model, or a roofline one on it, needs a build with XGBoost)
-inline std::unique_ptr<TabularRegressor> load_tabular_regressor(std::string_view bytes,
-                                                                const std::string& source = "<memory>") {
-    const auto kind = io::read_container(bytes, std::nullopt, source).kind;
-    if (kind.starts_with("tabular-roofline-")) {
-        const RooflineRegressor::Loader inner = [](std::string_view b, const std::string& s) {
-            return load_tabular_regressor(b, s);
-        };
-        return std::make_unique<RooflineRegressor>(RooflineRegressor::load(bytes, source, inner));
-    }
-    if (kind == "tabular-mlp") return std::make_unique<MlpRegressor>(MlpRegressor::load(bytes, source));
-    if (kind == "tabular-gbt" || kind == "tabular-gbt-linear") {
-#if defined(DNNCOST_HAS_XGBOOST)
-        return std::make_unique<GbtRegressor>(GbtRegressor::load(bytes, source));
-#else
-        raise<parse_error>(source,
-                           ": a gradient-boosted-trees regressor needs a dnncost build with XGBoost "
-                           "(target dnncost::xgboost, Debian package libxgboost-dev)");
-#endif
-    }
-    raise<parse_error>(source, ": model kind '", kind,
-                       "' is not a tabular regressor (tabular-mlp, tabular-gbt, "
-                       "tabular-gbt-linear or tabular-roofline-<one of them>)");
-}
+DNNCOST_FUNC std::unique_ptr<TabularRegressor> load_tabular_regressor(std::string_view bytes,
+                                                                      const std::string& source = "<memory>");
 
 }  // namespace dnncost::device
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/device/tabular_choice_impl.hpp>
+#endif

@@ -1,0 +1,310 @@
+#pragma once
+/// @file gbt_regressor_impl.hpp
+/// The definitions of gbt_regressor.hpp: training through XGBoost, the linear base and the
+/// payload. Compiled once into dnncost::compiled in compiled mode (core/config.hpp), included by
+/// gbt_regressor.hpp in header-only mode.
+#include <xgboost/c_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <Eigen/Cholesky>
+
+#include <dnncost/core/config.hpp>
+#include <dnncost/core/rng.hpp>
+#include <dnncost/device/gbt_forest.hpp>
+#include <dnncost/device/gbt_regressor.hpp>
+#include <dnncost/device/tabular_regressor.hpp>
+
+namespace dnncost::device {
+namespace detail {
+
+DNNCOST_FUNC void xgb_check(int rc, const char* call) {
+    if (rc != 0) raise<config_error>("XGBoost ", call, " failed: ", XGBGetLastError());
+}
+
+DNNCOST_FUNC float xgb_feature(const Mat<double>& x, Index i, Index j) {
+    const auto v = static_cast<float>(x(i, j));
+    if (!std::isfinite(v))
+        raise<config_error>("GbtRegressor: feature ", j, " of row ", i, " (", x(i, j),
+                            ") is beyond the float range XGBoost reads");
+    return v;
+}
+
+DNNCOST_FUNC XgbMatrix xgb_matrix(const Mat<double>& x, std::span<const Index> rows) {
+    std::vector<float> data(rows.size() * static_cast<std::size_t>(x.cols()));
+    std::size_t k = 0;
+    for (auto i : rows)
+        for (Index j = 0; j < x.cols(); ++j) {
+            data[k++] = xgb_feature(x, i, j);
+        }
+    DMatrixHandle h = nullptr;
+    // one thread: a team of OpenMP threads left spinning after a small matrix costs more than it saves
+    xgb_check(
+        XGDMatrixCreateFromMat_omp(data.data(), static_cast<bst_ulong>(rows.size()), static_cast<bst_ulong>(x.cols()),
+                                   std::numeric_limits<float>::quiet_NaN(), &h, 1),
+        "XGDMatrixCreateFromMat_omp");
+    return XgbMatrix(h);
+}
+
+}  // namespace detail
+}  // namespace dnncost::device
+
+namespace dnncost::device {
+
+DNNCOST_FUNC GbtRegressor GbtRegressor::load(std::string_view bytes, const std::string& source) {
+    GbtRegressorOptions o;
+    o.linear_base = io::read_container(bytes, std::nullopt, source).kind == "tabular-gbt-linear";
+    GbtRegressor r(o);
+    r.restore(bytes, source);
+    return r;
+}
+
+DNNCOST_FUNC void GbtRegressor::fit_log(const Mat<double>& x, const Eigen::VectorXd& log_y) {
+    const Index n = x.rows();
+    Rng rng(m_o.seed);
+    std::vector<Index> order(static_cast<std::size_t>(n));
+    std::iota(order.begin(), order.end(), Index{0});
+    rng.shuffle(order.begin(), order.end());
+    const auto n_val = static_cast<std::size_t>(
+        std::max<Index>(2, static_cast<Index>(std::lround(m_o.validation_fraction * static_cast<double>(n)))));
+    const std::span<const Index> val(order.data(), n_val), train(order.data() + n_val, order.size() - n_val);
+    m_base.resize(0);
+    if (m_o.linear_base) m_base = fit_linear_base(x, log_y, train);
+    const Eigen::VectorXd trend = linear_base(x);
+    auto labels = [&](std::span<const Index> rows) {
+        std::vector<float> y;
+        for (auto i : rows) y.push_back(static_cast<float>(log_y[i] - trend[i]));
+        return y;
+    };
+    auto dtrain = detail::xgb_matrix(x, train), dval = detail::xgb_matrix(x, val);
+    const auto ytrain = labels(train), yval = labels(val);
+    detail::xgb_check(XGDMatrixSetFloatInfo(dtrain.get(), "label", ytrain.data(), ytrain.size()),
+                      "XGDMatrixSetFloatInfo");
+    detail::xgb_check(XGDMatrixSetFloatInfo(dval.get(), "label", yval.data(), yval.size()), "XGDMatrixSetFloatInfo");
+    const double base = std::accumulate(ytrain.begin(), ytrain.end(), 0.0) / static_cast<double>(ytrain.size());
+
+    DMatrixHandle both[2] = {dtrain.get(), dval.get()};
+    BoosterHandle h = nullptr;
+    detail::xgb_check(XGBoosterCreate(both, 2, &h), "XGBoosterCreate");
+    detail::XgbBooster booster(h);
+    set_params(h, base);
+
+    DMatrixHandle eval_set[1] = {dval.get()};
+    const char* eval_names[1] = {"val"};
+    double best = std::numeric_limits<double>::infinity();
+    int best_round = 0;
+    for (int round = 0; round < m_o.max_rounds; ++round) {
+        detail::xgb_check(XGBoosterUpdateOneIter(h, round, dtrain.get()), "XGBoosterUpdateOneIter");
+        const char* result = nullptr;
+        detail::xgb_check(XGBoosterEvalOneIter(h, round, eval_set, eval_names, 1, &result), "XGBoosterEvalOneIter");
+        const double err = parse_eval(result);
+        if (err < best) {
+            best = err;
+            best_round = round;
+        } else if (round - best_round >= m_o.early_stopping_rounds) {
+            break;
+        }
+    }
+    int done = 0;
+    detail::xgb_check(XGBoosterBoostedRounds(h, &done), "XGBoosterBoostedRounds");
+    if (best_round + 1 < done) {
+        BoosterHandle cut = nullptr;
+        detail::xgb_check(XGBoosterSlice(h, 0, best_round + 1, 1, &cut), "XGBoosterSlice");
+        booster.reset(cut);
+    }
+    m_booster = std::move(booster);
+    m_rounds = best_round + 1;
+    read_trees(&x);
+}
+
+DNNCOST_FUNC Eigen::VectorXd GbtRegressor::forest_log(const Mat<double>& x) const {
+    std::vector<float> data(static_cast<std::size_t>(x.size()));
+    std::size_t k = 0;
+    for (Index i = 0; i < x.rows(); ++i)
+        for (Index j = 0; j < x.cols(); ++j) data[k++] = detail::xgb_feature(x, i, j);
+    std::vector<float> out(static_cast<std::size_t>(x.rows()));
+    m_forest.predict(data, out);
+    Eigen::VectorXd y(x.rows());
+    for (Index i = 0; i < x.rows(); ++i) y[i] = out[static_cast<std::size_t>(i)];
+    return y;
+}
+
+DNNCOST_FUNC void GbtRegressor::save_model(io::BinaryWriter& w) const {
+    bst_ulong len = 0;
+    const char* data = nullptr;
+    detail::xgb_check(XGBoosterSaveModelToBuffer(m_booster.get(), R"({"format": "ubj"})", &len, &data),
+                      "XGBoosterSaveModelToBuffer");
+    const std::string_view model(data, static_cast<std::size_t>(len));
+    w.put_i32(m_rounds);
+    // XGBoost does not check its own bytes: a hash catches a booster changed in a file
+    // whose container checksum was recomputed
+    w.put_u64(io::fnv1a64(model));
+    w.put_string(model);
+    if (m_o.linear_base)
+        w.put_f64_vector(std::span<const double>(m_base.data(), static_cast<std::size_t>(m_base.size())));
+}
+
+DNNCOST_FUNC void GbtRegressor::load_model(io::BinaryReader& r, std::size_t n_features) {
+    m_rounds = r.get_i32("gbt rounds");
+    if (m_rounds < 1) r.fail("gbt model has ", m_rounds, " rounds");
+    const auto hash = r.get_u64("gbt booster hash");
+    const auto model = r.get_string_view("gbt booster");
+    if (io::fnv1a64(model) != hash) r.fail("gbt booster bytes do not match their hash (damaged model)");
+    BoosterHandle h = nullptr;
+    detail::xgb_check(XGBoosterCreate(nullptr, 0, &h), "XGBoosterCreate");
+    detail::XgbBooster booster(h);
+    if (XGBoosterLoadModelFromBuffer(h, model.data(), static_cast<bst_ulong>(model.size())) != 0)
+        r.fail("XGBoost cannot read the gbt booster: ", XGBGetLastError());
+    detail::xgb_check(XGBoosterSetParam(h, "nthread", std::to_string(m_o.nthread).c_str()), "XGBoosterSetParam");
+    bst_ulong features = 0;
+    int rounds = 0;
+    detail::xgb_check(XGBoosterGetNumFeature(h, &features), "XGBoosterGetNumFeature");
+    detail::xgb_check(XGBoosterBoostedRounds(h, &rounds), "XGBoosterBoostedRounds");
+    if (features != n_features || rounds != m_rounds)
+        r.fail("gbt booster has ", features, " features and ", rounds, " rounds, expected ", n_features, " and ",
+               m_rounds);
+    if (m_o.linear_base) {
+        const auto w = r.get_finite_f64_vector("gbt linear base");
+        if (w.size() != n_features + 1)
+            r.fail("gbt linear base has ", w.size(), " coefficients for ", n_features, " features (expected ",
+                   n_features + 1, ")");
+        m_base = Eigen::Map<const Eigen::VectorXd>(w.data(), static_cast<Index>(w.size()));
+    }
+    m_booster = std::move(booster);
+    try {
+        read_trees(nullptr);
+    } catch (const config_error& e) {
+        r.fail("gbt booster: ", e.what());
+    }
+}
+
+DNNCOST_FUNC void GbtRegressor::read_trees(const Mat<double>* x) {
+    bst_ulong len = 0;
+    const char* json = nullptr;
+    detail::xgb_check(XGBoosterSaveModelToBuffer(m_booster.get(), R"({"format": "json"})", &len, &json),
+                      "XGBoosterSaveModelToBuffer");
+    m_forest = GbtForest::from_xgboost_json(std::string_view(json, static_cast<std::size_t>(len)));
+    const auto width = static_cast<Index>(m_forest.num_features());
+    const auto thresholds = m_forest.thresholds();
+    std::size_t most = 0;
+    for (const auto& t : thresholds) most = std::max(most, t.size());
+    const Index from_x = x ? std::min<Index>(256, x->rows()) : 0;
+    const auto at = static_cast<Index>(std::min<std::size_t>(most, 128));
+    Mat<double> rows(from_x + 2 * at, width);
+    for (Index i = 0; i < from_x; ++i) rows.row(i) = x->row(i * x->rows() / from_x);
+    for (Index i = 0; i < at; ++i)
+        for (Index j = 0; j < width; ++j) {
+            const auto& t = thresholds[static_cast<std::size_t>(j)];
+            const float v = t.empty() ? 0.0f : t[static_cast<std::size_t>(i) % t.size()];
+            rows(from_x + 2 * i, j) = v;
+            rows(from_x + 2 * i + 1, j) = std::nextafter(v, -std::numeric_limits<float>::infinity());
+        }
+    if (rows.rows() == 0) return;
+    std::vector<Index> all(static_cast<std::size_t>(rows.rows()));
+    std::iota(all.begin(), all.end(), Index{0});
+    auto dm = detail::xgb_matrix(rows, all);
+    const float* out = nullptr;
+    detail::xgb_check(XGBoosterPredict(m_booster.get(), dm.get(), 0, 0, 0, &len, &out), "XGBoosterPredict");
+    if (len != static_cast<bst_ulong>(rows.rows()))
+        raise<config_error>("GbtRegressor: XGBoost returned ", len, " predictions for ", rows.rows(), " rows");
+    const Eigen::VectorXd mine = forest_log(rows);
+    for (Index i = 0; i < rows.rows(); ++i)
+        if (static_cast<double>(out[i]) != mine[i])
+            raise<config_error>("GbtRegressor: the trees read from XGBoost's model give ", mine[i], " on row ", i,
+                                " where XGBoost gives ", out[i]);
+}
+
+DNNCOST_FUNC void GbtRegressor::set_params(BoosterHandle h, double base_score) const {
+    const auto set = [&](const char* name, const std::string& value) {
+        detail::xgb_check(XGBoosterSetParam(h, name, value.c_str()), "XGBoosterSetParam");
+    };
+    const auto num = [](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.17g", v);
+        return std::string(buf);
+    };
+    set("verbosity", "0");
+    set("objective", "reg:squarederror");
+    set("eval_metric", "mae");
+    set("tree_method", "hist");
+    set("nthread", std::to_string(m_o.nthread));
+    // XGBoost takes a 32-bit seed
+    set("seed", std::to_string(m_o.seed % 2147483647u));
+    set("max_depth", std::to_string(m_o.max_depth));
+    set("eta", num(m_o.learning_rate));
+    set("subsample", num(m_o.subsample));
+    set("colsample_bytree", num(m_o.colsample_bytree));
+    set("min_child_weight", num(m_o.min_child_weight));
+    set("lambda", num(m_o.lambda));
+    set("base_score", num(base_score));
+}
+
+DNNCOST_FUNC double GbtRegressor::parse_eval(const char* line) {
+    const std::string s = line ? line : "";
+    const auto colon = s.rfind(':');
+    char* end = nullptr;
+    const double v = colon == std::string::npos ? std::nan("") : std::strtod(s.c_str() + colon + 1, &end);
+    if (!std::isfinite(v)) raise<config_error>("GbtRegressor: cannot read XGBoost's evaluation '", s, "'");
+    return v;
+}
+
+DNNCOST_FUNC Eigen::VectorXd GbtRegressor::fit_linear_base(const Mat<double>& x, const Eigen::VectorXd& log_y,
+                                                           std::span<const Index> rows) const {
+    const Index p = x.cols();
+    const auto n = static_cast<Index>(rows.size());
+    std::vector<char> used(static_cast<std::size_t>(p), 0);
+    const auto& names = feature_names();
+    for (Index j = 0; j < p; ++j)
+        used[static_cast<std::size_t>(j)] = std::find(m_o.linear_features.begin(), m_o.linear_features.end(),
+                                                      names[static_cast<std::size_t>(j)]) != m_o.linear_features.end();
+    if (std::none_of(used.begin(), used.end(), [](char u) { return u != 0; })) std::fill(used.begin(), used.end(), 1);
+    Mat<double> z(n, p);
+    Eigen::VectorXd y(n);
+    for (Index r = 0; r < n; ++r) {
+        z.row(r) = x.row(rows[static_cast<std::size_t>(r)]);
+        y[r] = log_y[rows[static_cast<std::size_t>(r)]];
+    }
+    const Eigen::RowVectorXd mean = z.colwise().mean();
+    z.rowwise() -= mean;
+    Eigen::RowVectorXd scale = (z.colwise().squaredNorm() / static_cast<double>(n)).cwiseSqrt();
+    for (Index j = 0; j < p; ++j) scale[j] = scale[j] > 1e-12 && used[static_cast<std::size_t>(j)] ? scale[j] : 0.0;
+    for (Index j = 0; j < p; ++j)
+        z.col(j) = scale[j] > 0 ? Eigen::VectorXd(z.col(j) / scale[j]) : Eigen::VectorXd::Zero(n);
+    const double y_mean = y.mean();
+    Mat<double> a = z.transpose() * z;
+    a.diagonal().array() += m_o.linear_ridge;
+    const Eigen::VectorXd w_std = a.ldlt().solve(z.transpose() * (y.array() - y_mean).matrix());
+    Eigen::VectorXd w(p + 1);
+    double intercept = y_mean;
+    for (Index j = 0; j < p; ++j) {
+        w[j] = scale[j] > 0 ? w_std[j] / scale[j] : 0.0;
+        intercept -= w[j] * mean[j];
+    }
+    w[p] = intercept;
+    if (!w.allFinite()) raise<config_error>("GbtRegressor: the linear base has non-finite coefficients");
+    return w;
+}
+
+DNNCOST_FUNC Eigen::VectorXd GbtRegressor::linear_base(const Mat<double>& x) const {
+    if (m_base.size() == 0) return Eigen::VectorXd::Zero(x.rows());
+    const Index p = x.cols();
+    Eigen::VectorXd out(x.rows());
+    for (Index i = 0; i < x.rows(); ++i) {
+        double s = m_base[p];
+        for (Index j = 0; j < p; ++j)
+            if (m_base[j] != 0) s = std::fma(m_base[j], x(i, j), s);
+        out[i] = s;
+    }
+    return out;
+}
+
+}  // namespace dnncost::device
