@@ -61,6 +61,18 @@ DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, c
                                                         std::int64_t block, std::span<const double> kernel_ms,
                                                         double overhead_ms);
 
+class KernelResidual;
+
+namespace detail {
+struct KernelResidualTraining;
+/// What KernelResidual::fit runs: set where kernel_residual_training.hpp is compiled in, null
+/// elsewhere (a program that only prices does not compile the training).
+using KernelResidualFit = estimators::FitResult (*)(KernelResidual&, const std::vector<KernelGraphSample>&,
+                                                    std::span<const double>, const std::vector<KernelGraphSample>&,
+                                                    std::span<const double>, const estimators::FitOptions&);
+inline KernelResidualFit kernel_residual_training = nullptr;
+}  // namespace detail
+
 struct KernelResidualOptions {
     int hidden = 32;              ///< width of the SAGE layers
     int layers = 2;               ///< SAGE layers (>= 1)
@@ -90,13 +102,18 @@ public:
         if (this != &other) *this = KernelResidual(other);
         return *this;
     }
-    KernelResidual(KernelResidual&&) = default;
-    KernelResidual& operator=(KernelResidual&&) = default;
+    // Defined with the layers' types complete (kernel_residual_impl.hpp): a program that only
+    // moves or destroys a residual does not instantiate the GNN's layers.
+    KernelResidual(KernelResidual&&) noexcept;
+    KernelResidual& operator=(KernelResidual&&) noexcept;
+    ~KernelResidual();
 
     /// Learns log(measured_ms / sum_ms) on `train`, early-stopped on the validation log-MSE
     /// (the training loss when `validation` is empty), and keeps the best epoch; when no epoch
     /// beats the zero residual on that score, keeps the zero residual and says so in `summary`.
-    /// @throws shape_error / config_error for a bad sample or latency, naming its set and index
+    /// Runs the training of kernel_residual_training.hpp.
+    /// @throws shape_error / config_error for a bad sample or latency, naming its set and index;
+    ///         config_error in a header-only program that does not include that header
     estimators::FitResult fit(const std::vector<KernelGraphSample>& train, std::span<const double> train_ms,
                               const std::vector<KernelGraphSample>& validation, std::span<const double> validation_ms,
                               const estimators::FitOptions& options);
@@ -132,6 +149,8 @@ public:
     double loss_and_gradient(const std::vector<KernelGraphSample>& samples, std::span<const double> measured_ms);
 
 private:
+    friend struct detail::KernelResidualTraining;
+
     static constexpr std::uint32_t format_version = 1;
 
     std::vector<nn::Parameter<double>*> all_parameters() const;
