@@ -25,6 +25,9 @@
 ///    a multi-operator kernel K feeds an operator C of its own, K, C and K -> C are measured, and
 ///    a fused C gives a rule conditioned on the kernel's first operator (Add -> Relu after Conv).
 /// Candidates the budget cannot pay for, or whose graphs failed (NaN), are reported unmeasured.
+///
+/// The larger functions are defined in fusion_discovery_impl.hpp: compiled into dnncost::compiled in
+/// compiled mode (core/config.hpp), included at the end of this header otherwise.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -37,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/json_string.hpp>
 #include <dnncost/core/robust_statistics.hpp>
@@ -173,283 +177,11 @@ struct DiscoveryResult {
     std::string to_json(double threshold = 0.5) const;
 };
 
-namespace detail {
-
-inline std::string json_string(const std::string& s) { return json_quote(s); }
-inline std::string json_number(double x) {
-    if (!std::isfinite(x)) return "null";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", x);
-    return buf;
-}
-
-/// The graph of nodes `nodes` of `g` alone: values read from outside become graph inputs,
-/// constants stay constants (with their known values), and every value no node of the set reads
-/// ends in a sink (or is a graph output). `sinks` receives the sink inputs' shapes and types.
-inline graph::Graph subgraph(const graph::Graph& g, const std::vector<NodeRole>& roles, std::vector<int> nodes,
-                             bool sink, std::vector<std::pair<graph::Shape, graph::DataType>>& sinks,
-                             const std::string& name) {
-    const auto pos = topological_positions(g);
-    std::sort(nodes.begin(), nodes.end(),
-              [&](int a, int b) { return pos[static_cast<std::size_t>(a)] < pos[static_cast<std::size_t>(b)]; });
-    std::vector<char> in_set(g.num_nodes(), 0);
-    for (int v : nodes) in_set[static_cast<std::size_t>(v)] = 1;
-    graph::Graph s(name);
-    std::map<int, int> mapped;
-    const auto value = [&](int t) {
-        if (auto it = mapped.find(t); it != mapped.end()) return it->second;
-        const auto& ten = g.tensor(t);
-        int id = 0;
-        if (is_constant_tensor(g, roles, t)) {
-            id = s.add_weight(ten.name, ten.shape, ten.dtype);
-            if (!ten.data.empty()) s.set_data(id, ten.data);
-        } else {
-            id = s.add_input(ten.name, ten.shape, ten.dtype);
-        }
-        mapped.emplace(t, id);
-        return id;
-    };
-    for (int v : nodes) {
-        const auto& n = g.node(v);
-        std::vector<int> in, out;
-        for (int t : n.inputs) {
-            if (t < 0) {
-                in.push_back(-1);
-                continue;
-            }
-            const int p = g.tensor(t).producer;
-            in.push_back(p >= 0 && in_set[static_cast<std::size_t>(p)] ? mapped.at(t) : value(t));
-        }
-        for (int t : n.outputs) {
-            const auto& ten = g.tensor(t);
-            const int id = s.add_tensor(ten.name, ten.shape, ten.dtype);
-            mapped.emplace(t, id);
-            out.push_back(id);
-        }
-        s.add_node(n.op_type, n.name, in, out, n.attributes);
-    }
-    int k = 0;
-    for (int v : nodes)
-        for (int t : g.node(v).outputs) {
-            bool read = false;
-            for (int c : g.tensor(t).consumers) read = read || in_set[static_cast<std::size_t>(c)];
-            if (read) continue;
-            const int id = mapped.at(t);
-            if (!sink) {
-                s.mark_output(id);
-                continue;
-            }
-            const auto& ten = s.tensor(id);
-            sinks.emplace_back(ten.shape, ten.dtype);
-            s.mark_output(s.add_op(cost::sink_operator, "sink" + std::to_string(k++), {id}, {},
-                                   {{"keepdims", std::int64_t{0}}}, ten.dtype));
-        }
-    s.validate();
-    return s;
-}
-
-/// Measurements with a cache (by canonical hash), a budget, repeats, medians and their
-/// standard errors.
-class Bench {
-public:
-    Bench(const MeasureBatch& measure, const DiscoveryOptions& o) : m_measure(measure), m_options(o) {}
-
-    /// A graph to measure, with the sinks to subtract; returns its index.
-    std::size_t add(graph::Graph g, const std::vector<std::pair<graph::Shape, graph::DataType>>& sinks) {
-        Entry e;
-        e.keys.push_back(graph::canonical_hash(g).hex());
-        m_graphs.emplace(e.keys[0], std::move(g));
-        for (const auto& [shape, dtype] : sinks) {
-            auto sg = cost::sink_graph(shape, dtype);
-            e.keys.push_back(graph::canonical_hash(sg).hex());
-            m_graphs.emplace(e.keys.back(), std::move(sg));
-        }
-        m_entries.push_back(std::move(e));
-        return m_entries.size() - 1;
-    }
-    /// The distinct graphs of `entries`; with `fresh`, only those never measured nor reserved.
-    std::set<std::string> keys_of(const std::vector<std::size_t>& entries, bool fresh) const {
-        std::set<std::string> out;
-        for (auto i : entries)
-            for (const auto& k : m_entries[i].keys)
-                if (!fresh || (!m_values.count(k) && !m_pending.count(k))) out.insert(k);
-        return out;
-    }
-    std::size_t cost_of(const std::vector<std::size_t>& entries, bool fresh = true) const {
-        return keys_of(entries, fresh).size() * static_cast<std::size_t>(m_options.repeats);
-    }
-    std::size_t remaining() const { return m_options.max_measurements - std::min(m_options.max_measurements, m_spent); }
-    /// Reserve the graphs of `entries` for the next run: the new ones, or with `again` all of
-    /// them for `repeats` more measurements. False (nothing reserved) when over the budget.
-    bool reserve(const std::vector<std::size_t>& entries, bool again = false) {
-        const auto keys = keys_of(entries, !again);
-        const auto cost = keys.size() * static_cast<std::size_t>(m_options.repeats);
-        if (cost > remaining()) return false;
-        m_spent += cost;
-        m_pending.insert(keys.begin(), keys.end());
-        return true;
-    }
-    /// Measure every reserved graph `repeats` times, one batch per repeat.
-    /// @throws config_error when the callback returns the wrong count or a negative or infinite latency
-    void run() {
-        std::vector<std::string> keys(m_pending.begin(), m_pending.end());
-        m_pending.clear();
-        if (keys.empty()) return;
-        std::vector<graph::Graph> batch;
-        for (const auto& k : keys) batch.push_back(m_graphs.at(k));
-        for (int r = 0; r < m_options.repeats; ++r) {
-            const auto ms = m_measure(batch);
-            m_calls += batch.size();
-            if (ms.size() != batch.size())
-                raise<config_error>("fusion discovery: the measurement returned ", ms.size(), " latencies for ",
-                                    batch.size(), " graphs");
-            for (std::size_t i = 0; i < ms.size(); ++i) {
-                auto& v = m_values[keys[i]];
-                if (std::isnan(ms[i])) continue;
-                if (!std::isfinite(ms[i]) || ms[i] < 0)
-                    raise<config_error>("fusion discovery: the measurement of graph '", batch[i].name(), "' returned ",
-                                        ms[i], " ms (a latency is finite and non-negative)");
-                v.push_back(ms[i]);
-            }
-        }
-    }
-    /// The latency of entry `i` less its sinks' (at least 0), NaN when unmeasured or failed;
-    /// `se` receives its standard error and `count` the fewest measurements of its graphs.
-    double net(std::size_t i, double* se = nullptr, int* count = nullptr) const {
-        const auto& e = m_entries[i];
-        double t = 0, var = 0;
-        int fewest = -1;
-        for (std::size_t k = 0; k < e.keys.size(); ++k) {
-            const auto it = m_values.find(e.keys[k]);
-            if (it == m_values.end() || it->second.empty()) return std::nan("");
-            const auto [median, err] = median_and_se(it->second);
-            t += k == 0 ? median : -median;
-            var += err * err;
-            const int n = static_cast<int>(it->second.size());
-            fewest = fewest < 0 ? n : std::min(fewest, n);
-        }
-        if (se) *se = std::sqrt(var);
-        if (count) *count = fewest;
-        return std::max(0.0, t);
-    }
-    std::size_t calls() const { return m_calls; }
-
-private:
-    /// The median and its standard error (1.2533 sigma / sqrt(n), sigma from the MAD; 0 for one value).
-    static std::pair<double, double> median_and_se(const std::vector<double>& v) {
-        const double m = median(v);
-        if (v.size() < 2) return {m, 0.0};
-        return {m, 1.2533 * mad_sigma(v, m) / std::sqrt(static_cast<double>(v.size()))};
-    }
-    struct Entry {
-        std::vector<std::string> keys;  ///< the graph, then its sinks
-    };
-    const MeasureBatch& m_measure;
-    const DiscoveryOptions& m_options;
-    std::vector<Entry> m_entries;
-    std::map<std::string, graph::Graph> m_graphs;
-    std::map<std::string, std::vector<double>> m_values;
-    std::set<std::string> m_pending;
-    std::size_t m_spent = 0, m_calls = 0;
-};
-
-/// A candidate being measured: its evidence and the bench entries of its parts and whole.
-struct Trial {
-    FusionEvidence evidence;
-    std::vector<std::size_t> parts;
-    std::size_t whole = 0;
-    FusionRule rule;  ///< the rule a fused outcome gives
-};
-
-/// Reserve the trials the budget can pay for, in order; the others are marked unmeasured.
-inline void plan_trials(Bench& bench, std::vector<Trial>& trials) {
-    for (auto& t : trials) {
-        auto entries = t.parts;
-        entries.push_back(t.whole);
-        if (!bench.reserve(entries)) {
-            t.evidence.note = "over the measurement budget";
-            continue;
-        }
-        t.evidence.measured = true;  // provisionally: failed graphs are found after the run
-    }
-}
-
-/// Decide the reserved trials after the run.
-inline void decide_trials(const Bench& bench, std::vector<Trial>& trials, const DiscoveryOptions& o) {
-    for (auto& t : trials) {
-        auto& e = t.evidence;
-        if (!e.measured) continue;
-        e.parts_ms.clear();
-        double var = 0, se = 0;
-        int fewest = 0;
-        for (auto p : t.parts) {
-            e.parts_ms.push_back(bench.net(p, &se, &fewest));
-            var += se * se;
-        }
-        e.whole_ms = bench.net(t.whole, &se, &e.repeats);
-        var += se * se;
-        e.repeats = std::min(e.repeats, fewest);
-        bool ok = std::isfinite(e.whole_ms);
-        for (double p : e.parts_ms) ok = ok && std::isfinite(p);
-        if (!ok) {
-            e.measured = false;
-            e.note = "a graph could not be measured";
-            continue;
-        }
-        e.uncertainty_ms = std::sqrt(var);
-        const double margin = e.saving_ms() - e.needed_ms(o.threshold);
-        e.fused = margin > 0;
-        e.confident = std::abs(margin) >= o.confidence * e.uncertainty_ms;
-    }
-}
-
-/// Measure the trials, then give the undecided ones more repeats while the budget and
-/// max_repeats allow, and decide.
-inline void measure_trials(Bench& bench, std::vector<Trial>& trials, const DiscoveryOptions& o) {
-    plan_trials(bench, trials);
-    bench.run();
-    decide_trials(bench, trials, o);
-    for (int done = o.repeats; done + o.repeats <= o.max_repeats; done += o.repeats) {
-        bool more = false;
-        for (const auto& t : trials) {
-            if (!t.evidence.measured || t.evidence.confident) continue;
-            auto entries = t.parts;
-            entries.push_back(t.whole);
-            more = bench.reserve(entries, true) || more;
-        }
-        if (!more) break;
-        bench.run();
-        decide_trials(bench, trials, o);
-    }
-}
-
-/// The layout probe's graph: `depth` 3x3 convolutions at `c` channels on a [1, c, s, s] input
-/// (its output to a sink when `sink`).
-inline graph::Graph probe_graph(std::int64_t c, std::int64_t s, int depth, bool sink) {
-    graph::Graph g("layout probe c" + std::to_string(c));
-    int x = g.add_input("x", {1, c, s, s});
-    for (int i = 0; i < depth; ++i) {
-        const std::string n = "conv" + std::to_string(i);
-        const int w = g.add_weight(n + ".w", {c, c, 3, 3});
-        x = g.add_op(
-            "Conv", n, {x, w}, {1, c, s, s},
-            {{"kernel_shape", std::vector<std::int64_t>{3, 3}}, {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
-    }
-    if (sink)
-        cost::add_sink(g, x);
-    else
-        g.mark_output(x);
-    g.validate();
-    return g;
-}
-
-}  // namespace detail
-
 /// Discover the fusion rules of the device behind `measure` from the operators of `graphs`.
 /// @throws config_error for invalid options or a measurement that breaks its contract; shape_error
 /// for an invalid graph
-inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& graphs, const MeasureBatch& measure,
-                                             const DiscoveryOptions& options = {});
+DNNCOST_FUNC DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& graphs, const MeasureBatch& measure,
+                                                   const DiscoveryOptions& options = {});
 
 /// The same with a measurement of one graph at a time.
 inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& graphs, const MeasureOne& measure,
@@ -465,4 +197,6 @@ inline DiscoveryResult discover_fusion_rules(const std::vector<graph::Graph>& gr
 
 }  // namespace dnncost::device
 
+#if !defined(DNNCOST_COMPILED)
 #include <dnncost/device/fusion_discovery_impl.hpp>
+#endif
