@@ -317,6 +317,59 @@ TEST_CASE("additive: an exact linear function of op counts is recovered") {
     CHECK(train::mape(means(loo.predict(ds.graphs(s.test))), truth) < 1e-4);
 }
 
+TEST_CASE("ridge: the non-negative coefficients are the best of every choice of zeros, by enumeration") {
+    // min 1/2 b'Ab - b'c with b_j >= 0 for j > 0: the optimum is the unconstrained minimiser over
+    // some free set that is feasible; enumerating all 2^(p-1) free sets and keeping the feasible
+    // one of least objective is the truth the active-set solver must reach, from any start.
+    Rng rng(7);
+    for (int trial = 0; trial < 40; ++trial) {
+        CAPTURE(trial);
+        const int n = 30, p = 7;
+        Eigen::MatrixXd x(n, p);
+        Eigen::VectorXd y(n);
+        for (int i = 0; i < n; ++i) {
+            x(i, 0) = 1.0;
+            for (int j = 1; j < p; ++j) x(i, j) = rng.normal() + (trial % 3 == 0 ? 0.9 * x(i, 1) : 0.0);
+            y(i) = 2.0 + rng.normal();
+            for (int j = 1; j < p; ++j) y(i) += (j % 2 ? 1.0 : -1.0) * 0.6 * x(i, j);
+        }
+        const auto ne = estimators::RidgeFit::NormalEquations::of(x, y, estimators::RidgeFit::Loss::absolute, 0.0);
+        REQUIRE(ne);
+        const double lambda = trial % 2 ? 1e-3 : 0.3;
+        const Eigen::MatrixXd a = ne->penalised(lambda);
+        const auto objective = [&](const Eigen::VectorXd& b) { return 0.5 * b.dot(a * b) - b.dot(ne->xtwy); };
+        double best = std::numeric_limits<double>::infinity();
+        Eigen::VectorXd truth;
+        for (int mask = 0; mask < (1 << (p - 1)); ++mask) {
+            std::vector<Eigen::Index> idx{0};
+            for (int j = 1; j < p; ++j)
+                if (mask & (1 << (j - 1))) idx.push_back(j);
+            const auto k = static_cast<Eigen::Index>(idx.size());
+            Eigen::MatrixXd sub(k, k);
+            Eigen::VectorXd rhs(k);
+            for (Eigen::Index r = 0; r < k; ++r) {
+                rhs(r) = ne->xtwy(idx[static_cast<std::size_t>(r)]);
+                for (Eigen::Index c = 0; c < k; ++c)
+                    sub(r, c) = a(idx[static_cast<std::size_t>(r)], idx[static_cast<std::size_t>(c)]);
+            }
+            const Eigen::VectorXd zk = sub.ldlt().solve(rhs);
+            Eigen::VectorXd b = Eigen::VectorXd::Zero(p);
+            bool feasible = true;
+            for (Eigen::Index r = 0; r < k; ++r) {
+                b(idx[static_cast<std::size_t>(r)]) = zk(r);
+                feasible = feasible && (r == 0 || zk(r) >= 0.0);
+            }
+            if (feasible && objective(b) < best) best = objective(b), truth = b;
+        }
+        const Eigen::VectorXd starts[] = {ne->beta(lambda), Eigen::VectorXd::Zero(p), Eigen::VectorXd::Constant(p, 5.0)};
+        for (const auto& start : starts) {
+            const Eigen::VectorXd b = ne->nonnegative_beta(lambda, start);
+            for (Eigen::Index j = 1; j < p; ++j) CHECK(b(j) >= 0.0);
+            CHECK((b - truth).cwiseAbs().maxCoeff() < 1e-9);
+        }
+    }
+}
+
 TEST_CASE("additive: rejects bad training data") {
     const auto ds = synthetic(10, 2);
     estimators::AdditiveEstimator est;

@@ -76,26 +76,83 @@ struct RidgeFit {
         Eigen::LDLT<Eigen::MatrixXd> factor(double lambda) const { return Eigen::LDLT<Eigen::MatrixXd>(penalised(lambda)); }
         /// The ridge coefficients for lambda (intercept first).
         Eigen::VectorXd beta(double lambda) const { return factor(lambda).solve(xtwy); }
-        /// The same with every coefficient but the intercept held non-negative, from `start`
-        /// (e.g. the unconstrained solution): cyclic coordinate descent with projection, which
-        /// converges on this strictly convex quadratic.
+        /// The same with every coefficient but the intercept held non-negative: an active-set
+        /// method (Lawson and Hanson's, on the normal equations), exact in a finite number of
+        /// steps on this strictly convex quadratic. `start` (e.g. the unconstrained solution),
+        /// clipped at zero, is the first feasible point and its positive coefficients the first
+        /// free set, which is most of the final one in practice.
         Eigen::VectorXd nonnegative_beta(double lambda, const Eigen::VectorXd& start) const {
             const Eigen::MatrixXd a = penalised(lambda);
+            const Eigen::Index p = a.rows();
             Eigen::VectorXd b = start;
-            for (Eigen::Index j = 1; j < b.size(); ++j) b(j) = std::max(0.0, b(j));
-            Eigen::VectorXd grad = a * b - xtwy;
-            for (int sweep = 0; sweep < 5000; ++sweep) {
-                double moved = 0.0;
-                for (Eigen::Index j = 0; j < b.size(); ++j) {
-                    double v = b(j) - grad(j) / a(j, j);
-                    if (j > 0) v = std::max(0.0, v);
-                    const double d = v - b(j);
-                    if (d == 0.0) continue;
-                    b(j) = v;
-                    grad += d * a.col(j);
-                    moved = std::max(moved, std::abs(d) * std::sqrt(a(j, j)));
+            std::vector<char> free(static_cast<std::size_t>(p), 0);
+            free[0] = 1;  // the intercept is never held
+            for (Eigen::Index j = 1; j < p; ++j) {
+                b(j) = std::max(0.0, b(j));
+                free[static_cast<std::size_t>(j)] = b(j) > 0;
+            }
+            // the minimiser over the free coefficients, the held ones at zero
+            std::vector<Eigen::Index> idx;
+            const auto free_minimiser = [&] {
+                idx.clear();
+                for (Eigen::Index j = 0; j < p; ++j)
+                    if (free[static_cast<std::size_t>(j)]) idx.push_back(j);
+                const auto k = static_cast<Eigen::Index>(idx.size());
+                Eigen::MatrixXd sub(k, k);
+                Eigen::VectorXd rhs(k);
+                for (Eigen::Index r = 0; r < k; ++r) {
+                    rhs(r) = xtwy(idx[static_cast<std::size_t>(r)]);
+                    for (Eigen::Index c = 0; c < k; ++c)
+                        sub(r, c) = a(idx[static_cast<std::size_t>(r)], idx[static_cast<std::size_t>(c)]);
                 }
-                if (moved < 1e-12) break;
+                const Eigen::VectorXd zk = sub.ldlt().solve(rhs);
+                Eigen::VectorXd z = Eigen::VectorXd::Zero(p);
+                for (Eigen::Index r = 0; r < k; ++r) z(idx[static_cast<std::size_t>(r)]) = zk(r);
+                return z;
+            };
+            // Move from the feasible b toward the free set's minimiser, holding at zero each
+            // coefficient that reaches it on the way, until the minimiser itself is feasible.
+            const auto settle = [&] {
+                for (Eigen::Index guard = 0; guard <= p; ++guard) {
+                    const Eigen::VectorXd z = free_minimiser();
+                    double step = 1.0;
+                    for (Eigen::Index j = 1; j < p; ++j)
+                        if (free[static_cast<std::size_t>(j)] && z(j) <= 0.0)
+                            step = std::min(step, b(j) / (b(j) - z(j)));
+                    b += step * (z - b);
+                    if (step >= 1.0) return;
+                    for (Eigen::Index j = 1; j < p; ++j)
+                        if (free[static_cast<std::size_t>(j)] && b(j) <= 0.0) {
+                            free[static_cast<std::size_t>(j)] = 0;
+                            b(j) = 0.0;
+                        }
+                }
+            };
+            settle();
+            // Free the held coefficient whose gradient points most steeply into the feasible
+            // region, until none does (the KKT conditions); scaled so that the tolerance is relative.
+            const double tol = 1e-12 * std::max(1.0, xtwy.cwiseAbs().maxCoeff());
+            std::vector<char> refused(static_cast<std::size_t>(p), 0);
+            for (Eigen::Index iter = 0; iter < 4 * p + 16; ++iter) {
+                const Eigen::VectorXd grad = a * b - xtwy;
+                Eigen::Index enter = -1;
+                double steepest = -tol;
+                for (Eigen::Index j = 1; j < p; ++j)
+                    if (!free[static_cast<std::size_t>(j)] && !refused[static_cast<std::size_t>(j)] &&
+                        grad(j) < steepest) {
+                        steepest = grad(j);
+                        enter = j;
+                    }
+                if (enter < 0) break;
+                free[static_cast<std::size_t>(enter)] = 1;
+                if (free_minimiser()(enter) <= 0.0) {
+                    // rounding: freeing it would not move it off zero; leave it held this round
+                    free[static_cast<std::size_t>(enter)] = 0;
+                    refused[static_cast<std::size_t>(enter)] = 1;
+                    continue;
+                }
+                std::fill(refused.begin(), refused.end(), 0);
+                settle();
             }
             return b;
         }
