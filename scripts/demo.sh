@@ -53,10 +53,13 @@ step "predict with the saved HiFi-SAGE model (ms on $device)"
 
 # The product's own loop on a real device: measure 60 NB201 networks on this CPU with ONNX
 # Runtime (optimisation "all", 1 thread; resumable: a second run measures nothing), train the
-# additive and HiFi-SAGE estimators on 45 of them and test on the other 15.
-step "measure 60 NB201 networks with ONNX Runtime on this CPU (about two minutes)"
+# additive and HiFi-SAGE estimators on 45 of them and test on the other 15. Three rounds per
+# network (at most five when unstable) instead of five (at most ten): under a minute instead of
+# nearly three, at some cost in repeatability (docs/measure.md).
+step "measure 60 NB201 networks with ONNX Runtime on this CPU (about a minute)"
 "$bin" measure --runner "runners/onnxruntime/run --optimization all --threads 1" --device onnxruntime-cpu-all-1t \
-  --space nb201 --sample 60 --seed 1 --out "$out/ort_cpu.csv" || [ $? -eq 3 ]  # 3: some networks failed
+  --space nb201 --sample 60 --seed 1 --rounds 3 --max-rounds 5 --out "$out/ort_cpu.csv" ||
+  [ $? -eq 3 ]  # 3: some networks failed
 for preset in additive hifisage; do
   step "train $preset on 45 of them, test on the other 15"
   "$bin" train --data "$out/ort_cpu.csv" --target latency_ms --train 45 --val 0 --test 0 --seed 1 --preset "$preset" \
