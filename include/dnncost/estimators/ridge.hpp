@@ -76,6 +76,15 @@ struct RidgeFit {
         Eigen::LDLT<Eigen::MatrixXd> factor(double lambda) const { return Eigen::LDLT<Eigen::MatrixXd>(penalised(lambda)); }
         /// The ridge coefficients for lambda (intercept first).
         Eigen::VectorXd beta(double lambda) const { return factor(lambda).solve(xtwy); }
+        /// The rows and columns `idx` of `a` (no Eigen 3.4 slicing: 3.3 must do).
+        static Eigen::MatrixXd principal(const Eigen::MatrixXd& a, const std::vector<Eigen::Index>& idx) {
+            const auto k = static_cast<Eigen::Index>(idx.size());
+            Eigen::MatrixXd sub(k, k);
+            for (Eigen::Index r = 0; r < k; ++r)
+                for (Eigen::Index c = 0; c < k; ++c)
+                    sub(r, c) = a(idx[static_cast<std::size_t>(r)], idx[static_cast<std::size_t>(c)]);
+            return sub;
+        }
         /// The same with every coefficient but the intercept held non-negative: an active-set
         /// method (Lawson and Hanson's, on the normal equations), exact in a finite number of
         /// steps on this strictly convex quadratic. `start` (e.g. the unconstrained solution),
@@ -98,14 +107,9 @@ struct RidgeFit {
                 for (Eigen::Index j = 0; j < p; ++j)
                     if (free[static_cast<std::size_t>(j)]) idx.push_back(j);
                 const auto k = static_cast<Eigen::Index>(idx.size());
-                Eigen::MatrixXd sub(k, k);
                 Eigen::VectorXd rhs(k);
-                for (Eigen::Index r = 0; r < k; ++r) {
-                    rhs(r) = xtwy(idx[static_cast<std::size_t>(r)]);
-                    for (Eigen::Index c = 0; c < k; ++c)
-                        sub(r, c) = a(idx[static_cast<std::size_t>(r)], idx[static_cast<std::size_t>(c)]);
-                }
-                const Eigen::VectorXd zk = sub.ldlt().solve(rhs);
+                for (Eigen::Index r = 0; r < k; ++r) rhs(r) = xtwy(idx[static_cast<std::size_t>(r)]);
+                const Eigen::VectorXd zk = principal(a, idx).ldlt().solve(rhs);
                 Eigen::VectorXd z = Eigen::VectorXd::Zero(p);
                 for (Eigen::Index r = 0; r < k; ++r) z(idx[static_cast<std::size_t>(r)]) = zk(r);
                 return z;
@@ -235,7 +239,7 @@ private:
                                          double lambda, const Eigen::LDLT<Eigen::MatrixXd>& free_factor,
                                          const Eigen::VectorXd& beta, bool held) {
         const Eigen::Index n = x.rows();
-        // the rows and columns of the coefficients not held at zero (no Eigen 3.4 slicing: 3.3 must do)
+        // the rows and columns of the coefficients not held at zero
         Eigen::MatrixXd held_x;
         Eigen::LDLT<Eigen::MatrixXd> held_factor;
         if (held) {
@@ -243,15 +247,9 @@ private:
             for (Eigen::Index j = 0; j < beta.size(); ++j)
                 if (j == 0 || beta(j) > 0) active.push_back(j);
             const auto k = static_cast<Eigen::Index>(active.size());
-            const Eigen::MatrixXd full = ne.penalised(lambda);
-            Eigen::MatrixXd a(k, k);
             held_x.resize(n, k);
-            for (Eigen::Index p = 0; p < k; ++p) {
-                const auto jp = active[static_cast<std::size_t>(p)];
-                held_x.col(p) = x.col(jp);
-                for (Eigen::Index q = 0; q < k; ++q) a(p, q) = full(jp, active[static_cast<std::size_t>(q)]);
-            }
-            held_factor.compute(a);
+            for (Eigen::Index p = 0; p < k; ++p) held_x.col(p) = x.col(active[static_cast<std::size_t>(p)]);
+            held_factor.compute(NormalEquations::principal(ne.penalised(lambda), active));
         }
         const auto& xa = held ? held_x : x;
         const auto& ldlt = held ? held_factor : free_factor;
