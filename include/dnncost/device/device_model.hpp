@@ -289,6 +289,7 @@ private:
 };
 
 namespace detail {
+#if DNNCOST_HEADER_ONLY  // a program of the compiled mode takes these entries from the library
 inline estimators::RegistryEntry device_model_entry() {
     return estimators::detail::entry_of<DeviceModel>(
         [](DeviceModel&, const estimators::PresetSettings&) {},
@@ -296,6 +297,7 @@ inline estimators::RegistryEntry device_model_entry() {
         "layout rules) priced by per-kind regressors learnt from single-kernel "
         "measurements; built by `dnncost device build`, fit() calibrates it");
 }
+#endif
 
 #if !defined(DNNCOST_COMPILED)
 /// The "device" preset, registered by including this header (see preset_registry.hpp); registry.hpp

@@ -145,6 +145,7 @@ inline const PresetOption coefficients_option{
     "(every operator costs time; safer for networks unlike the training ones) | free",
     {"either", "nonnegative", "free"}};
 
+#if DNNCOST_HEADER_ONLY  // a program of the compiled mode takes these entries from the library
 inline RegistryEntry additive_entry() {
     return entry_of<AdditiveEstimator>(
         [](AdditiveEstimator& e, const PresetSettings& s) {
@@ -152,6 +153,7 @@ inline RegistryEntry additive_entry() {
         },
         "ridge regression over per-operator-type counts, MACs and bytes (milliseconds to train)", {coefficients_option});
 }
+#endif
 
 #if !defined(DNNCOST_COMPILED)
 /// The "additive" preset, registered by including this header (see preset_registry.hpp; the

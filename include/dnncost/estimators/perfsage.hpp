@@ -163,6 +163,7 @@ private:
 };
 
 namespace detail {
+#if DNNCOST_HEADER_ONLY  // a program of the compiled mode takes these entries from the library
 inline RegistryEntry perfsage_entry() {
     return entry_of<PerfSageEstimator>(
         [](PerfSageEstimator& e, const PresetSettings& s) { e.set_options({precision_setting(s)}); },
@@ -170,6 +171,7 @@ inline RegistryEntry perfsage_entry() {
         "layers of 1024; several targets at once (MAPE + 10 RMSE)",
         {precision_option});
 }
+#endif
 
 #if !defined(DNNCOST_COMPILED)
 /// The "perfsage" preset, registered by including this header (see preset_registry.hpp; the

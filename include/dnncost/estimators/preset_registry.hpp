@@ -170,7 +170,7 @@ namespace detail {
 inline void check_settings(std::string_view preset, const RegistryEntry& entry, const PresetSettings& settings) {
     for (const auto& [key, value] : settings) {
         const auto it = std::find_if(entry.options.begin(), entry.options.end(),
-                                     [&](const PresetOption& o) { return o.name == key; });
+                                     [&key = key](const PresetOption& o) { return o.name == key; });
         if (it == entry.options.end()) {
             std::string known;
             for (const auto& o : entry.options) known += (known.empty() ? "" : ", ") + o.name;

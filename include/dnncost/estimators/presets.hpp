@@ -116,12 +116,14 @@ RegistryEntry gnn_entry(std::string_view name, std::string description) {
             {keep_option, precision_option}};
 }
 
+#if DNNCOST_HEADER_ONLY  // a program of the compiled mode takes these entries from the library
 inline RegistryEntry hifisage_entry() {
     return gnn_entry<HiFiSage>(preset_name<hifi_sage>, "HiFi-SAGE: 7-layer GraphSAGE with LCM readout and a ranking head");
 }
 inline RegistryEntry brpnas_entry() {
     return gnn_entry<BrpNas>(preset_name<brp_nas>, "BRP-NAS: 4-layer GCN, mean pooling, linear head");
 }
+#endif
 
 #if !defined(DNNCOST_COMPILED)
 /// The "hifisage" and "brpnas" presets, registered by including this header (the compiled library
