@@ -83,6 +83,11 @@ if [ -n "$inc" ]; then
       --out $preset.dnnc > /dev/null 2>&1 || fail "train $preset"
   done
   cut -d, -f1 pool.csv | sed -n 2,101p > archs.txt
+  same_predictions() {  # same_predictions FILE: arch, header, model per line; 100 lines, each within 1e-5
+    awk -F'\t' '{ d = $2 - $3; if (d < 0) d = -d; s = $3 < 0 ? -$3 : $3;
+      if (d > 1e-5 * s + 1e-12) { print "differs: " $1 " " $2 " " $3; bad = 1 } n++ }
+      END { if (n != 100) { print "compared " n " of 100"; bad = 1 } exit bad }' "$1"
+  }
 
   # a model file corrupted and resealed with a valid checksum (its intercept set to -2e33, then to
   # 1e308 so that the prediction overflows): predict fails naming the model and the network
@@ -132,58 +137,79 @@ int main(int, char** argv) {
     while (std::getline(in, arch)) std::printf("%s\t%.9g\n", arch.c_str(), my_estimator::predict(dnncost::nb201::build_graph(arch)));
 }
 CPP
-  # a GNN header against the runtime model loaded from the same file, graph by graph, in one program
-  cat > use_gnn.cpp <<'CPP'
+  # the additive header with exceptions and without, against the CLI's predictions
+  mkdir -p additive && cd additive
+  if "$bin" export-header --model ../additive.dnnc --out my_estimator.hpp --name my_estimator > /dev/null 2> ex.err; then
+    "$bin" predict --model ../additive.dnnc --space nb201 $(cat ../archs.txt) > theirs.txt 2> /dev/null \
+      || fail "predict additive"
+    for mode in exceptions no-exceptions; do
+      flags=""; [ $mode = no-exceptions ] && flags=-fno-exceptions
+      "$cxx" -std=c++20 -O1 $flags -I. -I"$inc" ../use.cpp -o use_$mode 2> cc_$mode.err \
+        || { fail "compile additive ($mode)"; head -5 cc_$mode.err; continue; }
+      ./use_$mode ../archs.txt > ours_$mode.txt || { fail "run additive ($mode)"; continue; }
+      paste ours_$mode.txt theirs.txt | cut -f1,2,4 > pairs_$mode.txt
+      same_predictions pairs_$mode.txt || fail "additive header predictions ($mode) differ from the model's"
+    done
+  else
+    fail "export-header additive"; cat ex.err
+  fi
+  cd ..
+  # the GNN headers against the runtime models loaded from the same files, graph by graph: HiFi-SAGE's
+  # and BRP-NAS's in one program without exceptions (they share the layers and Eigen's kernels, most
+  # of a minute-long compile)
+  if [ "$headers" = all ]; then
+    mkdir -p gnn && cd gnn
+    exported=1
+    for preset in hifisage brpnas; do
+      "$bin" export-header --model ../$preset.dnnc --out $preset.hpp --name $preset > /dev/null 2> ex_$preset.err \
+        || { fail "export-header $preset"; cat ex_$preset.err; exported=0; }
+    done
+    cat > use_gnn.cpp <<'CPP'
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include "my_estimator.hpp"
+#include "brpnas.hpp"
+#include "hifisage.hpp"
 #include <dnncost/spaces/nb201.hpp>
-int main(int, char** argv) {
-    std::ifstream file(argv[2], std::ios::binary);
+template <class Header>
+typename Header::estimator_type runtime_model(const char* path) {
+    std::ifstream file(path, std::ios::binary);
     std::stringstream bytes;
     bytes << file.rdbuf();
-    const auto runtime = my_estimator::estimator_type::deserialize(bytes.str(), my_estimator::preset, argv[2]);
+    return Header::estimator_type::deserialize(bytes.str(), Header::preset, path);
+}
+struct HiFiSage { using estimator_type = hifisage::estimator_type; static constexpr auto preset = hifisage::preset; };
+struct BrpNas { using estimator_type = brpnas::estimator_type; static constexpr auto preset = brpnas::preset; };
+int main(int, char** argv) {
+    const auto h = runtime_model<HiFiSage>(argv[2]);
+    const auto b = runtime_model<BrpNas>(argv[3]);
     std::ifstream in(argv[1]);
     std::string arch;
     while (std::getline(in, arch)) {
         const auto g = dnncost::nb201::build_graph(arch);
         const dnncost::graph::Graph* one[] = {&g};
-        std::printf("%s\t%.9g\t%.9g\n", arch.c_str(), my_estimator::predict(g), runtime.predict(one).front().mean);
+        std::printf("%s\t%.9g\t%.9g\t%.9g\t%.9g\n", arch.c_str(), hifisage::predict(g), h.predict(one).front().mean,
+                    brpnas::predict(g), b.predict(one).front().mean);
     }
 }
 CPP
-  # the additive header with exceptions and without; the GNN headers share one code path, and
-  # compile for a minute each: HiFi-SAGE's with exceptions, BRP-NAS's without
-  presets="additive hifisage brpnas"; [ "$headers" = additive ] && presets=additive
-  for preset in $presets; do
-    mkdir -p $preset && cd $preset
-    "$bin" export-header --model ../$preset.dnnc --out my_estimator.hpp --name my_estimator > /dev/null 2> ex.err \
-      || { fail "export-header $preset"; cat ex.err; cd ..; continue; }
-    modes="exceptions no-exceptions"; [ $preset = hifisage ] && modes=exceptions; [ $preset = brpnas ] && modes=no-exceptions
-    src=../use_gnn.cpp; [ $preset = additive ] && src=../use.cpp
-    for mode in $modes; do
-      flags=""; [ $mode = no-exceptions ] && flags=-fno-exceptions
-      "$cxx" -std=c++20 -O1 $flags -I. -I"$inc" "${eigen[@]}" $src -o use_$mode 2> cc_$mode.err \
-        || { fail "compile $preset ($mode)"; head -5 cc_$mode.err; continue; }
-      ./use_$mode ../archs.txt ../$preset.dnnc > ours_$mode.txt || fail "run $preset ($mode)"
-    done
-    if [ $preset = additive ]; then  # the runtime model through the CLI
-      "$bin" predict --model ../$preset.dnnc --space nb201 $(cat ../archs.txt) > theirs.txt 2> /dev/null \
-        || fail "predict $preset"
+    if [ $exported = 1 ]; then
+      if "$cxx" -std=c++20 -O1 -fno-exceptions -I. -I"$inc" "${eigen[@]}" use_gnn.cpp -o use_gnn 2> cc.err; then
+        if ./use_gnn ../archs.txt ../hifisage.dnnc ../brpnas.dnnc > ours.txt; then
+          cut -f1,2,3 ours.txt > pairs_hifisage.txt
+          cut -f1,4,5 ours.txt > pairs_brpnas.txt
+          same_predictions pairs_hifisage.txt || fail "hifisage header predictions differ from the model's"
+          same_predictions pairs_brpnas.txt || fail "brpnas header predictions differ from the model's"
+        else
+          fail "run the GNN headers' program"
+        fi
+      else
+        fail "compile the GNN headers (no exceptions)"; head -5 cc.err
+      fi
     fi
-    for mode in $modes; do
-      [ -s ours_$mode.txt ] || continue
-      if [ $preset = additive ]; then paste ours_$mode.txt theirs.txt | cut -f1,2,4 > pairs.txt
-      else cp ours_$mode.txt pairs.txt; fi
-      awk -F'\t' '{ d = $2 - $3; if (d < 0) d = -d; s = $3 < 0 ? -$3 : $3;
-        if (d > 1e-5 * s + 1e-12) { print "differs: " $1 " " $2 " " $3; bad = 1 } n++ }
-        END { if (n != 100) { print "compared " n " of 100"; bad = 1 } exit bad }' pairs.txt \
-        || fail "$preset header predictions ($mode) differ from the model's"
-    done
     cd ..
-  done
+  fi
   "$bin" train --data pool.csv --target pixel3 --preset perfsage --train 20 --val 5 --epochs 1 --seed 3 --out ps.dnnc \
     > /dev/null 2>&1 || fail "train perfsage"
   expect_error "cannot be written as a header (the additive, hifisage and brpnas presets can)" export-header --model ps.dnnc --out g.hpp --name g
