@@ -3,5 +3,6 @@
 #include <dnncost/device/device_adaptation_impl.hpp>
 #include <dnncost/estimators/adaptation_impl.hpp>
 #include <dnncost/estimators/model_selection_impl.hpp>
+#include <dnncost/estimators/ridge_impl.hpp>
 #include <dnncost/estimators/training_impl.hpp>
 #include <dnncost/estimators/warm_start_impl.hpp>
