@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/search/mapping/cosearch.hpp>
 #include <dnncost/search/mapping/cost_source.hpp>
@@ -34,12 +35,12 @@ struct CoSearchRequest {
 struct MappingComparison {
     VigArchitecture architecture;
     std::vector<VigBlock> blocks;
-    double latency_budget = 0;                 ///< ms
-    std::vector<std::size_t> standalone_cus;   ///< the CU of each standalone mapping
-    std::vector<MappingSolution> standalone;   ///< P at the budget's preference
+    double latency_budget = 0;                ///< ms
+    std::vector<std::size_t> standalone_cus;  ///< the CU of each standalone mapping
+    std::vector<MappingSolution> standalone;  ///< P at the budget's preference
     std::vector<MappingSolution> transitions_1, transitions_2;
-    MappingSearchResult ioe;                   ///< the IOE at the latency budget
-    std::vector<MappingSolution> ioe_front;    ///< without a budget, when asked for
+    MappingSearchResult ioe;                 ///< the IOE at the latency budget
+    std::vector<MappingSolution> ioe_front;  ///< without a budget, when asked for
 };
 
 struct CoSearchReport {
@@ -50,79 +51,15 @@ struct CoSearchReport {
 };
 
 /// The comparison of `arch` on `src`'s platform at the reference DVFS setting.
-inline MappingComparison compare_mappings(const TableCostSource<VigSpace>& src, const VigArchitecture& arch,
-                                          const CoSearchRequest& request) {
-    const VigSpace space;
-    const auto& platform = src.platform();
-    MappingComparison c;
-    c.architecture = arch;
-    c.blocks = space.blocks(arch);
-    auto name = [](const VigBlock& b) { return VigSpace::block_name(b); };
-    const MappingEvaluator ev(make_instance(src, c.blocks, platform.reference_dvfs, name));
-    const auto standalone = standalone_mappings(ev);
-    if (standalone.empty()) raise<error>("cosearch: no compute unit runs every block of ", VigSpace::to_string(arch));
-    double fastest = std::numeric_limits<double>::infinity();
-    for (const auto& s : standalone) fastest = std::min(fastest, s.value.t);
-    MappingSearchOptions io = request.search.inner;
-    io.seed = request.search.seed;
-    io.preference.t_target = (1.0 + request.latency_increase) * fastest;
-    c.latency_budget = io.preference.t_target;
-    c.ioe = search_mappings(ev, io);
-    const auto norm = c.ioe.normaliser;
-    for (const auto& s : standalone) {
-        c.standalone_cus.push_back(s.cu);
-        c.standalone.push_back(
-            {ev.to_cus(s.genes), s.value, objective_p(s.value, norm, io.preference), platform.reference_dvfs, true});
-    }
-    auto closest = [&](std::size_t k) {
-        auto f = transition_limited_front(ev, k).front;
-        std::sort(f.begin(), f.end(), [&](const auto& x, const auto& y) {
-            return std::abs(x.value.t - c.ioe.best.value.t) < std::abs(y.value.t - c.ioe.best.value.t);
-        });
-        std::vector<MappingSolution> out;
-        for (std::size_t i = 0; i < f.size() && i < 2; ++i)
-            out.push_back({ev.to_cus(f[i].genes), f[i].value, objective_p(f[i].value, norm, io.preference),
-                           platform.reference_dvfs, io.preference.feasible(f[i].value)});
-        return out;
-    };
-    c.transitions_1 = closest(1);
-    c.transitions_2 = closest(2);
-    if (request.ioe_front) c.ioe_front = search_mappings(ev, request.search.inner).front;
-    return c;
-}
+DNNCOST_FUNC MappingComparison compare_mappings(const TableCostSource<VigSpace>& src, const VigArchitecture& arch,
+                                                const CoSearchRequest& request);
 
 /// The co-search and the comparison. @throws config_error for an unknown platform, or DVFS
 /// brute force on the single-setting roofline platform
-inline CoSearchReport run_cosearch(const CoSearchRequest& request) {
-    const VigSpace space;
-    CoSearchReport rep;
-    auto source = [&]() -> TableCostSource<VigSpace> {
-        if (request.platform == "xavier") {
-            rep.platform_name = "the Xavier-like GPU + DLA platform";
-            return TableCostSource<VigSpace>(tabulate(space, XavierLikePlatform{}));
-        }
-        if (request.platform != "roofline")
-            raise<config_error>("cosearch: unknown platform '", request.platform, "' (xavier | roofline)");
-        if (request.search.dvfs_brute_force)
-            raise<config_error>("cosearch: the roofline platform has a single DVFS setting");
-        rep.platform_name = "the three-accelerator roofline platform";
-        return TableCostSource<VigSpace>(tabulate(space, three_accelerator_platform()));
-    };
-    const auto src = source();
-    rep.platform = src.platform();
-    const VigAccuracyProxy accuracy(request.dataset);
-    rep.result = co_search(space, src, accuracy, request.search);
-    VigArchitecture arch;
-    if (!request.compare.empty()) {
-        arch = space.parse(request.compare);
-    } else {
-        if (rep.result.front.empty()) raise<error>("cosearch: empty front");
-        arch = std::max_element(rep.result.front.begin(), rep.result.front.end(), [](const auto& x, const auto& y) {
-                   return x.accuracy < y.accuracy;
-               })->architecture;
-    }
-    rep.comparison = compare_mappings(src, arch, request);
-    return rep;
-}
+DNNCOST_FUNC CoSearchReport run_cosearch(const CoSearchRequest& request);
 
 }  // namespace dnncost::search::mapping
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/search/mapping/cosearch_comparison_impl.hpp>
+#endif

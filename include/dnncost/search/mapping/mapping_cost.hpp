@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/search/mapping/platform.hpp>
 
@@ -36,13 +37,7 @@ public:
     MappingInstance() = default;
     /// @param cus names of the compute units (at most 255)
     /// @param blocks names of the blocks, in execution order
-    MappingInstance(std::vector<std::string> cus, std::vector<std::string> blocks)
-        : m_cus(std::move(cus)), m_blocks(std::move(blocks)) {
-        if (m_cus.empty()) raise<config_error>("MappingInstance: no compute unit");
-        if (m_cus.size() > 255) raise<config_error>("MappingInstance: ", m_cus.size(), " compute units; at most 255");
-        m_costs.assign(m_blocks.size() * m_cus.size(), BlockCost{});
-        m_has.assign(m_blocks.size() * m_cus.size(), 0);
-    }
+    DNNCOST_FUNC MappingInstance(std::vector<std::string> cus, std::vector<std::string> blocks);
 
     std::size_t num_blocks() const { return m_blocks.size(); }
     std::size_t num_cus() const { return m_cus.size(); }
@@ -51,60 +46,19 @@ public:
 
     /// Set the cost of `block` on `cu`, which marks the CU as supporting it.
     /// @throws config_error for indices out of range or a NaN, infinite or negative cost.
-    void set(std::size_t block, std::size_t cu, const BlockCost& c) {
-        check(block, cu);
-        if (const auto k = c.first_invalid_field(); k < BlockCost::fields)
-            raise<config_error>("MappingInstance: block ", block, " (", m_blocks[block], ") on ", m_cus[cu], ": ",
-                                BlockCost::field_names[k], " = ", c.field(k), " (costs must be finite and >= 0)");
-        m_costs[block * m_cus.size() + cu] = c;
-        m_has[block * m_cus.size() + cu] = 1;
-    }
-    bool supports(std::size_t block, std::size_t cu) const {
-        check(block, cu);
-        return m_has[block * m_cus.size() + cu] != 0;
-    }
-    const BlockCost& cost(std::size_t block, std::size_t cu) const {
-        check(block, cu);
-        if (!m_has[block * m_cus.size() + cu])
-            raise<config_error>("MappingInstance: ", m_cus[cu], " does not run block ", block, " (", m_blocks[block],
-                                ")");
-        return m_costs[block * m_cus.size() + cu];
-    }
+    DNNCOST_FUNC void set(std::size_t block, std::size_t cu, const BlockCost& c);
+    DNNCOST_FUNC bool supports(std::size_t block, std::size_t cu) const;
+    /// The cost of `block` on `cu`. @throws config_error where the CU does not run the block.
+    DNNCOST_FUNC const BlockCost& cost(std::size_t block, std::size_t cu) const;
     /// CUs that run `block`, increasing; the gene of the block indexes this list.
-    std::vector<std::uint8_t> supported(std::size_t block) const {
-        std::vector<std::uint8_t> s;
-        for (std::size_t c = 0; c < m_cus.size(); ++c)
-            if (supports(block, c)) s.push_back(static_cast<std::uint8_t>(c));
-        return s;
-    }
+    DNNCOST_FUNC std::vector<std::uint8_t> supported(std::size_t block) const;
     /// @throws config_error if there is no block or a block no CU supports.
-    void validate() const {
-        if (m_blocks.empty()) raise<config_error>("MappingInstance: the network has no block");
-        for (std::size_t b = 0; b < m_blocks.size(); ++b) {
-            bool any = false;
-            for (std::size_t c = 0; c < m_cus.size(); ++c) any = any || m_has[b * m_cus.size() + c];
-            if (!any)
-                raise<config_error>("MappingInstance: no compute unit supports block ", b, " (", m_blocks[b], ")");
-        }
-    }
+    DNNCOST_FUNC void validate() const;
     /// Number of valid mappings (product of the support counts), saturating at 2^64 - 1.
-    std::uint64_t num_mappings() const {
-        std::uint64_t n = 1;
-        for (std::size_t b = 0; b < m_blocks.size(); ++b) {
-            const auto k = static_cast<std::uint64_t>(supported(b).size());
-            if (k != 0 && n > std::numeric_limits<std::uint64_t>::max() / k)
-                return std::numeric_limits<std::uint64_t>::max();
-            n *= k;
-        }
-        return n;
-    }
+    DNNCOST_FUNC std::uint64_t num_mappings() const;
 
 private:
-    void check(std::size_t block, std::size_t cu) const {
-        if (block >= m_blocks.size() || cu >= m_cus.size())
-            raise<config_error>("MappingInstance: block ", block, " of ", m_blocks.size(), ", compute unit ", cu,
-                                " of ", m_cus.size());
-    }
+    DNNCOST_FUNC void check(std::size_t block, std::size_t cu) const;
     std::vector<std::string> m_cus, m_blocks;
     std::vector<BlockCost> m_costs;  // [block][cu]
     std::vector<std::uint8_t> m_has;
@@ -120,22 +74,11 @@ struct Preference {
 
     bool constrained() const { return std::isfinite(t_target) || std::isfinite(e_target); }
     /// @throws config_error for negative or non-finite gammas or non-positive/NaN targets.
-    void validate() const {
-        if (!std::isfinite(gamma1) || !std::isfinite(gamma2) || gamma1 < 0.0 || gamma2 < 0.0)
-            raise<config_error>("mapping: gamma1 and gamma2 must be finite and >= 0, got ", gamma1, " and ", gamma2);
-        if (!(t_target > 0.0) || !(e_target > 0.0))
-            raise<config_error>("mapping: the latency and energy targets must be > 0, got ", t_target, " ms and ",
-                                e_target, " mJ");
-    }
+    DNNCOST_FUNC void validate() const;
     /// T < t_target and E < e_target.
     bool feasible(TimeEnergy v) const { return v.t < t_target && v.e < e_target; }
     /// "T < 20 ms and E < 150 mJ" (the targets that are set), or "no target".
-    std::string describe() const {
-        std::string s;
-        if (std::isfinite(t_target)) s += ::dnncost::concat("T < ", t_target, " ms");
-        if (std::isfinite(e_target)) s += ::dnncost::concat(s.empty() ? "" : " and ", "E < ", e_target, " mJ");
-        return s.empty() ? "no target" : s;
-    }
+    DNNCOST_FUNC std::string describe() const;
     /// Relative violations of the two targets (0 = met; a value equal to the target is a tiny
     /// positive violation, since the constraints are strict).
     std::pair<double, double> violations(TimeEnergy v) const {
@@ -167,63 +110,15 @@ class MappingEvaluator {
 public:
     MappingEvaluator() = default;
     /// @throws config_error if the instance is invalid (see MappingInstance::validate).
-    explicit MappingEvaluator(const MappingInstance& inst) {
-        inst.validate();
-        m_n = inst.num_blocks();
-        m_cus = inst.cu_names();
-        m_supported.resize(m_n);
-        m_stride = 1;
-        for (std::size_t b = 0; b < m_n; ++b) {
-            m_supported[b] = inst.supported(b);
-            m_stride = std::max(m_stride, m_supported[b].size());
-        }
-        const std::size_t s = m_stride;
-        m_comp.resize(m_n);
-        for (std::size_t b = 0; b < m_n; ++b)
-            for (auto cu : m_supported[b]) m_comp[b].push_back({inst.cost(b, cu).t_comp, inst.cost(b, cu).e_comp});
-        m_table.assign(s + (m_n - 1) * s * s, TimeEnergy{});
-        for (std::size_t g = 0; g < m_supported[0].size(); ++g) {
-            const auto& c = inst.cost(0, m_supported[0][g]);
-            m_table[g] = {c.t_comp, c.e_comp};
-        }
-        for (std::size_t i = 1; i < m_n; ++i) {
-            TimeEnergy* row = m_table.data() + step_offset(i);
-            for (std::size_t a = 0; a < m_supported[i - 1].size(); ++a) {
-                const std::size_t ca = m_supported[i - 1][a];
-                const auto& prev = inst.cost(i - 1, ca);
-                for (std::size_t b = 0; b < m_supported[i].size(); ++b) {
-                    const std::size_t cb = m_supported[i][b];
-                    const auto& cur = inst.cost(i, cb);
-                    TimeEnergy v{cur.t_comp, cur.e_comp};
-                    if (ca != cb) {
-                        v.t += prev.t_out + cur.t_in;
-                        v.e += prev.e_out + cur.e_in;
-                    }
-                    row[a * s + b] = v;
-                }
-            }
-        }
-    }
+    DNNCOST_FUNC explicit MappingEvaluator(const MappingInstance& inst);
 
     std::size_t num_blocks() const { return m_n; }
     std::size_t num_cus() const { return m_cus.size(); }
     const std::vector<std::string>& cu_names() const { return m_cus; }
     /// Number of valid mappings, saturating at 2^64 - 1.
-    std::uint64_t num_mappings() const {
-        std::uint64_t n = 1;
-        for (const auto& s : m_supported) {
-            if (n > std::numeric_limits<std::uint64_t>::max() / s.size())
-                return std::numeric_limits<std::uint64_t>::max();
-            n *= s.size();
-        }
-        return n;
-    }
+    DNNCOST_FUNC std::uint64_t num_mappings() const;
     /// Number of choices of each gene (the CUs that support each block).
-    std::vector<std::size_t> cardinalities() const {
-        std::vector<std::size_t> c(m_n);
-        for (std::size_t b = 0; b < m_n; ++b) c[b] = m_supported[b].size();
-        return c;
-    }
+    DNNCOST_FUNC std::vector<std::size_t> cardinalities() const;
     const std::vector<std::uint8_t>& supported(std::size_t block) const { return m_supported[block]; }
 
     /// (T, E) of the mapping whose genes are `genes` (n values, gene i < cardinalities()[i]).
@@ -248,37 +143,15 @@ public:
         check_genes(genes);
         return evaluate(genes.data());
     }
-    void check_genes(std::span<const std::uint8_t> genes) const {
-        if (genes.size() != m_n) raise<config_error>("mapping: ", genes.size(), " genes for ", m_n, " blocks");
-        for (std::size_t i = 0; i < m_n; ++i)
-            if (genes[i] >= m_supported[i].size())
-                raise<config_error>("mapping: gene ", i, " is ", int(genes[i]), ", block ", i, " has ",
-                                    m_supported[i].size(), " supporting compute unit(s)");
-    }
+    /// @throws config_error for a wrong genome length or a gene out of range, naming it.
+    DNNCOST_FUNC void check_genes(std::span<const std::uint8_t> genes) const;
 
     /// Genes -> CU indices.
-    std::vector<std::uint8_t> to_cus(std::span<const std::uint8_t> genes) const {
-        check_genes(genes);
-        std::vector<std::uint8_t> cus(m_n);
-        for (std::size_t i = 0; i < m_n; ++i) cus[i] = m_supported[i][genes[i]];
-        return cus;
-    }
+    DNNCOST_FUNC std::vector<std::uint8_t> to_cus(std::span<const std::uint8_t> genes) const;
     /// CU indices -> genes, or nullopt if some CU does not support its block.
-    std::optional<std::vector<std::uint8_t>> to_genes(std::span<const std::uint8_t> cus) const {
-        if (cus.size() != m_n) return std::nullopt;
-        std::vector<std::uint8_t> genes(m_n);
-        for (std::size_t i = 0; i < m_n; ++i) {
-            const auto& s = m_supported[i];
-            const auto it = std::find(s.begin(), s.end(), cus[i]);
-            if (it == s.end()) return std::nullopt;
-            genes[i] = static_cast<std::uint8_t>(it - s.begin());
-        }
-        return genes;
-    }
+    DNNCOST_FUNC std::optional<std::vector<std::uint8_t>> to_genes(std::span<const std::uint8_t> cus) const;
     /// The genome that runs every block on `cu`, or nullopt if `cu` does not run them all.
-    std::optional<std::vector<std::uint8_t>> standalone(std::size_t cu) const {
-        return to_genes(std::vector<std::uint8_t>(m_n, static_cast<std::uint8_t>(cu)));
-    }
+    DNNCOST_FUNC std::optional<std::vector<std::uint8_t>> standalone(std::size_t cu) const;
 
     /// Computation cost (no transfer) of block i with gene g.
     const TimeEnergy& computation(std::size_t i, std::uint8_t g) const { return m_comp[i][g]; }
@@ -351,39 +224,11 @@ struct Standalone {
 };
 
 /// Every standalone mapping that exists (CUs that run every block), in CU order.
-inline std::vector<Standalone> standalone_mappings(const MappingEvaluator& ev) {
-    std::vector<Standalone> out;
-    for (std::size_t c = 0; c < ev.num_cus(); ++c)
-        if (auto g = ev.standalone(c)) out.push_back({c, *g, ev.evaluate(g->data())});
-    return out;
-}
+DNNCOST_FUNC std::vector<Standalone> standalone_mappings(const MappingEvaluator& ev);
 
 /// The normaliser of P(m): max standalone latency and energy. When no CU runs every block, each
 /// block's worst supporting CU stands in (computation only), so P stays defined.
-inline Normaliser standalone_normaliser(const MappingEvaluator& ev) {
-    const auto sa = standalone_mappings(ev);
-    Normaliser n{0.0, 0.0};
-    if (!sa.empty()) {
-        for (const auto& s : sa) {
-            n.t_max = std::max(n.t_max, s.value.t);
-            n.e_max = std::max(n.e_max, s.value.e);
-        }
-    } else {
-        for (std::size_t i = 0; i < ev.num_blocks(); ++i) {
-            double t = 0.0, e = 0.0;
-            for (std::size_t g = 0; g < ev.supported(i).size(); ++g) {
-                t = std::max(t, ev.computation(i, static_cast<std::uint8_t>(g)).t);
-                e = std::max(e, ev.computation(i, static_cast<std::uint8_t>(g)).e);
-            }
-            n.t_max += t;
-            n.e_max += e;
-        }
-    }
-    // an all-zero network would divide by zero: P is then the unnormalised product
-    if (!(n.t_max > 0.0)) n.t_max = 1.0;
-    if (!(n.e_max > 0.0)) n.e_max = 1.0;
-    return n;
-}
+DNNCOST_FUNC Normaliser standalone_normaliser(const MappingEvaluator& ev);
 
 /// Lexicographic order of gene or CU vectors (a plain loop: GCC 12 warns falsely about the
 /// memcmp inside std::vector's operator< on bytes).
@@ -402,3 +247,7 @@ inline std::size_t transitions(std::span<const std::uint8_t> cus) {
 }
 
 }  // namespace dnncost::search::mapping
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/search/mapping/mapping_cost_impl.hpp>
+#endif
