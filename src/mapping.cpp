@@ -14,3 +14,9 @@
 #include <dnncost/search/mapping/roofline_impl.hpp>
 #include <dnncost/search/mapping/vig_space_impl.hpp>
 
+// The co-search `dnncost cosearch` runs, instantiated once (extern in cosearch.hpp).
+namespace dnncost::search::mapping {
+template class CoSearchProblem<VigSpace, TableCostSource<VigSpace>, VigAccuracyProxy>;
+template CoSearchResult<VigArchitecture> co_search(const VigSpace&, const TableCostSource<VigSpace>&,
+                                                   const VigAccuracyProxy&, const CoSearchOptions&);
+}  // namespace dnncost::search::mapping

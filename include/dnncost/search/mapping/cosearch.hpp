@@ -29,12 +29,14 @@
 #include <utility>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/search/mapping/cost_source.hpp>
 #include <dnncost/search/mapping/inner_search.hpp>
 #include <dnncost/search/mapping/mapping_cost.hpp>
+#include <dnncost/search/mapping/vig_space.hpp>
 #include <dnncost/search/nsga2.hpp>
 #include <dnncost/search/problem.hpp>
 
@@ -303,5 +305,13 @@ CoSearchResult<typename Space::Architecture> co_search(const Space& space, const
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;
 }
+
+#if defined(DNNCOST_COMPILED) && !defined(DNNCOST_BUILDING_LIBRARY)
+// The co-search `dnncost cosearch` runs (the ViG space on a tabulated platform, scored by the
+// accuracy proxy), built once, in the compiled library (src/mapping.cpp).
+extern template class CoSearchProblem<VigSpace, TableCostSource<VigSpace>, VigAccuracyProxy>;
+extern template CoSearchResult<VigArchitecture> co_search(const VigSpace&, const TableCostSource<VigSpace>&,
+                                                          const VigAccuracyProxy&, const CoSearchOptions&);
+#endif
 
 }  // namespace dnncost::search::mapping
