@@ -169,21 +169,20 @@ CPP
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include "brpnas.hpp"
 #include "hifisage.hpp"
 #include <dnncost/spaces/nb201.hpp>
-template <class Header>
-typename Header::estimator_type runtime_model(const char* path) {
+template <class Estimator>
+Estimator runtime_model(std::string_view preset, const char* path) {
     std::ifstream file(path, std::ios::binary);
     std::stringstream bytes;
     bytes << file.rdbuf();
-    return Header::estimator_type::deserialize(bytes.str(), Header::preset, path);
+    return Estimator::deserialize(bytes.str(), preset, path);
 }
-struct HiFiSage { using estimator_type = hifisage::estimator_type; static constexpr auto preset = hifisage::preset; };
-struct BrpNas { using estimator_type = brpnas::estimator_type; static constexpr auto preset = brpnas::preset; };
 int main(int, char** argv) {
-    const auto h = runtime_model<HiFiSage>(argv[2]);
-    const auto b = runtime_model<BrpNas>(argv[3]);
+    const auto h = runtime_model<hifisage::estimator_type>(hifisage::preset, argv[2]);
+    const auto b = runtime_model<brpnas::estimator_type>(brpnas::preset, argv[3]);
     std::ifstream in(argv[1]);
     std::string arch;
     while (std::getline(in, arch)) {
