@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -202,6 +203,83 @@ TEST_CASE("in-context samples: mapped kernels scaled to the unprofiled latency, 
     CHECK_THROWS_WITH_AS(device::in_context_samples(g, "net", rules(), {}, {}, 1.0, 0.5),
                          doctest::Contains("add up to 0 ms"), config_error);
     CHECK_THROWS_AS(device::in_context_samples(g, "net", rules(), profile, {}, std::nan(""), 0.5), config_error);
+}
+
+TEST_CASE("in-context samples: the profiler's per-kernel cost comes off every kernel before scaling") {
+    const auto g = small_net();
+    // 0.3 ms a kernel: the ReLU, profiled at 0.2 ms, keeps a tenth of its time; the rest lose
+    // 0.3 ms each: 1.2 + 0.02 + 0.7 + 0.4 + 0.7 = 3.02 ms, scaled by (3 - 0.5) / 3.02
+    const std::vector<measure::RuntimeKernel> profile{
+        {"conv", "Conv", 1.5}, {"relu", "Relu", 0.2}, {"pool", "GlobalAveragePool", 1.0},
+        {"fc", "Gemm", 0.7},   {"copy_1", "MemcpyToHost", 1.0}};
+    const device::ProfilerCost cost{0.3, 1.05, 3};
+    const auto s = device::in_context_samples(g, "net", rules(), profile, {}, 3.0, 0.5, cost);
+    const double scale = 2.5 / 3.02;
+    CHECK(s.profiled_ms == doctest::Approx(4.4));
+    CHECK(s.profiler_ms == doctest::Approx(4.4 - 3.02));
+    CHECK(s.sampled_ms == doctest::Approx(1.22 + 0.7 + 0.4));
+    CHECK(s.scale == doctest::Approx(scale));
+    REQUIRE(s.rows.size() == 3);
+    CHECK(s.rows[0].latency_ms == doctest::Approx(1.22 * scale));
+    CHECK(s.rows[1].latency_ms == doctest::Approx(0.7 * scale));
+    CHECK(s.rows[2].latency_ms == doctest::Approx(0.4 * scale));
+    // the default cost removes nothing
+    const auto plain = device::in_context_samples(g, "net", rules(), profile, {}, 3.0, 0.5);
+    CHECK(plain.profiler_ms == 0);
+    CHECK(plain.scale == doctest::Approx(2.5 / 4.4));
+}
+
+TEST_CASE("profiler cost: recovered from planted networks, a disturbed one does not pull it, guarded") {
+    // profiled sum = 1.04 (latency - 0.01) + 0.004 n, for networks of many sizes
+    const double overhead = 0.01;
+    const auto planted = [&](double latency, std::size_t n, double factor = 1.04, double cost = 0.004) {
+        return device::ProfiledTotals{factor * (latency - overhead) + cost * static_cast<double>(n), n, latency};
+    };
+    std::vector<device::ProfiledTotals> nets{planted(0.5, 200),  planted(2.0, 350), planted(12.0, 120),
+                                             planted(40.0, 60),  planted(1.2, 90),  planted(150.0, 200),
+                                             planted(0.15, 15)};
+    const auto c = device::fit_profiler_cost(nets, overhead);
+    CHECK(c.networks == nets.size());
+    CHECK(c.per_kernel_ms == doctest::Approx(0.004).epsilon(1e-4));
+    CHECK(c.factor == doctest::Approx(1.04).epsilon(1e-4));
+
+    // one network profiled in a disturbed hour, 1.8 times too slow: least absolute error ignores it
+    auto disturbed = nets;
+    disturbed[2].profiled_ms *= 1.8;
+    const auto d = device::fit_profiler_cost(disturbed, overhead);
+    CHECK(d.per_kernel_ms == doctest::Approx(0.004).epsilon(0.02));
+    CHECK(d.factor == doctest::Approx(1.04).epsilon(0.02));
+
+    // a network without a latency above the overhead, or without kernels, is left out
+    auto unusable = nets;
+    unusable.push_back({5.0, 10, 0.005});
+    unusable.push_back({5.0, 0, 5.0});
+    CHECK(device::fit_profiler_cost(unusable, overhead).networks == nets.size());
+
+    // too few networks, or networks that cannot tell a per-kernel cost from a slower run: nothing
+    CHECK(device::fit_profiler_cost(std::span(nets).first(2), overhead).networks == 0);
+    CHECK(device::fit_profiler_cost(std::span(nets).first(2), overhead).per_kernel_ms == 0);
+    const std::vector<device::ProfiledTotals> alike{{1.0, 10, 1.0}, {2.0, 20, 2.0}, {4.0, 40, 4.0}};
+    const auto a = device::fit_profiler_cost(alike, 0.0);
+    CHECK(a.networks == 0);
+    CHECK(a.per_kernel_ms == 0);
+    CHECK(a.factor == 1);
+
+    // runs the profiler made faster per kernel: no negative cost, the factor alone (its median)
+    std::vector<device::ProfiledTotals> faster{planted(0.5, 200, 1.1, -0.001), planted(12.0, 120, 1.1, -0.001),
+                                               planted(40.0, 60, 1.1, -0.001), planted(2.0, 350, 1.1, -0.001)};
+    const auto f = device::fit_profiler_cost(faster, overhead);
+    CHECK(f.per_kernel_ms == 0);
+    CHECK(f.factor > 1.0);
+    CHECK(f.factor < 1.1);
+
+    // a cost as large as a network's mean kernel time would leave that network nothing
+    std::vector<device::ProfiledTotals> heavy{planted(0.5, 200, 1.0, 0.05), planted(12.0, 120, 1.0, 0.05),
+                                              planted(40.0, 60, 1.0, 0.05)};
+    const auto h = device::fit_profiler_cost(heavy, overhead);
+    const double smallest_mean = heavy[0].profiled_ms / 200.0;
+    CHECK(h.per_kernel_ms == doctest::Approx(0.9 * smallest_mean));
+    CHECK(h.per_kernel_ms < smallest_mean);
 }
 
 TEST_CASE("network profiling: the planted in-context samples, unmapped kernels counted, resumable") {
@@ -409,6 +487,17 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
         CHECK_NOTHROW(device::kernel_graph(g, rules()));
     }
     CHECK(thousand);
+    // the first round has each search space as searched (batch 1), later rounds at larger batches
+    std::size_t as_searched = 0;
+    for (const auto& g : nets) {
+        const auto& name = g.name();
+        const bool small_space = name.starts_with("|") || name.starts_with("fbnet:") || name.starts_with("vit:") ||
+                                 name.starts_with("kws:");
+        if (!small_space) continue;
+        CHECK_MESSAGE(name.ends_with("@batch=1"), name);
+        ++as_searched;
+    }
+    CHECK(as_searched >= 3);
     CHECK(names.count("cnn"));
     CHECK(names.count("transformer"));
     CHECK(names.count("ofa"));

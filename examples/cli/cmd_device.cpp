@@ -72,7 +72,8 @@ inline json profiling_json(const device::NetworkProfilingResult& p) {
         nets.push_back({{"id", n.id},
                         {"latency_ms", n.latency_ms},
                         {"profiled_ms", n.profiled_ms},
-                        {"sampled_share", n.sampled_ms / n.profiled_ms},
+                        {"profiler_ms", n.profiler_ms},
+                        {"sampled_share", n.sampled_ms / (n.profiled_ms - n.profiler_ms)},
                         {"scale", n.scale},
                         {"samples", n.samples},
                         {"unmapped", n.unmapped},
@@ -81,6 +82,10 @@ inline json profiling_json(const device::NetworkProfilingResult& p) {
     }
     std::sort(scales.begin(), scales.end());
     return {{"used", p.networks.size()},
+            {"profiler_cost",
+             {{"per_kernel_ms", p.profiler_cost.per_kernel_ms},
+              {"factor", p.profiler_cost.factor},
+              {"networks", p.profiler_cost.networks}}},
             {"measured", p.measured},
             {"profiled", p.profiled},
             {"from_store", p.from_store},

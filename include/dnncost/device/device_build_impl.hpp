@@ -267,8 +267,13 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
             spaces::SpaceOptions o;
             if (what == "ofa")
                 o["resolution"] = std::to_string(pick({160, 192, 224, 256, 288, 320}));
-            else  // the spaces of 32 x 32 images and of keyword spotting: real sizes at larger batches
-                o["batch"] = std::to_string(what == "vit" ? pick({4, 8, 16}) : pick({8, 16, 32}));
+            else {
+                // NB201, FBNet, ViT, KWS: real sizes at larger batches, and as searched (batch 1;
+                // each space in the first round): the small kernels of small networks, which no
+                // larger network shows
+                const int batch = what == "vit" ? pick({1, 4, 8, 16}) : pick({1, 8, 16, 32});
+                o["batch"] = std::to_string(i < std::size(plan) ? 1 : batch);
+            }
             g = space.build_graph(arch, o);
             const auto size = synthetic::network_size(g);
             if (size.params > limits.max_params || size.macs > limits.max_macs) {

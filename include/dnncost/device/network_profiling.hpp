@@ -34,10 +34,10 @@ struct NetworkProfilingSetup : MeasuringSetup {
     std::size_t chunk = 4;  ///< networks profiled and measured at once
 };
 
-/// A network that gave samples: how its profile was scaled to its latency.
+/// A network that gave samples: how its profile was scaled to its latency (InContextSamples).
 struct ProfiledNetwork {
     std::string key, id;
-    double latency_ms = 0, profiled_ms = 0, sampled_ms = 0, scale = 1;
+    double latency_ms = 0, profiled_ms = 0, profiler_ms = 0, sampled_ms = 0, scale = 1;
     std::size_t samples = 0, unmapped = 0, merged = 0;
 };
 
@@ -47,6 +47,7 @@ struct NetworkProfilingResult {
     bool profiles = true;
     std::vector<KernelRow> rows;            ///< in-context samples of every network with a latency and a profile
     std::vector<ProfiledNetwork> networks;  ///< those networks, in the order given
+    ProfilerCost profiler_cost;             ///< fitted across them, removed from their samples
     std::size_t measured = 0;               ///< latencies measured in this run
     std::size_t profiled = 0;               ///< profiles taken in this run
     std::size_t from_store = 0;             ///< networks the store and the kernel file already held
@@ -59,7 +60,7 @@ struct NetworkProfilingResult {
 };
 
 /// Profile and measure `networks` (keyed by network_key) and return their in-context samples
-/// under `rules`, scaled with `run_overhead_ms`.
+/// under `rules`, less the profiler's cost fitted across them, scaled with `run_overhead_ms`.
 /// @throws config_error (no runner or store, bad options, a store of another device or runners),
 /// io_error, parse_error (an existing store or kernel file that is damaged)
 DNNCOST_FUNC NetworkProfilingResult profile_networks(const std::vector<graph::Graph>& networks,

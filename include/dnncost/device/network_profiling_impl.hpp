@@ -148,14 +148,25 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         return out;
     }
 
+    // the networks with a latency and a profile; first the profiler's cost across all of them
+    std::vector<std::pair<std::size_t, double>> usable;  // network, its latency
+    std::vector<ProfiledTotals> totals;
     for (std::size_t i = 0; i < nets.size(); ++i) {
         const auto* r = store.result(nets[i].key);
         const auto p = profiles.find(nets[i].key);
         if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms > 0) || p == profiles.end()) continue;
+        usable.emplace_back(i, r->latency_ms);
+        ProfiledTotals t{0, p->second.kernels.size(), r->latency_ms};
+        for (const auto& k : p->second.kernels) t.profiled_ms += k.ms;
+        totals.push_back(t);
+    }
+    out.profiler_cost = fit_profiler_cost(totals, run_overhead_ms);
+    for (const auto& [i, latency_ms] : usable) {
+        const auto& p = profiles.at(nets[i].key);
         InContextSamples s;
         try {
-            s = in_context_samples(*graph_of[i], nets[i].key, rules, p->second.kernels, p->second.nodes, r->latency_ms,
-                                   run_overhead_ms);
+            s = in_context_samples(*graph_of[i], nets[i].key, rules, p.kernels, p.nodes, latency_ms, run_overhead_ms,
+                                   out.profiler_cost);
         } catch (const config_error& e) {
             out.problems.push_back(nets[i].id + ": " + e.what());
             continue;
@@ -164,8 +175,8 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         out.unmapped += s.unmapped;
         out.merged += s.merged;
         out.untimed += s.untimed;
-        out.networks.push_back({nets[i].key, nets[i].id, r->latency_ms, s.profiled_ms, s.sampled_ms, s.scale,
-                                s.rows.size(), s.unmapped, s.merged});
+        out.networks.push_back({nets[i].key, nets[i].id, latency_ms, s.profiled_ms, s.profiler_ms, s.sampled_ms,
+                                s.scale, s.rows.size(), s.unmapped, s.merged});
         for (auto& row : s.rows) out.rows.push_back(std::move(row));
     }
     out.seconds = run.elapsed();

@@ -117,7 +117,7 @@ private:
             fail("OnnxImportOptions::batch_size must be at least 1, got ", m_options.batch_size);
         for (const auto& [name, shape] : m_options.input_shapes) {  // a misspelt name would be silently ignored
             const bool known =
-                std::any_of(g.input().begin(), g.input().end(), [&](const auto& i) { return i.name() == name; });
+                std::any_of(g.input().begin(), g.input().end(), [&name = name](const auto& i) { return i.name() == name; });
             if (!known) fail("OnnxImportOptions::input_shapes names '", name, "', which is not a graph input");
             for (auto d : shape)
                 if (d < 1)
