@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -57,22 +58,25 @@ std::string name_of_writer(const graph::Graph& g, const device::Kernel& k) {
     return g.node(g.tensor(k.outputs.front()).producer).name;
 }
 
-/// Planted answers for one network: kernel k of the pass takes 0.01 (k + 1) ms profiled, every
+/// Planted answers for one network: kernel k of the pass takes `unit` (k + 1) ms profiled, every
 /// `skip`-th kernel is left out of the profile (unmapped, and its first consumer in the profile
 /// counts as the kernel the runtime fused it into), and a kernel the runtime inserted takes
-/// 0.1 ms; the unprofiled latency is chosen so that the profile scales by `scale` with run
-/// overhead `overhead`. Returns each pass kernel's expected sample (NaN: none).
+/// 0.1 ms; the profiler adds `cost` ms to each of them. The unprofiled latency is chosen so that
+/// the profile less that cost scales by `scale` with run overhead `overhead`. Returns each pass
+/// kernel's expected sample (NaN: none).
 std::vector<double> plant(const fs::path& dir, const graph::Graph& g, std::size_t skip, double scale,
-                          double overhead, std::set<std::size_t>& merged) {
+                          double overhead, std::set<std::size_t>& merged, double cost = 0, double unit = 0.01) {
     const auto kg = device::kernel_graph(g, rules());
     std::vector<double> expected(kg.kernels.size(), std::nan(""));
     std::ostringstream kernels;
+    kernels.precision(17);
     double sum = 0.1;
-    kernels << "{\"name\":\"inserted_cast\",\"op\":\"Cast\",\"ms\":0.1}";
+    kernels << "{\"name\":\"inserted_cast\",\"op\":\"Cast\",\"ms\":" << 0.1 + cost << "}";
     for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
         if (skip > 0 && k % skip == skip - 1) continue;
-        const double ms = 0.01 * static_cast<double>(k + 1);
-        kernels << ",{\"name\":\"" << name_of_writer(g, kg.kernels[k]) << "\",\"op\":\"X\",\"ms\":" << ms << "}";
+        const double ms = unit * static_cast<double>(k + 1);
+        kernels << ",{\"name\":\"" << name_of_writer(g, kg.kernels[k]) << "\",\"op\":\"X\",\"ms\":" << ms + cost
+                << "}";
         sum += ms;
         expected[k] = ms * scale;
     }
@@ -103,12 +107,12 @@ void plant_overhead(const fs::path& dir, double overhead) {
 }
 
 /// Two small networks of the generator: a convolutional one and a transformer.
-std::vector<graph::Graph> tiny_networks() {
+std::vector<graph::Graph> tiny_networks(std::uint64_t seed = 4) {
     synthetic::Limits l;
     l.max_params = 60'000;
     l.max_macs = 5'000'000;
     l.classes = 10;
-    Rng rng(4);
+    Rng rng(seed);
     return {synthetic::build_cnn(synthetic::sample_cnn(rng), l),
             synthetic::build_transformer(synthetic::sample_transformer(rng), l)};
 }
@@ -332,6 +336,35 @@ TEST_CASE("network profiling: the planted in-context samples, unmapped kernels c
     CHECK(again.measured + again.profiled == 0);
     CHECK(again.rows.size() == rows);
     CHECK(lines_of(s.dir / "requests.log") == 4);
+}
+
+TEST_CASE("network profiling: a per-kernel profiler cost in every profile is fitted across the networks and taken off") {
+    const Scratch s("test_in_context", "profiler_cost");
+    auto nets = tiny_networks();
+    for (auto& g : tiny_networks(9)) nets.push_back(std::move(g));
+    // 3 us a kernel on top of kernels of 10, 20, 30 and 40 us per unit, no other slowdown
+    std::vector<std::vector<double>> expected;
+    std::vector<std::set<std::size_t>> merged(nets.size());
+    for (std::size_t i = 0; i < nets.size(); ++i)
+        expected.push_back(plant(s.dir, nets[i], 0, 1.0, 0.25, merged[i], 0.003, 0.01 * static_cast<double>(i + 1)));
+    const auto r = device::profile_networks(nets, rules(), 0.25, profiling_setup(s, "planted"));
+    REQUIRE(r.networks.size() == nets.size());
+    CHECK(r.profiler_cost.networks == nets.size());
+    CHECK(r.profiler_cost.per_kernel_ms == doctest::Approx(0.003).epsilon(1e-6));
+    CHECK(r.profiler_cost.factor == doctest::Approx(1.0).epsilon(1e-6));
+    std::size_t row = 0;
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        // the cost off, the profile adds up to the latency: nothing left to scale
+        CHECK(r.networks[i].scale == doctest::Approx(1.0));
+        CHECK(r.networks[i].profiler_ms > 0);
+        for (double e : expected[i]) {
+            if (std::isnan(e)) continue;
+            REQUIRE(row < r.rows.size());
+            CHECK(r.rows[row].latency_ms == doctest::Approx(e));
+            ++row;
+        }
+    }
+    CHECK(row == r.rows.size());
 }
 
 TEST_CASE("network profiling: a runner that cannot profile is found on one network") {
