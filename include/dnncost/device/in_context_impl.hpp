@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/device/in_context.hpp>
 #include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/kernel_graph.hpp>
@@ -116,8 +117,7 @@ DNNCOST_FUNC auto dnncost::device::fit_profiler_cost(std::span<const ProfiledTot
         // no per-kernel cost shows: the proportional part alone, its median
         std::vector<double> r;
         for (const auto& xi : x) r.push_back(1.0 / xi[0]);
-        std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
-        a = r[r.size() / 2];
+        a = median_high(r);
         c = 0;
     }
     out.per_kernel_ms = std::min(c, cost_cap);
