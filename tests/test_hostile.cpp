@@ -14,6 +14,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/cost/memory.hpp>
 #include <dnncost/graph/graph.hpp>
+#include <dnncost/io/atomic_write.hpp>
 #include <dnncost/io/file.hpp>
 
 using namespace dnncost;

@@ -4,11 +4,15 @@
 /// and the bad value; library code never calls abort() or exit().
 #include <cstdio>
 #include <cstdlib>
+#include <ios>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+
+#include <dnncost/core/config.hpp>
 
 namespace dnncost {
 
@@ -51,45 +55,7 @@ public:
 /// `text` made safe to print on one line: control characters (newline, NUL, ESC, ...), DEL and
 /// bytes that are not valid UTF-8 become \xNN escapes, so that text from an input file (a node
 /// name, a CSV field, a path) can neither forge a second line nor cut the message short.
-inline std::string printable(std::string_view text) {
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(text.size());
-    auto escape = [&](unsigned char b) {
-        out += "\\x";
-        out += hex[b >> 4];
-        out += hex[b & 15];
-    };
-    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-    const std::size_t n = text.size();
-    for (std::size_t i = 0; i < n;) {
-        const unsigned char b = p[i];
-        if (b < 0x20 || b == 0x7f) {
-            escape(b);
-            ++i;
-            continue;
-        }
-        if (b < 0x80) {
-            out += static_cast<char>(b);
-            ++i;
-            continue;
-        }
-        // a well-formed UTF-8 sequence (no overlongs, surrogates or code points above U+10FFFF)
-        std::size_t len = b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
-        bool ok = len != 0 && i + len <= n;
-        for (std::size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xc0) == 0x80;
-        if (ok && len == 3) ok = !(b == 0xe0 && p[i + 1] < 0xa0) && !(b == 0xed && p[i + 1] >= 0xa0);
-        if (ok && len == 4) ok = !(b == 0xf0 && p[i + 1] < 0x90) && !(b == 0xf4 && p[i + 1] >= 0x90);
-        if (!ok) {
-            escape(b);
-            ++i;
-            continue;
-        }
-        out.append(text.substr(i, len));
-        i += len;
-    }
-    return out;
-}
+DNNCOST_FUNC std::string printable(std::string_view text);
 
 /// The arguments one after another, each as an ostream prints it: for messages.
 template <class... Args>
@@ -99,21 +65,126 @@ std::string concat(Args&&... args) {
     return os.str();
 }
 
+namespace detail {
+/// One argument of an error message, by reference: text, a character, an integer or a
+/// floating-point number as itself, anything else with the function that prints it. Messages
+/// are put together by one non-template function (format_message), so that a check costs its
+/// caller a few stores and a call, not a stream of its own.
+struct MessageArg {
+    enum class Kind : unsigned char {
+        text,
+        character,
+        signed_integer,
+        unsigned_integer,
+        floating,
+        manipulator,
+        other
+    };
+    Kind kind;
+    union Value {
+        Value() : signed_integer(0) {}
+        std::string_view text;
+        char character;
+        long long signed_integer;
+        unsigned long long unsigned_integer;
+        double floating;
+        std::ios_base& (*manipulator)(std::ios_base&);  ///< std::fixed, std::hex, ...
+        struct {
+            const void* object;
+            void (*print)(std::ostream&, const void*);
+        } other;
+    } value;
+
+    template <class T>
+    static void print_other(std::ostream& os, const void* object) {
+        os << *static_cast<const T*>(object);
+    }
+
+    template <class T>
+    MessageArg(const T& v) {  // implicit: raise() lists its arguments as MessageArgs
+        using U = std::remove_cv_t<T>;
+        if constexpr (std::is_same_v<U, std::string> || std::is_same_v<U, std::string_view>) {
+            kind = Kind::text;
+            value.text = v;
+        } else if constexpr (std::is_array_v<U> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<U>>, char>) {
+            kind = Kind::text;
+            value.text = std::string_view(static_cast<const char*>(v));
+        } else if constexpr (std::is_same_v<U, const char*> || std::is_same_v<U, char*>) {
+            kind = Kind::text;
+            value.text = v ? std::string_view(v) : std::string_view();
+        } else if constexpr (std::is_same_v<U, char> || std::is_same_v<U, signed char> ||
+                             std::is_same_v<U, unsigned char>) {
+            kind = Kind::character;
+            value.character = static_cast<char>(v);
+        } else if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool> && std::is_signed_v<U>) {
+            kind = Kind::signed_integer;
+            value.signed_integer = v;
+        } else if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool>) {
+            kind = Kind::unsigned_integer;
+            value.unsigned_integer = v;
+        } else if constexpr (std::is_floating_point_v<U> && !std::is_same_v<U, long double>) {
+            kind = Kind::floating;
+            value.floating = v;
+        } else if constexpr (std::is_function_v<U>) {
+            kind = Kind::manipulator;
+            value.manipulator = v;
+        } else {
+            kind = Kind::other;
+            value.other.object = static_cast<const void*>(&v);
+            value.other.print = &print_other<T>;
+        }
+    }
+};
+
+/// The arguments one after another, each as an std::ostream prints it.
+DNNCOST_FUNC std::string format_message(const MessageArg* args, std::size_t count);
+
+template <class E>
+[[noreturn, gnu::cold, gnu::noinline]] void throw_error(const std::string& message) {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+    throw E(printable(message));
+#else
+    std::fputs(("dnncost: error: " + printable(message) + "\n").c_str(), stderr);
+    std::abort();
+#endif
+}
+
+/// A message argument as raise_with takes it: a character array (a string literal) as a
+/// pointer, so that messages differing only in their literals' lengths share one instantiation.
+template <class T>
+decltype(auto) message_arg(const T& v) {
+    if constexpr (std::is_array_v<T>)
+        return static_cast<const std::remove_extent_t<T>*>(v);
+    else
+        return v;
+}
+
+/// The body of raise(), out of line and cold: a check costs its caller one call.
+template <class E, class... Args>
+[[noreturn, gnu::cold, gnu::noinline]] void raise_with(const Args&... args) {
+    if constexpr (sizeof...(Args) == 0) {
+        throw_error<E>(std::string());
+    } else {
+        const MessageArg list[] = {args...};
+        throw_error<E>(format_message(list, sizeof...(Args)));
+    }
+}
+}  // namespace detail
+
 /// Throw an exception of type E whose message is the concatenation of the arguments, made
 /// printable (see printable()): messages quote text from input files. Built without exceptions
 /// (-fno-exceptions, embedded toolchains), it prints the message to stderr and aborts instead:
 /// there is no other way to leave.
 template <class E = error, class... Args>
-[[noreturn]] void raise(Args&&... args) {
-#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
-    throw E(printable(dnncost::concat(std::forward<Args>(args)...)));
-#else
-    std::fputs(("dnncost: error: " + printable(dnncost::concat(std::forward<Args>(args)...)) + "\n").c_str(), stderr);
-    std::abort();
-#endif
+[[noreturn]] void raise(const Args&... args) {
+    detail::raise_with<E>(detail::message_arg(args)...);
 }
 
 }  // namespace dnncost
+
+#if !defined(DNNCOST_COMPILED)
+#include <dnncost/core/error_impl.hpp>
+#endif
 
 /// Internal invariant check. Override by defining DNNCOST_ASSERT before including dnncost.
 #ifndef DNNCOST_ASSERT

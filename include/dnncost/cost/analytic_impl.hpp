@@ -213,3 +213,108 @@ DNNCOST_FUNC auto dnncost::cost::roofline(const graph::Graph& g, const DeviceSpe
     }
     return r;
 }
+
+namespace dnncost::cost::detail {
+
+DNNCOST_FUNC const std::unordered_map<std::string_view, CostRule>& cost_rules() {
+    static const std::unordered_map<std::string_view, CostRule> rules = [] {
+        std::unordered_map<std::string_view, CostRule> r;
+        r["Conv"] = conv;
+        r["ConvTranspose"] = conv_transpose;
+        r["Gemm"] = gemm;
+        r["MatMul"] = matmul;
+        r["Einsum"] = einsum;
+        r["LSTM"] = recurrent;
+        r["GRU"] = recurrent;
+        r["RNN"] = recurrent;
+        for (const char* op : {"AveragePool", "MaxPool", "LpPool"}) r[op] = pool;
+        r["BatchNormalization"] = batch_norm;
+        for (const char* op : {"LayerNormalization", "InstanceNormalization", "GroupNormalization", "LpNormalization",
+                               "MeanVarianceNormalization"})
+            r[op] = normalization;
+        r["Resize"] = resize;
+        r["Upsample"] = resize;
+        // reductions: one operation per input element
+        for (const char* op :
+             {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
+              "ReduceProd", "ReduceL1", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum"})
+            r[op] = per_input<1>;
+        for (const char* op : {"ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}) r[op] = per_input<2>;
+        // binary and variadic elementwise
+        for (const char* op : {"Add",
+                               "Sub",
+                               "Mul",
+                               "Div",
+                               "Sum",
+                               "Max",
+                               "Min",
+                               "Pow",
+                               "Mod",
+                               "Mean",
+                               "PRelu",
+                               "And",
+                               "Or",
+                               "Xor",
+                               "Equal",
+                               "Less",
+                               "Greater",
+                               "LessOrEqual",
+                               "GreaterOrEqual",
+                               "BitShift",
+                               "Where"})
+            r[op] = variadic;
+        // cheap unary: one operation per element
+        for (const char* op : {"Relu", "LeakyRelu", "Abs", "Neg", "Sign", "Not", "Floor", "Ceil", "Round", "Reciprocal",
+                               "ThresholdedRelu", "IsNaN", "IsInf"})
+            r[op] = per_output<1>;
+        r["Clip"] = per_output<2>;  // a min and a max
+        // transcendental unary: ~4 FLOPs per element (an exp/log/sqrt costs several instructions)
+        for (const char* op :
+             {"Sigmoid", "Tanh", "Exp",      "Log",      "Sqrt",  "Erf",   "HardSigmoid", "HardSwish", "Elu",
+              "Selu",    "Celu", "Softplus", "Softsign", "Sin",   "Cos",   "Tan",         "Asin",      "Acos",
+              "Atan",    "Sinh", "Cosh",     "Asinh",    "Acosh", "Atanh", "Mish",        "Shrink"})
+            r[op] = per_output<4>;
+        r["Gelu"] = per_output<8>;  // erf or tanh approximation plus 3 multiplies and an add
+        // Softmax: max, subtract, exp (4), sum, divide = 8 per element
+        for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) r[op] = per_output<8>;
+        // data movement only: no arithmetic (memory traffic still counted)
+        for (const char* op : {"Reshape",
+                               "Flatten",
+                               "Squeeze",
+                               "Unsqueeze",
+                               "Identity",
+                               "Shape",
+                               "Size",
+                               "Constant",
+                               "ConstantOfShape",
+                               "Dropout",
+                               "Transpose",
+                               "Concat",
+                               "Split",
+                               "Slice",
+                               "Gather",
+                               "GatherElements",
+                               "GatherND",
+                               "ScatterElements",
+                               "ScatterND",
+                               "Pad",
+                               "Expand",
+                               "Tile",
+                               "Cast",
+                               "CastLike",
+                               "DepthToSpace",
+                               "SpaceToDepth",
+                               "Range",
+                               "OneHot",
+                               "NonZero",
+                               "TopK",
+                               "Trilu",
+                               "ReverseSequence",
+                               "EyeLike"})
+            r[op] = zero_cost;
+        return r;
+    }();
+    return rules;
+}
+
+}  // namespace dnncost::cost::detail
