@@ -158,8 +158,8 @@ inline void run_refit(const BuildArgs& a) {
               {"family_regressors", a.family_regressors},
               {"roofline_base", a.roofline_base},
               {"regressors", a.regressors},
-              {"host", json::parse(measure::json::dump(measure::to_json(measure::local_host())))}};
-    m.set_build_info(info.dump());
+              {"host", parse_json(measure::json::dump(measure::to_json(measure::local_host())))}};
+    m.set_build_info(json_text(info, -1));
     io::write_file_atomic(a.out, m.serialize());
     if (a.json_out) {
         json j = info;
@@ -226,7 +226,7 @@ inline void run_build(const BuildArgs& a) {
     if (!r.in_context_note.empty()) std::cerr << "dnncost: note: " << r.in_context_note << '\n';
     json info{{"device", a.device},
               {"runners", a.runners},
-              {"host", json::parse(measure::json::dump(measure::to_json(measure::local_host())))},
+              {"host", parse_json(measure::json::dump(measure::to_json(measure::local_host())))},
               {"budget_minutes", a.budget},
               {"build_seconds", r.seconds},
               {"samples", r.samples},
@@ -239,7 +239,7 @@ inline void run_build(const BuildArgs& a) {
               {"regressors", a.regressors},
               {"rules", r.discovery ? "discovered" : a.rules}};
     if (r.profiling) info["profiled_networks"] = r.profiling->networks.size();
-    r.model.set_build_info(info.dump());
+    r.model.set_build_info(json_text(info, -1));
     io::write_file_atomic(a.out, r.model.serialize());
     if (a.json_out) {
         json j = info;
@@ -432,7 +432,7 @@ inline void run_residual(const ResidualArgs& a) {
         j["validation_within_10_after"] = train::error_bound_accuracy(after_v, va.targets, 0.10);
     }
     if (a.json_out) return print_json(j);
-    std::cout << j.dump(2) << '\n';
+    print_json(j);
 }
 
 
@@ -548,7 +548,7 @@ inline void run_info(const std::string& path, bool json_out) {
         return print_kinds(*m);
     }
     print_json({{"model", path},
-                {"build", json::parse(m->build_info().empty() ? "{}" : m->build_info(), nullptr, false)},
+                {"build", parse_json(m->build_info().empty() ? "{}" : m->build_info(), false)},
                 {"rules_text", m->rules().to_text()},
                 {"run_overhead_ms", m->run_overhead_ms()},
                 {"calibration_factor", m->calibration_factor()},

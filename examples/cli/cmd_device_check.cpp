@@ -120,7 +120,7 @@ inline bool run_check(const CheckArgs& a) {
                 for (const auto& n : nodes) outs[n.name] = n.outputs;
                 line["outputs"] = outs;
             }
-            kernel_lines += line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+            kernel_lines += json_text(line, -1) + "\n";
         }
         const auto kg = device::kernel_graph(net.graph, rules);
         const auto c = device::check_kernels(net.graph, kg, o.answer.kernels, nodes);
@@ -173,7 +173,7 @@ inline bool run_check(const CheckArgs& a) {
                     {"device", model->rules().device},
                     {"rules", a.rules.empty() ? std::string("the model's") : a.rules},
                     {"runner", a.runner},
-                    {"runner_device", json::parse(runner.device().empty() ? "null" : runner.device(), nullptr, false)},
+                    {"runner_device", parse_json(runner.device().empty() ? "null" : runner.device(), false)},
                     {"networks", nets.size()},
                     {"failed", failed},
                     {"without_profile", without_profile},

@@ -213,7 +213,7 @@ inline std::string report_text(const graph::Graph& g, const std::string& title,
     return os.str();
 }
 
-inline std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; }
+inline std::string dump(const json& j) { return json_text(j) + "\n"; }
 
 inline void report(const graph::Graph& g, const std::string& title, bool as_json,
                    const std::optional<cost::DeviceSpec>& device) {
@@ -329,7 +329,7 @@ struct SpaceOpts {
 inline void print_sample(const spaces::SpaceInfo& space, const SpaceOpts& o) {
     Rng rng(o.seed);
     const auto drawn = spaces::sample_distinct(space, o.sample, rng);
-    if (o.json) return emit(json(drawn).dump() + "\n");
+    if (o.json) return emit(json_text(json(drawn), -1) + "\n");
     std::string out;
     for (const auto& a : drawn) out += a + "\n";
     emit(out);
@@ -339,7 +339,7 @@ inline void print_sample(const spaces::SpaceInfo& space, const SpaceOpts& o) {
 inline void print_summary(const spaces::SpaceInfo& space, bool as_json) {
     const auto size = space.size();
     if (as_json)
-        emit(json{{"space", space.name}, {"summary", space.summary}, {"size", size.to_string()}}.dump(2) + "\n");
+        emit(json_text(json{{"space", space.name}, {"summary", space.summary}, {"size", size.to_string()}}) + "\n");
     else
         emit(std::string(space.name) + ": " + std::string(space.summary) + "\n" + "size: " + size.to_string() +
              " architectures\n");

@@ -168,7 +168,7 @@ void add_measure_commands(Command& app, Context& ctx) {
         const auto rep = measure::run_campaign(source, o, md::campaign_events(line));
         line.done();
         if (args.json_out)
-            print_json(json::parse(measure::json::dump(measure::report_json(rep, o))));
+            print_json(parse_json(measure::json::dump(measure::report_json(rep, o))));
         else
             md::print_report(args, rep);
         ctx.exit_code = rep.summary.failed > 0 ? 3 : 0;

@@ -58,8 +58,39 @@ std::vector<double> reference_front_of(const P& p, std::size_t points) {
     }
 }
 
-template <class P>
-void run_problem(const P& problem, const MooArgs& a, Context& ctx) {
+// The standard problems, erased to one type so that NSGA-II is compiled once for all of them:
+// the same genes, objectives and constraint values, so the same search as on the problem itself.
+class AnyProblem {
+public:
+    using Genome = std::vector<double>;
+
+    template <class P>
+    explicit AnyProblem(const P& p)
+        : m_bounds(p.bounds()), m_objectives(p.num_objectives()), m_evaluate([p](const Genome& x) {
+              search::Evaluation e;
+              const auto f = p.evaluate(x);
+              e.objectives.assign(f.begin(), f.end());
+              if constexpr (search::HasConstraints<P>) {
+                  const auto c = p.constraints(x);
+                  e.violations.assign(c.begin(), c.end());
+              }
+              return e;
+          }) {
+        if constexpr (search::HasConstraints<P>) m_constraints = p.num_constraints();
+    }
+
+    std::size_t num_objectives() const { return m_objectives; }
+    std::size_t num_constraints() const { return m_constraints; }
+    std::vector<search::Bounds> bounds() const { return m_bounds; }
+    search::Evaluation evaluate(const Genome& x) const { return m_evaluate(x); }
+
+private:
+    std::vector<search::Bounds> m_bounds;
+    std::size_t m_objectives = 0, m_constraints = 0;
+    std::function<search::Evaluation(const Genome&)> m_evaluate;
+};
+
+void run_search(const AnyProblem& problem, const std::vector<double>& reference, const MooArgs& a, Context& ctx) {
     search::Options opt;
     opt.population = a.population;
     opt.generations = a.generations;
@@ -80,7 +111,6 @@ void run_problem(const P& problem, const MooArgs& a, Context& ctx) {
     for (const auto& ind : final_set) front.insert(front.end(), ind.objectives.begin(), ind.objectives.end());
     const std::vector<double> ref_point(m, a.reference);
     const double hv = search::hypervolume(front, ref_point);
-    const auto reference = reference_front_of(problem, a.igd_points);
     const bool has_igd = !reference.empty();
     const double igd = has_igd ? search::igd(front, reference, m) : 0.0;
     std::size_t feasible = 0;
@@ -131,6 +161,13 @@ void run_problem(const P& problem, const MooArgs& a, Context& ctx) {
         if (!a.front_csv.empty()) std::cout << "front written to " << a.front_csv << '\n';
     }
     ctx.exit_code = 0;
+}
+
+
+template <class P>
+void run_problem(const P& typed, const MooArgs& a, Context& ctx) {
+    const AnyProblem problem(typed);
+    run_search(problem, reference_front_of(typed, a.igd_points), a, ctx);
 }
 
 inline void run_moo(const MooArgs& args, Context& ctx) {

@@ -1,13 +1,11 @@
 #pragma once
-// Shared pieces of the `dnncost` command-line tool.
+// Shared pieces of the `dnncost` command-line tool: declared here, defined once in common.cpp so
+// that each command's source compiles only its own command.
 #include <algorithm>
-#include <cctype>
 #include <charconv>
-#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -18,7 +16,6 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/io/file.hpp>
-#include <dnncost/spaces/registry.hpp>
 
 #include "args.hpp"
 
@@ -43,125 +40,45 @@ std::optional<T> whole(const std::string& s) {
 }
 /// A decimal integer in [lo, hi]; the value is rewritten in canonical decimal, since CLI11
 /// converts with base 0 afterwards ("010" would be octal 8).
-inline Validator integer(std::int64_t lo, std::int64_t hi, std::string what = {}) {
-    if (what.empty()) what = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    return Validator(
-        [lo, hi, what](std::string& s) -> std::string {
-            const auto v = whole<std::int64_t>(s);
-            if (!v || *v < lo || *v > hi) return "'" + s + "' is not " + what;
-            s = std::to_string(*v);
-            return {};
-        },
-        what);
-}
+Validator integer(std::int64_t lo, std::int64_t hi, std::string what = {});
 /// A seed: a decimal integer in [0, 2^64 - 1], rewritten as for integer().
-inline Validator seed() {
-    return Validator(
-        [](std::string& s) -> std::string {
-            const auto v = whole<std::uint64_t>(s);
-            if (!v) return "'" + s + "' is not a seed (an integer in [0, 2^64 - 1])";
-            s = std::to_string(*v);
-            return {};
-        },
-        "SEED");
-}
+Validator seed();
 /// A finite number, optionally > 0 or >= 0.
 enum class Sign { any, positive, non_negative };
-inline Validator finite(Sign sign = Sign::any) {
-    return Validator(
-        [sign](std::string& s) -> std::string {
-            const auto v = whole<double>(s);
-            if (!v || !std::isfinite(*v)) return "'" + s + "' is not a finite number";
-            if (sign == Sign::positive && !(*v > 0)) return "'" + s + "' is not positive";
-            if (sign == Sign::non_negative && !(*v >= 0)) return "'" + s + "' is negative";
-            return {};
-        },
-        sign == Sign::positive       ? "POSITIVE"
-        : sign == Sign::non_negative ? "NON-NEGATIVE"
-                                     : "NUMBER");
-}
+Validator finite(Sign sign = Sign::any);
 /// An output file path: not empty (an empty --out would otherwise read as "not given").
-inline Validator output_path() {
-    return Validator([](std::string& s) -> std::string { return s.empty() ? "empty output path" : ""; }, "PATH");
-}
+Validator output_path();
 /// A finite number in [lo, hi] (`what` names the quantity and its unit in the message).
-inline Validator in_range(double lo, double hi, std::string what) {
-    return Validator(
-        [lo, hi, what](std::string& s) -> std::string {
-            const auto v = whole<double>(s);
-            if (!v || !std::isfinite(*v)) return "'" + s + "' is not a finite number";
-            if (*v < lo || *v > hi) {
-                std::ostringstream os;
-                os << "'" << s << "' is outside [" << lo << ", " << hi << "] " << what;
-                return os.str();
-            }
-            return {};
-        },
-        "NUMBER");
-}
+Validator in_range(double lo, double hi, std::string what);
 }  // namespace check
 
 /// "a | b | c"
-inline std::string joined(const std::vector<std::string>& names, std::string_view separator = " | ") {
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : std::string(separator)) + n;
-    return list;
-}
+std::string joined(const std::vector<std::string>& names, std::string_view separator = " | ");
 
 /// The registered search spaces' names, optionally with onnx (model files) last.
-inline std::vector<std::string> space_names(bool with_onnx = false) {
-    std::vector<std::string> names;
-    for (const auto& s : spaces::all_spaces()) names.emplace_back(s.name);
-    if (with_onnx) names.emplace_back("onnx");
-    return names;
-}
+std::vector<std::string> space_names(bool with_onnx = false);
 
 /// `--space-options k=v,...`, worded the same in every command.
-inline Option* add_space_options_option(Command& cmd, std::string& options) {
-    return cmd.add_option(
-        "--space-options", options,
-        "Build options of the space's graphs, key=value,... (e.g. prune=1 for nb201, resolution=160 for ofa)");
-}
+Option* add_space_options_option(Command& cmd, std::string& options);
 
 /// `--space NAME` (a registered search space, or onnx for model files) and `--space-options k=v,...`.
-inline void add_space_options(Command& cmd, std::string& space, std::string& options,
-                              std::string what =
-                                  "What the key column holds: a search space's architecture strings, "
-                                  "or onnx (model file paths)") {
-    const auto names = space_names(true);
-    cmd.add_option("--space", space, what + ": " + joined(names))->check(check::member(names));
-    add_space_options_option(cmd, options);
-}
+void add_space_options(Command& cmd, std::string& space, std::string& options,
+                       std::string what = "What the key column holds: a search space's architecture strings, "
+                                          "or onnx (model file paths)");
 
 /// `--space NAME` of a search space only (no onnx) and `--space-options`; returns the --space option.
-inline Option* add_search_space_options(Command& cmd, std::string& space, std::string& options,
-                                             const std::string& what) {
-    const auto names = space_names();
-    auto* opt = cmd.add_option("--space", space, what + ": " + joined(names))->check(check::member(names));
-    add_space_options_option(cmd, options);
-    return opt;
-}
+Option* add_search_space_options(Command& cmd, std::string& space, std::string& options, const std::string& what);
 
 /// `--sample N` (distinct architectures of a space) and `--seed`, worded the same in `space` and
 /// `measure`; returns the --sample option.
-inline Option* add_sample_options(Command& cmd, std::size_t& sample, std::uint64_t& seed,
-                                       const std::string& seed_what = "Seed of --sample") {
-    auto* opt = cmd.add_option("--sample", sample, "Number of distinct architectures to sample from the space")
-                    ->transform(check::integer(1, 1000000, "an architecture count in [1, 10^6]"));
-    cmd.add_option("--seed", seed, seed_what)->transform(check::seed());
-    return opt;
-}
+Option* add_sample_options(Command& cmd, std::size_t& sample, std::uint64_t& seed,
+                           const std::string& seed_what = "Seed of --sample");
 
 /// The one spelling of machine-readable output: `--json` prints one JSON document on stdout.
-inline Option* add_json_flag(Command& cmd, bool& flag,
-                                  const std::string& what = "Print the result as one JSON document") {
-    return cmd.add_flag("--json", flag, what);
-}
+Option* add_json_flag(Command& cmd, bool& flag, const std::string& what = "Print the result as one JSON document");
 
 /// One warning line for a spelling kept for one release.
-inline void warn_deprecated(std::string_view old_spelling, std::string_view replacement) {
-    std::cerr << "dnncost: warning: " << old_spelling << " is deprecated; use " << replacement << '\n';
-}
+void warn_deprecated(std::string_view old_spelling, std::string_view replacement);
 
 /// `--network FILE` (an ONNX network) with the older `--model FILE` kept as a hidden, deprecated
 /// alias: `--model` elsewhere names a saved estimator.
@@ -170,34 +87,9 @@ struct NetworkFiles {
     bool repeatable = true;
 
     /// `several`: any number of networks, or exactly one.
-    void add_to(Command& cmd, const std::string& what, bool several) {
-        repeatable = several;
-        auto* n = cmd.add_option("--network", network, what + (repeatable ? " (one or more)" : ""));
-        auto* m = cmd.add_option("--model", model, "Deprecated spelling of --network")->group("");
-        if (!repeatable) {
-            n->expected(1);
-            m->expected(1);
-        }
-    }
+    void add_to(Command& cmd, const std::string& what, bool several);
     /// The files given, warning once for the deprecated spelling. @throws config_error if none
-    std::vector<std::string> files(std::string_view command) const {
-        if (!model.empty() && !network.empty()) raise<config_error>(command, ": give --network, not --model as well");
-        if (!model.empty()) {
-            const bool onnx = std::all_of(model.begin(), model.end(), [](const std::string& f) {
-                return f.size() >= 5 && std::equal(f.end() - 5, f.end(), ".onnx", [](char a, char b) {
-                           return std::tolower(static_cast<unsigned char>(a)) == b;
-                       });
-            });
-            if (!repeatable && model.size() > 1) raise<config_error>(command, ": give one --network");
-            warn_deprecated(std::string(command) + " --model",
-                            std::string("--network FILE") +
-                                (onnx ? "" : " (--model names a saved estimator in the other commands)"));
-            return model;
-        }
-        if (network.empty()) raise<config_error>(command, ": give the ONNX network with --network FILE");
-        if (!repeatable && network.size() > 1) raise<config_error>(command, ": give one --network");
-        return network;
-    }
+    std::vector<std::string> files(std::string_view command) const;
 };
 
 /// A worker count from the user, capped at the machine's hardware threads with a warning: more
@@ -214,26 +106,17 @@ void cap_threads(T& threads, std::string_view option = "--threads") {
 
 /// An error message as one printable line: line breaks joined with "; ", other control
 /// characters and invalid UTF-8 escaped (see printable()).
-inline std::string one_line(std::string_view message) {
-    std::string joined;
-    for (std::size_t i = 0; i < message.size(); ++i) {
-        if (message[i] == '\n' || message[i] == '\r') {
-            while (i + 1 < message.size() && (message[i + 1] == '\n' || message[i + 1] == '\r')) ++i;
-            if (i + 1 < message.size()) joined += "; ";
-            continue;
-        }
-        joined += message[i];
-    }
-    auto line = printable(joined);
-    // a 1 MB node name or field must not become a 1 MB line
-    constexpr std::size_t head = 1000, tail = 500;
-    if (line.size() > head + tail + 100)
-        line = line.substr(0, head) + " ... (" + std::to_string(line.size() - head - tail) + " bytes left out) ... " +
-               line.substr(line.size() - tail);
-    return line;
-}
+std::string one_line(std::string_view message);
+
+/// JSON as text: `indent` < 0 is one line; invalid UTF-8 in strings is replaced, never thrown on.
+/// The one place the tool serialises JSON.
+std::string json_text(const json& j, int indent = 2);
+
+/// Parse JSON text. @throws json::parse_error (or, with `allow_exceptions` false, returns a
+/// discarded value) — the one place the tool parses JSON.
+json parse_json(std::string_view text, bool allow_exceptions = true);
 
 /// Print JSON to stdout, one document, pretty enough to read.
-inline void print_json(const json& j) { std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n'; }
+void print_json(const json& j);
 
 }  // namespace dnncost::cli

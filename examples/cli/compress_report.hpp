@@ -19,6 +19,8 @@
 #include <dnncost/search/compression/handover.hpp>
 #include <dnncost/search/compression/measured_compression.hpp>
 
+#include "common.hpp"
+
 namespace dnncost::cli::compress_report {
 
 namespace sc = dnncost::search::compression;
@@ -259,8 +261,8 @@ inline nlohmann::json summary_json(const sc::MeasuredCompression& run, const Set
     j["seconds"] = result.seconds;
     j["fit"] = result.fit_summary;
     j["accuracy"] = s.accuracy.empty() ? "proxy: parameter-weighted mean of sqrt(keep ratio)" : s.accuracy;
-    j["runner_device"] = run.runner_device.empty() ? json(nullptr) : json::parse(run.runner_device);
-    j["settings"] = json::parse(s.harness);
+    j["runner_device"] = run.runner_device.empty() ? json(nullptr) : parse_json(run.runner_device);
+    j["settings"] = parse_json(s.harness);
     if (!reference.empty()) {
         std::vector<std::pair<double, double>> mine;
         for (const auto& r : result.front)
@@ -293,7 +295,7 @@ inline nlohmann::json write_reports(const std::filesystem::path& dir, const sc::
                                                  : "search measured all the way"),
                                      reference));
     const auto j = summary_json(run, s, reference);
-    io::write_file_atomic(dir / "summary.json", j.dump(2) + "\n");
+    io::write_file_atomic(dir / "summary.json", json_text(j) + "\n");
     return j;
 }
 

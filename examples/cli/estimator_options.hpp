@@ -69,7 +69,7 @@ struct ReportFile {
         io::check_writable(path);
     }
     void write(const json& j) const {
-        if (!path.empty()) io::write_file_atomic(path, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+        if (!path.empty()) io::write_file_atomic(path, json_text(j) + "\n");
     }
 };
 

@@ -115,9 +115,9 @@ inline MeasureFlags kernel_measure_flags() {
 /// `--runner CMD`, worded alike wherever a command measures; a pool when `several`.
 template <class T>
 Option* add_runner_option(Command& cmd, T& runners, bool several) {
-    return cmd.add_option("--runner", runners,
-                          std::string("Runner command measuring latency (run with /bin/sh -c; docs/measure.md)") +
-                              (several ? "; repeat for a pool of identical boards, one request in flight each" : ""));
+    std::string what = "Runner command measuring latency (run with /bin/sh -c; docs/measure.md)";
+    if (several) what += "; repeat for a pool of identical boards, one request in flight each";
+    return cmd.add_option("--runner", runners, what);
 }
 
 /// "1:05" / "12s"
