@@ -1,4 +1,5 @@
-// Files (reading, atomic writing) and the printable form of error messages.
+// Files (reading, atomic writing), model containers and the printable form of error messages.
 // The only library source that includes these definitions (core/config.hpp).
 #include <dnncost/core/error_impl.hpp>
 #include <dnncost/io/file_impl.hpp>
+#include <dnncost/io/serialize_impl.hpp>
