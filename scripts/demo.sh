@@ -10,7 +10,9 @@ step() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 step "install missing packages (scripts/deps.sh)"
 bash scripts/deps.sh
 step "build the command-line tool (the compiled library, then one source per command)"
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" >/dev/null
+source scripts/generator.sh
+generator_for build/release
+cmake -S . -B build/release "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" >/dev/null
 cmake --build build/release -j "$(nproc)" --target dnncost_cli |
   { grep --line-buffered -E '^\[ *[0-9]+(%|/[0-9]+)\]' || true; } | sed -u 's/^/   /'   # make's or ninja's progress
 bin=build/release/dnncost

@@ -3,7 +3,7 @@
 # npm dependencies of the bundled ONNX Runtime runner (runners/onnxruntime) when they are missing.
 #   deps.sh [--torch]   --torch: also PyTorch (python3-torch, large), for examples/python/
 set -euo pipefail
-pkgs=(cmake g++ make libeigen3-dev xtensor-dev doctest-dev libbenchmark-dev libprotobuf-dev
+pkgs=(cmake g++ make ninja-build libeigen3-dev xtensor-dev doctest-dev libbenchmark-dev libprotobuf-dev
       protobuf-compiler libonnx-dev libcli11-dev nlohmann-json3-dev libxgboost-dev
       python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy)
 [ "${1:-}" = --torch ] && pkgs+=(python3-torch)

@@ -18,7 +18,9 @@ echo "== optimised build: the CLI end to end"
 # python3-pybind11 and python3-pytest packages), whatever python3 comes first on PATH.
 python=()
 [ -x /usr/bin/python3 ] && python=(-DPython3_EXECUTABLE=/usr/bin/python3)
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" \
+source scripts/generator.sh
+generator_for build/release
+cmake -S . -B build/release "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" \
       -DDNNCOST_BUILD_BENCH=OFF -DDNNCOST_UNIT_TESTS=OFF "${python[@]}" >/dev/null
 cmake --build build/release -j "$jobs"
 ctest --test-dir build/release --output-on-failure -j "$jobs"
@@ -28,7 +30,8 @@ echo "== sanitizer build (ASan + UBSan): the unit tests"
 # optimises it far less than -O1 while keeping the tests' run time close; -g1 still gives
 # symbolised stack traces. No -march=native here: this pass also checks the portable
 # (non-AVX-512) code path; the bf16/AMX kernels are chosen at run time either way.
-cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-Og -g1" -DDNNCOST_SANITIZE=ON -DDNNCOST_NATIVE=OFF \
+generator_for build/asan
+cmake -S . -B build/asan "${generator[@]}" -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-Og -g1" -DDNNCOST_SANITIZE=ON -DDNNCOST_NATIVE=OFF \
       -DDNNCOST_BUILD_BENCH=OFF -DDNNCOST_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -14,7 +14,9 @@ out=bench/results/compile_times_build
 rm -rf "$build" && mkdir -p bench/results
 export DNNCOST_COMPILE_LOG="$PWD/$build.tsv"
 rm -f "$DNNCOST_COMPILE_LOG"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" -DDNNCOST_BUILD_BENCH=OFF \
+source scripts/generator.sh
+generator_for "$build"
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" -DDNNCOST_BUILD_BENCH=OFF \
       "-DCMAKE_CXX_COMPILER_LAUNCHER=$PWD/bench/compile_times/launcher.sh" >/dev/null
 start=$(date +%s.%N)
 cmake --build "$build" -j "$jobs" --target dnncost_cli >/dev/null
@@ -27,10 +29,11 @@ if [ "${2:-}" != "--cli-only" ]; then
 fi
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 compiler=$(c++ --version | head -1)
+tool=$([ ${#generator[@]} -gt 0 ] && echo Ninja || echo make)
 {
   echo "# The project's build from scratch"
   echo
-  echo "$cpu, $(nproc) cores, $compiler, -O2, \`-j $jobs\` (\`bench/compile_times/project_build.sh\`, $(date +%F))."
+  echo "$cpu, $(nproc) cores, $compiler, -O2, $tool \`-j $jobs\` (\`bench/compile_times/project_build.sh\`, $(date +%F))."
   echo
   printf '| what | wall seconds |\n|---|---|\n'
   printf '| the CLI (\`dnncost_cli\`: the compiled library, then one source per command) | %.0f |\n' "$cli"
