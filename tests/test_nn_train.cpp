@@ -1,4 +1,4 @@
-// End-to-end training, determinism, save/load, presets.
+// End-to-end training, determinism, save/load, the additive path's warm start.
 #include <doctest/doctest.h>
 
 #include <type_traits>
@@ -8,10 +8,12 @@
 #include <dnncost/spaces/nb201.hpp>
 
 #include "gradcheck.hpp"
+#include "nn_configs.hpp"
 
 using namespace dnncost;
 using namespace dnncost::nn;
 using estimators::GnnEstimator;
+using dnncost::test::small_sum;
 
 namespace {
 // Random graphs whose target is the sum of node attribute 0 (in [0, 1]) over the graph.
@@ -32,13 +34,6 @@ struct SumTask {
         }
     }
 };
-
-constexpr GnnConfig small_sum{.conv = Conv::sage,
-                              .depth = 2,
-                              .width = 32,
-                              .residual = true,
-                              .readout = Readout::sum,
-                              .head = {.layers = 2, .width = 32}};
 
 double train_sum_task(int epochs, std::uint64_t seed, std::vector<float>* weights_out = nullptr) {
     SumTask task(64, 3);
@@ -278,95 +273,6 @@ TEST_CASE("GnnEstimator: fit, predict, save/load round trip and bad files") {
     auto nan_train = d.train;
     nan_train.targets[1] = std::nan("");
     CHECK_THROWS_AS(est.fit(nan_train, d.val, o), config_error);
-}
-
-TEST_CASE("presets: compile-time structure, preset names, the run-time interface and config checks") {
-    static_assert(estimators::hifi_sage.depth == 7 && estimators::hifi_sage.width == 128);
-    static_assert(estimators::brp_nas.conv == Conv::gcn && estimators::brp_nas.width == 600);
-    static_assert(config_valid(estimators::hifi_sage) && config_valid(estimators::brp_nas));
-    static_assert(std::is_base_of_v<estimators::Estimator, estimators::HiFiSage>);
-    CHECK(estimators::HiFiSage::config_hash() != estimators::BrpNas::config_hash());
-    // the preset names are the container kinds of saved models and the registry's names
-    CHECK(estimators::HiFiSage().preset() == "hifisage");
-    CHECK(estimators::BrpNas().preset() == "brpnas");
-    CHECK(estimators::GnnEstimator<small_sum>().preset() == "gnn");
-    CHECK(estimators::GnnEstimator<small_sum>("custom").preset() == "custom");
-    const auto h = estimators::make_estimator("hifisage");
-    CHECK(dynamic_cast<const estimators::HiFiSage*>(h.get()) != nullptr);
-    CHECK(dynamic_cast<const estimators::BrpNas*>(estimators::make_estimator("brpnas").get()) != nullptr);
-    GnnConfig bad = small_sum;
-    bad.depth = 0;
-    CHECK_FALSE(config_valid(bad));
-    CHECK_THROWS_AS(validate(bad), config_error);
-    Rng rng(1);
-    CHECK_THROWS_AS(GnnModel<float>(bad, 3, rng), config_error);
-    // the run-time path builds every conv and readout kind
-    for (Conv c : {Conv::sage, Conv::gcn, Conv::gin, Conv::edge_conv, Conv::mr_conv})
-        for (Readout ro :
-             {Readout::sum, Readout::mean, Readout::max, Readout::sum_mean_max, Readout::lcm, Readout::lcm_sum}) {
-            GnnConfig cfg = small_sum;
-            cfg.conv = c;
-            cfg.readout = ro;
-            cfg.width = 8;
-            GnnModel<float> m(cfg, 3, rng);
-            dnncost::test::TestBatch tb(3);
-            features::GraphBatch<float> b;
-            std::vector<const features::EncodedGraph*> ptrs;
-            for (const auto& g : tb.graphs) ptrs.push_back(&g);
-            b.build(ptrs);
-            Context<float> ctx{&b, false, nullptr, nullptr};
-            CHECK(m.forward(ctx).rows() == 4);
-        }
-}
-
-TEST_CASE(
-    "additive path: gradients of the whole model (path weight, path bias, head, encoder) by central differences") {
-    GnnConfig cfg = small_sum;
-    cfg.head.additive_path = true;
-    cfg.readout = Readout::lcm_sum;
-    cfg.width = 6;
-    Rng rng(5);
-    GnnModel<double> m(cfg, 4, rng, 0.25);
-    REQUIRE(m.has_additive_path());
-    std::vector<double> w{0.3, -0.7, 1.1, 0.2};
-    m.set_additive_path(w, 0.4);
-    dnncost::test::TestBatch tb(4);
-    Context<double> ctx{&tb.batch, false, nullptr, nullptr};
-    // the path adds sum(x) * scale . w + b to the GNN's prediction
-    const Mat<double> full = m.forward(ctx);
-    Mat<double> sums;
-    m.additive_path_inputs(tb.batch, sums);
-    for (int g = 0; g < 4; ++g) {
-        double s = 0;
-        for (int v = tb.batch.offset(g); v < tb.batch.offset(g + 1); ++v)
-            for (int j = 0; j < 4; ++j) s += tb.batch.x(v, j) * 0.25 * w[static_cast<std::size_t>(j)];
-        CHECK(sums.row(g).dot(Eigen::Vector4d(w[0], w[1], w[2], w[3])) == doctest::Approx(s));
-    }
-    Mat<double> r(full.rows(), 1);
-    for (Index i = 0; i < r.rows(); ++i) r(i, 0) = rng.normal();
-    const auto loss = [&] { return m.forward(ctx).cwiseProduct(r).sum(); };
-    const auto params = m.parameters();
-    for (auto* p : params) p->zero_grad();
-    m.forward(ctx);
-    m.backward(r, nullptr, ctx);
-    int checked_path = 0;
-    for (auto* p : params) {
-        const Index step = std::max<Index>(1, p->value.size() / 10);
-        for (Index i = 0; i < p->value.size(); i += step) {
-            const double keep = p->value.data()[i], eps = 1e-6;
-            p->value.data()[i] = keep + eps;
-            const double lp = loss();
-            p->value.data()[i] = keep - eps;
-            const double lm = loss();
-            p->value.data()[i] = keep;
-            const double numeric = (lp - lm) / (2 * eps), analytic = p->grad.data()[i];
-            INFO(p->name << "[" << i << "] numeric " << numeric << " analytic " << analytic);
-            CHECK(std::abs(numeric - analytic) / std::max({1.0, std::abs(numeric), std::abs(analytic)}) < 1e-6);
-            checked_path += p->name.rfind("additive.", 0) == 0;
-        }
-    }
-    CHECK(checked_path == 5);
-    CHECK_THROWS_AS(m.set_additive_path({1.0}, 0.0), config_error);
 }
 
 TEST_CASE("additive path: fit starts from the ridge solution and keeps it unless the GNN beats it") {
