@@ -69,6 +69,30 @@ TEST_CASE("error messages carry input text on one line") {
     }
 }
 
+TEST_CASE("error messages print each argument as a stream would") {
+    enum Plain { zero, one };
+    const std::string s = "str";
+    const std::string_view v = "view";
+    const char* p = "ptr";
+    const char* none = nullptr;
+    char buffer[8] = "buf";
+    const auto message = [](auto&&... args) {
+        try {
+            raise<config_error>(args...);
+        } catch (const config_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no throw");
+    };
+    CHECK(message("lit ", s, ' ', v, ' ', p, ' ', buffer, '|', none, '|') == "lit str view ptr buf||");
+    CHECK(message(42, ' ', -7L, ' ', 3000000000u, ' ', std::size_t{5}, ' ', static_cast<unsigned char>('x')) ==
+          "42 -7 3000000000 5 x");
+    CHECK(message(1.5, ' ', 0.1f, ' ', 1e300, ' ', 2.5L, ' ', true, ' ', one) == "1.5 0.1 1e+300 2.5 1 1");
+    CHECK(message(fs::path("/a b/c")) == "\"/a b/c\"");
+    CHECK(message("0x", std::hex, 255, ' ', 255) == "0xff ff");  // a manipulator holds for the rest
+    CHECK(message() == "");
+}
+
 TEST_CASE("output paths are checked before the work") {
     ScratchDir dir;
     SUBCASE("a name at the file-system limit is written, one above it is refused early") {

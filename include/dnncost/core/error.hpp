@@ -100,15 +100,13 @@ struct MessageArg {
         os << *static_cast<const T*>(object);
     }
 
+    /// From one argument of raise(), character arrays already decayed (message_arg).
     template <class T>
     MessageArg(const T& v) {  // implicit: raise() lists its arguments as MessageArgs
         using U = std::remove_cv_t<T>;
         if constexpr (std::is_same_v<U, std::string> || std::is_same_v<U, std::string_view>) {
             kind = Kind::text;
             value.text = v;
-        } else if constexpr (std::is_array_v<U> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<U>>, char>) {
-            kind = Kind::text;
-            value.text = std::string_view(static_cast<const char*>(v));
         } else if constexpr (std::is_same_v<U, const char*> || std::is_same_v<U, char*>) {
             kind = Kind::text;
             value.text = v ? std::string_view(v) : std::string_view();

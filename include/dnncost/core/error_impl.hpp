@@ -1,7 +1,7 @@
 #pragma once
 /// @file error_impl.hpp
-/// The definition of printable() (error.hpp): compiled once into dnncost::compiled (src/io.cpp),
-/// or included by error.hpp in header-only mode.
+/// The definitions of printable() and of the error messages' formatting (error.hpp): compiled
+/// once into dnncost::compiled (src/io.cpp), or included by error.hpp in header-only mode.
 #include <cstddef>
 #include <sstream>
 #include <string>
@@ -11,9 +11,6 @@
 
 namespace dnncost {
 
-/// `text` made safe to print on one line: control characters (newline, NUL, ESC, ...), DEL and
-/// bytes that are not valid UTF-8 become \xNN escapes, so that text from an input file (a node
-/// name, a CSV field, a path) can neither forge a second line nor cut the message short.
 DNNCOST_FUNC std::string printable(std::string_view text) {
     static constexpr char hex[] = "0123456789abcdef";
     std::string out;

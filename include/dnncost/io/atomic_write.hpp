@@ -4,24 +4,15 @@
 /// temporaries removed on SIGINT/SIGTERM, and writes that retry short writes and EINTR.
 #include <atomic>
 #include <cerrno>
-#include <climits>
 #include <csignal>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <initializer_list>
-#include <iterator>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <dnncost/core/error.hpp>

@@ -2,25 +2,19 @@
 /// @file file_impl.hpp
 /// The definitions of file.hpp: compiled once into dnncost::compiled (src/io.cpp), or included by
 /// file.hpp in header-only mode.
-#include <atomic>
 #include <cerrno>
-#include <climits>
-#include <csignal>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <iterator>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
