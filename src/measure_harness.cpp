@@ -11,7 +11,10 @@
 #include <dnncost/measure/reference_impl.hpp>
 #include <dnncost/measure/reference_model_impl.hpp>
 #include <dnncost/measure/run_conditions_impl.hpp>
+#include <dnncost/measure/runner_impl.hpp>
+#include <dnncost/measure/runner_pool_impl.hpp>
 #include <dnncost/measure/runner_protocol_impl.hpp>
+#include <dnncost/measure/scratch_dir_impl.hpp>
 #include <dnncost/measure/sidecar_impl.hpp>
 #include <dnncost/measure/store_impl.hpp>
 #include <dnncost/measure/store_mix_impl.hpp>

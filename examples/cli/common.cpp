@@ -1,9 +1,13 @@
 // Shared pieces of the `dnncost` command-line tool (common.hpp).
 #include "common.hpp"
+#include "measure_options.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iomanip>
 #include <sstream>
 
 #include <dnncost/spaces/registry.hpp>
@@ -132,9 +136,9 @@ std::vector<std::string> NetworkFiles::files(std::string_view command) const {
                    });
         });
         if (!repeatable && model.size() > 1) raise<config_error>(command, ": give one --network");
-        warn_deprecated(std::string(command) + " --model",
-                        std::string("--network FILE") +
-                            (onnx ? "" : " (--model names a saved estimator in the other commands)"));
+        warn_deprecated(
+            std::string(command) + " --model",
+            std::string("--network FILE") + (onnx ? "" : " (--model names a saved estimator in the other commands)"));
         return model;
     }
     if (network.empty()) raise<config_error>(command, ": give the ONNX network with --network FILE");
@@ -168,5 +172,87 @@ json parse_json(std::string_view text, bool allow_exceptions) {
 }
 
 void print_json(const json& j) { std::cout << json_text(j) << '\n'; }
+
+void MeasureFlags::add_to(Command& cmd, Extras extras) {
+    cmd.add_option("--rounds", harness.rounds, "Interleaved rounds per network (R)")
+        ->transform(check::integer(1, 1000, "a round count in [1, 1000]"))
+        ->capture_default_str();
+    cmd.add_option("--warmup", harness.warmup, "Untimed runs per round (W)")
+        ->transform(check::integer(0, 1000000, "a run count in [0, 10^6]"))
+        ->capture_default_str();
+    cmd.add_option("--repeats", harness.repeats, "Timed runs of a network's first round (N), the least of every round")
+        ->transform(check::integer(1, 1000000, "a run count in [1, 10^6]"))
+        ->capture_default_str();
+    cmd.add_option("--round-ms", harness.round_ms,
+                   "Later rounds get enough timed runs to last this many ms (up to --max-repeats); 0: N runs")
+        ->check(check::finite(check::Sign::non_negative))
+        ->capture_default_str();
+    cmd.add_option("--max-repeats", harness.max_repeats, "Cap on the timed runs of one round")
+        ->transform(check::integer(1, 1000000, "a run count in [1, 10^6]"))
+        ->capture_default_str();
+    cmd.add_option("--statistic", statistic,
+                   "Statistic of a round's runs and of the rounds: min | median (min repeats on a shared machine; "
+                   "see docs/measure.md)")
+        ->check(check::member({"median", "min"}))
+        ->capture_default_str();
+    if (extras.remeasure_spread)
+        cmd.add_option("--remeasure-spread", harness.remeasure_spread,
+                       "Networks whose spread (relative MAD of round statistics) exceeds this get more rounds")
+            ->check(check::finite(check::Sign::non_negative))
+            ->capture_default_str();
+    if (extras.max_rounds)
+        cmd.add_option("--max-rounds", harness.max_rounds, "Cap on rounds per network, re-measuring included")
+            ->transform(check::integer(1, 1000, "a round count in [1, 1000]"))
+            ->capture_default_str();
+    cmd.add_option("--interleave", harness.interleave,
+                   "Networks whose rounds go round-robin together (0: all pending networks)")
+        ->transform(check::integer(0, 1000000, "a network count in [0, 10^6]"))
+        ->capture_default_str();
+    cmd.add_flag("--fresh-sessions", fresh_sessions,
+                 "Load every round's model afresh instead of asking the runner to keep it between a network's rounds");
+    cmd.add_option("--timeout", timeout, "Seconds one request (load, warm-up, timed runs) may take")
+        ->check(check::finite(check::Sign::positive))
+        ->capture_default_str();
+    cmd.add_option("--retries", retries, "Further attempts of a failed request")
+        ->transform(check::integer(0, 100, "a retry count in [0, 100]"))
+        ->capture_default_str();
+}
+
+measure::HarnessOptions MeasureFlags::checked_harness() const {
+    if (timeout > 1e6) raise<config_error>("--timeout ", timeout, " is more than 10^6 seconds");
+    auto h = harness;
+    h.statistic = measure::parse_statistic(statistic);
+    h.keep_sessions = !fresh_sessions;
+    h.max_rounds = std::max(h.max_rounds, h.rounds);
+    h.max_repeats = std::max(h.max_repeats, h.repeats);
+    h.check();
+    return h;
+}
+
+measure::PoolOptions MeasureFlags::pool() const {
+    measure::PoolOptions po;
+    po.timeout = measure::Millis(static_cast<std::int64_t>(timeout * 1000));
+    po.retries = retries;
+    return po;
+}
+
+std::string duration(double s) {
+    if (!std::isfinite(s) || s < 0) return "?";
+    const auto t = static_cast<long>(s + 0.5);
+    char buf[32];
+    if (t >= 3600)
+        std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else if (t >= 60)
+        std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%lds", t);
+    return buf;
+}
+
+std::string percent(double x) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(1) << 100 * x << '%';
+    return os.str();
+}
 
 }  // namespace dnncost::cli

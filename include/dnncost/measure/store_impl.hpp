@@ -219,3 +219,98 @@ DNNCOST_FUNC auto dnncost::measure::load_results_dataset(const std::filesystem::
     const auto base = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
     return train::load_dataset_text(csv, path.string() + " (status ok rows)", base, opt);
 }
+
+namespace dnncost::measure {
+
+DNNCOST_FUNC ResultsStore::ResultsStore(std::filesystem::path path) : m_path(std::move(path)) {
+    io::check_writable(m_path);
+    std::error_code ec;
+    if (std::filesystem::exists(m_path, ec)) {
+        const auto text = io::read_file(m_path);
+        if (!text.empty() && !is_results_header(text) && text.find('\n') != std::string::npos)
+            raise<parse_error>(m_path.string(), ": exists and is not a dnncost results store (its header lacks ",
+                               "key,id,latency_ms,spread,rounds,status,time); refusing to append to it");
+        m_contents = parse_store(text, m_path.string());
+        if (m_contents.torn_bytes > 0) {
+            m_torn_repaired = m_contents.torn_bytes;
+            detail::write_durable(m_path, std::string_view(text).substr(0, m_contents.complete_bytes));
+            m_contents.torn_bytes = 0;
+        }
+    }
+    if (m_contents.header.empty()) m_contents.header = store_columns();
+    m_fd = ::open(m_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (m_fd < 0) raise<io_error>("cannot open '", m_path.string(), "' for appending: ", std::strerror(errno));
+    struct stat st {};
+    if (::fstat(m_fd, &st) == 0 && st.st_size == 0) {
+        write_synced(format_header());
+        detail::sync_directory(parent());
+    }
+}
+
+DNNCOST_FUNC auto ResultsStore::result(std::string_view key) const -> const Record* {
+    const Record* found = nullptr;
+    for (const auto& r : m_contents.records)
+        if (r.key == key && r.is_final()) found = &r;
+    return found;
+}
+
+DNNCOST_FUNC auto ResultsStore::rounds_in_progress(std::string_view key) const -> std::vector<Record> {
+    std::vector<Record> out;
+    for (const auto& r : m_contents.records) {
+        if (r.key != key) continue;
+        if (r.is_final())
+            out.clear();
+        else
+            out.push_back(r);
+    }
+    return out;
+}
+
+DNNCOST_FUNC auto ResultsStore::append(Record r) -> void {
+    if (r.time.empty()) r.time = utc_now();
+    write_synced(format_record(r, m_contents.header));
+    r.line = 0;
+    m_contents.records.push_back(std::move(r));
+}
+
+DNNCOST_FUNC auto ResultsStore::compact() -> void {
+    std::vector<Record> kept;
+    const auto finals = final_records(m_contents.records);
+    kept = finals;
+    std::map<std::string, bool> has_final;
+    for (const auto& r : finals) has_final[r.key] = true;
+    std::map<std::string, std::vector<Record>> progress;
+    for (const auto& r : m_contents.records) {
+        if (r.is_final())
+            progress[r.key].clear();
+        else
+            progress[r.key].push_back(r);
+    }
+    for (const auto& [key, rounds] : progress) kept.insert(kept.end(), rounds.begin(), rounds.end());
+    std::string text = format_header();
+    for (const auto& r : kept) text += format_record(r, m_contents.header);
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = -1;
+    detail::write_durable(m_path, text);
+    m_fd = ::open(m_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (m_fd < 0) raise<io_error>("cannot reopen '", m_path.string(), "' for appending: ", std::strerror(errno));
+    m_contents.records = std::move(kept);
+    m_contents.issues.clear();
+}
+
+DNNCOST_FUNC auto ResultsStore::format_header() const -> std::string {
+    std::string h;
+    for (std::size_t c = 0; c < m_contents.header.size(); ++c) {
+        if (c) h += ',';
+        h += detail::csv_field(m_contents.header[c]);
+    }
+    return h + "\n";
+}
+
+DNNCOST_FUNC auto ResultsStore::write_synced(const std::string& text) -> void {
+    detail::write_all(m_fd, text, m_path);
+    if (::fsync(m_fd) != 0)
+        raise<io_error>("cannot write '", m_path.string(), "': fsync failed: ", std::strerror(errno));
+}
+
+}  // namespace dnncost::measure
