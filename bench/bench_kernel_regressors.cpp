@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
+#include <dnncost/device/device_model_training.hpp>
 #include <dnncost/device/mlp_regressor.hpp>
 #if defined(DNNCOST_HAS_XGBOOST)
 #include <dnncost/device/gbt_regressor.hpp>

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <dnncost/cost/analytic.hpp>
+#include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/registry.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/train/dataset.hpp>

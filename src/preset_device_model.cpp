@@ -3,12 +3,12 @@
 // define their functions twice).
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/device/device_model_impl.hpp>
+#include <dnncost/device/device_model_training.hpp>
 #include <dnncost/device/fusion_rules_impl.hpp>
 #include <dnncost/device/kernel_features_impl.hpp>
 #include <dnncost/device/kernel_graph_impl.hpp>
 #include <dnncost/device/kernel_kind_impl.hpp>
 #include <dnncost/device/kernel_residual_impl.hpp>
-#include <dnncost/device/kernel_residual_training.hpp>
 #include <dnncost/device/mlp_regressor_impl.hpp>
 #include <dnncost/device/roofline_base_impl.hpp>
 #include <dnncost/device/roofline_regressor_impl.hpp>

@@ -1,9 +1,11 @@
 // The estimator registry of compiled mode, with every built-in preset registered on first use.
 // Each preset's entry is built in its own source file (preset_*.cpp), so that the library's
-// heaviest parts compile in parallel. It also holds the functions that make and load ensembles.
+// heaviest parts compile in parallel. It also holds load_estimator, which reads ensembles through
+// ensemble.hpp's registration.
 #include <mutex>
 #include <string>
 
+#include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/estimators/preset_registry_impl.hpp>
 

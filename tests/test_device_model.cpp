@@ -406,6 +406,22 @@ TEST_CASE("device model: the residual learns what the kernel sum misses, and sur
     CHECK(loaded->predict_mean(va.graphs) == after);
 }
 
+TEST_CASE("device model: fit() without the training compiled in names the header that provides it") {
+    auto m = planted_model();
+    const auto nets = nb201_networks(3);
+    train::TrainData tr;
+    for (const auto& g : nets) {
+        tr.graphs.push_back(&g);
+        tr.targets.push_back(1.0);
+    }
+    auto& hook = device::detail::device_model_fitting;
+    const auto registered = hook;
+    REQUIRE(static_cast<bool>(registered));
+    hook = nullptr;
+    CHECK_THROWS_WITH_AS(m.fit(tr, {}, {}), doctest::Contains("device_model_training.hpp"), config_error);
+    hook = registered;
+}
+
 TEST_CASE("device model: fit() finds planted sample-boundary rates and the scale, and keeps them") {
     auto m = planted_model();
     const auto nets = nb201_networks(60);

@@ -172,6 +172,22 @@ TEST_CASE("MLP regressor: accurate, positive far out, round trip, damaged bytes"
     check_regressor(mlp, "mlp");
 }
 
+TEST_CASE("a regressor whose training is not compiled in says which header provides it, and fits once it is") {
+    // What a header-only program that never includes device_model_training.hpp sees: the hook unset.
+    auto& hook = device::detail::tabular_fitting<MlpRegressor>;
+    const auto registered = hook;
+    REQUIRE(static_cast<bool>(registered));  // the compiled library registers it
+    const auto k = make_kernels(200, 5);
+    MlpRegressor mlp({.hidden = {8}, .max_epochs = 5});
+    hook = nullptr;
+    CHECK_THROWS_WITH_AS(mlp.fit(k.x, k.latency_ms, k.names), doctest::Contains("device_model_training.hpp"),
+                         config_error);
+    CHECK_FALSE(mlp.fitted());
+    hook = registered;
+    mlp.fit(k.x, k.latency_ms, k.names);
+    CHECK(mlp.fitted());
+}
+
 TEST_CASE("MLP regressor: the same seed gives the same model, another seed another") {
     const auto k = make_kernels(300, 3);
     MlpRegressorOptions o;

@@ -477,6 +477,17 @@ TEST_CASE("ensemble: positive sigma, coverage computed right, save/load identica
         CHECK(p2[i].sigma == pred[i].sigma);
     }
     CHECK_THROWS_AS(estimators::make_ensemble("additive", 1), config_error);
+
+    // A program without ensemble.hpp (header-only mode) cannot read one, and says so.
+    auto& hook = estimators::detail::ensemble_loading;
+    const auto registered = hook;
+    REQUIRE(static_cast<bool>(registered));
+    hook = nullptr;
+    CHECK_THROWS_WITH_AS(estimators::load_estimator(ens->serialize(), "ens.dnnc"),
+                         doctest::Contains("ens.dnnc: an ensemble of estimators; reading one needs "
+                                           "<dnncost/estimators/ensemble.hpp>"),
+                         parse_error);
+    hook = registered;
 }
 
 TEST_CASE("estimators: mismatched sizes, null graphs and non-positive targets are clear errors") {

@@ -43,6 +43,10 @@
 #include <dnncost/spaces/registry.hpp>
 #include <dnncost/spaces/synthetic.hpp>
 #include <dnncost/train/train_data.hpp>
+#if !defined(DNNCOST_COMPILED)
+// a build fits what it measured (header-only mode; the compiled library has the training)
+#include <dnncost/device/device_model_training.hpp>
+#endif
 
 namespace dnncost::device {
 

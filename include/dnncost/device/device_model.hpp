@@ -126,6 +126,18 @@ struct DevicePrice {
     double total_ms = 0;
 };
 
+class DeviceModel;
+
+namespace detail {
+struct DeviceModelTraining;
+/// What DeviceModel::fit runs (DeviceModel::fit_impl): set where device_model_training.hpp is
+/// compiled in (the compiled library includes it), null elsewhere, so that a program that only
+/// prices with saved models does not compile the fitting.
+using DeviceModelFit = estimators::FitResult (*)(DeviceModel&, const train::TrainData&, const train::TrainData&,
+                                                 const estimators::FitOptions&);
+inline DeviceModelFit device_model_fitting = nullptr;
+}  // namespace detail
+
 class DeviceModel final : public estimators::Estimator, public cost::CostSource {
 public:
     static constexpr std::string_view kind = "device";
@@ -162,8 +174,9 @@ public:
     ///  2. the scale becomes the calibration factor: the model now prices this device;
     ///  3. the graph-level residual on what is left, kept only when it beats no residual on
     ///     validation (KernelResidual::fit).
-    /// set_fit_parts() leaves either part out.
-    /// @throws config_error for a model not built yet (dnncost device build), or bad data
+    /// set_fit_parts() leaves either part out. Runs device_model_training.hpp's fitting.
+    /// @throws config_error for a model not built yet (dnncost device build), or bad data, or when
+    ///         the fitting is not compiled in (header-only mode without device_model_training.hpp)
     estimators::FitResult fit(const train::TrainData& train, const train::TrainData& validation,
                               const estimators::FitOptions& options) override;
 
@@ -239,6 +252,10 @@ protected:
     cost::GraphCost price(const graph::Graph& g) const override;
 
 private:
+    friend struct detail::DeviceModelTraining;
+    /// What fit() runs (device_model_training.hpp).
+    estimators::FitResult fit_impl(const train::TrainData& train, const train::TrainData& validation,
+                                   const estimators::FitOptions& options);
     /// The regressors' figure of every kernel of every network, without the residual and the
     /// calibration factor: network i's kernels at ms[start[i] .. start[i + 1]).
     struct KernelFigures {

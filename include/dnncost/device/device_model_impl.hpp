@@ -102,50 +102,11 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(FusionRules rules, std::span<const K
 
 DNNCOST_FUNC estimators::FitResult DeviceModel::fit(const train::TrainData& train, const train::TrainData& validation,
                                                     const estimators::FitOptions& options) {
-    if (m_kinds.empty())
+    if (!detail::device_model_fitting)
         raise<config_error>(
-            "device model: build it from kernel measurements first (dnncost device build); "
-            "fit() fits it to whole networks");
-    m_boundary = {};
-    m_residual.reset();
-    m_scale = 1.0;
-    m_calibration_shots = 0;
-    m_family_scale.clear();
-    m_boundary_fit.reset();
-    if (m_fit_boundary && train.size() >= 3) {
-        const auto nets = boundary_networks(train);
-        const auto f = fit_sample_boundary(nets);
-        const double zero_scale = std::exp(detail::boundary_log_spread(nets, {}).second);
-        const auto judge = validation.size() > 0 ? boundary_networks(validation) : nets;
-        const double without = detail::boundary_log_rms(judge, {}, zero_scale);
-        const double with = detail::boundary_log_rms(judge, f.cost, f.scale);
-        // a narrowing at the level of rounding (networks that are their kernels' sum) is none
-        const bool keep = with < without - 1e-9;
-        m_boundary_fit = BoundaryFitReport{f, without, with, keep};
-        m_boundary = keep ? f.cost : SampleBoundaryCost{};
-        m_scale = keep ? f.scale : zero_scale;
-    }
-    estimators::FitResult r;
-    if (m_fit_residual) {
-        std::vector<KernelGraphSample> xt, xv;
-        (void)kernel_figures(train.graphs, nullptr, &xt);
-        (void)kernel_figures(validation.graphs, nullptr, &xv);
-        // the residual learns what is left after the scale
-        std::vector<double> yt(train.targets), yv(validation.targets);
-        for (auto& y : yt) y /= m_scale;
-        for (auto& y : yv) y /= m_scale;
-        KernelResidual residual(m_residual_options);
-        r = residual.fit(xt, yt, xv, yv, options);
-        m_residual = std::move(residual);
-    }
-    if (m_boundary_fit)
-        r.summary = dnncost::concat("sample boundary ", m_boundary_fit->kept ? "kept" : "not kept", " (",
-                                    m_boundary_fit->fit.cost.ms_per_kernel, " ms per kernel, ",
-                                    m_boundary_fit->fit.cost.ms_per_output_mb, " ms/MB output, ",
-                                    m_boundary_fit->fit.cost.ms_per_reorder_mb, " ms/MB reordered; log spread ",
-                                    m_boundary_fit->spread_without, " -> ", m_boundary_fit->spread_with, "); scale ",
-                                    m_scale, r.summary.empty() ? "" : "; ", r.summary);
-    return r;
+            "fitting a device model needs its training: include "
+            "<dnncost/device/device_model_training.hpp> (header-only mode) or link dnncost::compiled");
+    return detail::device_model_fitting(*this, train, validation, options);
 }
 
 DNNCOST_FUNC std::string DeviceModel::serialize() const {

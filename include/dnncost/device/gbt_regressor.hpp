@@ -112,7 +112,8 @@ protected:
     /// XGBoost predicts in float
     double probe_tolerance() const override { return 1e-5; }
 
-    void fit_log(const Mat<double>& x, const Eigen::VectorXd& log_y) override;
+    void fit_log(const Mat<double>& x,
+                 const Eigen::VectorXd& log_y) override;  // runs fit_log_impl through detail::tabular_fitting
 
     /// Through the booster's trees read into a GbtForest: XGBoost's own figures (checked when
     /// the trees are read), without its per-call matrix.
@@ -126,6 +127,9 @@ protected:
     void load_model(io::BinaryReader& r, std::size_t n_features) override;
 
 private:
+    friend struct detail::TabularTraining;
+    /// The training itself (device_model_training.hpp).
+    void fit_log_impl(const Mat<double>& x, const Eigen::VectorXd& log_y);
     /// Reads the booster's trees into m_forest and checks that they give XGBoost's own figures,
     /// bit for bit, on rows at and just below every threshold (and on up to 256 of `x`'s rows).
     /// @throws config_error when they do not

@@ -69,61 +69,7 @@ DNNCOST_FUNC GbtRegressor GbtRegressor::load(std::string_view bytes, const std::
 }
 
 DNNCOST_FUNC void GbtRegressor::fit_log(const Mat<double>& x, const Eigen::VectorXd& log_y) {
-    const Index n = x.rows();
-    Rng rng(m_o.seed);
-    std::vector<Index> order(static_cast<std::size_t>(n));
-    std::iota(order.begin(), order.end(), Index{0});
-    rng.shuffle(order.begin(), order.end());
-    const auto n_val = static_cast<std::size_t>(
-        std::max<Index>(2, static_cast<Index>(std::lround(m_o.validation_fraction * static_cast<double>(n)))));
-    const std::span<const Index> val(order.data(), n_val), train(order.data() + n_val, order.size() - n_val);
-    m_base.resize(0);
-    if (m_o.linear_base) m_base = fit_linear_base(x, log_y, train);
-    const Eigen::VectorXd trend = linear_base(x);
-    auto labels = [&](std::span<const Index> rows) {
-        std::vector<float> y;
-        for (auto i : rows) y.push_back(static_cast<float>(log_y[i] - trend[i]));
-        return y;
-    };
-    auto dtrain = detail::xgb_matrix(x, train), dval = detail::xgb_matrix(x, val);
-    const auto ytrain = labels(train), yval = labels(val);
-    detail::xgb_check(XGDMatrixSetFloatInfo(dtrain.get(), "label", ytrain.data(), ytrain.size()),
-                      "XGDMatrixSetFloatInfo");
-    detail::xgb_check(XGDMatrixSetFloatInfo(dval.get(), "label", yval.data(), yval.size()), "XGDMatrixSetFloatInfo");
-    const double base = std::accumulate(ytrain.begin(), ytrain.end(), 0.0) / static_cast<double>(ytrain.size());
-
-    DMatrixHandle both[2] = {dtrain.get(), dval.get()};
-    BoosterHandle h = nullptr;
-    detail::xgb_check(XGBoosterCreate(both, 2, &h), "XGBoosterCreate");
-    detail::XgbBooster booster(h);
-    set_params(h, base);
-
-    DMatrixHandle eval_set[1] = {dval.get()};
-    const char* eval_names[1] = {"val"};
-    double best = std::numeric_limits<double>::infinity();
-    int best_round = 0;
-    for (int round = 0; round < m_o.max_rounds; ++round) {
-        detail::xgb_check(XGBoosterUpdateOneIter(h, round, dtrain.get()), "XGBoosterUpdateOneIter");
-        const char* result = nullptr;
-        detail::xgb_check(XGBoosterEvalOneIter(h, round, eval_set, eval_names, 1, &result), "XGBoosterEvalOneIter");
-        const double err = parse_eval(result);
-        if (err < best) {
-            best = err;
-            best_round = round;
-        } else if (round - best_round >= m_o.early_stopping_rounds) {
-            break;
-        }
-    }
-    int done = 0;
-    detail::xgb_check(XGBoosterBoostedRounds(h, &done), "XGBoosterBoostedRounds");
-    if (best_round + 1 < done) {
-        BoosterHandle cut = nullptr;
-        detail::xgb_check(XGBoosterSlice(h, 0, best_round + 1, 1, &cut), "XGBoosterSlice");
-        booster.reset(cut);
-    }
-    m_booster = std::move(booster);
-    m_rounds = best_round + 1;
-    read_trees(&x);
+    detail::run_tabular_fitting(*this, x, log_y);
 }
 
 DNNCOST_FUNC Eigen::VectorXd GbtRegressor::forest_log(const Mat<double>& x) const {
@@ -255,43 +201,6 @@ DNNCOST_FUNC double GbtRegressor::parse_eval(const char* line) {
     const double v = colon == std::string::npos ? std::nan("") : std::strtod(s.c_str() + colon + 1, &end);
     if (!std::isfinite(v)) raise<config_error>("GbtRegressor: cannot read XGBoost's evaluation '", s, "'");
     return v;
-}
-
-DNNCOST_FUNC Eigen::VectorXd GbtRegressor::fit_linear_base(const Mat<double>& x, const Eigen::VectorXd& log_y,
-                                                           std::span<const Index> rows) const {
-    const Index p = x.cols();
-    const auto n = static_cast<Index>(rows.size());
-    std::vector<char> used(static_cast<std::size_t>(p), 0);
-    const auto& names = feature_names();
-    for (Index j = 0; j < p; ++j)
-        used[static_cast<std::size_t>(j)] = std::find(m_o.linear_features.begin(), m_o.linear_features.end(),
-                                                      names[static_cast<std::size_t>(j)]) != m_o.linear_features.end();
-    if (std::none_of(used.begin(), used.end(), [](char u) { return u != 0; })) std::fill(used.begin(), used.end(), 1);
-    Mat<double> z(n, p);
-    Eigen::VectorXd y(n);
-    for (Index r = 0; r < n; ++r) {
-        z.row(r) = x.row(rows[static_cast<std::size_t>(r)]);
-        y[r] = log_y[rows[static_cast<std::size_t>(r)]];
-    }
-    const Eigen::RowVectorXd mean = z.colwise().mean();
-    z.rowwise() -= mean;
-    Eigen::RowVectorXd scale = (z.colwise().squaredNorm() / static_cast<double>(n)).cwiseSqrt();
-    for (Index j = 0; j < p; ++j) scale[j] = scale[j] > 1e-12 && used[static_cast<std::size_t>(j)] ? scale[j] : 0.0;
-    for (Index j = 0; j < p; ++j)
-        z.col(j) = scale[j] > 0 ? Eigen::VectorXd(z.col(j) / scale[j]) : Eigen::VectorXd::Zero(n);
-    const double y_mean = y.mean();
-    Mat<double> a = z.transpose() * z;
-    a.diagonal().array() += m_o.linear_ridge;
-    const Eigen::VectorXd w_std = a.ldlt().solve(z.transpose() * (y.array() - y_mean).matrix());
-    Eigen::VectorXd w(p + 1);
-    double intercept = y_mean;
-    for (Index j = 0; j < p; ++j) {
-        w[j] = scale[j] > 0 ? w_std[j] / scale[j] : 0.0;
-        intercept -= w[j] * mean[j];
-    }
-    w[p] = intercept;
-    if (!w.allFinite()) raise<config_error>("GbtRegressor: the linear base has non-finite coefficients");
-    return w;
 }
 
 DNNCOST_FUNC Eigen::VectorXd GbtRegressor::linear_base(const Mat<double>& x) const {

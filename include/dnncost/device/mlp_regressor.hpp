@@ -61,7 +61,8 @@ public:
 protected:
     Index min_rows() const override { return 10; }
 
-    void fit_log(const Mat<double>& x, const Eigen::VectorXd& log_y) override;
+    void fit_log(const Mat<double>& x,
+                 const Eigen::VectorXd& log_y) override;  // runs fit_log_impl through detail::tabular_fitting
 
     Eigen::VectorXd predict_log(const Mat<double>& x) const override;
 
@@ -70,6 +71,9 @@ protected:
     void load_model(io::BinaryReader& r, std::size_t n_features) override;
 
 private:
+    friend struct detail::TabularTraining;
+    /// The training itself (device_model_training.hpp).
+    void fit_log_impl(const Mat<double>& x, const Eigen::VectorXd& log_y);
     static nn::Context<double> infer_ctx() { return {.training = false, .no_grad = true}; }
 
     void build(Index d, Rng& rng);

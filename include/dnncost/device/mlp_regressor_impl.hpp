@@ -1,6 +1,7 @@
 #pragma once
 /// @file mlp_regressor_impl.hpp
-/// The definitions of mlp_regressor.hpp: the network, its training and its payload. Compiled once
+/// The definitions of mlp_regressor.hpp: the network and its payload (its training is in
+/// device_model_training.hpp). Compiled once
 /// into dnncost::compiled in compiled mode (core/config.hpp), included by mlp_regressor.hpp in
 /// header-only mode.
 #include <algorithm>
@@ -18,8 +19,6 @@
 #include <dnncost/nn/activations.hpp>
 #include <dnncost/nn/mlp.hpp>
 #include <dnncost/nn/module.hpp>
-#include <dnncost/optim/optimizer.hpp>
-#include <dnncost/optim/schedule.hpp>
 
 namespace dnncost::device {
 
@@ -47,89 +46,7 @@ DNNCOST_FUNC MlpRegressor MlpRegressor::load(std::string_view bytes, const std::
 }
 
 DNNCOST_FUNC void MlpRegressor::fit_log(const Mat<double>& x, const Eigen::VectorXd& log_y) {
-    const Index n = x.rows(), d = x.cols();
-    Rng rng(m_o.seed);
-    std::vector<Index> order(static_cast<std::size_t>(n));
-    std::iota(order.begin(), order.end(), Index{0});
-    rng.shuffle(order.begin(), order.end());
-    const Index n_val = std::max<Index>(2, static_cast<Index>(std::lround(m_o.validation_fraction * n)));
-    const std::vector<Index> val(order.begin(), order.begin() + n_val);
-    std::vector<Index> train(order.begin() + n_val, order.end());
-
-    // the input transform and the scales come from the training part only
-    m_log_column.assign(static_cast<std::size_t>(d), 1);
-    for (Index j = 0; j < d; ++j)
-        for (auto i : train)
-            if (x(i, j) < 0) m_log_column[static_cast<std::size_t>(j)] = 0;
-    m_mean = Eigen::RowVectorXd::Zero(d);
-    m_scale = Eigen::RowVectorXd::Ones(d);
-    const Mat<double> xt = transform(x);
-    Eigen::RowVectorXd sum = Eigen::RowVectorXd::Zero(d), sq = Eigen::RowVectorXd::Zero(d);
-    double ys = 0, yq = 0;
-    for (auto i : train) {
-        sum += xt.row(i);
-        sq += xt.row(i).array().square().matrix();
-        ys += log_y[i];
-        yq += log_y[i] * log_y[i];
-    }
-    const double nt = static_cast<double>(train.size());
-    m_mean = sum / nt;
-    for (Index j = 0; j < d; ++j) {
-        const double var = std::max(0.0, sq[j] / nt - m_mean[j] * m_mean[j]);
-        m_scale[j] = var > 1e-24 ? std::sqrt(var) : 1.0;
-    }
-    m_y_mean = ys / nt;
-    const double yvar = std::max(0.0, yq / nt - m_y_mean * m_y_mean);
-    m_y_scale = yvar > 1e-24 ? std::sqrt(yvar) : 1.0;
-
-    Mat<double> z = standardise(xt);
-    Eigen::VectorXd target = (log_y.array() - m_y_mean) / m_y_scale;
-
-    build(d, rng);
-    auto params = m_net->parameters();
-    optim::Adam<double> adam(
-        params, {.lr = m_o.learning_rate, .weight_decay = m_o.weight_decay, .decoupled = m_o.weight_decay > 0});
-    optim::EarlyStopping stop(m_o.patience);
-    optim::ReduceLROnPlateau plateau(0.5, m_o.lr_patience, m_o.learning_rate * 1e-3);
-    std::vector<Mat<double>> best;
-    for (auto* p : params) best.push_back(p->value);
-
-    Mat<double> xv(n_val, d), xb;
-    Eigen::VectorXd yv(n_val);
-    for (Index k = 0; k < n_val; ++k) {
-        xv.row(k) = z.row(val[static_cast<std::size_t>(k)]);
-        yv[k] = target[val[static_cast<std::size_t>(k)]];
-    }
-    Mat<double> dy;
-    nn::Context<double> train_ctx{.training = true, .rng = &rng};
-    for (int epoch = 0; epoch < m_o.max_epochs; ++epoch) {
-        rng.shuffle(train.begin(), train.end());
-        for (std::size_t s = 0; s < train.size(); s += static_cast<std::size_t>(m_o.batch_size)) {
-            const auto b = static_cast<Index>(std::min(train.size() - s, static_cast<std::size_t>(m_o.batch_size)));
-            xb.resize(b, d);
-            dy.resize(b, 1);
-            for (Index k = 0; k < b; ++k) xb.row(k) = z.row(train[s + static_cast<std::size_t>(k)]);
-            adam.zero_grad();
-            const Mat<double>& out = m_net->forward(xb, train_ctx);
-            // gradient of the mean squared error in standardised log space
-            for (Index k = 0; k < b; ++k)
-                dy(k, 0) = 2.0 * (out(k, 0) - target[train[s + static_cast<std::size_t>(k)]]) / static_cast<double>(b);
-            m_net->backward(dy, train_ctx);
-            adam.step();
-        }
-        // validation error: mean |log error|, close to the relative error for small errors
-        const Mat<double>& pv = m_net->forward(xv, infer_ctx());
-        const double val_error = ((pv.col(0) - yv).array().abs() * m_y_scale).mean();
-        if (!std::isfinite(val_error))
-            raise<config_error>("MlpRegressor fit: training diverged at epoch ", epoch,
-                                " (non-finite validation error); lower the learning rate");
-        if (stop.update(val_error, epoch))
-            for (std::size_t k = 0; k < params.size(); ++k) best[k] = params[k]->value;
-        if (stop.should_stop()) break;
-        adam.set_learning_rate(plateau.step(val_error, adam.learning_rate()));
-    }
-    for (std::size_t k = 0; k < params.size(); ++k) params[k]->value = best[k];
-    m_best_epoch = stop.best_epoch();
+    detail::run_tabular_fitting(*this, x, log_y);
 }
 
 DNNCOST_FUNC Eigen::VectorXd MlpRegressor::predict_log(const Mat<double>& x) const {

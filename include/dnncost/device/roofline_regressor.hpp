@@ -88,7 +88,8 @@ protected:
     /// the correction may be trees, which predict in float
     double probe_tolerance() const override { return 1e-5; }
 
-    void fit_log(const Mat<double>& x, const Eigen::VectorXd& log_y) override;
+    void fit_log(const Mat<double>& x,
+                 const Eigen::VectorXd& log_y) override;  // runs fit_log_impl through detail::tabular_fitting
 
     Eigen::VectorXd predict_log(const Mat<double>& x) const override;
 
@@ -97,6 +98,9 @@ protected:
     void load_model(io::BinaryReader& r, std::size_t n_features) override;
 
 private:
+    friend struct detail::TabularTraining;
+    /// The training itself (device_model_training.hpp).
+    void fit_log_impl(const Mat<double>& x, const Eigen::VectorXd& log_y);
     RooflineRegressor() = default;
 
     using Bytes = std::array<double, static_cast<std::size_t>(roofline_max_byte_kinds)>;

@@ -51,43 +51,7 @@ DNNCOST_FUNC RooflineRegressor RooflineRegressor::load(std::string_view bytes, c
 }
 
 DNNCOST_FUNC void RooflineRegressor::fit_log(const Mat<double>& x, const Eigen::VectorXd& log_y) {
-    const auto& names = feature_names();
-    const auto column = [&](const std::string& name) -> std::int64_t {
-        const auto it = std::find(names.begin(), names.end(), name);
-        return it == names.end() ? -1 : static_cast<std::int64_t>(it - names.begin());
-    };
-    m_flops_column = m_o.flops_feature.empty() ? -1 : column(m_o.flops_feature);
-    m_bytes_columns.clear();
-    for (const auto& group : m_o.bytes_features) {
-        std::vector<std::int64_t> cols;
-        for (const auto& b : group)
-            if (const auto c = column(b); c >= 0) cols.push_back(c);
-        if (!cols.empty()) m_bytes_columns.push_back(std::move(cols));
-    }
-    if (m_flops_column < 0 && m_bytes_columns.empty())
-        raise<config_error>("roofline regressor fit: the features have neither '", m_o.flops_feature,
-                            "' nor any of the bytes features");
-    std::vector<double> flops, ms;
-    Mat<double> bytes(x.rows(), static_cast<Index>(m_bytes_columns.size()));
-    Bytes b{};
-    for (Index i = 0; i < x.rows(); ++i) {
-        flops.push_back(work(x, i, b));
-        for (Index j = 0; j < bytes.cols(); ++j) bytes(i, j) = b[static_cast<std::size_t>(j)];
-        ms.push_back(std::exp(log_y[i]));
-    }
-    m_base = fit_roofline_base(flops, bytes, ms).base;
-    std::vector<double> ratio;
-    m_corr_lo = std::numeric_limits<double>::infinity();
-    m_corr_hi = -m_corr_lo;
-    for (Index i = 0; i < x.rows(); ++i) {
-        const double c = log_y[i] - log_base(x, i);
-        m_corr_lo = std::min(m_corr_lo, c);
-        m_corr_hi = std::max(m_corr_hi, c);
-        ratio.push_back(std::exp(c));
-    }
-    m_box_lo = x.colwise().minCoeff();
-    m_box_hi = x.colwise().maxCoeff();
-    m_correction->fit(x, ratio, names);
+    detail::run_tabular_fitting(*this, x, log_y);
 }
 
 DNNCOST_FUNC Eigen::VectorXd RooflineRegressor::predict_log(const Mat<double>& x) const {

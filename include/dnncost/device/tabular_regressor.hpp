@@ -41,6 +41,32 @@
 
 namespace dnncost::device {
 
+namespace detail {
+/// How a regressor type R fits (R::fit_log_impl): set where device_model_training.hpp is compiled
+/// in (the compiled library includes it), null elsewhere, so that a program that only prices with
+/// saved models does not compile the regressors' training.
+template <class R>
+inline void (*tabular_fitting)(R&, const Mat<double>&, const Eigen::VectorXd&) = nullptr;
+
+/// What the hook points to; a friend of each regressor.
+struct TabularTraining {
+    template <class R>
+    static void fit(R& r, const Mat<double>& x, const Eigen::VectorXd& log_y) {
+        r.fit_log_impl(x, log_y);
+    }
+};
+
+/// Runs R's registered fitting, or says which header provides it.
+template <class R>
+void run_tabular_fitting(R& r, const Mat<double>& x, const Eigen::VectorXd& log_y) {
+    if (!tabular_fitting<R>)
+        raise<config_error>("fitting a ", r.kind(),
+                            " regressor needs its training: include <dnncost/device/device_model_training.hpp> "
+                            "(header-only mode) or link dnncost::compiled");
+    tabular_fitting<R>(r, x, log_y);
+}
+}  // namespace detail
+
 /// Version of the payload that TabularRegressor::save writes inside the model container.
 inline constexpr std::uint32_t tabular_payload_version = 1;
 

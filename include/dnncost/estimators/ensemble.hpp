@@ -20,6 +20,7 @@
 #include <dnncost/estimators/capabilities.hpp>
 #include <dnncost/estimators/ensemble_kind.hpp>
 #include <dnncost/estimators/estimator.hpp>
+#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/train/metrics.hpp>
 #include <dnncost/train/train_data.hpp>
@@ -200,6 +201,29 @@ private:
     Resample m_resample;
     std::vector<std::unique_ptr<Estimator>> m_members;
 };
+
+/// An untrained ensemble of `members` estimators of the named preset, each with `settings`.
+/// @throws config_error listing known presets, naming an option the preset does not have, or for
+///         a member count outside [2, EnsembleEstimator::max_members]
+inline std::unique_ptr<EnsembleEstimator> make_ensemble(std::string_view name, int members,
+                                                        EnsembleResample resample = EnsembleResample::bootstrap,
+                                                        const PresetSettings& settings = {}) {
+    auto entry = detail::find_entry(name, "make_ensemble: ");
+    detail::check_settings(name, entry, settings);
+    return std::make_unique<EnsembleEstimator>(
+        std::string(name), [make = entry.make, settings] { return make(settings); }, members, resample);
+}
+
+namespace detail {
+// load_estimator reads ensembles where this header is included.
+inline const bool ensemble_loading_registered = [] {
+    ensemble_loading = [](std::string_view bytes, std::string_view source) -> std::unique_ptr<Estimator> {
+        return EnsembleEstimator::deserialize(
+            bytes, source, [](std::string_view b, std::string_view s) { return load_estimator(b, s); });
+    };
+    return true;
+}();
+}  // namespace detail
 
 /// Fraction of items whose true value lies within mean ± 2 sigma of the prediction.
 inline double coverage_2sigma(std::span<const Prediction> predictions, std::span<const double> truth) {

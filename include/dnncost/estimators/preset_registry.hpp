@@ -4,9 +4,10 @@
 /// (also the container kind its models are saved under) to a factory and a loader; adding a
 /// preset is one register_estimator call, never another branch.
 ///
-/// The table starts empty but for the "ensemble" container kind, whose members are decoded
-/// through the same table: each estimator's header registers its presets when it is included,
-/// so a program compiles only the estimators it uses. registry.hpp includes every built-in one.
+/// The table starts empty: each estimator's header registers its presets when it is included,
+/// so a program compiles only the estimators it uses, and ensemble.hpp registers the reading of
+/// ensembles (containers of "ensemble" kind, whose members are decoded through the same table).
+/// registry.hpp includes every built-in one.
 /// Each entry also declares its own options (PresetOption), which a front end offers and passes
 /// back as PresetSettings: no caller needs to know a preset's type to configure it.
 #include <algorithm>
@@ -47,8 +48,6 @@ struct PresetOption {
 using PresetFactory = std::function<std::unique_ptr<Estimator>(const PresetSettings& settings)>;
 /// Rebuilds an estimator from its serialized bytes (a container of the preset's kind).
 using EstimatorLoader = std::function<std::unique_ptr<Estimator>(std::string_view bytes, std::string_view source)>;
-
-class EnsembleEstimator;
 
 struct RegistryEntry {
     PresetFactory make;
@@ -184,6 +183,11 @@ inline void check_settings(std::string_view preset, const RegistryEntry& entry, 
         }
     }
 }
+/// How load_estimator reads an ensemble's container: set where estimators/ensemble.hpp is included
+/// (the compiled library includes it), null elsewhere, so that a program that loads one preset
+/// does not compile ensembles and their training.
+using EnsembleLoad = std::unique_ptr<Estimator> (*)(std::string_view bytes, std::string_view source);
+inline EnsembleLoad ensemble_loading = nullptr;
 }  // namespace detail
 
 /// A fresh, untrained estimator of the named preset, with its own options set from `settings`.
@@ -193,11 +197,6 @@ inline std::unique_ptr<Estimator> make_estimator(std::string_view name, const Pr
     detail::check_settings(name, entry, settings);
     return entry.make(settings);
 }
-
-/// An untrained ensemble of `members` estimators of the named preset, each with `settings`.
-DNNCOST_FUNC std::unique_ptr<EnsembleEstimator> make_ensemble(std::string_view name, int members,
-                                                             EnsembleResample resample = EnsembleResample::bootstrap,
-                                                             const PresetSettings& settings = {});
 
 /// Rebuild a saved estimator (any registered preset, or an ensemble of one) from its bytes.
 /// @throws parse_error naming `source` for a corrupt/foreign file or an unknown preset

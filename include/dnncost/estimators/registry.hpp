@@ -12,6 +12,7 @@
 #include <dnncost/estimators/preset_registry.hpp>
 #if !defined(DNNCOST_COMPILED)
 #include <dnncost/estimators/additive.hpp>
+#include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/perfsage.hpp>
 #include <dnncost/estimators/presets.hpp>
 #endif
