@@ -24,8 +24,8 @@ DNNCOST_FUNC ThreadPool::ThreadPool(std::size_t threads) {
 #endif
 }
 
-DNNCOST_FUNC auto ThreadPool::parallel_for(std::size_t begin, std::size_t end,
-                                           const std::function<void(std::size_t)>& body) -> void {
+DNNCOST_FUNC void ThreadPool::parallel_for(std::size_t begin, std::size_t end,
+                                           const std::function<void(std::size_t)>& body) {
     if (end <= begin) return;
     if (m_size == 1 || end - begin == 1) {
         for (std::size_t i = begin; i < end; ++i) body(i);
@@ -47,7 +47,7 @@ DNNCOST_FUNC auto ThreadPool::parallel_for(std::size_t begin, std::size_t end,
     if (m_error) std::rethrow_exception(std::exchange(m_error, nullptr));
 }
 
-DNNCOST_FUNC auto ThreadPool::stop_and_join() -> void {
+DNNCOST_FUNC void ThreadPool::stop_and_join() {
     {
         std::lock_guard lock(m_mutex);
         m_stop = true;
@@ -58,7 +58,7 @@ DNNCOST_FUNC auto ThreadPool::stop_and_join() -> void {
     m_workers.clear();
 }
 
-DNNCOST_FUNC auto ThreadPool::run_items() -> void {
+DNNCOST_FUNC void ThreadPool::run_items() {
     std::unique_lock lock(m_mutex);
     while (m_body && m_next < m_end) {
         const std::size_t i = m_next++;
@@ -81,7 +81,7 @@ DNNCOST_FUNC auto ThreadPool::run_items() -> void {
     if (m_active == 0) m_done_cv.notify_all();
 }
 
-DNNCOST_FUNC auto ThreadPool::worker_loop() -> void {
+DNNCOST_FUNC void ThreadPool::worker_loop() {
     std::size_t seen = 0;
     for (;;) {
         {

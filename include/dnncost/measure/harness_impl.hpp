@@ -4,13 +4,13 @@
 /// (core/config.hpp), included by harness.hpp in header-only mode.
 #include <dnncost/measure/harness.hpp>
 
-DNNCOST_FUNC auto dnncost::measure::statistic_of(std::vector<double> v, Statistic s) -> double {
+DNNCOST_FUNC double dnncost::measure::statistic_of(std::vector<double> v, Statistic s) {
     if (v.empty()) return std::nan("");
     if (s == Statistic::minimum) return *std::min_element(v.begin(), v.end());
     return median(v);
 }
 
-DNNCOST_FUNC auto dnncost::measure::relative_spread(const std::vector<double>& v, double center) -> double {
+DNNCOST_FUNC double dnncost::measure::relative_spread(const std::vector<double>& v, double center) {
     if (v.size() < 2 || !(center > 0)) return 0.0;
     return mad(v, center) / center;
 }
@@ -119,7 +119,7 @@ DNNCOST_FUNC auto Harness::noise_check(const std::vector<Network>& networks, con
     return report;
 }
 
-DNNCOST_FUNC auto Harness::measure_reference(RunConditions& c) -> void {
+DNNCOST_FUNC void Harness::measure_reference(RunConditions& c) {
     const auto model = m_provenance.reference_model.string();
     if (m_reference_repeats == 0) {
         // a first, unrecorded request learns how many runs fill a round (and warms the runner
@@ -149,7 +149,7 @@ DNNCOST_FUNC auto Harness::measure_reference(RunConditions& c) -> void {
     ref.spread = statistic_of(m_reference_spreads, Statistic::median);
 }
 
-DNNCOST_FUNC auto Harness::check_provenance(RunConditions& c) const -> void {
+DNNCOST_FUNC void Harness::check_provenance(RunConditions& c) const {
     const auto& p = m_provenance;
     if (!p.stored) return;
     for (auto& w : check_append(p.store_name, *p.stored, c.host, p.allow_other_host, p.how_to_allow))
@@ -188,14 +188,14 @@ DNNCOST_FUNC auto Harness::summarise(const Network& n, const std::vector<Record>
     return r;
 }
 
-DNNCOST_FUNC auto Harness::calibrated_repeats(const std::vector<Record>& done_rounds) const -> int {
+DNNCOST_FUNC int Harness::calibrated_repeats(const std::vector<Record>& done_rounds) const {
     double fastest = std::numeric_limits<double>::infinity();
     for (const auto& r : done_rounds)
         if (r.latency_ms > 0 && std::isfinite(r.latency_ms)) fastest = std::min(fastest, r.latency_ms);
     return repeats_for(fastest);
 }
 
-DNNCOST_FUNC auto Harness::repeats_for(double fastest) const -> int {
+DNNCOST_FUNC int Harness::repeats_for(double fastest) const {
     if (!(m_options.round_ms > 0) || !(fastest > 0) || !std::isfinite(fastest)) return m_options.repeats;
     const double want = std::ceil(m_options.round_ms / fastest);
     return static_cast<int>(
@@ -310,7 +310,7 @@ DNNCOST_FUNC auto Harness::measure_networks(const std::vector<Network>& nets, st
     return results;
 }
 
-DNNCOST_FUNC auto HarnessOptions::check() const -> void {
+DNNCOST_FUNC void HarnessOptions::check() const {
     if (rounds < 1 || rounds > 1000) raise<config_error>("rounds must be in [1, 1000], got ", rounds);
     if (warmup < 0 || warmup > 1000000) raise<config_error>("warm-up runs must be in [0, 10^6], got ", warmup);
     if (repeats < 1 || repeats > 1000000) raise<config_error>("timed runs must be in [1, 10^6], got ", repeats);
@@ -326,7 +326,7 @@ DNNCOST_FUNC auto HarnessOptions::check() const -> void {
         raise<config_error>("the networks measured together must be in [0, 10^6] (0: all), got ", interleave);
 }
 
-DNNCOST_FUNC auto HarnessOptions::to_json() const -> std::string {
+DNNCOST_FUNC std::string HarnessOptions::to_json() const {
     auto v = json::Value::object();
     v.set("rounds", json::Value::of(static_cast<double>(rounds)));
     v.set("warmup", json::Value::of(static_cast<double>(warmup)));

@@ -4,7 +4,7 @@
 /// (core/config.hpp), included by json.hpp in header-only mode.
 #include <dnncost/measure/json.hpp>
 
-DNNCOST_FUNC auto dnncost::measure::json::quote(std::string_view s) -> std::string {
+DNNCOST_FUNC std::string dnncost::measure::json::quote(std::string_view s) {
     std::string out = "\"";
     for (const char c : s) {
         switch (c) {
@@ -37,7 +37,7 @@ DNNCOST_FUNC auto dnncost::measure::json::quote(std::string_view s) -> std::stri
     return out + "\"";
 }
 
-DNNCOST_FUNC auto dnncost::measure::json::dump(const Value& v) -> std::string {
+DNNCOST_FUNC std::string dnncost::measure::json::dump(const Value& v) {
     switch (v.kind) {
         case Value::Kind::null:
             return "null";
@@ -69,7 +69,7 @@ DNNCOST_FUNC auto dnncost::measure::json::dump(const Value& v) -> std::string {
     return "null";
 }
 
-DNNCOST_FUNC auto dnncost::measure::json::dump_lines(const Value& v) -> std::string {
+DNNCOST_FUNC std::string dnncost::measure::json::dump_lines(const Value& v) {
     if (!v.is_object() || v.members.empty()) return dump(v) + "\n";
     std::string out = "{\n";
     for (std::size_t i = 0; i < v.members.size(); ++i) {
@@ -154,13 +154,13 @@ DNNCOST_FUNC auto Reader::document() -> Value {
     return v;
 }
 
-DNNCOST_FUNC auto Reader::skip_space() -> void {
+DNNCOST_FUNC void Reader::skip_space() {
     while (m_pos < m_text.size() &&
            (m_text[m_pos] == ' ' || m_text[m_pos] == '\t' || m_text[m_pos] == '\n' || m_text[m_pos] == '\r'))
         ++m_pos;
 }
 
-DNNCOST_FUNC auto Reader::consume(std::string_view word) -> bool {
+DNNCOST_FUNC bool Reader::consume(std::string_view word) {
     if (m_text.substr(m_pos, word.size()) != word) return false;
     m_pos += word.size();
     return true;
@@ -254,7 +254,7 @@ DNNCOST_FUNC auto Reader::value(int depth) -> Value {
     return v;
 }
 
-DNNCOST_FUNC auto Reader::number() -> double {
+DNNCOST_FUNC double Reader::number() {
     // JSON grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
     const std::size_t start = m_pos;
     auto digits = [&] {
@@ -304,7 +304,7 @@ DNNCOST_FUNC auto Reader::hex4() -> unsigned {
     return cp;
 }
 
-DNNCOST_FUNC auto Reader::append_utf8(std::string& out, unsigned cp) -> void {
+DNNCOST_FUNC void Reader::append_utf8(std::string& out, unsigned cp) {
     if (cp < 0x80) {
         out += static_cast<char>(cp);
     } else if (cp < 0x800) {
@@ -322,7 +322,7 @@ DNNCOST_FUNC auto Reader::append_utf8(std::string& out, unsigned cp) -> void {
     }
 }
 
-DNNCOST_FUNC auto Reader::string_literal() -> std::string {
+DNNCOST_FUNC std::string Reader::string_literal() {
     ++m_pos;  // opening quote
     std::string out;
     for (;;) {

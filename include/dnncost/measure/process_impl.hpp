@@ -14,7 +14,7 @@ DNNCOST_FUNC auto dnncost::measure::allowed_cpus() -> std::vector<int> {
     return out;
 }
 
-DNNCOST_FUNC auto dnncost::measure::realtime_permitted(std::string* why) -> bool {
+DNNCOST_FUNC bool dnncost::measure::realtime_permitted(std::string* why) {
     int rc = 0;
     std::thread probe([&rc] {
         sched_param p{};
@@ -116,7 +116,7 @@ DNNCOST_FUNC auto ChildProcess::start(const std::string& command, const ProcessO
     return std::nullopt;
 }
 
-DNNCOST_FUNC auto ChildProcess::pump(Millis wait) -> bool {
+DNNCOST_FUNC bool ChildProcess::pump(Millis wait) {
     if (m_out < 0) return false;
     pollfd fds[2] = {{m_out, POLLIN, 0}, {m_err, POLLIN, 0}};
     const nfds_t n = m_err >= 0 ? 2 : 1;
@@ -137,7 +137,7 @@ DNNCOST_FUNC auto ChildProcess::pump(Millis wait) -> bool {
     return true;
 }
 
-DNNCOST_FUNC auto ChildProcess::drain(Millis wait, std::size_t max_buffer) -> void {
+DNNCOST_FUNC void ChildProcess::drain(Millis wait, std::size_t max_buffer) {
     if (m_out >= 0) {
         pump(wait);
     } else if (m_err >= 0) {  // only stderr left: poll it alone
@@ -191,7 +191,7 @@ DNNCOST_FUNC auto ChildProcess::write_line(const std::string& line, Clock::time_
     return status;
 }
 
-DNNCOST_FUNC auto ChildProcess::exited() -> bool {
+DNNCOST_FUNC bool ChildProcess::exited() {
     if (m_pid <= 0) return true;
     if (m_exit.kind != ExitStatus::Kind::unknown) return true;
     siginfo_t info{};
@@ -206,7 +206,7 @@ DNNCOST_FUNC auto ChildProcess::exited() -> bool {
     return false;
 }
 
-DNNCOST_FUNC auto ChildProcess::kill_and_reap() -> void {
+DNNCOST_FUNC void ChildProcess::kill_and_reap() {
     if (m_pid > 0) {
         ::kill(-m_pid, SIGKILL);
         int status = 0;
@@ -220,20 +220,20 @@ DNNCOST_FUNC auto ChildProcess::kill_and_reap() -> void {
     m_buffer.clear();
 }
 
-DNNCOST_FUNC auto ChildProcess::stderr_last_line() const -> std::string {
+DNNCOST_FUNC std::string ChildProcess::stderr_last_line() const {
     auto s = m_stderr_tail;
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
     const auto nl = s.find_last_of('\n');
     return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
-DNNCOST_FUNC auto ChildProcess::cpu_list() -> std::string {
+DNNCOST_FUNC std::string ChildProcess::cpu_list() {
     std::string s;
     for (const int c : allowed_cpus()) s += (s.empty() ? "" : ",") + std::to_string(c);
     return s.empty() ? "unknown" : s;
 }
 
-DNNCOST_FUNC auto ChildProcess::read_stderr(char* buf, std::size_t size) -> void {
+DNNCOST_FUNC void ChildProcess::read_stderr(char* buf, std::size_t size) {
     const auto got = ::read(m_err, buf, size);
     if (got > 0) {
         m_stderr_tail.append(buf, static_cast<std::size_t>(got));

@@ -23,7 +23,7 @@ DNNCOST_FUNC auto Runner::measure(const Request& request, Millis timeout) -> Out
     }
 }
 
-DNNCOST_FUNC auto Runner::stop() -> void {
+DNNCOST_FUNC void Runner::stop() {
     if (!m_process.running()) return;
     m_process.close_input();
     const auto until = Clock::now() + m_options.shutdown_grace;
@@ -40,7 +40,7 @@ DNNCOST_FUNC auto Runner::start() -> std::optional<Outcome> {
     return std::nullopt;
 }
 
-DNNCOST_FUNC auto Runner::wait_for_device_line() -> void {
+DNNCOST_FUNC void Runner::wait_for_device_line() {
     const auto deadline = Clock::now() + m_options.startup_timeout;
     auto& buffer = m_process.buffer();
     while (m_device.empty()) {

@@ -4,7 +4,7 @@
 /// (core/config.hpp), included by store.hpp in header-only mode.
 #include <dnncost/measure/store.hpp>
 
-DNNCOST_FUNC auto dnncost::measure::utc_now() -> std::string {
+DNNCOST_FUNC std::string dnncost::measure::utc_now() {
     const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     std::tm tm{};
     gmtime_r(&t, &tm);
@@ -13,7 +13,7 @@ DNNCOST_FUNC auto dnncost::measure::utc_now() -> std::string {
     return buf;
 }
 
-DNNCOST_FUNC auto dnncost::measure::detail::csv_field(std::string s) -> std::string {
+DNNCOST_FUNC std::string dnncost::measure::detail::csv_field(std::string s) {
     for (auto& c : s)
         if (c == '\n' || c == '\r') c = ' ';
     if (s.find_first_of(",\"") == std::string::npos) return s;
@@ -22,8 +22,8 @@ DNNCOST_FUNC auto dnncost::measure::detail::csv_field(std::string s) -> std::str
     return q + "\"";
 }
 
-DNNCOST_FUNC auto dnncost::measure::detail::write_all(int fd, std::string_view data, const std::filesystem::path& path)
-    -> void {
+DNNCOST_FUNC void dnncost::measure::detail::write_all(int fd, std::string_view data,
+                                                      const std::filesystem::path& path) {
     while (!data.empty()) {
         const auto w = ::write(fd, data.data(), data.size());
         if (w < 0 && errno == EINTR) continue;
@@ -32,8 +32,7 @@ DNNCOST_FUNC auto dnncost::measure::detail::write_all(int fd, std::string_view d
     }
 }
 
-DNNCOST_FUNC auto dnncost::measure::detail::write_durable(const std::filesystem::path& path, std::string_view data)
-    -> void {
+DNNCOST_FUNC void dnncost::measure::detail::write_durable(const std::filesystem::path& path, std::string_view data) {
     const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
     std::random_device rd;
     const auto tmp = dir / ("." + path.filename().string() + ".tmp" + std::to_string(rd()));
@@ -61,8 +60,7 @@ DNNCOST_FUNC auto dnncost::measure::detail::write_durable(const std::filesystem:
     sync_directory(dir);
 }
 
-DNNCOST_FUNC auto dnncost::measure::format_record(const Record& r, const std::vector<std::string>& header)
-    -> std::string {
+DNNCOST_FUNC std::string dnncost::measure::format_record(const Record& r, const std::vector<std::string>& header) {
     std::string line;
     for (std::size_t c = 0; c < header.size(); ++c) {
         const auto& h = header[c];
@@ -93,7 +91,7 @@ DNNCOST_FUNC auto dnncost::measure::format_record(const Record& r, const std::ve
     return line + "\n";
 }
 
-DNNCOST_FUNC auto dnncost::measure::is_results_header(std::string_view text) -> bool {
+DNNCOST_FUNC bool dnncost::measure::is_results_header(std::string_view text) {
     const auto nl = text.find('\n');
     auto first = text.substr(0, nl);
     if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
@@ -107,7 +105,7 @@ DNNCOST_FUNC auto dnncost::measure::is_results_header(std::string_view text) -> 
     }
 }
 
-DNNCOST_FUNC auto dnncost::measure::is_results_file(const std::filesystem::path& path) -> bool {
+DNNCOST_FUNC bool dnncost::measure::is_results_file(const std::filesystem::path& path) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) return false;
     std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -266,14 +264,14 @@ DNNCOST_FUNC auto ResultsStore::rounds_in_progress(std::string_view key) const -
     return out;
 }
 
-DNNCOST_FUNC auto ResultsStore::append(Record r) -> void {
+DNNCOST_FUNC void ResultsStore::append(Record r) {
     if (r.time.empty()) r.time = utc_now();
     write_synced(format_record(r, m_contents.header));
     r.line = 0;
     m_contents.records.push_back(std::move(r));
 }
 
-DNNCOST_FUNC auto ResultsStore::compact() -> void {
+DNNCOST_FUNC void ResultsStore::compact() {
     std::vector<Record> kept;
     const auto finals = final_records(m_contents.records);
     kept = finals;
@@ -298,7 +296,7 @@ DNNCOST_FUNC auto ResultsStore::compact() -> void {
     m_contents.issues.clear();
 }
 
-DNNCOST_FUNC auto ResultsStore::format_header() const -> std::string {
+DNNCOST_FUNC std::string ResultsStore::format_header() const {
     std::string h;
     for (std::size_t c = 0; c < m_contents.header.size(); ++c) {
         if (c) h += ',';
@@ -307,7 +305,7 @@ DNNCOST_FUNC auto ResultsStore::format_header() const -> std::string {
     return h + "\n";
 }
 
-DNNCOST_FUNC auto ResultsStore::write_synced(const std::string& text) -> void {
+DNNCOST_FUNC void ResultsStore::write_synced(const std::string& text) {
     detail::write_all(m_fd, text, m_path);
     if (::fsync(m_fd) != 0)
         raise<io_error>("cannot write '", m_path.string(), "': fsync failed: ", std::strerror(errno));

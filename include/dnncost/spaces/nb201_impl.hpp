@@ -47,7 +47,7 @@ DNNCOST_FUNC auto dnncost::nb201::parse(std::string_view text) -> Arch {
     return a;
 }
 
-DNNCOST_FUNC auto dnncost::nb201::to_string(const Arch& a) -> std::string {
+DNNCOST_FUNC std::string dnncost::nb201::to_string(const Arch& a) {
     std::string s;
     int e = 0;
     for (int node = 1; node <= 3; ++node) {
@@ -222,7 +222,7 @@ DNNCOST_FUNC auto Builder::cell(const Value& x, const std::string& name) -> Valu
     return nodes[3];
 }
 
-DNNCOST_FUNC auto Builder::zero_scalar() -> int {
+DNNCOST_FUNC int Builder::zero_scalar() {
     if (m_zero < 0) {
         m_zero = m_g.add_weight("zero", {}, graph::DataType::float32);
         m_g.set_data(m_zero, {0.0});  // a known value: what lets an analysis see `none` as dead

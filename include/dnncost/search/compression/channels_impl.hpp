@@ -4,7 +4,7 @@
 /// (core/config.hpp), included by channels.hpp in header-only mode.
 #include <dnncost/search/compression/channels.hpp>
 
-DNNCOST_FUNC auto dnncost::search::compression::detail::is_channel_keeping(std::string_view op) -> bool {
+DNNCOST_FUNC bool dnncost::search::compression::detail::is_channel_keeping(std::string_view op) {
     static constexpr std::string_view ops[] = {"Relu",
                                                "LeakyRelu",
                                                "Clip",
@@ -57,7 +57,7 @@ DNNCOST_FUNC auto Analyser::run() -> ChannelAnalysis {
     return std::move(m_a);
 }
 
-DNNCOST_FUNC auto Analyser::add_space(ChannelAnalysis::Space s) -> int {
+DNNCOST_FUNC int Analyser::add_space(ChannelAnalysis::Space s) {
     m_a.spaces.push_back(std::move(s));
     m_parent.push_back(static_cast<int>(m_parent.size()));
     m_reason.emplace_back();
@@ -66,13 +66,13 @@ DNNCOST_FUNC auto Analyser::add_space(ChannelAnalysis::Space s) -> int {
     return static_cast<int>(m_a.spaces.size()) - 1;
 }
 
-DNNCOST_FUNC auto Analyser::new_space(int t) -> int {
+DNNCOST_FUNC int Analyser::new_space(int t) {
     const int s = add_space({ChannelAnalysis::Space::Kind::primary, channels(t), {}, -1, 1});
     m_a.tensor_space[static_cast<std::size_t>(t)] = s;
     return s;
 }
 
-DNNCOST_FUNC auto Analyser::find(int s) -> int {
+DNNCOST_FUNC int Analyser::find(int s) {
     while (m_parent[static_cast<std::size_t>(s)] != s) {
         auto& p = m_parent[static_cast<std::size_t>(s)];
         p = m_parent[static_cast<std::size_t>(p)];
@@ -81,13 +81,13 @@ DNNCOST_FUNC auto Analyser::find(int s) -> int {
     return s;
 }
 
-DNNCOST_FUNC auto Analyser::fix(int s, std::string reason) -> void {
+DNNCOST_FUNC void Analyser::fix(int s, std::string reason) {
     if (s < 0) return;
     auto& r = m_reason[static_cast<std::size_t>(s)];
     if (r.empty()) r = std::move(reason);
 }
 
-DNNCOST_FUNC auto Analyser::pass(int t, int s) -> void {
+DNNCOST_FUNC void Analyser::pass(int t, int s) {
     if (rank(t) < 2) return;
     if (s < 0 || channels(t) != m_a.spaces[static_cast<std::size_t>(s)].size) {
         fix(new_space(t), "channel count changes without a known rule");
@@ -97,7 +97,7 @@ DNNCOST_FUNC auto Analyser::pass(int t, int s) -> void {
     m_a.tensor_space[static_cast<std::size_t>(t)] = s;
 }
 
-DNNCOST_FUNC auto Analyser::opaque(int v, const std::string& why) -> void {
+DNNCOST_FUNC void Analyser::opaque(int v, const std::string& why) {
     const auto& nd = m_g.node(v);
     const std::string reason = why + " at node '" + nd.name + "' (" + nd.op_type + ")";
     for (int t : nd.inputs)
@@ -106,7 +106,7 @@ DNNCOST_FUNC auto Analyser::opaque(int v, const std::string& why) -> void {
         if (rank(t) >= 2) fix(space_of(t) >= 0 ? space_of(t) : new_space(t), reason);
 }
 
-DNNCOST_FUNC auto Analyser::follow(int tensor, int node, int axis, int space) -> void {
+DNNCOST_FUNC void Analyser::follow(int tensor, int node, int axis, int space) {
     if (tensor < 0 || m_g.tensor(tensor).kind != graph::TensorKind::weight) return;
     const auto& sh = m_g.tensor(tensor).shape;
     if (axis < 0 || axis >= static_cast<int>(sh.size())) return;
@@ -121,7 +121,7 @@ DNNCOST_FUNC auto Analyser::ints_of(int t) const -> std::vector<std::int64_t> {
     return out;
 }
 
-DNNCOST_FUNC auto Analyser::visit(int v) -> void {
+DNNCOST_FUNC void Analyser::visit(int v) {
     const auto& nd = m_g.node(v);
     const std::string& op = nd.op_type;
     const int x = nd.inputs.empty() ? -1 : nd.inputs[0];
@@ -179,7 +179,7 @@ DNNCOST_FUNC auto Analyser::visit(int v) -> void {
     }
 }
 
-DNNCOST_FUNC auto Analyser::per_channel_axis(const graph::Node& nd, std::size_t slot) const -> int {
+DNNCOST_FUNC int Analyser::per_channel_axis(const graph::Node& nd, std::size_t slot) const {
     const int t = nd.inputs[slot];
     if (t < 0) return -1;
     const int r = rank(t);
@@ -188,7 +188,7 @@ DNNCOST_FUNC auto Analyser::per_channel_axis(const graph::Node& nd, std::size_t 
     return r - (ry - 1);  // broadcast from the right: axis 1 of the output
 }
 
-DNNCOST_FUNC auto Analyser::conv(int v, const graph::Node& nd, int x, int y) -> void {
+DNNCOST_FUNC void Analyser::conv(int v, const graph::Node& nd, int x, int y) {
     const int w = nd.inputs[1];
     const auto group = nd.attr_int("group", 1);
     const auto c = channels(x), k = m_g.tensor(w).shape.at(0);
@@ -214,7 +214,7 @@ DNNCOST_FUNC auto Analyser::conv(int v, const graph::Node& nd, int x, int y) -> 
     if (has_input(nd, 2)) follow(nd.inputs[2], v, 0, sy);
 }
 
-DNNCOST_FUNC auto Analyser::matmul(int v, const graph::Node& nd, int x, int y) -> void {
+DNNCOST_FUNC void Analyser::matmul(int v, const graph::Node& nd, int x, int y) {
     const bool gemm = nd.op_type == "Gemm";
     if (x < 0 || !is_activation(x) || rank(x) != 2 || space_of(x) < 0 || !has_input(nd, 1) ||
         is_activation(nd.inputs[1]) || rank(nd.inputs[1]) != 2 || rank(y) != 2 ||
@@ -227,7 +227,7 @@ DNNCOST_FUNC auto Analyser::matmul(int v, const graph::Node& nd, int x, int y) -
     if (gemm && has_input(nd, 2)) follow(nd.inputs[2], v, rank(nd.inputs[2]) - 1, sy);
 }
 
-DNNCOST_FUNC auto Analyser::elementwise(int v, const graph::Node& nd, int y) -> void {
+DNNCOST_FUNC void Analyser::elementwise(int v, const graph::Node& nd, int y) {
     const int ry = rank(y);
     if (ry < 2) {
         for (int t : nd.inputs)
@@ -255,7 +255,7 @@ DNNCOST_FUNC auto Analyser::elementwise(int v, const graph::Node& nd, int y) -> 
     pass(y, s);
 }
 
-DNNCOST_FUNC auto Analyser::concat(int v, const graph::Node& nd, int y) -> void {
+DNNCOST_FUNC void Analyser::concat(int v, const graph::Node& nd, int y) {
     const int ry = rank(y);
     auto axis = nd.attr_int("axis", 1);
     if (axis < 0) axis += ry;
@@ -273,7 +273,7 @@ DNNCOST_FUNC auto Analyser::concat(int v, const graph::Node& nd, int y) -> void 
     m_a.tensor_space[static_cast<std::size_t>(y)] = s;
 }
 
-DNNCOST_FUNC auto Analyser::split(int v, const graph::Node& nd, int x) -> void {
+DNNCOST_FUNC void Analyser::split(int v, const graph::Node& nd, int x) {
     if (x < 0 || !is_activation(x) || rank(x) < 2 || space_of(x) < 0) return opaque(v, "a split of constants");
     auto axis = nd.attr_int("axis", 0);
     if (axis < 0) axis += rank(x);
@@ -296,7 +296,7 @@ DNNCOST_FUNC auto Analyser::split(int v, const graph::Node& nd, int x) -> void {
     }
 }
 
-DNNCOST_FUNC auto Analyser::reshape(int v, const graph::Node& nd, int x, int y) -> void {
+DNNCOST_FUNC void Analyser::reshape(int v, const graph::Node& nd, int x, int y) {
     if (x < 0 || !is_activation(x) || rank(x) < 2 || space_of(x) < 0) {
         if (rank(y) >= 2) opaque(v, "a reshape of a tensor without channels");
         return;
@@ -321,7 +321,7 @@ DNNCOST_FUNC auto Analyser::reshape(int v, const graph::Node& nd, int x, int y) 
     pass(y, space_of(x));
 }
 
-DNNCOST_FUNC auto Analyser::resolve() -> void {
+DNNCOST_FUNC void Analyser::resolve() {
     const std::size_t n = m_a.spaces.size();
     auto& cls = m_a.space_class;
     cls.assign(n, -1);

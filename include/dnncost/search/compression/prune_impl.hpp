@@ -20,7 +20,7 @@ DNNCOST_FUNC auto dnncost::search::compression::keep_steps(double lowest, double
 
 namespace dnncost::search::compression {
 
-DNNCOST_FUNC auto Pruner::kept_channels(const ChannelGroup& g, double r) -> std::int64_t {
+DNNCOST_FUNC std::int64_t Pruner::kept_channels(const ChannelGroup& g, double r) {
     const auto m = g.multiple;
     auto k = static_cast<std::int64_t>(std::llround(static_cast<double>(g.channels) * r / static_cast<double>(m))) * m;
     return std::clamp<std::int64_t>(k, m, g.channels);
@@ -124,7 +124,7 @@ DNNCOST_FUNC auto Pruner::ratios_of(std::span<const int> genome, std::span<const
     return r;
 }
 
-DNNCOST_FUNC auto Pruner::proxy_accuracy(std::span<const double> ratios) const -> double {
+DNNCOST_FUNC double Pruner::proxy_accuracy(std::span<const double> ratios) const {
     double num = 0, den = 0;
     for (std::size_t i = 0; i < groups().size() && i < ratios.size(); ++i) {
         const auto w = static_cast<double>(std::max<std::int64_t>(1, groups()[i].parameters));
