@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/core/rng.hpp>
@@ -214,8 +215,10 @@ inline std::unique_ptr<EnsembleEstimator> make_ensemble(std::string_view name, i
         std::string(name), [make = entry.make, settings] { return make(settings); }, members, resample);
 }
 
+#if DNNCOST_HEADER_ONLY
 namespace detail {
-// load_estimator reads ensembles where this header is included.
+// load_estimator reads ensembles where this header is included (in compiled mode, the library
+// registers it itself).
 inline const bool ensemble_loading_registered = [] {
     ensemble_loading = [](std::string_view bytes, std::string_view source) -> std::unique_ptr<Estimator> {
         return EnsembleEstimator::deserialize(
@@ -224,6 +227,7 @@ inline const bool ensemble_loading_registered = [] {
     return true;
 }();
 }  // namespace detail
+#endif
 
 /// Fraction of items whose true value lies within mean ± 2 sigma of the prediction.
 inline double coverage_2sigma(std::span<const Prediction> predictions, std::span<const double> truth) {
