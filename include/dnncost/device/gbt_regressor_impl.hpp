@@ -1,7 +1,7 @@
 #pragma once
 /// @file gbt_regressor_impl.hpp
-/// The definitions of gbt_regressor.hpp: training through XGBoost, the linear base and the
-/// payload. Compiled once into dnncost::compiled in compiled mode (core/config.hpp), included by
+/// The definitions of gbt_regressor.hpp: reading the trees, the linear base and the payload (the
+/// training through XGBoost is in device_model_training.hpp). Compiled once into dnncost::compiled in compiled mode (core/config.hpp), included by
 /// gbt_regressor.hpp in header-only mode.
 #include <xgboost/c_api.h>
 
@@ -15,8 +15,6 @@
 #include <numeric>
 #include <string>
 #include <vector>
-
-#include <Eigen/Cholesky>
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/rng.hpp>

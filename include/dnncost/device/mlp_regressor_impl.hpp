@@ -1,14 +1,12 @@
 #pragma once
 /// @file mlp_regressor_impl.hpp
 /// The definitions of mlp_regressor.hpp: the network and its payload (its training is in
-/// device_model_training.hpp). Compiled once
-/// into dnncost::compiled in compiled mode (core/config.hpp), included by mlp_regressor.hpp in
-/// header-only mode.
+/// device_model_training.hpp). Compiled once into dnncost::compiled in compiled mode
+/// (core/config.hpp), included by mlp_regressor.hpp in header-only mode.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <vector>
 
