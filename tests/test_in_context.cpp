@@ -487,18 +487,49 @@ TEST_CASE("device build: a runner that crashes midway, and the build resumes wit
     CHECK(lines_of(s.dir / "requests.log") - before == 1 + r.measured);
 }
 
+TEST_CASE("synthesised networks: a branched stage concatenates its branches along the channels") {
+    synthetic::CnnArch a;
+    a.resolution = 64;
+    a.stem = 16;
+    a.block = synthetic::Block::branched;
+    a.stages = {{.width = 64, .depth = 2, .stride = 2, .kernel = 3, .branches = 4, .dense = true}};
+    const auto g = synthetic::build_cnn(a);
+    CHECK(g.name() == "cnn:r64-s16-branched-Relu-w64d2s2k3b4dense");
+    std::vector<graph::Shape> concats, pools;
+    for (std::size_t i = 0; i < g.num_nodes(); ++i) {
+        const auto& n = g.node(static_cast<int>(i));
+        if (n.op_type == "Concat") concats.push_back(g.tensor(n.outputs[0]).shape);
+        if (n.op_type == "MaxPool") pools.push_back(g.tensor(n.outputs[0]).shape);
+    }
+    // stem 64 -> 32 pixels, the stage's stride 32 -> 16; the first block (stride 2) keeps no
+    // input: 4 branches of 16; the second keeps its 64 channels and adds 4 branches of 8
+    REQUIRE(concats.size() == 2);
+    CHECK(concats[0] == graph::Shape{1, 64, 16, 16});
+    CHECK(concats[1] == graph::Shape{1, 96, 16, 16});
+    // each block's pool branch: the stem's 16 channels pooled with stride 2, then 64 with stride 1
+    REQUIRE(pools.size() == 2);
+    CHECK(pools[0] == graph::Shape{1, 16, 16, 16});
+    CHECK(pools[1] == graph::Shape{1, 64, 16, 16});
+    CHECK_NOTHROW(device::kernel_graph(g, rules()));
+    a.stages[0].branches = 5;
+    CHECK_THROWS_WITH_AS(synthetic::build_cnn(a), doctest::Contains("5 branches"), config_error);
+}
+
 TEST_CASE("synthesised networks: real sizes, within limits, named by what they are") {
     Rng rng(7);
     std::int64_t widest = 0, most_tokens = 0, largest_input = 0;
+    std::set<synthetic::Block> blocks;
     bool thousand = true;
     for (int i = 0; i < 40; ++i) {
         const auto cnn = synthetic::sample_cnn(rng);
         const auto t = synthetic::sample_transformer(rng);
+        blocks.insert(cnn.block);
         for (const auto& st : cnn.stages) widest = std::max(widest, st.width);
         widest = std::max({widest, cnn.feature_mix, cnn.hidden, t.embed * t.mlp_ratio});
         most_tokens = std::max(most_tokens, t.tokens);
         largest_input = std::max(largest_input, cnn.resolution);
     }
+    CHECK(blocks.size() == 4);
     CHECK(widest >= 4096);
     CHECK(most_tokens >= 256);
     CHECK(largest_input == 320);

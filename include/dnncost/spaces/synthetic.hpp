@@ -5,7 +5,8 @@
 /// (inputs of 128-320 pixels or up to 576 tokens, 16 to 4,096 channels, classifier heads of 1,000
 /// outputs). They copy no published architecture: their blocks are the ones networks share
 /// (plain and residual convolutions, bottlenecks, inverted residuals with optional
-/// squeeze-excitation, pre-norm attention and MLP layers) in random combinations, so that a
+/// squeeze-excitation, parallel branches joined by a channel concatenation, pre-norm attention
+/// and MLP layers) in random combinations, so that a
 /// runtime executes their kernels among the neighbours real networks give them. A device build
 /// profiles such networks whole (device/device_build.hpp, context_networks()).
 ///
@@ -45,7 +46,11 @@ struct NetworkSize {
 };
 DNNCOST_FUNC NetworkSize network_size(const graph::Graph& g);
 
-enum class Block { basic, bottleneck, inverted };
+/// basic: two k x k convolutions and a residual sum; bottleneck: 1x1, k x k, 1x1 and a residual
+/// sum; inverted: 1x1 expansion, depthwise k x k, 1x1 projection; branched: parallel branches
+/// (1x1; 1x1 then k x k; 1x1 then two k x k; 3x3 max pool then 1x1) concatenated along the
+/// channels, the split-transform-merge of multi-branch and densely connected networks.
+enum class Block { basic, bottleneck, inverted, branched };
 
 struct CnnStage {
     std::int64_t width = 64;   ///< output channels (a bottleneck's inner width is a quarter)
@@ -54,6 +59,8 @@ struct CnnStage {
     std::int64_t kernel = 3;   ///< of the spatial convolution
     std::int64_t expand = 1;   ///< an inverted residual's expansion ratio
     bool squeeze_excite = false;
+    int branches = 2;          ///< a branched block's parallel branches, 2-4
+    bool dense = false;        ///< a branched block concatenates its input too (stride 1 only)
 };
 
 /// A convolutional network: stem, stages of one kind of block, optional 1x1 feature mix,

@@ -96,8 +96,41 @@ private:
                 y = conv_bn(y, st.width, 1, 1, 1, n + ".project", false);
                 return stride == 1 && in == st.width ? m_b.add(x, y, n + ".add") : y;
             }
+            case Block::branched: return branched(x, st, stride, n);
         }
         return x;
+    }
+    // A dense block keeps its input as one more branch (when it keeps the resolution); the
+    // others then add what the stage's width asks beyond it, at least 8 channels each.
+    int branched(int x, const CnnStage& st, std::int64_t stride, const std::string& n) {
+        const auto in = m_b.shape(x)[1];
+        const bool keep_input = st.dense && stride == 1;
+        const auto added = keep_input ? std::max<std::int64_t>(8, st.width - in) : st.width;
+        const auto each = round8(static_cast<double>(added) / st.branches);
+        const auto reduce = round8(static_cast<double>(each) * 0.75);
+        std::vector<int> parts;
+        if (keep_input) parts.push_back(x);
+        for (int b = 0; b < st.branches; ++b) {
+            const auto bn = n + ".branch" + std::to_string(b);
+            if (b == 0) {
+                parts.push_back(conv_bn(x, each, 1, stride, 1, bn + ".conv", true));
+            } else if (b == 1) {
+                const int y = conv_bn(x, reduce, 1, 1, 1, bn + ".reduce", true);
+                parts.push_back(conv_bn(y, each, st.kernel, stride, 1, bn + ".conv", true));
+            } else if (b == 2) {
+                int y = conv_bn(x, reduce, 1, 1, 1, bn + ".reduce", true);
+                y = conv_bn(y, each, st.kernel, 1, 1, bn + ".conv1", true);
+                parts.push_back(conv_bn(y, each, st.kernel, stride, 1, bn + ".conv2", true));
+            } else {
+                const auto s = stride > 1 ? pooled(m_b.shape(x)) : m_b.shape(x);
+                const int p = m_b.op("MaxPool", bn + ".pool", {x}, s,
+                                     {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                                      {"pads", std::vector<std::int64_t>{1, 1, 1, 1}},
+                                      {"strides", std::vector<std::int64_t>{stride, stride}}});
+                parts.push_back(conv_bn(p, each, 1, 1, 1, bn + ".conv", true));
+            }
+        }
+        return m_b.concat(parts, 1, n + ".concat");
     }
 
     const CnnArch& m_a;
@@ -151,9 +184,12 @@ inline void check(const CnnArch& a) {
     if (a.stages.empty()) bad("no stage");
     if (a.act != "Relu" && a.act != "Clip" && a.act != "HardSwish" && a.act != "Swish")
         bad("activation '", a.act, "' (expected Relu, Clip, HardSwish or Swish)");
-    for (const auto& s : a.stages)
+    for (const auto& s : a.stages) {
         if (s.width < 1 || s.depth < 1 || s.stride < 1 || s.kernel < 1 || s.expand < 1)
             bad("a stage with a width, depth, stride, kernel or expansion below 1");
+        if (a.block == Block::branched && (s.branches < 2 || s.branches > 4))
+            bad("a branched stage with ", s.branches, " branches (expected 2-4)");
+    }
     if (a.feature_mix < 0 || a.hidden < 0) bad("negative feature-mix or hidden width");
 }
 
@@ -193,7 +229,7 @@ DNNCOST_FUNC auto dnncost::synthetic::sample_cnn(Rng& rng) -> CnnArch {
     using detail::pick;
     CnnArch a;
     a.resolution = pick(rng, {128, 160, 192, 224, 256, 288, 320});
-    a.block = pick(rng, {Block::basic, Block::bottleneck, Block::inverted});
+    a.block = pick(rng, {Block::basic, Block::bottleneck, Block::inverted, Block::branched});
     a.act = a.block == Block::inverted ? pick<std::string>(rng, {"Relu", "Clip", "HardSwish", "Swish"})
                                        : pick<std::string>(rng, {"Relu", "Relu", "Clip", "Swish"});
     a.stem_pool = a.block != Block::inverted && rng.bernoulli(0.5);
@@ -213,6 +249,10 @@ DNNCOST_FUNC auto dnncost::synthetic::sample_cnn(Rng& rng) -> CnnArch {
         st.kernel = a.block == Block::inverted ? pick(rng, {3, 5, 7}) : pick(rng, {3, 3, 5});
         st.expand = a.block == Block::inverted ? pick(rng, {3, 4, 6}) : 1;
         st.squeeze_excite = a.block == Block::inverted && rng.bernoulli(0.4);
+        if (a.block == Block::branched) {
+            st.branches = 2 + static_cast<int>(rng.below(3));
+            st.dense = rng.bernoulli(0.3);
+        }
         a.stages.push_back(st);
         width *= growth;
     }
@@ -325,7 +365,7 @@ DNNCOST_FUNC auto dnncost::synthetic::build_transformer(const TransformerArch& a
 }
 
 DNNCOST_FUNC auto dnncost::synthetic::to_string(const CnnArch& a) -> std::string {
-    static const char* blocks[] = {"basic", "bottleneck", "inverted"};
+    static const char* blocks[] = {"basic", "bottleneck", "inverted", "branched"};
     std::string s = "r" + std::to_string(a.resolution) + "-s" + std::to_string(a.stem) + (a.stem_pool ? "p" : "") + "-" +
                     blocks[static_cast<int>(a.block)] + "-" + a.act;
     for (const auto& st : a.stages) {
@@ -333,6 +373,7 @@ DNNCOST_FUNC auto dnncost::synthetic::to_string(const CnnArch& a) -> std::string
              std::to_string(st.kernel);
         if (st.expand > 1) s += "e" + std::to_string(st.expand);
         if (st.squeeze_excite) s += "se";
+        if (a.block == Block::branched) s += "b" + std::to_string(st.branches) + (st.dense ? "dense" : "");
     }
     if (a.feature_mix > 0) s += "-f" + std::to_string(a.feature_mix);
     if (a.hidden > 0) s += "-h" + std::to_string(a.hidden);
