@@ -55,7 +55,7 @@ static void BM_DeviceModelBatch(benchmark::State& state) {
     }
     state.counters["networks/s"] =
         benchmark::Counter(static_cast<double>(state.iterations() * ptrs.size()), benchmark::Counter::kIsRate);
-    state.SetLabel(m->residual() && !m->residual()->is_zero() ? "with residual" : "kernel sum");
+    state.SetLabel(m->residual().trained() ? "with residual" : "kernel sum");
 }
 BENCHMARK(BM_DeviceModelBatch)->Unit(benchmark::kMillisecond);
 
@@ -71,7 +71,7 @@ static void BM_DeviceModelSingle(benchmark::State& state) {
         i = (i + 1) % g.size();
     }
     state.counters["networks/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-    state.SetLabel(m->residual() && !m->residual()->is_zero() ? "with residual" : "kernel sum");
+    state.SetLabel(m->residual().trained() ? "with residual" : "kernel sum");
 }
 BENCHMARK(BM_DeviceModelSingle)->Unit(benchmark::kMicrosecond);
 

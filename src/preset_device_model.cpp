@@ -7,10 +7,11 @@
 #include <dnncost/device/fusion_rules_impl.hpp>
 #include <dnncost/device/kernel_features_impl.hpp>
 #include <dnncost/device/kernel_graph_impl.hpp>
+#include <dnncost/device/kernel_graph_sample_impl.hpp>
 #include <dnncost/device/kernel_kind_impl.hpp>
 #include <dnncost/device/kernel_residual_impl.hpp>
 #include <dnncost/device/mlp_regressor_impl.hpp>
-#include <dnncost/device/roofline_base_impl.hpp>
+#include <dnncost/device/roofline_base_fit_impl.hpp>
 #include <dnncost/device/roofline_regressor_impl.hpp>
 #include <dnncost/device/tabular_choice_impl.hpp>
 #include <dnncost/device/tabular_regressor_impl.hpp>

@@ -390,8 +390,8 @@ TEST_CASE("device model: the residual learns what the kernel sum misses, and sur
     fo.seed = 5;
     m.fit(tr, va, fo);
     CHECK(m.calibration_factor() == 1.0);
-    REQUIRE(m.residual());
-    CHECK_FALSE(m.residual()->is_zero());
+    REQUIRE(m.residual().get() != nullptr);
+    CHECK(m.residual().trained());
     const auto after = m.predict_mean(va.graphs);
     for (std::size_t i = 0; i < after.size(); ++i) CHECK(after[i] / va.targets[i] == doctest::Approx(1.0).epsilon(0.05));
     // the breakdown still adds up, and the saved model predicts the same
@@ -404,6 +404,28 @@ TEST_CASE("device model: the residual learns what the kernel sum misses, and sur
     for (std::size_t i = 0; i < p.size(); ++i) CHECK(after[i] == doctest::Approx(p[i].total_ms).epsilon(1e-12));
     const auto loaded = estimators::load_estimator(m.serialize(), "residual.dnnc");
     CHECK(loaded->predict_mean(va.graphs) == after);
+
+    // a copy of the slot holds a residual of its own (the layers keep buffers between calls)
+    const device::ResidualSlot copy = m.residual();
+    REQUIRE(copy.get() != nullptr);
+    CHECK(copy.get() != m.residual().get());
+    CHECK(copy.trained());
+
+    // a program without the residual compiled in refuses the model and says which header to include
+    const auto saved = m.serialize();
+    auto& ops = device::detail::kernel_residual_ops;
+    const auto registered = ops;
+    REQUIRE(registered != nullptr);
+    ops = nullptr;
+    std::string message;
+    try {
+        (void)estimators::load_estimator(saved, "residual.dnnc");
+    } catch (const parse_error& e) {
+        message = e.what();
+    }
+    ops = registered;
+    CHECK(message.find("residual.dnnc") != std::string::npos);
+    CHECK(message.find("dnncost/device/kernel_residual.hpp") != std::string::npos);
 }
 
 TEST_CASE("device model: fit() without the training compiled in names the header that provides it") {
@@ -449,7 +471,7 @@ TEST_CASE("device model: fit() finds planted sample-boundary rates and the scale
     CHECK(m.boundary().ms_per_kernel == doctest::Approx(planted.ms_per_kernel).epsilon(0.03));
     CHECK(m.boundary().ms_per_output_mb == doctest::Approx(planted.ms_per_output_mb).epsilon(0.03));
     CHECK(m.calibration_factor() == doctest::Approx(1.2).epsilon(0.01));
-    CHECK_FALSE(m.residual());
+    CHECK(m.residual().get() == nullptr);
     const auto after = m.predict_mean(va.graphs);
     for (std::size_t i = 0; i < after.size(); ++i) CHECK(after[i] / va.targets[i] == doctest::Approx(1.0).epsilon(0.005));
     const auto loaded = estimators::load_estimator(m.serialize(), "boundary.dnnc");

@@ -20,6 +20,7 @@
 #include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/device/mlp_regressor.hpp>
 #include <dnncost/device/roofline_base.hpp>
+#include <dnncost/device/roofline_base_fit.hpp>
 #include <dnncost/device/roofline_regressor.hpp>
 #include <dnncost/device/tabular_choice.hpp>
 #include <dnncost/estimators/preset_registry.hpp>

@@ -122,7 +122,7 @@ inline void print_kinds(const device::DeviceModel& m) {
     const auto& b = m.boundary();
     std::cout << "sample boundary: " << b.ms_per_kernel << " ms per kernel, " << b.ms_per_output_mb
               << " ms/MB of output, " << b.ms_per_reorder_mb << " ms/MB reordered\n";
-    std::cout << "residual: " << (m.residual() && !m.residual()->is_zero() ? "trained" : "none") << '\n';
+    std::cout << "residual: " << (m.residual().trained() ? "trained" : "none") << '\n';
 }
 
 /// The networks of data/onnx (or those given): discovery's operators and part of the prior.
@@ -417,7 +417,7 @@ inline void run_residual(const ResidualArgs& a) {
     const auto after_v = va.graphs.empty() ? std::vector<double>{} : m->predict_mean(va.graphs);
     json j{{"model", a.model},     {"out", a.out},          {"train", tr.graphs.size()},
            {"validation", va.graphs.size()}, {"epochs", r.epochs}, {"summary", r.summary},
-           {"kept", m->residual() && !m->residual()->is_zero() ? "trained residual" : "zero residual (the kernel sum)"},
+           {"kept", m->residual().trained() ? "trained residual" : "zero residual (the kernel sum)"},
            {"calibration_factor", m->calibration_factor()},
            {"sample_boundary", boundary_json(m->boundary())}};
     if (const auto& bf = m->boundary_fit())
@@ -555,7 +555,7 @@ inline void run_info(const std::string& path, bool json_out) {
                 {"calibration_shots", m->calibration_shots()},
                 {"family_factors", m->family_factors()},
                 {"sample_boundary", boundary_json(m->boundary())},
-                {"residual", m->residual() && !m->residual()->is_zero()},
+                {"residual", m->residual().trained()},
                 {"kinds", kind_table(*m)}});
 }
 

@@ -32,7 +32,7 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/cost/source.hpp>
 #include <dnncost/device/fusion_rules.hpp>
-#include <dnncost/device/kernel_residual.hpp>
+#include <dnncost/device/residual_slot.hpp>
 #include <dnncost/device/sample_boundary.hpp>
 #include <dnncost/device/tabular_choice.hpp>
 #include <dnncost/estimators/estimator.hpp>
@@ -198,8 +198,8 @@ public:
 
     /// Options of the residual the next fit() trains.
     void set_residual_options(const KernelResidualOptions& o) { m_residual_options = o; }
-    /// The trained residual, if any (a zero residual adds nothing).
-    const std::optional<KernelResidual>& residual() const { return m_residual; }
+    /// The residual, if any (a zero residual adds nothing: ResidualSlot::trained()).
+    const ResidualSlot& residual() const { return m_residual; }
 
     std::string serialize() const override;
 
@@ -298,7 +298,7 @@ private:
     std::uint32_t m_calibration_shots = 0;
     std::map<std::string, double, std::less<>> m_family_scale;
     std::string m_build_info;
-    std::optional<KernelResidual> m_residual;
+    ResidualSlot m_residual;
     KernelResidualOptions m_residual_options{};
     SampleBoundaryCost m_boundary{};
     std::optional<BoundaryFitReport> m_boundary_fit;

@@ -30,7 +30,8 @@
 #include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/kernel_kind.hpp>
 #include <dnncost/device/kernel_kind_table.hpp>
-#include <dnncost/device/kernel_residual.hpp>
+#include <dnncost/device/kernel_graph_sample.hpp>
+#include <dnncost/device/residual_slot.hpp>
 #include <dnncost/device/kind_spec.hpp>
 #include <dnncost/device/sample_boundary.hpp>
 #include <dnncost/device/tabular_choice.hpp>
@@ -136,8 +137,7 @@ DNNCOST_FUNC std::string DeviceModel::serialize() const {
         w.put_bool(km.regressor != nullptr);
         if (km.regressor) w.put_string(km.regressor->save());
     }
-    w.put_bool(m_residual.has_value());
-    if (m_residual) m_residual->save(w);
+    m_residual.save(w);
     w.put_u64(m_family_scale.size());
     for (const auto& [f, x] : m_family_scale) {
         w.put_string(f);
@@ -199,7 +199,7 @@ DNNCOST_FUNC std::unique_ptr<DeviceModel> DeviceModel::deserialize(std::string_v
                 load_tabular_regressor(r.get_string("regressor"), std::string(source) + " (kernel kind " + k + ")");
         m->m_kinds.emplace(std::move(k), std::move(km));
     }
-    if (r.get_bool("has residual")) m->m_residual = KernelResidual::load(r);
+    m->m_residual = ResidualSlot::load(r);
     if (version >= 4) {
         const auto nf = r.get_u64("family factors");
         if (nf > 256) r.fail(nf, " family factors");
@@ -331,10 +331,10 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
 
     // the shots at unit factors, by family
     detail::CalibrationShots shots;
-    const bool residual = m_residual && !m_residual->is_zero();
+    const bool residual = m_residual.trained();
     std::vector<KernelGraphSample> samples;
     const auto fig = kernel_figures(graphs, nullptr, residual ? &samples : nullptr, true);
-    const auto res = residual ? m_residual->factors(samples) : std::vector<double>(n, 1.0);
+    const auto res = residual ? m_residual.factors(samples) : std::vector<double>(n, 1.0);
     const auto nf = fig.families.size();
     shots.family_ms = Mat<double>::Zero(static_cast<Index>(n), static_cast<Index>(nf));
     std::vector<double> share(nf, 0.0);
@@ -466,10 +466,10 @@ DNNCOST_FUNC cost::GraphCost DeviceModel::price(const graph::Graph& g) const {
 
 DNNCOST_FUNC std::vector<double> DeviceModel::priced(std::span<const graph::Graph* const> graphs,
                                                      std::vector<DevicePrice>* details) const {
-    const bool residual = m_residual && !m_residual->is_zero();
+    const bool residual = m_residual.trained();
     std::vector<KernelGraphSample> samples;
     const auto fig = kernel_figures(graphs, details, residual ? &samples : nullptr);
-    const auto factors = residual ? m_residual->factors(samples) : std::vector<double>(graphs.size(), 1.0);
+    const auto factors = residual ? m_residual.factors(samples) : std::vector<double>(graphs.size(), 1.0);
     std::vector<double> family_factor;  // by index into fig.families
     for (const auto& name : fig.families) {
         const auto it = m_family_scale.find(name);
@@ -532,7 +532,10 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
     KernelGraph reused, plain;          // storage of one network's kernels passed on to the next
     thread_local graph::FlatView view;  // of the network being priced, read by the pass and the features
     std::optional<FusionRules> unfused;
-    if (details) details->assign(graphs.size(), {});
+    if (details) {
+        details->clear();
+        details->resize(graphs.size());
+    }
     std::vector<std::size_t> unsampled;  // fused kernels of a kind no sample had
     for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
         const auto& g = *graphs[gi];
@@ -646,27 +649,33 @@ DNNCOST_FUNC FusionRules DeviceModel::unfused_rules() const {
 }
 
 DNNCOST_FUNC std::vector<std::string> DeviceModel::nearest_families(std::string_view family) {
-    static const std::map<std::string, std::vector<std::string>, std::less<>> near{
-        {"Conv", {"Conv", "DepthwiseConv", "Gemm", "MatMul"}},
-        {"DepthwiseConv", {"DepthwiseConv", "Conv", "Pool"}},
-        {"ConvTranspose", {"Conv", "DepthwiseConv"}},
-        {"Gemm", {"Gemm", "MatMul", "Conv"}},
-        {"MatMul", {"MatMul", "Gemm", "Conv"}},
-        {"Pool", {"Pool", "DepthwiseConv", "GlobalPool"}},
-        {"GlobalPool", {"GlobalPool", "Reduce", "Pool"}},
-        {"Reduce", {"Reduce", "GlobalPool", "Softmax"}},
-        {"Softmax", {"Softmax", "Reduce", "Activation"}},
-        {"LayerNorm", {"LayerNorm", "Softmax", "Reduce", "BatchNorm"}},
-        {"BatchNorm", {"BatchNorm", "Elementwise", "Activation"}},
-        {"Elementwise", {"Elementwise", "Activation", "DataMovement"}},
-        {"Activation", {"Activation", "Elementwise", "DataMovement"}},
-        {"Concat", {"Concat", "DataMovement", "Elementwise"}},
-        {"Resize", {"Resize", "DataMovement", "Elementwise"}},
-        {"DataMovement", {"DataMovement", "Concat", "Activation", "Elementwise"}},
-        {"Reorder", {"Reorder", "DataMovement", "Activation", "Elementwise"}},
+    // a family, then the others in its order of likeness; a constant table, not a map of strings
+    // built at first use: this runs only on a kernel kind no sample had
+    static constexpr std::string_view near[][5] = {
+        {"Conv", "Conv", "DepthwiseConv", "Gemm", "MatMul"},
+        {"DepthwiseConv", "DepthwiseConv", "Conv", "Pool"},
+        {"ConvTranspose", "Conv", "DepthwiseConv"},
+        {"Gemm", "Gemm", "MatMul", "Conv"},
+        {"MatMul", "MatMul", "Gemm", "Conv"},
+        {"Pool", "Pool", "DepthwiseConv", "GlobalPool"},
+        {"GlobalPool", "GlobalPool", "Reduce", "Pool"},
+        {"Reduce", "Reduce", "GlobalPool", "Softmax"},
+        {"Softmax", "Softmax", "Reduce", "Activation"},
+        {"LayerNorm", "LayerNorm", "Softmax", "Reduce", "BatchNorm"},
+        {"BatchNorm", "BatchNorm", "Elementwise", "Activation"},
+        {"Elementwise", "Elementwise", "Activation", "DataMovement"},
+        {"Activation", "Activation", "Elementwise", "DataMovement"},
+        {"Concat", "Concat", "DataMovement", "Elementwise"},
+        {"Resize", "Resize", "DataMovement", "Elementwise"},
+        {"DataMovement", "DataMovement", "Concat", "Activation", "Elementwise"},
+        {"Reorder", "Reorder", "DataMovement", "Activation", "Elementwise"},
+        {"", "Elementwise", "Activation", "DataMovement"},  // any other family
     };
-    const auto it = near.find(family);
-    return it == near.end() ? std::vector<std::string>{"Elementwise", "Activation", "DataMovement"} : it->second;
+    const auto* row = std::begin(near);
+    while (!(*row)[0].empty() && (*row)[0] != family) ++row;
+    std::vector<std::string> out;
+    for (auto it = std::begin(*row) + 1; it != std::end(*row) && !it->empty(); ++it) out.emplace_back(*it);
+    return out;
 }
 
 }  // namespace dnncost::device

@@ -29,10 +29,11 @@
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/device/kernel_residual_training.hpp>
 #include <dnncost/device/mlp_regressor.hpp>
-#include <dnncost/device/roofline_base.hpp>
+#include <dnncost/device/roofline_base_fit.hpp>
 #include <dnncost/device/roofline_regressor.hpp>
 #include <dnncost/device/sample_boundary.hpp>
 #include <dnncost/device/tabular_regressor.hpp>
+#include <dnncost/nn/mlp.hpp>
 #include <dnncost/nn/module.hpp>
 #include <dnncost/optim/optimizer.hpp>
 #include <dnncost/optim/schedule.hpp>
@@ -84,8 +85,10 @@ DNNCOST_FUNC void MlpRegressor::fit_log_impl(const Mat<double>& x, const Eigen::
     Mat<double> z = standardise(xt);
     Eigen::VectorXd target = (log_y.array() - m_y_mean) / m_y_scale;
 
-    build(d, rng);
-    auto params = m_net->parameters();
+    set_dims(d);
+    const auto net = nn::make_mlp<double>(m_dims, m_o.activation, 0.0, rng);
+    const nn::Context<double> infer_ctx{.training = false, .no_grad = true};
+    auto params = net->parameters();
     optim::Adam<double> adam(
         params, {.lr = m_o.learning_rate, .weight_decay = m_o.weight_decay, .decoupled = m_o.weight_decay > 0});
     optim::EarlyStopping stop(m_o.patience);
@@ -109,15 +112,15 @@ DNNCOST_FUNC void MlpRegressor::fit_log_impl(const Mat<double>& x, const Eigen::
             dy.resize(b, 1);
             for (Index k = 0; k < b; ++k) xb.row(k) = z.row(train[s + static_cast<std::size_t>(k)]);
             adam.zero_grad();
-            const Mat<double>& out = m_net->forward(xb, train_ctx);
+            const Mat<double>& out = net->forward(xb, train_ctx);
             // gradient of the mean squared error in standardised log space
             for (Index k = 0; k < b; ++k)
                 dy(k, 0) = 2.0 * (out(k, 0) - target[train[s + static_cast<std::size_t>(k)]]) / static_cast<double>(b);
-            m_net->backward(dy, train_ctx);
+            net->backward(dy, train_ctx);
             adam.step();
         }
         // validation error: mean |log error|, close to the relative error for small errors
-        const Mat<double>& pv = m_net->forward(xv, infer_ctx());
+        const Mat<double>& pv = net->forward(xv, infer_ctx);
         const double val_error = ((pv.col(0) - yv).array().abs() * m_y_scale).mean();
         if (!std::isfinite(val_error))
             raise<config_error>("MlpRegressor fit: training diverged at epoch ", epoch,
@@ -127,7 +130,7 @@ DNNCOST_FUNC void MlpRegressor::fit_log_impl(const Mat<double>& x, const Eigen::
         if (stop.should_stop()) break;
         adam.set_learning_rate(plateau.step(val_error, adam.learning_rate()));
     }
-    for (std::size_t k = 0; k < params.size(); ++k) params[k]->value = best[k];
+    m_params = std::move(best);
     m_best_epoch = stop.best_epoch();
 }
 
@@ -305,7 +308,7 @@ DNNCOST_FUNC estimators::FitResult DeviceModel::fit_impl(const train::TrainData&
         for (auto& y : yv) y /= m_scale;
         KernelResidual residual(m_residual_options);
         r = residual.fit(xt, yt, xv, yv, options);
-        m_residual = std::move(residual);
+        m_residual = ResidualSlot(std::make_shared<KernelResidual>(std::move(residual)));
     }
     if (m_boundary_fit)
         r.summary = dnncost::concat("sample boundary ", m_boundary_fit->kept ? "kept" : "not kept", " (",

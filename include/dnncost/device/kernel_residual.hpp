@@ -31,6 +31,8 @@
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kernel_graph_sample.hpp>
+#include <dnncost/device/residual_slot.hpp>
 #include <dnncost/estimators/estimator.hpp>
 #include <dnncost/features/batch.hpp>
 #include <dnncost/features/encode.hpp>
@@ -42,24 +44,6 @@
 #include <dnncost/nn/readout/pooling.hpp>
 
 namespace dnncost::device {
-
-/// One network as the residual reads it.
-struct KernelGraphSample {
-    Mat<double> features;                    ///< one row per kernel, any fixed number of columns
-    std::vector<double> kernel_ms;           ///< per-kernel predictions of the kernel regressors (ms, > 0)
-    std::vector<std::pair<int, int>> edges;  ///< producer kernel index -> consumer kernel index
-    double sum_ms = 0;                       ///< the additive path: sum of kernel_ms plus the run overhead
-};
-
-/// The sample of graph `g` from its kernel graph: one row per kernel (reorders included), the
-/// row being device::kernel_features(g, kg, k, block).values with log(kernel_ms[k]) appended;
-/// the kernel graph's edges, one per (producer, consumer) pair; sum_ms = overhead_ms + sum of
-/// kernel_ms.
-/// @throws shape_error when kernel_ms.size() != kg.kernels.size(); config_error for a kernel_ms
-///         that is not positive and finite, or an overhead that is negative or not finite
-DNNCOST_FUNC KernelGraphSample make_kernel_graph_sample(const graph::Graph& g, const KernelGraph& kg,
-                                                        std::int64_t block, std::span<const double> kernel_ms,
-                                                        double overhead_ms);
 
 class KernelResidual;
 
@@ -73,15 +57,6 @@ using KernelResidualFit = estimators::FitResult (*)(KernelResidual&, const std::
 inline KernelResidualFit kernel_residual_training = nullptr;
 }  // namespace detail
 
-struct KernelResidualOptions {
-    int hidden = 32;              ///< width of the SAGE layers
-    int layers = 2;               ///< SAGE layers (>= 1)
-    double learning_rate = 1e-3;  ///< Adam's initial rate
-    double weight_decay = 1e-4;   ///< decoupled (AdamW) weight decay
-    int max_epochs = 300;         ///< used when FitOptions::max_epochs is -1
-    int patience = 30;            ///< used when FitOptions::patience is -1
-    std::uint64_t seed = 1;       ///< weights and mini-batch order; FitOptions::seed overrides it when non-zero
-};
 
 /// The learnt correction of the kernel sum. Not safe to call from several threads at once on
 /// one object: the layers keep their activations between forward and backward.

@@ -2,6 +2,10 @@
 /// @file mlp_regressor.hpp
 /// The project's own MLP (nn::make_mlp, optim::Adam) as a per-kernel latency regressor.
 ///
+/// Trained as an nn::Sequential (device_model_training.hpp), it keeps only the layers' weights
+/// and evaluates them with plain matrix products: a program that prices with it does not compile
+/// the layer machinery.
+///
 /// The larger functions are defined in mlp_regressor_impl.hpp: compiled into dnncost::compiled in
 /// compiled mode (core/config.hpp), included at the end of this header otherwise.
 #include <cstdint>
@@ -13,7 +17,7 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/device/tabular_regressor.hpp>
-#include <dnncost/nn/activations.hpp>
+#include <dnncost/nn/activation_functions.hpp>
 
 namespace dnncost::device {
 
@@ -44,11 +48,6 @@ class MlpRegressor final : public TabularRegressor {
 public:
     /// @throws config_error on a bad hyper-parameter
     explicit MlpRegressor(MlpRegressorOptions o = {});
-    // Out of line (mlp_regressor_impl.hpp): a program that only holds or moves a regressor does not
-    // instantiate its network's layers.
-    ~MlpRegressor() override;
-    MlpRegressor(MlpRegressor&&);
-    MlpRegressor& operator=(MlpRegressor&&);
 
     std::string kind() const override { return "mlp"; }
     /// Epoch whose weights were kept (early stopping), after fit.
@@ -74,9 +73,9 @@ private:
     friend struct detail::TabularTraining;
     /// The training itself (device_model_training.hpp).
     void fit_log_impl(const Mat<double>& x, const Eigen::VectorXd& log_y);
-    static nn::Context<double> infer_ctx() { return {.training = false, .no_grad = true}; }
 
-    void build(Index d, Rng& rng);
+    /// The widths from d features through the hidden layers to one output.
+    void set_dims(Index d);
     /// log1p of the log columns; a negative value there is an input unlike every training row
     /// (a count below zero), refused rather than read as something it is not.
     Mat<double> transform(const Mat<double>& x) const;
@@ -85,7 +84,9 @@ private:
 
     MlpRegressorOptions m_o;
     std::vector<Index> m_dims;
-    std::unique_ptr<nn::Sequential<double>> m_net;
+    /// Per layer its weight (inputs x outputs) then its bias (1 x outputs): the trained
+    /// network's parameters in the order nn::Sequential lists them.
+    std::vector<Mat<double>> m_params;
     std::vector<std::uint8_t> m_log_column;
     Eigen::RowVectorXd m_mean, m_scale;
     double m_y_mean = 0, m_y_scale = 1;

@@ -1,6 +1,6 @@
 #pragma once
 /// @file mlp_regressor_impl.hpp
-/// The definitions of mlp_regressor.hpp: the network and its payload (its training is in
+/// The definitions of mlp_regressor.hpp: the forward pass and the payload (its training is in
 /// device_model_training.hpp). Compiled once into dnncost::compiled in compiled mode
 /// (core/config.hpp), included by mlp_regressor.hpp in header-only mode.
 #include <algorithm>
@@ -14,9 +14,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/device/mlp_regressor.hpp>
-#include <dnncost/nn/activations.hpp>
-#include <dnncost/nn/mlp.hpp>
-#include <dnncost/nn/module.hpp>
+#include <dnncost/nn/activation_functions.hpp>
 
 namespace dnncost::device {
 
@@ -33,10 +31,6 @@ DNNCOST_FUNC MlpRegressor::MlpRegressor(MlpRegressorOptions o) : m_o(std::move(o
         raise<config_error>("MlpRegressor: validation fraction ", m_o.validation_fraction, " outside (0, 0.5)");
 }
 
-DNNCOST_FUNC MlpRegressor::~MlpRegressor() = default;
-DNNCOST_FUNC MlpRegressor::MlpRegressor(MlpRegressor&&) = default;
-DNNCOST_FUNC MlpRegressor& MlpRegressor::operator=(MlpRegressor&&) = default;
-
 DNNCOST_FUNC MlpRegressor MlpRegressor::load(std::string_view bytes, const std::string& source) {
     MlpRegressor r;
     r.restore(bytes, source);
@@ -48,9 +42,18 @@ DNNCOST_FUNC void MlpRegressor::fit_log(const Mat<double>& x, const Eigen::Vecto
 }
 
 DNNCOST_FUNC Eigen::VectorXd MlpRegressor::predict_log(const Mat<double>& x) const {
-    const Mat<double> z = standardise(transform(x));
-    const Mat<double>& out = m_net->forward(z, infer_ctx());
-    return (out.col(0).array() * m_y_scale + m_y_mean).matrix();
+    // the same products and activations as the trained nn::Sequential, so the same figures
+    Mat<double> h = standardise(transform(x)), y;
+    const std::size_t layers = m_params.size() / 2;
+    for (std::size_t l = 0; l < layers; ++l) {
+        y.noalias() = h * m_params[2 * l];
+        y.rowwise() += m_params[2 * l + 1].row(0);
+        if (l + 1 < layers)
+            nn::with_activation(m_o.activation, [&]<class P>() { nn::apply_activation<P>(y, h); });
+        else
+            h.swap(y);
+    }
+    return (h.col(0).array() * m_y_scale + m_y_mean).matrix();
 }
 
 DNNCOST_FUNC void MlpRegressor::save_model(io::BinaryWriter& w) const {
@@ -62,8 +65,7 @@ DNNCOST_FUNC void MlpRegressor::save_model(io::BinaryWriter& w) const {
     w.put_f64(m_y_mean);
     w.put_f64(m_y_scale);
     w.put_i32(m_best_epoch);
-    for (auto* p : m_net->parameters())
-        w.put_f64_vector(std::span<const double>(p->value.data(), static_cast<std::size_t>(p->value.size())));
+    for (const auto& p : m_params) w.put_f64_vector(std::span<const double>(p.data(), static_cast<std::size_t>(p.size())));
 }
 
 DNNCOST_FUNC void MlpRegressor::load_model(io::BinaryReader& r, std::size_t n_features) {
@@ -92,21 +94,23 @@ DNNCOST_FUNC void MlpRegressor::load_model(io::BinaryReader& r, std::size_t n_fe
     m_y_scale = r.get_finite_f64("mlp target scale");
     if (!(m_y_scale > 0)) r.fail("mlp target scale ", m_y_scale, " is not positive");
     m_best_epoch = r.get_i32("mlp best epoch");
-    Rng unused(0);
-    build(static_cast<Index>(n_features), unused);
-    for (auto* p : m_net->parameters()) {
-        const auto v = r.get_finite_f64_vector("mlp parameter");
-        if (static_cast<Index>(v.size()) != p->value.size())
-            r.fail("mlp parameter '", p->name, "' has ", v.size(), " values, expected ", p->value.size());
-        p->value = Eigen::Map<const Mat<double>>(v.data(), p->value.rows(), p->value.cols());
-    }
+    set_dims(static_cast<Index>(n_features));
+    m_params.clear();
+    for (std::size_t l = 0; l + 1 < m_dims.size(); ++l)
+        for (const bool bias : {false, true}) {
+            const Index rows = bias ? 1 : m_dims[l], cols = m_dims[l + 1];
+            const auto v = r.get_finite_f64_vector("mlp parameter");
+            if (static_cast<Index>(v.size()) != rows * cols)
+                r.fail("mlp layer ", l, bias ? " bias" : " weight", " has ", v.size(), " values, expected ",
+                       rows * cols);
+            m_params.emplace_back(Eigen::Map<const Mat<double>>(v.data(), rows, cols));
+        }
 }
 
-DNNCOST_FUNC void MlpRegressor::build(Index d, Rng& rng) {
+DNNCOST_FUNC void MlpRegressor::set_dims(Index d) {
     m_dims.assign(1, d);
     m_dims.insert(m_dims.end(), m_o.hidden.begin(), m_o.hidden.end());
     m_dims.push_back(1);
-    m_net = nn::make_mlp<double>(m_dims, m_o.activation, 0.0, rng);
 }
 
 DNNCOST_FUNC Mat<double> MlpRegressor::transform(const Mat<double>& x) const {

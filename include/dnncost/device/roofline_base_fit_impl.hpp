@@ -1,8 +1,7 @@
 #pragma once
-/// @file roofline_base_impl.hpp
-/// The definitions of roofline_base.hpp: fitting a roofline base. Compiled once into
-/// dnncost::compiled in compiled mode (core/config.hpp), included by roofline_base.hpp in
-/// header-only mode.
+/// @file roofline_base_fit_impl.hpp
+/// The definitions of roofline_base_fit.hpp. Compiled once into dnncost::compiled in compiled
+/// mode (core/config.hpp), included by roofline_base_fit.hpp in header-only mode.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,6 +16,7 @@
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/device/roofline_base.hpp>
+#include <dnncost/device/roofline_base_fit.hpp>
 
 namespace dnncost::device {
 namespace detail {
