@@ -324,3 +324,26 @@ TEST_CASE("adaptive rounds: the budget goes to kinds above the error threshold, 
     CHECK(per["Gemm"] == 4 + 10);
     CHECK(per["Pool"] == 4);
 }
+
+TEST_CASE("kernel sampler: a kernel inside a network hands a reduced output on, its own output staying inside") {
+    const auto rules = doc_rules();
+    device::KernelConfig c;
+    c.kind = "Conv+Act";
+    c.n = 2, c.c = 8, c.h = 10, c.w = 12, c.k = 16, c.kh = 3, c.kw = 3;
+    const auto alone = device::kernel_sample_graph(c);
+    const auto inside = device::kernel_sample_graph(c, true);
+    REQUIRE(inside.nodes().size() == alone.nodes().size() + 1);
+    const auto& last = inside.nodes().back();
+    CHECK(last.op_type == "ReduceMean");
+    const auto& out = inside.tensor(last.outputs.at(0));
+    CHECK(out.is_output);
+    CHECK(out.shape == graph::Shape{2, 1, 1, 1});
+    // the reduction reads the kernel's output, which is no longer an output of the graph
+    const auto& kernel_out = inside.tensor(last.inputs.at(0));
+    CHECK_FALSE(kernel_out.is_output);
+    CHECK(kernel_out.shape == graph::Shape{2, 16, 10, 12});
+    // the kernel pass finds the same kernel, and the reduction as one more
+    const auto ka = device::kernel_graph(alone, rules), ki = device::kernel_graph(inside, rules);
+    REQUIRE(ki.kernels.size() == ka.kernels.size() + 1);
+    CHECK(device::kernel_kind(inside, ki, ki.kernels.front()).key == device::kernel_kind(alone, ka, ka.kernels.front()).key);
+}

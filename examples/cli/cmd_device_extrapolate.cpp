@@ -41,7 +41,7 @@ struct Args {
     std::size_t per_kind = 2;
     double max_elements = 256e6;
     std::uint64_t seed = 1;
-    bool plan = false, json_out = false;
+    bool plan = false, json_out = false, isolated = false;
     MeasureFlags flags = kernel_measure_flags();
 };
 
@@ -189,7 +189,7 @@ inline bool run(const Args& a) {
                 continue;
             }
             Kernel k;
-            k.sample = {*big, device::kernel_sample_graph(*big), {}};
+            k.sample = {*big, device::kernel_sample_graph(*big, !a.isolated), {}, !a.isolated};
             k.sample.key = graph::canonical_hash(k.sample.graph).hex();
             if (!seen.insert(k.sample.key).second) continue;
             one_kernel(*big, rules, &k.flops);
@@ -265,6 +265,7 @@ inline bool run(const Args& a) {
                     {"runners", a.runners},
                     {"factor", a.factor},
                     {"plan", a.plan},
+                    {"in_network", !a.isolated},
                     {"kernels", rows},
                     {"not_rebuilt", not_rebuilt},
                     {"too_large", too_large},
@@ -328,6 +329,10 @@ void add_device_extrapolate_command(Command& device, Context& ctx) {
     cmd->add_option("--work", a->work, "Store and model files of the measurements (resumable); default MODEL.extrapolation");
     cmd->add_option("--seed", a->seed, "Seed of the weight values")->transform(check::seed());
     cmd->add_flag("--plan", a->plan, "List the kernels and the models' prices, measuring nothing");
+    cmd->add_flag("--isolated", a->isolated,
+                  "Measure each kernel as the whole model, its output the model's output, which every run allocates "
+                  "and copies out (what a sample pays at its boundary); by default a ReduceMean after it keeps its "
+                  "output inside the network, as a kernel of a real network writes it");
     a->flags.add_to(*cmd, {});
     add_json_flag(*cmd, a->json_out);
     cmd->callback([a, &ctx] { ctx.exit_code = dx::run(*a) ? 0 : 3; });

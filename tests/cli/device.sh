@@ -4,7 +4,7 @@
 # a resumed build that measures nothing again, a refit from its saved samples (with the roofline base
 # and without it), in-context samples given up for single kernels (this runner does not profile) or
 # required and missing (a clear error, no model), kernels beyond the samples measured and priced,
-# kernels that add up
+# kernels measured inside a network and alone, kernels that add up
 # to the network's latency, a calibration whose factor scales every prediction, a fit to measured
 # networks, and damaged model files as clear errors.
 # usage: device.sh DNNCOST_BINARY DATA_DIR WORK_DIR
@@ -85,6 +85,11 @@ grep -q '"flops_ratio"' plan.json || fail "device extrapolate --plan listed no k
   2> extra.err || { fail "device extrapolate"; tail -3 extra.err; }
 grep -q '"measured_ms": [0-9]' extra.json || fail "device extrapolate measured no kernel"
 grep -q '"within_20"' extra.json || fail "device extrapolate: no summary per model"
+grep -q '"in_network": true' extra.json || fail "device extrapolate: kernels not measured inside a network by default"
+"$bin" device extrapolate --model dev.dnnc --runner "$runner" "${fast[@]}" --isolated --work iso --json > iso.json \
+  2> iso.err || { fail "device extrapolate --isolated"; tail -3 iso.err; }
+grep -q '"in_network": false' iso.json || fail "device extrapolate --isolated: not said in its output"
+grep -q '"measured_ms": [0-9]' iso.json || fail "device extrapolate --isolated measured no kernel"
 "$bin" device extrapolate --model dev.dnnc > /dev/null 2> extra_none.err && fail "device extrapolate without --runner"
 grep -q -- "--plan" extra_none.err || fail "device extrapolate without --runner: unclear error $(cat extra_none.err)"
 "$bin" device build --refit --work nowhere --out x.dnnc > /dev/null 2> refit_none.err && fail "--refit without samples"

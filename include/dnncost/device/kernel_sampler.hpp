@@ -57,6 +57,9 @@ struct KernelSample {
     KernelConfig config;
     graph::Graph graph;
     std::string key;
+    /// The graph is kernel_sample_graph(config, true): the kernel, then the reduction that keeps
+    /// its output inside the network (a second kernel, measured with it).
+    bool in_network = false;
 };
 
 namespace detail {
@@ -75,8 +78,13 @@ inline bool sampleable_family(std::string_view family) {
 
 /// The single-kernel graph of `c`: its operators with their shapes and weights (LayerNorm as
 /// the decomposition ONNX exporters of opset < 17 write).
+///
+/// `in_network`: the kernel's output is averaged over every axis but the first (a ReduceMean)
+/// before it leaves the graph, so that the kernel writes into the runtime's arena, as a kernel
+/// inside a network does, rather than into an output that each run allocates, first touches and
+/// hands back to the caller (what a sample pays at its boundary, sample_boundary.hpp).
 /// @throws config_error for a kind this function cannot build; shape_error for inconsistent sizes
-DNNCOST_FUNC graph::Graph kernel_sample_graph(const KernelConfig& c);
+DNNCOST_FUNC graph::Graph kernel_sample_graph(const KernelConfig& c, bool in_network = false);
 
 /// The configuration of kernel `k` of `kg` (a kernel graph of `g`) in the terms of
 /// KernelConfig, or nullopt for a kernel kernel_sample_graph() cannot rebuild.

@@ -26,7 +26,7 @@
 
 namespace dnncost::device {
 
-DNNCOST_FUNC graph::Graph kernel_sample_graph(const KernelConfig& c) {
+DNNCOST_FUNC graph::Graph kernel_sample_graph(const KernelConfig& c, bool in_network) {
     using Ints = std::vector<std::int64_t>;
     const auto kind = KindSpec::parse(c.kind);
     const std::string_view base = kind.anchor;
@@ -126,6 +126,15 @@ DNNCOST_FUNC graph::Graph kernel_sample_graph(const KernelConfig& c) {
                      {c.n, c.c + c.k, c.h, c.w}, {{"axis", std::int64_t{1}}});
     } else {  // DataMovement: a transpose of a token tensor
         y = g.add_op("Transpose", "transpose", {g.add_input("x", seq)}, {c.n, c.c, c.h}, {{"perm", Ints{0, 2, 1}}});
+    }
+    if (in_network) {
+        auto shape = g.tensor(y).shape;
+        Ints axes;
+        for (std::size_t a = 1; a < shape.size(); ++a) {
+            axes.push_back(static_cast<std::int64_t>(a));
+            shape[a] = 1;
+        }
+        if (!axes.empty()) y = g.add_op("ReduceMean", "in_network", {y}, shape, {{"axes", axes}});
     }
     g.mark_output(y);
     g.validate();
@@ -321,7 +330,7 @@ DNNCOST_FUNC std::vector<KernelSample> KernelSampler::draw_all(std::size_t per_k
 
 DNNCOST_FUNC std::optional<KernelSample> KernelSampler::make(const KernelConfig& c) const {
     if (!verify(c)) return std::nullopt;
-    KernelSample s{c, kernel_sample_graph(c), {}};
+    KernelSample s{c, kernel_sample_graph(c), {}, false};
     s.key = graph::canonical_hash(s.graph).hex();
     return s;
 }

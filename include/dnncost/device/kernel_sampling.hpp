@@ -60,7 +60,8 @@ struct KernelSamplingResult {
     double seconds = 0;
 };
 
-/// Measure `samples` (single-kernel graphs under `rules`) and return their rows.
+/// Measure `samples` (single-kernel graphs under `rules`, or a kernel and its in-network reduction)
+/// and return their rows: the features of the sample's kernel, the latency of the whole graph.
 /// @throws config_error (no runner or store, bad options, a store of another device or runners,
 /// a sample that is not one kernel), io_error, parse_error (an existing file that is not a store)
 DNNCOST_FUNC KernelSamplingResult measure_kernel_samples(const std::vector<KernelSample>& samples,

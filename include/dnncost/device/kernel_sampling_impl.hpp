@@ -69,8 +69,11 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<Kern
         const auto kg = kernel_graph(s.graph, rules);
         KernelRow row{s.config.kind, s.key, {}, r->latency_ms, kg.num_reorders(), false};
         bool found = false;
+        std::size_t last = kg.kernels.size();  // the in-network reduction, which is not the sample's kernel
+        if (s.in_network)
+            while (last > 0 && kg.kernels[last - 1].is_reorder()) --last;
         for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
-            if (kg.kernels[k].is_reorder()) continue;
+            if (kg.kernels[k].is_reorder() || (s.in_network && k + 1 == last)) continue;
             if (found)
                 raise<config_error>("kernel sampling: sample '", s.key, "' (", s.config.kind,
                                     ") is more than one kernel under these rules");
