@@ -36,7 +36,7 @@ namespace fs = std::filesystem;
 
 struct Args {
     std::vector<std::string> models, runners;
-    std::string samples, work;
+    std::string samples, work, kernels;
     double factor = 4;
     std::size_t per_kind = 2;
     double max_elements = 256e6;
@@ -142,18 +142,62 @@ struct Kernel {
     double flops = 0, family_max = 0;
 };
 
-/// @return whether every kernel was measured (or --plan)
-inline bool run(const Args& a) {
-    if (!(a.factor >= 1)) raise<config_error>("device extrapolate: --factor ", a.factor, " is below 1");
-    if (!a.plan && a.runners.empty()) raise<config_error>("device extrapolate: --runner is required (or --plan)");
-    std::vector<std::unique_ptr<device::DeviceModel>> models;
-    for (const auto& m : a.models) models.push_back(device::DeviceModel::deserialize(io::read_file(m), m));
-    const auto& rules = models.front()->rules();
-    for (std::size_t i = 1; i < models.size(); ++i)
-        if (!(models[i]->rules() == rules))
-            raise<config_error>("device extrapolate: ", a.models[i], " has other fusion rules than ", a.models[0]);
-    const fs::path samples_path = a.samples.empty() ? fs::path(a.models[0] + ".work") / "kernel_samples.json"
-                                                    : fs::path(a.samples);
+/// The kernels an earlier run listed (its --json output): each one's configuration, the fields the
+/// listing leaves out (activation, weight operand, folded BatchNorm, token layout) found by
+/// rebuilding its single-kernel graph until the graph's canonical hash is the kernel's key.
+/// @throws parse_error naming `path` and the kernel for a listing that is not one, or a kernel
+///         that no such configuration rebuilds
+inline std::vector<Kernel> listed_kernels(const std::string& path, const device::FusionRules& rules, bool in_network) {
+    const auto doc = parse_json(io::read_file(path), false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("kernels") || !doc["kernels"].is_array())
+        raise<parse_error>(path, ": not the --json output of dnncost device extrapolate (no \"kernels\" list)");
+    std::vector<Kernel> out;
+    for (std::size_t i = 0; i < doc["kernels"].size(); ++i) {
+        const auto& row = doc["kernels"][i];
+        device::KernelConfig c;
+        std::string key;
+        try {
+            c.kind = row.at("kind").get<std::string>();
+            key = row.at("key").get<std::string>();
+            const auto& f = row.at("config");
+            for (auto [name, field] : {std::pair{"n", &c.n}, {"c", &c.c}, {"h", &c.h}, {"w", &c.w}, {"k", &c.k},
+                                       {"kh", &c.kh}, {"kw", &c.kw}, {"sh", &c.sh}, {"sw", &c.sw}, {"groups", &c.groups}})
+                *field = f.at(name).get<std::int64_t>();
+        } catch (const json::exception& e) {
+            raise<parse_error>(path, ": kernel ", i, ": ", e.what());
+        }
+        bool found = false;
+        for (const char* act : {"Relu", "Clip", "Sigmoid", "HardSwish", "Tanh"})
+            for (const bool weight : {true, false})
+                for (const bool bn : {false, true})
+                    for (const bool tokens : {false, true}) {
+                        if (found) break;
+                        c.act = act, c.weight_operand = weight, c.batch_norm = bn, c.tokens = tokens;
+                        try {
+                            found = graph::canonical_hash(device::kernel_sample_graph(c)).hex() == key;
+                        } catch (const error&) {
+                        }
+                    }
+        if (!found)
+            raise<parse_error>(path, ": kernel ", i, " (", c.kind, "): no configuration with its listed sizes rebuilds "
+                               "the graph of key ", key);
+        Kernel k;
+        k.sample = {c, device::kernel_sample_graph(c, in_network), {}, in_network};
+        k.sample.key = graph::canonical_hash(k.sample.graph).hex();
+        if (!one_kernel(c, rules, &k.flops))
+            raise<parse_error>(path, ": kernel ", i, " (", c.kind, ") is not one kernel of that kind under the model's rules");
+        k.from_key = row.value("grown_from", std::string());
+        k.family_max = row.value("family_max_flops", 0.0);
+        out.push_back(std::move(k));
+    }
+    if (out.empty()) raise<parse_error>(path, ": lists no kernel");
+    return out;
+}
+
+/// Every scalable kind's largest samples of the build's samples file, grown to --factor times
+/// their family's largest sample.
+inline std::vector<Kernel> grown_kernels(const Args& a, const device::FusionRules& rules, const fs::path& samples_path,
+                                         std::size_t& not_rebuilt, std::size_t& too_large) {
     const auto file = device::read_kernel_sample_file(samples_path);
     if (!(file.rules == rules))
         raise<config_error>("device extrapolate: ", samples_path.string(), " was measured under other fusion rules than ",
@@ -171,7 +215,6 @@ inline bool run(const Args& a) {
     }
     std::vector<Kernel> kernels;
     std::set<std::string> seen;
-    std::size_t not_rebuilt = 0, too_large = 0;
     for (auto& [kind, rows] : by_kind) {
         std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
         std::size_t taken = 0;
@@ -201,7 +244,27 @@ inline bool run(const Args& a) {
     }
     if (kernels.empty())
         raise<config_error>("device extrapolate: no sample of a Conv, DepthwiseConv, Gemm or MatMul kind could be grown");
+    return kernels;
+}
 
+/// @return whether every kernel was measured (or --plan)
+inline bool run(const Args& a) {
+    if (!(a.factor >= 1)) raise<config_error>("device extrapolate: --factor ", a.factor, " is below 1");
+    if (!a.plan && a.runners.empty()) raise<config_error>("device extrapolate: --runner is required (or --plan)");
+    std::vector<std::unique_ptr<device::DeviceModel>> models;
+    for (const auto& m : a.models) models.push_back(device::DeviceModel::deserialize(io::read_file(m), m));
+    const auto& rules = models.front()->rules();
+    for (std::size_t i = 1; i < models.size(); ++i)
+        if (!(models[i]->rules() == rules))
+            raise<config_error>("device extrapolate: ", a.models[i], " has other fusion rules than ", a.models[0]);
+    const fs::path samples_path = a.samples.empty() ? fs::path(a.models[0] + ".work") / "kernel_samples.json"
+                                                    : fs::path(a.samples);
+    std::vector<Kernel> kernels;
+    std::size_t not_rebuilt = 0, too_large = 0;
+    if (!a.kernels.empty())
+        kernels = listed_kernels(a.kernels, rules, !a.isolated);
+    else
+        kernels = grown_kernels(a, rules, samples_path, not_rebuilt, too_large);
     std::vector<const graph::Graph*> graphs;
     for (const auto& k : kernels) graphs.push_back(&k.sample.graph);
     std::vector<std::vector<double>> predicted;
@@ -260,7 +323,8 @@ inline bool run(const Args& a) {
     const bool complete = a.plan || (failed == 0 && meas_ok.size() == kernels.size());
     if (a.json_out) {
         print_json({{"models", a.models},
-                    {"samples", samples_path.string()},
+                    {"samples", a.kernels.empty() ? samples_path.string() : std::string()},
+                    {"kernels_from", a.kernels},
                     {"device", rules.device},
                     {"runners", a.runners},
                     {"factor", a.factor},
@@ -328,6 +392,10 @@ void add_device_extrapolate_command(Command& device, Context& ctx) {
         ->capture_default_str();
     cmd->add_option("--work", a->work, "Store and model files of the measurements (resumable); default MODEL.extrapolation");
     cmd->add_option("--seed", a->seed, "Seed of the weight values")->transform(check::seed());
+    cmd->add_option("--kernels", a->kernels,
+                    "Measure the kernels an earlier run listed (its --json output) again, rather than growing the "
+                    "samples': the same kernels later, on another host, or inside a network and alone")
+        ->check(check::existing_file());
     cmd->add_flag("--plan", a->plan, "List the kernels and the models' prices, measuring nothing");
     cmd->add_flag("--isolated", a->isolated,
                   "Measure each kernel as the whole model, its output the model's output, which every run allocates "

@@ -4,7 +4,7 @@
 # a resumed build that measures nothing again, a refit from its saved samples (with the roofline base
 # and without it), in-context samples given up for single kernels (this runner does not profile) or
 # required and missing (a clear error, no model), kernels beyond the samples measured and priced,
-# kernels measured inside a network and alone, kernels that add up
+# kernels measured inside a network and alone, a listing measured again, kernels that add up
 # to the network's latency, a calibration whose factor scales every prediction, a fit to measured
 # networks, and damaged model files as clear errors.
 # usage: device.sh DNNCOST_BINARY DATA_DIR WORK_DIR
@@ -90,6 +90,18 @@ grep -q '"in_network": true' extra.json || fail "device extrapolate: kernels not
   2> iso.err || { fail "device extrapolate --isolated"; tail -3 iso.err; }
 grep -q '"in_network": false' iso.json || fail "device extrapolate --isolated: not said in its output"
 grep -q '"measured_ms": [0-9]' iso.json || fail "device extrapolate --isolated measured no kernel"
+# the kernels of a listing, again: their configurations rebuilt and checked against their keys
+"$bin" device extrapolate --model dev.dnnc --kernels iso.json --isolated --plan --json > again.json 2> again.err ||
+  { fail "device extrapolate --kernels"; tail -3 again.err; }
+python3 -c "
+import json, sys
+a = json.load(open('iso.json'))['kernels']; b = json.load(open('again.json'))['kernels']
+sys.exit(0 if [k['key'] for k in a] == [k['key'] for k in b] and a else 1)" ||
+  fail "device extrapolate --kernels: not the listed kernels"
+echo '{"kernels": [{"kind": "Gemm", "key": "00", "config": {"n": 1}}]}' > bad_kernels.json
+"$bin" device extrapolate --model dev.dnnc --kernels bad_kernels.json --plan > /dev/null 2> bad_kernels.err &&
+  fail "device extrapolate --kernels with a damaged listing"
+grep -q "bad_kernels.json: kernel 0" bad_kernels.err || fail "device extrapolate --kernels: unclear error $(cat bad_kernels.err)"
 "$bin" device extrapolate --model dev.dnnc > /dev/null 2> extra_none.err && fail "device extrapolate without --runner"
 grep -q -- "--plan" extra_none.err || fail "device extrapolate without --runner: unclear error $(cat extra_none.err)"
 "$bin" device build --refit --work nowhere --out x.dnnc > /dev/null 2> refit_none.err && fail "--refit without samples"
