@@ -42,11 +42,13 @@ DNNCOST_FUNC void MlpRegressor::fit_log(const Mat<double>& x, const Eigen::Vecto
 }
 
 DNNCOST_FUNC Eigen::VectorXd MlpRegressor::predict_log(const Mat<double>& x) const {
-    // the same products and activations as the trained nn::Sequential, so the same figures
+    // the trained nn::Sequential's layers and activations; a coefficient-wise product (the matrices
+    // are a few dozen wide) rather than Eigen's blocked GEMM, which a program that prices would
+    // otherwise compile for this alone: the same figures to rounding
     Mat<double> h = standardise(transform(x)), y;
     const std::size_t layers = m_params.size() / 2;
     for (std::size_t l = 0; l < layers; ++l) {
-        y.noalias() = h * m_params[2 * l];
+        y.noalias() = h.lazyProduct(m_params[2 * l]);
         y.rowwise() += m_params[2 * l + 1].row(0);
         if (l + 1 < layers)
             nn::with_activation(m_o.activation, [&]<class P>() { nn::apply_activation<P>(y, h); });

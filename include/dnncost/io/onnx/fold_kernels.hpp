@@ -67,10 +67,11 @@ inline std::vector<std::int64_t> strides_of(const graph::Shape& shape) {
 }
 
 /// Elementwise binary operation with numpy broadcasting: `int_op` on integer results, `float_op`
-/// on floating ones.
-template <class IntOp, class FloatOp>
-ConstantTensor broadcast(const ConstantTensor& a, const ConstantTensor& b, int out_dtype, IntOp int_op,
-                         FloatOp float_op, std::int64_t max_elements) {
+/// on floating ones. The operations are plain function pointers, not template parameters: the
+/// tensors here are shapes and indices, a few values each, and one body serves every operator.
+inline ConstantTensor broadcast(const ConstantTensor& a, const ConstantTensor& b, int out_dtype,
+                                std::int64_t (*int_op)(std::int64_t, std::int64_t),
+                                double (*float_op)(double, double), std::int64_t max_elements) {
     const std::size_t rank = std::max(a.dims.size(), b.dims.size());
     graph::Shape out(rank);
     auto dim = [&](const ConstantTensor& c, std::size_t k) -> std::int64_t {
