@@ -156,6 +156,7 @@ inline std::vector<Kernel> listed_kernels(const std::string& path, const device:
         const auto& row = doc["kernels"][i];
         device::KernelConfig c;
         std::string key;
+        Kernel k;
         try {
             c.kind = row.at("kind").get<std::string>();
             key = row.at("key").get<std::string>();
@@ -163,31 +164,35 @@ inline std::vector<Kernel> listed_kernels(const std::string& path, const device:
             for (auto [name, field] : {std::pair{"n", &c.n}, {"c", &c.c}, {"h", &c.h}, {"w", &c.w}, {"k", &c.k},
                                        {"kh", &c.kh}, {"kw", &c.kw}, {"sh", &c.sh}, {"sw", &c.sw}, {"groups", &c.groups}})
                 *field = f.at(name).get<std::int64_t>();
+            k.from_key = row.value("grown_from", std::string());
+            k.family_max = row.value("family_max_flops", 0.0);
         } catch (const json::exception& e) {
             raise<parse_error>(path, ": kernel ", i, ": ", e.what());
         }
-        bool found = false;
-        for (const char* act : {"Relu", "Clip", "Sigmoid", "HardSwish", "Tanh"})
-            for (const bool weight : {true, false})
-                for (const bool bn : {false, true})
-                    for (const bool tokens : {false, true}) {
-                        if (found) break;
-                        c.act = act, c.weight_operand = weight, c.batch_norm = bn, c.tokens = tokens;
-                        try {
-                            found = graph::canonical_hash(device::kernel_sample_graph(c)).hex() == key;
-                        } catch (const error&) {
+        const auto rebuilds = [&] {
+            try {
+                return graph::canonical_hash(device::kernel_sample_graph(c)).hex() == key;
+            } catch (const error&) {
+                return false;  // sizes this variant cannot build
+            }
+        };
+        const bool found = [&] {
+            for (const char* act : {"Relu", "Clip", "Sigmoid", "HardSwish", "Tanh"})
+                for (const bool weight : {true, false})
+                    for (const bool bn : {false, true})
+                        for (const bool tokens : {false, true}) {
+                            c.act = act, c.weight_operand = weight, c.batch_norm = bn, c.tokens = tokens;
+                            if (rebuilds()) return true;
                         }
-                    }
+            return false;
+        }();
         if (!found)
             raise<parse_error>(path, ": kernel ", i, " (", c.kind, "): no configuration with its listed sizes rebuilds "
                                "the graph of key ", key);
-        Kernel k;
         k.sample = {c, device::kernel_sample_graph(c, in_network), {}, in_network};
         k.sample.key = graph::canonical_hash(k.sample.graph).hex();
         if (!one_kernel(c, rules, &k.flops))
             raise<parse_error>(path, ": kernel ", i, " (", c.kind, ") is not one kernel of that kind under the model's rules");
-        k.from_key = row.value("grown_from", std::string());
-        k.family_max = row.value("family_max_flops", 0.0);
         out.push_back(std::move(k));
     }
     if (out.empty()) raise<parse_error>(path, ": lists no kernel");

@@ -102,6 +102,10 @@ echo '{"kernels": [{"kind": "Gemm", "key": "00", "config": {"n": 1}}]}' > bad_ke
 "$bin" device extrapolate --model dev.dnnc --kernels bad_kernels.json --plan > /dev/null 2> bad_kernels.err &&
   fail "device extrapolate --kernels with a damaged listing"
 grep -q "bad_kernels.json: kernel 0" bad_kernels.err || fail "device extrapolate --kernels: unclear error $(cat bad_kernels.err)"
+echo '{"kernels": [{"kind": "Gemm", "key": "00", "grown_from": 7, "config": {"n": 1, "c": 8, "h": 1, "w": 1, "k": 8, "kh": 1, "kw": 1, "sh": 1, "sw": 1, "groups": 1}}]}' > bad_kernels2.json
+"$bin" device extrapolate --model dev.dnnc --kernels bad_kernels2.json --plan > /dev/null 2> bad_kernels2.err &&
+  fail "device extrapolate --kernels with a mistyped field"
+grep -q "bad_kernels2.json: kernel 0" bad_kernels2.err || fail "device extrapolate --kernels: unclear error $(cat bad_kernels2.err)"
 "$bin" device extrapolate --model dev.dnnc > /dev/null 2> extra_none.err && fail "device extrapolate without --runner"
 grep -q -- "--plan" extra_none.err || fail "device extrapolate without --runner: unclear error $(cat extra_none.err)"
 "$bin" device build --refit --work nowhere --out x.dnnc > /dev/null 2> refit_none.err && fail "--refit without samples"
