@@ -57,7 +57,6 @@ using KernelResidualFit = estimators::FitResult (*)(KernelResidual&, const std::
 inline KernelResidualFit kernel_residual_training = nullptr;
 }  // namespace detail
 
-
 /// The learnt correction of the kernel sum. Not safe to call from several threads at once on
 /// one object: the layers keep their activations between forward and backward.
 class KernelResidual {

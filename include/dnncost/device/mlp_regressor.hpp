@@ -9,13 +9,11 @@
 /// The larger functions are defined in mlp_regressor_impl.hpp: compiled into dnncost::compiled in
 /// compiled mode (core/config.hpp), included at the end of this header otherwise.
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <dnncost/core/config.hpp>
-#include <dnncost/core/rng.hpp>
 #include <dnncost/device/tabular_regressor.hpp>
 #include <dnncost/nn/activation_functions.hpp>
 

@@ -6,13 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
-#include <dnncost/core/rng.hpp>
 #include <dnncost/device/mlp_regressor.hpp>
 #include <dnncost/nn/activation_functions.hpp>
 
