@@ -551,6 +551,14 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
         CHECK_NOTHROW(device::kernel_graph(g, rules()));
     }
     CHECK(thousand);
+    // every round of twelve has a network whose branches join in a channel concatenation
+    for (std::uint64_t seed : {1, 3, 2027}) {
+        const auto round = device::context_networks(12, seed, limits);
+        CHECK(std::any_of(round.begin(), round.end(), [](const graph::Graph& g) {
+            return g.name().find("-branched-") != std::string::npos &&
+                   std::any_of(g.nodes().begin(), g.nodes().end(), [](const graph::Node& n) { return n.op_type == "Concat"; });
+        }));
+    }
     // the first round has each search space as searched (batch 1), later rounds at larger batches
     std::size_t as_searched = 0;
     for (const auto& g : nets) {

@@ -246,8 +246,10 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
     -> std::vector<graph::Graph> {
     limits.check();
     // a small network first: a runner that cannot profile is found on it
-    static const std::string_view plan[] = {"nb201", "cnn", "transformer", "ofa", "cnn",         "fbnet",
-                                            "vit",   "cnn", "transformer", "kws", "transformer", "ofa"};
+    // one convolutional slot a round has parallel branches: their channel concatenations are the
+    // only ones most builds see in context, and a random block kind can leave a build without them
+    static const std::string_view plan[] = {"nb201", "cnn", "transformer", "ofa", "branched-cnn", "fbnet",
+                                            "vit",   "cnn", "transformer", "kws", "transformer",  "ofa"};
     Rng rng(seed);
     const auto pick = [&](std::initializer_list<int> choices) {
         return *(choices.begin() + rng.below(choices.size()));
@@ -259,6 +261,8 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
         graph::Graph g;
         if (what == "cnn") {
             g = synthetic::build_cnn(synthetic::sample_cnn(rng), limits);
+        } else if (what == "branched-cnn") {
+            g = synthetic::build_cnn(synthetic::sample_cnn(rng, synthetic::Block::branched), limits);
         } else if (what == "transformer") {
             g = synthetic::build_transformer(synthetic::sample_transformer(rng), limits);
         } else {

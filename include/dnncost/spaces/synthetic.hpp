@@ -92,6 +92,8 @@ struct TransformerArch {
 
 /// Seeded draws. A draw is not yet fitted to any limits.
 DNNCOST_FUNC CnnArch sample_cnn(Rng& rng);
+/// A draw of the given block kind (the same draws from `rng` as sample_cnn(rng)).
+DNNCOST_FUNC CnnArch sample_cnn(Rng& rng, Block block);
 DNNCOST_FUNC TransformerArch sample_transformer(Rng& rng);
 
 /// The graphs, fitted to `limits` (narrowed, then shrunk; see the file comment).

@@ -225,11 +225,13 @@ DNNCOST_FUNC auto dnncost::synthetic::network_size(const graph::Graph& g) -> Net
     return s;
 }
 
-DNNCOST_FUNC auto dnncost::synthetic::sample_cnn(Rng& rng) -> CnnArch {
-    using detail::pick;
+namespace dnncost::synthetic::detail {
+/// sample_cnn's draws; `block`, when given, replaces the block kind drawn.
+inline CnnArch sample_cnn(Rng& rng, const Block* block) {
     CnnArch a;
     a.resolution = pick(rng, {128, 160, 192, 224, 256, 288, 320});
     a.block = pick(rng, {Block::basic, Block::bottleneck, Block::inverted, Block::branched});
+    if (block) a.block = *block;
     a.act = a.block == Block::inverted ? pick<std::string>(rng, {"Relu", "Clip", "HardSwish", "Swish"})
                                        : pick<std::string>(rng, {"Relu", "Relu", "Clip", "Swish"});
     a.stem_pool = a.block != Block::inverted && rng.bernoulli(0.5);
@@ -259,6 +261,13 @@ DNNCOST_FUNC auto dnncost::synthetic::sample_cnn(Rng& rng) -> CnnArch {
     if (a.block == Block::inverted && rng.bernoulli(0.7)) a.feature_mix = pick(rng, {960, 1280, 2048, 4096});
     if (rng.bernoulli(0.35)) a.hidden = pick(rng, {1024, 2048, 4096});
     return a;
+}
+}  // namespace dnncost::synthetic::detail
+
+DNNCOST_FUNC auto dnncost::synthetic::sample_cnn(Rng& rng) -> CnnArch { return detail::sample_cnn(rng, nullptr); }
+
+DNNCOST_FUNC auto dnncost::synthetic::sample_cnn(Rng& rng, Block block) -> CnnArch {
+    return detail::sample_cnn(rng, &block);
 }
 
 DNNCOST_FUNC auto dnncost::synthetic::sample_transformer(Rng& rng) -> TransformerArch {
