@@ -3,7 +3,7 @@
 # profile, or answer malformed kernel lists (each a clear per-network failure, exit 3), and, when
 # Node.js and the bundled runner's packages are there, the committed "all" model's kernel pass
 # against ONNX Runtime's own kernels on SqueezeNet and two NB201 networks (its agreement kept),
-# and the rule files of data/devices/rules on a few networks at "all" and "disabled".
+# and the rule files of data/devices/rules on a few networks at "all", "disabled" and "basic".
 # usage: device_check.sh DNNCOST_BINARY DATA_DIR WORK_DIR
 tests="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$tests/cli/common.sh" "$@"
@@ -54,8 +54,8 @@ PY
   [ "$(wc -l < kernels.jsonl)" -eq 1 ] && grep -q '"op":"Conv"' kernels.jsonl || fail "--kernels wrote no profile"
   # the rule files of data/devices/rules checked without a rebuild (--rules): a data/onnx network,
   # a ViT (its layer norms also in primitive operators) and NB201 networks at "all", OFA at
-  # "disabled"; floors a little below what was measured (MobileNetV2 1.000, the ViT 1.000 and
-  # 0.996, the NB201 networks 0.986, OFA 1.000)
+  # "disabled", SqueezeNet and a ViT at "basic"; floors a little below what was measured
+  # (MobileNetV2 1.000, the ViT 1.000 and 0.996, the NB201 networks 0.986, OFA 1.000, "basic" 1.000)
   rules=$data/devices/rules
   check_rules() {  # OUT LEVEL [networks...]
     local out=$1 level=$2
@@ -69,7 +69,10 @@ PY
   check_rules rules_vit_ln13.json all --space vit --space-options layer_norm=decomposed --sample 1 --seed 7
   check_rules rules_nb201.json all --space nb201 --sample 2 --seed 3
   check_rules rules_ofa_disabled.json disabled --space ofa --sample 1 --seed 7
-  for case in rules_mobilenet.json:0.98 rules_vit.json:0.98 rules_vit_ln13.json:0.98 rules_nb201.json:0.96 rules_ofa_disabled.json:0.98; do
+  check_rules rules_squeezenet_basic.json basic "$data/onnx/squeezenet1_1.onnx"
+  check_rules rules_vit_basic.json basic --space vit --sample 1 --seed 7
+  for case in rules_mobilenet.json:0.98 rules_vit.json:0.98 rules_vit_ln13.json:0.98 rules_nb201.json:0.96 \
+              rules_ofa_disabled.json:0.98 rules_squeezenet_basic.json:0.98 rules_vit_basic.json:0.98; do
     python3 - "${case%%:*}" "${case##*:}" <<'PY' || fail "${case%%:*}: agreement below ${case##*:}"
 import json, sys
 j = json.load(open(sys.argv[1]))

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A device model for a runtime level that has none yet, built on this machine and judged on
+# networks it was not fitted to, measured here twice in the same hour. Run on an idle machine.
+#   new_level.sh LEVEL OUT_DIR RULES [BUDGET_MINUTES] [SEED]
+# Steps: (1) whole networks: 10 per space (seed 7) for the sample-boundary fit, 15 per space
+# (seed 4242) and data/onnx for judging; (2) `device build` with RULES and in-context samples
+# within BUDGET minutes; (3) its sample boundary fitted to the first networks; (4) both models
+# judged by evaluate.py; (5) the judged networks measured again and both models judged on them, with
+# the floor (the same networks measured twice) in floor.txt. Everything lands in OUT_DIR.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+level=$1 out=$2 rules=$3
+budget=${4:-15} seed=${5:-1}
+cli=${DNNCOST:-build/release/dnncost}
+runner="$PWD/runners/onnxruntime/run --optimization $level --threads 1"
+device=ort-cpu-$level-1t
+mkdir -p "$out/networks" "$out/networks_remeasured"
+stamp() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+
+measure_judged() {  # DIR
+  for space in nb201 fbnet ofa vit kws; do
+    "$cli" measure --runner "$runner" --device $device --space $space --sample 15 --seed 4242 \
+      --out "$1/heldout_$space.csv" > /dev/null
+  done
+  "$cli" measure --runner "$runner" --device $device --out "$1/onnx.csv" data/onnx/*.onnx > /dev/null
+}
+
+stamp "networks: 10 + 15 per space, data/onnx"
+for space in nb201 fbnet ofa vit kws; do
+  "$cli" measure --runner "$runner" --device $device --space $space --sample 10 --seed 7 \
+    --out "$out/networks/train_$space.csv" > /dev/null
+done
+measure_judged "$out/networks"
+
+stamp "device build: rules $rules, in context, $budget minutes, seed $seed"
+"$cli" device build --runner "$runner" --device $device --rules "$rules" --in-context on --budget "$budget" \
+  --seed "$seed" --out "$out/built.dnnc" --json > "$out/build.json"
+
+stamp "sample boundary"
+"$cli" device residual --model "$out/built.dnnc" --no-residual --data "$out"/networks/train_*.csv \
+  --out "$out/built.b.dnnc" --json > "$out/boundary.json"
+
+stamp "judging"
+python3 bench/device_model/evaluate.py --cli "$cli" --out "$out/evaluation.json" \
+  --stores "$out"/networks/heldout_*.csv "$out/networks/onnx.csv" -- \
+  "$out/built.dnnc=kernel sum" "$out/built.b.dnnc=boundary" | tee "$out/evaluation.md"
+
+stamp "the judged networks again"
+measure_judged "$out/networks_remeasured"
+python3 bench/device_model/evaluate.py --cli "$cli" --out "$out/evaluation_remeasured.json" \
+  --stores "$out"/networks_remeasured/heldout_*.csv "$out/networks_remeasured/onnx.csv" -- \
+  "$out/built.dnnc=kernel sum" "$out/built.b.dnnc=boundary" | tee "$out/evaluation_remeasured.md"
+python3 - "$out" <<'PY' | tee "$out/floor.txt"
+import csv, glob, os, statistics, sys
+def load(p):
+    return {r["id"]: float(r["latency_ms"]) for r in csv.DictReader(open(p)) if r["status"] == "ok"}
+print("store | n | MAPE raw | factor | MAPE after it | within ±10 % after it")
+for first in sorted(glob.glob(os.path.join(sys.argv[1], "networks", "heldout_*.csv"))) + \
+             [os.path.join(sys.argv[1], "networks", "onnx.csv")]:
+    a, b = load(first), load(first.replace("/networks/", "/networks_remeasured/"))
+    r = [b[k] / a[k] for k in a if k in b]
+    f = statistics.median(r)
+    print(f"{os.path.basename(first)} | {len(r)} | {100 * statistics.mean(abs(x - 1) for x in r):.1f} % | {f:.3f} | "
+          f"{100 * statistics.mean(abs(x / f - 1) for x in r):.1f} % | {100 * sum(abs(x / f - 1) <= 0.1 for x in r) / len(r):.0f} %")
+PY
+stamp "done"
