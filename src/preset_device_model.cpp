@@ -10,6 +10,7 @@
 #include <dnncost/device/kernel_graph_sample_impl.hpp>
 #include <dnncost/device/kernel_kind_impl.hpp>
 #include <dnncost/device/kernel_residual_impl.hpp>
+#include <dnncost/device/kernel_residual_training.hpp>
 #include <dnncost/device/mlp_regressor_impl.hpp>
 #include <dnncost/device/roofline_base_fit_impl.hpp>
 #include <dnncost/device/roofline_regressor_impl.hpp>

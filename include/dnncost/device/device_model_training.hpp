@@ -2,7 +2,9 @@
 /// @file device_model_training.hpp
 /// The fitting of a device model: its per-kernel regressors (the MLP's epochs, the trees' boosting
 /// through XGBoost, the roofline forms) and its fit to whole networks (DeviceModel::fit: the sample
-/// boundary, the scale, and the graph-level residual of kernel_residual_training.hpp).
+/// boundary, the scale, and the graph-level residual, whose training, a GNN's, is compiled only
+/// where kernel_residual_training.hpp is included: a header-only program that fits a residual
+/// includes it too).
 ///
 /// Kept out of the regressors' and the model's headers so that a program that only prices with
 /// saved device models does not compile any of it. Where this header is included, it registers the
@@ -27,7 +29,6 @@
 #include <dnncost/core/matrix.hpp>
 #include <dnncost/core/rng.hpp>
 #include <dnncost/device/device_model.hpp>
-#include <dnncost/device/kernel_residual_training.hpp>
 #include <dnncost/device/mlp_regressor.hpp>
 #include <dnncost/device/roofline_base_fit.hpp>
 #include <dnncost/device/roofline_regressor.hpp>
@@ -306,9 +307,13 @@ DNNCOST_FUNC estimators::FitResult DeviceModel::fit_impl(const train::TrainData&
         std::vector<double> yt(train.targets), yv(validation.targets);
         for (auto& y : yt) y /= m_scale;
         for (auto& y : yv) y /= m_scale;
-        KernelResidual residual(m_residual_options);
-        r = residual.fit(xt, yt, xv, yv, options);
-        m_residual = ResidualSlot(std::make_shared<KernelResidual>(std::move(residual)));
+        if (!detail::kernel_residual_fitter)
+            raise<config_error>(
+                "device model: fitting its graph-level residual is not compiled into this program; include "
+                "<dnncost/device/kernel_residual_training.hpp> (header-only mode) or link dnncost::compiled");
+        std::shared_ptr<KernelResidual> residual;
+        r = detail::kernel_residual_fitter(m_residual_options, xt, yt, xv, yv, options, residual);
+        m_residual = ResidualSlot(std::move(residual));
     }
     if (m_boundary_fit)
         r.summary = dnncost::concat("sample boundary ", m_boundary_fit->kept ? "kept" : "not kept", " (",

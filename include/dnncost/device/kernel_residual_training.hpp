@@ -1,7 +1,8 @@
 #pragma once
 /// @file kernel_residual_training.hpp
 /// The training of the kernel-level device model's residual (KernelResidual::fit, which
-/// DeviceModel::fit calls): Adam over the residual's GNN, early-stopped on validation.
+/// DeviceModel::fit calls when it fits one): Adam over the residual's GNN, early-stopped on
+/// validation.
 ///
 /// Kept out of kernel_residual.hpp so that a program that only prices with saved device models
 /// (loading one, residual included, needs the GNN's forward pass alone) does not compile the
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <numeric>
 #include <span>
 #include <string>
@@ -113,6 +115,15 @@ struct KernelResidualTraining {
 
 inline const bool kernel_residual_training_registered = [] {
     kernel_residual_training = &KernelResidualTraining::fit;
+    kernel_residual_fitter = [](const KernelResidualOptions& o, const std::vector<KernelGraphSample>& train,
+                                std::span<const double> train_ms, const std::vector<KernelGraphSample>& validation,
+                                std::span<const double> validation_ms, const estimators::FitOptions& options,
+                                std::shared_ptr<KernelResidual>& out) {
+        auto residual = std::make_shared<KernelResidual>(o);
+        auto r = residual->fit(train, train_ms, validation, validation_ms, options);
+        out = std::move(residual);
+        return r;
+    };
     return true;
 }();
 

@@ -10,11 +10,13 @@
 /// header to include.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/device/kernel_graph_sample.hpp>
+#include <dnncost/estimators/estimator.hpp>
 #include <dnncost/io/serialize.hpp>
 
 namespace dnncost::device {
@@ -41,6 +43,17 @@ struct KernelResidualOps {
     std::vector<double> (*factors)(const KernelResidual&, const std::vector<KernelGraphSample>&);
 };
 inline const KernelResidualOps* kernel_residual_ops = nullptr;
+
+/// Fits a new residual of the given options to networks' kernel graphs and measured latencies
+/// (KernelResidual::fit) into `out`; set where kernel_residual_training.hpp is compiled in, so
+/// that fitting a device model without a residual does not compile the GNN's training.
+using KernelResidualFitter = estimators::FitResult (*)(const KernelResidualOptions&,
+                                                        const std::vector<KernelGraphSample>& train,
+                                                        std::span<const double> train_ms,
+                                                        const std::vector<KernelGraphSample>& validation,
+                                                        std::span<const double> validation_ms,
+                                                        const estimators::FitOptions&, std::shared_ptr<KernelResidual>& out);
+inline KernelResidualFitter kernel_residual_fitter = nullptr;
 
 inline const KernelResidualOps& residual_ops() {
     if (!kernel_residual_ops)

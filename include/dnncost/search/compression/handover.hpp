@@ -18,6 +18,11 @@
 /// Measuring and accuracy come from the caller (LatencyOracle, AccuracyOracle), so this header
 /// owns no process; `dnncost compress` measures through the runner harness and its results
 /// store, which makes an interrupted search resume without measuring again.
+///
+/// The estimator and the baseline are registered presets. The additive baseline registers here;
+/// a header-only program that trains a GNN preset includes the header that registers it
+/// (estimators/presets.hpp for the default "hifisage", estimators/registry.hpp for every one),
+/// so that a search with the additive estimator does not compile the GNN engine.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -35,7 +40,8 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/rng.hpp>
-#include <dnncost/estimators/registry.hpp>
+#include <dnncost/estimators/additive.hpp>
+#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/search/compression/prune.hpp>
 #include <dnncost/search/nsga2.hpp>
@@ -131,6 +137,9 @@ public:
         if (!m_latency) raise<config_error>("compress: no latency oracle");
         if (!(m_options.interval_coverage > 0 && m_options.interval_coverage < 1))
             raise<config_error>("compress: the interval coverage must be in (0, 1)");
+        // presets register from their own headers: an unknown one fails here, before any measurement
+        (void)estimators::detail::find_entry(m_options.estimator, "compress");
+        if (!m_options.baseline.empty()) (void)estimators::detail::find_entry(m_options.baseline, "compress");
     }
 
     void set_estimator_cache(EstimatorCache c) { m_cache = std::move(c); }

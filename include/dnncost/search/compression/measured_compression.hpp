@@ -21,7 +21,7 @@
 
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
-#include <dnncost/estimators/registry.hpp>
+#include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/measure/harness.hpp>
