@@ -102,7 +102,8 @@ inline json profiling_json(const device::NetworkProfilingResult& p) {
 }
 
 inline void print_kinds(const device::DeviceModel& m) {
-    std::cout << std::left << std::setw(22) << "kind" << std::right << std::setw(8) << "samples" << std::setw(12)
+    // the widest regressor name ("roofline-gbt-linear") and a space before it
+    std::cout << std::left << std::setw(22) << "kind" << std::right << std::setw(8) << "samples" << std::setw(21)
               << "model" << std::setw(11) << "held-out" << std::setw(10) << "±10 %" << '\n';
     for (const auto& [kind, km] : m.kinds()) {
         std::cout << std::left << std::setw(22) << kind << std::right << std::setw(8) << km.samples;
@@ -113,7 +114,7 @@ inline void print_kinds(const device::DeviceModel& m) {
         }
         for (const auto& s : km.scores)
             if (s.name == km.chosen)
-                std::cout << std::setw(12) << km.chosen << std::setw(10) << percent(s.mape) << ' ' << std::setw(9)
+                std::cout << std::setw(21) << km.chosen << std::setw(10) << percent(s.mape) << ' ' << std::setw(9)
                           << percent(s.within_10) << '\n';
     }
     std::cout << "run overhead " << m.run_overhead_ms() << " ms, calibration factor " << m.calibration_factor();
