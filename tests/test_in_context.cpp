@@ -7,6 +7,7 @@
 // without measuring again what they had. The synthesised networks reach real sizes and fit limits.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include <dnncost/device/kernel_graph.hpp>
 #include <dnncost/device/kernel_sample_file.hpp>
 #include <dnncost/device/network_profiling.hpp>
+#include <dnncost/io/file.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/spaces/synthetic.hpp>
 
@@ -365,6 +367,59 @@ TEST_CASE("network profiling: a per-kernel profiler cost in every profile is fit
         }
     }
     CHECK(row == r.rows.size());
+}
+
+TEST_CASE("network profiling: a profile far out of line with the others is taken again, the second one kept") {
+    for (const bool again : {true, false}) {
+        CAPTURE(again);
+        const Scratch s("test_in_context", again ? "reprofile" : "reprofile_off");
+        auto nets = tiny_networks();
+        for (auto& g : tiny_networks(9)) nets.push_back(std::move(g));
+        std::vector<std::vector<double>> expected;
+        std::vector<std::set<std::size_t>> merged(nets.size());
+        for (std::size_t i = 0; i < nets.size(); ++i)
+            expected.push_back(plant(s.dir, nets[i], 0, 1.0, 0.25, merged[i]));
+        // the first profile of the third network ran while the host was three times slower
+        const auto model = s.dir / "plant" / (measure::network_key(nets[2]) + ".onnx.profile");
+        std::string text = io::read_file(model);
+        std::string slow;
+        for (std::size_t at = 0;;) {
+            const auto ms = text.find("\"ms\":", at);
+            slow += text.substr(at, ms == std::string::npos ? std::string::npos : ms + 5 - at);
+            if (ms == std::string::npos) break;
+            const auto end = text.find('}', ms);
+            std::ostringstream v;
+            v.precision(17);
+            v << 3 * std::stod(text.substr(ms + 5, end - ms - 5));
+            slow += v.str();
+            at = end;
+        }
+        std::ofstream(model.string() + ".first") << slow;
+        auto setup = profiling_setup(s, "planted");
+        if (!again) setup.profile_disagreement = 0;
+        const auto r = device::profile_networks(nets, rules(), 0.25, setup);
+        REQUIRE(r.networks.size() == nets.size());
+        CHECK(r.reprofiled == (again ? 1u : 0u));
+        CHECK(lines_of(s.dir / "profiles.log") == nets.size() + (again ? 1 : 0));
+        for (std::size_t i = 0; i < nets.size(); ++i)
+            CHECK(r.networks[i].scale == doctest::Approx(i == 2 && !again ? 1.0 / 3 : 1.0));
+        // the kept profile is the second one, in the kernel file as well
+        std::size_t row = 0;
+        for (std::size_t i = 0; i < nets.size(); ++i)
+            for (double e : expected[i]) {
+                if (std::isnan(e)) continue;
+                REQUIRE(row < r.rows.size());
+                CHECK(r.rows[row].latency_ms == doctest::Approx(e));
+                ++row;
+            }
+        if (again) {
+            const auto kept = measure::read_kernel_profiles(measure::kernel_profiles_path(setup.store));
+            const auto it = std::find_if(kept.begin(), kept.end(),
+                                         [&](const auto& p) { return p.key == measure::network_key(nets[2]); });
+            REQUIRE(it != kept.end());
+            CHECK(it->kernels.front().ms == doctest::Approx(0.1));
+        }
+    }
 }
 
 TEST_CASE("network profiling: a runner that cannot profile is found on one network") {

@@ -88,6 +88,7 @@ inline json profiling_json(const device::NetworkProfilingResult& p) {
               {"networks", p.profiler_cost.networks}}},
             {"measured", p.measured},
             {"profiled", p.profiled},
+            {"reprofiled", p.reprofiled},
             {"from_store", p.from_store},
             {"failed", p.failed},
             {"without_profile", p.without_profile},

@@ -32,6 +32,9 @@ namespace dnncost::device {
 /// those of the unprofiled rounds, and the profiled request takes their warm-up and repeats.
 struct NetworkProfilingSetup : MeasuringSetup {
     std::size_t chunk = 4;  ///< networks profiled and measured at once
+    /// A network's scale beyond this factor of the median network's (either way) is profiled
+    /// once more; 0: never.
+    double profile_disagreement = 1.5;
 };
 
 /// A network that gave samples: how its profile was scaled to its latency (InContextSamples).
@@ -54,6 +57,9 @@ struct NetworkProfilingResult {
     std::size_t failed = 0;                 ///< unprofiled measurements that failed (the store has the reasons)
     std::size_t without_profile = 0;        ///< profiled requests that failed or came back without kernels
     std::size_t over_budget = 0;            ///< not measured: the time budget ran out
+    /// Profiled again in this run: their profile disagreed with their latency far more than the
+    /// other networks' did (a profile disturbed by the host); the second profile is kept.
+    std::size_t reprofiled = 0;
     std::size_t pass_kernels = 0, unmapped = 0, merged = 0, untimed = 0;  ///< over the networks used (InContextSamples)
     std::vector<std::string> problems;  ///< a line per network without a profile or a model file
     double seconds = 0;
@@ -61,6 +67,10 @@ struct NetworkProfilingResult {
 
 /// Profile and measure `networks` (keyed by network_key) and return their in-context samples
 /// under `rules`, less the profiler's cost fitted across them, scaled with `run_overhead_ms`.
+/// A network whose scale (its latency over its profile, the profiler's cost off) is more than
+/// profile_disagreement away from the median network's is profiled once more: a profile is one
+/// short run, and a host that slowed during it scales every kernel of it wrongly where the
+/// slowdown was uneven.
 /// @throws config_error (no runner or store, bad options, a store of another device or runners),
 /// io_error, parse_error (an existing store or kernel file that is damaged)
 DNNCOST_FUNC NetworkProfilingResult profile_networks(const std::vector<graph::Graph>& networks,

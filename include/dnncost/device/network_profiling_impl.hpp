@@ -8,7 +8,10 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/device/kernel_check.hpp>
 #include <dnncost/device/network_profiling.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
@@ -60,39 +63,18 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
     progress.done = out.from_store;
     run.report();
 
-    std::size_t next = 0;
-    while (next < todo.size()) {
-        // the first chunk is one network: whether the runner profiles at all
-        const std::size_t take = run.next_chunk(todo.size() - next, profiles.empty() ? 1 : setup.chunk);
-        if (take == 0) break;
-        std::vector<std::size_t> batch;
-        for (std::size_t j = next; j < next + take; ++j) {
-            const auto i = todo[j];
-            try {
-                if (!std::filesystem::exists(nets[i].model))
-                    measure::write_model_for_runner(*graph_of[i], nets[i].model, setup.seed, setup.opset);
-            } catch (const config_error& e) {
-                out.problems.push_back(nets[i].id + ": its model cannot be written: " + e.what());
-                continue;
-            }
-            batch.push_back(i);
-        }
-        next += take;
-        // the profile first: a runner that cannot profile is found before any latency is measured
-        std::vector<std::size_t> to_profile;
+    // profiled requests for the networks `which`: their profiles, and how many answered without kernels
+    const auto take_profiles = [&](const std::vector<std::size_t>& which, std::size_t& without_kernels) {
         std::vector<measure::Request> requests;
-        for (const auto i : batch)
-            if (!profiles.count(nets[i].key) || setup.harness.force) {
-                measure::Request req{0, nets[i].model.string(), setup.harness.warmup, setup.harness.repeats};
-                req.profile = true;
-                requests.push_back(std::move(req));
-                to_profile.push_back(i);
-            }
+        for (const auto i : which) {
+            measure::Request req{0, nets[i].model.string(), setup.harness.warmup, setup.harness.repeats};
+            req.profile = true;
+            requests.push_back(std::move(req));
+        }
         std::vector<measure::KernelProfile> fresh;
-        std::size_t without_kernels = 0;
         if (!requests.empty())
             run.pool().run(requests, [&](std::size_t k, const measure::Outcome& o) {
-                const auto& n = nets[to_profile[k]];
+                const auto& n = nets[which[k]];
                 if (!o.ok() || o.answer.kernels.empty()) {
                     if (o.ok()) ++without_kernels;
                     ++out.without_profile;
@@ -115,6 +97,33 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
                 }
                 if (!p.kernels.empty()) fresh.push_back(std::move(p));
             });
+        return fresh;
+    };
+
+    std::size_t next = 0;
+    while (next < todo.size()) {
+        // the first chunk is one network: whether the runner profiles at all
+        const std::size_t take = run.next_chunk(todo.size() - next, profiles.empty() ? 1 : setup.chunk);
+        if (take == 0) break;
+        std::vector<std::size_t> batch;
+        for (std::size_t j = next; j < next + take; ++j) {
+            const auto i = todo[j];
+            try {
+                if (!std::filesystem::exists(nets[i].model))
+                    measure::write_model_for_runner(*graph_of[i], nets[i].model, setup.seed, setup.opset);
+            } catch (const config_error& e) {
+                out.problems.push_back(nets[i].id + ": its model cannot be written: " + e.what());
+                continue;
+            }
+            batch.push_back(i);
+        }
+        next += take;
+        // the profile first: a runner that cannot profile is found before any latency is measured
+        std::vector<std::size_t> to_profile;
+        for (const auto i : batch)
+            if (!profiles.count(nets[i].key) || setup.harness.force) to_profile.push_back(i);
+        std::size_t without_kernels = 0;
+        auto fresh = take_profiles(to_profile, without_kernels);
         if (without_kernels > 0 && profiles.empty() && fresh.empty()) {
             out.profiles = false;
             out.without_profile = 0;
@@ -142,43 +151,86 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         run.report();
     }
     out.over_budget = todo.size() - std::min(next, todo.size());
-    run.finish();
     if (!out.profiles) {
+        run.finish();
         out.seconds = run.elapsed();
         return out;
     }
 
     // the networks with a latency and a profile; first the profiler's cost across all of them
-    std::vector<std::pair<std::size_t, double>> usable;  // network, its latency
-    std::vector<ProfiledTotals> totals;
-    for (std::size_t i = 0; i < nets.size(); ++i) {
-        const auto* r = store.result(nets[i].key);
-        const auto p = profiles.find(nets[i].key);
-        if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms > 0) || p == profiles.end()) continue;
-        usable.emplace_back(i, r->latency_ms);
-        ProfiledTotals t{0, p->second.kernels.size(), r->latency_ms};
-        for (const auto& k : p->second.kernels) t.profiled_ms += k.ms;
-        totals.push_back(t);
-    }
-    out.profiler_cost = fit_profiler_cost(totals, run_overhead_ms);
-    for (const auto& [i, latency_ms] : usable) {
-        const auto& p = profiles.at(nets[i].key);
-        InContextSamples s;
-        try {
-            s = in_context_samples(*graph_of[i], nets[i].key, rules, p.kernels, p.nodes, latency_ms, run_overhead_ms,
-                                   out.profiler_cost);
-        } catch (const config_error& e) {
-            out.problems.push_back(nets[i].id + ": " + e.what());
-            continue;
+    const auto take_samples = [&] {
+        out.rows.clear();
+        out.networks.clear();
+        out.pass_kernels = out.unmapped = out.merged = out.untimed = 0;
+        std::vector<std::pair<std::size_t, double>> usable;  // network, its latency
+        std::vector<ProfiledTotals> totals;
+        for (std::size_t i = 0; i < nets.size(); ++i) {
+            const auto* r = store.result(nets[i].key);
+            const auto p = profiles.find(nets[i].key);
+            if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms > 0) || p == profiles.end()) continue;
+            usable.emplace_back(i, r->latency_ms);
+            ProfiledTotals t{0, p->second.kernels.size(), r->latency_ms};
+            for (const auto& k : p->second.kernels) t.profiled_ms += k.ms;
+            totals.push_back(t);
         }
-        out.pass_kernels += s.pass_kernels;
-        out.unmapped += s.unmapped;
-        out.merged += s.merged;
-        out.untimed += s.untimed;
-        out.networks.push_back({nets[i].key, nets[i].id, latency_ms, s.profiled_ms, s.profiler_ms, s.sampled_ms,
-                                s.scale, s.rows.size(), s.unmapped, s.merged});
-        for (auto& row : s.rows) out.rows.push_back(std::move(row));
+        out.profiler_cost = fit_profiler_cost(totals, run_overhead_ms);
+        std::vector<std::string> problems;
+        for (const auto& [i, latency_ms] : usable) {
+            const auto& p = profiles.at(nets[i].key);
+            InContextSamples s;
+            try {
+                s = in_context_samples(*graph_of[i], nets[i].key, rules, p.kernels, p.nodes, latency_ms,
+                                       run_overhead_ms, out.profiler_cost);
+            } catch (const config_error& e) {
+                problems.push_back(nets[i].id + ": " + e.what());
+                continue;
+            }
+            out.pass_kernels += s.pass_kernels;
+            out.unmapped += s.unmapped;
+            out.merged += s.merged;
+            out.untimed += s.untimed;
+            out.networks.push_back({nets[i].key, nets[i].id, latency_ms, s.profiled_ms, s.profiler_ms, s.sampled_ms,
+                                    s.scale, s.rows.size(), s.unmapped, s.merged});
+            for (auto& row : s.rows) out.rows.push_back(std::move(row));
+        }
+        return problems;
+    };
+    auto sample_problems = take_samples();
+
+    // a profile far out of line with the others (its scale beyond profile_disagreement of the
+    // median's) is taken once more: the host may have slowed during that one short run
+    if (setup.profile_disagreement > 1 && out.networks.size() >= 3 && out.over_budget == 0) {
+        std::vector<double> scales;
+        for (const auto& n : out.networks) scales.push_back(n.scale);
+        const double median = median_high(scales);
+        std::vector<std::size_t> again;
+        for (const auto& n : out.networks)
+            if (n.scale > median * setup.profile_disagreement || n.scale * setup.profile_disagreement < median)
+                for (std::size_t i = 0; i < nets.size(); ++i)
+                    if (nets[i].key == n.key) again.push_back(i);
+        std::vector<std::size_t> written;
+        for (const auto i : again) {
+            try {
+                if (!std::filesystem::exists(nets[i].model))
+                    measure::write_model_for_runner(*graph_of[i], nets[i].model, setup.seed, setup.opset);
+                written.push_back(i);
+            } catch (const config_error& e) {
+                out.problems.push_back(nets[i].id + ": its model cannot be written: " + e.what());
+            }
+        }
+        std::size_t without_kernels = 0;
+        auto fresh = take_profiles(written, without_kernels);
+        for (const auto i : written) drop_model(i);
+        if (!fresh.empty()) {
+            out.reprofiled = fresh.size();
+            out.profiled += fresh.size();
+            measure::merge_kernel_profiles(profiles_path, fresh);
+            for (auto& p : fresh) profiles[p.key] = std::move(p);
+            sample_problems = take_samples();
+        }
     }
+    run.finish();
+    for (auto& p : sample_problems) out.problems.push_back(std::move(p));
     out.seconds = run.elapsed();
     return out;
 }
