@@ -261,9 +261,10 @@ inline void run_build(const BuildArgs& a) {
     std::cout << "device model " << a.out << ": " << r.samples << " kernel samples";
     if (const auto& p = r.profiling)
         std::cout << ", " << r.context_samples << " in context from " << p->networks.size() << " profiled networks ("
-                  << p->measured << " measured now, " << p->over_budget << " over the budget, "
-                  << p->failed + p->without_profile << " failed or without a profile; " << p->unmapped << " of "
-                  << p->pass_kernels << " kernels unmapped, " << p->merged << " fused with them)";
+                  << p->measured << " measured now, " << p->reprofiled << " profiled again, " << p->over_budget
+                  << " over the budget, " << p->failed + p->without_profile << " failed or without a profile; "
+                  << p->unmapped << " of " << p->pass_kernels << " kernels unmapped, " << p->merged
+                  << " fused with them)";
     std::cout << ", " << r.isolated_samples << " single kernels (" << r.measured << " measured now, " << r.over_budget
               << " over the budget, " << r.failed << " failed), " << r.adaptive_rounds << " adaptive rounds, "
               << duration(r.seconds) << "\n"
