@@ -611,7 +611,8 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
         const auto round = device::context_networks(12, seed, limits);
         CHECK(std::any_of(round.begin(), round.end(), [](const graph::Graph& g) {
             return g.name().find("-branched-") != std::string::npos &&
-                   std::any_of(g.nodes().begin(), g.nodes().end(), [](const graph::Node& n) { return n.op_type == "Concat"; });
+                   std::any_of(g.nodes().begin(), g.nodes().end(),
+                               [](const graph::Node& n) { return n.op_type == "Concat"; });
         }));
     }
     // the first round has each search space as searched (batch 1), later rounds at larger batches

@@ -91,8 +91,8 @@ inline bool same_kernel(const std::vector<double>& rebuilt, const std::vector<do
     const auto& names = device::kernel_feature_names();
     if (rebuilt.size() != sample.size()) return false;
     for (std::size_t i = 0; i < sample.size(); ++i) {
-        const bool bias_moves = names[i] == "log_weight_bytes" || names[i] == "log_params" ||
-                                names[i] == "log_flops" || names[i] == "log_intensity";
+        const bool bias_moves = names[i] == "log_weight_bytes" || names[i] == "log_params" || names[i] == "log_flops" ||
+                                names[i] == "log_intensity";
         // log2 values: a bias is at most one value per weight row, a depthwise filter's 1 in 10
         if (bias_moves ? std::abs(rebuilt[i] - sample[i]) > 0.2 : rebuilt[i] != sample[i]) return false;
     }

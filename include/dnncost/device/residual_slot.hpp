@@ -47,12 +47,10 @@ inline const KernelResidualOps* kernel_residual_ops = nullptr;
 /// Fits a new residual of the given options to networks' kernel graphs and measured latencies
 /// (KernelResidual::fit) into `out`; set where kernel_residual_training.hpp is compiled in, so
 /// that fitting a device model without a residual does not compile the GNN's training.
-using KernelResidualFitter = estimators::FitResult (*)(const KernelResidualOptions&,
-                                                        const std::vector<KernelGraphSample>& train,
-                                                        std::span<const double> train_ms,
-                                                        const std::vector<KernelGraphSample>& validation,
-                                                        std::span<const double> validation_ms,
-                                                        const estimators::FitOptions&, std::shared_ptr<KernelResidual>& out);
+using KernelResidualFitter = estimators::FitResult (*)(
+    const KernelResidualOptions&, const std::vector<KernelGraphSample>& train, std::span<const double> train_ms,
+    const std::vector<KernelGraphSample>& validation, std::span<const double> validation_ms,
+    const estimators::FitOptions&, std::shared_ptr<KernelResidual>& out);
 inline KernelResidualFitter kernel_residual_fitter = nullptr;
 
 inline const KernelResidualOps& residual_ops() {
