@@ -27,6 +27,7 @@ except ImportError:
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEVICES = {
     "ORT CPU, all optimisations": os.path.join(ROOT, "data", "devices", "ort-cpu-all-1t.dnnc"),
+    "ORT CPU, basic optimisations": os.path.join(ROOT, "data", "devices", "ort-cpu-basic-1t.dnnc"),
     "ORT CPU, no optimisations": os.path.join(ROOT, "data", "devices", "ort-cpu-disabled-1t.dnnc"),
 }
 
