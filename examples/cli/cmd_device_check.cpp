@@ -139,7 +139,8 @@ inline bool run_check(const CheckArgs& a) {
                       {"profiled_latency_ms", dnncost::median_high(o.answer.latency_ms)},
                       {"missing_fusions", mismatches(c.missing, false)},
                       {"extra", mismatches(c.extra, true)},
-                      {"pairs", c.pairs}});
+                      {"pairs", c.pairs},
+                      {"suggested_rules", c.suggestions}});
         per_network.push_back(std::move(entry));
         total.pass_kernels += c.pass_kernels;
         total.runtime_kernels += c.runtime_kernels;
@@ -155,6 +156,7 @@ inline bool run_check(const CheckArgs& a) {
             extra_ms[pattern_of(m)] += m.ms;
         }
         for (const auto& [k, n] : c.pairs) total.pairs[k] += n;
+        for (const auto& [k, n] : c.suggestions) total.suggestions[k] += n;
         if (!a.json_out)
             std::cerr << "dnncost: " << net.id << ": " << c.matched << " of " << c.pass_kernels << " pass / "
                       << c.runtime_kernels << " runtime kernels matched\n";
@@ -166,7 +168,8 @@ inline bool run_check(const CheckArgs& a) {
         return v;
     };
     if (a.json_out) {
-        json miss = json::array(), extra = json::array();
+        json miss = json::array(), extra = json::array(), suggested = json::array();
+        for (const auto& [k, n] : sorted(total.suggestions)) suggested.push_back({{"rule", k}, {"kernels", n}});
         for (const auto& [k, n] : sorted(missing_by)) miss.push_back({{"what", k}, {"count", n}});
         for (const auto& [k, n] : sorted(extra_by)) extra.push_back({{"what", k}, {"count", n}, {"ms", extra_ms[k]}});
         print_json({{"model", a.model},
@@ -189,6 +192,7 @@ inline bool run_check(const CheckArgs& a) {
                     {"missing_fusions", miss},
                     {"extra", extra},
                     {"pairs", total.pairs},
+                    {"suggested_rules", suggested},
                     {"per_network", per_network}});
         return failed == 0 && without_profile == 0;
     }
@@ -204,6 +208,9 @@ inline bool run_check(const CheckArgs& a) {
     if (!extra_by.empty()) std::cout << "extra runtime kernels:\n";
     for (const auto& [k, n] : sorted(extra_by))
         std::cout << std::setw(6) << n << "  " << k << "  (" << extra_ms[k] << " ms in all)\n";
+    if (!total.suggestions.empty())
+        std::cout << "rule changes they point at (kernels; check a rule file with them again, --rules):\n";
+    for (const auto& [k, n] : sorted(total.suggestions)) std::cout << std::setw(6) << n << "  " << k << '\n';
     return failed == 0 && without_profile == 0;
 }
 

@@ -80,6 +80,21 @@ print(f"{sys.argv[1]}: agreement {j['agreement']:.3f} ({j['matched']} of {j['pas
 sys.exit(0 if j["agreement"] >= float(sys.argv[2]) else 1)
 PY
   done
+  # the rule changes the disagreements point at: SqueezeNet's 26 convolutions, each followed by a
+  # Relu that ONNX Runtime fuses into it at "all" and runs apart at "disabled"
+  "$bin" device check --model "$data/devices/ort-cpu-all-1t.dnnc" --rules "$rules/ort-cpu-disabled.rules" \
+    --runner "$runner/run --optimization all --threads 1" "$net" --json > suggest_fuse.json 2> suggest_fuse.err ||
+    { fail "device check, the disabled rules at all"; tail -3 suggest_fuse.err; }
+  "$bin" device check --model "$data/devices/ort-cpu-all-1t.dnnc" \
+    --runner "$runner/run --optimization disabled --threads 1" "$net" --json > suggest_drop.json 2> suggest_drop.err ||
+    { fail "device check, the all rules at disabled"; tail -3 suggest_drop.err; }
+  for case in "suggest_fuse.json:fuse Conv Relu operands=none" "suggest_drop.json:drop fuse Conv Relu"; do
+    python3 - "${case%%:*}" "${case#*:}" <<'PY' || fail "${case%%:*}: not the rule change '${case#*:}' for 26 kernels"
+import json, sys
+j = json.load(open(sys.argv[1]))
+sys.exit(0 if {"rule": sys.argv[2], "kernels": 26} in j["suggested_rules"] else 1)
+PY
+  done
 else
   echo "note: Node.js or the bundled runner's packages are missing; the ONNX Runtime part is skipped"
 fi

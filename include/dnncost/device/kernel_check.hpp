@@ -49,6 +49,13 @@ struct KernelCheck {
     std::vector<KernelMismatch> extra;
     /// Matched pairs by "pass kind -> runtime operator", with their counts.
     std::map<std::string, std::size_t> pairs;
+    /// Changes to the rules that the disagreements point at, as rule lines (docs/device_model.md,
+    /// "The rule format") with how many kernels each accounts for: "fuse A B ..." or "fold A B
+    /// operands=constant" where the runtime ran a pass kernel of A's inside its consumer B's,
+    /// "drop fuse A B" where it ran apart what the pass fuses, "execute OP" where it ran a kernel
+    /// for an operator the pass treats as free. A starting point for a rule file, to be checked
+    /// again: rewrites (a kernel the runtime replaces by others) are not found this way.
+    std::map<std::string, std::size_t> suggestions;
     /// Per kernel of the pass (reorders included, in its order): the runtime kernels (indices into
     /// the profile) that ran it, the one matched first and then any that ran separately a part
     /// the pass fuses into it; empty when none did.

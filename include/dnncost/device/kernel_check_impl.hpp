@@ -139,8 +139,41 @@ DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const Ke
         std::string op;
         int inside, unkernelled;
         bool duplicate, unknown;
+        int inside_node = -1;  ///< the node of `inside` whose value it wrote
     };
     std::vector<Pending> pending;
+    // whether node m reads a value of node n
+    const auto reads_from = [&](int m, int n) {
+        for (int t : g.node(m).inputs)
+            if (t >= 0 && g.tensor(t).producer == n) return true;
+        return false;
+    };
+    // a pass kernel the runtime ran inside the runtime kernel of a consumer of its: the rule that
+    // joins its last node with the consumer's node reading it
+    const auto suggest_fusion = [&](std::size_t k) {
+        const int producer = kg.kernels[k].nodes.back();
+        for (const auto& e : kg.edges) {
+            if (e.src != static_cast<int>(k) || e.dst < 0 || runtime_of[static_cast<std::size_t>(e.dst)] < 0) continue;
+            for (int m : kg.kernels[static_cast<std::size_t>(e.dst)].nodes) {
+                if (!reads_from(m, producer)) continue;
+                const auto& consumer = g.node(m);
+                bool constant = false, activation = false;
+                for (int t : consumer.inputs) {
+                    if (t < 0 || g.tensor(t).producer == producer) continue;
+                    (g.tensor(t).kind == graph::TensorKind::weight ? constant : activation) = true;
+                }
+                const std::string pair = g.node(producer).op_type + " " + consumer.op_type;
+                if (consumer.op_type == "BatchNormalization" && !activation)
+                    ++c.suggestions["fold " + pair + " operands=constant"];
+                else
+                    ++c.suggestions["fuse " + pair + " operands=" +
+                                    (activation ? "activation"
+                                     : constant ? "constant"
+                                                : "none")];
+                return;
+            }
+        }
+    };
     const auto describe = [&](int k) {
         const auto& kernel = kg.kernels[static_cast<std::size_t>(k)];
         if (!kernel.nodes.empty()) return g.node(kernel.nodes.front()).name;
@@ -179,7 +212,7 @@ DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const Ke
             continue;
         }
         ++c.runtime_kernels;
-        int matched = -1, inside = -1, unkernelled = -1;
+        int matched = -1, inside = -1, unkernelled = -1, inside_node = -1;
         bool duplicate = false;
         for (const auto& out : outputs) {
             const auto o = owner.find(value_of(out));
@@ -188,6 +221,7 @@ DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const Ke
                 unkernelled = o->second.node;
             } else if (!o->second.boundary) {
                 inside = o->second.kernel;
+                inside_node = o->second.node;
             } else if (runtime_of[static_cast<std::size_t>(o->second.kernel)] >= 0) {
                 duplicate = true;
             } else {
@@ -206,7 +240,7 @@ DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const Ke
             continue;
         }
         previous = -1;
-        pending.push_back({r, op, inside, unkernelled, duplicate, outputs.empty()});
+        pending.push_back({r, op, inside, unkernelled, duplicate, outputs.empty(), inside_node});
     }
     // A runtime kernel that writes a value inside a pass kernel whose outputs no runtime kernel
     // wrote is that kernel: ONNX Runtime names a blocked-layout convolution after its own output
@@ -240,6 +274,19 @@ DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const Ke
         else
             why = "inserted by the runtime (writes no value of the network)";
         c.extra.push_back({p.op, kernels[p.r].name, why, kernels[p.r].ms});
+        if (p.duplicate) continue;
+        if (p.inside >= 0 && p.inside_node >= 0) {
+            // the runtime wrote a value the pass keeps inside a kernel: it did not fuse its
+            // producer with the node of that kernel that reads it
+            const auto& kernel = kg.kernels[static_cast<std::size_t>(p.inside)];
+            for (int m : kernel.nodes)
+                if (reads_from(m, p.inside_node)) {
+                    ++c.suggestions["drop fuse " + g.node(p.inside_node).op_type + " " + g.node(m).op_type];
+                    break;
+                }
+        } else if (p.unkernelled >= 0) {
+            ++c.suggestions["execute " + g.node(p.unkernelled).op_type];
+        }
     }
     for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
         const auto& kernel = kg.kernels[k];
@@ -255,6 +302,7 @@ DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const Ke
         c.missing.push_back(
             {kernel.kind, describe(static_cast<int>(k)),
              into.empty() ? "the runtime wrote none of its outputs" : "fused by the runtime into " + into});
+        if (!into.empty() && !kernel.nodes.empty()) suggest_fusion(k);
     }
     return c;
 }
