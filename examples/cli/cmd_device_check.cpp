@@ -1,11 +1,13 @@
 // `dnncost device check`: the kernel pass of a device model against the kernels a runtime
 // executed, from the runner's profile (docs/device_model.md, "Checking the kernel pass").
 #include <algorithm>
+#include <cstddef>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,7 +32,7 @@ namespace device_check_detail {
 namespace fs = std::filesystem;
 
 struct CheckArgs {
-    std::string model, rules, runner, space, space_options, kernels_out;
+    std::string model, rules, runner, space, space_options, kernels_out, write_rules;
     std::vector<std::string> files;
     std::size_t sample = 0;
     std::uint64_t seed = 1;
@@ -38,6 +40,70 @@ struct CheckArgs {
     double timeout = 300;
     bool json_out = false;
 };
+
+/// `rules` with the rule changes `device check` points at applied (KernelCheck::suggestions):
+/// "drop fuse A B" removes a fuse or fold rule of that pair, a fuse or fold rule is added before
+/// the others (the first rule that matches wins), an operator joins the execute line. Where the
+/// networks point both ways on one pair, the change that accounts for more kernels wins.
+inline std::string rules_with(const std::string& rules, const std::map<std::string, std::size_t>& changes) {
+    const auto words = [](const std::string& line) {
+        std::vector<std::string> w;
+        std::istringstream in(line);
+        for (std::string x; in >> x;) w.push_back(x);
+        return w;
+    };
+    const auto pair_of = [](const std::vector<std::string>& w, std::size_t at) {
+        return w.size() >= at + 3 ? w[at + 1] + " " + w[at + 2] : std::string();
+    };
+    std::map<std::string, std::pair<std::string, std::size_t>> joins;  // pair -> (rule, kernels)
+    std::map<std::string, std::size_t> drops;
+    std::vector<std::string> execute;
+    for (const auto& [change, n] : changes) {
+        const auto w = words(change);
+        if (w.size() >= 4 && w[0] == "drop")
+            drops[pair_of(w, 1)] += n;
+        else if (w.size() >= 3 && (w[0] == "fuse" || w[0] == "fold")) {
+            auto& j = joins[pair_of(w, 0)];
+            if (n > j.second) j = {change, n};
+        } else if (w.size() == 2 && w[0] == "execute")
+            execute.push_back(w[1]);
+    }
+    std::vector<std::string> out;
+    std::size_t first_join = std::string::npos;
+    bool executed = false;
+    std::istringstream in(rules);
+    for (std::string line; std::getline(in, line);) {
+        auto w = words(line);
+        const bool join = !w.empty() && (w[0] == "fuse" || w[0] == "fold");
+        if (join) {
+            const auto pair = pair_of(w, 0);
+            const auto d = drops.find(pair);
+            const auto j = joins.find(pair);
+            if (d != drops.end() && (j == joins.end() || d->second >= j->second.second)) continue;
+            if (j != joins.end()) joins.erase(j);  // the rule is there already
+            if (first_join == std::string::npos) first_join = out.size();
+        }
+        if (!w.empty() && w[0] == "execute") {
+            for (const auto& op : execute)
+                if (std::find(w.begin() + 1, w.end(), op) == w.end()) line += " " + op;
+            executed = true;
+        }
+        out.push_back(line);
+    }
+    std::vector<std::string> added;
+    for (const auto& [pair, j] : joins)
+        if (const auto d = drops.find(pair); d == drops.end() || j.second > d->second) added.push_back(j.first);
+    if (first_join == std::string::npos) first_join = out.size();
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(first_join), added.begin(), added.end());
+    if (!executed && !execute.empty()) {
+        std::string line = "execute";
+        for (const auto& op : execute) line += " " + op;
+        out.push_back(line);
+    }
+    std::string text;
+    for (const auto& line : out) text += line + "\n";
+    return text;
+}
 
 inline json mismatches(const std::vector<device::KernelMismatch>& v, bool with_ms) {
     json a = json::array();
@@ -162,6 +228,12 @@ inline bool run_check(const CheckArgs& a) {
                       << c.runtime_kernels << " runtime kernels matched\n";
     }
     if (!a.kernels_out.empty()) io::write_file_atomic(a.kernels_out, kernel_lines);
+    if (!a.write_rules.empty()) {
+        const auto text = rules_with(rules.to_text(), total.suggestions);
+        (void)device::FusionRules::parse(text, a.write_rules);  // what is written parses
+        io::write_file_atomic(a.write_rules, text);
+        if (!a.json_out) std::cerr << "dnncost: wrote " << a.write_rules << '\n';
+    }
     const auto sorted = [](const std::map<std::string, std::size_t>& m) {
         std::vector<std::pair<std::string, std::size_t>> v(m.begin(), m.end());
         std::stable_sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
@@ -230,6 +302,10 @@ void add_device_check_command(Command& device, Context& ctx) {
     cmd->add_option("--warmup", a->warmup, "Untimed runs before the profiled ones")->capture_default_str();
     cmd->add_option("--repeats", a->repeats, "Profiled runs (kernel times are their average)")->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Seconds a network may take")->capture_default_str();
+    cmd->add_option("--write-rules", a->write_rules,
+                    "Write the rules checked with the rule changes the disagreements point at applied (check "
+                    "them again with --rules)")
+        ->check(check::output_path());
     cmd->add_option("--kernels", a->kernels_out,
                     "Write the runtime's kernels of every network here, one JSON line each (with the outputs of "
                     "its optimised graph's nodes)")

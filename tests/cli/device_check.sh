@@ -88,6 +88,15 @@ PY
   "$bin" device check --model "$data/devices/ort-cpu-all-1t.dnnc" \
     --runner "$runner/run --optimization disabled --threads 1" "$net" --json > suggest_drop.json 2> suggest_drop.err ||
     { fail "device check, the all rules at disabled"; tail -3 suggest_drop.err; }
+  # --write-rules applies them: the disabled rules with Conv + Relu fused agree with "all" on SqueezeNet
+  "$bin" device check --model "$data/devices/ort-cpu-all-1t.dnnc" --rules "$rules/ort-cpu-disabled.rules" \
+    --runner "$runner/run --optimization all --threads 1" "$net" --write-rules fixed.rules > /dev/null 2>&1 &&
+    grep -q '^fuse Conv Relu operands=none$' fixed.rules || fail "device check --write-rules: no Conv + Relu rule written"
+  "$bin" device check --model "$data/devices/ort-cpu-all-1t.dnnc" --rules fixed.rules \
+    --runner "$runner/run --optimization all --threads 1" "$net" --json > fixed.json 2> fixed.err ||
+    { fail "device check with the written rules"; tail -3 fixed.err; }
+  python3 -c 'import json, sys; sys.exit(0 if json.load(open("fixed.json"))["matched"] == 39 else 1)' ||
+    fail "the written rules do not match SqueezeNet's 39 runtime kernels"
   for case in "suggest_fuse.json:fuse Conv Relu operands=none" "suggest_drop.json:drop fuse Conv Relu"; do
     python3 - "${case%%:*}" "${case#*:}" <<'PY' || fail "${case%%:*}: not the rule change '${case#*:}' for 26 kernels"
 import json, sys

@@ -149,11 +149,16 @@ DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const Ke
         return false;
     };
     // a pass kernel the runtime ran inside the runtime kernel of a consumer of its: the rule that
-    // joins its last node with the consumer's node reading it
+    // joins its last node with the consumer's node reading it. Only where that runtime kernel is
+    // of the producer's operator (a convolution that also computes its BatchNormalization or
+    // Relu): a consumer's kernel that took in a producer the runtime rewrote (a HardSwish run as
+    // HardSigmoid and Mul) is no fusion.
     const auto suggest_fusion = [&](std::size_t k) {
         const int producer = kg.kernels[k].nodes.back();
         for (const auto& e : kg.edges) {
             if (e.src != static_cast<int>(k) || e.dst < 0 || runtime_of[static_cast<std::size_t>(e.dst)] < 0) continue;
+            const auto& into = kernels[static_cast<std::size_t>(runtime_of[static_cast<std::size_t>(e.dst)])];
+            if (into.op != g.node(producer).op_type) continue;
             for (int m : kg.kernels[static_cast<std::size_t>(e.dst)].nodes) {
                 if (!reads_from(m, producer)) continue;
                 const auto& consumer = g.node(m);
