@@ -1,14 +1,13 @@
 // `dnncost device check`: the kernel pass of a device model against the kernels a runtime
 // executed, from the runner's profile (docs/device_model.md, "Checking the kernel pass").
 #include <algorithm>
-#include <cstddef>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.hpp"
@@ -41,68 +40,45 @@ struct CheckArgs {
     bool json_out = false;
 };
 
-/// `rules` with the rule changes `device check` points at applied (KernelCheck::suggestions):
-/// "drop fuse A B" removes a fuse or fold rule of that pair, a fuse or fold rule is added before
-/// the others (the first rule that matches wins), an operator joins the execute line. Where the
-/// networks point both ways on one pair, the change that accounts for more kernels wins.
-inline std::string rules_with(const std::string& rules, const std::map<std::string, std::size_t>& changes) {
-    const auto words = [](const std::string& line) {
-        std::vector<std::string> w;
-        std::istringstream in(line);
-        for (std::string x; in >> x;) w.push_back(x);
-        return w;
-    };
-    const auto pair_of = [](const std::vector<std::string>& w, std::size_t at) {
-        return w.size() >= at + 3 ? w[at + 1] + " " + w[at + 2] : std::string();
-    };
-    std::map<std::string, std::pair<std::string, std::size_t>> joins;  // pair -> (rule, kernels)
-    std::map<std::string, std::size_t> drops;
-    std::vector<std::string> execute;
+/// `rules` with the rule changes `device check` points at applied (KernelCheck::suggestions, each
+/// a rule line, or "drop " and one, read with the rule parser): a dropped pair loses its fuse and
+/// fold rules, a new fuse or fold rule goes before the others (the first rule that matches wins),
+/// an operator joins the executed ones. Where the networks point both ways on one pair, the change
+/// that accounts for more kernels wins.
+inline device::FusionRules rules_with(device::FusionRules rules, const std::map<std::string, std::size_t>& changes) {
+    using Pair = std::pair<std::string, std::string>;
+    std::map<Pair, std::pair<device::FusionRule, std::size_t>> joins;  // the rule most kernels point at
+    std::map<Pair, std::size_t> drops;
     for (const auto& [change, n] : changes) {
-        const auto w = words(change);
-        if (w.size() >= 4 && w[0] == "drop")
-            drops[pair_of(w, 1)] += n;
-        else if (w.size() >= 3 && (w[0] == "fuse" || w[0] == "fold")) {
-            auto& j = joins[pair_of(w, 0)];
-            if (n > j.second) j = {change, n};
-        } else if (w.size() == 2 && w[0] == "execute")
-            execute.push_back(w[1]);
-    }
-    std::vector<std::string> out;
-    std::size_t first_join = std::string::npos;
-    bool executed = false;
-    std::istringstream in(rules);
-    for (std::string line; std::getline(in, line);) {
-        auto w = words(line);
-        const bool join = !w.empty() && (w[0] == "fuse" || w[0] == "fold");
-        if (join) {
-            const auto pair = pair_of(w, 0);
-            const auto d = drops.find(pair);
-            const auto j = joins.find(pair);
-            if (d != drops.end() && (j == joins.end() || d->second >= j->second.second)) continue;
-            if (j != joins.end()) joins.erase(j);  // the rule is there already
-            if (first_join == std::string::npos) first_join = out.size();
+        const bool drop = change.starts_with("drop ");
+        const auto read = device::FusionRules::parse("dnncost-fusion-rules 1\n" + change.substr(drop ? 5 : 0) + "\n",
+                                                     "suggested rule change");
+        for (const auto& op : read.executed)
+            if (!rules.is_executed(op)) rules.executed.push_back(op);
+        for (const auto& f : read.fusions) {
+            const Pair pair{f.producer, f.consumer};
+            if (drop) {
+                drops[pair] += n;
+            } else if (auto& j = joins[pair]; n > j.second) {
+                j = {f, n};
+            }
         }
-        if (!w.empty() && w[0] == "execute") {
-            for (const auto& op : execute)
-                if (std::find(w.begin() + 1, w.end(), op) == w.end()) line += " " + op;
-            executed = true;
-        }
-        out.push_back(line);
     }
-    std::vector<std::string> added;
-    for (const auto& [pair, j] : joins)
-        if (const auto d = drops.find(pair); d == drops.end() || j.second > d->second) added.push_back(j.first);
-    if (first_join == std::string::npos) first_join = out.size();
-    out.insert(out.begin() + static_cast<std::ptrdiff_t>(first_join), added.begin(), added.end());
-    if (!executed && !execute.empty()) {
-        std::string line = "execute";
-        for (const auto& op : execute) line += " " + op;
-        out.push_back(line);
+    const auto dropped = [&](const Pair& pair) {
+        const auto d = drops.find(pair);
+        const auto j = joins.find(pair);
+        return d != drops.end() && (j == joins.end() || d->second >= j->second.second);
+    };
+    std::erase_if(rules.fusions, [&](const device::FusionRule& f) { return dropped({f.producer, f.consumer}); });
+    std::vector<device::FusionRule> added;
+    for (const auto& [pair, j] : joins) {
+        const bool present = std::any_of(rules.fusions.begin(), rules.fusions.end(), [&](const device::FusionRule& f) {
+            return f.producer == pair.first && f.consumer == pair.second;
+        });
+        if (!dropped(pair) && !present) added.push_back(j.first);
     }
-    std::string text;
-    for (const auto& line : out) text += line + "\n";
-    return text;
+    rules.fusions.insert(rules.fusions.begin(), added.begin(), added.end());
+    return rules;
 }
 
 inline json mismatches(const std::vector<device::KernelMismatch>& v, bool with_ms) {
@@ -229,9 +205,9 @@ inline bool run_check(const CheckArgs& a) {
     }
     if (!a.kernels_out.empty()) io::write_file_atomic(a.kernels_out, kernel_lines);
     if (!a.write_rules.empty()) {
-        const auto text = rules_with(rules.to_text(), total.suggestions);
-        (void)device::FusionRules::parse(text, a.write_rules);  // what is written parses
-        io::write_file_atomic(a.write_rules, text);
+        const auto fixed = rules_with(rules, total.suggestions);
+        fixed.check();
+        io::write_file_atomic(a.write_rules, fixed.to_text());
         if (!a.json_out) std::cerr << "dnncost: wrote " << a.write_rules << '\n';
     }
     const auto sorted = [](const std::map<std::string, std::size_t>& m) {
