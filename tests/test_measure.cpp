@@ -946,3 +946,122 @@ TEST_CASE("check_kernels: a rewrite's kernels are matched by what they read, an 
     CHECK(c.missing.empty());
     CHECK(c.extra.empty());
 }
+
+TEST_CASE("check_kernels: the rule changes a runtime's rewrites and merged repeats point at") {
+    SUBCASE("MatMul + Add run as Reshape, Gemm, Reshape; HardSwish expanded after the optimised graph") {
+        graph::Graph g("linear");
+        const int x = g.add_input("x", {1, 4, 8});
+        const int m = g.add_op("MatMul", "mm", {x, g.add_weight("w", {8, 16})}, {1, 4, 16});
+        const int a = g.add_op("Add", "add", {m, g.add_weight("b", {16})}, {1, 4, 16});
+        const int r = g.add_op("HardSwish", "hs", {a}, {1, 4, 16});
+        g.mark_output(r);
+        // the pass without the rewrites: MatMul+Add, HardSwish
+        const auto kg = device::kernel_graph(g, device::FusionRules::parse("dnncost-fusion-rules 1\n"
+                                                                           "fuse MatMul Add operands=constant\n"));
+        REQUIRE(kg.kernels.size() == 2);
+        const auto name = [&](int t) { return g.tensor(t).name; };
+        const std::vector<RuntimeNode> nodes = {
+            {"gemm_input_reshape", "Reshape", "", {"x", "shape0"}, {"rs_in"}},
+            {"mm/MatMulAddFusion", "Gemm", "", {"rs_in", "w", "b"}, {"g_out"}},
+            {"gemm_output_reshape", "Reshape", "", {"g_out", "shape1"}, {name(a)}},
+            {"", "HardSwish", "", {name(a)}, {name(r)}}};  // ran as two kernels of no node
+        const std::vector<RuntimeKernel> ks = {{"gemm_input_reshape", "Reshape", 0.25},
+                                               {"mm/MatMulAddFusion", "Gemm", 1.0},
+                                               {"gemm_output_reshape", "Reshape", 0.25},
+                                               {"HardSigmoid_7", "HardSigmoid", 0.5},
+                                               {"Mul_8", "Mul", 0.5}};
+        const auto c = check_kernels(g, kg, ks, nodes);
+        CHECK(c.suggestions.size() == 2);
+        CHECK(c.suggestions.at("rewrite MatMul+Add Gemm reshape-rank=3") == 1);
+        CHECK(c.suggestions.at("rewrite HardSwish HardSigmoid,Mul") == 1);
+        SUBCASE("a 2-D input: no reshapes; the runtime's own fused kernel is no rewrite") {
+            const std::vector<RuntimeNode> flat = {{"gemm", "Gemm", "", {"x", "w", "b"}, {name(a)}},
+                                                   {"hs", "FusedHardSwish", "com.example", {name(a)}, {name(r)}}};
+            const auto c2 = check_kernels(g, kg, {{"gemm", "Gemm", 1.0}, {"hs", "FusedHardSwish", 0.5}}, flat);
+            CHECK(c2.suggestions.size() == 1);
+            CHECK(c2.suggestions.at("rewrite MatMul+Add Gemm") == 1);
+        }
+    }
+    SUBCASE("a pooling that pads is no rewrite; a node repeating another is computed once") {
+        graph::Graph g("repeat");
+        const int x = g.add_input("x", {1, 4, 8, 8});
+        const int p = g.add_op("Pad", "pad", {x}, {1, 4, 10, 10});  // the runtime pads in the pooling
+        const int pool =
+            g.add_op("AveragePool", "pool", {p}, {1, 4, 8, 8}, {{"kernel_shape", std::vector<std::int64_t>{3, 3}}});
+        const int r1 = g.add_op("Relu", "r1", {pool}, {1, 4, 8, 8});
+        const int r2 = g.add_op("Relu", "r2", {pool}, {1, 4, 8, 8});
+        const auto conv = [&](int in, const char* name, const char* w) {
+            return g.add_op("Conv", name, {in, g.add_weight(w, {4, 4, 1, 1})}, {1, 4, 8, 8},
+                            {{"kernel_shape", std::vector<std::int64_t>{1, 1}}});
+        };
+        const int c1 = conv(r1, "c1", "w1");
+        const int c2 = conv(r2, "c2", "w2");  // other weights: no repeat
+        const int sum = g.add_op("Add", "sum", {c1, c2}, {1, 4, 8, 8});
+        g.mark_output(sum);
+        const auto kg = device::kernel_graph(g, device::FusionRules::parse("dnncost-fusion-rules 1\n"
+                                                                           "fuse Pad AveragePool operands=none\n"));
+        REQUIRE(kg.kernels.size() == 6);
+        const auto n = [&](int t) { return g.tensor(t).name; };
+        const std::vector<RuntimeNode> nodes = {{"pool", "AveragePool", "", {"x"}, {n(pool)}},
+                                                {"r1", "Relu", "", {n(pool)}, {n(r1)}},
+                                                {"c1", "Conv", "", {n(r1), "w1"}, {n(c1)}},
+                                                {"c2", "Conv", "", {n(r1), "w2"}, {n(c2)}},
+                                                {"sum", "Add", "", {n(c1), n(c2)}, {n(sum)}}};
+        const std::vector<RuntimeKernel> ks = {{"pool", "AveragePool", 1.0},
+                                               {"r1", "Relu", 0.5},
+                                               {"c1", "Conv", 1.0},
+                                               {"c2", "Conv", 1.0},
+                                               {"sum", "Add", 0.5}};
+        const auto c = check_kernels(g, kg, ks, nodes);
+        CHECK(c.matched == 5);
+        REQUIRE(c.missing.size() == 1);
+        CHECK(c.missing[0].name == "r2");
+        CHECK(c.suggestions.size() == 1);
+        CHECK(c.suggestions.at("merge-duplicates") == 1);
+        CHECK(c.confirmed.at("Pad AveragePool") == 1);
+    }
+}
+
+TEST_CASE("check_kernels: a Transpose moved past a Split, and the fusion rules the pass had to undo") {
+    // attention's heads: x -> Transpose t -> Split s -> q, k, v; k -> Transpose kt;
+    // MatMul(q, kt) -> Softmax -> MatMul(., v)
+    graph::Graph g("heads");
+    const int x = g.add_input("x", {3, 2, 4});
+    const int t = g.add_op("Transpose", "t", {x}, {3, 4, 2}, {{"perm", std::vector<std::int64_t>{0, 2, 1}}});
+    const int q = g.add_tensor("q", {1, 4, 2}), k = g.add_tensor("k", {1, 4, 2}), v = g.add_tensor("v", {1, 4, 2});
+    g.add_node("Split", "s", {t}, {q, k, v}, {{"axis", std::int64_t{0}}});
+    const int kt = g.add_op("Transpose", "kt", {k}, {1, 2, 4}, {{"perm", std::vector<std::int64_t>{0, 2, 1}}});
+    const int sc = g.add_op("MatMul", "scores", {q, kt}, {1, 4, 4});
+    const int sm = g.add_op("Softmax", "softmax", {sc}, {1, 4, 4});
+    const int out = g.add_op("MatMul", "context", {sm, v}, {1, 4, 2});
+    g.mark_output(out);
+    // the runtime: one Split before the transposes; the two on k merged into one
+    const auto n = [&](int tensor) { return g.tensor(tensor).name; };
+    const std::vector<RuntimeNode> nodes = {
+        {"s", "Split", "", {"x"}, {"s0", "s1", "s2"}},     {"Transpose_token_1", "Transpose", "", {"s0"}, {n(q)}},
+        {"Transpose", "Transpose", "", {"s2"}, {n(v)}},    {"kt", "Transpose", "", {"s1"}, {n(kt)}},
+        {"scores", "MatMul", "", {n(q), n(kt)}, {n(sc)}},  {"softmax", "Softmax", "", {n(sc)}, {n(sm)}},
+        {"context", "MatMul", "", {n(sm), n(v)}, {n(out)}}};
+    std::vector<RuntimeKernel> ks;
+    for (const auto& n : nodes) ks.push_back({n.name, n.op, 1.0});
+    SUBCASE("rules without the fusion: it and the rewrite are suggested") {
+        const auto kg = device::kernel_graph(g, device::FusionRules::parse("dnncost-fusion-rules 1\n"));
+        const auto c = check_kernels(g, kg, ks, nodes);
+        REQUIRE(c.missing.size() == 1);
+        CHECK(c.missing[0].name == "t");
+        CHECK(c.suggestions.size() == 2);
+        CHECK(c.suggestions.at("fuse Transpose Split operands=none") == 1);
+        CHECK(c.suggestions.at("rewrite Transpose+Split Split,Transpose,Transpose") == 1);
+    }
+    SUBCASE("rules that fuse the Split with its consumers: undone by the pass, run apart by the runtime") {
+        const auto rules = device::FusionRules::parse(
+            "dnncost-fusion-rules 1\nfuse Split MatMul operands=activation\nfuse Transpose Split operands=none\n");
+        const auto kg = device::kernel_graph(g, rules);
+        // the Split with both MatMuls would be a cycle through the Softmax: undone
+        for (const auto& kernel : kg.kernels) CHECK(kernel.nodes.size() == 1);
+        const auto c = check_kernels(g, kg, ks, nodes, &rules);
+        CHECK(c.suggestions.at("drop fuse Split MatMul") == 2);
+        // without the rules, nothing is said about them
+        CHECK(check_kernels(g, kg, ks, nodes).suggestions.count("drop fuse Split MatMul") == 0);
+    }
+}

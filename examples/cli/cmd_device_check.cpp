@@ -43,18 +43,32 @@ struct CheckArgs {
 /// `rules` with the rule changes `device check` points at applied (KernelCheck::suggestions, each
 /// a rule line, or "drop " and one, read with the rule parser): a dropped pair loses its fuse and
 /// fold rules, a new fuse or fold rule goes before the others (the first rule that matches wins),
-/// an operator joins the executed ones. Where the networks point both ways on one pair, the change
-/// that accounts for more kernels wins.
-inline device::FusionRules rules_with(device::FusionRules rules, const std::map<std::string, std::size_t>& changes) {
+/// an operator joins the executed ones, duplicates merge, and a kind takes the rewrite most of its
+/// kernels ran as (the lowest rank seen with the reshapes). Where the networks point both ways on
+/// one pair, the change that accounts for more kernels wins; a drop also needs more kernels than
+/// the runtime ran fused as the pass does (`confirmed`, KernelCheck::confirmed).
+inline device::FusionRules rules_with(device::FusionRules rules, const std::map<std::string, std::size_t>& changes,
+                                      const std::map<std::string, std::size_t>& confirmed) {
     using Pair = std::pair<std::string, std::string>;
     std::map<Pair, std::pair<device::FusionRule, std::size_t>> joins;  // the rule most kernels point at
     std::map<Pair, std::size_t> drops;
+    // per kind, the kernels each sequence it ran as accounts for
+    std::map<std::string, std::map<std::vector<std::string>, std::pair<device::RewriteRule, std::size_t>>> rewrites;
     for (const auto& [change, n] : changes) {
         const bool drop = change.starts_with("drop ");
         const auto read = device::FusionRules::parse("dnncost-fusion-rules 1\n" + change.substr(drop ? 5 : 0) + "\n",
                                                      "suggested rule change");
         for (const auto& op : read.executed)
             if (!rules.is_executed(op)) rules.executed.push_back(op);
+        rules.merge_duplicates = rules.merge_duplicates || read.merge_duplicates;
+        for (const auto& r : read.rewrites) {
+            auto& [rule, kernels] = rewrites[r.kind][r.as];
+            if (kernels == 0) rule = r;
+            // a rank seen without the reshapes stays below it
+            if (r.reshape_rank > 0 && (rule.reshape_rank == 0 || r.reshape_rank < rule.reshape_rank))
+                rule.reshape_rank = r.reshape_rank;
+            kernels += n;
+        }
         for (const auto& f : read.fusions) {
             const Pair pair{f.producer, f.consumer};
             if (drop) {
@@ -67,7 +81,9 @@ inline device::FusionRules rules_with(device::FusionRules rules, const std::map<
     const auto dropped = [&](const Pair& pair) {
         const auto d = drops.find(pair);
         const auto j = joins.find(pair);
-        return d != drops.end() && (j == joins.end() || d->second >= j->second.second);
+        const auto kept = confirmed.find(pair.first + " " + pair.second);
+        return d != drops.end() && (j == joins.end() || d->second >= j->second.second) &&
+               (kept == confirmed.end() || d->second > kept->second);
     };
     std::erase_if(rules.fusions, [&](const device::FusionRule& f) { return dropped({f.producer, f.consumer}); });
     std::vector<device::FusionRule> added;
@@ -78,6 +94,17 @@ inline device::FusionRules rules_with(device::FusionRules rules, const std::map<
         if (!dropped(pair) && !present) added.push_back(j.first);
     }
     rules.fusions.insert(rules.fusions.begin(), added.begin(), added.end());
+    for (const auto& [kind, ways] : rewrites) {
+        const auto most = std::max_element(
+            ways.begin(), ways.end(), [](const auto& a, const auto& b) { return a.second.second < b.second.second; });
+        const auto& rule = most->second.first;
+        const auto it = std::find_if(rules.rewrites.begin(), rules.rewrites.end(),
+                                     [&](const device::RewriteRule& r) { return r.kind == kind; });
+        if (it == rules.rewrites.end())
+            rules.rewrites.push_back(rule);
+        else
+            *it = rule;
+    }
     return rules;
 }
 
@@ -165,7 +192,7 @@ inline bool run_check(const CheckArgs& a) {
             kernel_lines += json_text(line, -1) + "\n";
         }
         const auto kg = device::kernel_graph(net.graph, rules);
-        const auto c = device::check_kernels(net.graph, kg, o.answer.kernels, nodes);
+        const auto c = device::check_kernels(net.graph, kg, o.answer.kernels, nodes, &rules);
         std::error_code ec;
         if (!o.answer.optimized_model.empty()) fs::remove(o.answer.optimized_model, ec);
         fs::remove(file, ec);
@@ -199,13 +226,14 @@ inline bool run_check(const CheckArgs& a) {
         }
         for (const auto& [k, n] : c.pairs) total.pairs[k] += n;
         for (const auto& [k, n] : c.suggestions) total.suggestions[k] += n;
+        for (const auto& [k, n] : c.confirmed) total.confirmed[k] += n;
         if (!a.json_out)
             std::cerr << "dnncost: " << net.id << ": " << c.matched << " of " << c.pass_kernels << " pass / "
                       << c.runtime_kernels << " runtime kernels matched\n";
     }
     if (!a.kernels_out.empty()) io::write_file_atomic(a.kernels_out, kernel_lines);
     if (!a.write_rules.empty()) {
-        const auto fixed = rules_with(rules, total.suggestions);
+        const auto fixed = rules_with(rules, total.suggestions, total.confirmed);
         fixed.check();
         io::write_file_atomic(a.write_rules, fixed.to_text());
         if (!a.json_out) std::cerr << "dnncost: wrote " << a.write_rules << '\n';

@@ -3,7 +3,8 @@
 # profile, or answer malformed kernel lists (each a clear per-network failure, exit 3), and, when
 # Node.js and the bundled runner's packages are there, the committed "all" model's kernel pass
 # against ONNX Runtime's own kernels on SqueezeNet and two NB201 networks (its agreement kept),
-# and the rule files of data/devices/rules on a few networks at "all", "disabled" and "basic".
+# and the rule files of data/devices/rules on a few networks at "all", "disabled" and "basic",
+# and the rules --write-rules writes from wrong ones at "basic" (rewrites, merged repeats, drops).
 # usage: device_check.sh DNNCOST_BINARY DATA_DIR WORK_DIR
 tests="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$tests/cli/common.sh" "$@"
@@ -104,6 +105,31 @@ j = json.load(open(sys.argv[1]))
 sys.exit(0 if {"rule": sys.argv[2], "kernels": 26} in j["suggested_rules"] else 1)
 PY
   done
+  # rewrites, merged repeats and fusion rules the pass must undo, from the rules ONNX Runtime's
+  # prober discovered at "basic" (two of them, Split + MatMul and Split + Transpose, are wrong)
+  cat > discovered.rules <<'RULES'
+dnncost-fusion-rules 1
+fuse MatMul Add operands=constant
+fuse Split MatMul operands=activation
+fuse Transpose Split operands=constant
+fuse Split Transpose operands=none
+RULES
+  basic="$runner/run --optimization basic --threads 1"
+  for case in "vit:rewrite MatMul+Add Gemm reshape-rank=3" "vit:rewrite Transpose+Split Split,Transpose,Transpose" \
+              "ofa:rewrite HardSwish HardSigmoid,Mul" "nb201:merge-duplicates"; do
+    space=${case%%:*} line=${case#*:}
+    [ -f "written_$space.rules" ] ||
+      "$bin" device check --model "$data/devices/ort-cpu-basic-1t.dnnc" --rules discovered.rules --runner "$basic" \
+        --space "$space" --sample 1 --seed 7 --warmup 1 --repeats 1 --write-rules "written_$space.rules" \
+        > /dev/null 2> "written_$space.err" || { fail "device check --write-rules at basic on $space"; tail -3 "written_$space.err"; }
+    grep -qx "$line" "written_$space.rules" || fail "device check --write-rules on $space: no '$line'"
+  done
+  grep -q '^fuse Split' written_vit.rules && fail "device check --write-rules kept the Split fusions ONNX Runtime does not run"
+  "$bin" device check --model "$data/devices/ort-cpu-basic-1t.dnnc" --rules written_vit.rules --runner "$basic" \
+    --space vit --sample 1 --seed 7 --warmup 1 --repeats 1 --json > written_vit.json 2> /dev/null ||
+    fail "device check with the rules written on a ViT"
+  python3 -c 'import json, sys; sys.exit(0 if json.load(open("written_vit.json"))["agreement"] == 1.0 else 1)' ||
+    fail "the rules written on a ViT do not agree with ONNX Runtime's kernels"
 else
   echo "note: Node.js or the bundled runner's packages are missing; the ONNX Runtime part is skipped"
 fi

@@ -53,9 +53,15 @@ struct KernelCheck {
     /// "The rule format") with how many kernels each accounts for: "fuse A B ..." or "fold A B
     /// operands=constant" where the runtime ran a pass kernel of A's inside its consumer B's,
     /// "drop fuse A B" where it ran apart what the pass fuses, "execute OP" where it ran a kernel
-    /// for an operator the pass treats as free. A starting point for a rule file, to be checked
-    /// again: rewrites (a kernel the runtime replaces by others) are not found this way.
+    /// for an operator the pass treats as free, "rewrite KIND AS,..." where the runtime computed a
+    /// pass kernel with kernels of other operators (and "fuse A B" with it where it moved A past
+    /// B), "merge-duplicates" where it computed a repeated node once. A starting point for a rule
+    /// file, to be checked again; layouts are not found this way.
     std::map<std::string, std::size_t> suggestions;
+    /// The fusions of the pass that the runtime ran as one kernel too, "PRODUCER CONSUMER" with
+    /// their counts: what speaks against dropping a fusion rule (one "drop fuse" suggestion
+    /// counts where a rule fuses a pair in some kernels and is undone in others).
+    std::map<std::string, std::size_t> confirmed;
     /// Per kernel of the pass (reorders included, in its order): the runtime kernels (indices into
     /// the profile) that ran it, the one matched first and then any that ran separately a part
     /// the pass fuses into it; empty when none did.
@@ -69,10 +75,15 @@ struct KernelCheck {
 
 /// Compare the kernel graph `kg` of `g` with the runtime's kernels (in execution order) and the
 /// nodes of its optimised graph; without nodes, runtime kernels are taken to be named after the
-/// network's nodes (a runtime that did not rewrite the graph).
+/// network's nodes (a runtime that did not rewrite the graph). With the `rules` `kg` was formed
+/// under, a pair of nodes that a rule fuses but that the pass left in two kernels (it undid the
+/// fusion: a cycle, or the consumer joined another kernel) and the runtime ran apart too points
+/// at dropping that rule ("drop fuse A B"); the rules' other conditions (a sole consumer, the
+/// blocked operands) must hold, so only the rule itself stands against the runtime.
 DNNCOST_FUNC KernelCheck check_kernels(const graph::Graph& g, const KernelGraph& kg,
                                        const std::vector<measure::RuntimeKernel>& kernels,
-                                       const std::vector<measure::RuntimeNode>& nodes);
+                                       const std::vector<measure::RuntimeNode>& nodes,
+                                       const FusionRules* rules = nullptr);
 
 }  // namespace dnncost::device
 

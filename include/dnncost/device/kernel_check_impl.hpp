@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include <dnncost/device/kernel_check.hpp>
+#include <dnncost/device/kind_spec.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx/proto.hpp>
 
@@ -38,9 +39,223 @@ inline bool is_runtime_reorder(const std::string& op) {
 }
 }  // namespace dnncost::device::detail
 
+namespace dnncost::device::detail {
+/// The rule changes that runtime kernels of other operators than the pass's point at
+/// (KernelCheck::suggestions): rewrites, and the common subexpressions the runtime computes once.
+/// A pass kernel runs rewritten when the runtime nodes that compute its outputs from its inputs
+/// (the optimised graph followed back from its outputs, through values the runtime names itself,
+/// to values of the network) are others than its own: `rewrite KIND AS,...`, with `reshape-rank`
+/// where they sit between two Reshape nodes (ONNX Runtime's Gemm on a flattened 3-D input). A
+/// kernel whose node the optimised graph keeps but no profiled kernel ran was expanded later (a
+/// function): it ran as the kernels missing from the optimised graph that follow its producer's.
+/// A pass kernel fused by the runtime into its sole consumer's kernel, where the runtime nodes
+/// computing both are others than the consumer's operator, was moved past it (the transpose
+/// optimiser moves a Transpose past a Split): `fuse A B` and `rewrite A+B AS,...`.
+inline void suggest_rewrites(const graph::Graph& g, const KernelGraph& kg,
+                             const std::vector<measure::RuntimeKernel>& kernels,
+                             const std::vector<measure::RuntimeNode>& nodes, const std::vector<int>& runtime_of,
+                             KernelCheck& c) {
+    std::unordered_map<std::string, int> tensor_of;
+    for (std::size_t t = 0; t < g.num_tensors(); ++t)
+        tensor_of.emplace(g.tensor(static_cast<int>(t)).name, static_cast<int>(t));
+    std::unordered_map<std::string, std::size_t> writer, profiled;
+    for (std::size_t n = 0; n < nodes.size(); ++n)
+        for (const auto& o : nodes[n].outputs) writer.emplace(plain_value(o), n);
+    for (std::size_t r = 0; r < kernels.size(); ++r) profiled.emplace(kernels[r].name, r);
+    const auto is_default_domain = [](const std::string& d) { return d.empty() || d == "ai.onnx"; };
+    // the runtime nodes (indices into `nodes`, in their order) that compute `outputs` from
+    // `inputs` and constants, writing no other network value; empty when there are none
+    const auto computing = [&](const std::vector<int>& outputs, const std::vector<int>& inputs) {
+        std::vector<std::size_t> found, stack;
+        for (int t : outputs)
+            if (const auto w = writer.find(g.tensor(t).name); w != writer.end()) stack.push_back(w->second);
+        std::set<std::size_t> seen;
+        while (!stack.empty()) {
+            const auto n = stack.back();
+            stack.pop_back();
+            if (!seen.insert(n).second) continue;
+            if (seen.size() > 16) return std::vector<std::size_t>{};
+            const auto& node = nodes[n];
+            if (!is_runtime_reorder(node.op)) found.push_back(n);
+            for (const auto& o : node.outputs)
+                if (const auto t = tensor_of.find(plain_value(o));
+                    t != tensor_of.end() && std::find(outputs.begin(), outputs.end(), t->second) == outputs.end())
+                    return std::vector<std::size_t>{};
+            for (const auto& in : node.inputs) {
+                if (in.empty()) continue;
+                if (const auto t = tensor_of.find(plain_value(in)); t != tensor_of.end()) {
+                    if (g.tensor(t->second).kind != graph::TensorKind::weight &&
+                        std::find(inputs.begin(), inputs.end(), t->second) == inputs.end())
+                        return std::vector<std::size_t>{};
+                    continue;
+                }
+                if (const auto w = writer.find(plain_value(in)); w != writer.end()) stack.push_back(w->second);
+            }
+        }
+        std::sort(found.begin(), found.end());
+        return found;
+    };
+    const auto joined_ops = [&](const Kernel& kernel) {
+        std::string s;
+        for (int n : kernel.nodes) KindSpec::append(s, g.node(n).op_type);
+        return s;
+    };
+    // "A,B,C" with the Reshape pair around a single kernel taken off (`rank`: the input's rank)
+    const auto rewrite_line = [&](const std::string& kind, std::vector<std::size_t> found, std::size_t rank) {
+        std::string line = "rewrite " + kind + " ";
+        bool reshaped =
+            found.size() >= 3 && nodes[found.front()].op == "Reshape" && nodes[found.back()].op == "Reshape";
+        if (reshaped) found = {found.begin() + 1, found.end() - 1};
+        for (std::size_t i = 0; i < found.size(); ++i) line += (i ? "," : "") + nodes[found[i]].op;
+        if (reshaped) line += " reshape-rank=" + std::to_string(rank);
+        return line;
+    };
+    const auto first_input_rank = [&](const Kernel& kernel) {
+        const auto& ins = g.node(kernel.nodes.front()).inputs;
+        return ins.empty() || ins[0] < 0 ? std::size_t{0} : g.tensor(ins[0]).shape.size();
+    };
+    // the nodes of each operator and inputs: the runtime keeps one of those that repeat each other
+    std::unordered_map<std::string, std::vector<int>> alike;
+    const auto key_of = [&](int n) {
+        std::string key = g.node(n).op_type;
+        for (int t : g.node(n).inputs) key += " " + std::to_string(t);
+        return key;
+    };
+    for (std::size_t n = 0; n < g.num_nodes(); ++n) alike[key_of(static_cast<int>(n))].push_back(static_cast<int>(n));
+    const auto repeated = [&](int n) {
+        for (int m : alike[key_of(n)])
+            if (m != n && g.node(m).attributes == g.node(n).attributes &&
+                g.node(m).outputs.size() == g.node(n).outputs.size())
+                return true;
+        return false;
+    };
+    std::set<std::string> in_graph;
+    for (const auto& n : nodes) in_graph.insert(n.name);
+    for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+        const auto& kernel = kg.kernels[k];
+        if (kernel.nodes.empty() || kernel.kind != joined_ops(kernel)) continue;  // a pattern, or rewritten
+        if (runtime_of[k] >= 0) {
+            const auto found = computing(kernel.outputs, kernel.inputs);
+            if (found.empty()) continue;
+            // the runtime's own kernel for it: a fused convolution, a pooling that pads
+            if (found.size() == 1 && (!is_default_domain(nodes[found[0]].domain) ||
+                                      std::any_of(kernel.nodes.begin(), kernel.nodes.end(),
+                                                  [&](int n) { return g.node(n).op_type == nodes[found[0]].op; })))
+                continue;
+            if (found.size() == kernel.nodes.size()) {
+                bool same = true;
+                for (std::size_t i = 0; i < found.size(); ++i)
+                    same = same && nodes[found[i]].op == g.node(kernel.nodes[i]).op_type;
+                if (same) continue;
+            }
+            ++c.suggestions[rewrite_line(kernel.kind, found, first_input_rank(kernel))];
+            continue;
+        }
+        const auto& node = g.node(kernel.nodes.front());
+        // a repeat of an earlier node: the runtime computed it once
+        if (kernel.nodes.size() == 1 && repeated(kernel.nodes.front())) {
+            ++c.suggestions["merge-duplicates"];
+            continue;
+        }
+        // kept in the optimised graph, run by no profiled kernel: expanded into the kernels
+        // missing from the optimised graph that run after its producer's
+        if (kernel.nodes.size() == 1 && !kernel.outputs.empty()) {
+            const auto w = writer.find(g.tensor(kernel.outputs.front()).name);
+            if (w != writer.end() && !profiled.contains(nodes[w->second].name)) {
+                int producer = -1;
+                for (int p : kg.predecessors(static_cast<int>(k)))
+                    producer = std::max(producer, runtime_of[static_cast<std::size_t>(p)]);
+                std::vector<std::string> ops;
+                for (std::size_t r = static_cast<std::size_t>(producer + 1); r < kernels.size(); ++r) {
+                    if (in_graph.contains(kernels[r].name) || ops.size() >= 8) break;
+                    ops.push_back(kernels[r].op);
+                }
+                if (producer >= 0 && !ops.empty()) {
+                    std::string line = "rewrite " + kernel.kind + " ";
+                    for (std::size_t i = 0; i < ops.size(); ++i) line += (i ? "," : "") + ops[i];
+                    ++c.suggestions[line];
+                }
+                continue;
+            }
+        }
+        // moved past its sole consumer's kernel
+        const auto next = kg.successors(static_cast<int>(k));
+        if (kernel.nodes.size() != 1 || next.size() != 1) continue;
+        const auto& consumer = kg.kernels[static_cast<std::size_t>(next[0])];
+        if (consumer.nodes.size() != 1 || runtime_of[static_cast<std::size_t>(next[0])] < 0 ||
+            consumer.kind != joined_ops(consumer))
+            continue;
+        std::vector<int> inputs = kernel.inputs;
+        for (int t : consumer.inputs)
+            if (std::find(kernel.outputs.begin(), kernel.outputs.end(), t) == kernel.outputs.end()) inputs.push_back(t);
+        const auto found = computing(consumer.outputs, inputs);
+        const auto& b = g.node(consumer.nodes.front());
+        if (found.size() < 2) continue;
+        bool constant = false, activation = false;
+        for (int t : b.inputs) {
+            if (t < 0 || std::find(kernel.outputs.begin(), kernel.outputs.end(), t) != kernel.outputs.end()) continue;
+            (g.tensor(t).kind == graph::TensorKind::weight ? constant : activation) = true;
+        }
+        ++c.suggestions["fuse " + node.op_type + " " + b.op_type + " operands=" +
+                        (activation ? "activation"
+                         : constant ? "constant"
+                                    : "none")];
+        ++c.suggestions[rewrite_line(node.op_type + KindSpec::separator + b.op_type, found, first_input_rank(kernel))];
+    }
+}
+}  // namespace dnncost::device::detail
+
+namespace dnncost::device::detail {
+/// KernelCheck::confirmed, and the "drop fuse" suggestions for rules the pass undid where the
+/// runtime ran the pair apart too (check_kernels).
+inline void weigh_fusions(const graph::Graph& g, const KernelGraph& kg, const FusionRules* rules,
+                          const std::vector<int>& runtime_of, KernelCheck& c) {
+    const auto reads = [&](int m, int t) {
+        return std::find(g.node(m).inputs.begin(), g.node(m).inputs.end(), t) != g.node(m).inputs.end();
+    };
+    for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+        const auto& kernel = kg.kernels[k];
+        if (runtime_of[k] < 0 || c.runtime_of[k].size() != 1) continue;  // parts of it ran apart
+        for (std::size_t i = 1; i < kernel.nodes.size(); ++i)
+            for (std::size_t j = 0; j < i; ++j)
+                for (int t : g.node(kernel.nodes[j]).outputs)
+                    if (reads(kernel.nodes[i], t))
+                        ++c.confirmed[g.node(kernel.nodes[j]).op_type + " " + g.node(kernel.nodes[i]).op_type];
+    }
+    if (!rules) return;
+    for (const auto& e : kg.edges) {
+        if (e.src < 0 || e.dst < 0 || e.tensor < 0) continue;
+        const auto s = static_cast<std::size_t>(e.src), d = static_cast<std::size_t>(e.dst);
+        const auto& src = kg.kernels[s];
+        const auto& dst = kg.kernels[d];
+        if (src.nodes.empty() || dst.nodes.empty() || runtime_of[s] < 0 || runtime_of[d] < 0 ||
+            runtime_of[s] == runtime_of[d])
+            continue;
+        const int producer = g.tensor(e.tensor).producer;
+        const auto& consumers = g.tensor(e.tensor).consumers;
+        if (producer < 0 || g.tensor(e.tensor).is_output || consumers.empty() ||
+            std::any_of(consumers.begin(), consumers.end(), [&](int m) { return m != consumers[0]; }) ||
+            kg.kernel_of_node[static_cast<std::size_t>(consumers[0])] != e.dst)
+            continue;
+        const int m = consumers[0];
+        bool constant = false, activation = false;
+        for (int t : g.node(m).inputs) {
+            if (t < 0 || t == e.tensor) continue;
+            (g.tensor(t).kind == graph::TensorKind::weight ? constant : activation) = true;
+        }
+        const auto operands = activation ? Operands::activation : constant ? Operands::constant : Operands::none;
+        const auto* rule =
+            rules->find(g.node(producer).op_type, g.node(m).op_type, operands, KindSpec::anchor_of(src.kind));
+        if (rule && !rule->blocked_operands)
+            ++c.suggestions["drop fuse " + g.node(producer).op_type + " " + g.node(m).op_type];
+    }
+}
+}  // namespace dnncost::device::detail
+
 DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const KernelGraph& kg,
                                                  const std::vector<measure::RuntimeKernel>& kernels,
-                                                 const std::vector<measure::RuntimeNode>& nodes) -> KernelCheck {
+                                                 const std::vector<measure::RuntimeNode>& nodes,
+                                                 const FusionRules* rules) -> KernelCheck {
     using detail::plain_value;
     KernelCheck c;
     // Which pass kernel writes each value, and whether the value leaves it.
@@ -309,5 +524,7 @@ DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const Ke
              into.empty() ? "the runtime wrote none of its outputs" : "fused by the runtime into " + into});
         if (!into.empty() && !kernel.nodes.empty()) suggest_fusion(k);
     }
+    detail::suggest_rewrites(g, kg, kernels, nodes, runtime_of, c);
+    detail::weigh_fusions(g, kg, rules, runtime_of, c);
     return c;
 }
