@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/core/rng.hpp>
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/device/kernel_batches.hpp>
 #include <dnncost/device/kernel_features.hpp>
@@ -277,6 +278,37 @@ TEST_CASE("device model: per-family calibration recovers planted family factors 
     const auto loaded = device::DeviceModel::deserialize(fam.serialize(), "fam.dnnc");
     CHECK(loaded->family_factors() == fam.family_factors());
     CHECK(loaded->predict_mean(pointers(unseen)) == fam.predict_mean(pointers(unseen)));
+}
+
+TEST_CASE("device model: a machine uniformly slower, with noise, mostly gets one factor, not one per family") {
+    auto m = planted_model();
+    const auto shots = nb201_networks(10);
+    const auto exact = m.predict_mean(pointers(shots));
+    // 1.3 times slower, each shot within +-10 % of that: family factors could only fit the noise.
+    // Over 40 draws of the noise: how often the least leave-one-out error is the global factor's,
+    // and how often the global factor is kept (the fewest factors within a standard error).
+    int least_global = 0, kept_global = 0;
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+        auto copy = device::DeviceModel::deserialize(m.serialize());
+        auto measured = exact;
+        Rng rng(seed);
+        for (auto& x : measured) x *= 1.3 * (1 + 0.2 * (rng.uniform() - 0.5));
+        const auto r = copy->calibrate(pointers(shots), measured);
+        REQUIRE(r.candidates.size() == 6);
+        REQUIRE(std::isinf(r.candidates.front().first));
+        const auto least = std::min_element(r.candidates.begin(), r.candidates.end(),
+                                            [](const auto& a, const auto& b) { return a.second < b.second; });
+        least_global += least == r.candidates.begin();
+        kept_global += std::isinf(r.shrinkage);
+        if (std::isinf(r.shrinkage)) {
+            CHECK(r.family_factors.empty());
+            CHECK(r.factor == doctest::Approx(1.3).epsilon(0.1));
+        }
+        CHECK(r.cv_mape >= least->second);  // never a candidate better than the least
+    }
+    INFO("the least error is the global factor's in ", least_global, " draws; it is kept in ", kept_global);
+    CHECK(kept_global >= least_global + 10);
+    CHECK(kept_global >= 24);
 }
 
 TEST_CASE("device model: calibration never makes a model worse on its shots") {

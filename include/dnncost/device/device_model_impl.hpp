@@ -359,11 +359,11 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
     for (std::size_t i = 0; i < n; ++i) all[i] = i;
     double chosen = std::numeric_limits<double>::infinity();
     if (n >= 3) {
-        // leave-one-out over the shots for every penalty; the global factor alone first, so
-        // that it wins a tie
+        // leave-one-out over the shots for every penalty, the global factor alone first
         std::vector<double> penalties{std::numeric_limits<double>::infinity()};
         if (options.per_family) penalties.insert(penalties.end(), {1.0, 0.3, 0.1, 0.03, 0.01});
-        double best = std::numeric_limits<double>::infinity();
+        // each penalty's leave-one-out errors, shot by shot
+        std::vector<std::vector<double>> errors;
         for (double penalty : penalties) {
             std::vector<double> loo(n);
             for (std::size_t out = 0; out < n; ++out) {
@@ -372,13 +372,27 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
                     if (i != out) use.push_back(i);
                 loo[out] = predict(detail::fit_calibration(shots, use, free, penalty), out);
             }
-            const double e = mape(loo);
-            report.candidates.emplace_back(penalty, e);
-            if (e < best * (1 - 1e-9)) {
-                best = e;
-                chosen = penalty;
-            }
+            report.candidates.emplace_back(penalty, mape(loo));
+            auto& e = errors.emplace_back(n);
+            for (std::size_t i = 0; i < n; ++i) e[i] = 100 * std::abs(loo[i] / measured_ms[i] - 1);
         }
+        // the fewest free factors whose error is within one standard error of the best: ten shots
+        // cannot tell six family factors from noise unless the gain stands out
+        std::size_t lowest = 0;
+        for (std::size_t c = 1; c < penalties.size(); ++c)
+            if (report.candidates[c].second < report.candidates[lowest].second * (1 - 1e-9)) lowest = c;
+        double sd = 0;
+        for (double x : errors[lowest])
+            sd += (x - report.candidates[lowest].second) * (x - report.candidates[lowest].second);
+        const double standard_error = n > 1 ? std::sqrt(sd / static_cast<double>(n - 1) / static_cast<double>(n)) : 0.0;
+        std::size_t pick = lowest;
+        for (std::size_t c = 0; c < lowest; ++c)
+            if (report.candidates[c].second <= report.candidates[lowest].second + standard_error) {
+                pick = c;
+                break;
+            }
+        chosen = penalties[pick];
+        const double best = report.candidates[pick].second;
         report.cv_mape = best;
         if (!(best < report.given_mape)) {
             // no fit beats the model as given on shots it never saw: keep it
