@@ -650,3 +650,29 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
     const auto again = device::context_networks(12, 3, limits);
     for (std::size_t i = 0; i < nets.size(); ++i) CHECK(measure::network_key(again[i]) == measure::network_key(nets[i]));
 }
+
+TEST_CASE("calibration networks: deployed sizes, every block kind, within the calibration's budget") {
+    const auto nets = device::calibration_networks(10);
+    REQUIRE(nets.size() == 10);
+    std::set<std::string> kinds;
+    for (const auto& g : nets) {
+        const auto size = synthetic::network_size(g);
+        CHECK(size.macs <= device::calibration_max_macs);
+        // a deployed network's work at the least (a small MobileNet at 128 pixels)
+        CHECK_MESSAGE(size.macs >= 20'000'000, g.name());
+        CHECK(g.tensor(g.outputs().front()).shape.back() == 1000);
+        for (const char* kind : {"-basic-", "-bottleneck-", "-inverted-", "-branched-"})
+            if (g.name().find(kind) != std::string::npos) kinds.insert(kind);
+        if (g.name().starts_with("transformer:")) kinds.insert("transformer");
+        if (g.name().starts_with("ofa:")) {
+            kinds.insert("ofa");
+            CHECK((g.name().ends_with("@resolution=224") || g.name().ends_with("@resolution=256")));
+        }
+        CHECK_NOTHROW(device::kernel_graph(g, rules()));
+    }
+    CHECK(kinds.size() == 6);
+    const auto again = device::calibration_networks(10);
+    for (std::size_t i = 0; i < nets.size(); ++i)
+        CHECK(measure::network_key(again[i]) == measure::network_key(nets[i]));
+    CHECK(measure::network_key(device::calibration_networks(1, 7).front()) != measure::network_key(nets.front()));
+}

@@ -20,6 +20,7 @@
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/measure/host.hpp>
+#include <dnncost/measure/model_file.hpp>
 
 namespace dnncost::cli {
 
@@ -438,6 +439,57 @@ inline void run_residual(const ResidualArgs& a) {
     print_json(j);
 }
 
+/// `device networks`: the networks a build profiles or a calibration measures, as ONNX files, so
+/// that they can be inspected, measured on their own, or judged against.
+inline void add_device_networks(Command& device, Context& ctx) {
+    struct Args {
+        std::string kind = "calibration", out;
+        std::size_t count = 10;
+        std::uint64_t seed = 0;
+        bool seeded = false, json_out = false;
+    };
+    auto a = std::make_shared<Args>();
+    auto* cmd = device.add_subcommand(
+        "networks", "Write the networks device calibrate measures (or device build profiles) as ONNX files");
+    cmd->add_option("--kind", a->kind,
+                    "calibration (the shots of device calibrate) or context (the whole networks device build profiles)")
+        ->check(check::member({"calibration", "context"}))
+        ->capture_default_str();
+    cmd->add_option("--count", a->count, "How many")
+        ->transform(check::integer(1, 1000, "a count in [1, 1000]"))
+        ->capture_default_str();
+    auto* seed =
+        cmd->add_option("--seed", a->seed, "Seed of the draw (default: the one device calibrate or device build uses)");
+    cmd->add_option("--out", a->out, "Directory to write NNN.onnx and networks.tsv (file, name) into")->required();
+    add_json_flag(*cmd, a->json_out);
+    cmd->callback([a, seed, &ctx] {
+        a->seeded = seed->count() > 0;
+        const bool calibration = a->kind == "calibration";
+        const auto nets =
+            calibration
+                ? (a->seeded ? device::calibration_networks(a->count, a->seed) : device::calibration_networks(a->count))
+                : (a->seeded ? device::context_networks(a->count, a->seed) : device::context_networks(a->count));
+        std::error_code ec;
+        fs::create_directories(a->out, ec);
+        if (!fs::is_directory(a->out)) raise<io_error>("device networks: cannot create the directory '", a->out, "'");
+        std::string table;
+        json list = json::array();
+        for (std::size_t i = 0; i < nets.size(); ++i) {
+            std::ostringstream file;
+            file << std::setw(3) << std::setfill('0') << i << ".onnx";
+            const auto path = fs::path(a->out) / file.str();
+            measure::write_model_for_runner(nets[i], path, 1, device::spaces_opset());
+            table += file.str() + "\t" + nets[i].name() + "\n";
+            list.push_back({{"file", path.string()}, {"name", nets[i].name()}});
+        }
+        io::write_file_atomic(fs::path(a->out) / "networks.tsv", table);
+        if (a->json_out)
+            print_json(json{{"networks", list}});
+        else
+            std::cout << "wrote " << nets.size() << " networks and networks.tsv to " << a->out << '\n';
+        ctx.exit_code = 0;
+    });
+}
 
 inline void add_device_build(Command& device, Context& ctx) {
     auto b = std::make_shared<BuildArgs>();
@@ -573,6 +625,7 @@ void add_device_commands(Command& app, Context& ctx) {
     dd::add_device_residual(*device, ctx);
     add_device_check_command(*device, ctx);
     add_device_extrapolate_command(*device, ctx);
+    dd::add_device_networks(*device, ctx);
     auto model = std::make_shared<std::string>();
     auto info_json = std::make_shared<bool>(false);
     auto* info = device->add_subcommand("info", "The rules, kernel kinds and held-out accuracy of a device model");

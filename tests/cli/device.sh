@@ -193,4 +193,13 @@ grep -q "mobilenet_v2.onnx" notmodel.err || fail "device info on an ONNX file: t
 "$bin" device build --runner "bash -c 'exit 3'" --out never.dnnc "${small[@]}" "${fast[@]}" > /dev/null 2> crash.err &&
   fail "device build with a runner that dies succeeded"
 [ -e never.dnnc ] && fail "a failed device build left a model file"
+# the calibration shots and the build's networks as files
+"$bin" device networks --out nets --count 2 > /dev/null 2> nets.err || { fail "device networks"; tail -3 nets.err; }
+[ "$(wc -l < nets/networks.tsv)" -eq 2 ] && [ -s nets/000.onnx ] && [ -s nets/001.onnx ] ||
+  fail "device networks: not two ONNX files and their names"
+"$bin" inspect nets/000.onnx > /dev/null 2>&1 || fail "device networks wrote a file inspect cannot read"
+cut -f2 nets/networks.tsv | grep -q '^cnn:' || fail "device networks: the first shot is no synthesised CNN"
+"$bin" device networks --out nets2 --kind context --seed 777 --count 1 > /dev/null 2>&1 &&
+  [ "$(wc -l < nets2/networks.tsv)" -eq 1 ] || fail "device networks --kind context"
+"$bin" device networks --out nets3 --kind nonsense > /dev/null 2> kind.err && fail "device networks --kind nonsense accepted"
 finish device

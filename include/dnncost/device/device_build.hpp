@@ -162,11 +162,16 @@ inline DeviceModel refit_device_model(const std::filesystem::path& work_dir, con
 DNNCOST_FUNC std::vector<graph::Graph> context_networks(std::size_t n, std::uint64_t seed = 2027,
                                                         const synthetic::Limits& limits = {});
 
-/// The networks `device calibrate` measures: real-network-sized members of the search spaces
-/// (Once-for-All at its sampled resolution of 128-224 pixels, FBNet, ViT, keyword spotting,
-/// NB201), seeded, the largest kinds of work first, so that ten shots cover convolutions,
-/// depthwise stages and attention. Each is named by its qualified architecture, so that a
-/// results store of the shots is a data set (`device calibrate --data`).
+/// The multiply-accumulates of one calibration network at most: ten of them measure in about a
+/// minute on one core of a server CPU.
+inline constexpr std::int64_t calibration_max_macs = 2'000'000'000;
+
+/// The networks `device calibrate` measures, seeded: networks of the sizes users deploy, so that a
+/// factor fitted on them carries to the networks priced after. Synthesised convolutional networks
+/// of each block kind (plain, bottleneck, inverted with depthwise stages, parallel branches;
+/// 128-320 pixels, 1,000 classes), transformers (up to 576 tokens) and Once-for-All at 224 or 256
+/// pixels, each within calibration_max_macs and named by what it is (its synthetic
+/// description, or its qualified architecture and resolution).
 DNNCOST_FUNC std::vector<graph::Graph> calibration_networks(std::size_t n, std::uint64_t seed = 2026);
 
 struct DeviceCalibrationSetup {

@@ -295,17 +295,38 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
 
 DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint64_t seed)
     -> std::vector<graph::Graph> {
-    static const std::string_view plan[] = {"ofa",   "fbnet", "vit", "ofa", "kws",
-                                            "nb201", "fbnet", "vit", "ofa", "nb201"};
+    // what a user prices: convolutional networks of each block kind, transformers and
+    // Once-for-All at ImageNet sizes. A factor fitted on the spaces' own small networks carries
+    // their error (kernels far smaller than a deployed network's) to every network priced after.
+    static const std::string_view plan[] = {"inverted",    "transformer", "basic",    "ofa",         "branched",
+                                            "transformer", "bottleneck",  "inverted", "transformer", "basic"};
+    synthetic::Limits limits;
+    limits.max_macs = calibration_max_macs;
     Rng rng(seed);
     std::vector<graph::Graph> out;
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto space = plan[i % std::size(plan)];
-        const auto& info = spaces::find_space(space);
-        const auto arch = info.sample(rng);
-        auto g = info.build_graph(arch, {});
-        g.set_name(spaces::qualified_arch(space, arch));
-        out.push_back(std::move(g));
+    std::set<std::string> keys;
+    for (std::size_t i = 0; out.size() < n && i < 4 * n + 16; ++i) {
+        const auto what = plan[i % std::size(plan)];
+        graph::Graph g;
+        if (what == "transformer") {
+            g = synthetic::build_transformer(synthetic::sample_transformer(rng), limits);
+        } else if (what == "ofa") {
+            const auto& space = spaces::find_space(what);
+            const auto arch = space.sample(rng);
+            const std::int64_t resolution = rng.below(2) ? 224 : 256;
+            g = space.build_graph(arch, {{"resolution", std::to_string(resolution)}});
+            if (synthetic::network_size(g).macs > limits.max_macs)
+                g = synthetic::build_cnn(synthetic::sample_cnn(rng, synthetic::Block::inverted), limits);
+            else
+                g.set_name(spaces::qualified_arch(what, arch) + "@resolution=" + std::to_string(resolution));
+        } else {
+            const auto block = what == "basic"        ? synthetic::Block::basic
+                               : what == "bottleneck" ? synthetic::Block::bottleneck
+                               : what == "inverted"   ? synthetic::Block::inverted
+                                                      : synthetic::Block::branched;
+            g = synthetic::build_cnn(synthetic::sample_cnn(rng, block), limits);
+        }
+        if (keys.insert(measure::network_key(g)).second) out.push_back(std::move(g));
     }
     return out;
 }
@@ -327,7 +348,12 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, co
     for (std::size_t i = 0; i < shots.size(); ++i) {
         const auto& g = shots[i];
         const auto key = graph::canonical_hash(g).hex();
-        measure::Network n{key, g.name(), setup.work_dir / "models" / (key + ".onnx")};
+        // stored under a name that reads back as the network (`device calibrate --data` on the
+        // shots' store): a search-space architecture as it is, any other by its model file
+        const bool space_arch =
+            spaces::split_qualified(g.name()).has_value() && g.name().find('@') == std::string::npos;
+        measure::Network n{key, space_arch ? g.name() : "models/" + key + ".onnx",
+                           setup.work_dir / "models" / (key + ".onnx")};
         const int opset = setup.opsets.empty() ? spaces_opset() : setup.opsets[i];
         if (!std::filesystem::exists(n.model)) measure::write_model_for_runner(g, n.model, setup.seed, opset);
         networks.push_back(std::move(n));
