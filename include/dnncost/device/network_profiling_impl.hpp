@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <dnncost/core/robust_statistics.hpp>
@@ -63,8 +64,9 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
     progress.done = out.from_store;
     run.report();
 
-    // profiled requests for the networks `which`: their profiles, and how many answered without kernels
-    const auto take_profiles = [&](const std::vector<std::size_t>& which, std::size_t& without_kernels) {
+    // profiled requests for the networks `which`: their profiles, and how many answered without
+    // kernels; `again`: networks that keep the profile they have when this one fails
+    const auto take_profiles = [&](const std::vector<std::size_t>& which, std::size_t& without_kernels, bool again) {
         std::vector<measure::Request> requests;
         for (const auto i : which) {
             measure::Request req{0, nets[i].model.string(), setup.harness.warmup, setup.harness.repeats};
@@ -75,10 +77,11 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         if (!requests.empty())
             run.pool().run(requests, [&](std::size_t k, const measure::Outcome& o) {
                 const auto& n = nets[which[k]];
+                const std::string failed = again ? ": no second profile (the first is kept): " : ": no profile: ";
                 if (!o.ok() || o.answer.kernels.empty()) {
                     if (o.ok()) ++without_kernels;
-                    ++out.without_profile;
-                    out.problems.push_back(n.id + ": no profile: " +
+                    if (!again) ++out.without_profile;
+                    out.problems.push_back(n.id + failed +
                                            (o.ok() ? std::string("the runner answered without kernels")
                                                    : std::string(to_string(o.failure)) + ": " + o.detail));
                     return;
@@ -88,8 +91,8 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
                     try {
                         p.nodes = read_runtime_nodes(o.answer.optimized_model);
                     } catch (const error& e) {
-                        ++out.without_profile;
-                        out.problems.push_back(n.id + ": the runner's optimised model: " + e.what());
+                        if (!again) ++out.without_profile;
+                        out.problems.push_back(n.id + failed + "the runner's optimised model: " + e.what());
                         p.kernels.clear();
                     }
                     std::error_code e;
@@ -123,7 +126,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         for (const auto i : batch)
             if (!profiles.count(nets[i].key) || setup.harness.force) to_profile.push_back(i);
         std::size_t without_kernels = 0;
-        auto fresh = take_profiles(to_profile, without_kernels);
+        auto fresh = take_profiles(to_profile, without_kernels, false);
         if (without_kernels > 0 && profiles.empty() && fresh.empty()) {
             out.profiles = false;
             out.without_profile = 0;
@@ -203,11 +206,12 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         std::vector<double> scales;
         for (const auto& n : out.networks) scales.push_back(n.scale);
         const double median = median_high(scales);
+        std::unordered_map<std::string, std::size_t> index_of;
+        for (std::size_t i = 0; i < nets.size(); ++i) index_of.emplace(nets[i].key, i);
         std::vector<std::size_t> again;
         for (const auto& n : out.networks)
             if (n.scale > median * setup.profile_disagreement || n.scale * setup.profile_disagreement < median)
-                for (std::size_t i = 0; i < nets.size(); ++i)
-                    if (nets[i].key == n.key) again.push_back(i);
+                if (const auto it = index_of.find(n.key); it != index_of.end()) again.push_back(it->second);
         std::vector<std::size_t> written;
         for (const auto i : again) {
             try {
@@ -219,7 +223,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
             }
         }
         std::size_t without_kernels = 0;
-        auto fresh = take_profiles(written, without_kernels);
+        auto fresh = take_profiles(written, without_kernels, true);
         for (const auto i : written) drop_model(i);
         if (!fresh.empty()) {
             out.reprofiled = fresh.size();
