@@ -637,6 +637,14 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
         ++as_searched;
     }
     CHECK(as_searched >= 3);
+    // keyword spotting as it runs, one frame window at a time, in every round
+    std::size_t kws = 0;
+    for (const auto& g : device::context_networks(36, 3, limits))
+        if (g.name().starts_with("kws:")) {
+            CHECK_MESSAGE(g.name().ends_with("@batch=1"), g.name());
+            ++kws;
+        }
+    CHECK(kws >= 3);
     CHECK(names.count("cnn"));
     CHECK(names.count("transformer"));
     CHECK(names.count("ofa"));

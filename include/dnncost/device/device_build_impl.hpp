@@ -272,11 +272,11 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
             if (what == "ofa")
                 o["resolution"] = std::to_string(pick({160, 192, 224, 256, 288, 320}));
             else {
-                // NB201, FBNet, ViT, KWS: real sizes at larger batches, and as searched (batch 1;
-                // each space in the first round): the small kernels of small networks, which no
-                // larger network shows
+                // NB201, FBNet, ViT: real sizes at larger batches, and as searched (batch 1; each
+                // space in the first round): the small kernels of small networks, which no larger
+                // network shows. Keyword spotting runs on audio frames one at a time: batch 1 always
                 const int batch = what == "vit" ? pick({1, 4, 8, 16}) : pick({1, 8, 16, 32});
-                o["batch"] = std::to_string(i < std::size(plan) ? 1 : batch);
+                o["batch"] = std::to_string(i < std::size(plan) || what == "kws" ? 1 : batch);
             }
             g = space.build_graph(arch, o);
             const auto size = synthetic::network_size(g);
