@@ -1019,6 +1019,12 @@ TEST_CASE("check_kernels: the rule changes a runtime's rewrites and merged repea
         CHECK(c.suggestions.size() == 1);
         CHECK(c.suggestions.at("merge-duplicates") == 1);
         CHECK(c.confirmed.at("Pad AveragePool") == 1);
+        // without the rule: the pooling took the Pad in
+        const auto apart = device::kernel_graph(g, device::FusionRules::parse("dnncost-fusion-rules 1\n"));
+        const auto unfused = check_kernels(g, apart, ks, nodes);
+        CHECK(unfused.suggestions.size() == 2);
+        CHECK(unfused.suggestions.at("fuse Pad AveragePool operands=none") == 1);
+        CHECK(unfused.suggestions.at("merge-duplicates") == 1);
     }
 }
 

@@ -50,7 +50,8 @@ namespace dnncost::device::detail {
 /// function): it ran as the kernels missing from the optimised graph that follow its producer's.
 /// A pass kernel fused by the runtime into its sole consumer's kernel, where the runtime nodes
 /// computing both are others than the consumer's operator, was moved past it (the transpose
-/// optimiser moves a Transpose past a Split): `fuse A B` and `rewrite A+B AS,...`.
+/// optimiser moves a Transpose past a Split): `fuse A B` and `rewrite A+B AS,...`; where they are
+/// one node of the consumer's operator, the consumer took it in (a pooling that pads): `fuse A B`.
 inline void suggest_rewrites(const graph::Graph& g, const KernelGraph& kg,
                              const std::vector<measure::RuntimeKernel>& kernels,
                              const std::vector<measure::RuntimeNode>& nodes, const std::vector<int>& runtime_of,
@@ -190,7 +191,9 @@ inline void suggest_rewrites(const graph::Graph& g, const KernelGraph& kg,
             if (std::find(kernel.outputs.begin(), kernel.outputs.end(), t) == kernel.outputs.end()) inputs.push_back(t);
         const auto found = computing(consumer.outputs, inputs);
         const auto& b = g.node(consumer.nodes.front());
-        if (found.size() < 2) continue;
+        // one node of the consumer's operator: it took the producer in (a pooling that pads)
+        const bool absorbed = found.size() == 1 && nodes[found[0]].op == b.op_type;
+        if (found.size() < 2 && !absorbed) continue;
         bool constant = false, activation = false;
         for (int t : b.inputs) {
             if (t < 0 || std::find(kernel.outputs.begin(), kernel.outputs.end(), t) != kernel.outputs.end()) continue;
@@ -200,7 +203,9 @@ inline void suggest_rewrites(const graph::Graph& g, const KernelGraph& kg,
                         (activation ? "activation"
                          : constant ? "constant"
                                     : "none")];
-        ++c.suggestions[rewrite_line(node.op_type + KindSpec::separator + b.op_type, found, first_input_rank(kernel))];
+        if (!absorbed)
+            ++c.suggestions[rewrite_line(node.op_type + KindSpec::separator + b.op_type, found,
+                                         first_input_rank(kernel))];
     }
 }
 }  // namespace dnncost::device::detail
