@@ -2,6 +2,8 @@
 # A device model for a runtime level that has none yet, built on this machine and judged on
 # networks it was not fitted to, measured here twice in the same hour. Run on an idle machine.
 #   new_level.sh LEVEL OUT_DIR RULES [BUDGET_MINUTES] [SEED]
+# RULES is a rule file, or `write`: the rules written by `device check --write-rules` from none
+# (bench/kernel_check/write_rules.sh, into OUT_DIR/rules; about twenty seconds of profiling).
 # Steps: (1) whole networks: 10 per space (seed 7) for the sample-boundary fit, 15 per space
 # (seed 4242) and data/onnx for judging; (2) `device build` with RULES and in-context samples
 # within BUDGET minutes; (3) its sample boundary fitted to the first networks; (4) both models
@@ -16,6 +18,14 @@ runner="$PWD/runners/onnxruntime/run --optimization $level --threads 1"
 device=ort-cpu-$level-1t
 mkdir -p "$out/networks" "$out/networks_remeasured"
 stamp() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+
+if [ "$rules" = write ]; then
+  stamp "rules: written by device check from none"
+  printf 'dnncost-fusion-rules 1\ndevice %s\n' "$device" > "$out/no.rules"
+  any_model=$(ls data/devices/*.dnnc | head -1)  # device check reads only the rules it is given
+  bash bench/kernel_check/write_rules.sh "$level" "$out/no.rules" "$any_model" "$out/rules"
+  rules=$out/rules/written.rules
+fi
 
 measure_judged() {  # DIR
   for space in nb201 fbnet ofa vit kws; do
