@@ -910,14 +910,24 @@ TEST_CASE("check_kernels: matched, fused by the runtime, run separately, inserte
     }
 }
 
+namespace {
+/// x [1,4,8] -> MatMul -> Add bias -> HardSwish: a linear layer as a transformer has it, which
+/// ONNX Runtime runs as Reshape, Gemm, Reshape, and an activation it expands into two kernels.
+struct LinearFixture {
+    graph::Graph g{"linear"};
+    int x = g.add_input("x", {1, 4, 8});
+    int m = g.add_op("MatMul", "mm", {x, g.add_weight("w", {8, 16})}, {1, 4, 16});
+    int a = g.add_op("Add", "add", {m, g.add_weight("b", {16})}, {1, 4, 16});
+    int r = g.add_op("HardSwish", "hs", {a}, {1, 4, 16});
+    LinearFixture() { g.mark_output(r); }
+};
+}  // namespace
+
 TEST_CASE("check_kernels: a rewrite's kernels are matched by what they read, an expanded function by its place") {
-    // x [1,4,8] -> MatMul -> Add bias -> Relu; the pass runs MatMul+Add as Reshape, Gemm, Reshape
-    graph::Graph g("linear");
-    const int x = g.add_input("x", {1, 4, 8});
-    const int m = g.add_op("MatMul", "mm", {x, g.add_weight("w", {8, 16})}, {1, 4, 16});
-    const int a = g.add_op("Add", "add", {m, g.add_weight("b", {16})}, {1, 4, 16});
-    const int r = g.add_op("HardSwish", "hs", {a}, {1, 4, 16});
-    g.mark_output(r);
+    // the pass runs MatMul+Add as Reshape, Gemm, Reshape
+    LinearFixture f;
+    const auto& g = f.g;
+    const int a = f.a;
     const auto kg = device::kernel_graph(
         g, device::FusionRules::parse("dnncost-fusion-rules 1\nfuse MatMul Add operands=constant\n"
                                       "rewrite MatMul+Add Gemm reshape-rank=3\nrewrite HardSwish HardSigmoid,Mul\n"));
@@ -949,12 +959,9 @@ TEST_CASE("check_kernels: a rewrite's kernels are matched by what they read, an 
 
 TEST_CASE("check_kernels: the rule changes a runtime's rewrites and merged repeats point at") {
     SUBCASE("MatMul + Add run as Reshape, Gemm, Reshape; HardSwish expanded after the optimised graph") {
-        graph::Graph g("linear");
-        const int x = g.add_input("x", {1, 4, 8});
-        const int m = g.add_op("MatMul", "mm", {x, g.add_weight("w", {8, 16})}, {1, 4, 16});
-        const int a = g.add_op("Add", "add", {m, g.add_weight("b", {16})}, {1, 4, 16});
-        const int r = g.add_op("HardSwish", "hs", {a}, {1, 4, 16});
-        g.mark_output(r);
+        LinearFixture f;
+        const auto& g = f.g;
+        const int a = f.a, r = f.r;
         // the pass without the rewrites: MatMul+Add, HardSwish
         const auto kg = device::kernel_graph(g, device::FusionRules::parse("dnncost-fusion-rules 1\n"
                                                                            "fuse MatMul Add operands=constant\n"));

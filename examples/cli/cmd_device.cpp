@@ -446,7 +446,7 @@ inline void add_device_networks(Command& device, Context& ctx) {
         std::string kind = "calibration", out;
         std::size_t count = 10;
         std::uint64_t seed = 0;
-        bool seeded = false, json_out = false;
+        bool json_out = false;
     };
     auto a = std::make_shared<Args>();
     auto* cmd = device.add_subcommand(
@@ -463,12 +463,12 @@ inline void add_device_networks(Command& device, Context& ctx) {
     cmd->add_option("--out", a->out, "Directory to write NNN.onnx and networks.tsv (file, name) into")->required();
     add_json_flag(*cmd, a->json_out);
     cmd->callback([a, seed, &ctx] {
-        a->seeded = seed->count() > 0;
-        const bool calibration = a->kind == "calibration";
+        // without --seed, the draws of the commands themselves (their default seeds)
+        const bool seeded = seed->count() > 0;
         const auto nets =
-            calibration
-                ? (a->seeded ? device::calibration_networks(a->count, a->seed) : device::calibration_networks(a->count))
-                : (a->seeded ? device::context_networks(a->count, a->seed) : device::context_networks(a->count));
+            a->kind == "calibration"
+                ? (seeded ? device::calibration_networks(a->count, a->seed) : device::calibration_networks(a->count))
+                : (seeded ? device::context_networks(a->count, a->seed) : device::context_networks(a->count));
         std::error_code ec;
         fs::create_directories(a->out, ec);
         if (!fs::is_directory(a->out)) raise<io_error>("device networks: cannot create the directory '", a->out, "'");

@@ -242,6 +242,23 @@ DNNCOST_FUNC auto dnncost::device::parse_in_context(std::string_view s) -> InCon
     raise<config_error>("in-context samples: '", s, "' is not auto, on or off");
 }
 
+namespace dnncost::device::detail {
+/// `n` networks of distinct structure from one seeded stream: `draw(i, rng)` gives the i-th draw
+/// (slot i of a plan); a draw that repeats an earlier network is dropped, after at most 4n + 16
+/// draws the networks so far are all.
+template <class Draw>
+std::vector<graph::Graph> distinct_networks(std::size_t n, std::uint64_t seed, Draw draw) {
+    Rng rng(seed);
+    std::vector<graph::Graph> out;
+    std::set<std::string> keys;
+    for (std::size_t i = 0; out.size() < n && i < 4 * n + 16; ++i) {
+        auto g = draw(i, rng);
+        if (keys.insert(measure::network_key(g)).second) out.push_back(std::move(g));
+    }
+    return out;
+}
+}  // namespace dnncost::device::detail
+
 DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t seed, const synthetic::Limits& limits)
     -> std::vector<graph::Graph> {
     limits.check();
@@ -250,13 +267,10 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
     // only ones most builds see in context, and a random block kind can leave a build without them
     static const std::string_view plan[] = {"nb201", "cnn", "transformer", "ofa", "branched-cnn", "fbnet",
                                             "vit",   "cnn", "transformer", "kws", "transformer",  "ofa"};
-    Rng rng(seed);
-    const auto pick = [&](std::initializer_list<int> choices) {
-        return *(choices.begin() + rng.below(choices.size()));
-    };
-    std::vector<graph::Graph> out;
-    std::set<std::string> keys;
-    for (std::size_t i = 0; out.size() < n && i < 4 * n + 16; ++i) {
+    return detail::distinct_networks(n, seed, [&](std::size_t i, Rng& rng) {
+        const auto pick = [&](std::initializer_list<int> choices) {
+            return *(choices.begin() + rng.below(choices.size()));
+        };
         const auto what = plan[i % std::size(plan)];
         graph::Graph g;
         if (what == "cnn") {
@@ -288,9 +302,8 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
                 g.set_name(name);
             }
         }
-        if (keys.insert(measure::network_key(g)).second) out.push_back(std::move(g));
-    }
-    return out;
+        return g;
+    });
 }
 
 DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint64_t seed)
@@ -302,10 +315,7 @@ DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint
                                             "transformer", "bottleneck",  "inverted", "transformer", "basic"};
     synthetic::Limits limits;
     limits.max_macs = calibration_max_macs;
-    Rng rng(seed);
-    std::vector<graph::Graph> out;
-    std::set<std::string> keys;
-    for (std::size_t i = 0; out.size() < n && i < 4 * n + 16; ++i) {
+    return detail::distinct_networks(n, seed, [&](std::size_t i, Rng& rng) {
         const auto what = plan[i % std::size(plan)];
         graph::Graph g;
         if (what == "transformer") {
@@ -326,9 +336,8 @@ DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint
                                                       : synthetic::Block::branched;
             g = synthetic::build_cnn(synthetic::sample_cnn(rng, block), limits);
         }
-        if (keys.insert(measure::network_key(g)).second) out.push_back(std::move(g));
-    }
-    return out;
+        return g;
+    });
 }
 
 DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, const std::vector<graph::Graph>& shots,

@@ -37,9 +37,25 @@ inline std::string plain_value(const std::string& name) {
 inline bool is_runtime_reorder(const std::string& op) {
     return op == "ReorderInput" || op == "ReorderOutput" || op == "Transpose_nchwc";
 }
-}  // namespace dnncost::device::detail
 
-namespace dnncost::device::detail {
+/// What the operands of `consumer` other than the values in `from` are (as a fusion rule classes
+/// them): the consumer of a pair the runtime fused, or ran apart.
+inline Operands other_operands(const graph::Graph& g, int consumer, const std::vector<int>& from) {
+    bool constant = false, activation = false;
+    for (int t : g.node(consumer).inputs) {
+        if (t < 0 || std::find(from.begin(), from.end(), t) != from.end()) continue;
+        (g.tensor(t).kind == graph::TensorKind::weight ? constant : activation) = true;
+    }
+    return activation ? Operands::activation : constant ? Operands::constant : Operands::none;
+}
+
+/// "A,B,C"
+inline std::string comma_joined(const std::vector<std::string>& ops) {
+    std::string s;
+    for (std::size_t i = 0; i < ops.size(); ++i) s += (i ? "," : "") + ops[i];
+    return s;
+}
+
 /// The rule changes that runtime kernels of other operators than the pass's point at
 /// (KernelCheck::suggestions): rewrites, and the common subexpressions the runtime computes once.
 /// A pass kernel runs rewritten when the runtime nodes that compute its outputs from its inputs
@@ -103,13 +119,12 @@ inline void suggest_rewrites(const graph::Graph& g, const KernelGraph& kg,
     };
     // "A,B,C" with the Reshape pair around a single kernel taken off (`rank`: the input's rank)
     const auto rewrite_line = [&](const std::string& kind, std::vector<std::size_t> found, std::size_t rank) {
-        std::string line = "rewrite " + kind + " ";
-        bool reshaped =
+        const bool reshaped =
             found.size() >= 3 && nodes[found.front()].op == "Reshape" && nodes[found.back()].op == "Reshape";
         if (reshaped) found = {found.begin() + 1, found.end() - 1};
-        for (std::size_t i = 0; i < found.size(); ++i) line += (i ? "," : "") + nodes[found[i]].op;
-        if (reshaped) line += " reshape-rank=" + std::to_string(rank);
-        return line;
+        std::vector<std::string> ops;
+        for (const auto n : found) ops.push_back(nodes[n].op);
+        return "rewrite " + kind + " " + comma_joined(ops) + (reshaped ? " reshape-rank=" + std::to_string(rank) : "");
     };
     const auto first_input_rank = [&](const Kernel& kernel) {
         const auto& ins = g.node(kernel.nodes.front()).inputs;
@@ -124,7 +139,7 @@ inline void suggest_rewrites(const graph::Graph& g, const KernelGraph& kg,
     };
     for (std::size_t n = 0; n < g.num_nodes(); ++n) alike[key_of(static_cast<int>(n))].push_back(static_cast<int>(n));
     const auto repeated = [&](int n) {
-        for (int m : alike[key_of(n)])
+        for (int m : alike.at(key_of(n)))
             if (m != n && g.node(m).attributes == g.node(n).attributes &&
                 g.node(m).outputs.size() == g.node(n).outputs.size())
                 return true;
@@ -171,11 +186,7 @@ inline void suggest_rewrites(const graph::Graph& g, const KernelGraph& kg,
                     if (in_graph.contains(kernels[r].name) || ops.size() >= 8) break;
                     ops.push_back(kernels[r].op);
                 }
-                if (producer >= 0 && !ops.empty()) {
-                    std::string line = "rewrite " + kernel.kind + " ";
-                    for (std::size_t i = 0; i < ops.size(); ++i) line += (i ? "," : "") + ops[i];
-                    ++c.suggestions[line];
-                }
+                if (producer >= 0 && !ops.empty()) ++c.suggestions["rewrite " + kernel.kind + " " + comma_joined(ops)];
                 continue;
             }
         }
@@ -194,23 +205,14 @@ inline void suggest_rewrites(const graph::Graph& g, const KernelGraph& kg,
         // one node of the consumer's operator: it took the producer in (a pooling that pads)
         const bool absorbed = found.size() == 1 && nodes[found[0]].op == b.op_type;
         if (found.size() < 2 && !absorbed) continue;
-        bool constant = false, activation = false;
-        for (int t : b.inputs) {
-            if (t < 0 || std::find(kernel.outputs.begin(), kernel.outputs.end(), t) != kernel.outputs.end()) continue;
-            (g.tensor(t).kind == graph::TensorKind::weight ? constant : activation) = true;
-        }
         ++c.suggestions["fuse " + node.op_type + " " + b.op_type + " operands=" +
-                        (activation ? "activation"
-                         : constant ? "constant"
-                                    : "none")];
+                        std::string(to_string(other_operands(g, consumer.nodes.front(), kernel.outputs)))];
         if (!absorbed)
             ++c.suggestions[rewrite_line(node.op_type + KindSpec::separator + b.op_type, found,
                                          first_input_rank(kernel))];
     }
 }
-}  // namespace dnncost::device::detail
 
-namespace dnncost::device::detail {
 /// KernelCheck::confirmed, and the "drop fuse" suggestions for rules the pass undid where the
 /// runtime ran the pair apart too (check_kernels).
 inline void weigh_fusions(const graph::Graph& g, const KernelGraph& kg, const FusionRules* rules,
@@ -243,14 +245,8 @@ inline void weigh_fusions(const graph::Graph& g, const KernelGraph& kg, const Fu
             kg.kernel_of_node[static_cast<std::size_t>(consumers[0])] != e.dst)
             continue;
         const int m = consumers[0];
-        bool constant = false, activation = false;
-        for (int t : g.node(m).inputs) {
-            if (t < 0 || t == e.tensor) continue;
-            (g.tensor(t).kind == graph::TensorKind::weight ? constant : activation) = true;
-        }
-        const auto operands = activation ? Operands::activation : constant ? Operands::constant : Operands::none;
-        const auto* rule =
-            rules->find(g.node(producer).op_type, g.node(m).op_type, operands, KindSpec::anchor_of(src.kind));
+        const auto* rule = rules->find(g.node(producer).op_type, g.node(m).op_type, other_operands(g, m, {e.tensor}),
+                                       KindSpec::anchor_of(src.kind));
         if (rule && !rule->blocked_operands)
             ++c.suggestions["drop fuse " + g.node(producer).op_type + " " + g.node(m).op_type];
     }
@@ -382,19 +378,12 @@ DNNCOST_FUNC auto dnncost::device::check_kernels(const graph::Graph& g, const Ke
             for (int m : kg.kernels[static_cast<std::size_t>(e.dst)].nodes) {
                 if (!reads_from(m, producer)) continue;
                 const auto& consumer = g.node(m);
-                bool constant = false, activation = false;
-                for (int t : consumer.inputs) {
-                    if (t < 0 || g.tensor(t).producer == producer) continue;
-                    (g.tensor(t).kind == graph::TensorKind::weight ? constant : activation) = true;
-                }
+                const auto operands = detail::other_operands(g, m, g.node(producer).outputs);
                 const std::string pair = g.node(producer).op_type + " " + consumer.op_type;
-                if (consumer.op_type == "BatchNormalization" && !activation)
+                if (consumer.op_type == "BatchNormalization" && operands != Operands::activation)
                     ++c.suggestions["fold " + pair + " operands=constant"];
                 else
-                    ++c.suggestions["fuse " + pair + " operands=" +
-                                    (activation ? "activation"
-                                     : constant ? "constant"
-                                                : "none")];
+                    ++c.suggestions["fuse " + pair + " operands=" + std::string(to_string(operands))];
                 return;
             }
         }
