@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Kernels four times the FLOPs of every sample of a device model's build, measured with the
-# build's runner, against the prices of the model as built and of its samples refitted with the
+# build's runner inside a network (each judged by its own profiled time, beside the sample it was
+# grown from), against the prices of the model as built and of its samples refitted with the
 # roofline base and without it (the regressors alone). docs/device_model.md, "Beyond the samples".
 #   run.sh MODEL RUNNER [WORK_DIR] [NAME]
 #     MODEL     a model of `dnncost device build` (.dnnc)

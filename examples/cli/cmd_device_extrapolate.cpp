@@ -1,12 +1,14 @@
 // `dnncost device extrapolate`: kernels several times larger (in FLOPs) than every sample of a
 // device model's build, measured with the runner as the build measured its samples and priced by
-// one or more models (docs/device_model.md, "Beyond the samples").
+// one or more models (docs/device_model.md, "Beyond the samples"). Inside a network, each kernel
+// is judged by its own time in the runtime's profile, as the build's in-context samples are.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,6 +27,7 @@
 #include <dnncost/device/kernel_sample_file.hpp>
 #include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/device/kernel_sampling.hpp>
+#include <dnncost/device/network_profiling.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/train/metrics.hpp>
@@ -41,7 +44,7 @@ struct Args {
     std::size_t per_kind = 2;
     double max_elements = 256e6;
     std::uint64_t seed = 1;
-    bool plan = false, json_out = false, isolated = false;
+    bool plan = false, json_out = false, isolated = false, no_profile = false;
     MeasureFlags flags = kernel_measure_flags();
 };
 
@@ -153,32 +156,66 @@ inline std::optional<device::KernelConfig> scaled(device::KernelConfig c, double
 
 struct Kernel {
     device::KernelSample sample;
+    /// The kernel it was grown from, at the samples' edge, measured beside it the same way: what
+    /// a harness adds or spares a kernel (a network's boundary, a cache left warm between runs)
+    /// cancels out of the growth from one to the other. nullopt: not known (an older listing).
+    std::optional<device::KernelSample> edge;
     std::string from_key;  ///< the build's sample it was grown from
     double flops = 0, family_max = 0;
 };
 
+/// A kernel sample of configuration `c`, inside a network or alone, keyed by its graph's hash.
+inline device::KernelSample sample_of(const device::KernelConfig& c, bool in_network) {
+    device::KernelSample out{c, device::kernel_sample_graph(c, in_network), {}, in_network};
+    out.key = graph::canonical_hash(out.graph).hex();
+    return out;
+}
+
+/// A listing's configuration fields, or a parse_error naming the listing's kernel.
+inline void read_config(const json& f, device::KernelConfig& c) {
+    for (auto [name, field] : {std::pair{"n", &c.n},
+                               {"c", &c.c},
+                               {"h", &c.h},
+                               {"w", &c.w},
+                               {"k", &c.k},
+                               {"kh", &c.kh},
+                               {"kw", &c.kw},
+                               {"sh", &c.sh},
+                               {"sw", &c.sw},
+                               {"groups", &c.groups}})
+        *field = f.at(name).get<std::int64_t>();
+}
+inline json config_json(const device::KernelConfig& c) {
+    return {{"n", c.n},   {"c", c.c},   {"h", c.h},   {"w", c.w},   {"k", c.k},
+            {"kh", c.kh}, {"kw", c.kw}, {"sh", c.sh}, {"sw", c.sw}, {"groups", c.groups}};
+}
+
 /// The kernels an earlier run listed (its --json output): each one's configuration, the fields the
 /// listing leaves out (activation, weight operand, folded BatchNorm, token layout) found by
-/// rebuilding its single-kernel graph until the graph's canonical hash is the kernel's key.
+/// rebuilding its single-kernel graph, alone or inside a network as the listing measured it, until
+/// the graph's canonical hash is the kernel's key.
 /// @throws parse_error naming `path` and the kernel for a listing that is not one, or a kernel
 ///         that no such configuration rebuilds
 inline std::vector<Kernel> listed_kernels(const std::string& path, const device::FusionRules& rules, bool in_network) {
     const auto doc = parse_json(io::read_file(path), false);
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("kernels") || !doc["kernels"].is_array())
         raise<parse_error>(path, ": not the --json output of dnncost device extrapolate (no \"kernels\" list)");
+    const bool listed_in_network = doc.value("in_network", false);
     std::vector<Kernel> out;
     for (std::size_t i = 0; i < doc["kernels"].size(); ++i) {
         const auto& row = doc["kernels"][i];
         device::KernelConfig c;
-        std::string key;
+        std::optional<device::KernelConfig> edge;
+        std::string key, edge_key;
         Kernel k;
         try {
             c.kind = row.at("kind").get<std::string>();
             key = row.at("key").get<std::string>();
-            const auto& f = row.at("config");
-            for (auto [name, field] : {std::pair{"n", &c.n}, {"c", &c.c}, {"h", &c.h}, {"w", &c.w}, {"k", &c.k},
-                                       {"kh", &c.kh}, {"kw", &c.kw}, {"sh", &c.sh}, {"sw", &c.sw}, {"groups", &c.groups}})
-                *field = f.at(name).get<std::int64_t>();
+            read_config(row.at("config"), c);
+            if (row.contains("edge") && !row["edge"].is_null()) {
+                read_config(row["edge"].at("config"), edge.emplace());
+                edge_key = row["edge"].value("key", std::string());
+            }
             k.from_key = row.value("grown_from", std::string());
             k.family_max = row.value("family_max_flops", 0.0);
         } catch (const json::exception& e) {
@@ -186,7 +223,7 @@ inline std::vector<Kernel> listed_kernels(const std::string& path, const device:
         }
         const auto rebuilds = [&] {
             try {
-                return graph::canonical_hash(device::kernel_sample_graph(c)).hex() == key;
+                return graph::canonical_hash(device::kernel_sample_graph(c, listed_in_network)).hex() == key;
             } catch (const error&) {
                 return false;  // sizes this variant cannot build
             }
@@ -204,8 +241,27 @@ inline std::vector<Kernel> listed_kernels(const std::string& path, const device:
         if (!found)
             raise<parse_error>(path, ": kernel ", i, " (", c.kind, "): no configuration with its listed sizes rebuilds "
                                "the graph of key ", key);
-        k.sample = {c, device::kernel_sample_graph(c, in_network), {}, in_network};
-        k.sample.key = graph::canonical_hash(k.sample.graph).hex();
+        k.sample = sample_of(c, in_network);
+        if (edge) {
+            for (auto [field, value] : {std::pair{&c.n, edge->n},
+                                        {&c.c, edge->c},
+                                        {&c.h, edge->h},
+                                        {&c.w, edge->w},
+                                        {&c.k, edge->k},
+                                        {&c.kh, edge->kh},
+                                        {&c.kw, edge->kw},
+                                        {&c.sh, edge->sh},
+                                        {&c.sw, edge->sw},
+                                        {&c.groups, edge->groups}})
+                *field = value;  // the grown kernel's activation, operand and layout, its source's sizes
+            k.edge = sample_of(c, in_network);
+            c = k.sample.config;
+            if (!edge_key.empty() && sample_of(k.edge->config, listed_in_network).key != edge_key)
+                raise<parse_error>(path, ": kernel ", i, " (", c.kind,
+                                   "): its edge's sizes with the kernel's "
+                                   "configuration do not rebuild the edge's key ",
+                                   edge_key);
+        }
         if (!one_kernel(c, rules, &k.flops))
             raise<parse_error>(path, ": kernel ", i, " (", c.kind, ") is not one kernel of that kind under the model's rules");
         out.push_back(std::move(k));
@@ -252,8 +308,8 @@ inline std::vector<Kernel> grown_kernels(const Args& a, const device::FusionRule
                 continue;
             }
             Kernel k;
-            k.sample = {*big, device::kernel_sample_graph(*big, !a.isolated), {}, !a.isolated};
-            k.sample.key = graph::canonical_hash(k.sample.graph).hex();
+            k.sample = sample_of(*big, !a.isolated);
+            k.edge = sample_of(*c, !a.isolated);
             if (!seen.insert(k.sample.key).second) continue;
             one_kernel(*big, rules, &k.flops);
             k.from_key = file.keys[rows[r].second];
@@ -265,6 +321,91 @@ inline std::vector<Kernel> grown_kernels(const Args& a, const device::FusionRule
     if (kernels.empty())
         raise<config_error>("device extrapolate: no sample of a Conv, DepthwiseConv, Gemm or MatMul kind could be grown");
     return kernels;
+}
+
+/// The grown kernel's index among its network's kernels (kernel_graph): the one kernel that is
+/// neither a reorder nor, inside a network, the reduction after it.
+inline std::size_t kernel_index(const device::KernelSample& s, const device::FusionRules& rules) {
+    const auto kg = device::kernel_graph(s.graph, rules);
+    std::size_t last = kg.kernels.size();
+    if (s.in_network)
+        while (last > 0 && kg.kernels[last - 1].is_reorder()) --last;
+    for (std::size_t i = 0; i < kg.kernels.size(); ++i)
+        if (!kg.kernels[i].is_reorder() && !(s.in_network && i + 1 == last)) return i;
+    raise<config_error>("device extrapolate: the graph of kernel ", s.key, " (", s.config.kind,
+                        ") has no kernel of its own under the model's rules");
+}
+
+/// What was measured of a kernel's graph: the network's latency, and the kernel's own time in its
+/// profile (NaN without one).
+struct Measured {
+    double network_ms = std::numeric_limits<double>::quiet_NaN();
+    double kernel_ms = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// Measures `todo` (inside networks: profiled, unless `no_profile` or the runner cannot) into
+/// stores in `work`; `failed` counts what failed.
+inline std::map<std::string, Measured> measure(const Args& a, const std::vector<const device::KernelSample*>& todo,
+                                               const device::FusionRules& rules, double run_overhead_ms,
+                                               const fs::path& work, std::size_t& failed) {
+    std::map<std::string, Measured> out;  // by the graph's key
+    const auto setup = [&](auto& s, const char* store) {
+        s.runners = a.runners;
+        s.device = rules.device;
+        s.store = work / store;
+        s.harness = a.flags.checked_harness();
+        s.pool = a.flags.pool();
+        s.seed = a.seed;
+        s.opset = device::spaces_opset();
+    };
+    if (!a.isolated && !a.no_profile) {
+        std::vector<graph::Graph> nets;
+        for (const auto* k : todo) nets.push_back(k->graph);
+        device::NetworkProfilingSetup s;
+        setup(s, "networks.csv");
+        const auto r = device::profile_networks(nets, rules, run_overhead_ms, s);
+        if (r.profiles) {
+            for (const auto& n : r.networks) out[n.key].network_ms = n.latency_ms;
+            for (const auto* k : todo) {
+                const auto want = k->key + "#" + std::to_string(kernel_index(*k, rules));
+                for (const auto& row : r.rows)
+                    if (row.key == want) out[k->key].kernel_ms = row.latency_ms;
+            }
+            failed = r.failed + r.without_profile;
+            for (const auto& e : r.problems) std::cerr << "dnncost: warning: " << e << '\n';
+            return out;
+        }
+        std::cerr << "dnncost: warning: the runner does not profile: each kernel is judged by its network's latency\n";
+    }
+    std::vector<device::KernelSample> samples;
+    for (const auto* k : todo) samples.push_back(*k);
+    device::KernelSamplingSetup s;
+    setup(s, "kernels.csv");
+    const auto r = device::measure_kernel_samples(samples, rules, s);
+    for (const auto& row : r.rows) out[row.key].network_ms = row.latency_ms;
+    failed = r.failed + r.model_errors.size();
+    for (const auto& e : r.model_errors) std::cerr << "dnncost: warning: " << e << '\n';
+    return out;
+}
+
+/// Per model: MAPE and the share within 20 % of its prices against the measured times, over the
+/// rows where both are finite.
+inline json accuracy(const std::vector<std::string>& names, const std::vector<std::vector<double>>& predicted,
+                     const std::vector<double>& measured) {
+    json out = json::object();
+    for (std::size_t m = 0; m < names.size(); ++m) {
+        std::vector<double> p, y;
+        for (std::size_t i = 0; i < measured.size(); ++i)
+            if (std::isfinite(measured[i]) && std::isfinite(predicted[m][i])) {
+                p.push_back(predicted[m][i]);
+                y.push_back(measured[i]);
+            }
+        if (!y.empty())
+            out[names[m]] = {{"mape", train::mape(p, y)},
+                             {"within_20", train::error_bound_accuracy(p, y, 0.20)},
+                             {"kernels", y.size()}};
+    }
+    return out;
 }
 
 /// @return whether every kernel was measured (or --plan)
@@ -285,62 +426,96 @@ inline bool run(const Args& a) {
         kernels = listed_kernels(a.kernels, rules, !a.isolated);
     else
         kernels = grown_kernels(a, rules, samples_path, not_rebuilt, too_large);
+    // every graph to price and measure: the grown kernels', then their edges'
+    std::vector<const device::KernelSample*> todo;
+    std::map<std::string, std::size_t> at;  // graph key -> index in todo (two kernels may share an edge)
+    const auto add = [&](const device::KernelSample& s) {
+        if (at.emplace(s.key, todo.size()).second) todo.push_back(&s);
+    };
+    for (const auto& k : kernels) add(k.sample);
+    for (const auto& k : kernels)
+        if (k.edge) add(*k.edge);
     std::vector<const graph::Graph*> graphs;
-    for (const auto& k : kernels) graphs.push_back(&k.sample.graph);
-    std::vector<std::vector<double>> predicted;
-    for (const auto& m : models) predicted.push_back(m->price_totals(graphs));
-
-    std::map<std::string, double> measured;  // by key
+    for (const auto* s : todo) graphs.push_back(&s->graph);
+    // each model's price of every network, and of its kernel
+    std::vector<std::vector<double>> net_price(models.size()), kernel_price(models.size());
+    std::vector<std::size_t> index_in;  // of each graph's own kernel among its kernels
+    for (const auto* s : todo) index_in.push_back(kernel_index(*s, rules));
+    for (std::size_t m = 0; m < models.size(); ++m) {
+        const auto prices = models[m]->price_networks(graphs);
+        for (std::size_t i = 0; i < prices.size(); ++i) {
+            net_price[m].push_back(prices[i].total_ms);
+            kernel_price[m].push_back(prices[i].kernels.at(index_in[i]).ms);
+        }
+    }
+    std::map<std::string, Measured> measured;
     std::size_t failed = 0;
     if (!a.plan) {
-        std::vector<device::KernelSample> todo;
-        for (const auto& k : kernels) todo.push_back(k.sample);
-        device::KernelSamplingSetup s;
-        s.runners = a.runners;
-        s.device = rules.device;
         const fs::path work = a.work.empty() ? fs::path(a.models[0] + ".extrapolation") : fs::path(a.work);
         fs::create_directories(work);
-        s.store = work / "kernels.csv";
-        s.harness = a.flags.checked_harness();
-        s.pool = a.flags.pool();
-        s.seed = a.seed;
-        s.opset = device::spaces_opset();
-        const auto r = device::measure_kernel_samples(todo, rules, s);
-        for (const auto& row : r.rows) measured[row.key] = row.latency_ms;
-        failed = r.failed + r.model_errors.size();
-        for (const auto& e : r.model_errors) std::cerr << "dnncost: warning: " << e << '\n';
+        measured = measure(a, todo, rules, models.front()->run_overhead_ms(), work, failed);
     }
+    const auto measured_of = [&](const device::KernelSample& s) {
+        const auto it = measured.find(s.key);
+        return it == measured.end() ? Measured{} : it->second;
+    };
+    // judged by the kernels' own times where every one has one (or, planning, will have)
+    bool by_kernel = a.plan ? !a.isolated && !a.no_profile : !measured.empty();
+    for (const auto* s : todo) by_kernel = by_kernel && (a.plan || std::isfinite(measured_of(*s).kernel_ms));
+    const std::string judged = by_kernel ? "kernel" : "network";
+    const auto time_of = [&](const Measured& t) { return by_kernel ? t.kernel_ms : t.network_ms; };
+    const auto price_of = [&](std::size_t m, const device::KernelSample& s) {
+        const auto i = at.at(s.key);
+        return by_kernel ? kernel_price[m][i] : net_price[m][i];
+    };
 
+    const double nan = std::numeric_limits<double>::quiet_NaN();
     json rows = json::array();
-    std::vector<std::vector<double>> pred_ok(models.size());
-    std::vector<double> meas_ok;
-    for (std::size_t i = 0; i < kernels.size(); ++i) {
-        const auto& k = kernels[i];
+    std::vector<double> meas, net_meas, grown_meas_edge;
+    std::vector<std::vector<double>> pred(models.size()), net_pred(models.size()), from_edge(models.size());
+    for (const auto& k : kernels) {
         const auto& c = k.sample.config;
+        const auto t = measured_of(k.sample);
         json row{{"kind", c.kind},
                  {"key", k.sample.key},
                  {"grown_from", k.from_key},
-                 {"config", {{"n", c.n}, {"c", c.c}, {"h", c.h}, {"w", c.w}, {"k", c.k}, {"kh", c.kh}, {"kw", c.kw},
-                             {"sh", c.sh}, {"sw", c.sw}, {"groups", c.groups}}},
+                 {"config", config_json(c)},
                  {"flops", k.flops},
                  {"family_max_flops", k.family_max},
-                 {"flops_ratio", k.flops / k.family_max}};
-        const auto it = measured.find(k.sample.key);
-        row["measured_ms"] = it == measured.end() ? json(nullptr) : json(it->second);
-        json p = json::object();
+                 {"flops_ratio", k.family_max > 0 ? json(k.flops / k.family_max) : json(nullptr)}};
+        const auto finite_or_null = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+        row["measured_ms"] = finite_or_null(time_of(t));
+        row["network_measured_ms"] = finite_or_null(t.network_ms);
+        meas.push_back(time_of(t));
+        net_meas.push_back(t.network_ms);
+        const auto e = k.edge ? measured_of(*k.edge) : Measured{};
+        json p = json::object(), np = json::object(), fe = json::object(), ep = json::object();
         for (std::size_t m = 0; m < models.size(); ++m) {
-            p[a.models[m]] = predicted[m][i];
-            if (it != measured.end()) pred_ok[m].push_back(predicted[m][i]);
+            const double price = price_of(m, k.sample);
+            p[a.models[m]] = price;
+            np[a.models[m]] = net_price[m][at.at(k.sample.key)];
+            pred[m].push_back(price);
+            net_pred[m].push_back(np[a.models[m]].get<double>());
+            // the grown kernel priced from its edge's measured time, grown as the model grows it
+            const double edge_price = k.edge ? price_of(m, *k.edge) : nan;
+            const double anchored = time_of(e) * price / edge_price;
+            from_edge[m].push_back(anchored);
+            fe[a.models[m]] = finite_or_null(anchored);
+            ep[a.models[m]] = finite_or_null(edge_price);
         }
-        if (it != measured.end()) meas_ok.push_back(it->second);
         row["predicted_ms"] = std::move(p);
+        row["network_predicted_ms"] = std::move(np);
+        if (k.edge)
+            row["edge"] = {{"key", k.edge->key},
+                           {"config", config_json(k.edge->config)},
+                           {"measured_ms", finite_or_null(time_of(e))},
+                           {"predicted_ms", std::move(ep)},
+                           {"grown_from_edge_ms", std::move(fe)}};
         rows.push_back(std::move(row));
     }
-    json summary = json::object();
-    for (std::size_t m = 0; m < models.size() && !meas_ok.empty(); ++m)
-        summary[a.models[m]] = {{"mape", train::mape(pred_ok[m], meas_ok)},
-                                {"within_20", train::error_bound_accuracy(pred_ok[m], meas_ok, 0.20)}};
-    const bool complete = a.plan || (failed == 0 && meas_ok.size() == kernels.size());
+    std::size_t measured_kernels = 0;
+    for (double v : meas) measured_kernels += std::isfinite(v) ? 1 : 0;
+    const bool complete = a.plan || (failed == 0 && measured_kernels == kernels.size());
     if (a.json_out) {
         print_json({{"models", a.models},
                     {"samples", a.kernels.empty() ? samples_path.string() : std::string()},
@@ -350,35 +525,50 @@ inline bool run(const Args& a) {
                     {"factor", a.factor},
                     {"plan", a.plan},
                     {"in_network", !a.isolated},
+                    {"judged", judged},
                     {"kernels", rows},
                     {"not_rebuilt", not_rebuilt},
                     {"too_large", too_large},
-                    {"measured", meas_ok.size()},
+                    {"measured", measured_kernels},
                     {"failed", failed},
-                    {"summary", summary}});
+                    {"summary", accuracy(a.models, pred, meas)},
+                    {"network_summary", accuracy(a.models, net_pred, net_meas)},
+                    {"from_edge_summary", accuracy(a.models, from_edge, meas)}});
         return complete;
     }
+    std::cout << (by_kernel ? "each kernel's own time in its network's profile" : "each network's latency")
+              << ", ms; 'from edge': the model's growth from the kernel it was grown from, measured beside it\n";
     std::cout << std::left << std::setw(18) << "kind" << std::setw(26) << "n c h w -> k" << std::right << std::setw(8)
               << "FLOPs x" << std::setw(12) << "measured";
-    for (std::size_t m = 0; m < models.size(); ++m) std::cout << std::setw(12) << ("model " + std::to_string(m + 1));
+    for (std::size_t m = 0; m < models.size(); ++m)
+        std::cout << std::setw(12) << ("model " + std::to_string(m + 1)) << std::setw(12) << "from edge";
     std::cout << '\n';
     for (std::size_t i = 0; i < kernels.size(); ++i) {
         const auto& k = kernels[i];
         const auto& c = k.sample.config;
-        const auto it = measured.find(k.sample.key);
         std::cout << std::left << std::setw(18) << c.kind << std::setw(26)
                   << (std::to_string(c.n) + " " + std::to_string(c.c) + " " + std::to_string(c.h) + " " +
                       std::to_string(c.w) + " -> " + std::to_string(c.k))
-                  << std::right << std::setw(8) << std::setprecision(3) << k.flops / k.family_max << std::setw(12)
-                  << (it == measured.end() ? std::string("-") : std::to_string(it->second));
-        for (std::size_t m = 0; m < models.size(); ++m) std::cout << std::setw(12) << predicted[m][i];
+                  << std::right << std::setw(8) << std::setprecision(3)
+                  << (k.family_max > 0 ? dnncost::concat(std::setprecision(3), k.flops / k.family_max) : "-")
+                  << std::setw(12) << (std::isfinite(meas[i]) ? std::to_string(meas[i]) : std::string("-"));
+        for (std::size_t m = 0; m < models.size(); ++m)
+            std::cout << std::setw(12) << pred[m][i] << std::setw(12)
+                      << (std::isfinite(from_edge[m][i]) ? std::to_string(from_edge[m][i]) : std::string("-"));
         std::cout << '\n';
     }
+    const auto line = [](const json& acc, const std::string& name) {
+        if (!acc.contains(name)) return std::string();
+        return "MAPE " + percent(acc[name]["mape"].get<double>()) + ", within 20 % " +
+               percent(acc[name]["within_20"].get<double>());
+    };
+    const auto acc = accuracy(a.models, pred, meas), acc_edge = accuracy(a.models, from_edge, meas),
+               acc_net = accuracy(a.models, net_pred, net_meas);
     for (std::size_t m = 0; m < models.size(); ++m) {
         std::cout << "model " << m + 1 << ": " << a.models[m];
-        if (!meas_ok.empty())
-            std::cout << ": MAPE " << percent(train::mape(pred_ok[m], meas_ok)) << ", within 20 % "
-                      << percent(train::error_bound_accuracy(pred_ok[m], meas_ok, 0.20));
+        if (acc.contains(a.models[m])) std::cout << ": " << line(acc, a.models[m]);
+        if (acc_edge.contains(a.models[m])) std::cout << "; from edge: " << line(acc_edge, a.models[m]);
+        if (by_kernel && acc_net.contains(a.models[m])) std::cout << "; whole networks: " << line(acc_net, a.models[m]);
         std::cout << '\n';
     }
     if (not_rebuilt + too_large > 0)
@@ -421,6 +611,9 @@ void add_device_extrapolate_command(Command& device, Context& ctx) {
                   "Measure each kernel as the whole model, its output the model's output, which every run allocates "
                   "and copies out (what a sample pays at its boundary); by default a ReduceMean after it keeps its "
                   "output inside the network, as a kernel of a real network writes it");
+    cmd->add_flag("--no-profile", a->no_profile,
+                  "Inside a network, judge each kernel by the network's latency rather than by its own time in the "
+                  "runtime's profile (what a runner that cannot profile gives)");
     a->flags.add_to(*cmd, {});
     add_json_flag(*cmd, a->json_out);
     cmd->callback([a, &ctx] { ctx.exit_code = dx::run(*a) ? 0 : 3; });

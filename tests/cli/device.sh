@@ -86,6 +86,15 @@ grep -q '"flops_ratio"' plan.json || fail "device extrapolate --plan listed no k
 grep -q '"measured_ms": [0-9]' extra.json || fail "device extrapolate measured no kernel"
 grep -q '"within_20"' extra.json || fail "device extrapolate: no summary per model"
 grep -q '"in_network": true' extra.json || fail "device extrapolate: kernels not measured inside a network by default"
+# this runner does not profile: each kernel is judged by its network's latency, and says so; each
+# is measured beside the sample it was grown from
+grep -q '"judged": "network"' extra.json && grep -q "does not profile" extra.err ||
+  fail "device extrapolate with a runner that does not profile: not judged by the networks, or not said"
+python3 -c "
+import json, sys
+d = json.load(open('extra.json'))
+sys.exit(0 if all(k['edge']['measured_ms'] > 0 and k['edge']['config']['h'] <= k['config']['h'] for k in d['kernels'])
+         and d['from_edge_summary'] else 1)" || fail "device extrapolate: the kernels' edges not measured"
 "$bin" device extrapolate --model dev.dnnc --runner "$runner" "${fast[@]}" --isolated --work iso --json > iso.json \
   2> iso.err || { fail "device extrapolate --isolated"; tail -3 iso.err; }
 grep -q '"in_network": false' iso.json || fail "device extrapolate --isolated: not said in its output"
@@ -98,6 +107,21 @@ import json, sys
 a = json.load(open('iso.json'))['kernels']; b = json.load(open('again.json'))['kernels']
 sys.exit(0 if [k['key'] for k in a] == [k['key'] for k in b] and a else 1)" ||
   fail "device extrapolate --kernels: not the listed kernels"
+# a listing measured inside networks (the default) reads back too
+"$bin" device extrapolate --model dev.dnnc --kernels extra.json --plan --json > again_net.json 2> again_net.err ||
+  { fail "device extrapolate --kernels of an in-network listing"; tail -3 again_net.err; }
+python3 -c "
+import json, sys
+a = json.load(open('extra.json'))['kernels']; b = json.load(open('again_net.json'))['kernels']
+sys.exit(0 if [k['key'] for k in a] == [k['key'] for k in b] and a else 1)" ||
+  fail "device extrapolate --kernels: not the kernels of the in-network listing"
+python3 -c "
+import json
+d = json.load(open('extra.json')); d['kernels'][0]['edge']['key'] = '00'
+json.dump(d, open('bad_edge.json', 'w'))"
+"$bin" device extrapolate --model dev.dnnc --kernels bad_edge.json --plan > /dev/null 2> bad_edge.err &&
+  fail "device extrapolate --kernels with an edge that does not rebuild"
+grep -q "bad_edge.json: kernel 0 .*edge" bad_edge.err || fail "device extrapolate --kernels, bad edge: unclear error $(cat bad_edge.err)"
 echo '{"kernels": [{"kind": "Gemm", "key": "00", "config": {"n": 1}}]}' > bad_kernels.json
 "$bin" device extrapolate --model dev.dnnc --kernels bad_kernels.json --plan > /dev/null 2> bad_kernels.err &&
   fail "device extrapolate --kernels with a damaged listing"

@@ -130,6 +130,22 @@ RULES
     fail "device check with the rules written on a ViT"
   python3 -c 'import json, sys; sys.exit(0 if json.load(open("written_vit.json"))["agreement"] == 1.0 else 1)' ||
     fail "the rules written on a ViT do not agree with ONNX Runtime's kernels"
+  # kernels beyond the samples judged by their own profiled time inside a network, each beside the
+  # kernel it was grown from: a kernel's time is a part of its network's latency
+  "$bin" device extrapolate --model "$model" --kernels "$tests/data/extrapolation_listing.json" \
+    --runner "$runner/run --optimization all --threads 1" --rounds 1 --max-rounds 1 --warmup 1 --repeats 3 \
+    --round-ms 0 --work extrapolation --json > extrapolation.json 2> extrapolation.err ||
+    { fail "device extrapolate with ONNX Runtime"; tail -3 extrapolation.err; }
+  python3 - "$model" <<'PY' || fail "device extrapolate with ONNX Runtime: kernels not judged by their profiled times"
+import json, sys
+d = json.load(open("extrapolation.json")); m = sys.argv[1]
+ok = d["judged"] == "kernel" and len(d["kernels"]) == 2 and m in d["summary"] and m in d["from_edge_summary"]
+for k in d["kernels"]:
+    e = k["edge"]
+    ok = ok and 0 < k["measured_ms"] < k["network_measured_ms"] and 0 < e["measured_ms"]
+    ok = ok and 0 < k["predicted_ms"][m] < k["network_predicted_ms"][m] and e["grown_from_edge_ms"][m] > 0
+sys.exit(0 if ok else 1)
+PY
 else
   echo "note: Node.js or the bundled runner's packages are missing; the ONNX Runtime part is skipped"
 fi
