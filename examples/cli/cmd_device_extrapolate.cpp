@@ -471,7 +471,7 @@ inline bool run(const Args& a) {
 
     const double nan = std::numeric_limits<double>::quiet_NaN();
     json rows = json::array();
-    std::vector<double> meas, net_meas, grown_meas_edge;
+    std::vector<double> meas, net_meas;
     std::vector<std::vector<double>> pred(models.size()), net_pred(models.size()), from_edge(models.size());
     for (const auto& k : kernels) {
         const auto& c = k.sample.config;
