@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/device/kernel_sampling.hpp>
 #include <dnncost/io/file.hpp>
+#include <dnncost/measure/machine_load.hpp>
 
 #include "measure/scratch.hpp"
 
@@ -127,6 +129,43 @@ TEST_CASE("kernel sampling: a time budget is honoured, and the rest is measured 
 
     s.budget_minutes = -1;
     CHECK_THROWS_AS(device::measure_kernel_samples(todo, rules(), s), config_error);
+}
+
+TEST_CASE("kernel sampling: chunks measured on a loaded machine are reported, with the harness's reason") {
+    // load samples 1 s apart in which other processes used `other_cpus` CPUs' worth of time
+    const auto planted_load = [](double other_cpus) {
+        auto calls = std::make_shared<int>(0);
+        return [calls, other_cpus] {
+            measure::LoadSample l;
+            l.seconds = 1000.0 + *calls;
+            l.busy = {static_cast<std::uint64_t>(other_cpus * measure::clock_ticks_per_second() * *calls), 0};
+            l.load_average = 0.1;
+            ++*calls;
+            return l;
+        };
+    };
+    const auto todo = samples(2);
+    REQUIRE(todo.size() == 6);
+    for (const double other_cpus : {0.0, 1e6}) {
+        const fs::path dir = fs::path(DNNCOST_BINARY_DIR) / "test_kernel_sampling_load";
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        auto s = setup(dir, "kernels.csv");
+        s.chunk = 2;
+        s.load_sampler = planted_load(other_cpus);
+        const auto r = device::measure_kernel_samples(todo, rules(), s);
+        CHECK(r.measured == 6);
+        CHECK(r.disturbance.chunks == 3);
+        if (other_cpus == 0) {
+            CHECK(r.disturbance.disturbed == 0);
+            CHECK(r.disturbance.summary().empty());
+        } else {
+            CHECK(r.disturbance.disturbed == 3);
+            REQUIRE(r.disturbance.reasons.size() == 3);
+            CHECK(r.disturbance.reasons.front().find("other processes") != std::string::npos);
+            CHECK(r.disturbance.summary().find("3 of 3 chunks") == 0);
+        }
+    }
 }
 
 TEST_CASE("kernel sample file: what a build fitted to comes back exactly, and damage is a clear error") {

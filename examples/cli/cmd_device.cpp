@@ -332,6 +332,10 @@ inline void run_calibrate(const CalibrateArgs& a) {
     line.done();
     io::write_file_atomic(a.out, m->serialize());
     const auto& c = r.report;
+    const auto disturbed = r.disturbance.summary();
+    if (!disturbed.empty())
+        std::cerr << "dnncost: warning: the shots were " << disturbed.substr(disturbed.find("measured"))
+                  << "; calibrate again on a quiet machine\n";
     const auto shrinkage = [](double x) { return std::isfinite(x) ? json(x) : json("global only"); };
     if (a.json_out) {
         json shots = json::array();
@@ -350,6 +354,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
                            {"given_mape", c.given_mape},
                            {"loo_mape", c.candidates.empty() ? json(nullptr) : json(c.cv_mape)},
                            {"candidates", candidates},
+                           {"disturbed", disturbed.empty() ? json(nullptr) : json(disturbed)},
                            {"shots", shots}});
     }
     for (std::size_t i = 0; i < r.shots.size(); ++i)

@@ -344,10 +344,11 @@ struct Measured {
 };
 
 /// Measures `todo` (inside networks: profiled, unless `no_profile` or the runner cannot) into
-/// stores in `work`; `failed` counts what failed.
+/// stores in `work`; `failed` counts what failed, `disturbance` what the harness saw of the machine.
 inline std::map<std::string, Measured> measure(const Args& a, const std::vector<const device::KernelSample*>& todo,
                                                const device::FusionRules& rules, double run_overhead_ms,
-                                               const fs::path& work, std::size_t& failed) {
+                                               const fs::path& work, std::size_t& failed,
+                                               device::Disturbance& disturbance) {
     std::map<std::string, Measured> out;  // by the graph's key
     const auto setup = [&](auto& s, const char* store) {
         s.runners = a.runners;
@@ -372,6 +373,7 @@ inline std::map<std::string, Measured> measure(const Args& a, const std::vector<
                     if (row.key == want) out[k->key].kernel_ms = row.latency_ms;
             }
             failed = r.failed + r.without_profile;
+            disturbance = r.disturbance;
             for (const auto& e : r.problems) std::cerr << "dnncost: warning: " << e << '\n';
             return out;
         }
@@ -384,6 +386,7 @@ inline std::map<std::string, Measured> measure(const Args& a, const std::vector<
     const auto r = device::measure_kernel_samples(samples, rules, s);
     for (const auto& row : r.rows) out[row.key].network_ms = row.latency_ms;
     failed = r.failed + r.model_errors.size();
+    disturbance = r.disturbance;
     for (const auto& e : r.model_errors) std::cerr << "dnncost: warning: " << e << '\n';
     return out;
 }
@@ -450,10 +453,13 @@ inline bool run(const Args& a) {
     }
     std::map<std::string, Measured> measured;
     std::size_t failed = 0;
+    device::Disturbance disturbance;
     if (!a.plan) {
         const fs::path work = a.work.empty() ? fs::path(a.models[0] + ".extrapolation") : fs::path(a.work);
         fs::create_directories(work);
-        measured = measure(a, todo, rules, models.front()->run_overhead_ms(), work, failed);
+        measured = measure(a, todo, rules, models.front()->run_overhead_ms(), work, failed, disturbance);
+        if (const auto d = disturbance.summary(); !d.empty())
+            std::cerr << "dnncost: warning: " << d << "; measure again on a quiet machine\n";
     }
     const auto measured_of = [&](const device::KernelSample& s) {
         const auto it = measured.find(s.key);
@@ -531,6 +537,7 @@ inline bool run(const Args& a) {
                     {"too_large", too_large},
                     {"measured", measured_kernels},
                     {"failed", failed},
+                    {"disturbed", disturbance.disturbed > 0 ? json(disturbance.summary()) : json(nullptr)},
                     {"summary", accuracy(a.models, pred, meas)},
                     {"network_summary", accuracy(a.models, net_pred, net_meas)},
                     {"from_edge_summary", accuracy(a.models, from_edge, meas)}});

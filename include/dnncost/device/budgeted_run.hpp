@@ -52,12 +52,27 @@ struct MeasuringSetup {
     /// Seconds since an arbitrary origin; empty: a steady clock. Lets a caller (or a test)
     /// decide what elapsed time means.
     std::function<double()> clock;
+    /// The machine's load, which says whether other processes disturbed a measurement; empty:
+    /// the harness reads it from the machine (a test plants one).
+    measure::Harness::LoadSampler load_sampler;
+};
+
+/// Why the harness judged the runs of a sampling or profiling run disturbed: one reason per
+/// disturbed chunk (RunConditions::reasons), empty when every chunk ran on a quiet machine.
+struct Disturbance {
+    std::size_t chunks = 0, disturbed = 0;  ///< harness runs, and those judged disturbed
+    std::vector<std::string> reasons;
+    /// "N of M chunks ...: first reason", or empty when none was disturbed.
+    std::string summary() const {
+        if (disturbed == 0) return {};
+        return std::to_string(disturbed) + " of " + std::to_string(chunks) +
+               " chunks measured while the machine was disturbed; the first: " + reasons.front();
+    }
 };
 
 namespace detail {
 
-/// `Setup` is a MeasuringSetup with a chunk size (KernelSamplingSetup, NetworkProfilingSetup)., device, store, model_dir, harness, pool, budget_minutes, chunk,
-/// on_progress and clock (KernelSamplingSetup, NetworkProfilingSetup).
+/// `Setup` is a MeasuringSetup with a chunk size (KernelSamplingSetup, NetworkProfilingSetup).
 template <class Setup>
 class BudgetedRun {
 public:
@@ -143,6 +158,15 @@ public:
         return *m_harness;
     }
 
+    /// Notes how the harness judged one of its runs (a chunk).
+    void note(const measure::RunConditions& c) {
+        ++disturbance.chunks;
+        if (!c.disturbed) return;
+        ++disturbance.disturbed;
+        disturbance.reasons.push_back(c.reasons.empty() ? std::string("disturbed") : c.reasons.front());
+    }
+    Disturbance disturbance;
+
     /// Records in the store's sidecar what device the runners said they run on.
     void finish() {
         if (m_pool && m_info.runner_device.empty() && !m_pool->device().empty()) {
@@ -156,6 +180,7 @@ private:
         if (m_pool) return;
         m_pool = std::make_unique<measure::RunnerPool>(m_setup.runners, m_setup.pool);
         m_harness = std::make_unique<measure::Harness>(*m_pool, m_setup.harness);
+        if (m_setup.load_sampler) m_harness->set_load_sampler(m_setup.load_sampler);
     }
 
     const Setup& m_setup;

@@ -193,6 +193,9 @@ struct DeviceCalibrationResult {
     std::vector<double> predicted_ms;  ///< by the model before calibration
     double factor = 1;                 ///< the global factor fitted
     CalibrationReport report;          ///< family factors, cross-validation, whether applied
+    /// Whether other processes loaded the machine while the shots were measured (a shot measured
+    /// then is slower than the machine is: the factors would carry the load).
+    Disturbance disturbance;
 };
 
 /// Measure `shots` (networks the caller chose: calibration_networks(), or the user's own) on the

@@ -154,6 +154,8 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
             if (pr.over_budget > 0)
                 out.warnings.push_back(std::to_string(pr.over_budget) + " of " + std::to_string(nets.size()) +
                                        " networks were not profiled within the budget");
+            if (const auto d = pr.disturbance.summary(); !d.empty())
+                out.warnings.push_back("whole networks: " + d + "; build again on a quiet machine");
             out.profiling = std::move(pr);
         }
     }
@@ -176,6 +178,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
     std::vector<KernelSample> samples;
     for (const auto& kind : out.isolated_kinds)
         for (auto& s : sampler.draw(kind, setup.per_kind, rng)) samples.push_back(std::move(s));
+    Disturbance kernels_disturbed;
     const auto measure_all = [&](const std::string& step) {
         if (samples.empty()) return KernelSamplingResult{};
         auto s = ks;
@@ -183,6 +186,9 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
         if (setup.budget_minutes > 0 && s.budget_minutes <= 0) s.budget_minutes = 1e-9;
         s.on_progress = [&](const SamplingProgress& p) { progress(step, p); };
         auto r = measure_kernel_samples(samples, rules, s);
+        kernels_disturbed.chunks += r.disturbance.chunks;
+        kernels_disturbed.disturbed += r.disturbance.disturbed;
+        for (const auto& why : r.disturbance.reasons) kernels_disturbed.reasons.push_back(why);
         out.measured += r.measured;
         out.failed += r.failed;
         out.over_budget = r.over_budget;
@@ -222,6 +228,8 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
         out.model = fit(measured);
         out.adaptive_rounds = round;
     }
+    if (const auto d = kernels_disturbed.summary(); !d.empty())
+        out.warnings.push_back("single kernels: " + d + "; build again on a quiet machine");
     out.context_samples = context_rows.size();
     out.isolated_samples = measured.rows.size();
     out.samples = out.context_samples + out.isolated_samples;
@@ -369,8 +377,16 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, co
     }
     measure::RunnerPool pool(setup.runners, setup.pool);
     measure::Harness harness(pool, setup.harness);
-    (void)harness.run(store, networks, setup.events);
+    const auto summary = harness.run(store, networks, setup.events);
     DeviceCalibrationResult out;
+    if (!networks.empty()) {
+        out.disturbance.chunks = 1;
+        if (summary.conditions.disturbed) {
+            out.disturbance.disturbed = 1;
+            out.disturbance.reasons.push_back(summary.conditions.reasons.empty() ? std::string("disturbed")
+                                                                                 : summary.conditions.reasons.front());
+        }
+    }
     std::vector<const graph::Graph*> used;
     for (std::size_t i = 0; i < shots.size(); ++i) {
         const auto* r = store.result(networks[i].key);

@@ -57,6 +57,7 @@ struct KernelSamplingResult {
     std::size_t over_budget = 0;  ///< not measured: the time budget ran out
     std::size_t failed = 0;       ///< measurements that failed (the store has the reasons)
     std::vector<std::string> model_errors;
+    Disturbance disturbance;  ///< the chunks measured while other processes loaded the machine
     double seconds = 0;
 };
 

@@ -53,6 +53,7 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<Kern
         next += take;
         if (!networks.empty()) {
             const auto summary = run.harness().run(store, networks);
+            run.note(summary.conditions);
             out.failed += summary.failed;
             out.measured += summary.measured;
         }
@@ -85,6 +86,7 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<Kern
         if (!found) raise<config_error>("kernel sampling: sample '", s.key, "' has no kernel under these rules");
         out.rows.push_back(std::move(row));
     }
+    out.disturbance = run.disturbance;
     out.seconds = run.elapsed();
     return out;
 }

@@ -62,6 +62,7 @@ struct NetworkProfilingResult {
     std::size_t reprofiled = 0;
     std::size_t pass_kernels = 0, unmapped = 0, merged = 0, untimed = 0;  ///< over the networks used (InContextSamples)
     std::vector<std::string> problems;  ///< a line per network without a profile or a model file
+    Disturbance disturbance;            ///< the chunks measured while other processes loaded the machine
     double seconds = 0;
 };
 

@@ -144,6 +144,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
             if (profiles.count(nets[i].key)) to_measure.push_back(nets[i]);
         if (!to_measure.empty()) {
             const auto summary = run.harness().run(store, to_measure);
+            run.note(summary.conditions);
             out.measured += summary.measured;
             out.failed += summary.failed;
         }
@@ -156,6 +157,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
     out.over_budget = todo.size() - std::min(next, todo.size());
     if (!out.profiles) {
         run.finish();
+        out.disturbance = run.disturbance;
         out.seconds = run.elapsed();
         return out;
     }
@@ -235,6 +237,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
     }
     run.finish();
     for (auto& p : sample_problems) out.problems.push_back(std::move(p));
+    out.disturbance = run.disturbance;
     out.seconds = run.elapsed();
     return out;
 }
