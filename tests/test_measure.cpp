@@ -920,6 +920,23 @@ struct LinearFixture {
     int a = g.add_op("Add", "add", {m, g.add_weight("b", {16})}, {1, 4, 16});
     int r = g.add_op("HardSwish", "hs", {a}, {1, 4, 16});
     LinearFixture() { g.mark_output(r); }
+    /// The optimised graph's nodes of MatMul + Add run as Reshape, Gemm, Reshape, under the
+    /// runtime's own value names; with `shape_operands`, each Reshape also reads a shape.
+    std::vector<RuntimeNode> gemm_nodes(bool shape_operands) const {
+        const auto with = [&](std::vector<std::string> in, const char* shape) {
+            if (shape_operands) in.push_back(shape);
+            return in;
+        };
+        return {{"gemm_input_reshape", "Reshape", "", with({"x"}, "shape0"), {"rs_in"}},
+                {"mm/MatMulAddFusion", "Gemm", "", {"rs_in", "w", "b"}, {"g_out"}},
+                {"gemm_output_reshape", "Reshape", "", with({"g_out"}, "shape1"), {g.tensor(a).name}}};
+    }
+    /// The runtime's kernels: those three, then HardSwish expanded into HardSigmoid and Mul.
+    const std::vector<RuntimeKernel> kernels = {{"gemm_input_reshape", "Reshape", 0.25},
+                                                {"mm/MatMulAddFusion", "Gemm", 1.0},
+                                                {"gemm_output_reshape", "Reshape", 0.25},
+                                                {"HardSigmoid_7", "HardSigmoid", 0.5},
+                                                {"Mul_8", "Mul", 0.5}};
 };
 }  // namespace
 
@@ -927,23 +944,12 @@ TEST_CASE("check_kernels: a rewrite's kernels are matched by what they read, an 
     // the pass runs MatMul+Add as Reshape, Gemm, Reshape
     LinearFixture f;
     const auto& g = f.g;
-    const int a = f.a;
     const auto kg = device::kernel_graph(
         g, device::FusionRules::parse("dnncost-fusion-rules 1\nfuse MatMul Add operands=constant\n"
                                       "rewrite MatMul+Add Gemm reshape-rank=3\nrewrite HardSwish HardSigmoid,Mul\n"));
     REQUIRE(kg.kernels.size() == 5);  // Reshape Gemm Reshape HardSigmoid Mul
-    const auto name = [&](int t) { return g.tensor(t).name; };
-    // the runtime's own value names; its expanded HardSwish is not in the optimised graph
-    const std::vector<RuntimeNode> nodes = {
-        {"gemm_input_reshape", "Reshape", "", {"x"}, {"rs_in"}},
-        {"mm/MatMulAddFusion", "Gemm", "", {"rs_in", "w", "b"}, {"g_out"}},
-        {"gemm_output_reshape", "Reshape", "", {"g_out"}, {name(a)}}};
-    const std::vector<RuntimeKernel> ks = {{"gemm_input_reshape", "Reshape", 0.25},
-                                           {"mm/MatMulAddFusion", "Gemm", 1.0},
-                                           {"gemm_output_reshape", "Reshape", 0.25},
-                                           {"HardSigmoid_7", "HardSigmoid", 0.5},
-                                           {"Mul_8", "Mul", 0.5}};
-    const auto c = check_kernels(g, kg, ks, nodes);
+    // its expanded HardSwish is not in the optimised graph
+    const auto c = check_kernels(g, kg, f.kernels, f.gemm_nodes(false));
     CHECK(c.pass_kernels == 5);
     CHECK(c.pass_reorders == 0);
     CHECK(c.runtime_kernels == 5);
@@ -967,17 +973,9 @@ TEST_CASE("check_kernels: the rule changes a runtime's rewrites and merged repea
                                                                            "fuse MatMul Add operands=constant\n"));
         REQUIRE(kg.kernels.size() == 2);
         const auto name = [&](int t) { return g.tensor(t).name; };
-        const std::vector<RuntimeNode> nodes = {
-            {"gemm_input_reshape", "Reshape", "", {"x", "shape0"}, {"rs_in"}},
-            {"mm/MatMulAddFusion", "Gemm", "", {"rs_in", "w", "b"}, {"g_out"}},
-            {"gemm_output_reshape", "Reshape", "", {"g_out", "shape1"}, {name(a)}},
-            {"", "HardSwish", "", {name(a)}, {name(r)}}};  // ran as two kernels of no node
-        const std::vector<RuntimeKernel> ks = {{"gemm_input_reshape", "Reshape", 0.25},
-                                               {"mm/MatMulAddFusion", "Gemm", 1.0},
-                                               {"gemm_output_reshape", "Reshape", 0.25},
-                                               {"HardSigmoid_7", "HardSigmoid", 0.5},
-                                               {"Mul_8", "Mul", 0.5}};
-        const auto c = check_kernels(g, kg, ks, nodes);
+        auto nodes = f.gemm_nodes(true);
+        nodes.push_back({"", "HardSwish", "", {name(a)}, {name(r)}});  // ran as two kernels of no node
+        const auto c = check_kernels(g, kg, f.kernels, nodes);
         CHECK(c.suggestions.size() == 2);
         CHECK(c.suggestions.at("rewrite MatMul+Add Gemm reshape-rank=3") == 1);
         CHECK(c.suggestions.at("rewrite HardSwish HardSigmoid,Mul") == 1);
