@@ -334,8 +334,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
     const auto& c = r.report;
     const auto disturbed = r.disturbance.summary();
     if (!disturbed.empty())
-        std::cerr << "dnncost: warning: the shots were " << disturbed.substr(disturbed.find("measured"))
-                  << "; calibrate again on a quiet machine\n";
+        std::cerr << "dnncost: warning: the shots: " << disturbed << "; calibrate again on a quiet machine\n";
     const auto shrinkage = [](double x) { return std::isfinite(x) ? json(x) : json("global only"); };
     if (a.json_out) {
         json shots = json::array();

@@ -205,7 +205,7 @@ inline std::vector<Kernel> listed_kernels(const std::string& path, const device:
     for (std::size_t i = 0; i < doc["kernels"].size(); ++i) {
         const auto& row = doc["kernels"][i];
         device::KernelConfig c;
-        std::optional<device::KernelConfig> edge;
+        bool edge = false;  // the listing names the kernel's edge (its sizes are read below)
         std::string key, edge_key;
         Kernel k;
         try {
@@ -213,7 +213,9 @@ inline std::vector<Kernel> listed_kernels(const std::string& path, const device:
             key = row.at("key").get<std::string>();
             read_config(row.at("config"), c);
             if (row.contains("edge") && !row["edge"].is_null()) {
-                read_config(row["edge"].at("config"), edge.emplace());
+                device::KernelConfig sizes;
+                read_config(row["edge"].at("config"), sizes);  // checked here, used once the variant is known
+                edge = true;
                 edge_key = row["edge"].value("key", std::string());
             }
             k.from_key = row.value("grown_from", std::string());
@@ -243,23 +245,13 @@ inline std::vector<Kernel> listed_kernels(const std::string& path, const device:
                                "the graph of key ", key);
         k.sample = sample_of(c, in_network);
         if (edge) {
-            for (auto [field, value] : {std::pair{&c.n, edge->n},
-                                        {&c.c, edge->c},
-                                        {&c.h, edge->h},
-                                        {&c.w, edge->w},
-                                        {&c.k, edge->k},
-                                        {&c.kh, edge->kh},
-                                        {&c.kw, edge->kw},
-                                        {&c.sh, edge->sh},
-                                        {&c.sw, edge->sw},
-                                        {&c.groups, edge->groups}})
-                *field = value;  // the grown kernel's activation, operand and layout, its source's sizes
-            k.edge = sample_of(c, in_network);
-            c = k.sample.config;
-            if (!edge_key.empty() && sample_of(k.edge->config, listed_in_network).key != edge_key)
+            // the kernel's activation, operand and layout, at its source's sizes
+            auto at_edge = c;
+            read_config(row["edge"].at("config"), at_edge);
+            k.edge = sample_of(at_edge, in_network);
+            if (!edge_key.empty() && sample_of(at_edge, listed_in_network).key != edge_key)
                 raise<parse_error>(path, ": kernel ", i, " (", c.kind,
-                                   "): its edge's sizes with the kernel's "
-                                   "configuration do not rebuild the edge's key ",
+                                   "): its edge's sizes with the kernel's configuration do not rebuild the edge's key ",
                                    edge_key);
         }
         if (!one_kernel(c, rules, &k.flops))
@@ -476,6 +468,7 @@ inline bool run(const Args& a) {
     };
 
     const double nan = std::numeric_limits<double>::quiet_NaN();
+    const auto finite_or_null = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
     json rows = json::array();
     std::vector<double> meas, net_meas;
     std::vector<std::vector<double>> pred(models.size()), net_pred(models.size()), from_edge(models.size());
@@ -489,7 +482,6 @@ inline bool run(const Args& a) {
                  {"flops", k.flops},
                  {"family_max_flops", k.family_max},
                  {"flops_ratio", k.family_max > 0 ? json(k.flops / k.family_max) : json(nullptr)}};
-        const auto finite_or_null = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
         row["measured_ms"] = finite_or_null(time_of(t));
         row["network_measured_ms"] = finite_or_null(t.network_ms);
         meas.push_back(time_of(t));

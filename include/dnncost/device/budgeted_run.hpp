@@ -62,6 +62,19 @@ struct MeasuringSetup {
 struct Disturbance {
     std::size_t chunks = 0, disturbed = 0;  ///< harness runs, and those judged disturbed
     std::vector<std::string> reasons;
+    /// Counts one harness run (a chunk) as the harness judged it.
+    void note(const measure::RunConditions& c) {
+        ++chunks;
+        if (!c.disturbed) return;
+        ++disturbed;
+        reasons.push_back(c.reasons.empty() ? std::string("disturbed") : c.reasons.front());
+    }
+    /// Counts the chunks of another run too.
+    void add(const Disturbance& other) {
+        chunks += other.chunks;
+        disturbed += other.disturbed;
+        reasons.insert(reasons.end(), other.reasons.begin(), other.reasons.end());
+    }
     /// "N of M chunks ...: first reason", or empty when none was disturbed.
     std::string summary() const {
         if (disturbed == 0) return {};
@@ -158,13 +171,7 @@ public:
         return *m_harness;
     }
 
-    /// Notes how the harness judged one of its runs (a chunk).
-    void note(const measure::RunConditions& c) {
-        ++disturbance.chunks;
-        if (!c.disturbed) return;
-        ++disturbance.disturbed;
-        disturbance.reasons.push_back(c.reasons.empty() ? std::string("disturbed") : c.reasons.front());
-    }
+    /// How the harness judged the run's chunks (Disturbance::note after each harness run).
     Disturbance disturbance;
 
     /// Records in the store's sidecar what device the runners said they run on.

@@ -186,9 +186,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
         if (setup.budget_minutes > 0 && s.budget_minutes <= 0) s.budget_minutes = 1e-9;
         s.on_progress = [&](const SamplingProgress& p) { progress(step, p); };
         auto r = measure_kernel_samples(samples, rules, s);
-        kernels_disturbed.chunks += r.disturbance.chunks;
-        kernels_disturbed.disturbed += r.disturbance.disturbed;
-        for (const auto& why : r.disturbance.reasons) kernels_disturbed.reasons.push_back(why);
+        kernels_disturbed.add(r.disturbance);
         out.measured += r.measured;
         out.failed += r.failed;
         out.over_budget = r.over_budget;
@@ -379,14 +377,7 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, co
     measure::Harness harness(pool, setup.harness);
     const auto summary = harness.run(store, networks, setup.events);
     DeviceCalibrationResult out;
-    if (!networks.empty()) {
-        out.disturbance.chunks = 1;
-        if (summary.conditions.disturbed) {
-            out.disturbance.disturbed = 1;
-            out.disturbance.reasons.push_back(summary.conditions.reasons.empty() ? std::string("disturbed")
-                                                                                 : summary.conditions.reasons.front());
-        }
-    }
+    if (!networks.empty()) out.disturbance.note(summary.conditions);
     std::vector<const graph::Graph*> used;
     for (std::size_t i = 0; i < shots.size(); ++i) {
         const auto* r = store.result(networks[i].key);

@@ -53,7 +53,7 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<Kern
         next += take;
         if (!networks.empty()) {
             const auto summary = run.harness().run(store, networks);
-            run.note(summary.conditions);
+            run.disturbance.note(summary.conditions);
             out.failed += summary.failed;
             out.measured += summary.measured;
         }

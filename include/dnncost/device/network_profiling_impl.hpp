@@ -144,7 +144,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
             if (profiles.count(nets[i].key)) to_measure.push_back(nets[i]);
         if (!to_measure.empty()) {
             const auto summary = run.harness().run(store, to_measure);
-            run.note(summary.conditions);
+            run.disturbance.note(summary.conditions);
             out.measured += summary.measured;
             out.failed += summary.failed;
         }
