@@ -20,6 +20,7 @@
 #include "common.hpp"
 #include "measure_options.hpp"
 
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/device/device_build.hpp>
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/device/kernel_features.hpp>
@@ -161,6 +162,7 @@ struct Kernel {
     /// cancels out of the growth from one to the other. nullopt: not known (an older listing).
     std::optional<device::KernelSample> edge;
     std::string from_key;  ///< the build's sample it was grown from
+    double from_ms = std::numeric_limits<double>::quiet_NaN();  ///< that sample's time in the build
     double flops = 0, family_max = 0;
 };
 
@@ -219,6 +221,8 @@ inline std::vector<Kernel> listed_kernels(const std::string& path, const device:
                 edge_key = row["edge"].value("key", std::string());
             }
             k.from_key = row.value("grown_from", std::string());
+            if (edge && row["edge"].contains("sample_ms") && row["edge"]["sample_ms"].is_number())
+                k.from_ms = row["edge"]["sample_ms"].get<double>();
             k.family_max = row.value("family_max_flops", 0.0);
         } catch (const json::exception& e) {
             raise<parse_error>(path, ": kernel ", i, ": ", e.what());
@@ -305,6 +309,7 @@ inline std::vector<Kernel> grown_kernels(const Args& a, const device::FusionRule
             if (!seen.insert(k.sample.key).second) continue;
             one_kernel(*big, rules, &k.flops);
             k.from_key = file.keys[rows[r].second];
+            k.from_ms = s.latency_ms;
             k.family_max = family_max[family_of(kind)];
             kernels.push_back(std::move(k));
             ++taken;
@@ -471,6 +476,10 @@ inline bool run(const Args& a) {
     const auto finite_or_null = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
     json rows = json::array();
     std::vector<double> meas, net_meas;
+    // each edge measured here over its sample's time in the build: how near this harness comes to
+    // the context the samples were measured in (a sample of a profiled network is a kernel's own
+    // time, so only when judged by kernel)
+    std::vector<double> edge_over_sample;
     std::vector<std::vector<double>> pred(models.size()), net_pred(models.size()), from_edge(models.size());
     for (const auto& k : kernels) {
         const auto& c = k.sample.config;
@@ -503,16 +512,27 @@ inline bool run(const Args& a) {
         }
         row["predicted_ms"] = std::move(p);
         row["network_predicted_ms"] = std::move(np);
+        const double over_sample = by_kernel ? time_of(e) / k.from_ms : nan;
+        if (std::isfinite(over_sample) && over_sample > 0) edge_over_sample.push_back(over_sample);
         if (k.edge)
             row["edge"] = {{"key", k.edge->key},
                            {"config", config_json(k.edge->config)},
                            {"measured_ms", finite_or_null(time_of(e))},
+                           {"sample_ms", finite_or_null(k.from_ms)},
                            {"predicted_ms", std::move(ep)},
                            {"grown_from_edge_ms", std::move(fe)}};
         rows.push_back(std::move(row));
     }
     std::size_t measured_kernels = 0;
     for (double v : meas) measured_kernels += std::isfinite(v) ? 1 : 0;
+    json against_sample = nullptr;
+    if (!edge_over_sample.empty()) {
+        std::sort(edge_over_sample.begin(), edge_over_sample.end());
+        against_sample = {{"edges", edge_over_sample.size()},
+                          {"median", median_high(edge_over_sample)},
+                          {"min", edge_over_sample.front()},
+                          {"max", edge_over_sample.back()}};
+    }
     const bool complete = a.plan || (failed == 0 && measured_kernels == kernels.size());
     if (a.json_out) {
         print_json({{"models", a.models},
@@ -532,7 +552,8 @@ inline bool run(const Args& a) {
                     {"disturbed", disturbance.disturbed > 0 ? json(disturbance.summary()) : json(nullptr)},
                     {"summary", accuracy(a.models, pred, meas)},
                     {"network_summary", accuracy(a.models, net_pred, net_meas)},
-                    {"from_edge_summary", accuracy(a.models, from_edge, meas)}});
+                    {"from_edge_summary", accuracy(a.models, from_edge, meas)},
+                    {"edge_against_sample", against_sample}});
         return complete;
     }
     std::cout << (by_kernel ? "each kernel's own time in its network's profile" : "each network's latency")
@@ -570,6 +591,10 @@ inline bool run(const Args& a) {
         if (by_kernel && acc_net.contains(a.models[m])) std::cout << "; whole networks: " << line(acc_net, a.models[m]);
         std::cout << '\n';
     }
+    if (!against_sample.is_null())
+        std::cout << "edges here over their samples in the build (" << against_sample["edges"].get<std::size_t>()
+                  << "): median " << std::setprecision(3) << against_sample["median"].get<double>() << ", "
+                  << against_sample["min"].get<double>() << " to " << against_sample["max"].get<double>() << '\n';
     if (not_rebuilt + too_large > 0)
         std::cout << not_rebuilt << " samples could not be rebuilt from their features, " << too_large
                   << " grown beyond --max-elements\n";

@@ -146,6 +146,15 @@ for k in d["kernels"]:
     ok = ok and 0 < k["predicted_ms"][m] < k["network_predicted_ms"][m] and e["grown_from_edge_ms"][m] > 0
 sys.exit(0 if ok else 1)
 PY
+  # the listing plants its edges' sample times: each edge's time here over it
+  python3 <<'PY' || fail "device extrapolate: the edges against their listed samples are not their measured times over them"
+import json, sys
+d = json.load(open("extrapolation.json"))
+r = sorted(k["edge"]["measured_ms"] / k["edge"]["sample_ms"] for k in d["kernels"])
+a = d["edge_against_sample"]
+close = lambda x, y: abs(x - y) <= 1e-9 * y
+sys.exit(0 if a["edges"] == 2 and close(a["min"], r[0]) and close(a["max"], r[1]) and close(a["median"], r[1]) else 1)
+PY
 else
   echo "note: Node.js or the bundled runner's packages are missing; the ONNX Runtime part is skipped"
 fi
