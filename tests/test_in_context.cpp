@@ -271,6 +271,18 @@ TEST_CASE("profiler cost: recovered from planted networks, a disturbed one does 
     CHECK(a.per_kernel_ms == 0);
     CHECK(a.factor == 1);
 
+    // networks of three or four kernels, each profiled run 0.5 ms longer than its unprofiled one:
+    // that difference is not a per-kernel cost (it would have been fitted as about 0.17 ms)
+    std::vector<device::ProfiledTotals> offset;
+    for (const auto& [latency, n] :
+         std::vector<std::pair<double, std::size_t>>{{2.0, 3}, {5.0, 4}, {9.0, 3}, {20.0, 4}, {40.0, 4}})
+        offset.push_back({1.02 * (latency - overhead) + 0.5, n, latency});
+    const auto o = device::fit_profiler_cost(offset, overhead);
+    CHECK(o.networks == offset.size());
+    CHECK(o.per_kernel_ms == 0);
+    CHECK(o.factor > 1.02);
+    CHECK(o.factor < 1.3);
+
     // runs the profiler made faster per kernel: no negative cost, the factor alone (its median)
     std::vector<device::ProfiledTotals> faster{planted(0.5, 200, 1.1, -0.001), planted(12.0, 120, 1.1, -0.001),
                                                planted(40.0, 60, 1.1, -0.001), planted(2.0, 350, 1.1, -0.001)};

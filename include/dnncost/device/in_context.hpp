@@ -57,8 +57,10 @@ struct ProfiledTotals {
 /// sum P of a network of n kernels and unprofiled latency L is P = factor * (L - overhead) +
 /// per_kernel_ms * n, fitted by least absolute relative error (a disturbed network does not pull
 /// the fit), with per_kernel_ms >= 0 and below every network's mean kernel time (at most 0.9 of
-/// the smallest). Fewer than three usable networks, or networks that all have the same kernels per
-/// millisecond, leave the cost unfitted (nothing is removed).
+/// the smallest). Networks whose kernel counts do not span a factor of two get the factor alone
+/// (a per-run difference would pass for a per-kernel cost). Fewer than three usable networks, or
+/// networks that all have the same kernels per millisecond, leave the cost unfitted (nothing is
+/// removed).
 DNNCOST_FUNC ProfilerCost fit_profiler_cost(std::span<const ProfiledTotals> networks, double run_overhead_ms);
 
 struct InContextSamples {

@@ -91,6 +91,12 @@ DNNCOST_FUNC auto dnncost::device::fit_profiler_cost(std::span<const ProfiledTot
     }
     ProfilerCost out;
     if (x.size() < 3) return out;
+    // a per-kernel cost shows only across networks of different kernel counts: among networks of
+    // about one count, a per-run difference between profiled and unprofiled runs passes for one
+    std::size_t fewest = std::numeric_limits<std::size_t>::max(), most = 0;
+    for (const auto& n : networks)
+        if (n.kernels > 0) fewest = std::min(fewest, n.kernels), most = std::max(most, n.kernels);
+    const bool counts_differ = most >= 2 * fewest;
     // least absolute deviations by iteratively reweighted least squares (2 x 2 normal equations)
     std::vector<double> w(x.size(), 1.0);
     double a = 1, c = 0;
@@ -113,7 +119,7 @@ DNNCOST_FUNC auto dnncost::device::fit_profiler_cost(std::span<const ProfiledTot
             w[i] = 1.0 / std::max(std::abs(1.0 - a * x[i][0] - c * x[i][1]), 1e-4);
     }
     if (!solved || !std::isfinite(a) || !std::isfinite(c)) return out;
-    if (c < 0 || a <= 0) {
+    if (c < 0 || a <= 0 || !counts_differ) {
         // no per-kernel cost shows: the proportional part alone, its median
         std::vector<double> r;
         for (const auto& xi : x) r.push_back(1.0 / xi[0]);
