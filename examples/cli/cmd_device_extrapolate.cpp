@@ -31,6 +31,8 @@
 #include <dnncost/device/network_profiling.hpp>
 #include <dnncost/graph/hash.hpp>
 #include <dnncost/io/file.hpp>
+#include <dnncost/measure/model_file.hpp>
+#include <dnncost/spaces/synthetic.hpp>
 #include <dnncost/train/metrics.hpp>
 
 namespace dnncost::cli {
@@ -43,6 +45,7 @@ struct Args {
     std::string samples, work, kernels;
     double factor = 4;
     std::size_t per_kind = 2;
+    std::size_t networks = 0;  ///< > 0: whole networks beyond the build's (beyond_networks), not grown kernels
     double max_elements = 256e6;
     std::uint64_t seed = 1;
     bool plan = false, json_out = false, isolated = false, no_profile = false;
@@ -409,6 +412,193 @@ inline json accuracy(const std::vector<std::string>& names, const std::vector<st
 }
 
 /// @return whether every kernel was measured (or --plan)
+/// `n` whole networks larger than those a build profiles: convolutional networks drawn as the
+/// build draws them at twice the resolution (four times each convolution's work) and transformers
+/// at four times the tokens (four times each projection's, sixteen times the attention's), within
+/// twice the build's MAC limit. Their kernels are priced in the context of real networks, where a
+/// grown kernel alone has only a reduction beside it.
+inline std::vector<graph::Graph> beyond_networks(std::size_t n, std::uint64_t seed) {
+    synthetic::Limits limits;
+    limits.max_macs *= 2;
+    Rng rng(seed ^ 0x6265796f6e64ULL);  // draws of their own, not the build's networks
+    std::vector<graph::Graph> out;
+    std::set<std::string> keys;
+    for (std::size_t i = 0; out.size() < n && i < 20 * n; ++i) {
+        graph::Graph g;
+        if (i % 3 == 2) {
+            auto t = synthetic::sample_transformer(rng);
+            if (t.patch > 0) {
+                const auto side = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(t.tokens))));
+                t.tokens = 4 * side * side;
+            } else {
+                t.tokens *= 4;
+            }
+            g = synthetic::build_transformer(t, limits);
+        } else {
+            auto c = synthetic::sample_cnn(rng);
+            c.resolution *= 2;
+            g = synthetic::build_cnn(c, limits);
+        }
+        if (keys.insert(measure::network_key(g)).second) out.push_back(std::move(g));
+    }
+    return out;
+}
+
+/// One kernel of a network beyond the build's, larger than every sample of its family.
+struct BeyondKernel {
+    std::size_t network = 0;  ///< index among the networks
+    std::string kind, key;
+    double flops = 0, family_max = 0, measured_ms = 0;
+    std::vector<double> predicted;  ///< per model
+};
+
+/// --networks: profiles `a.networks` networks beyond the build's (beyond_networks) and judges
+/// every kernel of theirs that does more FLOPs than its family's largest sample by its own time
+/// in the profile, per model and per band of FLOPs beyond.
+inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device::DeviceModel>>& models,
+                         const fs::path& samples_path) {
+    const auto& rules = models.front()->rules();
+    const auto file = device::read_kernel_sample_file(samples_path);
+    if (!(file.rules == rules))
+        raise<config_error>("device extrapolate: ", samples_path.string(),
+                            " was measured under other fusion rules than ", a.models[0]);
+    std::map<std::string, double> family_max;
+    for (const auto& smp : file.samples) {
+        auto& m = family_max[family_of(smp.kind)];
+        m = std::max(m, std::exp2(feature(smp.features, "log_flops")) - 1);
+    }
+    const auto nets = beyond_networks(a.networks, a.seed);
+    std::vector<const graph::Graph*> graphs;
+    std::map<std::string, std::size_t> index_of;  // network key -> index
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        graphs.push_back(&nets[i]);
+        index_of[measure::network_key(nets[i])] = i;
+    }
+    std::vector<std::vector<device::DevicePrice>> prices;
+    for (const auto& m : models) prices.push_back(m->price_networks(graphs));
+
+    device::NetworkProfilingResult r;
+    device::Disturbance disturbance;
+    if (!a.plan) {
+        const fs::path work = a.work.empty() ? fs::path(a.models[0] + ".extrapolation") : fs::path(a.work);
+        fs::create_directories(work);
+        device::NetworkProfilingSetup ps;
+        ps.runners = a.runners;
+        ps.device = rules.device;
+        ps.store = work / "beyond_networks.csv";
+        ps.harness = a.flags.checked_harness();
+        ps.pool = a.flags.pool();
+        ps.seed = a.seed;
+        ps.opset = std::max(device::spaces_opset(), synthetic::onnx_opset);
+        r = device::profile_networks(nets, rules, models.front()->run_overhead_ms(), ps);
+        if (!r.profiles)
+            raise<config_error>(
+                "device extrapolate --networks: the runner answered a profiled request without "
+                "kernels; the networks' kernels need the runtime's profile");
+        for (const auto& e : r.problems) std::cerr << "dnncost: warning: " << e << '\n';
+        disturbance = r.disturbance;
+        if (const auto d = disturbance.summary(); !d.empty())
+            std::cerr << "dnncost: warning: " << d << "; measure again on a quiet machine\n";
+    }
+    std::vector<BeyondKernel> beyond;
+    std::size_t judged_kernels = 0;
+    for (const auto& row : r.rows) {
+        const auto hash = row.key.rfind('#');
+        const auto net = index_of.find(row.key.substr(0, hash));
+        if (hash == std::string::npos || net == index_of.end()) continue;
+        const auto k = static_cast<std::size_t>(std::stoull(row.key.substr(hash + 1)));
+        ++judged_kernels;
+        const double flops = std::exp2(feature(row.features, "log_flops")) - 1;
+        const auto fm = family_max.find(family_of(row.kind));
+        if (fm == family_max.end() || !(flops > fm->second)) continue;
+        BeyondKernel b{net->second, row.kind, row.key, flops, fm->second, row.latency_ms, {}};
+        for (const auto& p : prices) b.predicted.push_back(p[net->second].kernels.at(k).ms);
+        beyond.push_back(std::move(b));
+    }
+    // bands of FLOPs over the family's largest sample
+    const std::vector<std::pair<std::string, std::pair<double, double>>> bands{
+        {"beyond", {1, std::numeric_limits<double>::infinity()}},
+        {"1-2x", {1, 2}},
+        {"2-4x", {2, 4}},
+        {"4x+", {4, std::numeric_limits<double>::infinity()}}};
+    json summary = json::object();
+    for (std::size_t m = 0; m < models.size(); ++m) {
+        json per = json::object();
+        for (const auto& [band, range] : bands) {
+            std::vector<double> p, y;
+            for (const auto& b : beyond) {
+                const double ratio = b.flops / b.family_max;
+                if (ratio > range.first && ratio <= range.second) {
+                    p.push_back(b.predicted[m]);
+                    y.push_back(b.measured_ms);
+                }
+            }
+            if (!y.empty())
+                per[band] = {{"mape", train::mape(p, y)},
+                             {"within_20", train::error_bound_accuracy(p, y, 0.20)},
+                             {"kernels", y.size()}};
+        }
+        summary[a.models[m]] = std::move(per);
+    }
+    const bool complete = a.plan || (r.failed == 0 && r.without_profile == 0 && r.networks.size() == nets.size());
+    if (a.json_out) {
+        json networks = json::array(), kernels = json::array();
+        for (std::size_t i = 0; i < nets.size(); ++i) {
+            json predicted = json::object();
+            for (std::size_t m = 0; m < models.size(); ++m) predicted[a.models[m]] = prices[m][i].total_ms;
+            json n{{"name", nets[i].name()},
+                   {"key", measure::network_key(nets[i])},
+                   {"predicted_ms", predicted},
+                   {"measured_ms", nullptr}};
+            for (const auto& pn : r.networks)
+                if (pn.key == n["key"]) n["measured_ms"] = pn.latency_ms;
+            networks.push_back(std::move(n));
+        }
+        for (const auto& b : beyond) {
+            json predicted = json::object();
+            for (std::size_t m = 0; m < models.size(); ++m) predicted[a.models[m]] = b.predicted[m];
+            kernels.push_back({{"network", nets[b.network].name()},
+                               {"key", b.key},
+                               {"kind", b.kind},
+                               {"flops", b.flops},
+                               {"family_max_flops", b.family_max},
+                               {"flops_ratio", b.flops / b.family_max},
+                               {"measured_ms", b.measured_ms},
+                               {"predicted_ms", std::move(predicted)}});
+        }
+        print_json({{"models", a.models},
+                    {"samples", samples_path.string()},
+                    {"device", rules.device},
+                    {"runners", a.runners},
+                    {"plan", a.plan},
+                    {"judged", "kernels of whole networks, by their own profiled times"},
+                    {"networks", std::move(networks)},
+                    {"kernels_judged", judged_kernels},
+                    {"kernels", std::move(kernels)},
+                    {"failed", r.failed + r.without_profile},
+                    {"disturbed", disturbance.disturbed > 0 ? json(disturbance.summary()) : json(nullptr)},
+                    {"summary", std::move(summary)}});
+        return complete;
+    }
+    std::cout << nets.size() << " networks beyond the build's";
+    if (!a.plan)
+        std::cout << ", " << r.networks.size() << " profiled: " << judged_kernels << " kernels, " << beyond.size()
+                  << " of them larger than every sample of their family";
+    std::cout << '\n';
+    for (std::size_t i = 0; i < nets.size(); ++i) std::cout << "  " << nets[i].name() << '\n';
+    for (std::size_t m = 0; m < models.size(); ++m) {
+        std::cout << "model " << m + 1 << ": " << a.models[m] << '\n';
+        for (const auto& [band, range] : bands) {
+            if (!summary[a.models[m]].contains(band)) continue;
+            const auto& v = summary[a.models[m]][band];
+            std::cout << "  " << std::left << std::setw(8) << band << std::right << std::setw(6)
+                      << v["kernels"].get<std::size_t>() << " kernels: MAPE " << percent(v["mape"].get<double>())
+                      << ", within 20 % " << percent(v["within_20"].get<double>()) << '\n';
+        }
+    }
+    return complete;
+}
+
 inline bool run(const Args& a) {
     if (!(a.factor >= 1)) raise<config_error>("device extrapolate: --factor ", a.factor, " is below 1");
     if (!a.plan && a.runners.empty()) raise<config_error>("device extrapolate: --runner is required (or --plan)");
@@ -420,6 +610,13 @@ inline bool run(const Args& a) {
             raise<config_error>("device extrapolate: ", a.models[i], " has other fusion rules than ", a.models[0]);
     const fs::path samples_path = a.samples.empty() ? fs::path(a.models[0] + ".work") / "kernel_samples.json"
                                                     : fs::path(a.samples);
+    if (a.networks > 0) {
+        if (!a.kernels.empty() || a.isolated || a.no_profile)
+            raise<config_error>(
+                "device extrapolate: --networks judges kernels by their profiled times inside whole "
+                "networks; it takes no --kernels, --isolated or --no-profile");
+        return run_networks(a, models, samples_path);
+    }
     std::vector<Kernel> kernels;
     std::size_t not_rebuilt = 0, too_large = 0;
     if (!a.kernels.empty())
@@ -621,6 +818,11 @@ void add_device_extrapolate_command(Command& device, Context& ctx) {
     cmd->add_option("--per-kind", a->per_kind, "Kernels per kind, grown from its largest samples")
         ->transform(check::integer(1, 1000, "a count in [1, 1000]"))
         ->capture_default_str();
+    cmd->add_option("--networks", a->networks,
+                    "Rather than growing single kernels, profile this many whole networks larger than the build's "
+                    "(convolutional ones at twice the resolution, transformers at four times the tokens) and judge "
+                    "each of their kernels larger than every sample of its family")
+        ->transform(check::integer(1, 1000, "a count in [1, 1000]"));
     cmd->add_option("--max-elements", a->max_elements, "Largest tensor a grown kernel may have, in values")
         ->check(check::finite(check::Sign::positive))
         ->capture_default_str();

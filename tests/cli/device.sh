@@ -77,6 +77,22 @@ grep -q -- "--in-context" build_help.txt && grep -q -- "--networks" build_help.t
 "$bin" device build --refit --no-roofline-base --work dev.dnnc.work --out trees.dnnc --json > trees.json 2> trees.err ||
   { fail "device build --refit --no-roofline-base"; tail -3 trees.err; }
 grep -q '"roofline_base": false' trees.json || fail "device build --refit --no-roofline-base: not recorded"
+# whole networks beyond the build's: listed and priced without measuring; this runner cannot
+# profile them, which their kernels' times need
+"$bin" device extrapolate --model dev.dnnc --networks 2 --plan --json > nets_plan.json 2> nets_plan.err ||
+  { fail "device extrapolate --networks --plan"; tail -3 nets_plan.err; }
+python3 -c '
+import json, sys
+d = json.load(open("nets_plan.json"))
+sys.exit(0 if len(d["networks"]) == 2 and all(n["predicted_ms"]["dev.dnnc"] > 0 and n["measured_ms"] is None
+                                               for n in d["networks"]) and d["kernels"] == [] else 1)' ||
+  fail "device extrapolate --networks --plan: not two priced networks"
+"$bin" device extrapolate --model dev.dnnc --networks 1 --runner "$runner" "${fast[@]}" --work nets > /dev/null \
+  2> nets.err && fail "device extrapolate --networks with a runner that cannot profile"
+grep -q "without kernels" nets.err || fail "device extrapolate --networks, no profile: unclear error $(cat nets.err)"
+"$bin" device extrapolate --model dev.dnnc --networks 1 --isolated --plan > /dev/null 2> nets_iso.err &&
+  fail "device extrapolate --networks --isolated"
+grep -q "takes no" nets_iso.err || fail "device extrapolate --networks --isolated: unclear error $(cat nets_iso.err)"
 "$bin" device extrapolate --model dev.dnnc --model trees.dnnc --plan --json > plan.json 2> plan.err ||
   { fail "device extrapolate --plan"; tail -3 plan.err; }
 grep -q '"flops_ratio"' plan.json || fail "device extrapolate --plan listed no kernel"

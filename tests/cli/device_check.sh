@@ -146,6 +146,23 @@ for k in d["kernels"]:
     ok = ok and 0 < k["predicted_ms"][m] < k["network_predicted_ms"][m] and e["grown_from_edge_ms"][m] > 0
 sys.exit(0 if ok else 1)
 PY
+  # whole networks beyond the build's: each kernel larger than its family's largest sample (the
+  # largest sample of each family of the committed model's build, kept in tests/data) judged by
+  # its own profiled time, priced as a kernel of its network
+  "$bin" device extrapolate --model "$model" --samples "$tests/data/kernel_samples_all_largest.json" --networks 1 \
+    --runner "$runner/run --optimization all --threads 1" --rounds 1 --max-rounds 1 --warmup 1 --repeats 2 \
+    --round-ms 0 --work extrapolation --json > beyond.json 2> beyond.err ||
+    { fail "device extrapolate --networks with ONNX Runtime"; tail -3 beyond.err; }
+  python3 - "$model" <<'PY' || fail "device extrapolate --networks: kernels beyond the samples not judged"
+import json, sys
+d = json.load(open("beyond.json")); m = sys.argv[1]
+ok = len(d["networks"]) == 1 and d["networks"][0]["measured_ms"] > 0 and d["kernels_judged"] > len(d["kernels"]) > 0
+for k in d["kernels"]:
+    ok = ok and k["flops"] > k["family_max_flops"] > 0 and k["measured_ms"] > 0 and k["predicted_ms"][m] > 0
+    ok = ok and k["measured_ms"] < d["networks"][0]["measured_ms"]
+ok = ok and d["summary"][m]["beyond"]["kernels"] == len(d["kernels"])
+sys.exit(0 if ok else 1)
+PY
   # the listing plants its edges' sample times: each edge's time here over it
   python3 <<'PY' || fail "device extrapolate: the edges against their listed samples are not their measured times over them"
 import json, sys
