@@ -638,6 +638,15 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
                                [](const graph::Node& n) { return n.op_type == "Concat"; });
         }));
     }
+    // the plain convolutional slots take the basic, bottleneck and inverted blocks in turn: each in
+    // every twenty-four networks
+    std::set<std::string> cnn_blocks;
+    for (const auto& g : device::context_networks(24, 3, limits))
+        if (g.name().starts_with("cnn:"))
+            cnn_blocks.insert(g.name().substr(g.name().find('-', g.name().find('-') + 1) + 1, 5));
+    CHECK(cnn_blocks.count("basic"));
+    CHECK(cnn_blocks.count("bottl"));
+    CHECK(cnn_blocks.count("inver"));
     // the first round has each search space as searched (batch 1), later rounds at larger batches
     std::size_t as_searched = 0;
     for (const auto& g : nets) {

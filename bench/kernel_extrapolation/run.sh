@@ -9,10 +9,12 @@
 #               "runners/onnxruntime/run --optimization all --threads 1"
 #     WORK_DIR  the build's work directory, holding kernel_samples.json (default MODEL.work)
 #     NAME      of the results file (default: MODEL's file name without .dnnc)
-# Writes bench/results/kernel_extrapolation/NAME.json; the refitted models and the measurements'
-# store go to WORK_DIR/extrapolation (a rerun measures only what is missing). FACTOR (default 4)
-# and PER_KIND (default 2) set the growth and the kernels per kind. Needs a built dnncost
-# (DNNCOST, default build/release/dnncost) and the runner's packages.
+# Then profiles NETWORKS (default 18) whole networks beyond the build's and judges their kernels
+# larger than every sample (`device extrapolate --networks`).
+# Writes bench/results/kernel_extrapolation/NAME.json and NAME_networks.json; the refitted models
+# and the measurements' stores go to WORK_DIR/extrapolation (a rerun measures only what is
+# missing). FACTOR (default 4) and PER_KIND (default 2) set the growth and the kernels per kind.
+# Needs a built dnncost (DNNCOST, default build/release/dnncost) and the runner's packages.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 model=$1 runner=$2
@@ -30,4 +32,9 @@ status=0  # 3: some kernel failed to measure; the others are still written
   --factor "${FACTOR:-4}" --per-kind "${PER_KIND:-2}" --json > "$out/$name.json.part" || status=$?
 mv "$out/$name.json.part" "$out/$name.json"
 echo "wrote $out/$name.json"
+"$bin" device extrapolate --model "$model" --model "$here/roofline.dnnc" --model "$here/regressors.dnnc" \
+  --samples "$work/kernel_samples.json" --runner "$runner" --work "$here" --networks "${NETWORKS:-18}" --json \
+  > "$out/${name}_networks.json.part" || status=$?
+mv "$out/${name}_networks.json.part" "$out/${name}_networks.json"
+echo "wrote $out/${name}_networks.json"
 exit $status

@@ -280,7 +280,13 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
         const auto what = plan[i % std::size(plan)];
         graph::Graph g;
         if (what == "cnn") {
-            g = synthetic::build_cnn(synthetic::sample_cnn(rng), limits);
+            // the plain convolutional slots take the other block kinds in turn: a draw of them may
+            // leave a build without large k x k convolutions in plain or bottleneck blocks, and
+            // such a kernel in its own context runs faster than the branched ones the build has
+            static const synthetic::Block turn[] = {synthetic::Block::basic, synthetic::Block::bottleneck,
+                                                    synthetic::Block::inverted};
+            const std::size_t nth = 2 * (i / std::size(plan)) + (i % std::size(plan) == 1 ? 0 : 1);
+            g = synthetic::build_cnn(synthetic::sample_cnn(rng, turn[nth % std::size(turn)]), limits);
         } else if (what == "branched-cnn") {
             g = synthetic::build_cnn(synthetic::sample_cnn(rng, synthetic::Block::branched), limits);
         } else if (what == "transformer") {
