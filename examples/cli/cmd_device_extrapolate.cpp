@@ -411,7 +411,6 @@ inline json accuracy(const std::vector<std::string>& names, const std::vector<st
     return out;
 }
 
-/// @return whether every kernel was measured (or --plan)
 /// `n` whole networks larger than those a build profiles: convolutional networks drawn as the
 /// build draws them at twice the resolution (four times each convolution's work) and transformers
 /// at four times the tokens (four times each projection's, sixteen times the attention's), within
@@ -455,6 +454,7 @@ struct BeyondKernel {
 /// --networks: profiles `a.networks` networks beyond the build's (beyond_networks) and judges
 /// every kernel of theirs that does more FLOPs than its family's largest sample by its own time
 /// in the profile, per model and per band of FLOPs beyond.
+/// @return whether every network was measured and profiled (or --plan)
 inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device::DeviceModel>>& models,
                          const fs::path& samples_path) {
     const auto& rules = models.front()->rules();
@@ -571,7 +571,7 @@ inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device
                     {"device", rules.device},
                     {"runners", a.runners},
                     {"plan", a.plan},
-                    {"judged", "kernels of whole networks, by their own profiled times"},
+                    {"judged", "kernel"},
                     {"networks", std::move(networks)},
                     {"kernels_judged", judged_kernels},
                     {"kernels", std::move(kernels)},
@@ -599,6 +599,7 @@ inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device
     return complete;
 }
 
+/// @return whether every kernel was measured (or --plan)
 inline bool run(const Args& a) {
     if (!(a.factor >= 1)) raise<config_error>("device extrapolate: --factor ", a.factor, " is below 1");
     if (!a.plan && a.runners.empty()) raise<config_error>("device extrapolate: --runner is required (or --plan)");

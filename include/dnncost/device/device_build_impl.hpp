@@ -280,9 +280,9 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
         const auto what = plan[i % std::size(plan)];
         graph::Graph g;
         if (what == "cnn") {
-            // the plain convolutional slots take the other block kinds in turn: a draw of them may
-            // leave a build without large k x k convolutions in plain or bottleneck blocks, and
-            // such a kernel in its own context runs faster than the branched ones the build has
+            // the plain convolutional slots take the other block kinds in turn: random draws may
+            // leave a build with large k x k convolutions only between the branched blocks'
+            // concatenations, whose neighbours slow them as plain and bottleneck blocks do not
             static const synthetic::Block turn[] = {synthetic::Block::basic, synthetic::Block::bottleneck,
                                                     synthetic::Block::inverted};
             const std::size_t nth = 2 * (i / std::size(plan)) + (i % std::size(plan) == 1 ? 0 : 1);
