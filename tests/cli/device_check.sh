@@ -161,6 +161,11 @@ for k in d["kernels"]:
     ok = ok and k["flops"] > k["family_max_flops"] > 0 and k["measured_ms"] > 0 and k["predicted_ms"][m] > 0
     ok = ok and k["measured_ms"] < d["networks"][0]["measured_ms"]
 ok = ok and d["summary"][m]["beyond"]["kernels"] == len(d["kernels"])
+# the error by time: the kernels' mispriced milliseconds over their measured ones
+off = sum(abs(k["predicted_ms"][m] - k["measured_ms"]) for k in d["kernels"])
+ok = ok and abs(d["summary"][m]["beyond"]["weighted_error"] - off / sum(k["measured_ms"] for k in d["kernels"])) < 1e-9
+n = d["networks"][0]
+ok = ok and abs(d["network_summary"][m]["mape"] - abs(n["predicted_ms"][m] / n["measured_ms"] - 1)) < 1e-9
 sys.exit(0 if ok else 1)
 PY
   # the listing plants its edges' sample times: each edge's time here over it
