@@ -16,6 +16,11 @@ budget=${4:-15} seed=${5:-1}
 cli=${DNNCOST:-build/release/dnncost}
 runner="$PWD/runners/onnxruntime/run --optimization $level --threads 1"
 device=ort-cpu-$level-1t
+# every figure is measured in this run: the stores of an earlier run in OUT_DIR would be resumed
+if [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
+  echo "$(basename "$0"): $out is not empty; its stores would be taken as this run's measurements: give a new directory" >&2
+  exit 2
+fi
 mkdir -p "$out/networks" "$out/networks_remeasured"
 stamp() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 
