@@ -67,6 +67,27 @@ inline double feature(const std::vector<double>& f, std::string_view name) {
 }
 /// A count back from its log2(1 + x) feature.
 inline std::int64_t count_of(double v) { return std::llround(std::exp2(v) - 1); }
+/// A kernel's FLOPs back from its features.
+inline double flops_of(const std::vector<double>& f) { return std::exp2(feature(f, "log_flops")) - 1; }
+
+/// The build's samples file, which must have been measured under `rules` (those of `model`).
+inline device::KernelSampleFile samples_file(const fs::path& path, const device::FusionRules& rules,
+                                             const std::string& model) {
+    auto file = device::read_kernel_sample_file(path);
+    if (!(file.rules == rules))
+        raise<config_error>("device extrapolate: ", path.string(), " was measured under other fusion rules than ",
+                            model);
+    return file;
+}
+/// The FLOPs of each family's largest sample.
+inline std::map<std::string, double> family_max_flops(const device::KernelSampleFile& file) {
+    std::map<std::string, double> out;
+    for (const auto& s : file.samples) {
+        auto& m = out[family_of(s.kind)];
+        m = std::max(m, flops_of(s.features));
+    }
+    return out;
+}
 
 /// The kernel of `c`'s graph under `rules` (reorders aside) with its features, or nullopt unless
 /// there is exactly one of kind c.kind.
@@ -273,20 +294,13 @@ inline std::vector<Kernel> listed_kernels(const std::string& path, const device:
 /// their family's largest sample.
 inline std::vector<Kernel> grown_kernels(const Args& a, const device::FusionRules& rules, const fs::path& samples_path,
                                          std::size_t& not_rebuilt, std::size_t& too_large) {
-    const auto file = device::read_kernel_sample_file(samples_path);
-    if (!(file.rules == rules))
-        raise<config_error>("device extrapolate: ", samples_path.string(), " was measured under other fusion rules than ",
-                            a.models[0]);
-
+    const auto file = samples_file(samples_path, rules, a.models[0]);
     // the largest sample of each family, and each kind's samples largest first
-    std::map<std::string, double> family_max;
+    auto family_max = family_max_flops(file);
     std::map<std::string, std::vector<std::pair<double, std::size_t>>> by_kind;
     for (std::size_t i = 0; i < file.samples.size(); ++i) {
         const auto& s = file.samples[i];
-        const double flops = std::exp2(feature(s.features, "log_flops")) - 1;
-        auto& m = family_max[family_of(s.kind)];
-        m = std::max(m, flops);
-        if (scalable(family_of(s.kind))) by_kind[s.kind].push_back({flops, i});
+        if (scalable(family_of(s.kind))) by_kind[s.kind].push_back({flops_of(s.features), i});
     }
     std::vector<Kernel> kernels;
     std::set<std::string> seen;
@@ -343,6 +357,28 @@ struct Measured {
     double kernel_ms = std::numeric_limits<double>::quiet_NaN();
 };
 
+/// The work directory of the measurements' stores, created.
+inline fs::path work_dir(const Args& a) {
+    const fs::path work = a.work.empty() ? fs::path(a.models[0] + ".extrapolation") : fs::path(a.work);
+    fs::create_directories(work);
+    return work;
+}
+/// `s` measures with the runners and harness flags of `a` into `store`, as the build did.
+template <class Setup>
+void measure_with(Setup& s, const Args& a, const device::FusionRules& rules, const fs::path& store) {
+    s.runners = a.runners;
+    s.device = rules.device;
+    s.store = store;
+    s.harness = a.flags.checked_harness();
+    s.pool = a.flags.pool();
+    s.seed = a.seed;
+    s.opset = device::spaces_opset();
+}
+inline void warn_if_disturbed(const device::Disturbance& d) {
+    if (const auto why = d.summary(); !why.empty())
+        std::cerr << "dnncost: warning: " << why << "; measure again on a quiet machine\n";
+}
+
 /// Measures `todo` (inside networks: profiled, unless `no_profile` or the runner cannot) into
 /// stores in `work`; `failed` counts what failed, `disturbance` what the harness saw of the machine.
 inline std::map<std::string, Measured> measure(const Args& a, const std::vector<const device::KernelSample*>& todo,
@@ -350,20 +386,11 @@ inline std::map<std::string, Measured> measure(const Args& a, const std::vector<
                                                const fs::path& work, std::size_t& failed,
                                                device::Disturbance& disturbance) {
     std::map<std::string, Measured> out;  // by the graph's key
-    const auto setup = [&](auto& s, const char* store) {
-        s.runners = a.runners;
-        s.device = rules.device;
-        s.store = work / store;
-        s.harness = a.flags.checked_harness();
-        s.pool = a.flags.pool();
-        s.seed = a.seed;
-        s.opset = device::spaces_opset();
-    };
     if (!a.isolated && !a.no_profile) {
         std::vector<graph::Graph> nets;
         for (const auto* k : todo) nets.push_back(k->graph);
         device::NetworkProfilingSetup s;
-        setup(s, "networks.csv");
+        measure_with(s, a, rules, work / "networks.csv");
         const auto r = device::profile_networks(nets, rules, run_overhead_ms, s);
         if (r.profiles) {
             for (const auto& n : r.networks) out[n.key].network_ms = n.latency_ms;
@@ -382,7 +409,7 @@ inline std::map<std::string, Measured> measure(const Args& a, const std::vector<
     std::vector<device::KernelSample> samples;
     for (const auto* k : todo) samples.push_back(*k);
     device::KernelSamplingSetup s;
-    setup(s, "kernels.csv");
+    measure_with(s, a, rules, work / "kernels.csv");
     const auto r = device::measure_kernel_samples(samples, rules, s);
     for (const auto& row : r.rows) out[row.key].network_ms = row.latency_ms;
     failed = r.failed + r.model_errors.size();
@@ -458,15 +485,7 @@ struct BeyondKernel {
 inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device::DeviceModel>>& models,
                          const fs::path& samples_path) {
     const auto& rules = models.front()->rules();
-    const auto file = device::read_kernel_sample_file(samples_path);
-    if (!(file.rules == rules))
-        raise<config_error>("device extrapolate: ", samples_path.string(),
-                            " was measured under other fusion rules than ", a.models[0]);
-    std::map<std::string, double> family_max;
-    for (const auto& smp : file.samples) {
-        auto& m = family_max[family_of(smp.kind)];
-        m = std::max(m, std::exp2(feature(smp.features, "log_flops")) - 1);
-    }
+    const auto family_max = family_max_flops(samples_file(samples_path, rules, a.models[0]));
     const auto nets = beyond_networks(a.networks, a.seed);
     std::vector<const graph::Graph*> graphs;
     std::map<std::string, std::size_t> index_of;  // network key -> index
@@ -480,15 +499,8 @@ inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device
     device::NetworkProfilingResult r;
     device::Disturbance disturbance;
     if (!a.plan) {
-        const fs::path work = a.work.empty() ? fs::path(a.models[0] + ".extrapolation") : fs::path(a.work);
-        fs::create_directories(work);
         device::NetworkProfilingSetup ps;
-        ps.runners = a.runners;
-        ps.device = rules.device;
-        ps.store = work / "beyond_networks.csv";
-        ps.harness = a.flags.checked_harness();
-        ps.pool = a.flags.pool();
-        ps.seed = a.seed;
+        measure_with(ps, a, rules, work_dir(a) / "beyond_networks.csv");
         ps.opset = std::max(device::spaces_opset(), synthetic::onnx_opset);
         r = device::profile_networks(nets, rules, models.front()->run_overhead_ms(), ps);
         if (!r.profiles)
@@ -497,8 +509,7 @@ inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device
                 "kernels; the networks' kernels need the runtime's profile");
         for (const auto& e : r.problems) std::cerr << "dnncost: warning: " << e << '\n';
         disturbance = r.disturbance;
-        if (const auto d = disturbance.summary(); !d.empty())
-            std::cerr << "dnncost: warning: " << d << "; measure again on a quiet machine\n";
+        warn_if_disturbed(disturbance);
     }
     std::vector<BeyondKernel> beyond;
     std::size_t judged_kernels = 0;
@@ -508,7 +519,7 @@ inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device
         if (hash == std::string::npos || net == index_of.end()) continue;
         const auto k = static_cast<std::size_t>(std::stoull(row.key.substr(hash + 1)));
         ++judged_kernels;
-        const double flops = std::exp2(feature(row.features, "log_flops")) - 1;
+        const double flops = flops_of(row.features);
         const auto fm = family_max.find(family_of(row.kind));
         if (fm == family_max.end() || !(flops > fm->second)) continue;
         BeyondKernel b{net->second, row.kind, row.key, flops, fm->second, row.latency_ms, {}};
@@ -674,11 +685,8 @@ inline bool run(const Args& a) {
     std::size_t failed = 0;
     device::Disturbance disturbance;
     if (!a.plan) {
-        const fs::path work = a.work.empty() ? fs::path(a.models[0] + ".extrapolation") : fs::path(a.work);
-        fs::create_directories(work);
-        measured = measure(a, todo, rules, models.front()->run_overhead_ms(), work, failed, disturbance);
-        if (const auto d = disturbance.summary(); !d.empty())
-            std::cerr << "dnncost: warning: " << d << "; measure again on a quiet machine\n";
+        measured = measure(a, todo, rules, models.front()->run_overhead_ms(), work_dir(a), failed, disturbance);
+        warn_if_disturbed(disturbance);
     }
     const auto measured_of = [&](const device::KernelSample& s) {
         const auto it = measured.find(s.key);
