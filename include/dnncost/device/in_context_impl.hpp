@@ -82,21 +82,21 @@ DNNCOST_FUNC auto dnncost::device::fit_profiler_cost(std::span<const ProfiledTot
     // each network, relative to its profiled sum P: 1 = factor * (L - overhead) / P + cost * n / P
     std::vector<std::array<double, 2>> x;
     double cost_cap = std::numeric_limits<double>::infinity();
+    std::size_t fewest_kernels = std::numeric_limits<std::size_t>::max(), most_kernels = 0;  // of those used
     for (const auto& n : networks) {
         const double busy = n.latency_ms - run_overhead_ms;
         if (!(std::isfinite(n.profiled_ms) && n.profiled_ms > 0 && std::isfinite(busy) && busy > 0 && n.kernels > 0))
             continue;
         x.push_back({busy / n.profiled_ms, static_cast<double>(n.kernels) / n.profiled_ms});
+        fewest_kernels = std::min(fewest_kernels, n.kernels);
+        most_kernels = std::max(most_kernels, n.kernels);
         cost_cap = std::min(cost_cap, 0.9 * n.profiled_ms / static_cast<double>(n.kernels));
     }
     ProfilerCost out;
     if (x.size() < 3) return out;
     // a per-kernel cost shows only across networks of different kernel counts: among networks of
     // about one count, a per-run difference between profiled and unprofiled runs passes for one
-    std::size_t fewest = std::numeric_limits<std::size_t>::max(), most = 0;
-    for (const auto& n : networks)
-        if (n.kernels > 0) fewest = std::min(fewest, n.kernels), most = std::max(most, n.kernels);
-    const bool counts_differ = most >= 2 * fewest;
+    const bool counts_differ = most_kernels >= 2 * fewest_kernels;
     // least absolute deviations by iteratively reweighted least squares (2 x 2 normal equations)
     std::vector<double> w(x.size(), 1.0);
     double a = 1, c = 0;
