@@ -476,7 +476,7 @@ TEST_CASE("device model: fit() without the training compiled in names the header
     hook = registered;
 }
 
-TEST_CASE("device model: fit() finds planted sample-boundary rates and the scale, and keeps them") {
+TEST_CASE("device model: fit() finds planted sample-boundary rates (and with a free scale the scale), and keeps them") {
     auto m = planted_model();
     const auto nets = nb201_networks(60);
     const auto ptrs = pointers(nets);
@@ -496,6 +496,7 @@ TEST_CASE("device model: fit() finds planted sample-boundary rates and the scale
         d.targets.push_back(1.2 * t);
     }
     m.set_fit_parts(true, false);
+    m.set_boundary_scale(device::BoundaryScale::free);
     m.fit(tr, va, {});
     REQUIRE(m.boundary_fit());
     CHECK(m.boundary_fit()->kept);
@@ -514,6 +515,26 @@ TEST_CASE("device model: fit() finds planted sample-boundary rates and the scale
     m.fit(tr, va, {});
     CHECK(m.boundary().is_zero());
     CHECK(m.calibration_factor() == doctest::Approx(0.8).epsilon(1e-9));
+    // without a scale (the default) the machine's own level is left to calibration: the planted
+    // rates on a machine at the samples' level are found, the factor stays 1
+    m.set_boundary_scale(device::BoundaryScale::one);
+    for (auto* d : {&tr, &va})
+        for (auto& y : d->targets) y = 0.0;
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        const auto kg = device::kernel_graph(nets[i], m.rules());
+        double t = raw[i].run_overhead_ms;
+        for (std::size_t k = 0; k < kg.kernels.size(); ++k)
+            t += planted.in_network_ms(raw[i].kernels[k].ms, double(kg.kernels[k].cost.output_bytes), 0.0);
+        (i < 45 ? tr.targets[i] : va.targets[i - 45]) = t;
+    }
+    m.fit(tr, va, {});
+    REQUIRE(m.boundary_fit());
+    CHECK(m.boundary_fit()->kept);
+    CHECK(m.boundary().ms_per_kernel == doctest::Approx(planted.ms_per_kernel).epsilon(0.03));
+    CHECK(m.boundary().ms_per_output_mb == doctest::Approx(planted.ms_per_output_mb).epsilon(0.03));
+    CHECK(m.calibration_factor() == 1.0);
+    const auto one = m.predict_mean(va.graphs);
+    for (std::size_t i = 0; i < one.size(); ++i) CHECK(one[i] / va.targets[i] == doctest::Approx(1.0).epsilon(0.005));
 }
 
 TEST_CASE("device model: the totals alone are the breakdown's totals, fallbacks and repeated kernels included") {

@@ -75,6 +75,25 @@ TEST_CASE("sample boundary: networks that are their kernels' sum keep rates near
     CHECK(fit.rms_log_fitted <= fit.rms_log_zero + 1e-12);
 }
 
+TEST_CASE("sample boundary without a scale: planted rates recovered, and a level the rates cannot reach left alone") {
+    const SampleBoundaryCost truth{0.002, 0.2, 0.08};
+    const auto fit = device::fit_sample_boundary(planted(truth, 1.0, 60, 11), device::BoundaryScale::one);
+    CHECK(fit.cost.ms_per_kernel == doctest::Approx(truth.ms_per_kernel).epsilon(0.02));
+    CHECK(fit.cost.ms_per_output_mb == doctest::Approx(truth.ms_per_output_mb).epsilon(0.02));
+    CHECK(fit.cost.ms_per_reorder_mb == doctest::Approx(truth.ms_per_reorder_mb).epsilon(0.02));
+    CHECK(fit.scale == 1.0);
+    CHECK(fit.rms_log_fitted < 1e-3);
+    // networks 1.2x their kernels' sum: the rates only take time off, so none helps, and no scale
+    // is made up from them (the free fit takes the level as its scale)
+    const auto slow = planted({}, 1.2, 40, 3);
+    const auto one = device::fit_sample_boundary(slow, device::BoundaryScale::one);
+    CHECK(one.cost.is_zero());
+    CHECK(one.scale == 1.0);
+    CHECK(one.rms_log_fitted == doctest::Approx(std::log(1.2)));
+    CHECK(one.rms_log_zero == doctest::Approx(std::log(1.2)));
+    CHECK(device::fit_sample_boundary(slow, device::BoundaryScale::free).scale == doctest::Approx(1.2).epsilon(1e-3));
+}
+
 TEST_CASE("sample boundary: too few networks, empty networks and bad figures are errors naming them") {
     auto nets = planted({0, 0.1, 0.1}, 1.0, 5, 1);
     CHECK_THROWS_AS(device::fit_sample_boundary(std::span(nets).first(2)), config_error);

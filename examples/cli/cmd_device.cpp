@@ -378,6 +378,7 @@ struct ResidualArgs {
     int epochs = 300, patience = 30;
     std::uint64_t seed = 1;
     bool no_boundary = false, no_residual = false;
+    std::string boundary_scale = "one";
     bool json_out = false;
 };
 
@@ -406,6 +407,7 @@ inline void run_residual(const ResidualArgs& a) {
     if (tr.graphs.empty()) raise<config_error>("device residual: no measured networks to train on");
     if (a.no_boundary && a.no_residual) raise<config_error>("device residual: --no-boundary and --no-residual leave nothing to fit");
     m->set_fit_parts(!a.no_boundary, !a.no_residual);
+    m->set_boundary_scale(a.boundary_scale == "one" ? device::BoundaryScale::one : device::BoundaryScale::free);
     device::KernelResidualOptions o;
     o.max_epochs = a.epochs;
     o.patience = a.patience;
@@ -592,7 +594,12 @@ inline void add_device_residual(Command& device, Context& ctx) {
     res->add_option("--patience", ra->patience, "Early-stopping patience in epochs")->capture_default_str();
     res->add_option("--seed", ra->seed, "Seed of the split and the initial weights")->capture_default_str();
     res->add_flag("--no-boundary", ra->no_boundary, "Fit no sample-boundary rates (nor their scale)");
-    res->add_flag("--no-residual", ra->no_residual, "Train no residual: the rates and scale alone");
+    res->add_flag("--no-residual", ra->no_residual, "Train no residual: the rates (and scale) alone");
+    res->add_option("--boundary-scale", ra->boundary_scale,
+                    "one: no scale, the rates alone bring the networks to their latency; free: a scale fitted "
+                    "with the rates, which becomes the calibration factor")
+        ->check(check::member({"free", "one"}))
+        ->capture_default_str();
     add_json_flag(*res, ra->json_out);
     res->callback([ra, &ctx] {
         run_residual(*ra);

@@ -169,9 +169,10 @@ public:
 
     /// Fits the model to whole networks measured on the device (`train`; `validation` decides what
     /// is kept and stops the residual's training), the kernel regressors staying as built:
-    ///  1. the sample-boundary rates (sample_boundary.hpp) with a scale, kept only when they
-    ///     narrow the spread of log(measured / predicted) on validation (on train without one);
-    ///  2. the scale becomes the calibration factor: the model now prices this device;
+    ///  1. the sample-boundary rates (sample_boundary.hpp), with a scale only when
+    ///     set_boundary_scale(BoundaryScale::free) asks for one, kept only when they narrow the
+    ///     error of log(measured / predicted) on validation (on train without one);
+    ///  2. that scale becomes the calibration factor: the model now prices this device;
     ///  3. the graph-level residual on what is left, kept only when it beats no residual on
     ///     validation (KernelResidual::fit).
     /// set_fit_parts() leaves either part out. Runs device_model_training.hpp's fitting.
@@ -185,6 +186,9 @@ public:
         m_fit_boundary = boundary;
         m_fit_residual = residual;
     }
+    /// How the next fit() treats the networks' overall level (BoundaryScale::one by default: a scale
+    /// fitted to small networks does not carry to large ones, whose kernels the samples price).
+    void set_boundary_scale(BoundaryScale s) { m_boundary_scale = s; }
     /// What the last fit() found for the sample boundary (rates, spread without and with them on
     /// the networks that judged them, and whether they were kept); none before a fit.
     struct BoundaryFitReport {
@@ -295,6 +299,7 @@ private:
     std::map<std::string, KernelKindModel, std::less<>> m_kinds;
     double m_run_overhead_ms = 0;
     double m_scale = 1.0;
+    BoundaryScale m_boundary_scale = BoundaryScale::one;
     std::uint32_t m_calibration_shots = 0;
     std::map<std::string, double, std::less<>> m_family_scale;
     std::string m_build_info;

@@ -287,8 +287,9 @@ DNNCOST_FUNC estimators::FitResult DeviceModel::fit_impl(const train::TrainData&
     m_boundary_fit.reset();
     if (m_fit_boundary && train.size() >= 3) {
         const auto nets = boundary_networks(train);
-        const auto f = fit_sample_boundary(nets);
-        const double zero_scale = std::exp(detail::boundary_log_spread(nets, {}).second);
+        const auto f = fit_sample_boundary(nets, m_boundary_scale);
+        const double zero_scale =
+            m_boundary_scale == BoundaryScale::free ? std::exp(detail::boundary_log_spread(nets, {}).second) : 1.0;
         const auto judge = validation.size() > 0 ? boundary_networks(validation) : nets;
         const double without = detail::boundary_log_rms(judge, {}, zero_scale);
         const double with = detail::boundary_log_rms(judge, f.cost, f.scale);

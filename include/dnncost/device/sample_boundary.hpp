@@ -12,9 +12,10 @@
 /// never less than keep_share of the sample time. ms_per_kernel is what a run of one kernel costs
 /// beyond the run overhead measured once per device (its own launch and bookkeeping). The three
 /// rates are not measured kernel by kernel; they are fitted to whole networks measured on the
-/// device, with a free scale, by minimising the spread of log(measured / predicted)
-/// (fit_sample_boundary): three physical parameters that carry from small networks to large
-/// ones, where a learnt residual would not.
+/// device, by minimising the error of log(measured / predicted) (fit_sample_boundary): three
+/// physical parameters that carry from small networks to large ones, where a learnt residual
+/// would not. A scale fitted beside them (BoundaryScale::free) would not carry: the rates take
+/// almost nothing off a large network, so a scale that small networks ask for is all it gets.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -102,12 +103,19 @@ inline std::pair<double, double> boundary_log_spread(std::span<const BoundaryNet
 
 }  // namespace detail
 
-/// Fits the three rates (>= 0) and a scale to measured networks: a grid over the rates (zero,
-/// and geometric ranges: 1e-5 to 0.1 ms per kernel, 0.001 to 30 ms/MB), then coordinate
-/// refinement around the best point.
+/// What the boundary fit does with the networks' overall level.
+enum class BoundaryScale {
+    free,  ///< a scale fitted with the rates: the spread about the mean is minimised
+    one,   ///< no scale: the error itself is minimised, so large kernels keep their regressors' price
+};
+
+/// Fits the three rates (>= 0), and with BoundaryScale::free a scale, to measured networks: a grid
+/// over the rates (zero, and geometric ranges: 1e-5 to 0.1 ms per kernel, 0.001 to 30 ms/MB),
+/// then coordinate refinement around the best point.
 /// @throws config_error for fewer than 3 networks, a network without kernels, or a latency or
 ///         kernel figure that is not finite and positive
-inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> nets) {
+inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> nets,
+                                             BoundaryScale level = BoundaryScale::free) {
     if (nets.size() < 3)
         raise<config_error>("sample boundary fit: needs at least 3 measured networks, got ", nets.size());
     for (std::size_t i = 0; i < nets.size(); ++i) {
@@ -129,42 +137,51 @@ inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> ne
         return g;
     };
     const auto per_kernel = geometric(1e-5, 0.1, 17), per_mb = geometric(1e-3, 30.0, 19);
+    const auto error = [&](const SampleBoundaryCost& c) {
+        return level == BoundaryScale::free ? detail::boundary_log_spread(nets, c).first
+                                            : detail::boundary_log_rms(nets, c, 1.0);
+    };
     SampleBoundaryFit best;
-    best.rms_log_zero = detail::boundary_log_spread(nets, {}).first;
+    best.rms_log_zero = error({});
     double best_rms = best.rms_log_zero;
     for (double k : per_kernel)
         for (double a : per_mb)
             for (double b : per_mb) {
                 const SampleBoundaryCost c{k, a, b};
-                const double rms = detail::boundary_log_spread(nets, c).first;
+                const double rms = error(c);
                 if (rms < best_rms) {
                     best_rms = rms;
                     best.cost = c;
                 }
             }
-    // refine each rate in turn, halving the steps when no move helps
+    // refine around the best point, one rate at a time and two together (the per-kernel and
+    // per-byte rates trade against each other along a narrow valley), halving the steps when no
+    // move helps
     double step[3] = {std::max(best.cost.ms_per_kernel, 1e-5) * 0.5, std::max(best.cost.ms_per_output_mb, 1e-3) * 0.5,
                       std::max(best.cost.ms_per_reorder_mb, 1e-3) * 0.5};
-    for (int it = 0; it < 80; ++it) {
+    const auto rate = [](SampleBoundaryCost& c, int axis) -> double& {
+        return axis == 0 ? c.ms_per_kernel : axis == 1 ? c.ms_per_output_mb : c.ms_per_reorder_mb;
+    };
+    static constexpr int moves[][3] = {{1, 0, 0},  {-1, 0, 0},  {0, 1, 0},  {0, -1, 0},  {0, 0, 1},  {0, 0, -1},
+                                       {1, 1, 0},  {1, -1, 0},  {-1, 1, 0}, {-1, -1, 0}, {1, 0, 1},  {1, 0, -1},
+                                       {-1, 0, 1}, {-1, 0, -1}, {0, 1, 1},  {0, 1, -1},  {0, -1, 1}, {0, -1, -1}};
+    for (int it = 0; it < 200; ++it) {
         bool moved = false;
-        for (int axis = 0; axis < 3; ++axis)
-            for (double sign : {-1.0, 1.0}) {
-                auto c = best.cost;
-                double& v = axis == 0 ? c.ms_per_kernel : axis == 1 ? c.ms_per_output_mb : c.ms_per_reorder_mb;
-                v = std::max(0.0, v + sign * step[axis]);
-                const double rms = detail::boundary_log_spread(nets, c).first;
-                if (rms < best_rms) {
-                    best_rms = rms;
-                    best.cost = c;
-                    moved = true;
-                }
+        for (const auto& m : moves) {
+            auto c = best.cost;
+            for (int axis = 0; axis < 3; ++axis) rate(c, axis) = std::max(0.0, rate(c, axis) + m[axis] * step[axis]);
+            const double rms = error(c);
+            if (rms < best_rms) {
+                best_rms = rms;
+                best.cost = c;
+                moved = true;
             }
+        }
         if (!moved)
             for (double& x : step) x *= 0.5;
     }
-    const auto [rms, mean] = detail::boundary_log_spread(nets, best.cost);
-    best.rms_log_fitted = rms;
-    best.scale = std::exp(mean);
+    best.rms_log_fitted = error(best.cost);
+    best.scale = level == BoundaryScale::free ? std::exp(detail::boundary_log_spread(nets, best.cost).second) : 1.0;
     return best;
 }
 
