@@ -290,14 +290,7 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
         } else if (what == "branched-cnn") {
             g = synthetic::build_cnn(synthetic::sample_cnn(rng, synthetic::Block::branched), limits);
         } else if (what == "transformer") {
-            // the transformer slots take short, medium and long sequences in turn: a matrix
-            // product of 50 rows runs at a lower rate than one of 150 at the same width, and
-            // random draws may leave a build without one
-            static const synthetic::Sequence turn[] = {
-                synthetic::Sequence::short_range, synthetic::Sequence::medium_range, synthetic::Sequence::long_range};
-            const std::size_t slot = i % std::size(plan);
-            const std::size_t nth = 3 * (i / std::size(plan)) + (slot == 2 ? 0 : slot == 8 ? 1 : 2);
-            g = synthetic::build_transformer(synthetic::sample_transformer(rng, turn[nth % std::size(turn)]), limits);
+            g = synthetic::build_transformer(synthetic::sample_transformer(rng), limits);
         } else {
             const auto& space = spaces::find_space(what);
             const auto arch = space.sample(rng);

@@ -90,17 +90,11 @@ struct TransformerArch {
     bool erf_gelu = true;          ///< GELU as x/2 (1 + erf(x/sqrt 2)), else the tanh approximation
 };
 
-/// Sequence lengths of a transformer: short (49-100 patches of 32 pixels, as a ViT-B/32 at
-/// ImageNet sizes), medium (144-256 patches of 8 or 16 pixels), long (384-576 patches or tokens).
-enum class Sequence { short_range, medium_range, long_range };
-
 /// Seeded draws. A draw is not yet fitted to any limits.
 DNNCOST_FUNC CnnArch sample_cnn(Rng& rng);
 /// A draw of the given block kind (the same draws from `rng` as sample_cnn(rng)).
 DNNCOST_FUNC CnnArch sample_cnn(Rng& rng, Block block);
 DNNCOST_FUNC TransformerArch sample_transformer(Rng& rng);
-/// A draw whose sequence is of the given length.
-DNNCOST_FUNC TransformerArch sample_transformer(Rng& rng, Sequence length);
 
 /// The graphs, fitted to `limits` (narrowed, then shrunk; see the file comment).
 /// @throws config_error for an architecture that cannot be built (no stage, a width below 1, ...)

@@ -270,35 +270,17 @@ DNNCOST_FUNC auto dnncost::synthetic::sample_cnn(Rng& rng, Block block) -> CnnAr
     return detail::sample_cnn(rng, &block);
 }
 
-namespace dnncost::synthetic::detail {
-
-inline TransformerArch sample_transformer(Rng& rng, const Sequence* length) {
+DNNCOST_FUNC auto dnncost::synthetic::sample_transformer(Rng& rng) -> TransformerArch {
+    using detail::pick;
     TransformerArch a;
-    std::int64_t side = 0;
-    if (!length) {
-        a.patch = pick(rng, {0, 8, 16, 16, 32});
-        if (a.patch == 0) {
-            a.tokens = pick(rng, {128, 256, 384, 512});
-        } else {
-            // 128-384 pixels: 16 to 576 patches (8-pixel patches only on the smaller images)
-            side = a.patch == 8    ? pick(rng, {12, 16})
-                   : a.patch == 16 ? pick(rng, {14, 16, 20, 24})
-                                   : pick(rng, {7, 10, 12});
-        }
-    } else if (*length == Sequence::short_range) {
-        a.patch = 32;
-        side = pick(rng, {7, 8, 10});
-    } else if (*length == Sequence::medium_range) {
-        a.patch = pick(rng, {8, 16});
-        side = a.patch == 8 ? pick(rng, {12, 16}) : pick(rng, {14, 16});
+    a.patch = pick(rng, {0, 8, 16, 16, 32});
+    if (a.patch == 0) {
+        a.tokens = pick(rng, {128, 256, 384, 512});
     } else {
-        a.patch = pick(rng, {0, 16});
-        if (a.patch == 0)
-            a.tokens = pick(rng, {384, 512});
-        else
-            side = pick(rng, {20, 24});
+        // 128-384 pixels: 16 to 576 patches (8-pixel patches only on the smaller images)
+        const std::int64_t side = a.patch == 8 ? pick(rng, {12, 16}) : a.patch == 16 ? pick(rng, {14, 16, 20, 24}) : pick(rng, {7, 10, 12});
+        a.tokens = side * side;
     }
-    if (a.patch > 0) a.tokens = side * side;
     a.head_width = pick(rng, {32, 64, 64});
     a.embed = a.head_width * pick(rng, {4, 6, 8, 12, 16});
     a.mlp_ratio = pick(rng, {2, 3, 4, 4});
@@ -307,16 +289,6 @@ inline TransformerArch sample_transformer(Rng& rng, const Sequence* length) {
     a.decompose_layer_norm = rng.bernoulli(0.3);
     a.erf_gelu = rng.bernoulli(0.7);
     return a;
-}
-
-}  // namespace dnncost::synthetic::detail
-
-DNNCOST_FUNC auto dnncost::synthetic::sample_transformer(Rng& rng) -> TransformerArch {
-    return detail::sample_transformer(rng, nullptr);
-}
-
-DNNCOST_FUNC auto dnncost::synthetic::sample_transformer(Rng& rng, Sequence length) -> TransformerArch {
-    return detail::sample_transformer(rng, &length);
 }
 
 DNNCOST_FUNC auto dnncost::synthetic::build_cnn(const CnnArch& arch, const Limits& limits) -> graph::Graph {
