@@ -56,7 +56,7 @@ TEST_CASE("sample boundary: a kernel loses its edge bytes' cost, never more than
 TEST_CASE("sample boundary: planted rates and scale are recovered from whole networks") {
     const SampleBoundaryCost truth{0.002, 0.2, 0.08};
     const auto nets = planted(truth, 1.3, 60, 11);
-    const auto fit = device::fit_sample_boundary(nets);
+    const auto fit = device::fit_sample_boundary(nets, device::BoundaryScale::free);
     CHECK(fit.cost.ms_per_kernel == doctest::Approx(truth.ms_per_kernel).epsilon(0.02));
     CHECK(fit.cost.ms_per_output_mb == doctest::Approx(truth.ms_per_output_mb).epsilon(0.02));
     CHECK(fit.cost.ms_per_reorder_mb == doctest::Approx(truth.ms_per_reorder_mb).epsilon(0.02));
@@ -67,7 +67,7 @@ TEST_CASE("sample boundary: planted rates and scale are recovered from whole net
 
 TEST_CASE("sample boundary: networks that are their kernels' sum keep rates near zero") {
     const auto nets = planted({}, 0.7, 40, 3);
-    const auto fit = device::fit_sample_boundary(nets);
+    const auto fit = device::fit_sample_boundary(nets, device::BoundaryScale::free);
     CHECK(fit.cost.ms_per_kernel < 1e-5);
     CHECK(fit.cost.ms_per_output_mb < 1e-3);
     CHECK(fit.cost.ms_per_reorder_mb < 1e-3);
@@ -96,14 +96,17 @@ TEST_CASE("sample boundary without a scale: planted rates recovered, and a level
 
 TEST_CASE("sample boundary: too few networks, empty networks and bad figures are errors naming them") {
     auto nets = planted({0, 0.1, 0.1}, 1.0, 5, 1);
-    CHECK_THROWS_AS(device::fit_sample_boundary(std::span(nets).first(2)), config_error);
+    CHECK_THROWS_AS(device::fit_sample_boundary(std::span(nets).first(2), device::BoundaryScale::one), config_error);
     auto bad = nets;
     bad[2].measured_ms = std::nan("");
-    CHECK_THROWS_WITH_AS(device::fit_sample_boundary(bad), doctest::Contains("network 3"), config_error);
+    CHECK_THROWS_WITH_AS(device::fit_sample_boundary(bad, device::BoundaryScale::one), doctest::Contains("network 3"),
+                         config_error);
     bad = nets;
     bad[1].kernels.clear();
-    CHECK_THROWS_WITH_AS(device::fit_sample_boundary(bad), doctest::Contains("network 2 has no kernels"), config_error);
+    CHECK_THROWS_WITH_AS(device::fit_sample_boundary(bad, device::BoundaryScale::one),
+                         doctest::Contains("network 2 has no kernels"), config_error);
     bad = nets;
     bad[4].kernels[0].sample_ms = -1;
-    CHECK_THROWS_WITH_AS(device::fit_sample_boundary(bad), doctest::Contains("network 5"), config_error);
+    CHECK_THROWS_WITH_AS(device::fit_sample_boundary(bad, device::BoundaryScale::one), doctest::Contains("network 5"),
+                         config_error);
 }

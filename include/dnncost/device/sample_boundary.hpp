@@ -62,8 +62,8 @@ struct BoundaryNetwork {
 
 struct SampleBoundaryFit {
     SampleBoundaryCost cost;
-    double scale = 1;           ///< exp(mean log(measured / predicted)) at the fitted rates
-    double rms_log_zero = 0;    ///< spread of log(measured / predicted) without the correction (own scale)
+    double scale = 1;           ///< BoundaryScale::free: exp(mean log(measured / predicted)) at the fitted rates
+    double rms_log_zero = 0;    ///< the error minimised (spread about the mean, or root mean square), no rates
     double rms_log_fitted = 0;  ///< the same with the fitted rates
 };
 
@@ -111,11 +111,10 @@ enum class BoundaryScale {
 
 /// Fits the three rates (>= 0), and with BoundaryScale::free a scale, to measured networks: a grid
 /// over the rates (zero, and geometric ranges: 1e-5 to 0.1 ms per kernel, 0.001 to 30 ms/MB),
-/// then coordinate refinement around the best point.
+/// then a pattern search around the best point (one and two rates at a time).
 /// @throws config_error for fewer than 3 networks, a network without kernels, or a latency or
 ///         kernel figure that is not finite and positive
-inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> nets,
-                                             BoundaryScale level = BoundaryScale::free) {
+inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> nets, BoundaryScale level) {
     if (nets.size() < 3)
         raise<config_error>("sample boundary fit: needs at least 3 measured networks, got ", nets.size());
     for (std::size_t i = 0; i < nets.size(); ++i) {
