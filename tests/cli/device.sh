@@ -211,11 +211,18 @@ for key in sample_boundary sample_boundary_fit calibration_factor validation_map
   grep -q "\"$key\"" fit.json || fail "device residual --json lacks $key"
 done
 grep -q '"kept": "zero residual' fit.json || fail "device residual --no-residual trained a residual"
-# the fitted scale is the model's calibration factor, and predictions follow it
-fitted=$(grep -o '"calibration_factor": [0-9.e+-]*' fit.json | awk '{ print $2 }')
-"$bin" device info --model fit.dnnc --json > fit_info.json || fail "device info on a fitted model"
+# no scale by default: the machine's level is left to calibration
+grep -Eq '"calibration_factor": 1(\.0)?[,}]' fit.json || fail "device residual fitted a scale without --boundary-scale free"
+# with a free scale, the fitted scale is the model's calibration factor
+"$bin" device residual --model dev.dnnc --data nets.csv --no-residual --boundary-scale free --out fit_free.dnnc \
+  --json > fit_free.json 2> fit_free.err || { fail "device residual --boundary-scale free"; tail -3 fit_free.err; }
+fitted=$(grep -o '"calibration_factor": [0-9.e+-]*' fit_free.json | awk '{ print $2 }')
+"$bin" device info --model fit_free.dnnc --json > fit_info.json || fail "device info on a fitted model"
 grep -q "\"calibration_factor\": $fitted" fit_info.json || fail "device info: not the fitted factor $fitted"
 grep -q '"sample_boundary"' fit_info.json || fail "device info --json lacks the sample boundary"
+"$bin" device residual --model dev.dnnc --data nets.csv --boundary-scale half --out x.dnnc > /dev/null 2> scale.err &&
+  fail "device residual --boundary-scale half succeeded"
+grep -q "free" scale.err || fail "device residual --boundary-scale half: the error does not name the choices"
 awk -v b="$(grep -o '"validation_mape_before": [0-9.e+-]*' fit.json | awk '{ print $2 }')" \
     -v a="$(grep -o '"validation_mape_after": [0-9.e+-]*' fit.json | awk '{ print $2 }')" \
     'BEGIN { exit !(a <= b * 1.05 + 1e-9) }' || fail "device residual made the validation networks worse"
