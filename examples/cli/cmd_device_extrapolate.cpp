@@ -533,28 +533,26 @@ inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device
         {"2-4x", {2, 4}},
         {"4x+", {4, std::numeric_limits<double>::infinity()}}};
     json summary = json::object();
-    for (std::size_t m = 0; m < models.size(); ++m) {
-        json per = json::object();
-        for (const auto& [band, range] : bands) {
-            std::vector<double> p, y;
-            for (const auto& b : beyond) {
-                const double ratio = b.flops / b.family_max;
-                if (ratio > range.first && ratio <= range.second) {
-                    p.push_back(b.predicted[m]);
-                    y.push_back(b.measured_ms);
-                }
-            }
-            if (y.empty()) continue;
+    for (const auto& name : a.models) summary[name] = json::object();
+    for (const auto& [band, range] : bands) {
+        std::vector<std::vector<double>> p(models.size());
+        std::vector<double> y;
+        for (const auto& b : beyond) {
+            const double ratio = b.flops / b.family_max;
+            if (!(ratio > range.first && ratio <= range.second)) continue;
+            for (std::size_t m = 0; m < models.size(); ++m) p[m].push_back(b.predicted[m]);
+            y.push_back(b.measured_ms);
+        }
+        if (y.empty()) continue;
+        auto per_model = accuracy(a.models, p, y);
+        for (std::size_t m = 0; m < models.size(); ++m) {
             // the error weighted by time: many small kernels can weigh on the MAPE and little on
             // a network's price
             double off = 0, total = 0;
-            for (std::size_t i = 0; i < y.size(); ++i) off += std::abs(p[i] - y[i]), total += y[i];
-            per[band] = {{"mape", train::mape(p, y)},
-                         {"within_20", train::error_bound_accuracy(p, y, 0.20)},
-                         {"weighted_error", off / total},
-                         {"kernels", y.size()}};
+            for (std::size_t i = 0; i < y.size(); ++i) off += std::abs(p[m][i] - y[i]), total += y[i];
+            per_model[a.models[m]]["weighted_error"] = off / total;
+            summary[a.models[m]][band] = std::move(per_model[a.models[m]]);
         }
-        summary[a.models[m]] = std::move(per);
     }
     // the networks' totals, as a user prices a network
     json network_summary = json::object();
