@@ -488,10 +488,12 @@ inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device
     const auto family_max = family_max_flops(samples_file(samples_path, rules, a.models[0]));
     const auto nets = beyond_networks(a.networks, a.seed);
     std::vector<const graph::Graph*> graphs;
+    std::vector<std::string> keys;
     std::map<std::string, std::size_t> index_of;  // network key -> index
     for (std::size_t i = 0; i < nets.size(); ++i) {
         graphs.push_back(&nets[i]);
-        index_of[measure::network_key(nets[i])] = i;
+        keys.push_back(measure::network_key(nets[i]));
+        index_of[keys.back()] = i;
     }
     std::vector<std::vector<device::DevicePrice>> prices;
     for (const auto& m : models) prices.push_back(m->price_networks(graphs));
@@ -570,16 +572,15 @@ inline bool run_networks(const Args& a, const std::vector<std::unique_ptr<device
     const bool complete = a.plan || (r.failed == 0 && r.without_profile == 0 && r.networks.size() == nets.size());
     if (a.json_out) {
         json networks = json::array(), kernels = json::array();
+        std::vector<json> measured(nets.size());  // null for a network not profiled
+        for (const auto& pn : r.networks) measured[index_of.at(pn.key)] = pn.latency_ms;
         for (std::size_t i = 0; i < nets.size(); ++i) {
             json predicted = json::object();
             for (std::size_t m = 0; m < models.size(); ++m) predicted[a.models[m]] = prices[m][i].total_ms;
-            json n{{"name", nets[i].name()},
-                   {"key", measure::network_key(nets[i])},
-                   {"predicted_ms", predicted},
-                   {"measured_ms", nullptr}};
-            for (const auto& pn : r.networks)
-                if (pn.key == n["key"]) n["measured_ms"] = pn.latency_ms;
-            networks.push_back(std::move(n));
+            networks.push_back({{"name", nets[i].name()},
+                                {"key", keys[i]},
+                                {"predicted_ms", predicted},
+                                {"measured_ms", measured[i]}});
         }
         for (const auto& b : beyond) {
             json predicted = json::object();
