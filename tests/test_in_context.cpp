@@ -647,6 +647,24 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
     CHECK(cnn_blocks.count("basic"));
     CHECK(cnn_blocks.count("bottl"));
     CHECK(cnn_blocks.count("inver"));
+    // the transformer slots take short, medium and long sequences in turn (a long one may be shrunk
+    // to fit the limits): all three in every twenty-four networks
+    for (std::uint64_t seed : {1, 3}) {
+        std::set<std::string> lengths;
+        for (const auto& g : device::context_networks(24, seed, limits)) {
+            if (!g.name().starts_with("transformer:t")) continue;
+            const auto tokens = std::stoll(g.name().substr(std::string("transformer:t").size()));
+            lengths.insert(tokens <= 100 ? "short" : tokens <= 256 ? "medium" : "long");
+        }
+        CHECK(lengths == std::set<std::string>{"long", "medium", "short"});
+    }
+    for (std::uint64_t seed : {1, 3, 2027}) {  // the first of every round is short
+        const auto round = device::context_networks(12, seed, limits);
+        CHECK(std::any_of(round.begin(), round.end(), [](const graph::Graph& g) {
+            return g.name().starts_with("transformer:t") && g.name().find("p32-") != std::string::npos &&
+                   std::stoll(g.name().substr(std::string("transformer:t").size())) <= 100;
+        }));
+    }
     // the first round has each search space as searched (batch 1), later rounds at larger batches
     std::size_t as_searched = 0;
     for (const auto& g : nets) {

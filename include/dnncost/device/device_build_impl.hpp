@@ -2,6 +2,7 @@
 /// @file device_build_impl.hpp
 /// The definitions of device_build.hpp: compiled once into dnncost::compiled in compiled mode
 /// (core/config.hpp), included by device_build.hpp in header-only mode.
+#include <algorithm>
 #include <initializer_list>
 #include <set>
 
@@ -263,6 +264,31 @@ std::vector<graph::Graph> distinct_networks(std::size_t n, std::uint64_t seed, D
     }
     return out;
 }
+
+/// The sequence of the `nth` transformer drawn for a build: short (patches of 32, 49-100 tokens),
+/// medium (patches of 16, 144-256) and long (400-576 patches, or 384-512 tokens) in turn. The size
+/// within a turn comes from the draw's index `i`, not from the shared stream of draws, so the
+/// turns leave every other network of the build as it was drawn.
+inline void set_sequence_turn(synthetic::TransformerArch& a, std::size_t nth, std::size_t i) {
+    const std::size_t mix = (i * 2654435761u) >> 7;  // Knuth's multiplicative hash of the index
+    switch (nth % 3) {
+        case 0: {
+            static const std::int64_t side[] = {7, 8, 10};
+            a.patch = 32;
+            a.tokens = side[mix % 3] * side[mix % 3];
+            break;
+        }
+        case 1: {
+            static const std::int64_t side[] = {12, 14, 16};
+            a.patch = 16;
+            a.tokens = side[mix % 3] * side[mix % 3];
+            break;
+        }
+        default:
+            a.patch = mix % 2 ? 16 : 0;
+            a.tokens = a.patch ? (mix % 4 < 2 ? 400 : 576) : (mix % 4 < 2 ? 384 : 512);
+    }
+}
 }  // namespace dnncost::device::detail
 
 DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t seed, const synthetic::Limits& limits)
@@ -273,6 +299,11 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
     // only ones most builds see in context, and a random block kind can leave a build without them
     static const std::string_view plan[] = {"nb201", "cnn", "transformer", "ofa", "branched-cnn", "fbnet",
                                             "vit",   "cnn", "transformer", "kws", "transformer",  "ofa"};
+    const auto nth_of_its_kind = [](std::size_t i) {  // how many slots of draw i's kind came before it
+        const auto slot = plan + i % std::size(plan);
+        return static_cast<std::size_t>(std::count(std::begin(plan), std::end(plan), *slot)) * (i / std::size(plan)) +
+               static_cast<std::size_t>(std::count(std::begin(plan), slot, *slot));
+    };
     return detail::distinct_networks(n, seed, [&](std::size_t i, Rng& rng) {
         const auto pick = [&](std::initializer_list<int> choices) {
             return *(choices.begin() + rng.below(choices.size()));
@@ -285,12 +316,16 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
             // concatenations, whose neighbours slow them as plain and bottleneck blocks do not
             static const synthetic::Block turn[] = {synthetic::Block::basic, synthetic::Block::bottleneck,
                                                     synthetic::Block::inverted};
-            const std::size_t nth = 2 * (i / std::size(plan)) + (i % std::size(plan) == 1 ? 0 : 1);
-            g = synthetic::build_cnn(synthetic::sample_cnn(rng, turn[nth % std::size(turn)]), limits);
+            g = synthetic::build_cnn(synthetic::sample_cnn(rng, turn[nth_of_its_kind(i) % std::size(turn)]), limits);
         } else if (what == "branched-cnn") {
             g = synthetic::build_cnn(synthetic::sample_cnn(rng, synthetic::Block::branched), limits);
         } else if (what == "transformer") {
-            g = synthetic::build_transformer(synthetic::sample_transformer(rng), limits);
+            // the transformer slots take short, medium and long sequences in turn: random draws
+            // may leave a build without matrix products of a few dozen rows (ViT-B/32's 50
+            // tokens), which run far below the longer sequences' FLOP rate
+            auto a = synthetic::sample_transformer(rng);
+            detail::set_sequence_turn(a, nth_of_its_kind(i), i);
+            g = synthetic::build_transformer(a, limits);
         } else {
             const auto& space = spaces::find_space(what);
             const auto arch = space.sample(rng);
