@@ -168,6 +168,38 @@ TEST_CASE("kernel sampling: chunks measured on a loaded machine are reported, wi
     }
 }
 
+TEST_CASE("kernel sampling: every chunk measures the reference network; a host that slows down under it is reported") {
+    const auto todo = samples(2);
+    REQUIRE(todo.size() == 6);
+    for (const std::string mode : {"good", "drifting"}) {
+        const fs::path dir = fs::path(DNNCOST_BINARY_DIR) / "test_kernel_sampling_drift";
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        auto s = setup(dir, "kernels.csv");
+        s.runners = {"bash '" + std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh' " + mode + " '" +
+                     dir.string() + "'"};
+        s.chunk = 2;
+        s.load_sampler = [calls = 0]() mutable {  // a machine with nothing else running
+            measure::LoadSample l;
+            l.seconds = 1000.0 + calls++;
+            l.busy = {0, 0};
+            return l;
+        };
+        const auto r = device::measure_kernel_samples(todo, rules(), s);
+        CHECK(r.measured == 6);
+        CHECK(r.disturbance.chunks == 3);
+        CHECK(lines_of(dir / "requests.log") == 6);
+        CHECK(lines_of(dir / "references.log") >= 6);  // at the start and the end of each chunk
+        if (mode == "good") {
+            CHECK(r.disturbance.disturbed == 0);
+        } else {
+            CHECK(r.disturbance.disturbed == 3);
+            REQUIRE(!r.disturbance.reasons.empty());
+            CHECK(r.disturbance.reasons.front().find("reference network drifted") != std::string::npos);
+        }
+    }
+}
+
 TEST_CASE("kernel sample file: what a build fitted to comes back exactly, and damage is a clear error") {
     device::KernelSampleFile f;
     f.device = "fake-device";

@@ -39,6 +39,10 @@ while IFS= read -r line; do
     [[ $line == *'"profile":true'* ]] && echo "$(basename "$model")" >> "$state/profiles.log"; fi
   case $mode in
     good|silent|slow_device) answer "$id" "$model" "$repeats" ;;
+    drifting)  # as good, but the host slows down: each reference request answers 50 % slower than the last
+      if [[ $(basename "$model") == reference.onnx ]]; then
+        answer "$id" "$model" "$repeats" "$(awk -v n="$(wc -l < "$state/references.log")" 'BEGIN { print 1.5 ^ n }')"
+      else answer "$id" "$model" "$repeats"; fi ;;
     slow) sleep 0.2; answer "$id" "$model" "$repeats" ;;
     crash)  # the second request of every process kills it
       if [ $n -ge 2 ]; then echo "fake: simulated crash on request $n" >&2; exit 3; fi

@@ -5,6 +5,8 @@
 /// that holds another device's or other runners' measurements is refused, so that runs never
 /// mix), sizes each chunk to the budget left from the time per item so far, reports progress with
 /// an estimate of the time left, and starts the runners only when something is to be measured.
+/// Every chunk measures the reference network at its start and end, as `measure` does: a host
+/// whose speed changes under a build is then reported, not taken into the model unnoticed.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,6 +23,7 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/measure/harness.hpp>
+#include <dnncost/measure/reference_model.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/sidecar.hpp>
 #include <dnncost/measure/store.hpp>
@@ -100,6 +103,14 @@ public:
         if (setup.chunk < 1) raise<config_error>(m_what, ": the chunk size must be at least 1");
         setup.harness.check();
         m_start = now();
+    }
+
+    BudgetedRun(const BudgetedRun&) = delete;
+    BudgetedRun& operator=(const BudgetedRun&) = delete;
+    /// The model directory keeps only what is still to be measured: the reference network goes.
+    ~BudgetedRun() {
+        std::error_code ec;
+        if (!m_reference_model.empty()) std::filesystem::remove(m_reference_model, ec);
     }
 
     /// Seconds on the setup's clock (or a steady clock).
@@ -185,8 +196,15 @@ public:
 private:
     void start_runners() {
         if (m_pool) return;
+        measure::ProvenanceOptions reference;
+        if (!m_model_dir.empty()) {
+            m_reference_model = m_model_dir / "reference.onnx";
+            measure::write_reference_model(m_reference_model);
+            reference.reference_model = m_reference_model;
+            reference.reference_key = measure::network_key(measure::reference_graph());
+        }
         m_pool = std::make_unique<measure::RunnerPool>(m_setup.runners, m_setup.pool);
-        m_harness = std::make_unique<measure::Harness>(*m_pool, m_setup.harness);
+        m_harness = std::make_unique<measure::Harness>(*m_pool, m_setup.harness, reference);
         if (m_setup.load_sampler) m_harness->set_load_sampler(m_setup.load_sampler);
     }
 
@@ -194,7 +212,7 @@ private:
     std::string m_what;
     std::chrono::steady_clock::time_point m_steady_start = std::chrono::steady_clock::now();
     double m_start = 0;
-    std::filesystem::path m_sidecar, m_model_dir;
+    std::filesystem::path m_sidecar, m_model_dir, m_reference_model;
     std::optional<measure::ResultsStore> m_store;
     measure::StoreInfo m_info;
     std::unique_ptr<measure::RunnerPool> m_pool;
