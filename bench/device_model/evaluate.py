@@ -2,6 +2,8 @@
 """Accuracy of saved estimators on results stores of `dnncost measure`: MAPE, share within
 ±10 % and ±25 %, Spearman's rho, median and worst ratio of predicted to measured latency, one row
 per (model, store), or with --by-space per (model, store, search space) of a mixed store.
+A store whose run the harness would judge disturbed (a reference network in its sidecar that
+drifted beyond max(5 %, 3 x its spread)) is marked, so that its figures are re-taken, not reported.
 Writes one JSON document (a list of rows) and prints a markdown table.
   evaluate.py --cli build/release/dnncost --out rows.json [--by-space] --stores STORE... -- MODEL[=LABEL]...
 A model argument is FILE or FILE=LABEL."""
@@ -15,6 +17,19 @@ def load_store(path):
             if r["status"] == "ok":
                 rows[r["id"]] = float(r["latency_ms"])  # the last ok row of an id wins
     return rows
+
+
+def disturbed(store):
+    """Why a store's runs are not to be trusted (its sidecar's reference drifts), or None."""
+    sidecar = (store[:-4] if store.endswith(".csv") else store) + ".device.json"
+    try:
+        with open(sidecar) as f:
+            refs = json.load(f).get("references") or []
+    except (OSError, ValueError):
+        return None
+    why = [f"reference drifted {100 * r['drift']:.1f} %" for r in refs
+           if r.get("drift", 0) > max(0.05, 3 * r.get("spread", 0))]
+    return "; ".join(why) or None
 
 
 def space_of(net_id):
@@ -83,6 +98,10 @@ def main():
     rows = []
     for store in stores:
         meas = load_store(store)
+        why = disturbed(store)
+        if why:
+            print(f"evaluate.py: warning: {store} was measured on a disturbed machine ({why}): re-take it",
+                  file=sys.stderr)
         groups = {}
         for i in sorted(meas):
             groups.setdefault(space_of(i) if a.by_space else None, []).append(i)
@@ -91,16 +110,18 @@ def main():
                 pred = predict(a.cli, path, ids, os.path.dirname(os.path.abspath(store)))
                 m = metrics(pred, [meas[i] for i in ids])
                 name = os.path.basename(store) + (f" {space}" if space else "")
-                rows.append({"model": label, "store": name, **({"space": space} if space else {}), **m})
+                rows.append({"model": label, "store": name, **({"space": space} if space else {}), **m,
+                             "disturbed": why})
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(rows, f, indent=1)
     os.replace(tmp, a.out)
-    print("| store | model | n | MAPE | ±10 % | ±25 % | Spearman | median pred/meas | worst |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| store | model | n | MAPE | ±10 % | ±25 % | Spearman | median pred/meas | worst | disturbed |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['store']} | {r['model']} | {r['n']} | {100 * r['mape']:.1f} % | {100 * r['within_10']:.0f} % | "
-              f"{100 * r['within_25']:.0f} % | {r['spearman']:.3f} | {r['median_ratio']:.2f} | {r['worst_ratio']:.2f} |")
+              f"{100 * r['within_25']:.0f} % | {r['spearman']:.3f} | {r['median_ratio']:.2f} | {r['worst_ratio']:.2f} | "
+              f"{r['disturbed'] or 'no'} |")
 
 
 if __name__ == "__main__":
