@@ -168,7 +168,7 @@ TEST_CASE("kernel sampling: chunks measured on a loaded machine are reported, wi
     }
 }
 
-TEST_CASE("kernel sampling: every chunk measures the reference network; a host that slows down under it is reported") {
+TEST_CASE("kernel sampling: every chunk measures the reference network, and a host that slows down under it is reported") {
     const auto todo = samples(2);
     REQUIRE(todo.size() == 6);
     for (const std::string mode : {"good", "drifting"}) {
