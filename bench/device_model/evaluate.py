@@ -20,7 +20,8 @@ def load_store(path):
 
 
 def disturbed(store):
-    """Why a store's runs are not to be trusted (its sidecar's reference drifts), or None."""
+    """Why a store's runs are not to be trusted (its sidecar's reference drifts), or None. The bound
+    is the harness's own (measure::reference_drifted in include/dnncost/measure/reference.hpp)."""
     sidecar = (store[:-4] if store.endswith(".csv") else store) + ".device.json"
     try:
         with open(sidecar) as f:
