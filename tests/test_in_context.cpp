@@ -612,6 +612,22 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
     CHECK(most_tokens >= 256);
     CHECK(largest_input == 320);
 
+    // a sequence set after the draw: every length of its range, the rest of the draw kept
+    const auto drawn = synthetic::sample_transformer(rng);
+    for (std::size_t choice = 0; choice < 8; ++choice) {
+        const auto s = synthetic::with_sequence(drawn, synthetic::Sequence::short_range, choice);
+        CHECK(s.patch == 32);
+        CHECK((s.tokens == 49 || s.tokens == 64 || s.tokens == 100));
+        const auto m = synthetic::with_sequence(drawn, synthetic::Sequence::medium_range, choice);
+        CHECK(m.patch == 16);
+        CHECK((m.tokens == 144 || m.tokens == 196 || m.tokens == 256));
+        const auto l = synthetic::with_sequence(drawn, synthetic::Sequence::long_range, choice);
+        CHECK(l.tokens >= 384);
+        CHECK(l.tokens <= 576);
+        CHECK(synthetic::to_string(l).substr(synthetic::to_string(l).find("-e")) ==
+              synthetic::to_string(drawn).substr(synthetic::to_string(drawn).find("-e")));
+    }
+
     synthetic::Limits limits;
     const auto nets = device::context_networks(12, 3, limits);
     REQUIRE(nets.size() == 12);

@@ -264,31 +264,6 @@ std::vector<graph::Graph> distinct_networks(std::size_t n, std::uint64_t seed, D
     }
     return out;
 }
-
-/// The sequence of the `nth` transformer drawn for a build: short (patches of 32, 49-100 tokens),
-/// medium (patches of 16, 144-256) and long (400-576 patches, or 384-512 tokens) in turn. The size
-/// within a turn comes from the draw's index `i`, not from the shared stream of draws, so the
-/// turns leave every other network of the build as it was drawn.
-inline void set_sequence_turn(synthetic::TransformerArch& a, std::size_t nth, std::size_t i) {
-    const std::size_t mix = (i * 2654435761u) >> 7;  // Knuth's multiplicative hash of the index
-    switch (nth % 3) {
-        case 0: {
-            static const std::int64_t side[] = {7, 8, 10};
-            a.patch = 32;
-            a.tokens = side[mix % 3] * side[mix % 3];
-            break;
-        }
-        case 1: {
-            static const std::int64_t side[] = {12, 14, 16};
-            a.patch = 16;
-            a.tokens = side[mix % 3] * side[mix % 3];
-            break;
-        }
-        default:
-            a.patch = mix % 2 ? 16 : 0;
-            a.tokens = a.patch ? (mix % 4 < 2 ? 400 : 576) : (mix % 4 < 2 ? 384 : 512);
-    }
-}
 }  // namespace dnncost::device::detail
 
 DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t seed, const synthetic::Limits& limits)
@@ -322,10 +297,15 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
         } else if (what == "transformer") {
             // the transformer slots take short, medium and long sequences in turn: random draws
             // may leave a build without matrix products of a few dozen rows (ViT-B/32's 50
-            // tokens), which run far below the longer sequences' FLOP rate
-            auto a = synthetic::sample_transformer(rng);
-            detail::set_sequence_turn(a, nth_of_its_kind(i), i);
-            g = synthetic::build_transformer(a, limits);
+            // tokens), which run far below the longer sequences' FLOP rate. The length within a
+            // range comes from the draw's index, so the other slots' draws stay as they were
+            static const synthetic::Sequence turn[] = {
+                synthetic::Sequence::short_range, synthetic::Sequence::medium_range, synthetic::Sequence::long_range};
+            const std::size_t choice = (i * 2654435761u) >> 7;  // Knuth's multiplicative hash of the index
+            g = synthetic::build_transformer(
+                synthetic::with_sequence(synthetic::sample_transformer(rng), turn[nth_of_its_kind(i) % std::size(turn)],
+                                         choice),
+                limits);
         } else {
             const auto& space = spaces::find_space(what);
             const auto arch = space.sample(rng);

@@ -12,6 +12,7 @@
 ///
 /// A draw whose weights or multiply-accumulates exceed Limits is narrowed (channel counts scaled
 /// down), then given a smaller input, until it fits.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -95,6 +96,13 @@ DNNCOST_FUNC CnnArch sample_cnn(Rng& rng);
 /// A draw of the given block kind (the same draws from `rng` as sample_cnn(rng)).
 DNNCOST_FUNC CnnArch sample_cnn(Rng& rng, Block block);
 DNNCOST_FUNC TransformerArch sample_transformer(Rng& rng);
+
+/// Sequence lengths of a transformer: short (49-100 patches of 32 pixels, as a ViT-B/32 at
+/// ImageNet sizes), medium (144-256 patches of 16), long (400-576 patches of 16, or 384-512 tokens).
+enum class Sequence { short_range, medium_range, long_range };
+/// `a` with a sequence of the given length; `choice` (any value) picks one of the range's lengths.
+/// It draws nothing: a caller sets the length after a seeded draw without changing later draws.
+DNNCOST_FUNC TransformerArch with_sequence(TransformerArch a, Sequence length, std::size_t choice);
 
 /// The graphs, fitted to `limits` (narrowed, then shrunk; see the file comment).
 /// @throws config_error for an architecture that cannot be built (no stage, a width below 1, ...)

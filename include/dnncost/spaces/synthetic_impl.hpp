@@ -291,6 +291,26 @@ DNNCOST_FUNC auto dnncost::synthetic::sample_transformer(Rng& rng) -> Transforme
     return a;
 }
 
+DNNCOST_FUNC auto dnncost::synthetic::with_sequence(TransformerArch a, Sequence length, std::size_t choice)
+    -> TransformerArch {
+    static const std::int64_t short_side[] = {7, 8, 10}, medium_side[] = {12, 14, 16};
+    switch (length) {
+        case Sequence::short_range:
+            a.patch = 32;
+            a.tokens = short_side[choice % 3] * short_side[choice % 3];
+            break;
+        case Sequence::medium_range:
+            a.patch = 16;
+            a.tokens = medium_side[choice % 3] * medium_side[choice % 3];
+            break;
+        case Sequence::long_range:
+            a.patch = choice % 2 ? 16 : 0;
+            a.tokens = a.patch ? (choice % 4 < 2 ? 400 : 576) : (choice % 4 < 2 ? 384 : 512);
+            break;
+    }
+    return a;
+}
+
 DNNCOST_FUNC auto dnncost::synthetic::build_cnn(const CnnArch& arch, const Limits& limits) -> graph::Graph {
     limits.check();
     detail::check(arch);
