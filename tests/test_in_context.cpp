@@ -135,6 +135,7 @@ device::NetworkProfilingSetup profiling_setup(const Scratch& s, const std::strin
     p.store = s.dir / "networks.csv";
     p.harness = one_run();
     p.opset = synthetic::onnx_opset;
+    p.retake_disturbed = false;  // the counts below would follow this machine's load
     return p;
 }
 
@@ -151,6 +152,7 @@ device::DeviceBuildSetup build_setup(const Scratch& s, const std::string& mode) 
     b.adaptive_rounds = 0;
     b.model.min_samples = 12;  // the fewest a regressor fits on
     b.profiled_networks = tiny_networks();
+    b.retake_disturbed = false;  // the counts below would follow this machine's load
     return b;
 }
 
@@ -350,6 +352,46 @@ TEST_CASE("network profiling: the planted in-context samples, unmapped kernels c
     CHECK(again.measured + again.profiled == 0);
     CHECK(again.rows.size() == rows);
     CHECK(lines_of(s.dir / "requests.log") == 4);
+}
+
+TEST_CASE("network profiling: a chunk whose reference ran slow throughout is profiled and measured again") {
+    // two networks, one a chunk; the second chunk's reference requests (the 4th and 5th: the first
+    // chunk makes a probe, then one at its start and one at its end) answer 50 % slower
+    for (const bool retake : {false, true}) {
+        const Scratch s("test_in_context", retake ? "slow_chunk_retaken" : "slow_chunk_kept");
+        const auto nets = tiny_networks();
+        std::vector<std::vector<double>> expected;
+        std::vector<std::set<std::size_t>> merged(nets.size());
+        for (std::size_t i = 0; i < nets.size(); ++i)
+            expected.push_back(plant(s.dir, nets[i], 4, 0.5, 0.25, merged[i]));
+        std::ofstream(s.dir / "slow_references") << "4\n5\n";
+        auto setup = profiling_setup(s, "planted");
+        setup.retake_disturbed = retake;
+        setup.load_sampler = [calls = 0]() mutable {  // a machine with nothing else running
+            measure::LoadSample l;
+            l.seconds = 1000.0 + calls++;
+            l.busy = {0, 0};
+            return l;
+        };
+        const auto r = device::profile_networks(nets, rules(), 0.25, setup);
+        CHECK(r.measured == 2);
+        REQUIRE(r.networks.size() == 2);
+        CHECK(r.disturbance.chunks == 2);
+        if (retake) {
+            CHECK(r.disturbance.retaken == 1);
+            CHECK(r.disturbance.disturbed == 0);
+            CHECK(lines_of(s.dir / "profiles.log") == 3);  // the second network profiled again
+            CHECK(lines_of(s.dir / "requests.log") == 6);
+            CHECK(fs::is_empty(s.dir / "networks.csv.models"));
+        } else {
+            CHECK(r.disturbance.disturbed == 1);
+            REQUIRE(r.disturbance.reasons.size() == 1);
+            CHECK(r.disturbance.reasons.front().find("slower than at its fastest") != std::string::npos);
+            CHECK(lines_of(s.dir / "profiles.log") == 2);
+            CHECK(lines_of(s.dir / "requests.log") == 4);
+        }
+        for (const auto& n : r.networks) CHECK(n.scale == doctest::Approx(0.5));  // the planted answers
+    }
 }
 
 TEST_CASE("network profiling: a per-kernel profiler cost in every profile is fitted across the networks and taken off") {

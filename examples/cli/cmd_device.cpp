@@ -36,7 +36,7 @@ struct BuildArgs {
     int adaptive_rounds = 3;
     std::uint64_t seed = 1;
     MeasureFlags flags = kernel_measure_flags();
-    bool refit = false, family_regressors = true, roofline_base = true;
+    bool refit = false, family_regressors = true, roofline_base = true, retake = true;
     std::vector<std::string> regressors;  // candidate kernel regressors; empty: every one
     bool json_out = false;
 };
@@ -204,6 +204,7 @@ inline void run_build(const BuildArgs& a) {
     s.seed = a.seed;
     s.model.family_regressors = a.family_regressors;
     s.in_context = device::parse_in_context(a.in_context);
+    s.retake_disturbed = a.retake;
     s.networks = a.networks;
     s.network_limits.max_params = static_cast<std::int64_t>(std::llround(a.network_params * 1e6));
     s.model.roofline_base = a.roofline_base;
@@ -532,6 +533,9 @@ inline void add_device_build(Command& device, Context& ctx) {
         ->check(check::in_range(1e-3, 1e4, "millions of weights in [0.001, 10000]"))
         ->capture_default_str();
     build->add_option("--seed", b->seed, "Seed of the draws and the fits")->capture_default_str();
+    build->add_flag("!--no-retake", b->retake,
+                    "Keep the chunks measured while the machine was disturbed as they are, rather than measuring "
+                    "them once more at the end while the budget lasts (a warning names them either way)");
     build->add_flag("!--per-kind-regressors", b->family_regressors,
                     "One regressor per kernel kind, rather than one per family (Conv with its fused kinds, ...) with "
                     "the fusions as features");

@@ -43,6 +43,10 @@ while IFS= read -r line; do
       if [[ $(basename "$model") == reference.onnx ]]; then
         answer "$id" "$model" "$repeats" "$(awk -v n="$(wc -l < "$state/references.log")" 'BEGIN { print 1.5 ^ n }')"
       else answer "$id" "$model" "$repeats"; fi ;;
+    spell)  # as good, but the host runs 50 % slower for a spell: while the 4th and 5th reference requests are the last made
+      refs=$(wc -l < "$state/references.log" 2>/dev/null || echo 0)
+      if (( refs >= 4 && refs <= 5 )); then answer "$id" "$model" "$repeats" 1.5
+      else answer "$id" "$model" "$repeats"; fi ;;
     slow) sleep 0.2; answer "$id" "$model" "$repeats" ;;
     crash)  # the second request of every process kills it
       if [ $n -ge 2 ]; then echo "fake: simulated crash on request $n" >&2; exit 3; fi
@@ -71,7 +75,11 @@ while IFS= read -r line; do
       # MODEL.profile for a profiled one (the answer's fields after the id; MODEL.profile.first, when
       # there is one, answers the model's first profiled request); else as good, without kernels.
       # While STATE_DIR/crash_after exists, it dies without answering once requests.log has more
-      # lines than that file says.
+      # lines than that file says. The reference requests whose numbers STATE_DIR/slow_references
+      # lists (one a line, counted from 1) answer 50 % slower: a host slow for a while.
+      if [[ $(basename "$model") == reference.onnx ]] && [ -f "$state/slow_references" ] &&
+         grep -qx "$(wc -l < "$state/references.log")" "$state/slow_references"; then
+        answer "$id" "$model" "$repeats" 1.5; continue; fi
       if [ -f "$state/crash_after" ] && [ "$(wc -l < "$state/requests.log")" -gt "$(cat "$state/crash_after")" ]; then
         echo "fake: simulated crash" >&2; exit 3; fi
       kind=plain; [[ $line == *'"profile":true'* ]] && kind=profile

@@ -6,7 +6,8 @@
 /// mix), sizes each chunk to the budget left from the time per item so far, reports progress with
 /// an estimate of the time left, and starts the runners only when something is to be measured.
 /// Every chunk measures the reference network at its start and end, as `measure` does: a host
-/// whose speed changes under a build is then reported, not taken into the model unnoticed.
+/// whose speed changes under a build is then reported, not taken into the model unnoticed, and
+/// the disturbed chunks are measured once more at the end while the budget lasts.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,7 +24,9 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/measure/harness.hpp>
+#include <dnncost/measure/reference.hpp>
 #include <dnncost/measure/reference_model.hpp>
+#include <dnncost/measure/run_conditions.hpp>
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/sidecar.hpp>
 #include <dnncost/measure/store.hpp>
@@ -58,32 +61,90 @@ struct MeasuringSetup {
     /// The machine's load, which says whether other processes disturbed a measurement; empty:
     /// the harness reads it from the machine (a test plants one).
     measure::Harness::LoadSampler load_sampler;
+    /// Measure the disturbed chunks once more at the end, while the budget lasts (Disturbance):
+    /// a host that changes speed by itself would otherwise leave a share of the samples slow.
+    bool retake_disturbed = true;
 };
 
-/// Why the harness judged the runs of a sampling or profiling run disturbed: one reason per
-/// disturbed chunk (RunConditions::reasons), empty when every chunk ran on a quiet machine.
+/// Why the runs of a sampling or profiling run were disturbed: one reason per disturbed chunk,
+/// empty when every chunk ran on a quiet machine. A chunk is disturbed when the harness judged it
+/// so (RunConditions::reasons: other processes, a reference that drifted within it), or when its
+/// reference ran slower than the fastest reference of all the chunks noted: a host that was slow
+/// for a whole chunk shows no drift within it.
 struct Disturbance {
-    std::size_t chunks = 0, disturbed = 0;  ///< harness runs, and those judged disturbed
+    std::size_t chunks = 0, disturbed = 0;  ///< harness runs, and those disturbed
     std::vector<std::string> reasons;
+    std::size_t retaken = 0;  ///< chunks measured again (retake), whatever their second judgement
+
     /// Counts one harness run (a chunk) as the harness judged it.
     void note(const measure::RunConditions& c) {
-        ++chunks;
-        if (!c.disturbed) return;
-        ++disturbed;
-        reasons.push_back(c.reasons.empty() ? std::string("disturbed") : c.reasons.front());
+        m_runs.push_back(c);
+        judge();
     }
-    /// Counts the chunks of another run too.
+    /// The judgement of chunk `i` (in the order noted) replaced by that of its measurement again.
+    void retake(std::size_t i, const measure::RunConditions& c) {
+        if (i >= m_runs.size()) return;
+        m_runs[i] = c;
+        ++retaken;
+        judge();
+    }
+    /// Counts the chunks of another run too (the same reference network and runners).
     void add(const Disturbance& other) {
-        chunks += other.chunks;
-        disturbed += other.disturbed;
-        reasons.insert(reasons.end(), other.reasons.begin(), other.reasons.end());
+        m_runs.insert(m_runs.end(), other.m_runs.begin(), other.m_runs.end());
+        retaken += other.retaken;
+        judge();
+    }
+    /// The chunks judged disturbed, in the order noted.
+    std::vector<std::size_t> disturbed_chunks() const {
+        std::vector<std::size_t> out;
+        for (std::size_t i = 0; i < m_runs.size(); ++i)
+            if (!reason_of(i).empty()) out.push_back(i);
+        return out;
     }
     /// "N of M chunks ...: first reason", or empty when none was disturbed.
     std::string summary() const {
         if (disturbed == 0) return {};
         return std::to_string(disturbed) + " of " + std::to_string(chunks) +
-               " chunks measured while the machine was disturbed; the first: " + reasons.front();
+               " chunks measured while the machine was disturbed" +
+               (retaken > 0 ? " (" + std::to_string(retaken) + " measured again)" : std::string()) +
+               "; the first: " + reasons.front();
     }
+
+private:
+    /// The fastest reference measurement of every chunk noted; 0 when none was measured.
+    double fastest_reference_ms() const {
+        double fastest = 0;
+        for (const auto& c : m_runs)
+            if (c.reference && c.reference->known())
+                for (const double v : c.reference->values_ms)
+                    if (v > 0 && (fastest == 0 || v < fastest)) fastest = v;
+        return fastest;
+    }
+    /// Why chunk `i` is disturbed; empty when it is not.
+    std::string reason_of(std::size_t i) const {
+        const auto& c = m_runs[i];
+        if (c.disturbed) return c.reasons.empty() ? std::string("disturbed") : c.reasons.front();
+        const double fastest = fastest_reference_ms();
+        if (c.reference && measure::reference_slower(*c.reference, fastest)) {
+            const auto& v = c.reference->values_ms;
+            const double slowest = *std::max_element(v.begin(), v.end());
+            return "the reference network ran " + measure::detail::percent(slowest / fastest - 1) +
+                   " slower than at its fastest in this run (" + measure::detail::fixed(slowest, 4) + " against " +
+                   measure::detail::fixed(fastest, 4) + " ms): the machine was slower for the whole chunk";
+        }
+        return {};
+    }
+    void judge() {
+        chunks = m_runs.size();
+        disturbed = 0;
+        reasons.clear();
+        for (std::size_t i = 0; i < m_runs.size(); ++i)
+            if (auto r = reason_of(i); !r.empty()) {
+                ++disturbed;
+                reasons.push_back(std::move(r));
+            }
+    }
+    std::vector<measure::RunConditions> m_runs;
 };
 
 namespace detail {
@@ -182,8 +243,37 @@ public:
         return *m_harness;
     }
 
+    /// A harness over the same runners that measures every item again (HarnessOptions::force).
+    measure::Harness& harness_afresh() {
+        start_runners();
+        if (!m_harness_afresh) {
+            auto o = m_setup.harness;
+            o.force = true;
+            m_harness_afresh = std::make_unique<measure::Harness>(*m_pool, o, m_reference);
+            if (m_setup.load_sampler) m_harness_afresh->set_load_sampler(m_setup.load_sampler);
+        }
+        return *m_harness_afresh;
+    }
+
     /// How the harness judged the run's chunks (Disturbance::note after each harness run).
     Disturbance disturbance;
+
+    /// Measures the disturbed chunks once more, in the order noted, while the budget lasts
+    /// (MeasuringSetup::retake_disturbed). `chunk_items[i]` holds the items of the i-th chunk
+    /// noted; `measure_again(items)` measures them afresh (harness_afresh) and returns that run's
+    /// conditions, which replace the chunk's judgement.
+    template <class MeasureAgain>
+    void retake_disturbed(const std::vector<std::vector<std::size_t>>& chunk_items, MeasureAgain&& measure_again) {
+        if (!m_setup.retake_disturbed) return;
+        for (const auto i : disturbance.disturbed_chunks()) {
+            if (i >= chunk_items.size() || chunk_items[i].empty()) continue;
+            const auto n = chunk_items[i].size();
+            if (next_chunk(n, n) < n) break;  // the budget is spent
+            disturbance.retake(i, measure_again(chunk_items[i]));
+            progress.measured += n;
+            report();
+        }
+    }
 
     /// Records in the store's sidecar what device the runners said they run on.
     void finish() {
@@ -196,15 +286,14 @@ public:
 private:
     void start_runners() {
         if (m_pool) return;
-        measure::ProvenanceOptions reference;
         if (!m_model_dir.empty()) {
             m_reference_model = m_model_dir / "reference.onnx";
             measure::write_reference_model(m_reference_model);
-            reference.reference_model = m_reference_model;
-            reference.reference_key = measure::network_key(measure::reference_graph());
+            m_reference.reference_model = m_reference_model;
+            m_reference.reference_key = measure::network_key(measure::reference_graph());
         }
         m_pool = std::make_unique<measure::RunnerPool>(m_setup.runners, m_setup.pool);
-        m_harness = std::make_unique<measure::Harness>(*m_pool, m_setup.harness, reference);
+        m_harness = std::make_unique<measure::Harness>(*m_pool, m_setup.harness, m_reference);
         if (m_setup.load_sampler) m_harness->set_load_sampler(m_setup.load_sampler);
     }
 
@@ -216,7 +305,8 @@ private:
     std::optional<measure::ResultsStore> m_store;
     measure::StoreInfo m_info;
     std::unique_ptr<measure::RunnerPool> m_pool;
-    std::unique_ptr<measure::Harness> m_harness;
+    std::unique_ptr<measure::Harness> m_harness, m_harness_afresh;
+    measure::ProvenanceOptions m_reference;  ///< the reference network every chunk measures
 };
 
 }  // namespace detail

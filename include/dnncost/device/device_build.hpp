@@ -99,6 +99,7 @@ struct DeviceBuildSetup {
     std::uint64_t seed = 1;
     std::function<void(const DeviceBuildProgress&)> on_progress;
     std::function<double()> clock;  ///< seconds; empty: a steady clock
+    bool retake_disturbed = true;   ///< measure the disturbed chunks once more (MeasuringSetup)
 };
 
 struct DeviceBuildResult {
@@ -185,6 +186,8 @@ struct DeviceCalibrationSetup {
     /// The opset to write each shot with (a network of the user's at its own); empty: every shot
     /// at spaces_opset().
     std::vector<int> opsets;
+    /// Measure the shots once more when the run was disturbed (MeasuringSetup::retake_disturbed).
+    bool retake_disturbed = true;
 };
 
 struct DeviceCalibrationResult {

@@ -31,29 +31,35 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<Kern
     progress.done = out.from_store;
     run.report();
 
+    // the model of sample i for the runner, written when missing; false (and the reason kept)
+    // when it cannot be written
+    const auto add_network = [&](std::size_t i, std::vector<measure::Network>& networks) {
+        const auto& s = samples[i];
+        measure::Network n{s.key, "kernel:" + s.config.kind, run.model_dir() / (s.key + ".onnx")};
+        try {
+            if (!std::filesystem::exists(n.model))
+                measure::write_model_for_runner(s.graph, n.model, setup.seed, setup.opset);
+        } catch (const config_error& e) {
+            out.model_errors.push_back("sample '" + s.key + "' (" + s.config.kind + "): " + e.what());
+            return false;
+        }
+        networks.push_back(std::move(n));
+        return true;
+    };
+    std::vector<std::vector<std::size_t>> chunk_items;  // the samples of each chunk the harness ran
     std::size_t next = 0;
     while (next < todo.size()) {
         const std::size_t take = run.next_chunk(todo.size() - next, setup.chunk);
         if (take == 0) break;
         std::vector<measure::Network> networks;
         std::vector<std::size_t> batch;
-        for (std::size_t j = next; j < next + take; ++j) {
-            const auto& s = samples[todo[j]];
-            measure::Network n{s.key, "kernel:" + s.config.kind, run.model_dir() / (s.key + ".onnx")};
-            try {
-                if (!std::filesystem::exists(n.model))
-                    measure::write_model_for_runner(s.graph, n.model, setup.seed, setup.opset);
-            } catch (const config_error& e) {
-                out.model_errors.push_back("sample '" + s.key + "' (" + s.config.kind + "): " + e.what());
-                continue;
-            }
-            networks.push_back(std::move(n));
-            batch.push_back(todo[j]);
-        }
+        for (std::size_t j = next; j < next + take; ++j)
+            if (add_network(todo[j], networks)) batch.push_back(todo[j]);
         next += take;
         if (!networks.empty()) {
             const auto summary = run.harness().run(store, networks);
             run.disturbance.note(summary.conditions);
+            chunk_items.push_back(std::move(batch));
             out.failed += summary.failed;
             out.measured += summary.measured;
         }
@@ -62,6 +68,11 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<Kern
         run.report();
     }
     out.over_budget = todo.size() - next;
+    run.retake_disturbed(chunk_items, [&](const std::vector<std::size_t>& items) {
+        std::vector<measure::Network> networks;
+        for (const auto i : items) add_network(i, networks);
+        return run.harness_afresh().run(store, networks).conditions;
+    });
     run.finish();
 
     for (const auto& s : samples) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <set>
@@ -103,23 +104,30 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         return fresh;
     };
 
+    // the models of the networks `which` written where missing (a model is dropped once measured);
+    // those that cannot be written are left out, with the reason kept
+    const auto write_models = [&](const std::vector<std::size_t>& which) {
+        std::vector<std::size_t> written;
+        for (const auto i : which) {
+            try {
+                if (!std::filesystem::exists(nets[i].model))
+                    measure::write_model_for_runner(*graph_of[i], nets[i].model, setup.seed, setup.opset);
+                written.push_back(i);
+            } catch (const config_error& e) {
+                out.problems.push_back(nets[i].id + ": its model cannot be written: " + e.what());
+            }
+        }
+        return written;
+    };
+
+    std::vector<std::vector<std::size_t>> chunk_items;  // the networks of each chunk the harness ran
     std::size_t next = 0;
     while (next < todo.size()) {
         // the first chunk is one network: whether the runner profiles at all
         const std::size_t take = run.next_chunk(todo.size() - next, profiles.empty() ? 1 : setup.chunk);
         if (take == 0) break;
-        std::vector<std::size_t> batch;
-        for (std::size_t j = next; j < next + take; ++j) {
-            const auto i = todo[j];
-            try {
-                if (!std::filesystem::exists(nets[i].model))
-                    measure::write_model_for_runner(*graph_of[i], nets[i].model, setup.seed, setup.opset);
-            } catch (const config_error& e) {
-                out.problems.push_back(nets[i].id + ": its model cannot be written: " + e.what());
-                continue;
-            }
-            batch.push_back(i);
-        }
+        const auto batch = write_models(
+            std::vector<std::size_t>(todo.begin() + std::ptrdiff_t(next), todo.begin() + std::ptrdiff_t(next + take)));
         next += take;
         // the profile first: a runner that cannot profile is found before any latency is measured
         std::vector<std::size_t> to_profile;
@@ -140,11 +148,16 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
             for (auto& p : fresh) profiles[p.key] = std::move(p);
         }
         std::vector<measure::Network> to_measure;
+        std::vector<std::size_t> measured_here;
         for (const auto i : batch)
-            if (profiles.count(nets[i].key)) to_measure.push_back(nets[i]);
+            if (profiles.count(nets[i].key)) {
+                to_measure.push_back(nets[i]);
+                measured_here.push_back(i);
+            }
         if (!to_measure.empty()) {
             const auto summary = run.harness().run(store, to_measure);
             run.disturbance.note(summary.conditions);
+            chunk_items.push_back(std::move(measured_here));
             out.measured += summary.measured;
             out.failed += summary.failed;
         }
@@ -155,6 +168,22 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         run.report();
     }
     out.over_budget = todo.size() - std::min(next, todo.size());
+    // a disturbed chunk's networks profiled and measured again, the profile kept if this one fails
+    run.retake_disturbed(chunk_items, [&](const std::vector<std::size_t>& items) {
+        const auto written = write_models(items);
+        std::size_t without_kernels = 0;
+        auto fresh = take_profiles(written, without_kernels, true);
+        if (!fresh.empty()) {
+            measure::merge_kernel_profiles(profiles_path, fresh);
+            for (auto& p : fresh) profiles[p.key] = std::move(p);
+        }
+        std::vector<measure::Network> again;
+        for (const auto i : written) again.push_back(nets[i]);
+        measure::RunConditions c;
+        if (!again.empty()) c = run.harness_afresh().run(store, again).conditions;
+        for (const auto i : written) drop_model(i);
+        return c;
+    });
     if (!out.profiles) {
         run.finish();
         out.disturbance = run.disturbance;
@@ -214,16 +243,7 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         for (const auto& n : out.networks)
             if (n.scale > median * setup.profile_disagreement || n.scale * setup.profile_disagreement < median)
                 if (const auto it = index_of.find(n.key); it != index_of.end()) again.push_back(it->second);
-        std::vector<std::size_t> written;
-        for (const auto i : again) {
-            try {
-                if (!std::filesystem::exists(nets[i].model))
-                    measure::write_model_for_runner(*graph_of[i], nets[i].model, setup.seed, setup.opset);
-                written.push_back(i);
-            } catch (const config_error& e) {
-                out.problems.push_back(nets[i].id + ": its model cannot be written: " + e.what());
-            }
-        }
+        const auto written = write_models(again);
         std::size_t without_kernels = 0;
         auto fresh = take_profiles(written, without_kernels, true);
         for (const auto i : written) drop_model(i);
