@@ -65,6 +65,11 @@ inline json boundary_json(const device::SampleBoundaryCost& b) {
             {"ms_per_reorder_mb", b.ms_per_reorder_mb}};
 }
 
+/// How the chunks of a measuring step were judged: counted, disturbed at the end, measured again.
+inline json disturbance_json(const device::Disturbance& d) {
+    return {{"chunks", d.chunks}, {"disturbed", d.disturbed}, {"measured_again", d.retaken}};
+}
+
 /// The profiled networks of a build: counts, and how each profile was scaled to its latency.
 inline json profiling_json(const device::NetworkProfilingResult& p) {
     json nets = json::array();
@@ -90,6 +95,7 @@ inline json profiling_json(const device::NetworkProfilingResult& p) {
             {"measured", p.measured},
             {"profiled", p.profiled},
             {"reprofiled", p.reprofiled},
+            {"chunks", disturbance_json(p.disturbance)},
             {"from_store", p.from_store},
             {"failed", p.failed},
             {"without_profile", p.without_profile},
@@ -256,6 +262,7 @@ inline void run_build(const BuildArgs& a) {
         j["kinds"] = kind_table(r.model);
         j["isolated_kinds"] = r.isolated_kinds;
         j["warnings"] = r.warnings;
+        j["single_kernel_chunks"] = disturbance_json(r.kernel_disturbance);
         if (!r.in_context_note.empty()) j["in_context_note"] = r.in_context_note;
         if (r.profiling) j["networks"] = profiling_json(*r.profiling);
         return print_json(j);
@@ -355,6 +362,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
                            {"loo_mape", c.candidates.empty() ? json(nullptr) : json(c.cv_mape)},
                            {"candidates", candidates},
                            {"disturbed", disturbed.empty() ? json(nullptr) : json(disturbed)},
+                           {"measured_again", r.disturbance.retaken > 0},
                            {"shots", shots}});
     }
     for (std::size_t i = 0; i < r.shots.size(); ++i)

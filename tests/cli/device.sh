@@ -18,7 +18,7 @@ net=$data/onnx/mobilenet_v2.onnx
 "$bin" device build --runner "$runner" --out dev.dnnc "${small[@]}" "${fast[@]}" --json > build.json 2> build.err ||
   { fail "device build"; tail -3 build.err; }
 [ -s dev.dnnc ] || fail "device build wrote no model"
-for key in kinds rules_text run_overhead_ms samples build_seconds host; do
+for key in kinds rules_text run_overhead_ms samples build_seconds host single_kernel_chunks measured_again; do
   grep -q "\"$key\"" build.json || fail "device build --json lacks $key"
 done
 grep -q '"regressor"' build.json || fail "device build: no kind got a regressor"
@@ -170,7 +170,7 @@ grep -q '"breakdown"' k.json || fail "predict --per-kernel --json has no breakdo
   > cal.json 2> cal.err || { fail "device calibrate"; tail -3 cal.err; }
 factor=$(grep -o '"factor": [0-9.e+-]*' cal.json | awk '{ print $2 }')
 [ "$(grep -c '"measured_ms"' cal.json)" -eq 4 ] || fail "device calibrate: not 4 shots"
-for key in given_mape loo_mape candidates family_factors shrinkage; do
+for key in given_mape loo_mape candidates family_factors shrinkage measured_again; do
   grep -q "\"$key\"" cal.json || fail "device calibrate --json lacks $key"
 done
 after=$("$bin" predict --model cal.dnnc "$net" 2> /dev/null | cut -f2)

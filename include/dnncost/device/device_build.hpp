@@ -117,6 +117,7 @@ struct DeviceBuildResult {
     std::optional<NetworkProfilingResult> profiling;  ///< the networks' step, when it ran
     std::vector<std::string> isolated_kinds;          ///< kinds sampled alone (all of them without profiles)
     std::vector<std::string> warnings;                ///< what a user should know about the samples
+    Disturbance kernel_disturbance;                   ///< how the single kernels' chunks were judged
 };
 
 /// The lowest ONNX opset every search space's graphs export at (HardSwish needs 14).

@@ -231,6 +231,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
     }
     if (const auto d = kernels_disturbed.summary(); !d.empty())
         out.warnings.push_back("single kernels: " + d + "; build again on a quiet machine");
+    out.kernel_disturbance = kernels_disturbed;
     out.context_samples = context_rows.size();
     out.isolated_samples = measured.rows.size();
     out.samples = out.context_samples + out.isolated_samples;
