@@ -4,8 +4,11 @@
 // (tests/measure/fake_runner.sh), machine load from planted samples.
 #include <doctest/doctest.h>
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -277,6 +280,39 @@ TEST_CASE("machine load: /proc text parsed, other processes' CPU time by differe
     CHECK(m.other_share_of_cpu == doctest::Approx(0.2));  // cpu0: (200 - 160) / 100 / 2
     CHECK(std::isnan(load_between(LoadSample{}, b, 100).other_cpus));
     CHECK(sample_machine({}).valid());  // this is Linux
+}
+
+TEST_CASE("machine load: the time a runner's short-lived children took counts as the runner's") {
+    // a process group like a runner that starts a process per request: a shell whose children
+    // burn CPU and are gone when the second sample is taken
+    Scratch s("children");
+    const auto pid_file = (s.dir / "pid").string(), go = (s.dir / "go").string(), done = (s.dir / "done").string();
+    const std::string script = "echo $$ > '" + pid_file + "'; while [ ! -f '" + go +
+                               "' ]; do sleep 0.05; done; for i in 1 2; do awk 'BEGIN { for (i = 0; i < 1e7; i++) "
+                               "s += i }'; done; touch '" +
+                               done + "'; sleep 60";
+    std::ofstream(s.dir / "runner.sh") << script << '\n';
+    REQUIRE(std::system(("setsid bash '" + (s.dir / "runner.sh").string() + "' > /dev/null 2>&1 &").c_str()) == 0);
+    const auto wait_for = [](const std::string& path) {
+        for (int i = 0; i < 1200 && !fs::exists(path); ++i) ::usleep(50000);
+        return fs::exists(path);
+    };
+    REQUIRE(wait_for(pid_file));
+    pid_t group = 0;
+    for (int i = 0; i < 100 && group <= 0; ++i) {  // written, perhaps not yet flushed
+        std::ifstream(pid_file) >> group;
+        if (group <= 0) ::usleep(20000);
+    }
+    REQUIRE(group > 0);
+    const auto before = sample_machine({group});
+    std::ofstream(go).put('\n');
+    const bool finished = wait_for(done);
+    const auto after = sample_machine({group});
+    ::kill(-group, SIGKILL);
+    REQUIRE(finished);
+    REQUIRE((before.valid() && after.valid()));
+    // two loops of ten million additions take well over 0.2 s of CPU on any machine
+    CHECK(after.own - before.own >= static_cast<std::uint64_t>(0.2 * double(::sysconf(_SC_CLK_TCK))));
 }
 
 TEST_CASE("run conditions: disturbed by reference drift or by other processes, with the reason") {

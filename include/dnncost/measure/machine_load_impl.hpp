@@ -52,7 +52,9 @@ DNNCOST_FUNC auto dnncost::measure::sample_machine(const std::set<pid_t>& groups
         for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
             const auto name = entry.path().filename().string();
             if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-            const auto p = parse_pid_stat(detail::read_text(entry.path() / "stat"), false);
+            // with the children each has waited for: a runner that starts a process per request (a
+            // shell script, ssh to a board) keeps that time as its own once the child is gone
+            const auto p = parse_pid_stat(detail::read_text(entry.path() / "stat"), true);
             if (p && groups.count(static_cast<pid_t>(p->first))) s.own += p->second;
         }
     }
