@@ -29,6 +29,7 @@
 #include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/spaces/synthetic.hpp>
 
+#include "measure/quiet_machine.hpp"
 #include "measure/scratch.hpp"
 
 using namespace dnncost;
@@ -367,12 +368,7 @@ TEST_CASE("network profiling: a chunk whose reference ran slow throughout is pro
         std::ofstream(s.dir / "slow_references") << "4\n5\n";
         auto setup = profiling_setup(s, "planted");
         setup.retake_disturbed = retake;
-        setup.load_sampler = [calls = 0]() mutable {  // a machine with nothing else running
-            measure::LoadSample l;
-            l.seconds = 1000.0 + calls++;
-            l.busy = {0, 0};
-            return l;
-        };
+        setup.load_sampler = measure_tests::quiet_machine();
         const auto r = device::profile_networks(nets, rules(), 0.25, setup);
         CHECK(r.measured == 2);
         REQUIRE(r.networks.size() == 2);

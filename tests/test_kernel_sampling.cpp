@@ -18,6 +18,7 @@
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/machine_load.hpp>
 
+#include "measure/quiet_machine.hpp"
 #include "measure/scratch.hpp"
 
 using namespace dnncost;
@@ -182,12 +183,7 @@ TEST_CASE("kernel sampling: every chunk measures the reference network, and a ho
                      dir.string() + "'"};
         s.chunk = 2;
         s.retake_disturbed = true;
-        s.load_sampler = [calls = 0]() mutable {  // a machine with nothing else running
-            measure::LoadSample l;
-            l.seconds = 1000.0 + calls++;
-            l.busy = {0, 0};
-            return l;
-        };
+        s.load_sampler = measure_tests::quiet_machine();
         const auto r = device::measure_kernel_samples(todo, rules(), s);
         CHECK(r.measured == 6);
         CHECK(r.disturbance.chunks == 3);
@@ -224,12 +220,7 @@ TEST_CASE(
                      "'"};
         s.chunk = 2;
         s.retake_disturbed = retake;
-        s.load_sampler = [calls = 0]() mutable {
-            measure::LoadSample l;
-            l.seconds = 1000.0 + calls++;
-            l.busy = {0, 0};
-            return l;
-        };
+        s.load_sampler = measure_tests::quiet_machine();
         const auto r = device::measure_kernel_samples(todo, rules(), s);
         CHECK(r.measured == 6);
         CHECK(r.disturbance.chunks == 3);
