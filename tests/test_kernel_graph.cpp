@@ -696,3 +696,121 @@ TEST_CASE("kernel graph: a rewrite with layout=blocked applies only to kernels t
     CHECK(parse("dnncost-fusion-rules 1\nrewrite BatchNormalization Conv layout=blocked\n").to_text() ==
           "dnncost-fusion-rules 1\nrewrite BatchNormalization Conv layout=blocked\n");
 }
+
+namespace {
+// x [1,16,8,8] -> Conv -> Transpose to NHWC -> Sigmoid -> Transpose to NCHW -> Conv: a layer norm
+// over the channels between two blocked convolutions, as channels-last blocks write it
+Graph channels_last_sandwich() {
+    Graph g("channels_last");
+    const int x = g.add_input("x", {1, 16, 8, 8});
+    const int c1 = conv(g, "c1", x, 16, 1);
+    const int t1 = g.add_op("Transpose", "to_nhwc", {c1}, {1, 8, 8, 16}, {{"perm", Ints{0, 2, 3, 1}}});
+    const int s = same(g, "Sigmoid", "sig", {t1});
+    const int t2 = g.add_op("Transpose", "to_nchw", {s}, {1, 16, 8, 8}, {{"perm", Ints{0, 3, 1, 2}}});
+    g.mark_output(conv(g, "c2", t2, 16, 1));
+    g.validate();
+    return g;
+}
+}  // namespace
+
+TEST_CASE(
+    "kernel graph: channels-last=yes: a Transpose to or from channels-last beside the blocked layout runs in its "
+    "reorder") {
+    const std::string layout = "layout NCHWc 16 anchors=Conv followers=Relu narrow-input=yes";
+    const auto without = parse("dnncost-fusion-rules 1\n" + layout + "\n");
+    const auto with = parse("dnncost-fusion-rules 1\n" + layout + " channels-last=yes\n");
+    const auto g = channels_last_sandwich();
+    CHECK(kinds(device::kernel_graph(g, without)) == std::vector<std::string>{"Reorder", "Conv", "Reorder", "Transpose",
+                                                                              "Sigmoid", "Transpose", "Reorder", "Conv",
+                                                                              "Reorder"});
+    // the reorder out of the blocked layout writes NHWC, the one into it reads NHWC
+    const auto kg = device::kernel_graph(g, with);
+    CHECK(kinds(kg) == std::vector<std::string>{"Reorder", "Conv", "Reorder", "Sigmoid", "Reorder", "Conv", "Reorder"});
+    CHECK(layouts(kg) == std::vector<std::string>{"NCHWc16", "NCHWc16", "NCHW", "NCHW", "NCHWc16", "NCHWc16", "NCHW"});
+    // a Transpose of a plain value, or to NCHW for a reader that runs plain, keeps its kernel
+    Graph h("plain_transposes");
+    const int y = h.add_input("y", {1, 16, 8, 8});
+    const int t =
+        h.add_op("Transpose", "to_nhwc", {same(h, "Sigmoid", "sig", {y})}, {1, 8, 8, 16}, {{"perm", Ints{0, 2, 3, 1}}});
+    const int back = h.add_op("Transpose", "to_nchw", {t}, {1, 16, 8, 8}, {{"perm", Ints{0, 3, 1, 2}}});
+    h.mark_output(same(h, "Sigmoid", "sig2", {back}));
+    h.validate();
+    CHECK(kinds(device::kernel_graph(h, with)) ==
+          std::vector<std::string>{"Sigmoid", "Transpose", "Transpose", "Sigmoid"});
+}
+
+TEST_CASE("kernel graph: a fusion with layout=blocked holds only where its producer runs blocked") {
+    // BatchNormalization -> Relu: on a graph input (plain) two kernels; after a Conv (blocked) one,
+    // run as a blocked convolution
+    const auto rules = parse(
+        "dnncost-fusion-rules 1\nfuse BatchNormalization Relu operands=none layout=blocked\n"
+        "layout NCHWc 16 anchors=Conv followers=BatchNormalization,Relu narrow-input=yes\n"
+        "rewrite BatchNormalization+Relu Conv layout=blocked\n");
+    Graph plain("plain");
+    const int y = plain.add_input("y", {1, 16, 8, 8});
+    plain.mark_output(same(plain, "Relu", "relu", {batch_norm(plain, "bn", y)}));
+    plain.validate();
+    CHECK(kinds(device::kernel_graph(plain, rules)) == std::vector<std::string>{"BatchNormalization", "Relu"});
+    Graph blocked("blocked");
+    const int z = blocked.add_input("z", {1, 16, 8, 8});
+    blocked.mark_output(same(blocked, "Relu", "relu", {batch_norm(blocked, "bn", conv(blocked, "c", z, 16, 1))}));
+    blocked.validate();
+    const auto kg = device::kernel_graph(blocked, rules);
+    CHECK(kinds(kg) == std::vector<std::string>{"Reorder", "Conv", "Conv", "Reorder"});
+    CHECK(names(blocked, kg.kernels[2].nodes) == std::vector<std::string>{"bn", "relu"});
+    CHECK(rules.to_text().find("fuse BatchNormalization Relu operands=none layout=blocked\n") != std::string::npos);
+}
+
+TEST_CASE("kernel graph: concat-alignment: a Concat runs blocked only when every input fills whole blocks of it") {
+    // x -> Conv to 24 or 32 channels, x -> Conv to 16; Concat of the two
+    const auto build = [](std::int64_t width) {
+        Graph g("concat");
+        const int x = g.add_input("x", {1, 16, 8, 8});
+        g.mark_output(g.add_op("Concat", "cat", {conv(g, "c1", x, width, 1), conv(g, "c2", x, 16, 1)},
+                               {1, width + 16, 8, 8}, {{"axis", std::int64_t{1}}}));
+        g.validate();
+        return g;
+    };
+    const std::string layout = "layout NCHWc 8 anchors=Conv followers=Concat narrow-input=yes";
+    const auto concat_layout = [](const Graph& g, const FusionRules& r) {
+        const auto kg = device::kernel_graph(g, r);
+        for (const auto& k : kg.kernels)
+            if (k.kind == "Concat") return kg.layout_string(k.layout);
+        return std::string("none");
+    };
+    const auto aligned = parse("dnncost-fusion-rules 1\n" + layout + " concat-alignment=16\n");
+    CHECK(concat_layout(build(24), parse("dnncost-fusion-rules 1\n" + layout + "\n")) == "NCHWc8");
+    CHECK(concat_layout(build(24), aligned) == "NCHW");
+    CHECK(concat_layout(build(32), aligned) == "NCHWc8");
+}
+
+TEST_CASE(
+    "fusion rules: channels-last, concat-alignment and layout= are read, written back, and rejected with the line") {
+    const char* text =
+        "dnncost-fusion-rules 1\nfuse BatchNormalization Relu operands=none layout=blocked\n"
+        "layout NCHWc 8 anchors=Conv followers=Concat narrow-input=yes channels-last=yes "
+        "concat-alignment=16\n";
+    const auto r = parse(text);
+    CHECK(r.fusions.at(0).blocked_producer);
+    CHECK(r.layout.channels_last_reorders);
+    CHECK(r.layout.concat_alignment == 16);
+    CHECK(r.to_text() == text);
+    CHECK(parse(r.to_text()) == r);
+    CHECK(r.to_json().find("\"channels_last\": true, \"concat_alignment\": 16}") != std::string::npos);
+    CHECK(r.to_json().find("\"layout\": \"blocked\"}") != std::string::npos);
+    // a layout without them reads and writes as before
+    const char* old = "dnncost-fusion-rules 1\nlayout NCHWc 8 anchors=Conv narrow-input=yes\n";
+    CHECK(parse(old).to_text() == old);
+    CHECK(parse(old).to_json().find("channels_last") == std::string::npos);
+    const auto fails = [](const std::string& body, const std::string& what) {
+        try {
+            (void)FusionRules::parse("dnncost-fusion-rules 1\n" + body, "r.txt");
+            FAIL("accepted: " << body);
+        } catch (const parse_error& e) {
+            CHECK(std::string(e.what()).find(what) != std::string::npos);
+        }
+    };
+    fails("layout NCHWc 8 channels-last=maybe\n", "r.txt:2: channels-last= is yes or no");
+    fails("layout NCHWc 8 concat-alignment=-4\n", "r.txt:2: concat-alignment= is a whole number");
+    fails("fuse BatchNormalization Relu layout=nchw\n", "r.txt:2: layout= is any or blocked");
+}

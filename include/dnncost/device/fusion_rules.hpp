@@ -15,8 +15,9 @@
 ///     fuse Conv Add operands=activation
 ///     fuse Add Relu after=Conv
 ///     fuse Gemm Relu consumers=shared
-///     layout NCHWc 16 anchors=Conv followers=MaxPool,AveragePool,Add,Relu narrow-input=yes
+///     layout NCHWc 16 anchors=Conv followers=MaxPool,AveragePool,Add,Relu narrow-input=yes channels-last=yes
 ///     fuse Conv Add operands=activation operand-layout=blocked
+///     fuse BatchNormalization Relu operands=none layout=blocked
 ///     execute Reshape Flatten
 ///     merge-duplicates
 ///     rewrite MatMul+Add Gemm reshape-rank=3
@@ -84,6 +85,10 @@ struct FusionRule {
     /// into a blocked convolution only when every input of the Add is blocked, and into a plain
     /// one whatever its inputs.
     bool blocked_operands = false;
+    /// The producer's kernel must be one the layout rule may run blocked: ONNX Runtime runs a
+    /// BatchNormalization of blocked data as a blocked convolution, which takes a following Relu,
+    /// and of plain data as itself, which does not.
+    bool blocked_producer = false;
     friend bool operator==(const FusionRule&, const FusionRule&) = default;
 };
 
@@ -122,6 +127,16 @@ struct LayoutRule {
     /// An ungrouped anchor convolution with fewer input channels than the block reads the plain
     /// layout directly (no reorder on its input): a network's first convolution on RGB images.
     bool narrow_input = true;
+    /// The reorders also convert between channels-first and channels-last (ONNX Runtime's
+    /// ReorderOutput and ReorderInput with channels_last): a Transpose from NCHW to NHWC of a
+    /// blocked value, or from NHWC to NCHW of a value only blocked anchors read, runs in the
+    /// reorder and gets no kernel of its own.
+    bool channels_last_reorders = false;
+    /// A Concat runs blocked only when every input's channels are a multiple of this (0: of the
+    /// block): ONNX Runtime pads a blocked value's channels up to its own block (16 on AVX-512
+    /// hosts, where the rules' block may be 8 because convolutions of 8-multiples run blocked
+    /// padded), and joins such values blockwise only when none carries padding.
+    std::int64_t concat_alignment = 0;
     bool enabled() const { return block > 0; }
     bool is_anchor(std::string_view op) const { return std::find(anchors.begin(), anchors.end(), op) != anchors.end(); }
     bool is_follower(std::string_view op) const {

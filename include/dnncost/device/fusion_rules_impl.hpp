@@ -79,13 +79,18 @@ DNNCOST_FUNC std::string FusionRules::to_text() const {
         if (!r.sole_consumer) out += " consumers=shared";
         if (!r.after.empty()) out += " after=" + join(r.after);
         if (r.blocked_operands) out += " operand-layout=blocked";
+        if (r.blocked_producer) out += " layout=blocked";
         out += "\n";
     }
     if (layout.enabled()) {
         out += "layout " + layout.name + " " + std::to_string(layout.block);
         if (!layout.anchors.empty()) out += " anchors=" + join(layout.anchors);
         if (!layout.followers.empty()) out += " followers=" + join(layout.followers);
-        out += std::string(" narrow-input=") + (layout.narrow_input ? "yes" : "no") + "\n";
+        out += std::string(" narrow-input=") + (layout.narrow_input ? "yes" : "no");
+        // only when set, so that older rule sets read as they did
+        if (layout.channels_last_reorders) out += " channels-last=yes";
+        if (layout.concat_alignment > 0) out += " concat-alignment=" + std::to_string(layout.concat_alignment);
+        out += "\n";
     }
     if (merge_duplicates) out += "merge-duplicates\n";
     if (!executed.empty()) {
@@ -153,8 +158,11 @@ DNNCOST_FUNC FusionRules FusionRules::parse(std::string_view text, std::string_v
                     if (value != "any" && value != "blocked")
                         fail("operand-layout= is any or blocked, got '", value, "'");
                     r.blocked_operands = value == "blocked";
+                } else if (key == "layout") {
+                    if (value != "any" && value != "blocked") fail("layout= is any or blocked, got '", value, "'");
+                    r.blocked_producer = value == "blocked";
                 } else {
-                    fail("unknown option '", key, "' (expected operands, consumers, after or operand-layout)");
+                    fail("unknown option '", key, "' (expected operands, consumers, after, operand-layout or layout)");
                 }
             }
             rules.fusions.push_back(std::move(r));
@@ -174,8 +182,16 @@ DNNCOST_FUNC FusionRules FusionRules::parse(std::string_view text, std::string_v
                 else if (key == "narrow-input") {
                     if (value != "yes" && value != "no") fail("narrow-input= is yes or no, got '", value, "'");
                     rules.layout.narrow_input = value == "yes";
+                } else if (key == "channels-last") {
+                    if (value != "yes" && value != "no") fail("channels-last= is yes or no, got '", value, "'");
+                    rules.layout.channels_last_reorders = value == "yes";
+                } else if (key == "concat-alignment") {
+                    if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos)
+                        fail("concat-alignment= is a whole number below 10^6, got '", value, "'");
+                    rules.layout.concat_alignment = std::stoll(std::string(value));
                 } else
-                    fail("unknown option '", key, "' (expected anchors, followers or narrow-input)");
+                    fail("unknown option '", key,
+                         "' (expected anchors, followers, narrow-input, channels-last or concat-alignment)");
             }
         } else if (w == "merge-duplicates") {
             if (words.size() != 1) fail("merge-duplicates takes no arguments");
@@ -233,11 +249,15 @@ DNNCOST_FUNC std::string FusionRules::to_json() const {
              ", \"operands\": " + str(std::string(to_string(r.operands))) +
              ", \"sole_consumer\": " + (r.sole_consumer ? "true" : "false") +
              ", \"fold\": " + (r.fold ? "true" : "false") + ", \"after\": " + arr(r.after) +
-             (r.blocked_operands ? ", \"operand_layout\": \"blocked\"}" : "}");
+             (r.blocked_operands ? ", \"operand_layout\": \"blocked\"" : "") +
+             (r.blocked_producer ? ", \"layout\": \"blocked\"}" : "}");
     }
     o += "], \"layout\": {\"name\": " + str(layout.name) + ", \"block\": " + std::to_string(layout.block) +
          ", \"anchors\": " + arr(layout.anchors) + ", \"followers\": " + arr(layout.followers) +
-         ", \"narrow_input\": " + (layout.narrow_input ? "true" : "false") + "}";
+         ", \"narrow_input\": " + (layout.narrow_input ? "true" : "false") +
+         (layout.channels_last_reorders ? ", \"channels_last\": true" : "") +
+         (layout.concat_alignment > 0 ? ", \"concat_alignment\": " + std::to_string(layout.concat_alignment) + "}"
+                                      : "}");
     // only when used, so that the object of an older rule set reads as it did
     if (merge_duplicates) o += ", \"merge_duplicates\": true";
     if (!executed.empty()) o += ", \"executed\": " + arr(executed);

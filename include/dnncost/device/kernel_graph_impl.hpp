@@ -297,6 +297,37 @@ DNNCOST_FUNC void kernel_graph_into(const graph::FlatView& view, const FusionRul
     auto& in_kernel = sc.in_kernel;
     in_kernel.assign(g.num_nodes(), 0);
     const int conv_op = view.find_op("Conv");
+    // whether kernel `item` is a lone Transpose between channels-first and channels-last that a
+    // reorder runs (LayoutRule::channels_last_reorders): of a value provided blocked, to NHWC; or
+    // to NCHW, of a value that only kernels starting with a fitting anchor read
+    const int transpose_op =
+        rules.layout.enabled() && rules.layout.channels_last_reorders ? view.find_op("Transpose") : -1;
+    const int concat_kind = kinds.find("Concat");
+    const auto absorbed_transpose = [&](int item) {
+        if (transpose_op < 0) return false;
+        const auto u = static_cast<std::size_t>(item);
+        if (member_start[u + 1] - member_start[u] != 1 || plan.nodes_of(u).size() != 1) return false;
+        const int v = plan.nodes_of(u).front();
+        if (view.op(v) != transpose_op || view.inputs(v).empty() || view.outputs(v).size() != 1) return false;
+        const int x = view.inputs(v)[0], y = view.outputs(v)[0];
+        if (x < 0 || view.shape(x).size() != 4) return false;
+        const auto perm = g.node(v).attr_ints_view("perm");
+        const auto is = [&](std::initializer_list<std::int64_t> p) {
+            return std::equal(perm.begin(), perm.end(), p.begin(), p.end());
+        };
+        if (is({0, 2, 3, 1})) return provider[static_cast<std::size_t>(x)].layout.blocked();
+        if (!is({0, 3, 1, 2}) || view.is_output(y) || view.consumers(y).empty()) return false;
+        for (int c : view.consumers(y)) {
+            const int cu = c < 0 ? -1 : plan.unit_of[static_cast<std::size_t>(c)];
+            if (cu < 0 || plan.group[static_cast<std::size_t>(cu)] != cu ||
+                plan.nodes_of(static_cast<std::size_t>(cu)).front() != c ||
+                !kinds.anchor[static_cast<std::size_t>(kinds.op_kind[static_cast<std::size_t>(c)])])
+                return false;
+            bool narrow = false;
+            if (!detail::anchor_fits(view, c, conv_op, rules.layout, narrow) || narrow) return false;
+        }
+        return true;
+    };
     kg.kernels.reserve(plan.item_order.size() + plan.item_order.size() / 2 + 8);  // reorders included, mostly
     kg.edges.reserve(2 * plan.item_order.size());
     // kind numbers: 0 a reorder, 1 + k a kernel of one executed unit of kind k (KindIndex), and
@@ -332,6 +363,12 @@ DNNCOST_FUNC void kernel_graph_into(const graph::FlatView& view, const FusionRul
                 first = false;
             }
             for (int t : view.outputs(v)) provider[static_cast<std::size_t>(t)] = {src, Layout{}};
+            continue;
+        }
+        if (absorbed_transpose(item)) {  // the reorder it reads or feeds runs it: no kernel of its own
+            const int v = plan.nodes_of(static_cast<std::size_t>(item)).front();
+            const int src = ensure(view.inputs(v)[0], Layout{});
+            provider[static_cast<std::size_t>(view.outputs(v)[0])] = {src, Layout{}};
             continue;
         }
         k.kind.clear();
@@ -399,6 +436,9 @@ DNNCOST_FUNC void kernel_graph_into(const graph::FlatView& view, const FusionRul
                 blocked = !k.inputs.empty();
                 for (int t : k.inputs)
                     if (!fits(t) || !provider[static_cast<std::size_t>(t)].layout.blocked()) blocked = false;
+                if (blocked && static_cast<int>(first_kind) == concat_kind && rules.layout.concat_alignment > 0)
+                    for (int t : k.inputs)
+                        if (view.shape(t)[1] % rules.layout.concat_alignment != 0) blocked = false;
             }
             for (int t : k.outputs)
                 if (!fits(t)) blocked = false;

@@ -161,10 +161,12 @@ inline void fuse_units(const graph::FlatView& g, const std::vector<char>& consta
     plan.folded.assign(units, 0);
     plan.fused.clear();
     effective.resize(units);  // the unit whose kind a unit shows: a folded one its producer's
-    const bool layout_operands =
-        std::any_of(rules.fusions.begin(), rules.fusions.end(), [](const FusionRule& r) { return r.blocked_operands; });
+    const bool layout_operands = std::any_of(rules.fusions.begin(), rules.fusions.end(), [](const FusionRule& r) {
+        return r.blocked_operands || r.blocked_producer;
+    });
     plan.blockable.assign(layout_operands ? units : 0, 0);
     const int conv_op = layout_operands ? g.find_op("Conv") : -1;
+    const int concat_kind = kinds.find("Concat");
     for (std::size_t v = 0; v < units; ++v) {
         plan.group[v] = static_cast<int>(v);
         effective[v] = static_cast<int>(v);
@@ -175,9 +177,12 @@ inline void fuse_units(const graph::FlatView& g, const std::vector<char>& consta
                      anchor_fits(g, plan.nodes_of(v).front(), conv_op, rules.layout, narrow);
             if (rules.layout.enabled() && !kinds.anchor[kind] && kinds.follower[kind]) {
                 b = true;
+                const bool aligned = rules.layout.concat_alignment > 0 && static_cast<int>(kind) == concat_kind;
                 for (int n : plan.nodes_of(v))
                     for (int t : g.inputs(n)) {
                         if (t < 0 || constant[static_cast<std::size_t>(t)]) continue;
+                        if (aligned && (g.shape(t).size() < 2 || g.shape(t)[1] % rules.layout.concat_alignment != 0))
+                            b = false;
                         int p = g.producer(t);
                         if (p >= 0 && !duplicate_of.empty() && duplicate_of[static_cast<std::size_t>(p)] >= 0)
                             p = duplicate_of[static_cast<std::size_t>(p)];
@@ -210,6 +215,7 @@ inline void fuse_units(const graph::FlatView& g, const std::vector<char>& consta
                 if (rule->blocked_operands && plan.blockable[gu] &&
                     !operands_blockable(g, constant, plan, duplicate_of, n))
                     continue;
+                if (rule->blocked_producer && !plan.blockable[gu]) continue;
                 plan.group[v] = static_cast<int>(gu);
                 plan.folded[v] = rule->fold;
                 if (rule->fold) effective[v] = effective[static_cast<std::size_t>(u)];
