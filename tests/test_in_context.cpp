@@ -631,6 +631,99 @@ TEST_CASE("synthesised networks: a branched stage concatenates its branches alon
     CHECK_THROWS_WITH_AS(synthetic::build_cnn(a), doctest::Contains("5 branches"), config_error);
 }
 
+TEST_CASE("synthesised networks: grouped, channel-shuffle, channels-last MLP and plain blocks, shapes by hand") {
+    const auto nodes_of = [](const Graph& g, const std::string& op) {
+        std::vector<const graph::Node*> out;
+        for (const auto& n : g.nodes())
+            if (n.op_type == op) out.push_back(&n);
+        return out;
+    };
+    const auto out_shape = [](const Graph& g, const graph::Node* n) { return g.tensor(n->outputs[0]).shape; };
+    // grouped: 1x1 to 128 / 2 = 64 channels, a 3x3 in groups of 16 (4 groups), 1x1 back to 128
+    synthetic::CnnArch a;
+    a.resolution = 64;
+    a.stem = 32;
+    a.block = synthetic::Block::grouped;
+    a.stages = {{.width = 128, .depth = 1, .stride = 2, .kernel = 3, .group_width = 16, .inner_divisor = 2}};
+    auto g = synthetic::build_cnn(a);
+    CHECK(g.name() == "cnn:r64-s32-grouped-Relu-w128d1s2k3g16i2");
+    std::vector<std::int64_t> groups;
+    for (const auto* n : nodes_of(g, "Conv")) groups.push_back(n->attr_int("group", 1));
+    CHECK(groups == std::vector<std::int64_t>{1, 1, 4, 1, 1});  // stem, reduce, grouped, expand, shortcut
+    CHECK_NOTHROW(device::kernel_graph(g, rules()));
+    a.stages[0].inner_divisor = 3;
+    CHECK_THROWS_WITH_AS(synthetic::build_cnn(a), doctest::Contains("inner divisor 3"), config_error);
+
+    // shuffle: the first unit (stride 2) takes both halves from the whole input; the second splits
+    // 64 channels in two, and each unit ends in a Reshape to [1, 2, 32, H, W], a swap of the two
+    // groups and a Reshape back
+    a.block = synthetic::Block::shuffle;
+    a.stages = {{.width = 64, .depth = 2, .stride = 2, .kernel = 3}};
+    g = synthetic::build_cnn(a);
+    CHECK(g.name() == "cnn:r64-s32-shuffle-Relu-w64d2s2k3");
+    REQUIRE(nodes_of(g, "Split").size() == 1);
+    CHECK(out_shape(g, nodes_of(g, "Split")[0]) == graph::Shape{1, 32, 16, 16});
+    const auto swaps = nodes_of(g, "Transpose");
+    REQUIRE(swaps.size() == 2);
+    CHECK(out_shape(g, swaps[0]) == graph::Shape{1, 32, 2, 16, 16});
+    CHECK(swaps[0]->attr_ints("perm") == std::vector<std::int64_t>{0, 2, 1, 3, 4});
+    CHECK(out_shape(g, nodes_of(g, "Concat").back()) == graph::Shape{1, 64, 16, 16});
+
+    // channels-last MLP: a 4x4 patch stem (64 -> 16 pixels), a layer norm and a 2x2 stride-2
+    // convolution into the stage (8 pixels), a depthwise 7x7, the MLP at 3 x 48 on [1, 8, 8, 48]
+    a.block = synthetic::Block::depthwise_mlp;
+    a.act = "Gelu";
+    a.stem = 32;
+    a.stages = {{.width = 48, .depth = 1, .stride = 2, .kernel = 7, .expand = 3}};
+    g = synthetic::build_cnn(a);
+    CHECK(g.name() == "cnn:r64-s32-dwmlp-Gelu-w48d1s2k7e3");
+    const auto convs = nodes_of(g, "Conv");
+    REQUIRE(convs.size() == 3);
+    CHECK(out_shape(g, convs[0]) == graph::Shape{1, 32, 16, 16});
+    CHECK(out_shape(g, convs[1]) == graph::Shape{1, 48, 8, 8});
+    CHECK(convs[2]->attr_int("group", 1) == 48);
+    CHECK(nodes_of(g, "LayerNormalization").size() == 4);  // stem, down, block, head
+    std::vector<graph::Shape> mlp;
+    for (const auto* n : nodes_of(g, "MatMul")) mlp.push_back(out_shape(g, n));
+    CHECK(mlp == std::vector<graph::Shape>{{1, 8, 8, 144}, {1, 8, 8, 48}});
+    a.act = "Relu";
+    CHECK_THROWS_WITH_AS(synthetic::build_cnn(a), doctest::Contains("expected Gelu"), config_error);
+
+    // plain: an 11x11 stride-4 stem (64 -> 16 pixels), a 2x2 max pool into the stage (8), a 3x3
+    // convolution with a bias and no normalisation, the map flattened (64 x 8 x 8 = 4,096 inputs)
+    // into two hidden layers of 512
+    a.block = synthetic::Block::plain;
+    a.stem = 32;
+    a.stem_kernel = 11;
+    a.stem_stride = 4;
+    a.stages = {{.width = 64, .depth = 1, .stride = 2, .kernel = 3}};
+    a.flatten = true;
+    a.hidden = 512;
+    a.hidden_layers = 2;
+    g = synthetic::build_cnn(a);
+    CHECK(g.name() == "cnn:r64-s32k11x4-plain-Relu-w64d1s2k3-flat-h512x2");
+    CHECK(nodes_of(g, "BatchNormalization").empty());
+    std::vector<graph::Shape> fc_weights;
+    for (const auto* n : nodes_of(g, "Gemm")) fc_weights.push_back(g.tensor(n->inputs[1]).shape);
+    CHECK(fc_weights == std::vector<graph::Shape>{{512, 4096}, {512, 512}, {1000, 512}});
+    // too many weights for the limits: the hidden layers narrow first (by 0.8 a step: 4,096 ...
+    // 1,072, 856), until no wider than 1,024; 4,096 x 856 + 856^2 + 856 x 1,000 weights then fit
+    synthetic::Limits limits;
+    limits.max_params = 6'000'000;
+    a.hidden = 4096;
+    const auto fitted = synthetic::build_cnn(a, limits);
+    CHECK(synthetic::network_size(fitted).params <= limits.max_params);
+    CHECK(fitted.name() == "cnn:r64-s32k11x4-plain-Relu-w64d1s2k3-flat-h856x2");
+    for (const auto b : {synthetic::Block::grouped, synthetic::Block::shuffle, synthetic::Block::depthwise_mlp,
+                         synthetic::Block::plain}) {
+        Rng rng(11);
+        for (int i = 0; i < 4; ++i) {
+            const auto net = synthetic::build_cnn(synthetic::sample_cnn(rng, b));
+            CHECK_NOTHROW(device::kernel_graph(net, rules()));
+        }
+    }
+}
+
 TEST_CASE("synthesised networks: real sizes, within limits, named by what they are") {
     Rng rng(7);
     std::int64_t widest = 0, most_tokens = 0, largest_input = 0;
@@ -683,7 +776,7 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
         CHECK_NOTHROW(device::kernel_graph(g, rules()));
     }
     CHECK(thousand);
-    // every round of twelve has a network whose branches join in a channel concatenation
+    // every round has a network whose branches join in a channel concatenation
     for (std::uint64_t seed : {1, 3, 2027}) {
         const auto round = device::context_networks(12, seed, limits);
         CHECK(std::any_of(round.begin(), round.end(), [](const graph::Graph& g) {
@@ -692,15 +785,14 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
                                [](const graph::Node& n) { return n.op_type == "Concat"; });
         }));
     }
-    // the plain convolutional slots take the basic, bottleneck and inverted blocks in turn: each in
-    // every twenty-four networks
+    // the plain convolutional slots take the seven other block kinds in turn: each in every
+    // twenty-eight networks (two rounds of the plan, four such slots a round)
     std::set<std::string> cnn_blocks;
-    for (const auto& g : device::context_networks(24, 3, limits))
-        if (g.name().starts_with("cnn:"))
-            cnn_blocks.insert(g.name().substr(g.name().find('-', g.name().find('-') + 1) + 1, 5));
-    CHECK(cnn_blocks.count("basic"));
-    CHECK(cnn_blocks.count("bottl"));
-    CHECK(cnn_blocks.count("inver"));
+    static const std::string seven[] = {"basic", "grouped", "bottleneck", "dwmlp", "inverted", "shuffle", "plain"};
+    for (const auto& g : device::context_networks(28, 3, limits))
+        for (const auto& b : seven)
+            if (g.name().starts_with("cnn:") && g.name().find("-" + b + "-") != std::string::npos) cnn_blocks.insert(b);
+    CHECK(cnn_blocks == std::set<std::string>(std::begin(seven), std::end(seven)));
     // the transformer slots take short, medium and long sequences in turn (a long one may be shrunk
     // to fit the limits): all three in every twenty-four networks
     for (std::uint64_t seed : {1, 3}) {
@@ -732,7 +824,7 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
     CHECK(as_searched >= 3);
     // keyword spotting as it runs, one frame window at a time, in every round
     std::size_t kws = 0;
-    for (const auto& g : device::context_networks(36, 3, limits))
+    for (const auto& g : device::context_networks(42, 3, limits))
         if (g.name().starts_with("kws:")) {
             CHECK_MESSAGE(g.name().ends_with("@batch=1"), g.name());
             ++kws;

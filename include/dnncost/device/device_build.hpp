@@ -156,8 +156,9 @@ inline DeviceModel refit_device_model(const std::filesystem::path& work_dir, con
 
 /// The whole networks a build profiles for in-context samples, seeded, at the sizes of deployed
 /// networks: synthesised convolutional networks and transformers (spaces/synthetic.hpp; 128-320
-/// pixels, up to 576 tokens, up to 4,096 channels, 1,000 classes; at least one in twelve with
-/// parallel branches joined by a concatenation) and search-space networks at
+/// pixels, up to 576 tokens, up to 4,096 channels, 1,000 classes; at least one in fourteen with
+/// parallel branches joined by a concatenation; the other convolutional ones take each block kind
+/// in turn) and search-space networks at
 /// larger settings (Once-for-All at 160-320 pixels; NB201, FBNet and ViT at batch sizes of 4-32;
 /// keyword spotting at batch 1, as it runs). A space network beyond `limits` gives way to a synthesised one; each is
 /// named by what it is (its qualified architecture and settings, or its synthetic description).

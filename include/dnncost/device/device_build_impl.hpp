@@ -275,8 +275,9 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
     // a small network first: a runner that cannot profile is found on it
     // one convolutional slot a round has parallel branches: their channel concatenations are the
     // only ones most builds see in context, and a random block kind can leave a build without them
-    static const std::string_view plan[] = {"nb201", "cnn", "transformer", "ofa", "branched-cnn", "fbnet",
-                                            "vit",   "cnn", "transformer", "kws", "transformer",  "ofa"};
+    static const std::string_view plan[] = {"nb201", "cnn",         "transformer", "ofa",         "branched-cnn",
+                                            "fbnet", "vit",         "cnn",         "transformer", "kws",
+                                            "cnn",   "transformer", "ofa",         "cnn"};
     const auto nth_of_its_kind = [](std::size_t i) {  // how many slots of draw i's kind came before it
         const auto slot = plan + i % std::size(plan);
         return static_cast<std::size_t>(std::count(std::begin(plan), std::end(plan), *slot)) * (i / std::size(plan)) +
@@ -291,9 +292,14 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
         if (what == "cnn") {
             // the plain convolutional slots take the other block kinds in turn: random draws may
             // leave a build with large k x k convolutions only between the branched blocks'
-            // concatenations, whose neighbours slow them as plain and bottleneck blocks do not
-            static const synthetic::Block turn[] = {synthetic::Block::basic, synthetic::Block::bottleneck,
-                                                    synthetic::Block::inverted};
+            // concatenations, whose neighbours slow them as plain and bottleneck blocks do not;
+            // and real networks run grouped convolutions, channel shuffles, channels-last layer
+            // norms and wide classifiers on flattened maps, whose kernels and neighbours no other
+            // kind gives
+            static const synthetic::Block turn[] = {synthetic::Block::basic,      synthetic::Block::grouped,
+                                                    synthetic::Block::bottleneck, synthetic::Block::depthwise_mlp,
+                                                    synthetic::Block::inverted,   synthetic::Block::shuffle,
+                                                    synthetic::Block::plain};
             g = synthetic::build_cnn(synthetic::sample_cnn(rng, turn[nth_of_its_kind(i) % std::size(turn)]), limits);
         } else if (what == "branched-cnn") {
             g = synthetic::build_cnn(synthetic::sample_cnn(rng, synthetic::Block::branched), limits);

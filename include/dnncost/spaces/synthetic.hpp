@@ -51,17 +51,28 @@ DNNCOST_FUNC NetworkSize network_size(const graph::Graph& g);
 /// sum; inverted: 1x1 expansion, depthwise k x k, 1x1 projection; branched: parallel branches
 /// (1x1; 1x1 then k x k; 1x1 then two k x k; 3x3 max pool then 1x1) concatenated along the
 /// channels, the split-transform-merge of multi-branch and densely connected networks.
-enum class Block { basic, bottleneck, inverted, branched };
+/// grouped: a bottleneck whose k x k convolution is grouped (CnnStage::group_width channels a
+/// group); shuffle: half the channels split off and passed on, the other half through 1x1,
+/// depthwise k x k and 1x1, concatenated and shuffled between the halves (a Reshape, Transpose,
+/// Reshape), a stride-2 unit taking both halves through convolutions; depthwise_mlp: a
+/// depthwise k x k convolution, a layer norm over the channels (between transposes to and from
+/// channels-last), an MLP of CnnStage::expand times the width with GELU, a per-channel scale and
+/// a residual sum, on a 4x4 patch stem, stages joined by a layer norm and a 2x2 stride-2
+/// convolution; plain: k x k convolutions with a bias and no normalisation, stages joined by a
+/// 2x2 max pool.
+enum class Block { basic, bottleneck, inverted, branched, grouped, shuffle, depthwise_mlp, plain };
 
 struct CnnStage {
     std::int64_t width = 64;   ///< output channels (a bottleneck's inner width is a quarter)
     int depth = 1;
     std::int64_t stride = 2;
     std::int64_t kernel = 3;   ///< of the spatial convolution
-    std::int64_t expand = 1;   ///< an inverted residual's expansion ratio
+    std::int64_t expand = 1;   ///< an inverted residual's expansion ratio (a depthwise_mlp block's MLP ratio)
     bool squeeze_excite = false;
     int branches = 2;          ///< a branched block's parallel branches, 2-4
     bool dense = false;        ///< a branched block concatenates its input too (stride 1 only)
+    std::int64_t group_width = 8;  ///< a grouped block's channels per group of its k x k convolution
+    int inner_divisor = 4;         ///< a grouped block's inner width: the width over this (1, 2 or 4)
 };
 
 /// A convolutional network: stem, stages of one kind of block, optional 1x1 feature mix,
@@ -70,11 +81,18 @@ struct CnnArch {
     std::int64_t resolution = 224;
     std::int64_t stem = 32;
     bool stem_pool = false;   ///< a 7x7 stem and a 3x3 max pool, else a 3x3 stem
+    /// A plain network's stem convolution: its kernel and stride (0: as stem_pool says). A
+    /// depthwise_mlp network's stem is a 4x4 stride-4 patch convolution whatever these say.
+    std::int64_t stem_kernel = 0, stem_stride = 0;
     Block block = Block::basic;
-    std::string act = "Relu";  ///< Relu, Clip (ReLU6), HardSwish or Swish (Sigmoid and Mul)
+    std::string act = "Relu";  ///< Relu, Clip (ReLU6), HardSwish or Swish (Sigmoid and Mul); Gelu (depthwise_mlp only)
     std::vector<CnnStage> stages;
     std::int64_t feature_mix = 0;  ///< channels of a 1x1 convolution before pooling; 0: none
     std::int64_t hidden = 0;       ///< a hidden fully connected layer of the head; 0: none
+    int hidden_layers = 1;         ///< how many such layers (1 or 2)
+    /// The head reads the final feature map flattened (after a 2x2 max pool where it is larger
+    /// than 8x8), not its global average: wide classifier layers on thousands of inputs.
+    bool flatten = false;
 };
 
 /// A transformer encoder on patches of an image (a strided convolution embeds them) or on token

@@ -26,20 +26,47 @@ public:
 
     graph::Graph build() {
         int x = m_b.input("input", {1, 3, m_a.resolution, m_a.resolution});
-        x = conv_bn(x, m_a.stem, m_a.stem_pool ? 7 : 3, 2, 1, "stem", true);
-        if (m_a.stem_pool)
+        const bool mlp = m_a.block == Block::depthwise_mlp, plain = m_a.block == Block::plain;
+        if (mlp) {
+            x = m_b.conv(x, spaces::ConvSpec{m_a.stem, {4, 4}, {4, 4}, {}, 1, true}, "stem.conv");
+            x = channel_norm(x, "stem");
+        } else if (plain) {
+            const auto k = m_a.stem_kernel > 0 ? m_a.stem_kernel : m_a.stem_pool ? 7 : 3;
+            x = biased_conv(x, m_a.stem, k, m_a.stem_stride > 0 ? m_a.stem_stride : 2, "stem");
+        } else {
+            x = conv_bn(x, m_a.stem, m_a.stem_pool ? 7 : 3, 2, 1, "stem", true);
+        }
+        if (m_a.stem_pool && !mlp)
             x = m_b.op("MaxPool", "stem.pool", {x}, pooled(m_b.shape(x)),
                        {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
                         {"pads", std::vector<std::int64_t>{1, 1, 1, 1}},
                         {"strides", std::vector<std::int64_t>{2, 2}}});
-        for (std::size_t s = 0; s < m_a.stages.size(); ++s)
-            for (int j = 0; j < m_a.stages[s].depth; ++j) {
-                const auto n = "stage" + std::to_string(s) + ".block" + std::to_string(j);
-                x = block(x, m_a.stages[s], j == 0 ? m_a.stages[s].stride : 1, n);
+        for (std::size_t s = 0; s < m_a.stages.size(); ++s) {
+            const auto& st = m_a.stages[s];
+            const auto sn = "stage" + std::to_string(s);
+            // plain and depthwise_mlp stages change resolution and width on entry, not in a block
+            if (plain && st.stride > 1) x = pool2(x, sn + ".pool");
+            if (mlp && (st.stride > 1 || m_b.shape(x)[1] != st.width)) {
+                x = channel_norm(x, sn + ".down");
+                x = m_b.conv(x, spaces::ConvSpec{st.width, {st.stride, st.stride}, {st.stride, st.stride}, {}, 1, true},
+                             sn + ".down.conv");
             }
+            for (int j = 0; j < st.depth; ++j)
+                x = block(x, st, j == 0 && !plain && !mlp ? st.stride : 1, sn + ".block" + std::to_string(j));
+        }
         if (m_a.feature_mix > 0) x = conv_bn(x, m_a.feature_mix, 1, 1, 1, "feature_mix", true);
-        x = m_b.flatten(m_b.global_average_pool(x, "head.pool"), "head.flatten");
-        if (m_a.hidden > 0) x = m_b.unary("Relu", m_b.gemm(x, m_a.hidden, "head.hidden"), "head.hidden.act");
+        if (mlp) {
+            x = spaces::layer_norm(m_b, m_b.reduce_mean(x, {2, 3}, false, "head.pool"), false, "head.norm");
+        } else if (m_a.flatten) {
+            if (m_b.shape(x)[2] > 8) x = pool2(x, "head.pool");
+            x = m_b.flatten(x, "head.flatten");
+        } else {
+            x = m_b.flatten(m_b.global_average_pool(x, "head.pool"), "head.flatten");
+        }
+        for (int h = 0; m_a.hidden > 0 && h < m_a.hidden_layers; ++h) {
+            const auto hn = "head.hidden" + (h ? std::to_string(h + 1) : std::string());
+            x = m_b.unary("Relu", m_b.gemm(x, m_a.hidden, hn), hn + ".act");
+        }
         x = m_b.gemm(x, m_l.classes, "classifier");
         return m_b.finish({x});
     }
@@ -48,6 +75,25 @@ private:
     static graph::Shape pooled(graph::Shape s) {
         for (std::size_t i = 2; i < 4; ++i) s[i] = (s[i] + 2 - 3) / 2 + 1;
         return s;
+    }
+    // a 2x2 stride-2 max pool (an odd last row or column is dropped)
+    int pool2(int x, const std::string& n) {
+        auto s = m_b.shape(x);
+        for (std::size_t i = 2; i < 4; ++i) s[i] = std::max<std::int64_t>(1, s[i] / 2);
+        return m_b.op(
+            "MaxPool", n, {x}, s,
+            {{"kernel_shape", std::vector<std::int64_t>{2, 2}}, {"strides", std::vector<std::int64_t>{2, 2}}});
+    }
+    // a layer norm over the channels of an NCHW map, between transposes to and from channels-last
+    int channel_norm(int x, const std::string& n) {
+        x = m_b.transpose(x, {0, 2, 3, 1}, n + ".to_channels_last");
+        x = spaces::layer_norm(m_b, x, false, n + ".norm");
+        return m_b.transpose(x, {0, 3, 1, 2}, n + ".to_channels_first");
+    }
+    int biased_conv(int x, std::int64_t out, std::int64_t k, std::int64_t stride, const std::string& n) {
+        const auto p = k / 2;
+        x = m_b.conv(x, spaces::ConvSpec{out, {k, k}, {stride, stride}, {p, p, p, p}, 1, true}, n + ".conv");
+        return act(x, n + ".act");
     }
     int act(int x, const std::string& n) {
         if (m_a.act == "Clip")
@@ -97,8 +143,64 @@ private:
                 return stride == 1 && in == st.width ? m_b.add(x, y, n + ".add") : y;
             }
             case Block::branched: return branched(x, st, stride, n);
+            case Block::grouped: {
+                const auto gw = st.group_width;
+                const auto inner = std::max(gw, st.width / st.inner_divisor / gw * gw);
+                int y = conv_bn(x, inner, 1, 1, 1, n + ".reduce", true);
+                y = conv_bn(y, inner, st.kernel, stride, inner / gw, n + ".grouped", true);
+                y = conv_bn(y, st.width, 1, 1, 1, n + ".expand", false);
+                return act(m_b.add(y, shortcut(x, m_b.shape(y), stride, n), n + ".add"), n + ".out");
+            }
+            case Block::shuffle:
+                return shuffled(x, st, stride, n);
+            case Block::depthwise_mlp: {
+                const auto w = m_b.shape(x)[1], p = st.kernel / 2;
+                int y = m_b.conv(x, spaces::ConvSpec{w, {st.kernel, st.kernel}, {1, 1}, {p, p, p, p}, w, true},
+                                 n + ".depthwise");
+                y = m_b.transpose(y, {0, 2, 3, 1}, n + ".to_channels_last");
+                y = spaces::layer_norm(m_b, y, false, n + ".norm");
+                y = spaces::gelu(m_b, m_b.linear(y, st.expand * w, n + ".mlp1"), true, n + ".gelu");
+                y = m_b.linear(y, w, n + ".mlp2");
+                y = m_b.mul(y, m_b.weight(n + ".layer_scale", {w}), n + ".layer_scale");
+                y = m_b.transpose(y, {0, 3, 1, 2}, n + ".to_channels_first");
+                return m_b.add(x, y, n + ".add");
+            }
+            case Block::plain: {
+                const auto p = st.kernel / 2;
+                x = m_b.conv(x, spaces::ConvSpec{st.width, {st.kernel, st.kernel}, {1, 1}, {p, p, p, p}, 1, true},
+                             n + ".conv");
+                return act(x, n + ".act");
+            }
         }
         return x;
+    }
+    // One unit of channel-split blocks: at stride 1 with the width kept, half the channels pass
+    // and half go through 1x1, depthwise k x k, 1x1; otherwise both halves come from the whole
+    // input (a depthwise k x k and 1x1 on one side). The halves are then interleaved.
+    int shuffled(int x, const CnnStage& st, std::int64_t stride, const std::string& n) {
+        const auto in = m_b.shape(x)[1];
+        const auto half = st.width / 2;
+        const auto branch = [&](int y, std::int64_t c, const std::string& bn) {
+            y = conv_bn(y, c, 1, 1, 1, bn + ".reduce", true);
+            y = conv_bn(y, c, st.kernel, stride, c, bn + ".depthwise", false);
+            return conv_bn(y, c, 1, 1, 1, bn + ".expand", true);
+        };
+        int left, right;
+        if (stride == 1 && in == st.width) {
+            const auto parts = m_b.split(x, 1, {in / 2, in - in / 2}, n + ".split");
+            left = parts[0];
+            right = branch(parts[1], in - in / 2, n + ".right");
+        } else {
+            left = conv_bn(x, in, st.kernel, stride, in, n + ".left.depthwise", false);
+            left = conv_bn(left, st.width - half, 1, 1, 1, n + ".left.expand", true);
+            right = branch(x, half, n + ".right");
+        }
+        const int y = m_b.concat({left, right}, 1, n + ".concat");
+        const auto s = m_b.shape(y);
+        if (s[1] % 2 != 0) return y;
+        int t = m_b.reshape(y, {s[0], 2, s[1] / 2, s[2], s[3]}, n + ".shuffle.split");
+        t = m_b.transpose(t, {0, 2, 1, 3, 4}, n + ".shuffle.swap");
+        return m_b.reshape(t, s, n + ".shuffle.merge");
     }
     // A dense block keeps its input as one more branch (when it keeps the resolution); the
     // others then add what the stage's width asks beyond it, at least 8 channels each.
@@ -182,15 +284,25 @@ inline void check(const CnnArch& a) {
     if (a.resolution < 8) bad("resolution ", a.resolution, " below 8");
     if (a.stem < 1) bad("stem width ", a.stem, " below 1");
     if (a.stages.empty()) bad("no stage");
-    if (a.act != "Relu" && a.act != "Clip" && a.act != "HardSwish" && a.act != "Swish")
-        bad("activation '", a.act, "' (expected Relu, Clip, HardSwish or Swish)");
+    if (a.block == Block::depthwise_mlp
+            ? a.act != "Gelu"
+            : a.act != "Relu" && a.act != "Clip" && a.act != "HardSwish" && a.act != "Swish")
+        bad("activation '", a.act, "' (expected ",
+            a.block == Block::depthwise_mlp ? "Gelu" : "Relu, Clip, HardSwish or Swish", ")");
+    if (a.stem_kernel < 0 || a.stem_stride < 0) bad("a negative stem kernel or stride");
     for (const auto& s : a.stages) {
         if (s.width < 1 || s.depth < 1 || s.stride < 1 || s.kernel < 1 || s.expand < 1)
             bad("a stage with a width, depth, stride, kernel or expansion below 1");
         if (a.block == Block::branched && (s.branches < 2 || s.branches > 4))
             bad("a branched stage with ", s.branches, " branches (expected 2-4)");
+        if (a.block == Block::grouped &&
+            (s.group_width < 1 || (s.inner_divisor != 1 && s.inner_divisor != 2 && s.inner_divisor != 4)))
+            bad("a grouped stage with group width ", s.group_width, " and inner divisor ", s.inner_divisor,
+                " (expected at least 1, and 1, 2 or 4)");
+        if (a.block == Block::shuffle && s.width < 2) bad("a shuffle stage of width ", s.width, " below 2");
     }
     if (a.feature_mix < 0 || a.hidden < 0) bad("negative feature-mix or hidden width");
+    if (a.hidden_layers < 1 || a.hidden_layers > 2) bad(a.hidden_layers, " hidden layers (expected 1 or 2)");
 }
 
 inline void check(const TransformerArch& a) {
@@ -226,12 +338,57 @@ DNNCOST_FUNC auto dnncost::synthetic::network_size(const graph::Graph& g) -> Net
 }
 
 namespace dnncost::synthetic::detail {
+/// The draws of the block kinds sample_cnn(rng) never draws itself, after the resolution.
+inline CnnArch sample_later_block(Rng& rng, CnnArch a) {
+    const int stages = a.block == Block::shuffle ? pick(rng, {3, 4}) : 4;
+    double width = a.block == Block::grouped         ? pick(rng, {128.0, 192.0, 256.0})
+                   : a.block == Block::shuffle       ? pick(rng, {64.0, 96.0, 128.0, 176.0, 240.0})
+                   : a.block == Block::depthwise_mlp ? pick(rng, {48.0, 64.0, 96.0, 128.0})
+                                                     : pick(rng, {32.0, 48.0, 64.0});
+    const double growth = a.block == Block::plain ? pick(rng, {1.5, 2.0}) : 2.0;
+    a.act = a.block == Block::depthwise_mlp ? "Gelu" : pick<std::string>(rng, {"Relu", "Relu", "Relu", "Clip"});
+    a.stem_pool =
+        a.block == Block::grouped || a.block == Block::shuffle || (a.block == Block::plain && rng.bernoulli(0.5));
+    a.stem = a.block == Block::depthwise_mlp ? round8(width) : pick(rng, {24, 32, 48, 64});
+    if (a.block == Block::plain) {
+        static const std::int64_t kernel[] = {3, 7, 11}, stride[] = {1, 2, 4};
+        const auto k = rng.below(3);
+        a.stem_kernel = kernel[k];
+        a.stem_stride = stride[k];
+    }
+    const std::int64_t group_width = pick(rng, {4, 8, 16, 24, 32, 64});
+    const int inner_divisor = pick(rng, {1, 2, 4});
+    for (int s = 0; s < stages; ++s) {
+        CnnStage st;
+        st.width = a.block == Block::shuffle ? 2 * round8(width / 2) : round8(width);
+        st.depth = a.block == Block::shuffle ? 2 + static_cast<int>(rng.below(4)) : 1 + static_cast<int>(rng.below(3));
+        st.stride = s == 0 && (a.stem_pool || a.block == Block::depthwise_mlp) ? 1 : 2;
+        st.kernel = a.block == Block::depthwise_mlp ? pick(rng, {7, 7, 5, 3}) : pick(rng, {3, 3, 5});
+        st.expand = a.block == Block::depthwise_mlp ? pick(rng, {2, 3, 4, 4}) : 1;
+        // a constant group width (more groups as the widths grow), or one that grows with them
+        st.group_width = rng.bernoulli(0.5) ? group_width : std::min<std::int64_t>(256, group_width << s);
+        st.inner_divisor = inner_divisor;
+        a.stages.push_back(st);
+        width *= growth;
+    }
+    if (a.block == Block::shuffle && rng.bernoulli(0.7)) a.feature_mix = pick(rng, {1024, 2048});
+    if (a.block == Block::plain) {
+        a.flatten = rng.bernoulli(0.6);
+        a.hidden = pick(rng, {0, 2048, 4096, 4096});
+        a.hidden_layers = 2;
+    } else if (rng.bernoulli(0.25)) {
+        a.hidden = pick(rng, {1024, 2048});
+    }
+    return a;
+}
+
 /// sample_cnn's draws; `block`, when given, replaces the block kind drawn.
 inline CnnArch sample_cnn(Rng& rng, const Block* block) {
     CnnArch a;
     a.resolution = pick(rng, {128, 160, 192, 224, 256, 288, 320});
     a.block = pick(rng, {Block::basic, Block::bottleneck, Block::inverted, Block::branched});
     if (block) a.block = *block;
+    if (a.block > Block::branched) return sample_later_block(rng, a);
     a.act = a.block == Block::inverted ? pick<std::string>(rng, {"Relu", "Clip", "HardSwish", "Swish"})
                                        : pick<std::string>(rng, {"Relu", "Relu", "Clip", "Swish"});
     a.stem_pool = a.block != Block::inverted && rng.bernoulli(0.5);
@@ -331,6 +488,12 @@ DNNCOST_FUNC auto dnncost::synthetic::build_cnn(const CnnArch& arch, const Limit
             w = std::min(w - 8, detail::round8(0.8 * static_cast<double>(w)));  // rounding may not undo it
             narrowed = true;
         };
+        // a flattened map's classifier holds most of the weights: its hidden layers go first, to
+        // 1,024, before the convolutions are narrowed for it
+        if (a.flatten && a.hidden > 1024) {
+            narrow(a.hidden);
+            continue;
+        }
         narrow(a.stem);
         for (auto& st : a.stages) narrow(st.width);
         if (a.feature_mix > 0) narrow(a.feature_mix);
@@ -394,18 +557,24 @@ DNNCOST_FUNC auto dnncost::synthetic::build_transformer(const TransformerArch& a
 }
 
 DNNCOST_FUNC auto dnncost::synthetic::to_string(const CnnArch& a) -> std::string {
-    static const char* blocks[] = {"basic", "bottleneck", "inverted", "branched"};
-    std::string s = "r" + std::to_string(a.resolution) + "-s" + std::to_string(a.stem) + (a.stem_pool ? "p" : "") + "-" +
-                    blocks[static_cast<int>(a.block)] + "-" + a.act;
+    static const char* blocks[] = {"basic",   "bottleneck", "inverted", "branched",
+                                   "grouped", "shuffle",    "dwmlp",    "plain"};
+    std::string s = "r" + std::to_string(a.resolution) + "-s" + std::to_string(a.stem);
+    if (a.stem_kernel > 0) s += "k" + std::to_string(a.stem_kernel) + "x" + std::to_string(a.stem_stride);
+    s += std::string(a.stem_pool ? "p" : "") + "-" + blocks[static_cast<int>(a.block)] + "-" + a.act;
     for (const auto& st : a.stages) {
         s += "-w" + std::to_string(st.width) + "d" + std::to_string(st.depth) + "s" + std::to_string(st.stride) + "k" +
              std::to_string(st.kernel);
         if (st.expand > 1) s += "e" + std::to_string(st.expand);
         if (st.squeeze_excite) s += "se";
         if (a.block == Block::branched) s += "b" + std::to_string(st.branches) + (st.dense ? "dense" : "");
+        if (a.block == Block::grouped)
+            s += "g" + std::to_string(st.group_width) + "i" + std::to_string(st.inner_divisor);
     }
     if (a.feature_mix > 0) s += "-f" + std::to_string(a.feature_mix);
-    if (a.hidden > 0) s += "-h" + std::to_string(a.hidden);
+    if (a.flatten) s += "-flat";
+    if (a.hidden > 0)
+        s += "-h" + std::to_string(a.hidden) + (a.hidden_layers > 1 ? "x" + std::to_string(a.hidden_layers) : "");
     return s;
 }
 
