@@ -635,3 +635,34 @@ TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching
     many.add(0, std::vector<double>{0.0, 1.0, 0.0}, 0);  // rows are told apart by their bits: -0.0 is not 0.0
     CHECK(many.distinct_rows(0) == 51);
 }
+
+TEST_CASE("device model: replaced rules price the kernels they form with the regressors kept") {
+    auto m = planted_model();
+    const auto nets = nb201_networks(6);
+    const auto ptrs = pointers(nets);
+    const auto before = m.price_networks(ptrs);
+    // without the Conv + Relu fusion each Relu is a kernel of its own: more kernels, and each
+    // convolution's price is the regressor's for the kind it now forms
+    const auto unfused = device::FusionRules::parse(
+        "dnncost-fusion-rules 1\ndevice planted\n"
+        "fold Conv BatchNormalization operands=constant\n");
+    auto copy = device::DeviceModel::deserialize(m.serialize());
+    copy->replace_rules(unfused);
+    CHECK(copy->rules() == unfused);
+    const auto after = copy->price_networks(ptrs);
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        std::size_t kernels = 0;
+        for (const auto& k : device::kernel_graph(nets[i], unfused).kernels) kernels += !k.is_layout_reorder();
+        CHECK(after[i].kernels.size() == kernels);
+        CHECK(after[i].kernels.size() > before[i].kernels.size());
+        CHECK(after[i].run_overhead_ms == before[i].run_overhead_ms);
+    }
+    // the same rules again: the same prices, and the model reads back with its new rules
+    copy->replace_rules(rules());
+    CHECK(copy->price_totals(ptrs) == m.price_totals(ptrs));
+    copy->replace_rules(unfused);
+    CHECK(device::DeviceModel::deserialize(copy->serialize())->rules() == unfused);
+    // rules written for another device, or that do not check, are refused
+    CHECK_THROWS_WITH_AS(copy->replace_rules(device::FusionRules::parse("dnncost-fusion-rules 1\ndevice other\n")),
+                         doctest::Contains("rules of device 'other' for a model of device 'planted'"), config_error);
+}

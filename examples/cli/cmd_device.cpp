@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -637,6 +638,57 @@ inline void run_info(const std::string& path, bool json_out) {
                 {"kinds", kind_table(*m)}});
 }
 
+/// `device rules`: the model priced under other fusion rules, its regressors kept.
+struct RulesArgs {
+    std::string model, rules, out;
+    bool json_out = false;
+};
+
+inline void run_rules(const RulesArgs& a) {
+    io::check_writable(a.out);
+    auto m = device::DeviceModel::deserialize(io::read_file(a.model), a.model);
+    auto rules = device::FusionRules::parse(io::read_file(a.rules), a.rules);
+    if (rules.device.empty()) rules.device = m->rules().device;  // a file without a device line is the model's
+    // the directives each side has that the other has not (comments are not kept in a model)
+    const auto lines = [](const device::FusionRules& r) {
+        std::vector<std::string> out;
+        std::istringstream in(r.to_text());
+        for (std::string l; std::getline(in, l);) out.push_back(l);
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    const auto before = lines(m->rules()), after = lines(rules);
+    std::vector<std::string> added, removed;
+    std::set_difference(after.begin(), after.end(), before.begin(), before.end(), std::back_inserter(added));
+    std::set_difference(before.begin(), before.end(), after.begin(), after.end(), std::back_inserter(removed));
+    m->replace_rules(rules);
+    m->set_build_info(m->build_info() + (m->build_info().empty() ? "" : "\n") + "rules replaced after the build from " +
+                      fs::path(a.rules).filename().string());
+    io::write_file_atomic(a.out, m->serialize());
+    if (a.json_out)
+        return print_json(
+            {{"model", a.model}, {"rules", a.rules}, {"out", a.out}, {"added", added}, {"removed", removed}});
+    for (const auto& l : added) std::cout << "+ " << l << '\n';
+    for (const auto& l : removed) std::cout << "- " << l << '\n';
+    std::cout << (added.empty() && removed.empty() ? "the same rules" : "rules replaced") << "; written to " << a.out
+              << '\n';
+}
+
+inline void add_device_rules(Command& device, Context& ctx) {
+    auto r = std::make_shared<RulesArgs>();
+    auto* c = device.add_subcommand("rules",
+                                    "A device model priced under other fusion rules (a rule file `device check` "
+                                    "pointed at), its regressors, overhead and calibration kept");
+    c->add_option("--model", r->model, "Device model (.dnnc)")->required();
+    c->add_option("--rules", r->rules, "Fusion rules file (docs/device_model.md, \"The rule format\")")->required();
+    c->add_option("--out", r->out, "Where to write the model")->required();
+    add_json_flag(*c, r->json_out);
+    c->callback([r, &ctx] {
+        run_rules(*r);
+        ctx.exit_code = 0;
+    });
+}
+
 }  // namespace device_detail
 
 void add_device_commands(Command& app, Context& ctx) {
@@ -649,6 +701,7 @@ void add_device_commands(Command& app, Context& ctx) {
     add_device_check_command(*device, ctx);
     add_device_extrapolate_command(*device, ctx);
     dd::add_device_networks(*device, ctx);
+    dd::add_device_rules(*device, ctx);
     auto model = std::make_shared<std::string>();
     auto info_json = std::make_shared<bool>(false);
     auto* info = device->add_subcommand("info", "The rules, kernel kinds and held-out accuracy of a device model");

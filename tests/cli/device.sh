@@ -197,6 +197,20 @@ awk -v a="$factor" -v b="$factor2" 'BEGIN { exit !((a - b) ^ 2 <= (1e-5 * a) ^ 2
   fail "device calibrate --data on the shots' own store: factor $factor2, not $factor"
 "$bin" device calibrate --model dev.dnnc --out cal3.dnnc > /dev/null 2> none.err && fail "device calibrate without shots"
 grep -q -- "--runner" none.err || fail "device calibrate without --runner or --data: the error does not say what to give"
+# rules replaced after the build: the directives added and removed, the model priced under them
+# (the fake device's build found no fusion: a rule file with one, the model's device kept)
+printf 'dnncost-fusion-rules 1\nfuse Conv Relu operands=none\n' > relu.rules
+"$bin" device rules --model dev.dnnc --rules relu.rules --out relu.dnnc --json > rules.json 2> rules.err ||
+  { fail "device rules"; tail -3 rules.err; }
+python3 -c 'import json, sys; d = json.load(open("rules.json")); sys.exit(0 if d["added"] == ["fuse Conv Relu operands=none"] and d["removed"] == [] else 1)' ||
+  fail "device rules --json: not the one directive added: $(cat rules.json)"
+"$bin" device info --model relu.dnnc > relu_info.txt || fail "device info on a model with replaced rules"
+grep -q '^fuse Conv Relu operands=none$' relu_info.txt || fail "device rules: the written model lacks the new rule"
+grep -q "^device $(sed -n 's/^device //p' relu_info.txt)" relu_info.txt || fail "device rules: no device in the written rules"
+printf 'dnncost-fusion-rules 1\ndevice another\n' > other.rules
+"$bin" device rules --model dev.dnnc --rules other.rules --out x.dnnc > /dev/null 2> other.err &&
+  fail "device rules accepted the rules of another device"
+grep -q "another" other.err || fail "device rules: the error does not name the device: $(cat other.err)"
 "$bin" device info --model cal.dnnc --json > info.json || fail "device info"
 if grep -q '"applied": true' cal.json; then
   grep -q '"calibration_shots": 4' info.json || fail "device info: not 4 calibration shots"

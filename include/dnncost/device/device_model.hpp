@@ -233,6 +233,14 @@ public:
     CalibrationReport calibrate(std::span<const graph::Graph* const> graphs, std::span<const double> measured_ms,
                                 const CalibrationOptions& options = {});
 
+    /// Replaces the fusion and layout rules the kernel pass prices networks under, keeping the
+    /// regressors, run overhead, sample boundary, calibration and residual: for a rule `device
+    /// check` found after the build. Sound where the new rules leave the kernels of the build's own
+    /// networks as they were (their samples keep their kernels); otherwise build again
+    /// (`device build --refit` reuses the measurements).
+    /// @throws config_error for rules that do not check, or for rules of another device
+    void replace_rules(FusionRules rules);
+
     // ---------------------------------------------------------------- inspection
     const FusionRules& rules() const { return m_rules; }
     const std::map<std::string, KernelKindModel, std::less<>>& kinds() const { return m_kinds; }

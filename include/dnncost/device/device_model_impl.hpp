@@ -416,6 +416,15 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
     return report;
 }
 
+DNNCOST_FUNC void DeviceModel::replace_rules(FusionRules rules) {
+    rules.check();
+    if (!rules.device.empty() && !m_rules.device.empty() && rules.device != m_rules.device)
+        raise<config_error>("device model: rules of device '", rules.device, "' for a model of device '",
+                            m_rules.device, "'");
+    if (rules.device.empty()) rules.device = m_rules.device;
+    m_rules = std::move(rules);
+}
+
 DNNCOST_FUNC std::vector<std::string> DeviceModel::priced_kinds() const {
     std::vector<std::string> out;
     for (const auto& [k, km] : m_kinds)
