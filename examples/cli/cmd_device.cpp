@@ -662,8 +662,11 @@ inline void run_rules(const RulesArgs& a) {
     std::set_difference(after.begin(), after.end(), before.begin(), before.end(), std::back_inserter(added));
     std::set_difference(before.begin(), before.end(), after.begin(), after.end(), std::back_inserter(removed));
     m->replace_rules(rules);
-    m->set_build_info(m->build_info() + (m->build_info().empty() ? "" : "\n") + "rules replaced after the build from " +
-                      fs::path(a.rules).filename().string());
+    // the build's record (a JSON object) says the rules were replaced, and from which file
+    auto info = json::parse(m->build_info(), nullptr, false);
+    if (!info.is_object()) info = json::object();
+    info["rules_replaced_from"] = fs::path(a.rules).filename().string();
+    m->set_build_info(info.dump());
     io::write_file_atomic(a.out, m->serialize());
     if (a.json_out)
         return print_json(

@@ -206,6 +206,9 @@ python3 -c 'import json, sys; d = json.load(open("rules.json")); sys.exit(0 if d
   fail "device rules --json: not the one directive added: $(cat rules.json)"
 "$bin" device info --model relu.dnnc > relu_info.txt || fail "device info on a model with replaced rules"
 grep -q '^fuse Conv Relu operands=none$' relu_info.txt || fail "device rules: the written model lacks the new rule"
+"$bin" device info --model relu.dnnc --json > relu_info.json || fail "device info --json on a model with replaced rules"
+python3 -c 'import json, sys; sys.exit(0 if json.load(open("relu_info.json"))["build"]["rules_replaced_from"] == "relu.rules" else 1)' ||
+  fail "device info --json: the build record does not say the rules were replaced"
 grep -q "^device $(sed -n 's/^device //p' relu_info.txt)" relu_info.txt || fail "device rules: no device in the written rules"
 printf 'dnncost-fusion-rules 1\ndevice another\n' > other.rules
 "$bin" device rules --model dev.dnnc --rules other.rules --out x.dnnc > /dev/null 2> other.err &&

@@ -1,0 +1,225 @@
+// Construct probes: twelve hand-built networks of constructs deployed CNN families use and the
+// search spaces lack, none a published architecture: bottlenecks whose 3x3 convolution is grouped
+// (group widths 4-24), channel split and shuffle units, depthwise 7x7 blocks with a layer norm over
+// the channels between permutes and a GELU MLP, an 11x11 stride-4 stem with unpadded pooling and
+// two wide hidden layers on the flattened map, and pre-activation dense blocks (BatchNorm, Relu,
+// then the convolution; growth by concatenation). `device check` and `measure` take them as files.
+//   dnncost_construct_probes OUT_DIR   (writes OUT_DIR/00.onnx ... 11.onnx and OUT_DIR/networks.tsv)
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <dnncost/measure/model_file.hpp>
+#include <dnncost/spaces/builder.hpp>
+using namespace dnncost;
+using spaces::NetworkBuilder;
+using Shape = graph::Shape;
+static std::vector<std::int64_t> I(std::initializer_list<std::int64_t> v) { return v; }
+
+struct B {
+    NetworkBuilder b;
+    explicit B(std::string n) : b(std::move(n)) {}
+    int cbr(int x, std::int64_t out, std::int64_t k, std::int64_t s, std::int64_t g, const std::string& n,
+            bool act = true) {
+        x = b.batch_norm(b.conv(x, out, k, s, g, n + ".conv"), n + ".bn");
+        return act ? b.unary("Relu", x, n + ".relu") : x;
+    }
+    int maxpool(int x, std::int64_t k, std::int64_t s, std::int64_t p, const std::string& n) {
+        auto sh = b.shape(x);
+        for (int i = 2; i < 4; ++i) sh[i] = (sh[i] + 2 * p - k) / s + 1;
+        return b.op("MaxPool", n, {x}, sh,
+                    {{"kernel_shape", I({k, k})}, {"pads", I({p, p, p, p})}, {"strides", I({s, s})}});
+    }
+    int head(int x, std::int64_t classes) {
+        x = b.flatten(b.global_average_pool(x, "head.pool"), "head.flatten");
+        return b.gemm(x, classes, "classifier");
+    }
+};
+
+// bottleneck blocks whose spatial convolution is grouped (group width gw), inner = width * ratio
+graph::Graph grouped(std::int64_t res, std::int64_t gw, double ratio, std::vector<std::int64_t> widths, int depth) {
+    B n("probe:grouped-gw" + std::to_string(gw) + "-r" + std::to_string(res));
+    int x = n.b.input("input", {1, 3, res, res});
+    x = n.cbr(x, 64, 7, 2, 1, "stem");
+    x = n.maxpool(x, 3, 2, 1, "stem.pool");
+    for (std::size_t s = 0; s < widths.size(); ++s)
+        for (int d = 0; d < depth; ++d) {
+            const auto name = "s" + std::to_string(s) + "b" + std::to_string(d);
+            const std::int64_t stride = d == 0 && s > 0 ? 2 : 1;
+            const auto w = widths[s];
+            auto inner = static_cast<std::int64_t>(w * ratio);
+            inner = (inner / gw) * gw;
+            int y = n.cbr(x, inner, 1, 1, 1, name + ".reduce");
+            y = n.cbr(y, inner, 3, stride, inner / gw, name + ".grouped");
+            y = n.cbr(y, w, 1, 1, 1, name + ".expand", false);
+            int sc = x;
+            if (n.b.shape(x)[1] != w || stride != 1) sc = n.cbr(x, w, 1, stride, 1, name + ".short", false);
+            x = n.b.unary("Relu", n.b.add(y, sc, name + ".add"), name + ".out");
+        }
+    return n.b.finish({n.head(x, 1000)});
+}
+
+// channel split, a branch of 1x1 / depthwise 3x3 / 1x1, concatenation, and a channel shuffle
+graph::Graph shuffle(std::int64_t res, std::vector<std::int64_t> widths) {
+    B n("probe:shuffle-r" + std::to_string(res));
+    int x = n.b.input("input", {1, 3, res, res});
+    x = n.cbr(x, 24, 3, 2, 1, "stem");
+    x = n.maxpool(x, 3, 2, 1, "stem.pool");
+    for (std::size_t s = 0; s < widths.size(); ++s)
+        for (int d = 0; d < 3; ++d) {
+            const auto name = "s" + std::to_string(s) + "b" + std::to_string(d);
+            const auto w = widths[s];
+            int left, right;
+            if (d == 0) {  // downsampling unit: both branches see the whole input
+                left = n.cbr(x, n.b.shape(x)[1], 3, 2, n.b.shape(x)[1], name + ".l.dw", false);
+                left = n.cbr(left, w / 2, 1, 1, 1, name + ".l.pw");
+                right = n.cbr(x, w / 2, 1, 1, 1, name + ".r.pw1");
+                right = n.cbr(right, w / 2, 3, 2, w / 2, name + ".r.dw", false);
+                right = n.cbr(right, w / 2, 1, 1, 1, name + ".r.pw2");
+            } else {
+                const auto parts = n.b.split(x, 1, {w / 2, w / 2}, name + ".split");
+                left = parts[0];
+                right = n.cbr(parts[1], w / 2, 1, 1, 1, name + ".r.pw1");
+                right = n.cbr(right, w / 2, 3, 1, w / 2, name + ".r.dw", false);
+                right = n.cbr(right, w / 2, 1, 1, 1, name + ".r.pw2");
+            }
+            x = n.b.concat({left, right}, 1, name + ".concat");
+            const auto sh = n.b.shape(x);
+            int t = n.b.reshape(x, {sh[0], 2, sh[1] / 2, sh[2], sh[3]}, name + ".shuffle.split");
+            t = n.b.transpose(t, {0, 2, 1, 3, 4}, name + ".shuffle.swap");
+            x = n.b.reshape(t, sh, name + ".shuffle.merge");
+        }
+    x = n.cbr(x, 1024, 1, 1, 1, "mix");
+    return n.b.finish({n.head(x, 1000)});
+}
+
+// depthwise 7x7, channels-last layer norm and MLP (GELU), layer scale, residual; LN + 2x2/2 downsampling
+graph::Graph convnext_like(std::int64_t res, std::vector<std::int64_t> widths, int depth) {
+    B n("probe:dw7-ln-mlp-r" + std::to_string(res));
+    int x = n.b.input("input", {1, 3, res, res});
+    auto chan_ln = [&](int v, const std::string& nm) {  // LN over channels of NCHW via NHWC
+        v = n.b.transpose(v, {0, 2, 3, 1}, nm + ".to_nhwc");
+        v = n.b.layer_norm(v, nm + ".ln");
+        return n.b.transpose(v, {0, 3, 1, 2}, nm + ".to_nchw");
+    };
+    x = n.b.conv(x, spaces::ConvSpec{widths[0], {4, 4}, {4, 4}, {}, 1, true}, "stem.conv");
+    x = chan_ln(x, "stem");
+    for (std::size_t s = 0; s < widths.size(); ++s) {
+        if (s > 0) {
+            x = chan_ln(x, "down" + std::to_string(s));
+            x = n.b.conv(x, spaces::ConvSpec{widths[s], {2, 2}, {2, 2}, {}, 1, true},
+                         "down" + std::to_string(s) + ".conv");
+        }
+        for (int d = 0; d < depth; ++d) {
+            const auto name = "s" + std::to_string(s) + "b" + std::to_string(d);
+            const auto w = widths[s];
+            int y = n.b.conv(x, spaces::ConvSpec{w, {7, 7}, {1, 1}, {3, 3, 3, 3}, w, true}, name + ".dw");
+            y = n.b.transpose(y, {0, 2, 3, 1}, name + ".to_nhwc");
+            y = n.b.layer_norm(y, name + ".ln");
+            y = n.b.linear(y, 4 * w, name + ".fc1");
+            // GELU as x/2 (1 + erf(x / sqrt 2))
+            int e = n.b.unary("Erf",
+                              n.b.binary("Div", y, n.b.scalar("const.sqrt2", 1.4142135623730951), name + ".gelu.div"),
+                              name + ".gelu.erf");
+            e = n.b.add(e, n.b.scalar("const.one", 1.0), name + ".gelu.add");
+            y = n.b.mul(n.b.mul(y, e, name + ".gelu.mul"), n.b.scalar("const.half", 0.5), name + ".gelu.half");
+            y = n.b.linear(y, w, name + ".fc2");
+            y = n.b.mul(y, n.b.weight(name + ".gamma", {w}), name + ".scale");
+            y = n.b.transpose(y, {0, 3, 1, 2}, name + ".to_nchw");
+            x = n.b.add(x, y, name + ".add");
+        }
+    }
+    x = n.b.reduce_mean(x, {2, 3}, false, "head.pool");
+    x = n.b.layer_norm(x, "head.ln");
+    return n.b.finish({n.b.gemm(x, 1000, "classifier")});
+}
+
+// a large strided stem, unpadded pooling, and a head of two wide hidden layers
+graph::Graph wide_head(std::int64_t res, std::int64_t hidden) {
+    B n("probe:wide-head-r" + std::to_string(res));
+    int x = n.b.input("input", {1, 3, res, res});
+    x = n.b.unary("Relu", n.b.conv(x, spaces::ConvSpec{48, {11, 11}, {4, 4}, {2, 2, 2, 2}, 1, true}, "c1"), "c1.relu");
+    x = n.maxpool(x, 3, 2, 0, "p1");
+    x = n.b.unary("Relu", n.b.conv(x, spaces::ConvSpec{128, {5, 5}, {1, 1}, {2, 2, 2, 2}, 1, true}, "c2"), "c2.relu");
+    x = n.maxpool(x, 3, 2, 0, "p2");
+    for (int i = 3; i <= 5; ++i)
+        x = n.b.unary("Relu",
+                      n.b.conv(x, spaces::ConvSpec{i == 5 ? 192 : 256, {3, 3}, {1, 1}, {1, 1, 1, 1}, 1, true},
+                               "c" + std::to_string(i)),
+                      "c" + std::to_string(i) + ".relu");
+    x = n.maxpool(x, 3, 2, 0, "p5");
+    x = n.b.flatten(x, "flatten");
+    x = n.b.unary("Relu", n.b.gemm(x, hidden, "fc1"), "fc1.relu");
+    x = n.b.unary("Relu", n.b.gemm(x, hidden, "fc2"), "fc2.relu");
+    return n.b.finish({n.b.gemm(x, 1000, "fc3")});
+}
+
+// pre-activation: BN, ReLU, then the convolution (densely connected growth by concatenation)
+graph::Graph preact_dense(std::int64_t res, std::int64_t growth, int layers) {
+    B n("probe:preact-dense-r" + std::to_string(res));
+    int x = n.b.input("input", {1, 3, res, res});
+    x = n.cbr(x, 64, 7, 2, 1, "stem");
+    x = n.maxpool(x, 3, 2, 1, "stem.pool");
+    for (int blk = 0; blk < 3; ++blk) {
+        std::vector<int> feats{x};
+        for (int l = 0; l < layers; ++l) {
+            const auto name = "d" + std::to_string(blk) + "l" + std::to_string(l);
+            int in = feats.size() == 1 ? feats[0] : n.b.concat(feats, 1, name + ".cat");
+            int y = n.b.unary("Relu", n.b.batch_norm(in, name + ".bn1"), name + ".relu1");
+            y = n.b.conv(y, 4 * growth, 1, 1, 1, name + ".conv1");
+            y = n.b.unary("Relu", n.b.batch_norm(y, name + ".bn2"), name + ".relu2");
+            y = n.b.conv(y, growth, 3, 1, 1, name + ".conv2");
+            feats.push_back(y);
+        }
+        x = n.b.concat(feats, 1, "d" + std::to_string(blk) + ".out");
+        if (blk < 2) {
+            const auto c = n.b.shape(x)[1] / 2;
+            x = n.b.unary("Relu", n.b.batch_norm(x, "t" + std::to_string(blk) + ".bn"),
+                          "t" + std::to_string(blk) + ".relu");
+            x = n.b.conv(x, c, 1, 1, 1, "t" + std::to_string(blk) + ".conv");
+            const auto sh = n.b.shape(x);
+            x = n.b.op("AveragePool", "t" + std::to_string(blk) + ".pool", {x}, {sh[0], sh[1], sh[2] / 2, sh[3] / 2},
+                       {{"kernel_shape", I({2, 2})}, {"strides", I({2, 2})}});
+        }
+    }
+    x = n.b.unary("Relu", n.b.batch_norm(x, "final.bn"), "final.relu");
+    return n.b.finish({n.head(x, 1000)});
+}
+
+int main(int argc, char** argv) try {
+    if (argc != 2) {
+        std::cerr << "usage: dnncost_construct_probes OUT_DIR\n";
+        return 2;
+    }
+    const std::string dir = argv[1];
+    std::filesystem::create_directories(dir);
+    std::ofstream tsv(dir + "/networks.tsv");
+    std::vector<graph::Graph> gs;
+    gs.push_back(grouped(224, 4, 0.5, {256, 512, 1024, 2048}, 1));
+    gs.push_back(grouped(160, 8, 1.0, {64, 128, 256, 512}, 2));
+    gs.push_back(grouped(192, 16, 0.5, {128, 256, 512, 1024}, 1));
+    gs.push_back(grouped(128, 24, 1.0, {72, 168, 408, 912}, 1));
+    gs.push_back(shuffle(224, {116, 232, 464}));
+    gs.push_back(shuffle(160, {176, 352, 704}));
+    gs.push_back(convnext_like(224, {96, 192, 384, 768}, 1));
+    gs.push_back(convnext_like(128, {64, 128, 256, 512}, 2));
+    gs.push_back(wide_head(224, 4096));
+    gs.push_back(wide_head(160, 2048));
+    gs.push_back(preact_dense(224, 32, 4));
+    gs.push_back(preact_dense(128, 24, 6));
+    int i = 0;
+    for (auto& g : gs) {
+        char name[32];
+        std::snprintf(name, sizeof name, "%02d.onnx", i++);
+        measure::write_model_for_runner(g, dir + "/" + name, 1, 17);
+        tsv << name << '\t' << g.name() << '\n';
+    }
+    return 0;
+} catch (const std::exception& e) {
+    std::cerr << "dnncost_construct_probes: " << e.what() << '\n';
+    return 1;
+}
