@@ -159,7 +159,8 @@ TEST_CASE("device models price data/onnx and NB201 networks as the reference fig
     for (const auto& n : nets) ptrs.push_back(&n.second);
     std::string got =
         "# Device model prices kernel by kernel (tests/test_kernel_graph_onnx.cpp). Made by that test with\n"
-        "# DNNCOST_WRITE_DEVICE_PRICES=FILE when the committed models were last rebuilt or given new rules (their provenance:\n"
+        "# DNNCOST_WRITE_DEVICE_PRICES=FILE when the committed models were last rebuilt or given new rules (their "
+        "provenance:\n"
         "# data/README.md); a change to pricing must leave them as they are.\n";
     for (const std::string model : {"ort-cpu-all-1t.dnnc", "ort-cpu-disabled-1t.dnnc", "ort-cpu-basic-1t.dnnc"}) {
         const auto path = std::string(DNNCOST_DATA_DIR) + "/devices/" + model;
