@@ -21,6 +21,16 @@ namespace {
 
 FusionRules parse(const std::string& text) { return FusionRules::parse(text, "test rules"); }
 
+/// A rule file "r.txt" of the header and `body` is refused with a message containing `what`.
+void fails(const std::string& body, const std::string& what) {
+    try {
+        (void)FusionRules::parse("dnncost-fusion-rules 1\n" + body, "r.txt");
+        FAIL("accepted: " << body);
+    } catch (const parse_error& e) {
+        CHECK(std::string(e.what()).find(what) != std::string::npos);
+    }
+}
+
 std::vector<std::string> kinds(const device::KernelGraph& kg) {
     std::vector<std::string> out;
     for (const auto& k : kg.kernels) out.push_back(k.kind);
@@ -627,14 +637,6 @@ TEST_CASE("fusion rules: the new directives are read, written back, and rejected
     const char* old = "dnncost-fusion-rules 1\nfuse Conv Relu operands=none\n";
     CHECK(parse(old).to_text() == old);
     CHECK(parse(old).to_json().find("executed") == std::string::npos);
-    const auto fails = [](const std::string& body, const std::string& what) {
-        try {
-            (void)FusionRules::parse("dnncost-fusion-rules 1\n" + body, "r.txt");
-            FAIL("accepted: " << body);
-        } catch (const parse_error& e) {
-            CHECK(std::string(e.what()).find(what) != std::string::npos);
-        }
-    };
     fails("rewrite MatMul+Add\n", "r.txt:2: a rewrite is");
     fails("rewrite A B reshape-rank=x\n", "r.txt:2: reshape-rank=");
     fails("rewrite A B size=3\n", "r.txt:2: unknown option 'size'");
@@ -802,14 +804,6 @@ TEST_CASE(
     const char* old = "dnncost-fusion-rules 1\nlayout NCHWc 8 anchors=Conv narrow-input=yes\n";
     CHECK(parse(old).to_text() == old);
     CHECK(parse(old).to_json().find("channels_last") == std::string::npos);
-    const auto fails = [](const std::string& body, const std::string& what) {
-        try {
-            (void)FusionRules::parse("dnncost-fusion-rules 1\n" + body, "r.txt");
-            FAIL("accepted: " << body);
-        } catch (const parse_error& e) {
-            CHECK(std::string(e.what()).find(what) != std::string::npos);
-        }
-    };
     fails("layout NCHWc 8 channels-last=maybe\n", "r.txt:2: channels-last= is yes or no");
     fails("layout NCHWc 8 concat-alignment=-4\n", "r.txt:2: concat-alignment= is a whole number");
     fails("fuse BatchNormalization Relu layout=nchw\n", "r.txt:2: layout= is any or blocked");
