@@ -302,7 +302,7 @@ DNNCOST_FUNC void kernel_graph_into(const graph::FlatView& view, const FusionRul
     // to NCHW, of a value that only kernels starting with a fitting anchor read
     const int transpose_op =
         rules.layout.enabled() && rules.layout.channels_last_reorders ? view.find_op("Transpose") : -1;
-    const int concat_kind = kinds.find("Concat");
+    const int concat_kind = rules.layout.concat_alignment > 0 ? kinds.find("Concat") : -1;
     const auto absorbed_transpose = [&](int item) {
         if (transpose_op < 0) return false;
         const auto u = static_cast<std::size_t>(item);

@@ -166,7 +166,7 @@ inline void fuse_units(const graph::FlatView& g, const std::vector<char>& consta
     });
     plan.blockable.assign(layout_operands ? units : 0, 0);
     const int conv_op = layout_operands ? g.find_op("Conv") : -1;
-    const int concat_kind = kinds.find("Concat");
+    const int concat_kind = rules.layout.concat_alignment > 0 ? kinds.find("Concat") : -1;
     for (std::size_t v = 0; v < units; ++v) {
         plan.group[v] = static_cast<int>(v);
         effective[v] = static_cast<int>(v);
