@@ -649,12 +649,21 @@ inline void run_rules(const RulesArgs& a) {
     auto m = device::DeviceModel::deserialize(io::read_file(a.model), a.model);
     auto rules = device::FusionRules::parse(io::read_file(a.rules), a.rules);
     if (rules.device.empty()) rules.device = m->rules().device;  // a file without a device line is the model's
-    // the directives each side has that the other has not (comments are not kept in a model)
+    // the directives each side has that the other has not (comments are not kept in a model); an
+    // execute line is a set of operators, so each counts apart and their order does not
     const auto lines = [](const device::FusionRules& r) {
         std::vector<std::string> out;
         std::istringstream in(r.to_text());
-        for (std::string l; std::getline(in, l);) out.push_back(l);
+        for (std::string l; std::getline(in, l);) {
+            if (!l.starts_with("execute ")) {
+                out.push_back(l);
+                continue;
+            }
+            std::istringstream ops(l.substr(8));
+            for (std::string op; ops >> op;) out.push_back("execute " + op);
+        }
         std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
         return out;
     };
     const auto before = lines(m->rules()), after = lines(rules);

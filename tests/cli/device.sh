@@ -214,6 +214,15 @@ printf 'dnncost-fusion-rules 1\ndevice another\n' > other.rules
 "$bin" device rules --model dev.dnnc --rules other.rules --out x.dnnc > /dev/null 2> other.err &&
   fail "device rules accepted the rules of another device"
 grep -q "another" other.err || fail "device rules: the error does not name the device: $(cat other.err)"
+# an execute line is a set of operators: the same ones in another order or split over lines change nothing
+"$bin" device info --model dev.dnnc --json |
+  python3 -c 'import json, sys; print("".join(l + "\n" for l in json.load(sys.stdin)["rules_text"].splitlines() if not l.startswith("execute ")), end="")' > base.rules
+{ cat base.rules; echo 'execute Reshape Flatten'; } > exec1.rules
+{ cat base.rules; printf 'execute Flatten\nexecute Reshape\n'; } > exec2.rules
+"$bin" device rules --model dev.dnnc --rules exec1.rules --out exec1.dnnc > /dev/null || fail "device rules with an execute line"
+"$bin" device rules --model exec1.dnnc --rules exec2.rules --out exec2.dnnc --json > exec.json || fail "device rules, execute split"
+python3 -c 'import json, sys; d = json.load(open("exec.json")); sys.exit(0 if d["added"] == [] and d["removed"] == [] else 1)' ||
+  fail "device rules: the same executed operators listed as changed: $(cat exec.json)"
 "$bin" device info --model cal.dnnc --json > info.json || fail "device info"
 if grep -q '"applied": true' cal.json; then
   grep -q '"calibration_shots": 4' info.json || fail "device info: not 4 calibration shots"
