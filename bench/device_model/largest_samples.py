@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""The largest sample of each kernel family of a build, for tests/data/kernel_samples_all_largest.json.
+
+    largest_samples.py BUILD_WORK/kernel_samples.json OUT.json
+
+`device extrapolate --samples` needs only each family's largest sample (by FLOPs) to tell which
+kernels of a network lie beyond the build: this keeps those and the file's header, so that a test
+can judge kernels beyond a committed model's build without the build's whole sample file.
+"""
+import json, os, sys, tempfile
+
+
+def main():
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    src, out = sys.argv[1], sys.argv[2]
+    doc = json.load(open(src))
+    flops = doc["feature_names"].index("log_flops")
+    largest = {}
+    for s in doc["samples"]:
+        family = s["kind"].split("+", 1)[0]
+        if family not in largest or s["features"][flops] > largest[family]["features"][flops]:
+            largest[family] = s
+    doc["samples"] = [largest[f] for f in sorted(largest)]
+    # written whole or not at all
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(out)), suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, out)
+    print(f"{out}: {len(doc['samples'])} families")
+
+
+if __name__ == "__main__":
+    main()
