@@ -15,6 +15,7 @@
 
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/spaces/builder.hpp>
+#include <dnncost/spaces/transformer_layer.hpp>
 using namespace dnncost;
 using spaces::NetworkBuilder;
 using Shape = graph::Shape;
@@ -120,13 +121,7 @@ graph::Graph convnext_like(std::int64_t res, std::vector<std::int64_t> widths, i
             int y = n.b.conv(x, spaces::ConvSpec{w, {7, 7}, {1, 1}, {3, 3, 3, 3}, w, true}, name + ".dw");
             y = n.b.transpose(y, {0, 2, 3, 1}, name + ".to_nhwc");
             y = n.b.layer_norm(y, name + ".ln");
-            y = n.b.linear(y, 4 * w, name + ".fc1");
-            // GELU as x/2 (1 + erf(x / sqrt 2))
-            int e = n.b.unary("Erf",
-                              n.b.binary("Div", y, n.b.scalar("const.sqrt2", 1.4142135623730951), name + ".gelu.div"),
-                              name + ".gelu.erf");
-            e = n.b.add(e, n.b.scalar("const.one", 1.0), name + ".gelu.add");
-            y = n.b.mul(n.b.mul(y, e, name + ".gelu.mul"), n.b.scalar("const.half", 0.5), name + ".gelu.half");
+            y = spaces::gelu(n.b, n.b.linear(y, 4 * w, name + ".fc1"), true, name + ".gelu");
             y = n.b.linear(y, w, name + ".fc2");
             y = n.b.mul(y, n.b.weight(name + ".gamma", {w}), name + ".scale");
             y = n.b.transpose(y, {0, 3, 1, 2}, name + ".to_nchw");
