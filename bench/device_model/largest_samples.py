@@ -14,8 +14,17 @@ def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
     src, out = sys.argv[1], sys.argv[2]
-    doc = json.load(open(src))
-    flops = doc["feature_names"].index("log_flops")
+    try:
+        with open(src) as f:
+            doc = json.load(f)
+        flops = doc["feature_names"].index("log_flops")
+        if not doc["samples"]:
+            raise ValueError("it has no samples")
+        for i, s in enumerate(doc["samples"]):
+            if not (isinstance(s.get("kind"), str) and len(s.get("features", [])) > flops):
+                raise ValueError(f"sample {i} has no kind or no log_flops feature")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"largest_samples.py: {src}: not a kernel sample file ({e})")
     largest = {}
     for s in doc["samples"]:
         family = s["kind"].split("+", 1)[0]
