@@ -29,12 +29,6 @@ struct B {
         x = b.batch_norm(b.conv(x, out, k, s, g, n + ".conv"), n + ".bn");
         return act ? b.unary("Relu", x, n + ".relu") : x;
     }
-    int maxpool(int x, std::int64_t k, std::int64_t s, std::int64_t p, const std::string& n) {
-        auto sh = b.shape(x);
-        for (int i = 2; i < 4; ++i) sh[i] = (sh[i] + 2 * p - k) / s + 1;
-        return b.op("MaxPool", n, {x}, sh,
-                    {{"kernel_shape", I({k, k})}, {"pads", I({p, p, p, p})}, {"strides", I({s, s})}});
-    }
     int head(int x, std::int64_t classes) {
         x = b.flatten(b.global_average_pool(x, "head.pool"), "head.flatten");
         return b.gemm(x, classes, "classifier");
@@ -46,7 +40,7 @@ graph::Graph grouped(std::int64_t res, std::int64_t gw, double ratio, std::vecto
     B n("probe:grouped-gw" + std::to_string(gw) + "-r" + std::to_string(res));
     int x = n.b.input("input", {1, 3, res, res});
     x = n.cbr(x, 64, 7, 2, 1, "stem");
-    x = n.maxpool(x, 3, 2, 1, "stem.pool");
+    x = n.b.max_pool(x, 3, 2, 1, "stem.pool");
     for (std::size_t s = 0; s < widths.size(); ++s)
         for (int d = 0; d < depth; ++d) {
             const auto name = "s" + std::to_string(s) + "b" + std::to_string(d);
@@ -69,7 +63,7 @@ graph::Graph shuffle(std::int64_t res, std::vector<std::int64_t> widths) {
     B n("probe:shuffle-r" + std::to_string(res));
     int x = n.b.input("input", {1, 3, res, res});
     x = n.cbr(x, 24, 3, 2, 1, "stem");
-    x = n.maxpool(x, 3, 2, 1, "stem.pool");
+    x = n.b.max_pool(x, 3, 2, 1, "stem.pool");
     for (std::size_t s = 0; s < widths.size(); ++s)
         for (int d = 0; d < 3; ++d) {
             const auto name = "s" + std::to_string(s) + "b" + std::to_string(d);
@@ -89,10 +83,7 @@ graph::Graph shuffle(std::int64_t res, std::vector<std::int64_t> widths) {
                 right = n.cbr(right, w / 2, 1, 1, 1, name + ".r.pw2");
             }
             x = n.b.concat({left, right}, 1, name + ".concat");
-            const auto sh = n.b.shape(x);
-            int t = n.b.reshape(x, {sh[0], 2, sh[1] / 2, sh[2], sh[3]}, name + ".shuffle.split");
-            t = n.b.transpose(t, {0, 2, 1, 3, 4}, name + ".shuffle.swap");
-            x = n.b.reshape(t, sh, name + ".shuffle.merge");
+            x = n.b.channel_shuffle(x, 2, name + ".shuffle");
         }
     x = n.cbr(x, 1024, 1, 1, 1, "mix");
     return n.b.finish({n.head(x, 1000)});
@@ -138,15 +129,15 @@ graph::Graph wide_head(std::int64_t res, std::int64_t hidden) {
     B n("probe:wide-head-r" + std::to_string(res));
     int x = n.b.input("input", {1, 3, res, res});
     x = n.b.unary("Relu", n.b.conv(x, spaces::ConvSpec{48, {11, 11}, {4, 4}, {2, 2, 2, 2}, 1, true}, "c1"), "c1.relu");
-    x = n.maxpool(x, 3, 2, 0, "p1");
+    x = n.b.max_pool(x, 3, 2, 0, "p1");
     x = n.b.unary("Relu", n.b.conv(x, spaces::ConvSpec{128, {5, 5}, {1, 1}, {2, 2, 2, 2}, 1, true}, "c2"), "c2.relu");
-    x = n.maxpool(x, 3, 2, 0, "p2");
+    x = n.b.max_pool(x, 3, 2, 0, "p2");
     for (int i = 3; i <= 5; ++i)
         x = n.b.unary("Relu",
                       n.b.conv(x, spaces::ConvSpec{i == 5 ? 192 : 256, {3, 3}, {1, 1}, {1, 1, 1, 1}, 1, true},
                                "c" + std::to_string(i)),
                       "c" + std::to_string(i) + ".relu");
-    x = n.maxpool(x, 3, 2, 0, "p5");
+    x = n.b.max_pool(x, 3, 2, 0, "p5");
     x = n.b.flatten(x, "flatten");
     x = n.b.unary("Relu", n.b.gemm(x, hidden, "fc1"), "fc1.relu");
     x = n.b.unary("Relu", n.b.gemm(x, hidden, "fc2"), "fc2.relu");
@@ -158,7 +149,7 @@ graph::Graph preact_dense(std::int64_t res, std::int64_t growth, int layers) {
     B n("probe:preact-dense-r" + std::to_string(res));
     int x = n.b.input("input", {1, 3, res, res});
     x = n.cbr(x, 64, 7, 2, 1, "stem");
-    x = n.maxpool(x, 3, 2, 1, "stem.pool");
+    x = n.b.max_pool(x, 3, 2, 1, "stem.pool");
     for (int blk = 0; blk < 3; ++blk) {
         std::vector<int> feats{x};
         for (int l = 0; l < layers; ++l) {

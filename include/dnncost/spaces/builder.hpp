@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -172,6 +173,37 @@ public:
         graph::Shape out;
         for (auto p : perm) out.push_back(s.at(static_cast<std::size_t>(p)));
         return m_g.add_op("Transpose", name, {x}, std::move(out), {{"perm", perm}});
+    }
+    /// ShuffleNet's channel shuffle on NCHW: Reshape to [N, groups, C / groups, H, W], swap the two
+    /// channel axes, Reshape back (nodes `<name>.split`, `<name>.swap`, `<name>.merge`).
+    int channel_shuffle(int x, std::int64_t groups, const std::string& name) {
+        const graph::Shape s = shape(x);
+        if (s.size() != 4 || groups < 1 || s[1] % groups != 0)
+            raise<shape_error>("NetworkBuilder::channel_shuffle '", name, "': ", groups, " groups of input ",
+                               graph::to_string(s));
+        int t = reshape(x, {s[0], groups, s[1] / groups, s[2], s[3]}, name + ".split");
+        t = transpose(t, {0, 2, 1, 3, 4}, name + ".swap");
+        return reshape(t, s, name + ".merge");
+    }
+    /// Square MaxPool on NCHW (floor rounding). Without `pad` the node has no `pads` attribute
+    /// (ONNX's default, no padding); with it, `pads` is written even when zero, as exporters do.
+    int max_pool(int x, std::int64_t kernel, std::int64_t stride, std::optional<std::int64_t> pad,
+                 const std::string& name) {
+        graph::Shape out = shape(x);
+        const std::int64_t p = pad.value_or(0);
+        if (out.size() != 4)
+            raise<shape_error>("NetworkBuilder::max_pool '", name, "': input ", graph::to_string(out), " is not NCHW");
+        for (std::size_t i = 2; i < 4; ++i) {
+            const std::int64_t span = out[i] + 2 * p - kernel;  // negative: the window does not fit
+            if (span < 0 || stride < 1)
+                raise<shape_error>("NetworkBuilder::max_pool '", name, "': kernel ", kernel, ", stride ", stride,
+                                   " over input ", graph::to_string(shape(x)));
+            out[i] = span / stride + 1;
+        }
+        std::vector<graph::Attribute> attrs{{"kernel_shape", std::vector<std::int64_t>{kernel, kernel}}};
+        if (pad) attrs.push_back({"pads", std::vector<std::int64_t>{p, p, p, p}});
+        attrs.push_back({"strides", std::vector<std::int64_t>{stride, stride}});
+        return m_g.add_op("MaxPool", name, {x}, std::move(out), std::move(attrs));
     }
     int concat(const std::vector<int>& xs, std::int64_t axis, const std::string& name) {
         graph::Shape out = shape(xs.at(0));

@@ -51,10 +51,7 @@ DNNCOST_FUNC auto dnncost::fbnet::build_graph(const Arch& arch, const FbnetOptio
         int y = b.conv(x, mid, 1, 1, g, n + ".pw1.conv");
         y = b.unary("Relu", b.batch_norm(y, n + ".pw1.bn"), n + ".pw1.relu");
         if (g > 1) {
-            const auto sh = b.shape(y);
-            y = b.reshape(y, {sh[0], g, mid / g, sh[2], sh[3]}, n + ".shuffle.split");
-            y = b.transpose(y, {0, 2, 1, 3, 4}, n + ".shuffle.swap");
-            y = b.reshape(y, sh, n + ".shuffle.merge");
+            y = b.channel_shuffle(y, g, n + ".shuffle");
         }
         y = b.conv(y, mid, k, s, mid, n + ".dw.conv");
         y = b.unary("Relu", b.batch_norm(y, n + ".dw.bn"), n + ".dw.relu");

@@ -36,16 +36,12 @@ public:
         } else {
             x = conv_bn(x, m_a.stem, m_a.stem_pool ? 7 : 3, 2, 1, "stem", true);
         }
-        if (m_a.stem_pool && !mlp)
-            x = m_b.op("MaxPool", "stem.pool", {x}, pooled(m_b.shape(x)),
-                       {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
-                        {"pads", std::vector<std::int64_t>{1, 1, 1, 1}},
-                        {"strides", std::vector<std::int64_t>{2, 2}}});
+        if (m_a.stem_pool && !mlp) x = m_b.max_pool(x, 3, 2, 1, "stem.pool");
         for (std::size_t s = 0; s < m_a.stages.size(); ++s) {
             const auto& st = m_a.stages[s];
             const auto sn = "stage" + std::to_string(s);
             // plain and depthwise_mlp stages change resolution and width on entry, not in a block
-            if (plain && st.stride > 1) x = pool2(x, sn + ".pool");
+            if (plain && st.stride > 1) x = m_b.max_pool(x, 2, 2, std::nullopt, sn + ".pool");
             if (mlp && (st.stride > 1 || m_b.shape(x)[1] != st.width)) {
                 x = channel_norm(x, sn + ".down");
                 x = m_b.conv(x, spaces::ConvSpec{st.width, {st.stride, st.stride}, {st.stride, st.stride}, {}, 1, true},
@@ -58,7 +54,7 @@ public:
         if (mlp) {
             x = spaces::layer_norm(m_b, m_b.reduce_mean(x, {2, 3}, false, "head.pool"), false, "head.norm");
         } else if (m_a.flatten) {
-            if (m_b.shape(x)[2] > 8) x = pool2(x, "head.pool");
+            if (m_b.shape(x)[2] > 8) x = m_b.max_pool(x, 2, 2, std::nullopt, "head.pool");
             x = m_b.flatten(x, "head.flatten");
         } else {
             x = m_b.flatten(m_b.global_average_pool(x, "head.pool"), "head.flatten");
@@ -72,18 +68,6 @@ public:
     }
 
 private:
-    static graph::Shape pooled(graph::Shape s) {
-        for (std::size_t i = 2; i < 4; ++i) s[i] = (s[i] + 2 - 3) / 2 + 1;
-        return s;
-    }
-    // a 2x2 stride-2 max pool (an odd last row or column is dropped)
-    int pool2(int x, const std::string& n) {
-        auto s = m_b.shape(x);
-        for (std::size_t i = 2; i < 4; ++i) s[i] = std::max<std::int64_t>(1, s[i] / 2);
-        return m_b.op(
-            "MaxPool", n, {x}, s,
-            {{"kernel_shape", std::vector<std::int64_t>{2, 2}}, {"strides", std::vector<std::int64_t>{2, 2}}});
-    }
     // a layer norm over the channels of an NCHW map, between transposes to and from channels-last
     int channel_norm(int x, const std::string& n) {
         x = m_b.transpose(x, {0, 2, 3, 1}, n + ".to_channels_last");
@@ -198,9 +182,7 @@ private:
         const int y = m_b.concat({left, right}, 1, n + ".concat");
         const auto s = m_b.shape(y);
         if (s[1] % 2 != 0) return y;
-        int t = m_b.reshape(y, {s[0], 2, s[1] / 2, s[2], s[3]}, n + ".shuffle.split");
-        t = m_b.transpose(t, {0, 2, 1, 3, 4}, n + ".shuffle.swap");
-        return m_b.reshape(t, s, n + ".shuffle.merge");
+        return m_b.channel_shuffle(y, 2, n + ".shuffle");
     }
     // A dense block keeps its input as one more branch (when it keeps the resolution); the
     // others then add what the stage's width asks beyond it, at least 8 channels each.
@@ -224,11 +206,7 @@ private:
                 y = conv_bn(y, each, st.kernel, 1, 1, bn + ".conv1", true);
                 parts.push_back(conv_bn(y, each, st.kernel, stride, 1, bn + ".conv2", true));
             } else {
-                const auto s = stride > 1 ? pooled(m_b.shape(x)) : m_b.shape(x);
-                const int p = m_b.op("MaxPool", bn + ".pool", {x}, s,
-                                     {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
-                                      {"pads", std::vector<std::int64_t>{1, 1, 1, 1}},
-                                      {"strides", std::vector<std::int64_t>{stride, stride}}});
+                const int p = m_b.max_pool(x, 3, stride, 1, bn + ".pool");
                 parts.push_back(conv_bn(p, each, 1, 1, 1, bn + ".conv", true));
             }
         }
