@@ -79,10 +79,18 @@ DNNCOST_FUNC auto dnncost::estimators::RidgeFit::NormalEquations::nonnegative_be
         for (Eigen::Index guard = 0; guard <= p; ++guard) {
             const Eigen::VectorXd z = free_minimiser();
             double step = 1.0;
+            Eigen::Index blocking = -1;
             for (Eigen::Index j = 1; j < p; ++j)
-                if (free[static_cast<std::size_t>(j)] && z(j) <= 0.0) step = std::min(step, b(j) / (b(j) - z(j)));
+                if (free[static_cast<std::size_t>(j)] && z(j) <= 0.0) {
+                    const double s = b(j) / (b(j) - z(j));
+                    if (s < step) step = s, blocking = j;
+                }
             b += step * (z - b);
-            if (step >= 1.0) return;
+            if (blocking < 0) return;
+            // The blocking coefficient is held at exactly zero: rounding may leave it a hair above,
+            // and a step toward it would then be of zero length again and again.
+            free[static_cast<std::size_t>(blocking)] = 0;
+            b(blocking) = 0.0;
             for (Eigen::Index j = 1; j < p; ++j)
                 if (free[static_cast<std::size_t>(j)] && b(j) <= 0.0) {
                     free[static_cast<std::size_t>(j)] = 0;
