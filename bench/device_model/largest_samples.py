@@ -23,7 +23,7 @@ def main():
         for i, s in enumerate(doc["samples"]):
             if not (isinstance(s.get("kind"), str) and len(s.get("features", [])) > flops):
                 raise ValueError(f"sample {i} has no kind or no log_flops feature")
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise SystemExit(f"largest_samples.py: {src}: not a kernel sample file ({e})")
     largest = {}
     for s in doc["samples"]:
