@@ -49,4 +49,8 @@ TEST_CASE("max_pool: floor rounding, pads written only when given") {
     const int one = small.input("input", {1, 8, 1, 1});
     CHECK_THROWS_WITH_AS(small.max_pool(one, 2, 2, std::nullopt, "head.pool"), doctest::Contains("'head.pool'"),
                          shape_error);
+    const int map = small.input("map", {1, 8, 6, 6});
+    CHECK_THROWS_WITH_AS(small.max_pool(map, 0, 1, std::nullopt, "empty"), doctest::Contains("kernel 0"), shape_error);
+    CHECK_THROWS_WITH_AS(small.max_pool(map, 2, 0, std::nullopt, "still"), doctest::Contains("stride 0"), shape_error);
+    CHECK_THROWS_WITH_AS(small.max_pool(map, 2, 2, -1, "negative"), doctest::Contains("padding -1"), shape_error);
 }

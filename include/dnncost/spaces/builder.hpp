@@ -195,9 +195,9 @@ public:
             raise<shape_error>("NetworkBuilder::max_pool '", name, "': input ", graph::to_string(out), " is not NCHW");
         for (std::size_t i = 2; i < 4; ++i) {
             const std::int64_t span = out[i] + 2 * p - kernel;  // negative: the window does not fit
-            if (span < 0 || stride < 1)
+            if (span < 0 || stride < 1 || kernel < 1 || p < 0)
                 raise<shape_error>("NetworkBuilder::max_pool '", name, "': kernel ", kernel, ", stride ", stride,
-                                   " over input ", graph::to_string(shape(x)));
+                                   ", padding ", p, " over input ", graph::to_string(shape(x)));
             out[i] = span / stride + 1;
         }
         std::vector<graph::Attribute> attrs{{"kernel_shape", std::vector<std::int64_t>{kernel, kernel}}};
