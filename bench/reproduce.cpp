@@ -160,7 +160,8 @@ int main(int argc, char** argv) try {
                 std::unique_ptr<estimators::Estimator> est;
                 // the GEMM arithmetic and the model selection, for the presets that have them
                 estimators::PresetSettings settings;
-                for (const auto& o : estimators::preset_options().at(preset)) {
+                const auto options = estimators::preset_options();  // a map by value: held for the loop
+                for (const auto& o : options.at(preset)) {
                     if (o.name == "precision") settings["precision"] = std::string(nn::to_string(precision));
                     if (o.name == "keep") settings["keep"] = std::string(estimators::to_string(keep));
                 }
