@@ -237,9 +237,100 @@ TEST_CASE(
             CHECK(r.disturbance.retaken == 0);
             CHECK(r.disturbance.disturbed == 1);
             REQUIRE(r.disturbance.reasons.size() == 1);
-            CHECK(r.disturbance.reasons.front().find("50.0 % slower than at its fastest") != std::string::npos);
+            CHECK(r.disturbance.reasons.front().find("50.0 % slower than in the 2 of 3 chunks that agree") !=
+                  std::string::npos);
             CHECK(slow == 2);
         }
+    }
+}
+
+namespace {
+// a chunk's conditions with its reference measured at `values` (ms), 1 % spread within each
+measure::RunConditions chunk(std::vector<double> values, bool harness_disturbed = false) {
+    measure::RunConditions c;
+    measure::ReferenceLatency r;
+    r.key = "reference";
+    r.values_ms = std::move(values);
+    r.latency_ms = r.values_ms.front();
+    r.spread = 0.01;
+    c.reference = r;
+    c.disturbed = harness_disturbed;
+    if (harness_disturbed) c.reasons = {"planted"};
+    return c;
+}
+}  // namespace
+
+TEST_CASE("disturbance: chunks that disagree with the speed most chunks agree on are the disturbed ones") {
+    SUBCASE("one slow spell among fast chunks") {
+        device::Disturbance d;
+        for (const double v : {1.0, 1.02, 1.5, 0.99}) d.note(chunk({v, v}));
+        CHECK(d.chunks == 4);
+        CHECK(d.disturbed == 1);
+        CHECK(d.disturbed_chunks() == std::vector<std::size_t>{2});
+        // 1.5 against the fastest agreeing measurement, 0.99: 51.5 % slower, 3 of 4 agree
+        CHECK(d.reasons.front().find("51.5 % slower than in the 3 of 4 chunks that agree") != std::string::npos);
+    }
+    SUBCASE("a host slow most of the time: its one fast chunk is the odd one out") {
+        device::Disturbance d;
+        for (const double v : {1.0, 1.3, 1.31, 1.29, 1.32}) d.note(chunk({v, v}));
+        CHECK(d.disturbed == 1);
+        CHECK(d.disturbed_chunks() == std::vector<std::size_t>{0});
+        // 1.29 / 1.0: 29.0 % faster than the four chunks at 1.29-1.32
+        CHECK(d.reasons.front().find("29.0 % faster than in the 4 of 5 chunks that agree") != std::string::npos);
+        // measured again at the usual speed, it agrees too
+        d.retake(0, chunk({1.3, 1.3}));
+        CHECK(d.disturbed == 0);
+        CHECK(d.summary().empty());
+        CHECK(d.retaken == 1);
+    }
+    SUBCASE("as many chunks at each speed: the faster group is the level") {
+        device::Disturbance d;
+        for (const double v : {1.5, 1.0, 1.5, 1.0}) d.note(chunk({v, v}));
+        CHECK(d.disturbed_chunks() == std::vector<std::size_t>{0, 2});
+    }
+    SUBCASE("a chunk that drifted within itself has no vote and stays disturbed") {
+        device::Disturbance d;
+        d.note(chunk({1.0, 1.0}));
+        d.note(chunk({1.3, 1.3}, true));
+        d.note(chunk({1.3, 1.3}, true));
+        d.note(chunk({1.01, 1.0}));
+        CHECK(d.disturbed_chunks() == std::vector<std::size_t>{1, 2});
+        CHECK(d.reasons.front() == "planted");
+    }
+    SUBCASE("within the noise bound, different chunks agree") {
+        device::Disturbance d;
+        for (const double v : {1.0, 1.04, 0.97, 1.02}) d.note(chunk({v, v}));
+        CHECK(d.disturbed == 0);
+        // a chunk whose own reference spans more than the bound never agrees with one level
+        d.note(chunk({1.0, 1.2}));
+        CHECK(d.disturbed_chunks() == std::vector<std::size_t>{4});
+    }
+    SUBCASE("an earlier step's chunks vote on the speed but are not judged again") {
+        device::Disturbance networks;
+        for (const double v : {1.3, 1.3, 1.31}) networks.note(chunk({v, v}));
+        CHECK(networks.disturbed == 0);
+        device::Disturbance kernels;
+        kernels.vote_with(networks);
+        // alone, the two fast chunks would set the level; with the networks' three, the slow one does
+        for (const double v : {1.0, 1.0, 1.3}) kernels.note(chunk({v, v}));
+        CHECK(kernels.chunks == 3);
+        CHECK(kernels.disturbed_chunks() == std::vector<std::size_t>{0, 1});
+        CHECK(kernels.reasons.front().find("faster than in the 4 of 6 chunks that agree") != std::string::npos);
+        // a later round votes with both
+        device::Disturbance round2;
+        round2.vote_with(kernels);
+        round2.note(chunk({1.0, 1.0}));
+        CHECK(round2.disturbed == 1);
+        device::Disturbance total = kernels;
+        total.add(round2);
+        CHECK(total.chunks == 4);
+        CHECK(total.disturbed == 3);
+    }
+    SUBCASE("no chunk measured its reference: only the harness's judgements count") {
+        device::Disturbance d;
+        d.note(measure::RunConditions{});
+        d.note(measure::RunConditions{});
+        CHECK(d.disturbed == 0);
     }
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
@@ -43,34 +44,15 @@ struct SamplingProgress {
     double eta_seconds = std::nan("");         ///< for the items left (NaN: unknown yet)
 };
 
-/// Where and how a budgeted run measures; kernel sampling and network profiling add their chunk.
-struct MeasuringSetup {
-    std::vector<std::string> runners;  ///< runner commands (run with /bin/sh -c)
-    std::string device;                ///< stored in the store's sidecar
-    std::filesystem::path store;       ///< results store (CSV; resumable)
-    std::filesystem::path model_dir;   ///< model files; empty: "<store>.models" beside the store
-    measure::HarnessOptions harness{};
-    measure::PoolOptions pool{};
-    std::uint64_t seed = 0;  ///< of the weight values
-    int opset = 13;
-    double budget_minutes = 0;  ///< 0: no time budget
-    std::function<void(const SamplingProgress&)> on_progress;
-    /// Seconds since an arbitrary origin; empty: a steady clock. Lets a caller (or a test)
-    /// decide what elapsed time means.
-    std::function<double()> clock;
-    /// The machine's load, which says whether other processes disturbed a measurement; empty:
-    /// the harness reads it from the machine (a test plants one).
-    measure::Harness::LoadSampler load_sampler;
-    /// Measure the disturbed chunks once more at the end, while the budget lasts (Disturbance):
-    /// a host that changes speed by itself would otherwise leave a share of the samples slow.
-    bool retake_disturbed = true;
-};
-
 /// Why the runs of a sampling or profiling run were disturbed: one reason per disturbed chunk,
 /// empty when every chunk ran on a quiet machine. A chunk is disturbed when the harness judged it
 /// so (RunConditions::reasons: other processes, a reference that drifted within it), or when its
-/// reference ran slower than the fastest reference of all the chunks noted: a host that was slow
-/// for a whole chunk shows no drift within it.
+/// reference disagrees with the level that most chunks agree on: a host that was slow (or fast)
+/// for a whole chunk shows no drift within it, and samples taken at two speeds do not describe
+/// one machine. The level is the one the largest group of chunks agrees with (every measurement
+/// of a chunk's reference within max(5 %, 3 x its spread) of it); of groups as large, the
+/// fastest's. A host slow most of the time is thus described as it mostly ran, and the few
+/// chunks of a faster spell are the ones measured again, not the many of the usual speed.
 struct Disturbance {
     std::size_t chunks = 0, disturbed = 0;  ///< harness runs, and those disturbed
     std::vector<std::string> reasons;
@@ -94,11 +76,20 @@ struct Disturbance {
         retaken += other.retaken;
         judge();
     }
+    /// Lets the chunks of an earlier step of the same build (its whole networks, say) vote on the
+    /// speed too, without counting or judging them here: every step then keeps samples of one
+    /// speed, rather than each step the speed of its own majority.
+    void vote_with(const Disturbance& earlier) {
+        m_earlier.insert(m_earlier.end(), earlier.m_earlier.begin(), earlier.m_earlier.end());
+        m_earlier.insert(m_earlier.end(), earlier.m_runs.begin(), earlier.m_runs.end());
+        judge();
+    }
     /// The chunks judged disturbed, in the order noted.
     std::vector<std::size_t> disturbed_chunks() const {
         std::vector<std::size_t> out;
+        const auto agreed = agreed_level_ms();
         for (std::size_t i = 0; i < m_runs.size(); ++i)
-            if (!reason_of(i).empty()) out.push_back(i);
+            if (!reason_of(i, agreed).empty()) out.push_back(i);
         return out;
     }
     /// "N of M chunks ...: first reason", or empty when none was disturbed.
@@ -111,26 +102,56 @@ struct Disturbance {
     }
 
 private:
-    /// The fastest reference measurement of every chunk noted; 0 when none was measured.
-    double fastest_reference_ms() const {
-        double fastest = 0;
-        for (const auto& c : m_runs)
-            if (c.reference && c.reference->known())
-                for (const double v : c.reference->values_ms)
-                    if (v > 0 && (fastest == 0 || v < fastest)) fastest = v;
-        return fastest;
+    /// The level most chunks agree with (see the struct's comment), and how many do; 0 and 0 when
+    /// no undisturbed chunk measured its reference.
+    std::pair<double, std::size_t> agreed_level_ms() const {
+        double level = 0;
+        std::size_t most = 0;
+        // a level is one measurement of a chunk's reference; chunks the harness judged disturbed
+        // (other processes, a drift within them) have no vote
+        const auto votes = [](const measure::RunConditions& c, double b) {
+            return !c.disturbed && c.reference && agrees_with(*c.reference, b);
+        };
+        for (const auto* runs : {&m_runs, &m_earlier})
+            for (const auto& base : *runs) {
+                if (base.disturbed || !base.reference || !base.reference->known()) continue;
+                for (const double b : base.reference->values_ms) {
+                    if (!(b > 0)) continue;
+                    std::size_t agree = 0;
+                    for (const auto& c : m_runs) agree += votes(c, b);
+                    for (const auto& c : m_earlier) agree += votes(c, b);
+                    if (agree > most || (agree == most && b < level)) {
+                        level = b;
+                        most = agree;
+                    }
+                }
+            }
+        return {level, most};
+    }
+    /// Whether every measurement of a known reference lies within its noise bound of `level_ms`.
+    static bool agrees_with(const measure::ReferenceLatency& r, double level_ms) {
+        if (!r.known() || r.values_ms.empty()) return false;
+        const auto [lo, hi] = std::minmax_element(r.values_ms.begin(), r.values_ms.end());
+        const double bound = std::max(measure::reference_min_difference, measure::reference_spread_factor * r.spread);
+        return *hi / level_ms - 1 <= bound && level_ms / *lo - 1 <= bound;
     }
     /// Why chunk `i` is disturbed; empty when it is not.
-    std::string reason_of(std::size_t i) const {
+    std::string reason_of(std::size_t i, std::pair<double, std::size_t> agreed) const {
         const auto& c = m_runs[i];
         if (c.disturbed) return c.reasons.empty() ? std::string("disturbed") : c.reasons.front();
-        const double fastest = fastest_reference_ms();
-        if (c.reference && measure::reference_slower(*c.reference, fastest)) {
+        const auto [level, agree] = agreed;
+        if (level > 0 && c.reference && c.reference->known() && !c.reference->values_ms.empty() &&
+            !agrees_with(*c.reference, level)) {
             const auto& v = c.reference->values_ms;
             const double slowest = *std::max_element(v.begin(), v.end());
-            return "the reference network ran " + measure::detail::percent(slowest / fastest - 1) +
-                   " slower than at its fastest in this run (" + measure::detail::fixed(slowest, 4) + " against " +
-                   measure::detail::fixed(fastest, 4) + " ms): the machine was slower for the whole chunk";
+            const double fastest = *std::min_element(v.begin(), v.end());
+            const bool slower = slowest > level;
+            const double off = slower ? slowest : fastest;
+            return "the reference network ran " + measure::detail::percent(slower ? off / level - 1 : level / off - 1) +
+                   (slower ? " slower" : " faster") + " than in the " + std::to_string(agree) + " of " +
+                   std::to_string(m_runs.size() + m_earlier.size()) + " chunks that agree on its speed (" +
+                   measure::detail::fixed(off, 4) + " against " + measure::detail::fixed(level, 4) +
+                   " ms): the machine ran at another speed for the whole chunk";
         }
         return {};
     }
@@ -138,13 +159,40 @@ private:
         chunks = m_runs.size();
         disturbed = 0;
         reasons.clear();
+        const auto agreed = agreed_level_ms();
         for (std::size_t i = 0; i < m_runs.size(); ++i)
-            if (auto r = reason_of(i); !r.empty()) {
+            if (auto r = reason_of(i, agreed); !r.empty()) {
                 ++disturbed;
                 reasons.push_back(std::move(r));
             }
     }
     std::vector<measure::RunConditions> m_runs;
+    std::vector<measure::RunConditions> m_earlier;  ///< chunks of earlier steps: they vote, are not judged
+};
+
+/// Where and how a budgeted run measures; kernel sampling and network profiling add their chunk.
+struct MeasuringSetup {
+    std::vector<std::string> runners;  ///< runner commands (run with /bin/sh -c)
+    std::string device;                ///< stored in the store's sidecar
+    std::filesystem::path store;       ///< results store (CSV; resumable)
+    std::filesystem::path model_dir;   ///< model files; empty: "<store>.models" beside the store
+    measure::HarnessOptions harness{};
+    measure::PoolOptions pool{};
+    std::uint64_t seed = 0;  ///< of the weight values
+    int opset = 13;
+    double budget_minutes = 0;  ///< 0: no time budget
+    std::function<void(const SamplingProgress&)> on_progress;
+    /// Seconds since an arbitrary origin; empty: a steady clock. Lets a caller (or a test)
+    /// decide what elapsed time means.
+    std::function<double()> clock;
+    /// The machine's load, which says whether other processes disturbed a measurement; empty:
+    /// the harness reads it from the machine (a test plants one).
+    measure::Harness::LoadSampler load_sampler;
+    /// Measure the disturbed chunks once more at the end, while the budget lasts (Disturbance):
+    /// a host that changes speed by itself would otherwise leave a share of the samples slow.
+    bool retake_disturbed = true;
+    /// The chunks of the build's earlier steps (Disturbance::vote_with): this run keeps their speed.
+    Disturbance earlier_chunks;
 };
 
 namespace detail {
@@ -163,6 +211,7 @@ public:
                                 setup.budget_minutes);
         if (setup.chunk < 1) raise<config_error>(m_what, ": the chunk size must be at least 1");
         setup.harness.check();
+        disturbance.vote_with(setup.earlier_chunks);
         m_start = now();
     }
 

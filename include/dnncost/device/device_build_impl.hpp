@@ -112,6 +112,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
 
     // 3. whole networks, profiled: their kernels in context
     std::vector<KernelRow> context_rows;
+    Disturbance network_chunks;  // how their chunks ran: the speed later steps keep
     if (setup.in_context != InContext::off) {
         const auto nets = setup.profiled_networks.empty()
                               ? context_networks(setup.networks, setup.seed, setup.network_limits)
@@ -159,6 +160,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
                                        " networks were not profiled within the budget");
             if (const auto d = pr.disturbance.summary(); !d.empty())
                 out.warnings.push_back("whole networks: " + d + "; build again on a quiet machine");
+            network_chunks = pr.disturbance;
             out.profiling = std::move(pr);
         }
     }
@@ -181,10 +183,13 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
     std::vector<KernelSample> samples;
     for (const auto& kind : out.isolated_kinds)
         for (auto& s : sampler.draw(kind, setup.per_kind, rng)) samples.push_back(std::move(s));
+    // the single kernels keep the speed the whole networks were measured at, round after round
     Disturbance kernels_disturbed;
+    kernels_disturbed.vote_with(network_chunks);
     const auto measure_all = [&](const std::string& step) {
         if (samples.empty()) return KernelSamplingResult{};
         auto s = ks;
+        s.earlier_chunks = kernels_disturbed;
         s.budget_minutes = remaining_minutes();
         if (setup.budget_minutes > 0 && s.budget_minutes <= 0) s.budget_minutes = 1e-9;
         s.on_progress = [&](const SamplingProgress& p) { progress(step, p); };

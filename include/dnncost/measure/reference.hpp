@@ -9,8 +9,7 @@
 /// Two references agree when their values differ by no more than the noise: 3 times the larger
 /// of their spreads (within a measurement, or between the measurements of a run), and never
 /// less than 5 %. Within one run, a reference whose extreme measurements differ by more than
-/// max(5 %, 3 x its spread within a measurement) drifted: the machine changed under the run;
-/// one whose slowest measurement exceeds the fastest of the runs beside it by as much was slow.
+/// max(5 %, 3 x its spread within a measurement) drifted: the machine changed under the run.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -68,15 +67,6 @@ inline bool references_differ(const ReferenceLatency& a, const ReferenceLatency&
 /// spread within one measurement).
 inline bool reference_drifted(const ReferenceLatency& r) {
     return r.drift() > std::max(reference_min_difference, reference_spread_factor * r.spread);
-}
-
-/// Whether a run's reference ran slower than `fastest_ms`, the fastest the same reference measured
-/// in the runs beside it (the other chunks of one build), by more than max(5 %, 3 x the spread
-/// within one measurement): a machine slow for a whole run, which that run's own drift cannot show.
-inline bool reference_slower(const ReferenceLatency& r, double fastest_ms) {
-    if (!r.known() || !(fastest_ms > 0) || r.values_ms.empty()) return false;
-    const double slowest = *std::max_element(r.values_ms.begin(), r.values_ms.end());
-    return slowest / fastest_ms - 1 > std::max(reference_min_difference, reference_spread_factor * r.spread);
 }
 
 DNNCOST_FUNC json::Value to_json(const ReferenceLatency& r);
