@@ -3,12 +3,14 @@
 // Spearman rho, the fraction within +-10 % and the training time.
 // Usage: gnn_quickcheck [preset=hifisage] [devices=gold_6240,pixel3,1080ti_1] [seeds=1] [test=2000]
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,6 +21,12 @@
 using namespace dnncost;
 
 namespace {
+std::optional<double> parse_double(const std::string& s) {
+    double v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+    return v;
+}
 std::vector<std::string> split(const std::string& s, char sep) {
     std::vector<std::string> out;
     std::stringstream ss(s);
@@ -27,25 +35,43 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 template <class E>
 void run(const std::vector<std::string>& devices, int seeds, int n_test) {
-    std::ifstream in(std::string(DNNCOST_DATA_DIR) + "/nb201/latency_ms.csv");
+    const std::string path = std::string(DNNCOST_DATA_DIR) + "/nb201/latency_ms.csv";
+    std::ifstream in(path);
     std::string line;
-    std::getline(in, line);
+    const auto next_line = [&] {  // the table has Windows line ends
+        if (!std::getline(in, line)) return false;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        return true;
+    };
+    if (!next_line()) raise<parse_error>(path, ": cannot read its header");
     const auto header = split(line, ',');
     std::vector<std::string> archs;
     std::vector<std::vector<double>> lat;
-    while (std::getline(in, line)) {
+    for (std::size_t row = 2; next_line(); ++row) {
         const auto f = split(line, ',');
+        if (f.size() != header.size())
+            raise<parse_error>(path, ":", row, ": ", f.size(), " fields, expected ", header.size());
         archs.push_back(f[0]);
         std::vector<double> v;
-        for (std::size_t i = 1; i < f.size(); ++i) v.push_back(std::stod(f[i]));
+        for (std::size_t i = 1; i < f.size(); ++i) {
+            const auto x = parse_double(f[i]);
+            if (!x) raise<parse_error>(path, ":", row, ": '", f[i], "' is not a number");
+            v.push_back(*x);
+        }
         lat.push_back(v);
     }
+    // 100 training and 100 validation networks, then the test networks
+    if (n_test < 1 || 200 + static_cast<std::size_t>(n_test) > archs.size())
+        raise<config_error>("the test set must hold 1 to ", archs.size() > 200 ? archs.size() - 200 : 0,
+                            " networks, got ", n_test);
     for (const auto& dev : devices) {
-        const auto col = static_cast<std::size_t>(std::find(header.begin(), header.end(), dev) - header.begin()) - 1;
-        if (col + 1 >= header.size()) {
+        // column 0 holds the architectures, not a device
+        const auto it = std::find(header.begin() + 1, header.end(), dev);
+        if (header.empty() || it == header.end()) {
             std::cerr << "unknown device " << dev << "\n";
             continue;
         }
+        const auto col = static_cast<std::size_t>(it - header.begin()) - 1;
         for (int seed = 0; seed < seeds; ++seed) {
             Rng rng(static_cast<std::uint64_t>(1000 + seed));
             std::vector<std::size_t> idx(archs.size());
@@ -106,7 +132,7 @@ constexpr nn::GnnConfig v_small = [] {
     return c;
 }();
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     const std::string preset = argc > 1 ? argv[1] : "hifisage";
     const auto devices = split(argc > 2 ? argv[2] : "gold_6240,pixel3,1080ti_1", ',');
     const int seeds = argc > 3 ? std::stoi(argv[3]) : 1;
@@ -123,4 +149,8 @@ int main(int argc, char** argv) {
         run<estimators::GnnEstimator<v_small>>(devices, seeds, n_test);
     else
         run<estimators::HiFiSage>(devices, seeds, n_test);
+    return 0;
+} catch (const std::exception& e) {
+    std::cerr << "gnn_quickcheck: error: " << e.what() << '\n';
+    return 1;
 }
