@@ -3,30 +3,22 @@
 // Spearman rho, the fraction within +-10 % and the training time.
 // Usage: gnn_quickcheck [preset=hifisage] [devices=gold_6240,pixel3,1080ti_1] [seeds=1] [test=2000]
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <numeric>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <dnncost/estimators/presets.hpp>
+#include <dnncost/io/csv.hpp>
 #include <dnncost/spaces/nb201.hpp>
 
 using namespace dnncost;
 
 namespace {
-std::optional<double> parse_double(const std::string& s) {
-    double v = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
-    return v;
-}
 std::vector<std::string> split(const std::string& s, char sep) {
     std::vector<std::string> out;
     std::stringstream ss(s);
@@ -35,29 +27,15 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 template <class E>
 void run(const std::vector<std::string>& devices, int seeds, int n_test) {
-    const std::string path = std::string(DNNCOST_DATA_DIR) + "/nb201/latency_ms.csv";
-    std::ifstream in(path);
-    std::string line;
-    const auto next_line = [&] {  // the table has Windows line ends
-        if (!std::getline(in, line)) return false;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        return true;
-    };
-    if (!next_line()) raise<parse_error>(path, ": cannot read its header");
-    const auto header = split(line, ',');
+    // the project's CSV reader: CRLF line ends, field counts and numbers checked with file and line
+    const auto table = io::read_csv(std::string(DNNCOST_DATA_DIR) + "/nb201/latency_ms.csv");
+    const auto& header = table.header;
     std::vector<std::string> archs;
     std::vector<std::vector<double>> lat;
-    for (std::size_t row = 2; next_line(); ++row) {
-        const auto f = split(line, ',');
-        if (f.size() != header.size())
-            raise<parse_error>(path, ":", row, ": ", f.size(), " fields, expected ", header.size());
-        archs.push_back(f[0]);
+    for (std::size_t row = 0; row < table.size(); ++row) {
+        archs.push_back(table.rows[row][0]);
         std::vector<double> v;
-        for (std::size_t i = 1; i < f.size(); ++i) {
-            const auto x = parse_double(f[i]);
-            if (!x) raise<parse_error>(path, ":", row, ": '", f[i], "' is not a number");
-            v.push_back(*x);
-        }
+        for (std::size_t i = 1; i < header.size(); ++i) v.push_back(io::require_number(table, row, i));
         lat.push_back(v);
     }
     // 100 training and 100 validation networks, then the test networks
