@@ -189,7 +189,8 @@ struct MeasuringSetup {
     /// the harness reads it from the machine (a test plants one).
     measure::Harness::LoadSampler load_sampler;
     /// Measure the disturbed chunks once more at the end, while the budget lasts (Disturbance):
-    /// a host that changes speed by itself would otherwise leave a share of the samples slow.
+    /// a host that changes speed by itself would otherwise leave a share of the samples at
+    /// another speed than the rest.
     bool retake_disturbed = true;
     /// The chunks of the build's earlier steps (Disturbance::vote_with): this run keeps their speed.
     Disturbance earlier_chunks;
