@@ -15,6 +15,7 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/device/roofline_base.hpp>
 #include <dnncost/device/roofline_base_fit.hpp>
 
@@ -100,9 +101,8 @@ DNNCOST_FUNC RooflineBase fit_roofline_form(RooflineBase::Form form, Eigen::Vect
                             ms[i]);
             dev[i] = std::abs(r[i]);
         }
-        std::nth_element(dev.begin(), dev.begin() + static_cast<std::ptrdiff_t>(dev.size() / 2), dev.end());
         // 1.345 sigma, sigma from the median absolute error; never below 1 %
-        const double k = 1.345 * std::max(1.4826 * dev[dev.size() / 2], 0.01);
+        const double k = 1.345 * std::max(mad_to_sigma * median_high(dev), 0.01);
         for (Index i = 0; i < n; ++i) {
             const auto s = static_cast<std::size_t>(i);
             const double y = ms[s];
