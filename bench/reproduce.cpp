@@ -143,8 +143,8 @@ int main(int argc, char** argv) try {
                 md << " | " << r["epochs"].format(0) << " | " << r["train_seconds"].format(3) << " | "
                    << (r["trained_kept"].v.empty() ? std::string("–") : r["trained_kept"].format(2)) << " |\n";
             }
-        md << "\n'GNN kept' = fraction of seeds in which the fit ended with the trained network rather than the "
-              "untrained "
+        md << "\n'GNN kept' = fraction of seeds (of seeds and members, for ensembles) in which the fit ended with "
+              "the trained network rather than the untrained "
               "one (--keep auto: the trained one beat it out of bag; for GNN presets with an additive path the "
               "untrained "
               "network is the additive baseline; see estimators/model_selection.hpp).\n";
@@ -184,9 +184,8 @@ int main(int argc, char** argv) try {
                 for (const auto& [name, value] : ev.non_degenerate.fields()) r["nd_" + name].v.push_back(value);
                 r["train_seconds"].v.push_back(fit.seconds);
                 r["epochs"].v.push_back(fit.epochs);
-                if (!fit.summary.empty())  // GNN presets with validation data report their model selection
-                    r["trained_kept"].v.push_back(
-                        fit.summary.find("-> trained network kept") != std::string::npos ? 1.0 : 0.0);
+                if (fit.trained_kept)  // GNN presets with validation data report their model selection
+                    r["trained_kept"].v.push_back(*fit.trained_kept);
                 if (ensemble >= 2) r["coverage_2sigma"].v.push_back(estimators::coverage_2sigma(pred, truth));
                 std::cerr << device << " seed " << seed << " " << preset << ": spearman " << ev.all.spearman
                           << ", ±10% " << ev.all.within_10 << ", mape " << ev.all.mape << ", " << fit.epochs

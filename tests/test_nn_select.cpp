@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "latency_like_data.hpp"
 
 #include <dnncost/estimators/additive.hpp>
+#include <dnncost/estimators/ensemble.hpp>
 #include <dnncost/estimators/model_selection.hpp>
 #include <dnncost/estimators/presets.hpp>
 #include <dnncost/spaces/nb201.hpp>
@@ -123,11 +125,14 @@ TEST_CASE("additive path: fit keeps the additive baseline when training cannot b
     CHECK(last.find("out-of-bag improvement") != std::string::npos);
     const auto p = est.predict_mean(d.val.graphs, 1);
     const auto q = add.predict(d.val.graphs);
+    REQUIRE(r.trained_kept.has_value());
     if (last.find("untrained network kept") != std::string::npos) {
         for (std::size_t i = 0; i < p.size(); ++i) CHECK(p[i] == doctest::Approx(q[i].mean).epsilon(1e-5));
         CHECK(r.validation_metric.find("untrained") != std::string::npos);
+        CHECK(*r.trained_kept == 0.0);
     } else {
         CHECK(last.find("trained network kept") != std::string::npos);
+        CHECK(*r.trained_kept == 1.0);
     }
 }
 
@@ -143,6 +148,7 @@ TEST_CASE("model selection forced: keep = untrained is the additive baseline, ke
     untrained.set_options({.keep = estimators::Keep::untrained});
     const auto ru = untrained.fit(d.train, d.val, o);
     CHECK(ru.summary.find("-> untrained network kept (keep = untrained)") != std::string::npos);
+    CHECK(ru.trained_kept == 0.0);
     const auto pu = untrained.predict_mean(d.val.graphs, 1);
     for (std::size_t i = 0; i < pu.size(); ++i) CHECK(pu[i] == doctest::Approx(q[i].mean).epsilon(1e-5));
     CHECK(ru.best_validation == doctest::Approx(estimators::validation_score(pu, d.val.targets)).epsilon(1e-6));
@@ -153,6 +159,7 @@ TEST_CASE("model selection forced: keep = untrained is the additive baseline, ke
     trained.set_options({.keep = estimators::Keep::trained});
     const auto rt = trained.fit(d.train, d.val, o);
     CHECK(rt.summary.find("-> trained network kept (keep = trained)") != std::string::npos);
+    CHECK(rt.trained_kept == 1.0);
     const auto pt = trained.predict_mean(d.val.graphs, 1);
     CHECK(rt.best_validation == doctest::Approx(estimators::validation_score(pt, d.val.targets)).epsilon(1e-6));
     double moved = 0;
@@ -164,6 +171,37 @@ TEST_CASE("model selection forced: keep = untrained is the additive baseline, ke
     CHECK(estimators::keep_from_string("untrained") == estimators::Keep::untrained);
     CHECK_FALSE(estimators::keep_from_string("best").has_value());
     CHECK(estimators::to_string(estimators::Keep::automatic) == "auto");
+}
+
+TEST_CASE("model selection in an ensemble: the share of members that kept the trained network") {
+    Data d;
+    estimators::FitOptions o;
+    o.threads = 1;
+    o.max_epochs = 2;
+    // members forced one way or the other: every member makes the same choice
+    for (const auto keep : {estimators::Keep::trained, estimators::Keep::untrained}) {
+        estimators::EnsembleEstimator ens(
+            "additive-path GNN",
+            [keep] {
+                auto m = std::make_unique<GnnEstimator<test::additive_preset>>();
+                m->set_options({.keep = keep});
+                return m;
+            },
+            3, estimators::EnsembleEstimator::Resample::none);
+        const auto r = ens.fit(d.train, d.val, o);
+        const bool trained = keep == estimators::Keep::trained;
+        REQUIRE(r.trained_kept.has_value());
+        CHECK(*r.trained_kept == (trained ? 1.0 : 0.0));
+        CHECK(r.summary ==
+              (trained ? "3 of 3 members kept the trained network" : "0 of 3 members kept the trained network"));
+    }
+    // no validation data: no member chooses, and the ensemble reports no choice
+    estimators::EnsembleEstimator ens(
+        "additive-path GNN", [] { return std::make_unique<GnnEstimator<test::additive_preset>>(); }, 2,
+        estimators::EnsembleEstimator::Resample::none);
+    const auto r = ens.fit(d.train, {}, o);
+    CHECK_FALSE(r.trained_kept.has_value());
+    CHECK(r.summary.empty());
 }
 
 TEST_CASE("additive path: training graphs whose aggregates never vary give the mean label, not an error") {

@@ -113,6 +113,14 @@ public:
             r.best_validation += x.best_validation / static_cast<double>(results.size());
         }
         r.validation_metric = results.front().validation_metric + " (member mean)";
+        // the members' model selections, when every member made one
+        if (std::all_of(results.begin(), results.end(),
+                        [](const FitResult& x) { return x.trained_kept.has_value(); })) {
+            double kept = 0;
+            for (const auto& x : results) kept += *x.trained_kept;
+            r.trained_kept = kept / static_cast<double>(results.size());
+            r.summary = dnncost::concat(std::lround(kept), " of ", results.size(), " members kept the trained network");
+        }
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         return r;
     }

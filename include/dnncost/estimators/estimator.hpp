@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,6 +46,10 @@ struct FitResult {
     double best_validation = 0.0;  ///< the validation score used for early stopping
     std::string validation_metric;
     std::string summary;  ///< one line on the model selection (which candidate was kept and why), may be empty
+    /// The share of the fitted networks that ended trained rather than untrained (GNN model
+    /// selection): 1 or 0 for one network, the members' mean for an ensemble; empty for a fit
+    /// that made no such choice (no validation data, no network).
+    std::optional<double> trained_kept;
 };
 
 /// A prediction with its uncertainty (sigma = 0 for a single model).

@@ -499,6 +499,7 @@ auto GnnEstimator<C>::fit(const train::TrainData& train, const train::TrainData&
             best_score = untrained;
         }
         result.validation_metric += keep_trained ? "; trained network kept" : "; untrained network kept";
+        result.trained_kept = keep_trained ? 1.0 : 0.0;
         result.summary = dnncost::concat(
             "best epoch ", run.best_epoch + 1, " val ", run.best_score, " vs untrained ", untrained, warm,
             "; out-of-bag improvement ", gain.mean, " (se ", gain.se, ") -> ",
