@@ -552,7 +552,9 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
     KernelBatches batches(regressors.size(), row.size());
     KernelFigures out;
     std::vector<KernelGraph> kgs;
-    KernelGraph reused, plain;          // storage of one network's kernels passed on to the next
+    // storage of one network's kernels passed on to the next, and on to the next call: a search
+    // pricing one network per call would otherwise allocate every kernel's lists anew
+    thread_local KernelGraph reused, plain;
     thread_local graph::FlatView view;  // of the network being priced, read by the pass and the features
     std::optional<FusionRules> unfused;
     if (details) {
