@@ -499,7 +499,8 @@ TEST_CASE("GBT forest: the trees read from XGBoost's JSON give XGBoost's own fig
     const auto key = looped.find("\"left_children\"");
     REQUIRE(key != std::string::npos);
     const auto first = looped.find('[', key) + 1, end = looped.find_first_of(",]", first);
-    looped.replace(first, end - first, "0");
+    REQUIRE(end != std::string::npos);
+    looped = looped.substr(0, first) + "0" + looped.substr(end);
     CHECK_THROWS_WITH_AS(GbtForest::from_xgboost_json(looped), doctest::Contains("node 0 of tree 0 has child 0"),
                          config_error);
 }
