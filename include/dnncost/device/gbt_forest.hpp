@@ -255,11 +255,14 @@ private:
     bool is_leaf(std::size_t i) const { return m_nodes[i].right_step == 0; }
 
     /// The node after `at` for `row`: `x < threshold` left, a missing value the default side.
+    /// Without a branch: the side is data, and a mispredicted branch would undo the overlap of
+    /// the lanes' walks.
     std::int32_t next(std::int32_t at, const float* row) const {
         const Node& n = m_nodes[static_cast<std::size_t>(at)];
         const float v = row[n.feature];
-        const bool left = v < n.value || (std::isnan(v) && n.default_left != 0);
-        return n.left + (left ? 0 : n.right_step);
+        const unsigned missing_left = static_cast<unsigned>(v != v) & n.default_left;  // v != v: NaN
+        const unsigned right = static_cast<unsigned>(!(v < n.value)) & (missing_left ^ 1u);
+        return n.left + static_cast<std::int32_t>(right * n.right_step);
     }
 
     void add_tree(std::string_view tree) {
