@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dnncost/core/rng.hpp>
@@ -583,6 +585,43 @@ TEST_CASE("device model: the totals alone are the breakdown's totals, fallbacks 
     CHECK(unfused);
     CHECK(nearest);
     CHECK(totals.back() == totals[3]);
+}
+
+TEST_CASE("device model: a price after a failed one or a larger network is the price a fresh thread gives") {
+    // pricing keeps its kernel graphs per thread between calls; what one call leaves there must
+    // not reach the next
+    const auto m = planted_model();
+    const auto nets = nb201_networks(4);
+    auto broken = nets[0];
+    // a value two thirds into the network too large to count: the pass stops halfway through
+    const int t = broken.nodes()[broken.num_nodes() * 2 / 3].outputs.front();
+    broken.set_shape(t, {1, std::int64_t{1} << 40, std::int64_t{1} << 40, 8});
+    const auto on_a_fresh_thread = [&](const graph::Graph& g) {
+        std::vector<device::DevicePrice> p;
+        std::thread([&] {
+            const graph::Graph* one[] = {&g};
+            p = m.price_networks(one);
+        }).join();
+        return p.front();
+    };
+    const graph::Graph* bad[] = {&broken};
+    const std::string too_large = "tensor '" + broken.tensor(t).name + "' [1,1099511627776";
+    for (const std::size_t i : {1, 2, 3, 1}) {
+        CHECK_THROWS_WITH_AS(m.price_networks(bad), doctest::Contains(too_large.c_str()), shape_error);
+        const graph::Graph* one[] = {&nets[i]};
+        const auto here = m.price_networks(one).front();
+        const auto fresh = on_a_fresh_thread(nets[i]);
+        CHECK(here.total_ms == fresh.total_ms);
+        REQUIRE(here.kernels.size() == fresh.kernels.size());
+        for (std::size_t k = 0; k < here.kernels.size(); ++k) {
+            CHECK(here.kernels[k].kind == fresh.kernels[k].kind);
+            CHECK(here.kernels[k].nodes == fresh.kernels[k].nodes);
+            CHECK(here.kernels[k].ms == fresh.kernels[k].ms);
+        }
+        // and the totals route, after a network of another size in the same thread
+        const graph::Graph* two[] = {&nets[(i + 1) % nets.size()], &nets[i]};
+        CHECK(m.price_totals(two).back() == fresh.total_ms);
+    }
 }
 
 TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching every kernel that has it") {

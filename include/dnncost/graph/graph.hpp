@@ -117,11 +117,16 @@ struct Tensor {
     /// Values of a small constant (row-major), when known; empty = unknown. Lets graph analyses
     /// (graph/analysis.hpp) see e.g. a multiplication by zero the way a graph compiler does.
     std::vector<double> data;
-    std::int64_t elements() const { return numel(shape); }
-    /// @throws shape_error when the size overflows int64 (see numel)
+    /// @throws shape_error naming the tensor for an unknown dimension or a count beyond int64
+    std::int64_t elements() const {
+        if (const auto n = checked_numel(shape)) return *n;
+        raise<shape_error>("tensor '", name, "' ", to_string(shape),
+                           " is unknown or has more elements than a 64-bit count holds");
+    }
+    /// @throws shape_error naming the tensor when the size overflows int64
     std::int64_t bytes() const {
         std::int64_t b = 0;
-        if (__builtin_mul_overflow(numel(shape), static_cast<std::int64_t>(element_size(dtype)), &b))
+        if (__builtin_mul_overflow(elements(), static_cast<std::int64_t>(element_size(dtype)), &b))
             raise<shape_error>("tensor '", name, "' ", to_string(shape), " has more bytes than a 64-bit count holds");
         return b;
     }
