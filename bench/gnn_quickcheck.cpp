@@ -43,9 +43,9 @@ void run(const std::vector<std::string>& devices, int seeds, int n_test) {
         raise<config_error>("the test set must hold 1 to ", archs.size() > 200 ? archs.size() - 200 : 0,
                             " networks, got ", n_test);
     for (const auto& dev : devices) {
-        // column 0 holds the architectures, not a device
+        // column 0 holds the architectures, not a device (read_csv refuses a file without a header)
         const auto it = std::find(header.begin() + 1, header.end(), dev);
-        if (header.empty() || it == header.end()) {
+        if (it == header.end()) {
             std::cerr << "unknown device " << dev << "\n";
             continue;
         }
