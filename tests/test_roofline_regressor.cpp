@@ -170,6 +170,13 @@ std::string with_payload_version(const std::string& bytes, std::uint32_t v) {
     return io::write_container(c.kind, c.config_hash, c.payload);
 }
 
+std::string without_payload_tail(const std::string& bytes, std::size_t n) {
+    auto c = io::read_container(bytes);
+    REQUIRE(c.payload.size() > n);
+    c.payload.resize(c.payload.size() - n);
+    return io::write_container(c.kind, c.config_hash, c.payload);
+}
+
 // rows of kernel-like features for a regressor on its own: the work features by their kernel
 // names (log2(1 + count)) and a layout flag that makes the kernel 30 % slower
 struct Rows {
@@ -378,14 +385,31 @@ TEST_CASE("device model: kernels 4x beyond every sample priced within 20 % of th
     const auto loaded = DeviceModel::deserialize(bytes, "roofline.dnnc");
     for (const auto& k : far) CHECK(kernel_ms(*loaded, k.graph) == kernel_ms(m, k.graph));
     CHECK(loaded->kinds().at("Gemm").chosen == m.kinds().at("Gemm").chosen);
+    for (const auto& [kind, km] : m.kinds()) {
+        const auto& back = loaded->kinds().at(kind);
+        CHECK(back.beyond == km.beyond);
+        REQUIRE(back.scores.size() == km.scores.size());
+        for (std::size_t i = 0; i < km.scores.size(); ++i)
+            CHECK(back.scores[i].beyond_mape == km.scores[i].beyond_mape);
+    }
+    CHECK(m.kinds().at("Gemm").beyond > 0);
     const auto again = estimators::load_estimator(bytes, "roofline.dnnc");
     CHECK(again->preset() == "device");
 
     // without the base (the build before it): a payload of version 4 loads and prices as it did
+    // (and without the beyond test). Its payload is that of today without the beyond tests at
+    // its end: per kind the count of rows (8 bytes) and per score whether it has a beyond MAPE (1
+    // byte, none here).
     o.roofline_base = false;
+    o.choice.beyond_fraction = 0;
     const auto old = DeviceModel::build(plain_rules(), t.samples, overhead_ms, o);
     CHECK_FALSE(old.kinds().at("Gemm").chosen.starts_with("roofline-"));
-    const auto v4 = with_payload_version(old.serialize(), 4);
+    std::size_t tail = 0;
+    for (const auto& [kind, km] : old.kinds()) {
+        CHECK(km.beyond == 0);
+        tail += 8 + km.scores.size();
+    }
+    const auto v4 = with_payload_version(without_payload_tail(old.serialize(), tail), 4);
     const auto old_loaded = DeviceModel::deserialize(v4, "v4.dnnc");
     for (const auto& k : far) {
         CHECK(kernel_ms(*old_loaded, k.graph) == kernel_ms(old, k.graph));

@@ -292,6 +292,85 @@ TEST_CASE("choose_tabular_regressor keeps the candidate with the lower held-out 
                          doctest::Contains("latency of row 444 is 0"), config_error);
 }
 
+namespace {
+// Planted candidates over one work feature x = log_flops, on the law log(latency) = x: one that is
+// exact up to the largest x it was fit on and flat beyond (as trees are), one 3 % high everywhere.
+class FlatBeyondRegressor final : public TabularRegressor {
+public:
+    std::string kind() const override { return "flat-beyond"; }
+
+protected:
+    void fit_log(const Mat<double>& x, const Eigen::VectorXd&) override { m_top = x.col(0).maxCoeff(); }
+    Eigen::VectorXd predict_log(const Mat<double>& x) const override { return x.col(0).cwiseMin(m_top); }
+    void save_model(io::BinaryWriter& w) const override { w.put_f64(m_top); }
+    void load_model(io::BinaryReader& r, std::size_t) override { m_top = r.get_finite_f64("top"); }
+
+private:
+    double m_top = 0;
+};
+class BiasedLawRegressor final : public TabularRegressor {
+public:
+    std::string kind() const override { return "biased-law"; }
+
+protected:
+    void fit_log(const Mat<double>&, const Eigen::VectorXd&) override {}
+    Eigen::VectorXd predict_log(const Mat<double>& x) const override { return x.col(0).array() + std::log(1.03); }
+    void save_model(io::BinaryWriter&) const override {}
+    void load_model(io::BinaryReader&, std::size_t) override {}
+};
+}  // namespace
+
+TEST_CASE("choose_tabular_regressor: the beyond test holds out the largest rows and weighs extrapolation") {
+    const Index n = 400;
+    Mat<double> x(n, 2);
+    std::vector<double> ms;
+    Rng rng(5);
+    for (Index i = 0; i < n; ++i) {
+        x(i, 0) = 5 * rng.uniform();
+        x(i, 1) = rng.uniform();  // a feature the law ignores
+        ms.push_back(std::exp(x(i, 0)));
+    }
+    const std::vector<std::string> names{"log_flops", "other"};
+    const std::vector<TabularCandidate> candidates{
+        {"flat-beyond", [] { return std::make_unique<FlatBeyondRegressor>(); }},
+        {"biased-law", [] { return std::make_unique<BiasedLawRegressor>(); }},
+    };
+    // by the random held-out part alone, the one exact in the sampled range wins
+    const auto plain = choose_tabular_regressor(x, ms, names, candidates, {.beyond_fraction = 0});
+    CHECK(plain.chosen == "flat-beyond");
+    CHECK(plain.beyond_rows == 0);
+    CHECK_FALSE(plain.scores[0].beyond_mape.has_value());
+    CHECK(plain.scores[1].mape == doctest::Approx(0.03));
+
+    // the 40 largest rows, fit without: flat beyond them, the other is still 3 % high
+    const auto choice = choose_tabular_regressor(x, ms, names, candidates);
+    CHECK(choice.beyond_rows == 40);
+    CHECK(choice.chosen == "biased-law");
+    REQUIRE(choice.scores[1].beyond_mape.has_value());
+    CHECK(*choice.scores[1].beyond_mape == doctest::Approx(0.03));
+    // flat at the 360th row's x: each of the 40 is priced exp(top - x) of its latency
+    std::vector<double> xs;
+    for (Index i = 0; i < n; ++i) xs.push_back(x(i, 0));
+    std::sort(xs.begin(), xs.end());
+    double expected = 0;
+    for (std::size_t i = 360; i < 400; ++i) expected += 1 - std::exp(xs[359] - xs[i]);
+    REQUIRE(choice.scores[0].beyond_mape.has_value());
+    CHECK(*choice.scores[0].beyond_mape == doctest::Approx(expected / 40));
+
+    // a size feature the rows all share, or none of the size features: no beyond test
+    Mat<double> same = x;
+    same.col(0).setConstant(2);
+    std::vector<double> ms_same(static_cast<std::size_t>(n), std::exp(2.0));
+    CHECK(choose_tabular_regressor(same, ms_same, names, candidates).beyond_rows == 0);
+    CHECK(choose_tabular_regressor(x, ms, {"work", "other"}, candidates).beyond_rows == 0);
+    // the next size feature when the first does not vary
+    CHECK(choose_tabular_regressor(same, ms_same, {"log_flops", "log_input_bytes"}, candidates).beyond_rows == 40);
+    // too few rows to hold 3 out beyond and keep 10
+    CHECK(choose_tabular_regressor(x.topRows(20), std::span(ms).first(20), names, candidates).beyond_rows == 0);
+    CHECK_THROWS_WITH_AS(choose_tabular_regressor(x, ms, names, candidates, {.beyond_fraction = 1}),
+                         doctest::Contains("beyond fraction"), config_error);
+}
+
 TEST_CASE("select_candidates keeps the candidates named, in the order named") {
     const auto names = [](const std::vector<TabularCandidate>& c) {
         std::vector<std::string> out;

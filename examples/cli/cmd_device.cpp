@@ -49,7 +49,11 @@ inline json kind_table(const device::DeviceModel& m) {
         if (km.regressor) {
             k["regressor"] = km.chosen;
             k["held_out"] = km.held_out;
-            for (const auto& s : km.scores) k["held_out_scores"][s.name] = {{"mape", s.mape}, {"within_10", s.within_10}};
+            k["beyond"] = km.beyond;
+            for (const auto& s : km.scores) {
+                k["held_out_scores"][s.name] = {{"mape", s.mape}, {"within_10", s.within_10}};
+                if (s.beyond_mape) k["held_out_scores"][s.name]["beyond_mape"] = *s.beyond_mape;
+            }
         } else if (!km.pooled_into.empty()) {
             k["family_regressor"] = km.pooled_into;
         } else {
@@ -113,7 +117,7 @@ inline json profiling_json(const device::NetworkProfilingResult& p) {
 inline void print_kinds(const device::DeviceModel& m) {
     // the widest regressor name ("roofline-gbt-linear") and a space before it
     std::cout << std::left << std::setw(22) << "kind" << std::right << std::setw(8) << "samples" << std::setw(21)
-              << "model" << std::setw(11) << "held-out" << std::setw(10) << "±10 %" << '\n';
+              << "model" << std::setw(11) << "held-out" << std::setw(10) << "±10 %" << std::setw(9) << "beyond" << '\n';
     for (const auto& [kind, km] : m.kinds()) {
         std::cout << std::left << std::setw(22) << kind << std::right << std::setw(8) << km.samples;
         if (!km.regressor) {
@@ -124,7 +128,8 @@ inline void print_kinds(const device::DeviceModel& m) {
         for (const auto& s : km.scores)
             if (s.name == km.chosen)
                 std::cout << std::setw(21) << km.chosen << std::setw(10) << percent(s.mape) << ' ' << std::setw(9)
-                          << percent(s.within_10) << '\n';
+                          << percent(s.within_10) << std::setw(9) << (s.beyond_mape ? percent(*s.beyond_mape) : "-")
+                          << '\n';
     }
     std::cout << "run overhead " << m.run_overhead_ms() << " ms, calibration factor " << m.calibration_factor();
     for (const auto& [f, x] : m.family_factors()) std::cout << ", " << f << " x" << x;

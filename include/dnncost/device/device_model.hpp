@@ -58,6 +58,7 @@ struct KernelKindModel {
     std::vector<TabularScore> scores;  ///< every candidate on the held-out samples
     std::int64_t samples = 0;          ///< measured samples of the kind
     std::int64_t held_out = 0;         ///< of them (or of its family's), held out for the choice
+    std::int64_t beyond = 0;           ///< of them, the largest, held out for the beyond test (0: none)
     /// With family regressors: the kind whose regressor learnt this kind's samples with its
     /// family's (empty: its own regressor, or none).
     std::string pooled_into;
@@ -143,8 +144,9 @@ public:
     static constexpr std::string_view kind = "device";
     /// 2 adds the sample-boundary rates, 3 family regressors, 4 family calibration factors, 5 kernel
     /// regressors on a roofline base (kind tabular-roofline-*, which a build that reads 4 at most
-    /// cannot load: it stops at the version instead); older versions still load.
-    static constexpr std::uint32_t payload_version = 5;
+    /// cannot load: it stops at the version instead), 6 the beyond test of the regressor choice;
+    /// older versions still load.
+    static constexpr std::uint32_t payload_version = 6;
 
     DeviceModel() = default;
 

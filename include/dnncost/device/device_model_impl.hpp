@@ -95,6 +95,7 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(FusionRules rules, std::span<const K
         km.chosen = std::move(choice.chosen);
         km.scores = std::move(choice.scores);
         km.held_out = choice.held_out_rows;
+        km.beyond = choice.beyond_rows;
     }
     if (m.priced_kinds().empty())
         raise<config_error>("device model: no kernel kind has ", options.min_samples, " samples; measure more kernels");
@@ -142,6 +143,14 @@ DNNCOST_FUNC std::string DeviceModel::serialize() const {
     for (const auto& [f, x] : m_family_scale) {
         w.put_string(f);
         w.put_f64(x);
+    }
+    // version 6: each kind's beyond test, last, so that the records before keep their layout
+    for (const auto& [k, km] : m_kinds) {
+        w.put_i64(km.beyond);
+        for (const auto& s : km.scores) {
+            w.put_bool(s.beyond_mape.has_value());
+            if (s.beyond_mape) w.put_f64(*s.beyond_mape);
+        }
     }
     return io::write_container(kind, io::fnv1a64("device-model"), w.bytes());
 }
@@ -210,6 +219,13 @@ DNNCOST_FUNC std::unique_ptr<DeviceModel> DeviceModel::deserialize(std::string_v
             m->m_family_scale.emplace(std::move(f), x);
         }
     }
+    if (version >= 6)
+        for (auto& [k, km] : m->m_kinds) {
+            km.beyond = r.get_i64("beyond-test samples");
+            if (km.beyond < 0) r.fail("beyond-test samples ", km.beyond, " of kind '", k, "'");
+            for (auto& sc : km.scores)
+                if (r.get_bool("has beyond MAPE")) sc.beyond_mape = r.get_finite_f64("beyond MAPE");
+        }
     r.expect_end("device model");
     if (m->priced_kinds().empty()) r.fail("device model without any kernel regressor");
     return m;

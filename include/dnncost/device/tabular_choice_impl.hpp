@@ -72,6 +72,8 @@ DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::s
     if (!(options.held_out_fraction > 0 && options.held_out_fraction < 1))
         raise<config_error>("choose_tabular_regressor: held-out fraction ", options.held_out_fraction,
                             " outside (0, 1)");
+    if (!(options.beyond_fraction >= 0 && options.beyond_fraction < 1))
+        raise<config_error>("choose_tabular_regressor: beyond fraction ", options.beyond_fraction, " outside [0, 1)");
     if (static_cast<Index>(latency_ms.size()) != x.rows())
         raise<shape_error>("choose_tabular_regressor: ", x.rows(), " feature rows but ", latency_ms.size(),
                            " latencies");
@@ -92,30 +94,62 @@ DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::s
     std::iota(order.begin(), order.end(), Index{0});
     Rng rng(options.seed);
     rng.shuffle(order.begin(), order.end());
-    auto take = [&](std::size_t from, std::size_t to, Mat<double>& xs, std::vector<double>& ys) {
+    auto take = [&](const std::vector<Index>& rows, std::size_t from, std::size_t to, Mat<double>& xs,
+                    std::vector<double>& ys) {
         xs.resize(static_cast<Index>(to - from), x.cols());
         ys.clear();
         for (std::size_t k = from; k < to; ++k) {
-            xs.row(static_cast<Index>(k - from)) = x.row(order[k]);
-            ys.push_back(latency_ms[static_cast<std::size_t>(order[k])]);
+            xs.row(static_cast<Index>(k - from)) = x.row(rows[k]);
+            ys.push_back(latency_ms[static_cast<std::size_t>(rows[k])]);
         }
     };
     Mat<double> x_held, x_train;
     std::vector<double> y_held, y_train;
-    take(0, static_cast<std::size_t>(n_held), x_held, y_held);
-    take(static_cast<std::size_t>(n_held), order.size(), x_train, y_train);
+    take(order, 0, static_cast<std::size_t>(n_held), x_held, y_held);
+    take(order, static_cast<std::size_t>(n_held), order.size(), x_train, y_train);
+
+    // the beyond test: the rows of the largest size last, the held-out ones after the cut
+    Mat<double> x_small, x_large;
+    std::vector<double> y_small, y_large;
+    const Index n_large = static_cast<Index>(std::lround(options.beyond_fraction * static_cast<double>(n)));
+    for (const auto& f : options.size_features) {
+        const auto col = std::find(feature_names.begin(), feature_names.end(), f);
+        if (col == feature_names.end() || n_large < 3 || n - n_large < 10) continue;
+        const auto j = static_cast<Index>(col - feature_names.begin());
+        if (j >= x.cols()) continue;
+        std::vector<Index> by_size(static_cast<std::size_t>(n));
+        std::iota(by_size.begin(), by_size.end(), Index{0});
+        std::stable_sort(by_size.begin(), by_size.end(), [&](Index a, Index b) { return x(a, j) < x(b, j); });
+        // a size the rows all share tells nothing about growth
+        if (!(x(by_size.front(), j) < x(by_size.back(), j))) continue;
+        const auto cut = static_cast<std::size_t>(n - n_large);
+        take(by_size, 0, cut, x_small, y_small);
+        take(by_size, cut, by_size.size(), x_large, y_large);
+        break;
+    }
+    const bool beyond = !y_large.empty();
 
     TabularChoice choice;
     choice.held_out_rows = n_held;
+    choice.beyond_rows = beyond ? n_large : 0;
     std::size_t best = 0;
+    auto criterion = [](const TabularScore& s) { return s.beyond_mape ? (s.mape + *s.beyond_mape) / 2 : s.mape; };
     for (std::size_t c = 0; c < candidates.size(); ++c) {
         auto model = candidates[c].make();
         if (!model) raise<config_error>("choose_tabular_regressor: candidate '", candidates[c].name, "' made no model");
         model->fit(x_train, y_train, feature_names);
         const auto pred = model->predict(x_held);
-        choice.scores.push_back(
-            {candidates[c].name, train::mape(pred, y_held), train::error_bound_accuracy(pred, y_held, 0.10)});
-        if (c == 0 || choice.scores[c].mape < choice.scores[best].mape) {
+        TabularScore score{candidates[c].name, train::mape(pred, y_held),
+                           train::error_bound_accuracy(pred, y_held, 0.10), std::nullopt};
+        if (beyond) {
+            auto grown = candidates[c].make();
+            if (!grown)
+                raise<config_error>("choose_tabular_regressor: candidate '", candidates[c].name, "' made no model");
+            grown->fit(x_small, y_small, feature_names);
+            score.beyond_mape = train::mape(grown->predict(x_large), y_large);
+        }
+        choice.scores.push_back(std::move(score));
+        if (c == 0 || criterion(choice.scores[c]) < criterion(choice.scores[best])) {
             best = c;
             choice.model = std::move(model);
         }
