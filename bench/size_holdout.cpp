@@ -3,7 +3,7 @@
 // of its largest input, for a family without arithmetic) and scored on the larger ones, which it
 // never saw. It measures nothing, so it tells offline how each regressor grows
 // beyond its samples (`device extrapolate` measures kernels grown beyond a model's samples).
-//   dnncost_size_holdout SAMPLES.json [FACTOR=4] [--json]
+//   dnncost_size_holdout SAMPLES.json [FACTOR=4] [--json]   (--json: one document, MAPE and shares as fractions)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -106,7 +106,7 @@ int main(int argc, char** argv) try {
             const double med = ratio[ratio.size() / 2];
             const double mape = 100 * ape / static_cast<double>(yh.size());
             if (json)
-                std::cout << (first ? "" : ",") << "{\"name\":\"" << c.name << "\",\"mape\":" << mape
+                std::cout << (first ? "" : ",") << "{\"name\":\"" << c.name << "\",\"mape\":" << mape / 100
                           << ",\"within_20\":" << static_cast<double>(within) / static_cast<double>(yh.size())
                           << ",\"median_ratio\":" << med << ",\"min_ratio\":" << lo << ",\"max_ratio\":" << hi << "}";
             else

@@ -710,6 +710,7 @@ DNNCOST_FUNC std::vector<std::string> DeviceModel::nearest_families(std::string_
         {"Resize", "Resize", "DataMovement", "Elementwise"},
         {"DataMovement", "DataMovement", "Concat", "Activation", "Elementwise"},
         {"Reorder", "Reorder", "DataMovement", "Activation", "Elementwise"},
+        {"Reshape", "Reshape", "Reorder", "DataMovement"},
         {"", "Elementwise", "Activation", "DataMovement"},  // any other family
     };
     const auto* row = std::begin(near);

@@ -121,7 +121,7 @@ inline KernelKindCache& kernel_kind_cache() {
 }  // namespace detail
 
 /// Which kernels of one kind string share a kind key: 0 most, 1 those that start with a depthwise
-/// convolution, 2 reorders.
+/// convolution, 2 kernels without nodes (reorders, a rewrite's reshapes).
 inline int kernel_kind_variant(const graph::Graph& g, const Kernel& k) {
     if (k.is_reorder()) return 2;
     // only a kernel that starts with a convolution can be depthwise (its kind string starts "Conv")
@@ -140,7 +140,9 @@ inline int kernel_kind_variant(const graph::FlatView& view, const Kernel& k) {
 inline KernelKind kernel_kind(const graph::Graph& g, const KernelGraph& kg, const Kernel& k, int variant,
                               bool& shared) {
     shared = true;
-    if (variant == 2) return {"Reorder", {}};
+    // a rewrite's reshape is a view (its time a kernel's fixed cost, whatever its size), a reorder
+    // copies its value
+    if (variant == 2) return {k.kind == "Reshape" ? "Reshape" : "Reorder", {}};
     auto& known = detail::kernel_kind_cache().known[variant == 1 ? 1 : 0];
     if (const auto it = known.find(k.kind); it != known.end()) return it->second;
     auto out = detail::kernel_kind_of_nodes(g, kg, k, variant == 1, shared);

@@ -21,7 +21,7 @@ DNNCOST_FUNC const std::vector<std::string>& kernel_families() {
     static const std::vector<std::string> f{"Conv",         "DepthwiseConv", "ConvTranspose", "Gemm",       "MatMul",
                                             "Pool",         "GlobalPool",    "Elementwise",   "Activation", "BatchNorm",
                                             "LayerNorm",    "Softmax",       "Reduce",        "Concat",     "Resize",
-                                            "DataMovement", "Reorder"};
+                                            "DataMovement", "Reorder",       "Reshape"};
     return f;
 }
 
@@ -78,6 +78,8 @@ DNNCOST_FUNC const std::unordered_map<std::string_view, std::string_view>& op_fa
         put("Reduce", {"ArgMax", "ArgMin"});
         put("Concat", {"Concat"});
         put("Resize", {"Resize", "Upsample"});
+        // views: ONNX Runtime's kernels for these reuse their input's buffer when they can
+        put("Reshape", {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"});
         put("DataMovement",
             {"Transpose", "Slice", "Gather", "Pad", "Split", "Tile", "Expand", "GatherElements", "ScatterND",
              "DepthToSpace", "SpaceToDepth", "Range", "ConstantOfShape", "TopK", "CumSum"});
