@@ -622,6 +622,18 @@ TEST_CASE("device model: a price after a failed one or a larger network is the p
         const graph::Graph* two[] = {&nets[(i + 1) % nets.size()], &nets[i]};
         CHECK(m.price_totals(two).back() == fresh.total_ms);
     }
+    // of many networks, the error says which one failed, by place and name, keeping its type
+    const graph::Graph* three[] = {&nets[1], &broken, &nets[2]};
+    const std::string which = "network 1 ('" + broken.name() + "'): " + too_large;
+    CHECK_THROWS_WITH_AS(m.price_networks(three), doctest::Contains(which.c_str()), shape_error);
+    CHECK_THROWS_WITH_AS(m.price_totals(three), doctest::Contains(which.c_str()), shape_error);
+    auto nameless = broken;
+    nameless.set_name("");
+    const graph::Graph* two_bad[] = {&nets[1], &nameless};
+    CHECK_THROWS_WITH_AS(m.price_totals(two_bad), doctest::Contains(("network 1: " + too_large).c_str()), shape_error);
+    // and the next price is still a fresh thread's
+    const graph::Graph* one[] = {&nets[2]};
+    CHECK(m.price_networks(one).front().total_ms == on_a_fresh_thread(nets[2]).total_ms);
 }
 
 TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching every kernel that has it") {

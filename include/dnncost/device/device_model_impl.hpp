@@ -238,6 +238,27 @@ DNNCOST_FUNC std::vector<DevicePrice> DeviceModel::price_networks(std::span<cons
 }
 
 namespace detail {
+/// The error being handled, of the same type, its message after the network it came from.
+[[noreturn]] inline void raise_in_network(std::size_t index, const std::string& name) {
+    const auto where =
+        name.empty() ? concat("network ", index, ": ") : concat("network ", index, " ('", printable(name), "'): ");
+    try {
+        throw;
+    } catch (const shape_error& e) {
+        throw shape_error(where + e.what());
+    } catch (const parse_error& e) {
+        throw parse_error(where + e.what());
+    } catch (const config_error& e) {
+        throw config_error(where + e.what());
+    } catch (const not_implemented& e) {
+        throw not_implemented(where + e.what());
+    } catch (const io_error& e) {
+        throw io_error(where + e.what());
+    } catch (const error& e) {
+        throw error(where + e.what());
+    }
+}
+
 /// The shots as calibrate() fits them: per network the run overhead and each family's kernel
 /// time at unit factors, and the measured latency.
 struct CalibrationShots {
@@ -578,84 +599,89 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
         details->resize(graphs.size());
     }
     std::vector<std::size_t> unsampled;  // fused kernels of a kind no sample had
-    for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
-        const auto& g = *graphs[gi];
-        auto& kg = samples ? kgs.emplace_back() : reused;
-        view.rebuild(g);
-        kernel_graph_into(view, m_rules, kg, rules_checked);
-        kinds_met.next_graph();
-        const std::size_t first = out.ms.size();
-        out.ms.resize(first + kg.kernels.size(), 0.0);
-        out.start.push_back(out.ms.size());
-        for (const auto& kn : kg.kernels) {
-            out.output_bytes.push_back(static_cast<double>(kn.cost.output_bytes));
-            out.reorder_bytes.push_back(!kn.is_reorder() && kn.layout.blocked()
-                                            ? static_cast<double>(kn.cost.input_bytes + kn.cost.output_bytes)
-                                            : 0.0);
-        }
-        auto* d = details ? &(*details)[gi] : nullptr;
-        if (d) d->kernels.resize(kg.kernels.size());
-        unsampled.clear();
-        for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
-            const auto& met = kinds_met.find(view, kg, kg.kernels[k], priced_as);
-            const auto& kind = met.kind;
-            const auto [r, own] = met.value;
-            if (families) {
-                // a kernel's family is its kind's first unit ("DepthwiseConv+Act" -> "DepthwiseConv")
-                const std::string_view fam = KindSpec::anchor_of(kind.key);
-                auto it = std::find(out.families.begin(), out.families.end(), fam);
-                if (it == out.families.end()) it = out.families.insert(out.families.end(), std::string(fam));
-                out.family.push_back(static_cast<std::uint16_t>(it - out.families.begin()));
+    for (std::size_t gi = 0; gi < graphs.size(); ++gi) try {
+            const auto& g = *graphs[gi];
+            auto& kg = samples ? kgs.emplace_back() : reused;
+            view.rebuild(g);
+            kernel_graph_into(view, m_rules, kg, rules_checked);
+            kinds_met.next_graph();
+            const std::size_t first = out.ms.size();
+            out.ms.resize(first + kg.kernels.size(), 0.0);
+            out.start.push_back(out.ms.size());
+            for (const auto& kn : kg.kernels) {
+                out.output_bytes.push_back(static_cast<double>(kn.cost.output_bytes));
+                out.reorder_bytes.push_back(!kn.is_reorder() && kn.layout.blocked()
+                                                ? static_cast<double>(kn.cost.input_bytes + kn.cost.output_bytes)
+                                                : 0.0);
             }
-            const bool priced_whole = own || kg.kernels[k].nodes.size() <= 1;
-            // the features go straight into the batch; those of a kernel priced in parts are
-            // still worked out (and dropped), for the errors they may raise
-            const auto values = priced_whole ? batches.new_row(r) : std::span<double>(row);
-            kernel_features_into(view, kg, k, block, kind, values);
-            if (!priced_whole) unsampled.push_back(k);
-            if (d) {
-                auto& pk = d->kernels[k];
-                pk.kind = kind.key;
-                pk.nodes = kg.kernels[k].nodes;
-                pk.layout = kg.layout_string(kg.kernels[k].layout);
-                pk.priced_as = regressor_kind[r];
-                pk.warning = kind.warning;
-                if (!own && kg.kernels[k].nodes.size() <= 1) {
-                    const auto why = dnncost::concat("kernel ", k, " (", pk.kind, ") priced as ", pk.priced_as,
-                                                     ": no samples of its own kind");
+            auto* d = details ? &(*details)[gi] : nullptr;
+            if (d) d->kernels.resize(kg.kernels.size());
+            unsampled.clear();
+            for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+                const auto& met = kinds_met.find(view, kg, kg.kernels[k], priced_as);
+                const auto& kind = met.kind;
+                const auto [r, own] = met.value;
+                if (families) {
+                    // a kernel's family is its kind's first unit ("DepthwiseConv+Act" -> "DepthwiseConv")
+                    const std::string_view fam = KindSpec::anchor_of(kind.key);
+                    auto it = std::find(out.families.begin(), out.families.end(), fam);
+                    if (it == out.families.end()) it = out.families.insert(out.families.end(), std::string(fam));
+                    out.family.push_back(static_cast<std::uint16_t>(it - out.families.begin()));
+                }
+                const bool priced_whole = own || kg.kernels[k].nodes.size() <= 1;
+                // the features go straight into the batch; those of a kernel priced in parts are
+                // still worked out (and dropped), for the errors they may raise
+                const auto values = priced_whole ? batches.new_row(r) : std::span<double>(row);
+                kernel_features_into(view, kg, k, block, kind, values);
+                if (!priced_whole) unsampled.push_back(k);
+                if (d) {
+                    auto& pk = d->kernels[k];
+                    pk.kind = kind.key;
+                    pk.nodes = kg.kernels[k].nodes;
+                    pk.layout = kg.layout_string(kg.kernels[k].layout);
+                    pk.priced_as = regressor_kind[r];
+                    pk.warning = kind.warning;
+                    if (!own && kg.kernels[k].nodes.size() <= 1) {
+                        const auto why = dnncost::concat("kernel ", k, " (", pk.kind, ") priced as ", pk.priced_as,
+                                                         ": no samples of its own kind");
+                        pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
+                    }
+                }
+                if (priced_whole) batches.add_new_row(r, first + k);
+            }
+            if (!unsampled.empty()) {
+                // a fusion no sample showed is priced as its operators running alone: an upper
+                // bound, where a regressor of a similar kind would extrapolate from work it never saw
+                if (!unfused) unfused = unfused_rules();
+                kernel_graph_into(view, *unfused, plain, rules_checked);
+                kinds_met.next_graph();
+                for (std::size_t k : unsampled) {
+                    std::string parts;
+                    for (std::size_t p = 0; p < plain.kernels.size(); ++p) {
+                        const auto& nodes = plain.kernels[p].nodes;
+                        if (nodes.empty() || kg.kernel_of_node[static_cast<std::size_t>(nodes.front())] != int(k))
+                            continue;
+                        const auto& met = kinds_met.find(view, plain, plain.kernels[p], priced_as);
+                        const auto r = met.value.first;
+                        kernel_features_into(view, plain, p, block, met.kind, batches.new_row(r));
+                        if (d) parts += (parts.empty() ? "" : " + ") + std::string(regressor_kind[r]);
+                        batches.add_new_row(r, first + k);
+                    }
+                    if (!d) continue;
+                    auto& pk = d->kernels[k];
+                    pk.priced_as = std::move(parts);
+                    const auto why = dnncost::concat("kernel ", k, " (", pk.kind,
+                                                     ") has no samples of its kind: priced as its operators "
+                                                     "unfused (",
+                                                     pk.priced_as, ")");
                     pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
                 }
             }
-            if (priced_whole) batches.add_new_row(r, first + k);
+        } catch (const error&) {
+            // of many networks, say which one; one network is named by its caller
+            if (graphs.size() > 1) detail::raise_in_network(gi, graphs[gi]->name());
+            throw;
         }
-        if (!unsampled.empty()) {
-            // a fusion no sample showed is priced as its operators running alone: an upper
-            // bound, where a regressor of a similar kind would extrapolate from work it never saw
-            if (!unfused) unfused = unfused_rules();
-            kernel_graph_into(view, *unfused, plain, rules_checked);
-            kinds_met.next_graph();
-            for (std::size_t k : unsampled) {
-                std::string parts;
-                for (std::size_t p = 0; p < plain.kernels.size(); ++p) {
-                    const auto& nodes = plain.kernels[p].nodes;
-                    if (nodes.empty() || kg.kernel_of_node[static_cast<std::size_t>(nodes.front())] != int(k)) continue;
-                    const auto& met = kinds_met.find(view, plain, plain.kernels[p], priced_as);
-                    const auto r = met.value.first;
-                    kernel_features_into(view, plain, p, block, met.kind, batches.new_row(r));
-                    if (d) parts += (parts.empty() ? "" : " + ") + std::string(regressor_kind[r]);
-                    batches.add_new_row(r, first + k);
-                }
-                if (!d) continue;
-                auto& pk = d->kernels[k];
-                pk.priced_as = std::move(parts);
-                const auto why = dnncost::concat("kernel ", k, " (", pk.kind,
-                                                 ") has no samples of its kind: priced as its operators "
-                                                 "unfused (",
-                                                 pk.priced_as, ")");
-                pk.warning = pk.warning.empty() ? why : pk.warning + "; " + why;
-            }
-        }
-    }
     batches.predict_into(regressors, out.ms);
     if (!m_boundary.is_zero())  // a kernel priced in unfused parts loses its own edges once
         for (std::size_t k = 0; k < out.ms.size(); ++k)
