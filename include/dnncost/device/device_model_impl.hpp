@@ -238,7 +238,8 @@ DNNCOST_FUNC std::vector<DevicePrice> DeviceModel::price_networks(std::span<cons
 }
 
 namespace detail {
-/// The error being handled, of the same type, its message after the network it came from.
+/// The error being handled, its message after the network it came from; of the same type for
+/// the errors a price raises (shape, config, and rule parse errors), of the base type otherwise.
 [[noreturn]] inline void raise_in_network(std::size_t index, const std::string& name) {
     const auto where =
         name.empty() ? concat("network ", index, ": ") : concat("network ", index, " ('", printable(name), "'): ");
@@ -246,14 +247,10 @@ namespace detail {
         throw;
     } catch (const shape_error& e) {
         throw shape_error(where + e.what());
-    } catch (const parse_error& e) {
-        throw parse_error(where + e.what());
     } catch (const config_error& e) {
         throw config_error(where + e.what());
-    } catch (const not_implemented& e) {
-        throw not_implemented(where + e.what());
-    } catch (const io_error& e) {
-        throw io_error(where + e.what());
+    } catch (const parse_error& e) {
+        throw parse_error(where + e.what());
     } catch (const error& e) {
         throw error(where + e.what());
     }
