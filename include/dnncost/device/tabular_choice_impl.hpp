@@ -134,17 +134,19 @@ DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::s
     choice.beyond_rows = beyond ? n_large : 0;
     std::size_t best = 0;
     auto criterion = [](const TabularScore& s) { return s.beyond_mape ? (s.mape + *s.beyond_mape) / 2 : s.mape; };
-    for (std::size_t c = 0; c < candidates.size(); ++c) {
+    const auto make = [&](std::size_t c) {
         auto model = candidates[c].make();
         if (!model) raise<config_error>("choose_tabular_regressor: candidate '", candidates[c].name, "' made no model");
+        return model;
+    };
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+        auto model = make(c);
         model->fit(x_train, y_train, feature_names);
         const auto pred = model->predict(x_held);
         TabularScore score{candidates[c].name, train::mape(pred, y_held),
                            train::error_bound_accuracy(pred, y_held, 0.10), std::nullopt};
         if (beyond) {
-            auto grown = candidates[c].make();
-            if (!grown)
-                raise<config_error>("choose_tabular_regressor: candidate '", candidates[c].name, "' made no model");
+            auto grown = make(c);
             grown->fit(x_small, y_small, feature_names);
             score.beyond_mape = train::mape(grown->predict(x_large), y_large);
         }
@@ -156,7 +158,7 @@ DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::s
     }
     choice.chosen = candidates[best].name;
     if (options.refit_on_all) {
-        choice.model = candidates[best].make();
+        choice.model = make(best);
         choice.model->fit(x, latency_ms, feature_names);
     }
     return choice;
