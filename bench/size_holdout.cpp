@@ -19,6 +19,17 @@
 #include <dnncost/device/tabular_choice.hpp>
 using namespace dnncost;
 
+// the whole argument as a number, or an error that names it
+static double parse_number(const std::string& a) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(a, &used);
+    } catch (const std::exception&) {}
+    if (used == 0 || used != a.size()) throw std::runtime_error("'" + a + "' is not a number (FACTOR or --json)");
+    return v;
+}
+
 int main(int argc, char** argv) try {
     if (argc < 2) {
         std::cerr << "usage: dnncost_size_holdout SAMPLES.json [FACTOR=4] [--json]\n";
@@ -32,9 +43,9 @@ int main(int argc, char** argv) try {
         if (a == "--json")
             json = true;
         else
-            factor = std::stod(a);
+            factor = parse_number(a);
     }
-    if (!(factor > 1)) throw std::runtime_error("FACTOR must be > 1");
+    if (!(factor > 1 && std::isfinite(factor))) throw std::runtime_error("FACTOR must be a finite number > 1");
     const auto& names = device::kernel_feature_names();
     auto column = [&](const char* name) {
         return static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());

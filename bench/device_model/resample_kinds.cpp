@@ -5,8 +5,10 @@
 // is never moved onto another kernel; isolated single-kernel samples are kept as they are.
 //   dnncost_resample_kinds WORK_DIR/kernel_samples.json NETWORKS.csv OUT.json [COUNT=40] [SEED=1]
 // NETWORKS.csv is the build's store of profiled networks (key and id of each).
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <iostream>
@@ -28,8 +30,17 @@ int main(int argc, char** argv) try {
         return 2;
     }
     auto file = device::read_kernel_sample_file(argv[1]);
-    const std::size_t count = argc > 4 ? std::stoul(argv[4]) : 40;
-    const std::uint64_t seed = argc > 5 ? std::stoull(argv[5]) : 1;
+    const auto whole = [](const char* a, const char* what) {
+        char* end = nullptr;
+        errno = 0;
+        const auto v = std::strtoull(a, &end, 10);
+        if (*a == '\0' || *a == '-' || *end != '\0' || errno == ERANGE)
+            throw std::runtime_error(std::string(what) + " '" + a + "' is not a whole number");
+        return static_cast<std::uint64_t>(v);
+    };
+    const std::size_t count = argc > 4 ? whole(argv[4], "COUNT") : 40;
+    const std::uint64_t seed = argc > 5 ? whole(argv[5], "SEED") : 1;
+    if (count == 0 || count > 1000) throw std::runtime_error("COUNT must be 1 to 1000");
     // store key of each network id
     std::map<std::string, std::string> key_of;
     {
