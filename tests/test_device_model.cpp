@@ -313,6 +313,107 @@ TEST_CASE("device model: a machine uniformly slower, with noise, mostly gets one
     CHECK(kept_global >= 24);
 }
 
+namespace {
+// The shots on the family-planted machine of family_planted_ms, each with its profile: every
+// kernel of its pass, timed at the model's price times its family's factor and the global one.
+struct ProfiledShots {
+    std::vector<double> latency_ms;
+    std::vector<std::vector<device::ProfiledKernel>> profiles;
+};
+ProfiledShots profiled_shots(const device::DeviceModel& m, const std::vector<graph::Graph>& nets,
+                             const std::map<std::string, double>& factor, double global) {
+    ProfiledShots out;
+    for (const auto& p : m.price_networks(pointers(nets))) {
+        out.latency_ms.push_back(family_planted_ms(p, factor, global));
+        auto& profile = out.profiles.emplace_back();
+        for (std::size_t k = 0; k < p.kernels.size(); ++k) {
+            const auto it = factor.find(p.kernels[k].kind.substr(0, p.kernels[k].kind.find('+')));
+            profile.push_back({k, global * p.kernels[k].ms * (it == factor.end() ? 1.0 : it->second)});
+        }
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE("device model: family factors from the shots' profiled kernels, where their latencies cannot tell") {
+    auto m = planted_model();
+    // four shots: too few for family factors fitted to their latencies, but some hundred kernels
+    const auto shots = nb201_networks(4);
+    std::vector<graph::Graph> unseen;
+    {
+        const auto more = nb201_networks(40);
+        unseen.assign(more.begin() + 4, more.end());
+    }
+    const std::map<std::string, double> factor{{"Conv", 1.6}, {"Pool", 0.5}};
+    const auto truth = profiled_shots(m, shots, factor, 1.2);
+    const auto unseen_truth = profiled_shots(m, unseen, factor, 1.2).latency_ms;
+    const auto mape = [&](const device::DeviceModel& model) {
+        const auto p = model.predict_mean(pointers(unseen));
+        double e = 0;
+        for (std::size_t i = 0; i < p.size(); ++i) e += std::abs(p[i] / unseen_truth[i] - 1);
+        return 100 * e / double(p.size());
+    };
+    auto by_latency = device::DeviceModel::deserialize(m.serialize());
+    const auto l = by_latency->calibrate(pointers(shots), truth.latency_ms);
+    CHECK(l.profiled_kernels == 0);
+    CHECK(l.profiled_candidates.empty());
+    CHECK_FALSE(l.from_profiles);
+
+    auto by_kernels = device::DeviceModel::deserialize(m.serialize());
+    const auto r = by_kernels->calibrate(pointers(shots), truth.latency_ms, {}, truth.profiles);
+    std::size_t kernels = 0;
+    for (const auto& p : truth.profiles) kernels += p.size();
+    CHECK(r.profiled_kernels == kernels);
+    CHECK(kernels > 100);
+    CHECK(r.profiled_candidates.size() == 3);
+    CHECK(r.candidates.size() == 6);  // the global factor and the five penalties, as without profiles
+    INFO("by latency: ", mape(*by_latency), " % on unseen networks; by profiled kernels: ", mape(*by_kernels), " %");
+    CHECK(r.applied);
+    CHECK(r.from_profiles);
+    REQUIRE(r.family_factors.count("Conv") == 1);
+    REQUIRE(r.family_factors.count("Pool") == 1);
+    // relative to the global factor, each kept n / (n + prior) of its log: the planted ratio
+    // between the two families, a little shrunk
+    const double ratio = r.family_factors.at("Conv") / r.family_factors.at("Pool");
+    CHECK(ratio > 2.6);
+    CHECK(ratio < 3.2 + 1e-9);
+    CHECK(mape(*by_kernels) < 1.0);
+    CHECK(mape(*by_kernels) < 0.5 * mape(*by_latency));
+
+    // without a prior, each family's factor is its kernels' own ratio against all kernels' (hand-computed)
+    device::CalibrationOptions exact;
+    exact.kernel_priors = {0};
+    auto unshrunk = device::DeviceModel::deserialize(m.serialize());
+    const auto u = unshrunk->calibrate(pointers(shots), truth.latency_ms, exact, truth.profiles);
+    REQUIRE(u.from_profiles);
+    double measured = 0, priced = 0;
+    for (std::size_t i = 0; i < shots.size(); ++i)
+        for (const auto& k : truth.profiles[i]) {
+            measured += k.ms;
+            priced += m.price_networks(pointers(shots))[i].kernels[k.kernel].ms;
+        }
+    const double all = measured / priced;
+    CHECK(u.family_factors.at("Conv") == doctest::Approx(1.6 * 1.2 / all).epsilon(1e-9));
+    CHECK(u.family_factors.at("Pool") == doctest::Approx(0.5 * 1.2 / all).epsilon(1e-9));
+    for (const auto& [family, f] : u.family_factors)
+        if (family != "Conv" && family != "Pool") CHECK(f == doctest::Approx(1.2 / all).epsilon(1e-9));
+
+    // profiles that are not one per shot, or that name a kernel the pass has not
+    auto bad = truth.profiles;
+    bad.pop_back();
+    CHECK_THROWS_WITH_AS(unshrunk->calibrate(pointers(shots), truth.latency_ms, {}, bad), doctest::Contains("profiles"),
+                         config_error);
+    bad = truth.profiles;
+    bad[1].push_back({bad[1].size() + 5, 1.0});
+    CHECK_THROWS_WITH_AS(unshrunk->calibrate(pointers(shots), truth.latency_ms, {}, bad),
+                         doctest::Contains("calibration network 2"), config_error);
+    bad = truth.profiles;
+    bad[0][0].ms = std::nan("");
+    CHECK_THROWS_AS(unshrunk->calibrate(pointers(shots), truth.latency_ms, {}, bad), config_error);
+    exact.kernel_priors = {-1};
+    CHECK_THROWS_AS(unshrunk->calibrate(pointers(shots), truth.latency_ms, exact, truth.profiles), config_error);
+}
+
 TEST_CASE("device model: calibration never makes a model worse on its shots") {
     auto m = planted_model();
     const auto nets = nb201_networks(8);

@@ -4,7 +4,8 @@
 // come back, unmapped kernels are counted, a second run measures nothing again; device builds
 // that take profiles as their main source, fall back to single kernels when the runner cannot
 // profile (or stop, when profiles were required), and resume after a runner that crashed midway
-// without measuring again what they had. The synthesised networks reach real sizes and fit limits.
+// without measuring again what they had; a calibration profiles its shots, or times them alone
+// when the runner cannot profile. The synthesised networks reach real sizes and fit limits.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include <dnncost/device/network_profiling.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
+#include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/synthetic.hpp>
 
 #include "measure/quiet_machine.hpp"
@@ -537,6 +539,52 @@ TEST_CASE("device build: profiled networks are the main source, single kernels f
     // the samples in context keep their own time when the model is fitted again
     const auto refit = device::refit_device_model(setup.work_dir, setup.model);
     CHECK(refit.priced_kinds() == r.model.priced_kinds());
+
+    // calibrating on the same networks: measured and profiled at once, every mapped kernel
+    // handed to the calibration, the store's names still reading back as the model files
+    const auto copy = [&] { return device::DeviceModel::deserialize(r.model.serialize()); };
+    auto model = copy();
+    device::DeviceCalibrationSetup cal;
+    cal.runners = {s.runner("planted")};
+    cal.work_dir = s.dir / "calibration";
+    cal.harness = one_run();
+    cal.retake_disturbed = false;
+    const auto before = lines_of(s.dir / "requests.log");
+    const auto c = device::calibrate_device_model(*model, setup.profiled_networks, cal);
+    CHECK(c.profile_problems.empty());
+    CHECK(c.profiled_kernels == expected.size());
+    CHECK(c.report.profiled_kernels == expected.size());
+    REQUIRE(c.shots.size() == setup.profiled_networks.size());
+    const auto profiles = measure::read_kernel_profiles(cal.work_dir / "shots.kernels.jsonl");
+    CHECK(profiles.size() == setup.profiled_networks.size());
+    const auto requests = lines_of(s.dir / "requests.log") - before;
+    CHECK(requests == 2 * setup.profiled_networks.size());  // one profiled, one timed per network
+    measure::ResultsStore store(cal.work_dir / "shots.csv");
+    for (std::size_t i = 0; i < c.shots.size(); ++i) {
+        const auto key = measure::network_key(setup.profiled_networks[i]);
+        const auto* row = store.result(key);
+        REQUIRE(row);
+        CHECK(row->latency_ms == doctest::Approx(c.measured_ms[i]));
+        CHECK(row->id == "models/" + key + ".onnx");
+        CHECK(fs::exists(cal.work_dir / row->id));
+    }
+    // resumed: nothing measured again, the same calibration
+    auto again_model = copy();
+    const auto again = device::calibrate_device_model(*again_model, setup.profiled_networks, cal);
+    CHECK(lines_of(s.dir / "requests.log") - before == requests);
+    CHECK(again.profiled_kernels == c.profiled_kernels);
+    CHECK(again_model->calibration_factor() == model->calibration_factor());
+
+    // a runner that cannot profile: found on the first shot, the shots then timed without
+    auto plain_model = copy();
+    cal.runners = {s.runner("good")};
+    cal.work_dir = s.dir / "calibration_plain";
+    const auto p = device::calibrate_device_model(*plain_model, setup.profiled_networks, cal);
+    CHECK(p.profiled_kernels == 0);
+    CHECK(p.report.profiled_kernels == 0);
+    REQUIRE(p.profile_problems.size() == 1);
+    CHECK(p.profile_problems[0].find("without kernels") != std::string::npos);
+    CHECK(p.shots.size() == setup.profiled_networks.size());
 }
 
 TEST_CASE("device build: a runner that cannot profile falls back to single kernels, or stops when profiles are required") {

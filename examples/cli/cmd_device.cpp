@@ -292,7 +292,7 @@ struct CalibrateArgs {
     std::vector<std::string> runners;
     std::vector<std::string> shots{"10"};  ///< a count of built-in networks, or ONNX files
     MeasureFlags flags;
-    bool json_out = false, global_only = false;
+    bool json_out = false, global_only = false, no_profile = false;
 };
 
 /// --shots: one count in [1, 100] (built-in calibration networks, or quantiles of --data), or
@@ -314,6 +314,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
     s.work_dir = a.work.empty() ? fs::path(a.out + ".work") : fs::path(a.work);
     s.harness = a.flags.checked_harness();
     s.pool = a.flags.pool();
+    s.profile = !a.no_profile && !a.global_only;  // profiles only serve family factors
     const ProgressLine line;
     s.events.on_progress = [&](const measure::Progress& p) {
         if (line.tty) std::cerr << "\r\033[K" << p.networks_done << '/' << p.networks_total << " networks" << std::flush;
@@ -349,7 +350,13 @@ inline void run_calibrate(const CalibrateArgs& a) {
     const auto disturbed = r.disturbance.summary();
     if (!disturbed.empty())
         std::cerr << "dnncost: warning: the shots: " << disturbed << "; calibrate again on a quiet machine\n";
+    for (const auto& why : r.profile_problems) std::cerr << "dnncost: warning: profiling the shots: " << why << '\n';
     const auto shrinkage = [](double x) { return std::isfinite(x) ? json(x) : json("global only"); };
+    // where the family factors applied come from, in the words of the candidates' list
+    const auto family_source = [&] {
+        if (!std::isfinite(c.shrinkage)) return "none";
+        return c.from_profiles ? "profiled kernels" : "shot latencies";
+    };
     if (a.json_out) {
         json shots = json::array();
         for (std::size_t i = 0; i < r.shots.size(); ++i)
@@ -357,11 +364,18 @@ inline void run_calibrate(const CalibrateArgs& a) {
         json families = json::object();
         for (const auto& [f, x] : c.family_factors) families[f] = x;
         json candidates = json::array();
-        for (const auto& [penalty, e] : c.candidates) candidates.push_back({{"shrinkage", shrinkage(penalty)}, {"loo_mape", e}});
+        for (const auto& [penalty, e] : c.candidates)
+            candidates.push_back({{"fit", std::isfinite(penalty) ? "shot latencies" : "global only"},
+                                  {"shrinkage", shrinkage(penalty)},
+                                  {"loo_mape", e}});
+        for (const auto& [prior, e] : c.profiled_candidates)
+            candidates.push_back({{"fit", "profiled kernels"}, {"shrinkage", prior}, {"loo_mape", e}});
         return print_json({{"model", a.model},
                            {"out", a.out},
                            {"factor", r.factor},
                            {"family_factors", families},
+                           {"family_factors_from", family_source()},
+                           {"profiled_kernels", c.profiled_kernels},
                            {"applied", c.applied},
                            {"shrinkage", shrinkage(c.shrinkage)},
                            {"given_mape", c.given_mape},
@@ -383,7 +397,12 @@ inline void run_calibrate(const CalibrateArgs& a) {
     }
     std::cout << "calibration factor " << r.factor;
     for (const auto& [f, x] : c.family_factors) std::cout << ", " << f << " x" << x;
-    std::cout << " from " << r.shots.size() << " networks; written to " << a.out << '\n';
+    std::cout << " from " << r.shots.size() << " networks";
+    if (!c.family_factors.empty())
+        std::cout << " (family factors from the " << family_source() << ")";
+    else if (c.profiled_kernels > 0)
+        std::cout << " and " << c.profiled_kernels << " profiled kernels";
+    std::cout << "; written to " << a.out << '\n';
 }
 
 struct ResidualArgs {
@@ -588,6 +607,9 @@ inline void add_device_calibrate(Command& device, Context& ctx) {
                   "One factor for every kernel (default: a factor per kernel family as well, when leave-one-out "
                   "over the shots says it helps)");
     cal->add_option("--work", c->work, "Store and model files of the shots (resumable); default OUT.work");
+    cal->add_flag("--no-profile", c->no_profile,
+                  "Measure the shots without profiling them: family factors from their latencies alone (default: "
+                  "from their kernels as well, when the runner profiles)");
     c->flags.add_to(*cal, {});
     add_json_flag(*cal, c->json_out);
     cal->callback([c, &ctx] {

@@ -170,9 +170,12 @@ grep -q '"breakdown"' k.json || fail "predict --per-kernel --json has no breakdo
   > cal.json 2> cal.err || { fail "device calibrate"; tail -3 cal.err; }
 factor=$(grep -o '"factor": [0-9.e+-]*' cal.json | awk '{ print $2 }')
 [ "$(grep -c '"measured_ms"' cal.json)" -eq 4 ] || fail "device calibrate: not 4 shots"
-for key in given_mape loo_mape candidates family_factors shrinkage measured_again; do
+for key in given_mape loo_mape candidates family_factors family_factors_from profiled_kernels shrinkage measured_again; do
   grep -q "\"$key\"" cal.json || fail "device calibrate --json lacks $key"
 done
+# one factor needs no profiles: none asked for
+grep -q '"profiled_kernels": 0' cal.json && ! grep -q "profil" cal.err ||
+  fail "device calibrate --global-only profiled its shots"
 after=$("$bin" predict --model cal.dnnc "$net" 2> /dev/null | cut -f2)
 if grep -q '"applied": true' cal.json; then
   awk -v a="$after" -v b="$total" -v f="$factor" 'BEGIN { exit !(f > 0 && (a - f * b) ^ 2 <= (1e-4 * a) ^ 2) }' ||
@@ -186,6 +189,9 @@ fi
   > own.json 2> own.err || { fail "device calibrate --shots FILE..."; tail -3 own.err; }
 [ "$(grep -c '"measured_ms"' own.json)" -eq 3 ] || fail "device calibrate --shots FILE...: not 3 shots"
 [ "$(grep -c '"loo_mape"' own.json)" -ge 6 ] || fail "device calibrate --shots FILE...: not every penalty cross-validated"
+# this runner does not profile: found on the first shot, said, and the shots timed without
+grep -q '"profiled_kernels": 0' own.json && grep -q "without kernels" own.err ||
+  fail "device calibrate with a runner that does not profile: no fallback said"
 "$bin" device calibrate --model dev.dnnc --runner "$runner" --out x.dnnc --shots 0 > /dev/null 2> zero.err &&
   fail "device calibrate --shots 0 accepted"
 grep -q "count in \[1, 100\]" zero.err || fail "device calibrate --shots 0: unclear error: $(cat zero.err)"

@@ -190,6 +190,10 @@ struct DeviceCalibrationSetup {
     std::vector<int> opsets;
     /// Measure the shots once more when the run was disturbed (MeasuringSetup::retake_disturbed).
     bool retake_disturbed = true;
+    /// Profile the shots as well (a request with "profile": true each, profile_networks), so that
+    /// the family factors can come from their kernels; a runner that cannot profile is found on
+    /// the first shot, and the shots are then measured without.
+    bool profile = true;
 };
 
 struct DeviceCalibrationResult {
@@ -201,11 +205,16 @@ struct DeviceCalibrationResult {
     /// Whether other processes loaded the machine while the shots were measured (a shot measured
     /// then is slower than the machine is: the factors would carry the load).
     Disturbance disturbance;
+    /// The shots' kernels the profiles timed (0: not profiled), and why a shot or the runner gave
+    /// none (a line each).
+    std::size_t profiled_kernels = 0;
+    std::vector<std::string> profile_problems;
 };
 
 /// Measure `shots` (networks the caller chose: calibration_networks(), or the user's own) on the
-/// machine at hand and calibrate the model to them (DeviceModel::calibrate). Networks that fail
-/// to measure are left out.
+/// machine at hand, profiled unless setup.profile is false, and calibrate the model to them
+/// (DeviceModel::calibrate; with their profiled kernels when the runner gave them). Networks that
+/// fail to measure are left out; one measured without a profile counts by its latency alone.
 /// @throws config_error when no shot could be measured
 DNNCOST_FUNC DeviceCalibrationResult calibrate_device_model(DeviceModel& model, const std::vector<graph::Graph>& shots,
                                                             const DeviceCalibrationSetup& setup,

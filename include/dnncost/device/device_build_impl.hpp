@@ -391,60 +391,139 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, co
     std::filesystem::create_directories(setup.work_dir / "models", ec);
     if (!std::filesystem::is_directory(setup.work_dir / "models"))
         raise<io_error>("device calibrate: cannot create the work directory '", setup.work_dir.string(), "'");
-    measure::ResultsStore store(setup.work_dir / "shots.csv");
     if (!setup.opsets.empty() && setup.opsets.size() != shots.size())
         raise<config_error>("device calibrate: ", setup.opsets.size(), " opsets for ", shots.size(), " networks");
+    const auto opset_of = [&](std::size_t i) { return setup.opsets.empty() ? spaces_opset() : setup.opsets[i]; };
+    const auto store_path = setup.work_dir / "shots.csv";
     std::vector<measure::Network> networks;
-    for (std::size_t i = 0; i < shots.size(); ++i) {
-        const auto& g = shots[i];
+    for (const auto& g : shots) {
         const auto key = graph::canonical_hash(g).hex();
         // stored under a name that reads back as the network (`device calibrate --data` on the
         // shots' store): a search-space architecture as it is, any other by its model file
         const bool space_arch =
             spaces::split_qualified(g.name()).has_value() && g.name().find('@') == std::string::npos;
-        measure::Network n{key, space_arch ? g.name() : "models/" + key + ".onnx",
-                           setup.work_dir / "models" / (key + ".onnx")};
-        const int opset = setup.opsets.empty() ? spaces_opset() : setup.opsets[i];
-        if (!std::filesystem::exists(n.model)) measure::write_model_for_runner(g, n.model, setup.seed, opset);
-        networks.push_back(std::move(n));
+        networks.push_back(
+            {key, space_arch ? g.name() : "models/" + key + ".onnx", setup.work_dir / "models" / (key + ".onnx")});
     }
-    // the reference network at the run's start and end, as `measure` and `device build` do: the
-    // factors of shots measured while the host changed speed would carry the change
-    measure::ProvenanceOptions reference;
-    reference.reference_model = setup.work_dir / "reference.onnx";
-    reference.reference_key = measure::network_key(measure::reference_graph());
-    measure::write_reference_model(reference.reference_model);
-    struct RemoveOnExit {
-        std::filesystem::path path;
-        ~RemoveOnExit() {
-            std::error_code e;
-            std::filesystem::remove(path, e);
-        }
-    } remove_reference{reference.reference_model};
-    measure::RunnerPool pool(setup.runners, setup.pool);
-    measure::Harness harness(pool, setup.harness, reference);
-    const auto summary = harness.run(store, networks, setup.events);
     DeviceCalibrationResult out;
-    if (!networks.empty()) out.disturbance.note(summary.conditions);
-    if (out.disturbance.disturbed > 0 && setup.retake_disturbed) {
-        auto again = setup.harness;
-        again.force = true;
-        measure::Harness afresh(pool, again, reference);
-        out.disturbance.retake(0, afresh.run(store, networks, setup.events).conditions);
+    std::vector<double> latency(shots.size(), std::nan(""));
+    std::vector<std::vector<ProfiledKernel>> kernels(shots.size());
+    bool profiled = false;
+    if (setup.profile) {
+        // measured and profiled at once, each opset's networks together; the shots keep their
+        // store names, and the latencies are measured without the profiler
+        std::map<int, std::vector<std::size_t>> by_opset;
+        for (std::size_t i = 0; i < shots.size(); ++i) by_opset[opset_of(i)].push_back(i);
+        profiled = true;
+        for (const auto& [opset, which] : by_opset) {
+            std::vector<graph::Graph> named;
+            std::map<std::string, std::size_t, std::less<>> shot_of;
+            for (const auto i : which) {
+                named.push_back(shots[i]);
+                named.back().set_name(networks[i].id);
+                shot_of.emplace(networks[i].key, i);
+            }
+            NetworkProfilingSetup p;
+            p.runners = setup.runners;
+            p.device = setup.device;
+            p.store = store_path;
+            p.model_dir = setup.work_dir / "models";
+            p.harness = setup.harness;
+            p.pool = setup.pool;
+            p.seed = setup.seed;
+            p.opset = opset;
+            p.retake_disturbed = setup.retake_disturbed;
+            if (setup.events.on_progress)
+                p.on_progress = [&](const SamplingProgress& sp) {
+                    measure::Progress q;
+                    q.networks_done = sp.done;
+                    q.networks_total = sp.total;
+                    q.elapsed_seconds = sp.elapsed_seconds;
+                    setup.events.on_progress(q);
+                };
+            const auto r = profile_networks(named, model.rules(), model.run_overhead_ms(), p);
+            if (!r.profiles) {
+                profiled = false;
+                out.profile_problems.push_back(
+                    "the runner answered a profiled request without kernels: family factors from the shots' "
+                    "latencies only");
+                break;
+            }
+            out.disturbance.add(r.disturbance);
+            for (const auto& why : r.problems) out.profile_problems.push_back(why);
+            std::size_t row = 0;
+            for (const auto& n : r.networks) {
+                const auto i = shot_of.at(n.key);
+                latency[i] = n.latency_ms;
+                for (std::size_t k = 0; k < n.samples; ++k, ++row) {
+                    const auto& key = r.rows[row].key;
+                    kernels[i].push_back({std::stoul(key.substr(key.rfind('#') + 1)), r.rows[row].latency_ms});
+                    ++out.profiled_kernels;
+                }
+            }
+        }
     }
+    if (profiled) {
+        // a shot the runtime would not profile still counts by its latency
+        measure::ResultsStore store(store_path);
+        for (std::size_t i = 0; i < shots.size(); ++i)
+            if (const auto* r = store.result(networks[i].key); std::isnan(latency[i]) && r && r->ok())
+                latency[i] = r->latency_ms;
+    } else {
+        std::fill(latency.begin(), latency.end(), std::nan(""));
+        for (auto& k : kernels) k.clear();
+        out.profiled_kernels = 0;
+        out.disturbance = {};
+        measure::ResultsStore store(store_path);
+        for (std::size_t i = 0; i < shots.size(); ++i)
+            if (!std::filesystem::exists(networks[i].model))
+                measure::write_model_for_runner(shots[i], networks[i].model, setup.seed, opset_of(i));
+        // the reference network at the run's start and end, as `measure` and `device build` do:
+        // the factors of shots measured while the host changed speed would carry the change
+        measure::ProvenanceOptions reference;
+        reference.reference_model = setup.work_dir / "reference.onnx";
+        reference.reference_key = measure::network_key(measure::reference_graph());
+        measure::write_reference_model(reference.reference_model);
+        struct RemoveOnExit {
+            std::filesystem::path path;
+            ~RemoveOnExit() {
+                std::error_code e;
+                std::filesystem::remove(path, e);
+            }
+        } remove_reference{reference.reference_model};
+        measure::RunnerPool pool(setup.runners, setup.pool);
+        measure::Harness harness(pool, setup.harness, reference);
+        const auto summary = harness.run(store, networks, setup.events);
+        if (!networks.empty()) out.disturbance.note(summary.conditions);
+        if (out.disturbance.disturbed > 0 && setup.retake_disturbed) {
+            auto again = setup.harness;
+            again.force = true;
+            measure::Harness afresh(pool, again, reference);
+            out.disturbance.retake(0, afresh.run(store, networks, setup.events).conditions);
+        }
+        for (std::size_t i = 0; i < shots.size(); ++i)
+            if (const auto* r = store.result(networks[i].key); r && r->ok()) latency[i] = r->latency_ms;
+    }
+    // the store's names read back as the model files: profiling removes them once measured
+    for (std::size_t i = 0; i < shots.size(); ++i)
+        if (!std::isnan(latency[i]) && !std::filesystem::exists(networks[i].model))
+            measure::write_model_for_runner(shots[i], networks[i].model, setup.seed, opset_of(i));
     std::vector<const graph::Graph*> used;
+    std::vector<std::vector<ProfiledKernel>> profiles;
     for (std::size_t i = 0; i < shots.size(); ++i) {
-        const auto* r = store.result(networks[i].key);
-        if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms > 0)) continue;
+        if (!(std::isfinite(latency[i]) && latency[i] > 0)) continue;
         used.push_back(&shots[i]);
         out.shots.push_back(shots[i].name());
-        out.measured_ms.push_back(r->latency_ms);
+        out.measured_ms.push_back(latency[i]);
+        profiles.push_back(std::move(kernels[i]));
     }
     if (used.empty())
         raise<config_error>("device calibrate: none of the ", shots.size(), " networks could be measured (see ",
-                            (setup.work_dir / "shots.csv").string(), ")");
+                            store_path.string(), ")");
     out.predicted_ms = model.predict_mean(used);
-    out.report = model.calibrate(used, out.measured_ms, options);
+    out.report = model.calibrate(used, out.measured_ms, options,
+                                 profiled ? std::span<const std::vector<ProfiledKernel>>(profiles)
+                                          : std::span<const std::vector<ProfiledKernel>>());
     out.factor = model.calibration_factor();
     return out;
 }

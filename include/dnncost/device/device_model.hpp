@@ -51,6 +51,14 @@ struct KernelMeasurement {
     bool in_context = false;
 };
 
+/// A kernel of a network as the runtime's profiler timed it: its index in the kernel pass of the
+/// network under the model's rules (the "<network>#<index>" of its in-context sample,
+/// in_context.hpp) and its own time, scaled to the unprofiled latency.
+struct ProfiledKernel {
+    std::size_t kernel = 0;
+    double ms = 0;
+};
+
 /// The regressor of one kernel kind and how it validated.
 struct KernelKindModel {
     std::unique_ptr<TabularRegressor> regressor;
@@ -90,8 +98,13 @@ struct CalibrationOptions {
     /// penalty chosen by leave-one-out over the shots. false: the global factor alone.
     bool per_family = true;
     /// A family whose kernels take less than this share of the shots' predicted time keeps the
-    /// global factor: the shots cannot tell its factor apart.
+    /// global factor: the shots cannot tell its factor apart. (Family factors from profiled
+    /// kernels need no such bound: each family's own kernels show its factor.)
     double min_family_share = 0.02;
+    /// With the shots' profiles: the prior weights, in kernels, that shrink a family's factor
+    /// from its profiled kernels toward the global one (a family of n kernels keeps n / (n + k)
+    /// of its log factor); each is a candidate of the leave-one-out choice.
+    std::vector<double> kernel_priors{100, 30, 10};
 };
 
 /// What DeviceModel::calibrate() found.
@@ -104,6 +117,14 @@ struct CalibrationReport {
     double shrinkage = 0;
     /// Every candidate penalty with its leave-one-out mean absolute percentage error on the shots.
     std::vector<std::pair<double, double>> candidates;
+    /// The shots' kernels the runtime's profiler timed and the model priced (0: no profiles).
+    std::size_t profiled_kernels = 0;
+    /// With profiles: every prior weight (CalibrationOptions::kernel_priors) of family factors
+    /// from the profiled kernels, with its leave-one-out error on the shots.
+    std::vector<std::pair<double, double>> profiled_candidates;
+    /// Whether the family factors applied came from the profiled kernels; then `shrinkage` is
+    /// the prior weight in kernels, else the penalty of the fit to the shots' latencies.
+    bool from_profiles = false;
     double given_mape = 0;  ///< the model as it was given, on the shots (%)
     double cv_mape = 0;     ///< the chosen fit, leave-one-out on the shots (%)
     /// false when no fit was better than the model as given, which is then kept unchanged.
@@ -227,13 +248,20 @@ public:
     /// Fits the model to networks measured on the machine at hand, replacing any earlier
     /// calibration: a global factor (the median ratio of measured to predicted latency, robust to
     /// one odd network) and, with three shots or more and options.per_family, one factor per
-    /// kernel family on top, fitted in log space with a penalty that shrinks each toward 1; the
-    /// penalty (or none of these factors) is chosen by leave-one-out over the shots. With three
+    /// kernel family on top. The family factors come either from the shots' latencies, fitted in
+    /// log space with a penalty that shrinks each toward 1, or, given `profiles` (per shot, its
+    /// kernels as the runtime's profiler timed them), from the profiled
+    /// kernels: each family's measured time over its price, against that of all kernels, shrunk
+    /// toward 1 by the family's kernel count. Which (or none of them) is chosen by leave-one-out
+    /// over the shots, the fewest free factors within a standard error of the best. With three
     /// shots or more the result is applied only when its leave-one-out error beats the model as
     /// given on the same shots: calibrating never makes the model worse on what it was shown.
-    /// @throws config_error for no networks, sizes that disagree or a latency that is not positive
+    /// @throws config_error for no networks, sizes that disagree, a latency that is not positive,
+    ///         or profiles that are not one per shot (a shot without one: an empty list) or that
+    ///         name a kernel the shot's kernel pass does not have
     CalibrationReport calibrate(std::span<const graph::Graph* const> graphs, std::span<const double> measured_ms,
-                                const CalibrationOptions& options = {});
+                                const CalibrationOptions& options = {},
+                                std::span<const std::vector<ProfiledKernel>> profiles = {});
 
     /// Replaces the fusion and layout rules the kernel pass prices networks under, keeping the
     /// regressors, run overhead, sample boundary, calibration and residual: for a rule `device

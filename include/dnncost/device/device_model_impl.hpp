@@ -261,6 +261,9 @@ namespace detail {
 struct CalibrationShots {
     std::vector<double> overhead, measured;
     Mat<double> family_ms;  ///< network x family
+    /// With profiles, network x family: the profiled kernels' measured time, the same kernels'
+    /// price at unit factors, and how many there are (empty without profiles).
+    Mat<double> profiled_ms, profiled_price, profiled_count;
 };
 
 /// A shot's latency at global factor exp(theta[0]) and family factors exp(theta[f + 1]), without
@@ -341,14 +344,48 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
     }
     return theta;
 }
+/// Family factors from the profiled kernels of the shots in `use`: each family's measured time
+/// over its price, against that of all their kernels, its log shrunk toward 0 by n / (n + prior)
+/// for a family of n kernels; then the global factor, the median ratio of those shots' latencies
+/// to their prices under the family factors. Returns log g, then log s_f per family (0 for a
+/// family without profiled kernels).
+inline std::vector<double> fit_profiled_calibration(const CalibrationShots& s, const std::vector<std::size_t>& use,
+                                                    double prior) {
+    const Index nf = s.family_ms.cols();
+    std::vector<double> theta(static_cast<std::size_t>(nf) + 1, 0.0);
+    Eigen::VectorXd ms = Eigen::VectorXd::Zero(nf), price = Eigen::VectorXd::Zero(nf),
+                    count = Eigen::VectorXd::Zero(nf);
+    for (std::size_t i : use) {
+        ms += s.profiled_ms.row(static_cast<Index>(i)).transpose();
+        price += s.profiled_price.row(static_cast<Index>(i)).transpose();
+        count += s.profiled_count.row(static_cast<Index>(i)).transpose();
+    }
+    if (ms.sum() > 0 && price.sum() > 0) {
+        const double all = std::log(ms.sum() / price.sum());
+        for (Index f = 0; f < nf; ++f)
+            if (ms[f] > 0 && price[f] > 0)
+                theta[static_cast<std::size_t>(f) + 1] = std::clamp(
+                    (std::log(ms[f] / price[f]) - all) * count[f] / (count[f] + prior), std::log(0.1), std::log(10.0));
+    }
+    std::vector<double> lr;
+    for (std::size_t i : use) lr.push_back(std::log(s.measured[i]) - std::log(family_scaled_ms(s, i, theta)));
+    theta[0] = median(lr);
+    return theta;
+}
 }  // namespace detail
 
 DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Graph* const> graphs,
                                                       std::span<const double> measured_ms,
-                                                      const CalibrationOptions& options) {
+                                                      const CalibrationOptions& options,
+                                                      std::span<const std::vector<ProfiledKernel>> profiles) {
     if (graphs.empty()) raise<config_error>("device model: calibration needs at least one measured network");
     if (graphs.size() != measured_ms.size())
         raise<config_error>("device model: ", graphs.size(), " networks but ", measured_ms.size(), " latencies");
+    if (!profiles.empty() && profiles.size() != graphs.size())
+        raise<config_error>("device model: ", graphs.size(), " networks but ", profiles.size(), " profiles");
+    for (double prior : options.kernel_priors)
+        if (!(std::isfinite(prior) && prior >= 0))
+            raise<config_error>("device model: calibration prior weight ", prior, " is not a finite count >= 0");
     for (std::size_t i = 0; i < graphs.size(); ++i)
         if (!(std::isfinite(measured_ms[i]) && measured_ms[i] > 0))
             raise<config_error>("device model: calibration network ", i + 1, " ('", graphs[i]->name(),
@@ -385,66 +422,102 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
     }
     std::vector<bool> free(nf);
     for (std::size_t f = 0; f < nf; ++f) free[f] = options.per_family && share[f] >= options.min_family_share;
+    if (!profiles.empty()) {
+        const auto rows = static_cast<Index>(n), cols = static_cast<Index>(nf);
+        shots.profiled_ms = shots.profiled_price = shots.profiled_count = Mat<double>::Zero(rows, cols);
+        for (std::size_t i = 0; i < n; ++i)
+            for (const auto& pk : profiles[i]) {
+                const std::size_t kernels = fig.start[i + 1] - fig.start[i];
+                if (pk.kernel >= kernels || !(std::isfinite(pk.ms) && pk.ms >= 0))
+                    raise<config_error>("device model: calibration network ", i + 1, " ('", graphs[i]->name(),
+                                        "'): profiled kernel ", pk.kernel, " of ", pk.ms, " ms; its kernel pass has ",
+                                        kernels, " kernels, and a time is finite and >= 0");
+                const std::size_t k = fig.start[i] + pk.kernel;
+                const auto r = static_cast<Index>(i), c = static_cast<Index>(fig.family[k]);
+                shots.profiled_ms(r, c) += pk.ms;
+                shots.profiled_price(r, c) += fig.ms[k] * res[i];
+                shots.profiled_count(r, c) += 1;
+                ++report.profiled_kernels;
+            }
+    }
+    const bool profiled = options.per_family && report.profiled_kernels > 0;
 
     const auto predict = [&](const std::vector<double>& theta, std::size_t i) {
         return std::exp(theta[0]) * detail::family_scaled_ms(shots, i, theta);
     };
     std::vector<std::size_t> all(n);
     for (std::size_t i = 0; i < n; ++i) all[i] = i;
-    double chosen = std::numeric_limits<double>::infinity();
+    // the candidates in the order of their free factors: the global factor alone, family factors
+    // from the profiled kernels (not fitted to the latencies the choice judges them on), then
+    // family factors fitted to the shots' latencies
+    struct Candidate {
+        bool from_profiles = false;
+        double shrinkage = std::numeric_limits<double>::infinity();  ///< prior weight or penalty
+    };
+    std::vector<Candidate> candidates{{}};
+    if (profiled)
+        for (double prior : options.kernel_priors) candidates.push_back({true, prior});
+    if (options.per_family)
+        for (double penalty : {1.0, 0.3, 0.1, 0.03, 0.01}) candidates.push_back({false, penalty});
+    const auto fit = [&](const Candidate& c, const std::vector<std::size_t>& use) {
+        return c.from_profiles ? detail::fit_profiled_calibration(shots, use, c.shrinkage)
+                               : detail::fit_calibration(shots, use, free, c.shrinkage);
+    };
+    Candidate chosen;
     if (n >= 3) {
-        // leave-one-out over the shots for every penalty, the global factor alone first
-        std::vector<double> penalties{std::numeric_limits<double>::infinity()};
-        if (options.per_family) penalties.insert(penalties.end(), {1.0, 0.3, 0.1, 0.03, 0.01});
-        // each penalty's leave-one-out errors, shot by shot
+        // leave-one-out over the shots for every candidate: each one's mean error, and its errors
+        // shot by shot
+        std::vector<double> loo_mape;
         std::vector<std::vector<double>> errors;
-        for (double penalty : penalties) {
+        for (const auto& c : candidates) {
             std::vector<double> loo(n);
             for (std::size_t out = 0; out < n; ++out) {
                 std::vector<std::size_t> use;
                 for (std::size_t i = 0; i < n; ++i)
                     if (i != out) use.push_back(i);
-                loo[out] = predict(detail::fit_calibration(shots, use, free, penalty), out);
+                loo[out] = predict(fit(c, use), out);
             }
-            report.candidates.emplace_back(penalty, mape(loo));
+            loo_mape.push_back(mape(loo));
+            (c.from_profiles ? report.profiled_candidates : report.candidates)
+                .emplace_back(c.shrinkage, loo_mape.back());
             auto& e = errors.emplace_back(n);
             for (std::size_t i = 0; i < n; ++i) e[i] = 100 * std::abs(loo[i] / measured_ms[i] - 1);
         }
         // the fewest free factors whose error is within one standard error of the best: ten shots
         // cannot tell six family factors from noise unless the gain stands out
         std::size_t lowest = 0;
-        for (std::size_t c = 1; c < penalties.size(); ++c)
-            if (report.candidates[c].second < report.candidates[lowest].second * (1 - 1e-9)) lowest = c;
+        for (std::size_t c = 1; c < candidates.size(); ++c)
+            if (loo_mape[c] < loo_mape[lowest] * (1 - 1e-9)) lowest = c;
         double sd = 0;
-        for (double x : errors[lowest])
-            sd += (x - report.candidates[lowest].second) * (x - report.candidates[lowest].second);
-        const double standard_error = n > 1 ? std::sqrt(sd / static_cast<double>(n - 1) / static_cast<double>(n)) : 0.0;
+        for (double x : errors[lowest]) sd += (x - loo_mape[lowest]) * (x - loo_mape[lowest]);
+        const double standard_error = std::sqrt(sd / static_cast<double>(n - 1) / static_cast<double>(n));
         std::size_t pick = lowest;
         for (std::size_t c = 0; c < lowest; ++c)
-            if (report.candidates[c].second <= report.candidates[lowest].second + standard_error) {
+            if (loo_mape[c] <= loo_mape[lowest] + standard_error) {
                 pick = c;
                 break;
             }
-        chosen = penalties[pick];
-        const double best = report.candidates[pick].second;
-        report.cv_mape = best;
-        if (!(best < report.given_mape)) {
+        chosen = candidates[pick];
+        report.cv_mape = loo_mape[pick];
+        if (!(report.cv_mape < report.given_mape)) {
             // no fit beats the model as given on shots it never saw: keep it
             report.applied = false;
-            report.shrinkage = chosen;
+            report.shrinkage = chosen.shrinkage;
+            report.from_profiles = chosen.from_profiles;
             report.factor = m_scale;
             report.family_factors = m_family_scale;
             return report;
         }
     }
-    const auto theta = detail::fit_calibration(shots, all, free, chosen);
+    const auto theta = fit(chosen, all);
     m_scale = std::exp(theta[0]);
     m_family_scale.clear();
     for (std::size_t f = 0; f < nf; ++f)
-        if (free[f] && std::isfinite(chosen) && std::abs(theta[f + 1]) > 1e-12)
+        if ((chosen.from_profiles || (free[f] && std::isfinite(chosen.shrinkage))) && std::abs(theta[f + 1]) > 1e-12)
             m_family_scale.emplace(fig.families[f], std::exp(theta[f + 1]));
     m_calibration_shots = static_cast<std::uint32_t>(n);
-    report.shrinkage = chosen;
+    report.shrinkage = chosen.shrinkage;
+    report.from_profiles = chosen.from_profiles;
     report.factor = m_scale;
     report.family_factors = m_family_scale;
     return report;
