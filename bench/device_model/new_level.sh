@@ -68,17 +68,5 @@ measure_judged "$out/networks_remeasured"
 python3 bench/device_model/evaluate.py --cli "$cli" --out "$out/evaluation_remeasured.json" \
   --stores "$out"/networks_remeasured/heldout_*.csv "$out/networks_remeasured/onnx.csv" -- \
   "$out/built.dnnc=kernel sum" "$out/built.b.dnnc=boundary" | tee "$out/evaluation_remeasured.md"
-python3 - "$out" <<'PY' | tee "$out/floor.txt"
-import csv, glob, os, statistics, sys
-def load(p):
-    return {r["id"]: float(r["latency_ms"]) for r in csv.DictReader(open(p)) if r["status"] == "ok"}
-print("store | n | MAPE raw | factor | MAPE after it | within ±10 % after it")
-for first in sorted(glob.glob(os.path.join(sys.argv[1], "networks", "heldout_*.csv"))) + \
-             [os.path.join(sys.argv[1], "networks", "onnx.csv")]:
-    a, b = load(first), load(first.replace("/networks/", "/networks_remeasured/"))
-    r = [b[k] / a[k] for k in a if k in b]
-    f = statistics.median(r)
-    print(f"{os.path.basename(first)} | {len(r)} | {100 * statistics.mean(abs(x - 1) for x in r):.1f} % | {f:.3f} | "
-          f"{100 * statistics.mean(abs(x / f - 1) for x in r):.1f} % | {100 * sum(abs(x / f - 1) <= 0.1 for x in r) / len(r):.0f} %")
-PY
+python3 bench/device_model/floor.py "$out/networks" "$out/networks_remeasured" | tee "$out/floor.txt"
 stamp "done"
