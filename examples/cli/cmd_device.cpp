@@ -354,6 +354,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
     const auto shrinkage = [](double x) { return std::isfinite(x) ? json(x) : json("global only"); };
     // where the family factors applied come from, in the words of the candidates' list
     const auto family_source = [&] {
+        if (!c.applied) return "kept as given";
         if (!std::isfinite(c.shrinkage)) return "none";
         return c.from_profiles ? "profiled kernels" : "shot latencies";
     };
