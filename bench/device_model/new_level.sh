@@ -32,20 +32,14 @@ if [ "$rules" = write ]; then
   rules=$out/rules/written.rules
 fi
 
-measure_judged() {  # DIR
-  for space in nb201 fbnet ofa vit kws; do
-    "$cli" measure --runner "$runner" --device $device --space $space --sample 15 --seed 4242 \
-      --out "$1/heldout_$space.csv" > /dev/null
-  done
-  "$cli" measure --runner "$runner" --device $device --out "$1/onnx.csv" data/onnx/*.onnx > /dev/null
-}
+source bench/device_model/heldout.sh
 
 stamp "networks: 10 + 15 per space, data/onnx"
 for space in nb201 fbnet ofa vit kws; do
   "$cli" measure --runner "$runner" --device $device --space $space --sample 10 --seed 7 \
     --out "$out/networks/train_$space.csv" > /dev/null
 done
-measure_judged "$out/networks"
+measure_heldout "$out/networks"
 
 stamp "device build: rules $rules, in context, $budget minutes, seed $seed"
 "$cli" device build --runner "$runner" --device $device --rules "$rules" --in-context on --budget "$budget" \
@@ -64,7 +58,7 @@ python3 bench/device_model/evaluate.py --cli "$cli" --out "$out/evaluation.json"
   "$out/built.dnnc=kernel sum" "$out/built.b.dnnc=boundary" | tee "$out/evaluation.md"
 
 stamp "the judged networks again"
-measure_judged "$out/networks_remeasured"
+measure_heldout "$out/networks_remeasured"
 python3 bench/device_model/evaluate.py --cli "$cli" --out "$out/evaluation_remeasured.json" \
   --stores "$out"/networks_remeasured/heldout_*.csv "$out/networks_remeasured/onnx.csv" -- \
   "$out/built.dnnc=kernel sum" "$out/built.b.dnnc=boundary" | tee "$out/evaluation_remeasured.md"

@@ -24,13 +24,10 @@ stamp() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 
 "$cli" device networks --kind context --seed 777 --count 16 --out "$out/judged" > /dev/null
 
+source bench/device_model/heldout.sh
 measure_judged() {  # DIR
   "$cli" measure --runner "$runner" --device $device --out "$1/context.csv" "$out"/judged/*.onnx > /dev/null
-  for space in nb201 fbnet ofa vit kws; do
-    "$cli" measure --runner "$runner" --device $device --space $space --sample 15 --seed 4242 \
-      --out "$1/heldout_$space.csv" > /dev/null
-  done
-  "$cli" measure --runner "$runner" --device $device --out "$1/onnx.csv" data/onnx/*.onnx > /dev/null
+  measure_heldout "$1"
 }
 
 stamp "$level: the judged networks, first"
