@@ -227,24 +227,34 @@ TEST_CASE("device model: calibration recovers a machine that is a known multiple
 namespace {
 // A machine on which each kernel family runs at its own multiple of the model's price (planted),
 // a global multiple besides: the latency the model would give with those factors.
+double planted_factor(const std::map<std::string, double>& factor, const std::string& kind) {
+    const auto it = factor.find(kind.substr(0, kind.find('+')));
+    return it == factor.end() ? 1.0 : it->second;
+}
 double family_planted_ms(const device::DevicePrice& p, const std::map<std::string, double>& factor, double global) {
     double ms = p.run_overhead_ms;
-    for (const auto& k : p.kernels) {
-        const auto it = factor.find(k.kind.substr(0, k.kind.find('+')));
-        ms += k.ms * (it == factor.end() ? 1.0 : it->second);
-    }
+    for (const auto& k : p.kernels) ms += k.ms * planted_factor(factor, k.kind);
     return global * ms;
+}
+// The NB201 networks of nb201_networks(total) after its first `skip`: networks no shot is.
+std::vector<graph::Graph> unseen_networks(int skip, int total) {
+    auto all = nb201_networks(total);
+    return {all.begin() + skip, all.end()};
+}
+// MAPE (%) of the model's prices of `nets` against `truth`.
+double mape_against(const device::DeviceModel& model, const std::vector<graph::Graph>& nets,
+                    const std::vector<double>& truth) {
+    const auto p = model.predict_mean(pointers(nets));
+    double e = 0;
+    for (std::size_t i = 0; i < p.size(); ++i) e += std::abs(p[i] / truth[i] - 1);
+    return 100 * e / double(p.size());
 }
 }  // namespace
 
 TEST_CASE("device model: per-family calibration recovers planted family factors and prices unseen networks") {
     auto m = planted_model();
     const auto shots = nb201_networks(10);
-    std::vector<graph::Graph> unseen;
-    {
-        const auto more = nb201_networks(40);
-        unseen.assign(more.begin() + 10, more.end());
-    }
+    const auto unseen = unseen_networks(10, 40);
     const std::map<std::string, double> factor{{"Conv", 1.6}, {"Pool", 0.5}};
     const auto truth = [&](const std::vector<graph::Graph>& nets) {
         std::vector<double> out;
@@ -252,12 +262,7 @@ TEST_CASE("device model: per-family calibration recovers planted family factors 
         return out;
     };
     const auto measured = truth(shots), unseen_ms = truth(unseen);
-    const auto mape = [&](const device::DeviceModel& model) {
-        const auto p = model.predict_mean(pointers(unseen));
-        double e = 0;
-        for (std::size_t i = 0; i < p.size(); ++i) e += std::abs(p[i] / unseen_ms[i] - 1);
-        return 100 * e / double(p.size());
-    };
+    const auto mape = [&](const device::DeviceModel& model) { return mape_against(model, unseen, unseen_ms); };
     // copies of the model through its file
     auto global_model = device::DeviceModel::deserialize(m.serialize());
     auto fam_model = device::DeviceModel::deserialize(m.serialize());
@@ -326,10 +331,8 @@ ProfiledShots profiled_shots(const device::DeviceModel& m, const std::vector<gra
     for (const auto& p : m.price_networks(pointers(nets))) {
         out.latency_ms.push_back(family_planted_ms(p, factor, global));
         auto& profile = out.profiles.emplace_back();
-        for (std::size_t k = 0; k < p.kernels.size(); ++k) {
-            const auto it = factor.find(p.kernels[k].kind.substr(0, p.kernels[k].kind.find('+')));
-            profile.push_back({k, global * p.kernels[k].ms * (it == factor.end() ? 1.0 : it->second)});
-        }
+        for (std::size_t k = 0; k < p.kernels.size(); ++k)
+            profile.push_back({k, global * p.kernels[k].ms * planted_factor(factor, p.kernels[k].kind)});
     }
     return out;
 }
@@ -339,20 +342,11 @@ TEST_CASE("device model: family factors from the shots' profiled kernels, where 
     auto m = planted_model();
     // four shots: too few for family factors fitted to their latencies, but some hundred kernels
     const auto shots = nb201_networks(4);
-    std::vector<graph::Graph> unseen;
-    {
-        const auto more = nb201_networks(40);
-        unseen.assign(more.begin() + 4, more.end());
-    }
+    const auto unseen = unseen_networks(4, 40);
     const std::map<std::string, double> factor{{"Conv", 1.6}, {"Pool", 0.5}};
     const auto truth = profiled_shots(m, shots, factor, 1.2);
     const auto unseen_truth = profiled_shots(m, unseen, factor, 1.2).latency_ms;
-    const auto mape = [&](const device::DeviceModel& model) {
-        const auto p = model.predict_mean(pointers(unseen));
-        double e = 0;
-        for (std::size_t i = 0; i < p.size(); ++i) e += std::abs(p[i] / unseen_truth[i] - 1);
-        return 100 * e / double(p.size());
-    };
+    const auto mape = [&](const device::DeviceModel& model) { return mape_against(model, unseen, unseen_truth); };
     auto by_latency = device::DeviceModel::deserialize(m.serialize());
     const auto l = by_latency->calibrate(pointers(shots), truth.latency_ms);
     CHECK(l.profiled_kernels == 0);
@@ -387,10 +381,11 @@ TEST_CASE("device model: family factors from the shots' profiled kernels, where 
     const auto u = unshrunk->calibrate(pointers(shots), truth.latency_ms, exact, truth.profiles);
     REQUIRE(u.from_profiles);
     double measured = 0, priced = 0;
+    const auto prices = m.price_networks(pointers(shots));
     for (std::size_t i = 0; i < shots.size(); ++i)
         for (const auto& k : truth.profiles[i]) {
             measured += k.ms;
-            priced += m.price_networks(pointers(shots))[i].kernels[k.kernel].ms;
+            priced += prices[i].kernels[k.kernel].ms;
         }
     const double all = measured / priced;
     CHECK(u.family_factors.at("Conv") == doctest::Approx(1.6 * 1.2 / all).epsilon(1e-9));
