@@ -381,6 +381,129 @@ DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint
     });
 }
 
+namespace dnncost::device::detail {
+
+/// The shots measured for a calibration: per shot its latency (NaN: none) and its profiled
+/// kernels, the harness's disturbance, why a shot or the runner gave no profile.
+struct MeasuredShots {
+    bool profiled = false;  ///< false: the runner cannot profile, or no profile was asked for
+    std::vector<double> latency;
+    std::vector<std::vector<ProfiledKernel>> kernels;
+    std::size_t profiled_kernels = 0;
+    Disturbance disturbance;
+    std::vector<std::string> problems;
+};
+
+/// The shots measured and profiled at once (profile_networks), each opset's networks together,
+/// under their store names; the latencies are measured without the profiler. A shot the runtime
+/// would not profile still counts by its latency. Not `profiled` when the runner answered a
+/// profiled request without kernels: nothing was measured then.
+template <class OpsetOf>
+MeasuredShots profile_shots(const DeviceModel& model, const std::vector<graph::Graph>& shots,
+                            const std::vector<measure::Network>& networks, const OpsetOf& opset_of,
+                            const std::filesystem::path& store_path, const DeviceCalibrationSetup& setup) {
+    MeasuredShots out;
+    out.profiled = true;
+    out.latency.assign(shots.size(), std::nan(""));
+    out.kernels.resize(shots.size());
+    std::map<int, std::vector<std::size_t>> by_opset;
+    for (std::size_t i = 0; i < shots.size(); ++i) by_opset[opset_of(i)].push_back(i);
+    for (const auto& [opset, which] : by_opset) {
+        std::vector<graph::Graph> named;
+        std::map<std::string, std::size_t, std::less<>> shot_of;
+        for (const auto i : which) {
+            named.push_back(shots[i]);
+            named.back().set_name(networks[i].id);
+            shot_of.emplace(networks[i].key, i);
+        }
+        NetworkProfilingSetup p;
+        p.runners = setup.runners;
+        p.device = setup.device;
+        p.store = store_path;
+        p.model_dir = setup.work_dir / "models";
+        p.harness = setup.harness;
+        p.pool = setup.pool;
+        p.seed = setup.seed;
+        p.opset = opset;
+        p.retake_disturbed = setup.retake_disturbed;
+        if (setup.events.on_progress)
+            p.on_progress = [&](const SamplingProgress& sp) {
+                measure::Progress q;
+                q.networks_done = sp.done;
+                q.networks_total = sp.total;
+                q.elapsed_seconds = sp.elapsed_seconds;
+                setup.events.on_progress(q);
+            };
+        const auto r = profile_networks(named, model.rules(), model.run_overhead_ms(), p);
+        if (!r.profiles) {
+            MeasuredShots none;
+            none.problems.push_back(
+                "the runner answered a profiled request without kernels: family factors from the shots' latencies "
+                "only");
+            return none;
+        }
+        out.disturbance.add(r.disturbance);
+        for (const auto& why : r.problems) out.problems.push_back(why);
+        std::size_t row = 0;
+        for (const auto& n : r.networks) {
+            const auto i = shot_of.at(n.key);
+            out.latency[i] = n.latency_ms;
+            for (std::size_t k = 0; k < n.samples; ++k, ++row) {
+                const auto& key = r.rows[row].key;
+                out.kernels[i].push_back({std::stoul(key.substr(key.rfind('#') + 1)), r.rows[row].latency_ms});
+                ++out.profiled_kernels;
+            }
+        }
+    }
+    measure::ResultsStore store(store_path);
+    for (std::size_t i = 0; i < shots.size(); ++i)
+        if (const auto* r = store.result(networks[i].key); std::isnan(out.latency[i]) && r && r->ok())
+            out.latency[i] = r->latency_ms;
+    return out;
+}
+
+/// The shots timed alone by the harness, the reference network at the run's start and end as
+/// `measure` and `device build` have it (factors of shots measured while the host changed speed
+/// would carry the change), once more when disturbed.
+template <class OpsetOf>
+MeasuredShots time_shots(const std::vector<graph::Graph>& shots, const std::vector<measure::Network>& networks,
+                         const OpsetOf& opset_of, const std::filesystem::path& store_path,
+                         const DeviceCalibrationSetup& setup) {
+    MeasuredShots out;
+    out.latency.assign(shots.size(), std::nan(""));
+    out.kernels.resize(shots.size());
+    measure::ResultsStore store(store_path);
+    for (std::size_t i = 0; i < shots.size(); ++i)
+        if (!std::filesystem::exists(networks[i].model))
+            measure::write_model_for_runner(shots[i], networks[i].model, setup.seed, opset_of(i));
+    measure::ProvenanceOptions reference;
+    reference.reference_model = setup.work_dir / "reference.onnx";
+    reference.reference_key = measure::network_key(measure::reference_graph());
+    measure::write_reference_model(reference.reference_model);
+    struct RemoveOnExit {
+        std::filesystem::path path;
+        ~RemoveOnExit() {
+            std::error_code e;
+            std::filesystem::remove(path, e);
+        }
+    } remove_reference{reference.reference_model};
+    measure::RunnerPool pool(setup.runners, setup.pool);
+    measure::Harness harness(pool, setup.harness, reference);
+    const auto summary = harness.run(store, networks, setup.events);
+    if (!networks.empty()) out.disturbance.note(summary.conditions);
+    if (out.disturbance.disturbed > 0 && setup.retake_disturbed) {
+        auto again = setup.harness;
+        again.force = true;
+        measure::Harness afresh(pool, again, reference);
+        out.disturbance.retake(0, afresh.run(store, networks, setup.events).conditions);
+    }
+    for (std::size_t i = 0; i < shots.size(); ++i)
+        if (const auto* r = store.result(networks[i].key); r && r->ok()) out.latency[i] = r->latency_ms;
+    return out;
+}
+
+}  // namespace dnncost::device::detail
+
 DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, const std::vector<graph::Graph>& shots,
                                                           const DeviceCalibrationSetup& setup,
                                                           const CalibrationOptions& options)
@@ -406,104 +529,13 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, co
             {key, space_arch ? g.name() : "models/" + key + ".onnx", setup.work_dir / "models" / (key + ".onnx")});
     }
     DeviceCalibrationResult out;
-    std::vector<double> latency(shots.size(), std::nan(""));
-    std::vector<std::vector<ProfiledKernel>> kernels(shots.size());
-    bool profiled = false;
-    if (setup.profile) {
-        // measured and profiled at once, each opset's networks together; the shots keep their
-        // store names, and the latencies are measured without the profiler
-        std::map<int, std::vector<std::size_t>> by_opset;
-        for (std::size_t i = 0; i < shots.size(); ++i) by_opset[opset_of(i)].push_back(i);
-        profiled = true;
-        for (const auto& [opset, which] : by_opset) {
-            std::vector<graph::Graph> named;
-            std::map<std::string, std::size_t, std::less<>> shot_of;
-            for (const auto i : which) {
-                named.push_back(shots[i]);
-                named.back().set_name(networks[i].id);
-                shot_of.emplace(networks[i].key, i);
-            }
-            NetworkProfilingSetup p;
-            p.runners = setup.runners;
-            p.device = setup.device;
-            p.store = store_path;
-            p.model_dir = setup.work_dir / "models";
-            p.harness = setup.harness;
-            p.pool = setup.pool;
-            p.seed = setup.seed;
-            p.opset = opset;
-            p.retake_disturbed = setup.retake_disturbed;
-            if (setup.events.on_progress)
-                p.on_progress = [&](const SamplingProgress& sp) {
-                    measure::Progress q;
-                    q.networks_done = sp.done;
-                    q.networks_total = sp.total;
-                    q.elapsed_seconds = sp.elapsed_seconds;
-                    setup.events.on_progress(q);
-                };
-            const auto r = profile_networks(named, model.rules(), model.run_overhead_ms(), p);
-            if (!r.profiles) {
-                profiled = false;
-                out.profile_problems.push_back(
-                    "the runner answered a profiled request without kernels: family factors from the shots' "
-                    "latencies only");
-                break;
-            }
-            out.disturbance.add(r.disturbance);
-            for (const auto& why : r.problems) out.profile_problems.push_back(why);
-            std::size_t row = 0;
-            for (const auto& n : r.networks) {
-                const auto i = shot_of.at(n.key);
-                latency[i] = n.latency_ms;
-                for (std::size_t k = 0; k < n.samples; ++k, ++row) {
-                    const auto& key = r.rows[row].key;
-                    kernels[i].push_back({std::stoul(key.substr(key.rfind('#') + 1)), r.rows[row].latency_ms});
-                    ++out.profiled_kernels;
-                }
-            }
-        }
-    }
-    if (profiled) {
-        // a shot the runtime would not profile still counts by its latency
-        measure::ResultsStore store(store_path);
-        for (std::size_t i = 0; i < shots.size(); ++i)
-            if (const auto* r = store.result(networks[i].key); std::isnan(latency[i]) && r && r->ok())
-                latency[i] = r->latency_ms;
-    } else {
-        std::fill(latency.begin(), latency.end(), std::nan(""));
-        for (auto& k : kernels) k.clear();
-        out.profiled_kernels = 0;
-        out.disturbance = {};
-        measure::ResultsStore store(store_path);
-        for (std::size_t i = 0; i < shots.size(); ++i)
-            if (!std::filesystem::exists(networks[i].model))
-                measure::write_model_for_runner(shots[i], networks[i].model, setup.seed, opset_of(i));
-        // the reference network at the run's start and end, as `measure` and `device build` do:
-        // the factors of shots measured while the host changed speed would carry the change
-        measure::ProvenanceOptions reference;
-        reference.reference_model = setup.work_dir / "reference.onnx";
-        reference.reference_key = measure::network_key(measure::reference_graph());
-        measure::write_reference_model(reference.reference_model);
-        struct RemoveOnExit {
-            std::filesystem::path path;
-            ~RemoveOnExit() {
-                std::error_code e;
-                std::filesystem::remove(path, e);
-            }
-        } remove_reference{reference.reference_model};
-        measure::RunnerPool pool(setup.runners, setup.pool);
-        measure::Harness harness(pool, setup.harness, reference);
-        const auto summary = harness.run(store, networks, setup.events);
-        if (!networks.empty()) out.disturbance.note(summary.conditions);
-        if (out.disturbance.disturbed > 0 && setup.retake_disturbed) {
-            auto again = setup.harness;
-            again.force = true;
-            measure::Harness afresh(pool, again, reference);
-            out.disturbance.retake(0, afresh.run(store, networks, setup.events).conditions);
-        }
-        for (std::size_t i = 0; i < shots.size(); ++i)
-            if (const auto* r = store.result(networks[i].key); r && r->ok()) latency[i] = r->latency_ms;
-    }
+    auto got = setup.profile ? detail::profile_shots(model, shots, networks, opset_of, store_path, setup)
+                             : detail::MeasuredShots{};
+    out.profile_problems = std::move(got.problems);
+    if (!got.profiled) got = detail::time_shots(shots, networks, opset_of, store_path, setup);
+    out.disturbance = got.disturbance;
+    out.profiled_kernels = got.profiled_kernels;
+    const auto& latency = got.latency;
     // the store's names read back as the model files: profiling removes them once measured
     for (std::size_t i = 0; i < shots.size(); ++i)
         if (!std::isnan(latency[i]) && !std::filesystem::exists(networks[i].model))
@@ -515,15 +547,15 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, co
         used.push_back(&shots[i]);
         out.shots.push_back(shots[i].name());
         out.measured_ms.push_back(latency[i]);
-        profiles.push_back(std::move(kernels[i]));
+        profiles.push_back(std::move(got.kernels[i]));
     }
     if (used.empty())
         raise<config_error>("device calibrate: none of the ", shots.size(), " networks could be measured (see ",
                             store_path.string(), ")");
     out.predicted_ms = model.predict_mean(used);
     out.report = model.calibrate(used, out.measured_ms, options,
-                                 profiled ? std::span<const std::vector<ProfiledKernel>>(profiles)
-                                          : std::span<const std::vector<ProfiledKernel>>());
+                                 got.profiled ? std::span<const std::vector<ProfiledKernel>>(profiles)
+                                              : std::span<const std::vector<ProfiledKernel>>());
     out.factor = model.calibration_factor();
     return out;
 }
