@@ -16,6 +16,7 @@
 #include "common.hpp"
 #include "measure_options.hpp"
 
+#include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/device/device_build.hpp>
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/io/file.hpp>
@@ -417,6 +418,11 @@ struct ResidualArgs {
     bool json_out = false;
 };
 
+/// How far the model's median price of the networks `device residual` is given may stray from
+/// their measured time, as a factor either way, before it says the two were measured apart: a
+/// build on a quiet machine prices the spaces' networks within a few per cent of it.
+constexpr double agreement_bound = 1.25;
+
 /// Fits the model to networks measured on its device (results stores of `dnncost measure`): the
 /// sample-boundary rates and scale, then the residual; a seeded share of the networks held out
 /// to judge the rates and stop the residual's training.
@@ -456,14 +462,33 @@ inline void run_residual(const ResidualArgs& a) {
         return false;
     };
     const auto before_v = va.graphs.empty() ? std::vector<double>{} : m->predict_mean(va.graphs);
+    // A model that prices every network given at about one factor of its time was built, or the
+    // networks were measured, while the machine ran at another speed (or on another machine): the
+    // boundary's rates are no place for such a factor, and a residual would learn it.
+    std::vector<double> ratios;
+    for (const auto* d : {&tr, &va}) {
+        const auto p = d->graphs.empty() ? std::vector<double>{} : m->predict_mean(d->graphs);
+        for (std::size_t i = 0; i < p.size(); ++i) ratios.push_back(p[i] / d->targets[i]);
+    }
+    const double median_ratio = median(ratios);
+    if (!(median_ratio >= 1 / agreement_bound && median_ratio <= agreement_bound))
+        std::cerr << "dnncost: warning: the model prices the networks of --data at a median " << median_ratio
+                  << " times their measured time: they, or the build's own networks, were measured while the "
+                     "machine ran at another speed (or on another machine). Measure them again, or build again, on a "
+                     "quiet machine; `device calibrate` fits a factor, if one is what the model needs\n";
     const auto r = m->fit(tr, va, fo);
     line.done();
     io::write_file_atomic(a.out, m->serialize());
     const auto after_v = va.graphs.empty() ? std::vector<double>{} : m->predict_mean(va.graphs);
-    json j{{"model", a.model},     {"out", a.out},          {"train", tr.graphs.size()},
-           {"validation", va.graphs.size()}, {"epochs", r.epochs}, {"summary", r.summary},
+    json j{{"model", a.model},
+           {"out", a.out},
+           {"train", tr.graphs.size()},
+           {"validation", va.graphs.size()},
+           {"epochs", r.epochs},
+           {"summary", r.summary},
            {"kept", m->residual().trained() ? "trained residual" : "zero residual (the kernel sum)"},
            {"calibration_factor", m->calibration_factor()},
+           {"median_ratio_before", median_ratio},
            {"sample_boundary", boundary_json(m->boundary())}};
     if (const auto& bf = m->boundary_fit())
         j["sample_boundary_fit"] = {{"fitted", boundary_json(bf->fit.cost)},

@@ -258,6 +258,22 @@ grep -q "free" scale.err || fail "device residual --boundary-scale half: the err
 awk -v b="$(grep -o '"validation_mape_before": [0-9.e+-]*' fit.json | awk '{ print $2 }')" \
     -v a="$(grep -o '"validation_mape_after": [0-9.e+-]*' fit.json | awk '{ print $2 }')" \
     'BEGIN { exit !(a <= b * 1.05 + 1e-9) }' || fail "device residual made the validation networks worse"
+# networks measured at four times their time (awk keeps six digits): a quarter of the median ratio,
+# and a warning whenever that ratio strays beyond 1.25 either way
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "latency_ms") c = i; print; next }
+                  { $c = 4 * $c; print }' nets.csv > slow.csv
+"$bin" device residual --model dev.dnnc --data slow.csv --no-residual --out x.dnnc --json > slow.json 2> slow.err ||
+  { fail "device residual on the slowed networks"; tail -3 slow.err; }
+ratio_of() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["median_ratio_before"])' "$1"; }
+python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(b - a / 4) <= 1e-5 * a else 1)' \
+  "$(ratio_of fit.json)" "$(ratio_of slow.json)" || fail "device residual: the median ratio is not a quarter on networks four times as slow"
+for f in fit slow; do
+  if python3 -c 'import sys; r = float(sys.argv[1]); sys.exit(0 if 0.8 <= r <= 1.25 else 1)' "$(ratio_of $f.json)"; then
+    grep -q "at a median" $f.err && fail "device residual warned on $f with a median ratio within 1.25: $(cat $f.err)"
+  else
+    grep -q "at a median" $f.err || fail "device residual: no warning for the median ratio $(ratio_of $f.json) ($f)"
+  fi
+done
 "$bin" device residual --model dev.dnnc --data nets.csv --no-residual --no-boundary --out x.dnnc > /dev/null 2> both.err &&
   fail "device residual with nothing to fit succeeded"
 grep -q "nothing to fit" both.err || fail "device residual with nothing to fit: unclear error $(cat both.err)"
