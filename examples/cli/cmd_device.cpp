@@ -466,10 +466,9 @@ inline void run_residual(const ResidualArgs& a) {
     // networks were measured, while the machine ran at another speed (or on another machine): the
     // boundary's rates are no place for such a factor, and a residual would learn it.
     std::vector<double> ratios;
-    for (const auto* d : {&tr, &va}) {
-        const auto p = d->graphs.empty() ? std::vector<double>{} : m->predict_mean(d->graphs);
-        for (std::size_t i = 0; i < p.size(); ++i) ratios.push_back(p[i] / d->targets[i]);
-    }
+    const auto before_t = m->predict_mean(tr.graphs);
+    for (std::size_t i = 0; i < before_t.size(); ++i) ratios.push_back(before_t[i] / tr.targets[i]);
+    for (std::size_t i = 0; i < before_v.size(); ++i) ratios.push_back(before_v[i] / va.targets[i]);
     const double median_ratio = median(ratios);
     if (!(median_ratio >= 1 / agreement_bound && median_ratio <= agreement_bound))
         std::cerr << "dnncost: warning: the model prices the networks of --data at a median " << median_ratio
