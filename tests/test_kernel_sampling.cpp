@@ -326,6 +326,19 @@ TEST_CASE("disturbance: chunks that disagree with the speed most chunks agree on
         CHECK(total.chunks == 4);
         CHECK(total.disturbed == 3);
     }
+    SUBCASE("a slow spell within a chunk whose networks the harness measured again: its usual speed counts") {
+        device::Disturbance d;
+        for (const double v : {1.0, 1.01, 0.99}) d.note(chunk({v, v}));
+        auto spell = chunk({1.0, 1.5, 1.0});
+        spell.slow_spans_checked = true;
+        spell.slow_span_networks = spell.slow_span_retaken = 3;
+        d.note(spell);
+        CHECK(d.disturbed == 0);
+        // one network left measured only while slow: the spell reached the chunk's results
+        spell.slow_span_retaken = 2;
+        d.note(spell);
+        CHECK(d.disturbed_chunks() == std::vector<std::size_t>{4});
+    }
     SUBCASE("no chunk measured its reference: only the harness's judgements count") {
         device::Disturbance d;
         d.note(measure::RunConditions{});

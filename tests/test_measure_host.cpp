@@ -355,6 +355,7 @@ TEST_CASE("harness: the reference network is measured at the start, between batc
     po.reference_model = s.dir / "lat1.5ref.onnx";
     po.reference_key = "refkey";
     po.every = 2;
+    po.every_seconds = 0;
     RunnerPool pool({s.runner("good")});
     ResultsStore store(s.dir / "r.csv");
     Harness h(pool, ho, po);
@@ -409,6 +410,130 @@ TEST_CASE("harness: a drifting reference or a busy machine marks the run disturb
         CHECK(sum.conditions.reasons.at(0).find("other processes") != std::string::npos);
         h.set_load_sampler(planted_load(0));
         CHECK(!h.run(store, {{"k2", "lat3.onnx", s.dir / "lat3.onnx"}}).conditions.disturbed);
+    }
+}
+
+namespace {
+// four networks of 2-5 ms, two rounds each, all interleaved, the reference after every `every`
+// requests (with four, spans 1 and 2 hold round 1 and round 2 of every network)
+struct SpellRun {
+    Scratch s;
+    Summary sum;
+    SpellRun(const std::string& name, const std::string& spell, std::size_t every = 4) : s(name) {
+        std::ofstream(s.dir / "slow_spell") << spell << '\n';
+        HarnessOptions ho;
+        ho.rounds = 2;
+        ho.warmup = 0;
+        ho.repeats = 2;
+        ho.interleave = 0;
+        ProvenanceOptions po;
+        po.reference_model = s.dir / "reference.onnx";  // 1 ms on the fake host at its speed
+        po.every = every;
+        po.every_seconds = 0;
+        RunnerPool pool({s.runner("slow_spell")});
+        ResultsStore store(s.dir / "r.csv");
+        Harness h(pool, ho, po);
+        h.set_load_sampler(planted_load(0));
+        sum = h.run(store, {{"k2", "lat2.onnx", s.dir / "lat2.onnx"},
+                            {"k3", "lat3.onnx", s.dir / "lat3.onnx"},
+                            {"k4", "lat4.onnx", s.dir / "lat4.onnx"},
+                            {"k5", "lat5.onnx", s.dir / "lat5.onnx"}});
+        for (const auto& r : sum.results) latencies.push_back(r.latency_ms);
+        for (const auto& key : {"k2", "k3", "k4", "k5"}) stored.push_back(store.result(key)->latency_ms);
+    }
+    std::vector<double> latencies, stored;
+};
+}  // namespace
+
+TEST_CASE("harness: networks measured only while the host ran slow are measured again after the spell") {
+    SUBCASE("a spell over both rounds, seen by the reference between them: one round more each, at full speed") {
+        SpellRun run("spell_rounds", "1 8");
+        // requests 1-8 and the reference after request 4 run 1.5 times slower; 4 more requests
+        CHECK(run.s.requests() == 12);
+        CHECK(run.latencies == std::vector<double>{2, 3, 4, 5});
+        CHECK(run.stored == std::vector<double>{2, 3, 4, 5});
+        const auto& c = run.sum.conditions;
+        REQUIRE(c.reference);
+        CHECK(c.reference->values_ms == std::vector<double>{1, 1.5, 1, 1});
+        CHECK(c.slow_span_networks == 4);
+        CHECK(c.slow_span_retaken == 4);
+        CHECK(run.sum.slow_span_retaken == 4);
+        CHECK(!c.disturbed);  // the drift is covered: a warning, not a reason
+        CHECK(c.reference->slow_spans_covered);
+        CHECK(reference_from_json(to_json(*c.reference)).slow_spans_covered);
+        REQUIRE(!c.warnings.empty());
+        CHECK(c.warnings.back().find("the 4 networks measured only while it ran slow were measured again") !=
+              std::string::npos);
+    }
+    SUBCASE("a spell that outlasts the retakes: two rounds more each, then the run is disturbed") {
+        SpellRun run("spell_long", "1 1000");
+        CHECK(run.s.requests() == 16);
+        CHECK(run.latencies == std::vector<double>{3, 4.5, 6, 7.5});
+        const auto& c = run.sum.conditions;
+        CHECK(c.slow_span_networks == 4);
+        CHECK(c.slow_span_retaken == 0);
+        CHECK(c.disturbed);
+        REQUIRE(!c.reasons.empty());
+        CHECK(c.reasons.front().find("4 networks measured only while it ran slow") != std::string::npos);
+        CHECK(!c.reference->slow_spans_covered);
+        CHECK(!reference_from_json(to_json(*c.reference)).slow_spans_covered);
+    }
+    SUBCASE("a spell over round 2 only: every network keeps its round 1, summarised from it") {
+        // the reference after every two requests; requests 5-8 and the reference after request 6
+        // run slow: spans 3 and 4 (round 2) are slow, spans 1 and 2 (round 1) are not
+        SpellRun run("spell_second", "5 8", 2);
+        // the two rounds disagree by half: the spread rule gives each network a third (requests 9-12)
+        CHECK(run.s.requests() == 12);
+        CHECK(run.latencies == std::vector<double>{2, 3, 4, 5});
+        const auto& c = run.sum.conditions;
+        CHECK(c.reference->values_ms == std::vector<double>{1, 1, 1, 1.5, 1, 1, 1});
+        CHECK(c.slow_span_networks == 0);
+        CHECK(!c.disturbed);
+        REQUIRE(!c.warnings.empty());
+        CHECK(c.warnings.back().find("every network was also measured while it did not run slow") != std::string::npos);
+        // round 2 lies in slow spans: the result is that of rounds 1 and 3
+        for (const auto& r : run.sum.results) {
+            CHECK(r.rounds == 2);
+            CHECK(r.spread == 0);
+        }
+    }
+    SUBCASE("no spell: nothing measured again") {
+        SpellRun run("spell_none", "0 0");
+        CHECK(run.s.requests() == 8);
+        CHECK(run.latencies == std::vector<double>{2, 3, 4, 5});
+        CHECK(run.sum.conditions.reference->values_ms.size() == 3);
+        CHECK(run.sum.conditions.warnings.empty());
+        for (const auto& r : run.sum.results) CHECK(r.rounds == 2);
+    }
+}
+
+TEST_CASE("harness: the reference is measured again by time as well as by requests") {
+    // each request takes at least 0.2 s: with 0.3 s between references, one after every second
+    // request at most, whatever the machine's speed (a slower one measures it more often)
+    for (const double every_seconds : {0.0, 0.3}) {
+        Scratch s(every_seconds > 0 ? "ref_by_time" : "ref_by_count");
+        HarnessOptions ho;
+        ho.rounds = 2;
+        ho.warmup = 0;
+        ho.repeats = 1;
+        ho.round_ms = 0;
+        ProvenanceOptions po;
+        po.reference_model = s.dir / "reference.onnx";
+        po.every = 1000;
+        po.every_seconds = every_seconds;
+        RunnerPool pool({s.runner("slow")});
+        ResultsStore store(s.dir / "r.csv");
+        Harness h(pool, ho, po);
+        h.set_load_sampler(planted_load(0));
+        const auto sum = h.run(store, {{"k1", "lat2.onnx", s.dir / "lat2.onnx"},
+                                       {"k2", "lat3.onnx", s.dir / "lat3.onnx"},
+                                       {"k3", "lat4.onnx", s.dir / "lat4.onnx"}});
+        CHECK(sum.measured == 3);
+        REQUIRE(sum.conditions.reference);
+        if (every_seconds > 0)
+            CHECK(sum.conditions.reference->values_ms.size() >= 4);  // the start, then after requests 2, 4 and 6
+        else
+            CHECK(sum.conditions.reference->values_ms.size() == 2);  // the start and the end
     }
 }
 

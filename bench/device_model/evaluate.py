@@ -28,8 +28,9 @@ def disturbed(store):
             refs = json.load(f).get("references") or []
     except (OSError, ValueError):
         return None
+    # a drift whose slow spans' networks the harness measured again did not reach the results
     why = [f"reference drifted {100 * r['drift']:.1f} %" for r in refs
-           if r.get("drift", 0) > max(0.05, 3 * r.get("spread", 0))]
+           if r.get("drift", 0) > max(0.05, 3 * r.get("spread", 0)) and not r.get("slow_spans_covered")]
     return "; ".join(why) or None
 
 

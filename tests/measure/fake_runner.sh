@@ -47,6 +47,12 @@ while IFS= read -r line; do
       refs=$(wc -l < "$state/references.log" 2>/dev/null || echo 0)
       if (( refs >= 4 && refs <= 5 )); then answer "$id" "$model" "$repeats" 1.5
       else answer "$id" "$model" "$repeats"; fi ;;
+    slow_spell)  # the host runs 50 % slower, every model alike, while STATE_DIR/slow_spell ("FROM TO")
+      # says so: network requests FROM to TO (counted from 1), and the reference requests between two of them
+      read -r from to < "$state/slow_spell"; nets=$(wc -l < "$state/requests.log" 2>/dev/null || echo 0)
+      if [[ $(basename "$model") == reference.onnx ]]; then slow=$(( from <= nets && nets < to ))
+      else slow=$(( from <= nets && nets <= to )); fi
+      if (( slow )); then answer "$id" "$model" "$repeats" 1.5; else answer "$id" "$model" "$repeats"; fi ;;
     slow) sleep 0.2; answer "$id" "$model" "$repeats" ;;
     crash)  # the second request of every process kills it
       if [ $n -ge 2 ]; then echo "fake: simulated crash on request $n" >&2; exit 3; fi

@@ -109,13 +109,11 @@ private:
         std::size_t most = 0;
         // a level is one measurement of a chunk's reference; chunks the harness judged disturbed
         // (other processes, a drift within them) have no vote
-        const auto votes = [](const measure::RunConditions& c, double b) {
-            return !c.disturbed && c.reference && agrees_with(*c.reference, b);
-        };
+        const auto votes = [](const measure::RunConditions& c, double b) { return !c.disturbed && agrees_with(c, b); };
         for (const auto* runs : {&m_runs, &m_earlier})
             for (const auto& base : *runs) {
                 if (base.disturbed || !base.reference || !base.reference->known()) continue;
-                for (const double b : base.reference->values_ms) {
+                for (const double b : usual_values(base)) {
                     if (!(b > 0)) continue;
                     std::size_t agree = 0;
                     for (const auto& c : m_runs) agree += votes(c, b);
@@ -128,10 +126,20 @@ private:
             }
         return {level, most};
     }
-    /// Whether every measurement of a known reference lies within its noise bound of `level_ms`.
-    static bool agrees_with(const measure::ReferenceLatency& r, double level_ms) {
-        if (!r.known() || r.values_ms.empty()) return false;
-        const auto [lo, hi] = std::minmax_element(r.values_ms.begin(), r.values_ms.end());
+    /// The measurements of a chunk's reference at the speed its results were measured at: those
+    /// of slow spans whose networks the harness measured again do not count.
+    static std::vector<double> usual_values(const measure::RunConditions& c) {
+        if (!c.reference) return {};
+        return measure::usual_reference_values(*c.reference, c.slow_spans_covered());
+    }
+    /// Whether every usual measurement of a chunk's known reference lies within its noise bound
+    /// of `level_ms`.
+    static bool agrees_with(const measure::RunConditions& c, double level_ms) {
+        if (!c.reference || !c.reference->known()) return false;
+        const auto v = usual_values(c);
+        if (v.empty()) return false;
+        const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+        const auto& r = *c.reference;
         const double bound = std::max(measure::reference_min_difference, measure::reference_spread_factor * r.spread);
         return *hi / level_ms - 1 <= bound && level_ms / *lo - 1 <= bound;
     }
@@ -140,9 +148,8 @@ private:
         const auto& c = m_runs[i];
         if (c.disturbed) return c.reasons.empty() ? std::string("disturbed") : c.reasons.front();
         const auto [level, agree] = agreed;
-        if (level > 0 && c.reference && c.reference->known() && !c.reference->values_ms.empty() &&
-            !agrees_with(*c.reference, level)) {
-            const auto& v = c.reference->values_ms;
+        if (level > 0 && c.reference && c.reference->known() && !usual_values(c).empty() && !agrees_with(c, level)) {
+            const auto v = usual_values(c);
             const double slowest = *std::max_element(v.begin(), v.end());
             const double fastest = *std::min_element(v.begin(), v.end());
             const bool slower = slowest > level;

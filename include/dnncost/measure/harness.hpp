@@ -16,9 +16,16 @@
 /// (fresh runner processes) and reports how well the two values agree (train::pair_noise).
 ///
 /// With a reference network (ReferenceOptions), run() measures it at its start, between rounds
-/// every `every` network requests, and at its end, with the same settings (one request each
-/// time); the result and the machine's load over the run are the run's conditions
-/// (run_conditions.hpp), which say whether it was disturbed.
+/// every `every` network requests or `every_seconds` seconds, whichever comes first, and at its
+/// end, with the same settings (one request each time); the result and the machine's load over
+/// the run are the run's conditions (run_conditions.hpp), which say whether it was disturbed.
+/// The reference measurements cut the run into spans. A span at whose start or end the reference
+/// ran slower than the run's fastest measurement of it by more than its noise is slow: a host
+/// can slow down for a minute or two and recover, and a network whose rounds all fell in slow
+/// spans carries that slowdown. Such networks get another round (twice at most, while max_rounds
+/// allows), and a network with rounds inside and outside slow spans is summarised from those
+/// outside. When none is left with only slow rounds, the drift is covered and does not mark the
+/// run disturbed.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -91,7 +98,11 @@ struct HarnessOptions {
 struct ProvenanceOptions {
     std::filesystem::path reference_model;  ///< the reference network's model file; empty: none
     std::string reference_key;              ///< its network_key
-    std::size_t every = 100;                ///< the reference is measured again after this many requests
+    std::size_t every = 100;                ///< the reference is measured again after this many requests...
+    /// ...or after this many seconds of requests, if sooner: a slow spell of the host is then
+    /// seen while it lasts, however long the networks' requests take. 0: by requests only (they
+    /// are then sent in batches of `every`).
+    double every_seconds = 10;
     /// The sidecar of the store appended to: a run on another host (fingerprint), or whose
     /// reference differs from the store's beyond the noise, stops before measuring any network
     /// (config_error) unless `allow_other_host`; then it warns.
@@ -128,7 +139,9 @@ struct Summary {
     std::size_t requests = 0;                             ///< requests answered or failed (retries not counted)
     std::map<std::string, std::size_t> failed_by_reason;  ///< by failure name (to_string(Failure))
     double seconds = 0;
-    std::vector<Record> results;  ///< this run's results, in network order
+    std::size_t slow_span_networks = 0;  ///< networks whose rounds all fell in slow spans at first
+    std::size_t slow_span_retaken = 0;   ///< of those, measured again outside slow spans
+    std::vector<Record> results;         ///< this run's results, in network order
     RunConditions conditions;     ///< reference network, machine load, disturbed or not
 };
 
@@ -184,12 +197,24 @@ private:
     int calibrated_repeats(const std::vector<Record>& done_rounds) const;
     int repeats_for(double fastest) const;
 
-    /// Measure `nets` in rounds; `between`, when set, is called after every batch of at most
-    /// ReferenceOptions::every requests with the batch's size.
+    /// What measure_networks asks of a run with a reference network.
+    struct ReferenceWatch {
+        std::function<void(std::size_t)> between;  ///< after every batch of requests, with its size
+        std::function<void()> close_span;          ///< measure the reference now, unless just measured
+        std::function<std::size_t()> span;         ///< the span the run is in: reference measurements so far
+        std::function<bool(std::size_t)> slow;     ///< whether span s (1, 2, ...) was slow
+    };
+    /// Rounds of one network in this run, each with the span it finished in (0: resumed from the
+    /// store, before this run).
+    using SpannedRounds = std::vector<std::pair<Record, std::size_t>>;
+
+    /// Measure `nets` in rounds; with a `watch`, the reference is measured between batches of
+    /// requests (ProvenanceOptions::every) and networks measured only in slow spans are measured
+    /// again (see the file comment).
     std::vector<Record> measure_networks(const std::vector<Network>& nets, std::vector<std::vector<Record>> rounds,
                                          const HarnessEvents& events, const std::function<void(const Record&)>& sink,
-                                         std::size_t& requests_done,
-                                         const std::function<void(std::size_t)>& between = {});
+                                         std::size_t& requests_done, const ReferenceWatch* watch = nullptr,
+                                         Summary* summary = nullptr);
     RunnerPool& m_pool;
     HarnessOptions m_options;
     ProvenanceOptions m_provenance;

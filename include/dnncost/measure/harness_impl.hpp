@@ -56,24 +56,42 @@ DNNCOST_FUNC auto Harness::run(ResultsStore& store, const std::vector<Network>& 
     m_reference_spreads.clear();
     const auto first_sample = m_sampler();
     std::size_t since_reference = 0;
-    std::function<void(std::size_t)> between;
+    auto last_reference = Clock::now();
+    const auto reference_now = [&] {
+        measure_reference(conditions);
+        since_reference = 0;
+        last_reference = Clock::now();
+    };
     conditions.host = local_host();
     if (with_reference) {
-        measure_reference(conditions);
+        reference_now();
         add_runner_device(conditions.host, m_pool.device());
     }
     check_provenance(conditions);
+    ReferenceWatch watch;
     if (with_reference) {
-        between = [&](std::size_t requests) {
+        watch.between = [&](std::size_t requests) {
             since_reference += requests;
-            if (since_reference < m_provenance.every) return;
-            measure_reference(conditions);
-            since_reference = 0;
+            const bool due =
+                since_reference >= m_provenance.every ||
+                (m_provenance.every_seconds > 0 &&
+                 std::chrono::duration<double>(Clock::now() - last_reference).count() >= m_provenance.every_seconds);
+            if (due) reference_now();
         };
+        watch.close_span = [&] {
+            if (since_reference > 0) reference_now();
+        };
+        watch.span = [&] { return conditions.reference ? conditions.reference->values_ms.size() : std::size_t{0}; };
+        watch.slow = [&](std::size_t span) { return conditions.reference && slow_span(*conditions.reference, span); };
     }
     const auto results = measure_networks(
-        todo, std::move(resumed), events, [&](const Record& r) { store.append(r); }, summary.requests, between);
-    if (with_reference) measure_reference(conditions);
+        todo, std::move(resumed), events, [&](const Record& r) { store.append(r); }, summary.requests,
+        with_reference ? &watch : nullptr, &summary);
+    if (with_reference) watch.close_span();
+    conditions.slow_spans_checked = with_reference;
+    conditions.slow_span_networks = summary.slow_span_networks;
+    conditions.slow_span_retaken = summary.slow_span_retaken;
+    if (conditions.reference) conditions.reference->slow_spans_covered = conditions.slow_spans_covered();
     if (conditions.host.runtime.empty()) add_runner_device(conditions.host, m_pool.device());
     conditions.load = load_between(first_sample, m_sampler(), clock_ticks_per_second(), conditions.cpu);
     const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -204,13 +222,16 @@ DNNCOST_FUNC int Harness::repeats_for(double fastest) const {
 
 DNNCOST_FUNC auto Harness::measure_networks(const std::vector<Network>& nets, std::vector<std::vector<Record>> rounds,
                                             const HarnessEvents& events, const std::function<void(const Record&)>& sink,
-                                            std::size_t& requests_done, const std::function<void(std::size_t)>& between)
+                                            std::size_t& requests_done, const ReferenceWatch* watch, Summary* summary)
     -> std::vector<Record> {
     const std::size_t n = nets.size();
     std::vector<Record> results(n);
     std::vector<int> target(n, m_options.rounds);
     std::vector<int> repeats(n, m_options.repeats);
     for (std::size_t i = 0; i < n; ++i) repeats[i] = calibrated_repeats(rounds[i]);
+    // per round, the span of the run it finished in; 0 for the rounds resumed from the store
+    std::vector<std::vector<std::size_t>> span_of(n);
+    for (std::size_t i = 0; i < n; ++i) span_of[i].assign(rounds[i].size(), 0);
     std::vector<char> done(n, 0);
     std::size_t networks_done = 0;
     const auto start = Clock::now();
@@ -246,6 +267,23 @@ DNNCOST_FUNC auto Harness::measure_networks(const std::vector<Network>& nets, st
         }
         finish(i, std::move(r));
     };
+    // a successful answer as network i's next round, appended to the store
+    const auto take_round = [&](std::size_t i, const Outcome& o) {
+        if (events.on_answer) events.on_answer(nets[i], o.answer);
+        Record r;
+        r.key = nets[i].key;
+        r.id = nets[i].id;
+        r.status = Status::in_round();
+        r.latency_ms = statistic_of(o.answer.latency_ms, m_options.statistic);
+        r.spread = relative_spread(o.answer.latency_ms, statistic_of(o.answer.latency_ms, Statistic::median));
+        r.rounds = static_cast<int>(rounds[i].size()) + 1;
+        r.peak_memory_bytes = o.answer.peak_memory_bytes;
+        r.energy_mj = o.answer.energy_mj;
+        sink(r);
+        rounds[i].push_back(std::move(r));
+        span_of[i].push_back(watch ? watch->span() : 0);
+        repeats[i] = calibrated_repeats(rounds[i]);
+    };
     const auto on_outcome = [&](std::size_t i, const Outcome& o) {
         ++requests_done;
         if (!o.ok()) {
@@ -258,22 +296,18 @@ DNNCOST_FUNC auto Harness::measure_networks(const std::vector<Network>& nets, st
                        std::to_string(o.attempts) + (o.attempts == 1 ? " attempt)" : " attempts)");
             finish(i, std::move(f));
         } else {
-            if (events.on_answer) events.on_answer(nets[i], o.answer);
-            Record r;
-            r.key = nets[i].key;
-            r.id = nets[i].id;
-            r.status = Status::in_round();
-            r.latency_ms = statistic_of(o.answer.latency_ms, m_options.statistic);
-            r.spread = relative_spread(o.answer.latency_ms, statistic_of(o.answer.latency_ms, Statistic::median));
-            r.rounds = static_cast<int>(rounds[i].size()) + 1;
-            r.peak_memory_bytes = o.answer.peak_memory_bytes;
-            r.energy_mj = o.answer.energy_mj;
-            sink(r);
-            rounds[i].push_back(std::move(r));
-            repeats[i] = calibrated_repeats(rounds[i]);
+            take_round(i, o);
             settle(i);
         }
         progress();
+    };
+    // requests go in batches: all at once without a reference; with one, as many as measure
+    // before the reference is due by count, or, when it is due by time too, one per runner
+    const auto batch_size = [&](std::size_t pending) -> std::size_t {
+        if (!watch) return pending;
+        if (m_provenance.every_seconds > 0)
+            return std::max<std::size_t>(1, std::min(m_provenance.every, m_pool.size()));
+        return m_provenance.every;
     };
     for (std::size_t i = 0; i < n; ++i) settle(i);
     progress();
@@ -291,7 +325,7 @@ DNNCOST_FUNC auto Harness::measure_networks(const std::vector<Network>& nets, st
                 if (!done[i] && static_cast<int>(rounds[i].size()) < target[i]) pending.push_back(i);
             }
             if (pending.empty()) break;
-            const std::size_t batch = between ? m_provenance.every : pending.size();
+            const std::size_t batch = batch_size(pending.size());
             for (std::size_t from = 0; from < pending.size(); from += batch) {
                 const std::size_t to = std::min(pending.size(), from + batch);
                 std::vector<Request> requests;
@@ -303,10 +337,69 @@ DNNCOST_FUNC auto Harness::measure_networks(const std::vector<Network>& nets, st
                     requests.push_back({0, nets[i].model.string(), m_options.warmup, repeats[i], keep});
                 }
                 m_pool.run(requests, [&](std::size_t k, const Outcome& o) { on_outcome(pending[from + k], o); });
-                if (between) between(to - from);
+                if (watch) watch->between(to - from);
             }
         }
     }
+    if (!watch) return results;
+
+    // Networks measured only while the host was slow: one round more each, twice at most. A
+    // retake round that fails leaves the result as it was.
+    const auto in_slow_span = [&](std::size_t i, std::size_t k) {
+        return span_of[i][k] > 0 && watch->slow(span_of[i][k]);
+    };
+    const auto only_slow = [&](std::size_t i) {
+        if (!results[i].ok() || span_of[i].empty()) return false;
+        for (std::size_t k = 0; k < span_of[i].size(); ++k)
+            if (!in_slow_span(i, k)) return false;
+        return true;
+    };
+    std::vector<char> retaken(n, 0), was_slow(n, 0);
+    for (int pass = 0; pass < 2; ++pass) {
+        watch->close_span();  // the last span's end is known before it is judged
+        std::vector<std::size_t> again;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!only_slow(i)) continue;
+            was_slow[i] = 1;
+            if (static_cast<int>(rounds[i].size()) < m_options.max_rounds) again.push_back(i);
+        }
+        if (again.empty()) break;
+        const std::size_t batch = batch_size(again.size());
+        for (std::size_t from = 0; from < again.size(); from += batch) {
+            const std::size_t to = std::min(again.size(), from + batch);
+            std::vector<Request> requests;
+            for (std::size_t k = from; k < to; ++k)
+                requests.push_back({0, nets[again[k]].model.string(), m_options.warmup, repeats[again[k]], false});
+            m_pool.run(requests, [&](std::size_t k, const Outcome& o) {
+                ++requests_done;
+                if (!o.ok()) return;
+                take_round(again[from + k], o);
+                retaken[again[from + k]] = 1;
+            });
+            watch->between(to - from);
+        }
+    }
+    watch->close_span();
+    // every network with rounds in slow spans or new rounds: summarised from the rounds outside
+    // slow spans where it has any, reported again when that changes its result
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!results[i].ok() || span_of[i].empty()) continue;
+        std::vector<Record> usual;
+        for (std::size_t k = 0; k < rounds[i].size(); ++k)
+            if (!in_slow_span(i, k)) usual.push_back(rounds[i][k]);
+        if (!retaken[i] && (usual.empty() || usual.size() == rounds[i].size())) continue;
+        auto r = summarise(nets[i], usual.empty() ? rounds[i] : usual);
+        if (r.latency_ms == results[i].latency_ms && r.rounds == results[i].rounds && r.spread == results[i].spread)
+            continue;
+        sink(r);
+        results[i] = r;
+        if (events.on_result) events.on_result(nets[i], r);
+    }
+    if (summary)
+        for (std::size_t i = 0; i < n; ++i) {
+            summary->slow_span_networks += was_slow[i];
+            summary->slow_span_retaken += was_slow[i] && !only_slow(i);
+        }
     return results;
 }
 

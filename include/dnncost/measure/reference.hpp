@@ -12,6 +12,7 @@
 /// max(5 %, 3 x its spread within a measurement) drifted: the machine changed under the run.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct ReferenceLatency {
     double spread = 0;                 ///< within one measurement: median relative MAD of its timed runs
     std::vector<double> values_ms;     ///< each measurement's statistic, in the order taken
     std::string time;                  ///< when the run started, UTC ISO 8601
+    /// The run measured again every network it had measured only while this reference ran slow
+    /// (harness.hpp): its drift did not reach the run's results.
+    bool slow_spans_covered = false;
 
     bool known() const { return std::isfinite(latency_ms) && latency_ms > 0; }
     /// (largest - smallest) / value over the measurements of one run.
@@ -67,6 +71,32 @@ inline bool references_differ(const ReferenceLatency& a, const ReferenceLatency&
 /// spread within one measurement).
 inline bool reference_drifted(const ReferenceLatency& r) {
     return r.drift() > std::max(reference_min_difference, reference_spread_factor * r.spread);
+}
+
+/// Whether the j-th measurement of a run's reference ran slower than the run's fastest by more
+/// than max(5 %, 3 x the spread within a measurement): the host was slow then.
+inline bool reference_slow_at(const ReferenceLatency& r, std::size_t j) {
+    if (j >= r.values_ms.size() || !r.known()) return false;
+    const double fastest = *std::min_element(r.values_ms.begin(), r.values_ms.end());
+    const double bound = std::max(reference_min_difference, reference_spread_factor * r.spread);
+    return r.values_ms[j] > fastest * (1 + bound);
+}
+
+/// Whether span `span` of a run (1, 2, ...: the requests between its reference measurements
+/// span - 1 and span) was slow: the reference ran slow at its start or its end.
+inline bool slow_span(const ReferenceLatency& r, std::size_t span) {
+    return span > 0 && (reference_slow_at(r, span - 1) || reference_slow_at(r, span));
+}
+
+/// The measurements of a run's reference that describe the speed its results were measured at:
+/// all of them, or, when the networks of its slow spans were measured again (`slow_covered`),
+/// those that were not slow.
+inline std::vector<double> usual_reference_values(const ReferenceLatency& r, bool slow_covered) {
+    if (!slow_covered) return r.values_ms;
+    std::vector<double> out;
+    for (std::size_t j = 0; j < r.values_ms.size(); ++j)
+        if (!reference_slow_at(r, j)) out.push_back(r.values_ms[j]);
+    return out;
 }
 
 DNNCOST_FUNC json::Value to_json(const ReferenceLatency& r);

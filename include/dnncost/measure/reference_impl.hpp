@@ -14,6 +14,7 @@ DNNCOST_FUNC auto dnncost::measure::to_json(const ReferenceLatency& r) -> json::
     v.set("values_ms", std::move(values));
     v.set("drift", json::Value::of(r.drift()));
     if (!r.time.empty()) v.set("time", json::Value::of(r.time));
+    if (r.slow_spans_covered) v.set("slow_spans_covered", json::Value::of(true));
     return v;
 }
 
@@ -28,5 +29,7 @@ DNNCOST_FUNC auto dnncost::measure::reference_from_json(const json::Value& v) ->
         for (const auto& x : a->items)
             if (x.is_number() && std::isfinite(x.number) && x.number > 0) r.values_ms.push_back(x.number);
     if (const auto* t = v.find("time"); t && t->is_string()) r.time = t->string;
+    if (const auto* c = v.find("slow_spans_covered"); c && c->kind == json::Value::Kind::boolean)
+        r.slow_spans_covered = c->boolean;
     return r;
 }

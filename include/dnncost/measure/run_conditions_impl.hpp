@@ -10,8 +10,19 @@ DNNCOST_FUNC auto dnncost::measure::judge_conditions(RunConditions& c, std::size
     if (c.reference && reference_drifted(*c.reference)) {
         std::string values;
         for (const double v : c.reference->values_ms) values += (values.empty() ? "" : ", ") + detail::fixed(v, 4);
-        c.reasons.push_back("the reference network drifted by " + detail::percent(c.reference->drift()) +
-                            " during the run (" + values + " ms), beyond its noise: the machine changed under the run");
+        const std::string drift = "the reference network drifted by " + detail::percent(c.reference->drift()) +
+                                  " during the run (" + values + " ms)";
+        if (!c.slow_spans_covered())
+            c.reasons.push_back(drift + ", beyond its noise: the machine changed under the run" +
+                                (c.slow_span_networks > 0
+                                     ? "; " + std::to_string(c.slow_span_networks - c.slow_span_retaken) +
+                                           " networks measured only while it ran slow"
+                                     : std::string()));
+        else
+            c.warnings.push_back(drift + (c.slow_span_networks > 0
+                                              ? ": the " + std::to_string(c.slow_span_networks) +
+                                                    " networks measured only while it ran slow were measured again"
+                                              : ": every network was also measured while it did not run slow"));
     }
     if (c.cpu && std::isfinite(c.load.other_share_of_cpu) && c.load.other_share_of_cpu > disturbed_share_of_cpu)
         c.reasons.push_back("other processes used " + detail::percent(c.load.other_share_of_cpu) + " of CPU " +
@@ -43,5 +54,9 @@ DNNCOST_FUNC auto dnncost::measure::to_json(const RunConditions& c) -> json::Val
     v.set("load_average", json::Value::of(c.load.load_average));
     v.set("cpu", c.cpu ? json::Value::of(static_cast<double>(*c.cpu)) : json::Value{});
     v.set("realtime", json::Value::of(c.realtime));
+    if (c.slow_spans_checked) {
+        v.set("slow_span_networks", json::Value::of(static_cast<double>(c.slow_span_networks)));
+        v.set("slow_span_retaken", json::Value::of(static_cast<double>(c.slow_span_retaken)));
+    }
     return v;
 }
