@@ -334,6 +334,7 @@ TEST_CASE("disturbance: chunks that disagree with the speed most chunks agree on
         spell.slow_span_networks = spell.slow_span_retaken = 3;
         d.note(spell);
         CHECK(d.disturbed == 0);
+        CHECK(d.slow_span_retaken == 3);
         // one network left measured only while slow: the spell reached the chunk's results
         spell.slow_span_retaken = 2;
         d.note(spell);

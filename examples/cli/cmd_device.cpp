@@ -71,9 +71,13 @@ inline json boundary_json(const device::SampleBoundaryCost& b) {
             {"ms_per_reorder_mb", b.ms_per_reorder_mb}};
 }
 
-/// How the chunks of a measuring step were judged: counted, disturbed at the end, measured again.
+/// How the chunks of a measuring step were judged: counted, disturbed at the end, measured again;
+/// and the items measured again within their chunks after a slow spell of the host.
 inline json disturbance_json(const device::Disturbance& d) {
-    return {{"chunks", d.chunks}, {"disturbed", d.disturbed}, {"measured_again", d.retaken}};
+    return {{"chunks", d.chunks},
+            {"disturbed", d.disturbed},
+            {"measured_again", d.retaken},
+            {"slow_span_retaken", d.slow_span_retaken}};
 }
 
 /// The profiled networks of a build: counts, and how each profile was scaled to its latency.

@@ -57,6 +57,9 @@ struct Disturbance {
     std::size_t chunks = 0, disturbed = 0;  ///< harness runs, and those disturbed
     std::vector<std::string> reasons;
     std::size_t retaken = 0;  ///< chunks measured again (retake), whatever their second judgement
+    /// Items the harness measured again within their chunks, having measured them only while the
+    /// host ran slow (harness.hpp), over the chunks as they stand.
+    std::size_t slow_span_retaken = 0;
 
     /// Counts one harness run (a chunk) as the harness judged it.
     void note(const measure::RunConditions& c) {
@@ -165,6 +168,8 @@ private:
     void judge() {
         chunks = m_runs.size();
         disturbed = 0;
+        slow_span_retaken = 0;
+        for (const auto& c : m_runs) slow_span_retaken += c.slow_span_retaken;
         reasons.clear();
         const auto agreed = agreed_level_ms();
         for (std::size_t i = 0; i < m_runs.size(); ++i)
