@@ -127,7 +127,8 @@ struct Progress {
 
 struct HarnessEvents {
     std::function<void(const Progress&)> on_progress;
-    /// A network's result (ok or failed), as appended to the store.
+    /// A network's result (ok or failed), as appended to the store; once more for a network whose
+    /// result changed after a slow span (see the file comment).
     std::function<void(const Network&, const Record&)> on_result;
     /// Every successful answer of a network's round, as the runner gave it (its timed runs).
     std::function<void(const Network&, const Answer&)> on_answer;
