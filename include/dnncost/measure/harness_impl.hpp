@@ -87,7 +87,6 @@ DNNCOST_FUNC auto Harness::run(ResultsStore& store, const std::vector<Network>& 
     const auto results = measure_networks(
         todo, std::move(resumed), events, [&](const Record& r) { store.append(r); }, summary.requests,
         with_reference ? &watch : nullptr, &summary);
-    if (with_reference) watch.close_span();
     conditions.slow_spans_checked = with_reference;
     conditions.slow_span_networks = summary.slow_span_networks;
     conditions.slow_span_retaken = summary.slow_span_retaken;
