@@ -18,6 +18,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dnncost/device/device_build.hpp>
@@ -29,6 +30,7 @@
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/measure/store.hpp>
+#include <dnncost/spaces/kws.hpp>
 #include <dnncost/spaces/synthetic.hpp>
 
 #include "measure/quiet_machine.hpp"
@@ -879,6 +881,23 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
             ++kws;
         }
     CHECK(kws >= 3);
+    // its slots take the stem strides and window widths in turn: all four in every four of them
+    for (std::uint64_t seed : {1, 3}) {
+        std::set<std::pair<int, int>> kinds;
+        std::size_t seen = 0;
+        for (const auto& g : device::context_networks(56, seed, limits)) {
+            if (!g.name().starts_with("kws:")) continue;
+            const auto text = g.name().substr(4, g.name().find('@') - 4);
+            const auto a = kws::parse(text);
+            std::set<int> widths;
+            for (const auto& b : a.blocks) widths.insert(b.kernel[1]);
+            REQUIRE_MESSAGE(widths.size() == 1, text);
+            kinds.insert({a.stem_stride[1], *widths.begin()});
+            ++seen;
+        }
+        CHECK(seen == 4);
+        CHECK(kinds == std::set<std::pair<int, int>>{{1, 1}, {1, 3}, {2, 1}, {2, 3}});
+    }
     CHECK(names.count("cnn"));
     CHECK(names.count("transformer"));
     CHECK(names.count("ofa"));

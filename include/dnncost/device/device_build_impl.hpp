@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <initializer_list>
 #include <set>
+#include <utility>
 
 #include <dnncost/device/device_build.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/measure/reference_model.hpp>
+#include <dnncost/spaces/kws.hpp>
 
 DNNCOST_FUNC auto dnncost::device::device_sampler_options() -> KernelSamplerOptions {
     KernelSamplerOptions o;
@@ -322,7 +324,19 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
                 limits);
         } else {
             const auto& space = spaces::find_space(what);
-            const auto arch = space.sample(rng);
+            auto arch = space.sample(rng);
+            if (what == "kws") {
+                // the keyword-spotting slots take the stem strides and window widths in turn: a
+                // 2x2 stem leaves a map of five columns, on which depthwise k x 3 windows run at
+                // another rate than k x 1 ones or either on ten columns, and random draws may
+                // leave a build without one of the four
+                static const std::pair<kws::Extent, int> turn[] = {{{2, 2}, 3}, {{2, 1}, 3}, {{2, 2}, 1}, {{2, 1}, 1}};
+                const auto& [stride, width] = turn[nth_of_its_kind(i) % std::size(turn)];
+                auto a = kws::parse(arch);
+                a.stem_stride = stride;
+                for (auto& b : a.blocks) b.kernel[1] = width;
+                arch = kws::to_string(a);
+            }
             spaces::SpaceOptions o;
             if (what == "ofa")
                 o["resolution"] = std::to_string(pick({160, 192, 224, 256, 288, 320}));
