@@ -193,13 +193,50 @@ TEST_CASE("kernel sampling: every chunk measures the reference network, and a ho
             CHECK(r.disturbance.disturbed == 0);
             CHECK(r.disturbance.retaken == 0);
         } else {
-            // every chunk is measured once more, and drifts again
-            CHECK(lines_of(dir / "requests.log") == 12);
+            // every chunk is measured twice more, and drifts again each time
+            CHECK(lines_of(dir / "requests.log") == 18);
             CHECK(r.disturbance.retaken == 3);
             CHECK(r.disturbance.disturbed == 3);
             REQUIRE(!r.disturbance.reasons.empty());
             CHECK(r.disturbance.reasons.front().find("reference network drifted") != std::string::npos);
             CHECK(r.disturbance.summary().find("(3 measured again)") != std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("kernel sampling: a chunk still slow when measured again is measured once more, and no more") {
+    // the fake host runs 50 % slower for the whole second chunk (its 4th and 5th reference
+    // requests) and again for that chunk's first retake (the 8th and 9th); in the second case
+    // for its second retake too (the 10th and 11th). Every sample takes 1 ms at the host's speed
+    const auto todo = samples(2);
+    REQUIRE(todo.size() == 6);
+    for (const bool outlasts_both : {false, true}) {
+        const fs::path dir = fs::path(DNNCOST_BINARY_DIR) / "test_kernel_sampling_long_spell";
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        std::ofstream(dir / "spell") << (outlasts_both ? "4 5 8 11\n" : "4 5 8 9\n");
+        auto s = setup(dir, "kernels.csv");
+        s.runners = {"bash '" + std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh' spell '" + dir.string() +
+                     "'"};
+        s.chunk = 2;
+        s.retake_disturbed = true;
+        s.load_sampler = measure_tests::quiet_machine();
+        const auto r = device::measure_kernel_samples(todo, rules(), s);
+        REQUIRE(r.rows.size() == 6);
+        std::size_t slow = 0;
+        for (const auto& row : r.rows) slow += row.latency_ms > 1.2;
+        CHECK(lines_of(dir / "requests.log") == 10);  // the chunk's two samples measured three times
+        CHECK(r.disturbance.chunks == 3);
+        CHECK(r.disturbance.retaken == 1);
+        if (!outlasts_both) {
+            CHECK(r.disturbance.disturbed == 0);
+            CHECK(r.disturbance.summary().empty());
+            CHECK(slow == 0);
+        } else {
+            CHECK(r.disturbance.disturbed == 1);
+            CHECK(r.disturbance.summary().find("1 of 3 chunks") == 0);
+            CHECK(r.disturbance.summary().find("(1 measured again)") != std::string::npos);
+            CHECK(slow == 2);
         }
     }
 }

@@ -597,7 +597,7 @@ inline void add_device_build(Command& device, Context& ctx) {
     build->add_option("--seed", b->seed, "Seed of the draws and the fits")->capture_default_str();
     build->add_flag("!--no-retake", b->retake,
                     "Keep the chunks measured while the machine was disturbed as they are, rather than measuring "
-                    "them once more at the end while the budget lasts (a warning names them either way)");
+                    "them again at the end (twice at most) while the budget lasts (a warning names them either way)");
     build->add_flag("!--per-kind-regressors", b->family_regressors,
                     "One regressor per kernel kind, rather than one per family (Conv with its fused kinds, ...) with "
                     "the fusions as features");

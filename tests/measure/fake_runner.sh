@@ -43,9 +43,15 @@ while IFS= read -r line; do
       if [[ $(basename "$model") == reference.onnx ]]; then
         answer "$id" "$model" "$repeats" "$(awk -v n="$(wc -l < "$state/references.log")" 'BEGIN { print 1.5 ^ n }')"
       else answer "$id" "$model" "$repeats"; fi ;;
-    spell)  # as good, but the host runs 50 % slower for a spell: while the 4th and 5th reference requests are the last made
-      refs=$(wc -l < "$state/references.log" 2>/dev/null || echo 0)
-      if (( refs >= 4 && refs <= 5 )); then answer "$id" "$model" "$repeats" 1.5
+    spell)  # as good, but the host runs 50 % slower for a spell: while the 4th and 5th reference
+      # requests are the last made, or the FROM-th to TO-th of each pair STATE_DIR/spell lists
+      # ("FROM TO [FROM TO ...]")
+      refs=$(wc -l < "$state/references.log" 2>/dev/null || echo 0) bounds=(4 5) slow=0
+      [ -f "$state/spell" ] && read -r -a bounds < "$state/spell"
+      for ((b = 0; b + 1 < ${#bounds[@]}; b += 2)); do
+        (( refs >= bounds[b] && refs <= bounds[b + 1] )) && slow=1
+      done
+      if (( slow )); then answer "$id" "$model" "$repeats" 1.5
       else answer "$id" "$model" "$repeats"; fi ;;
     slow_spell)  # the host runs 50 % slower, every model alike, while STATE_DIR/slow_spell ("FROM TO")
       # says so: network requests FROM to TO (counted from 1), and the reference requests between two of them

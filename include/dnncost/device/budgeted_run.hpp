@@ -7,7 +7,7 @@
 /// an estimate of the time left, and starts the runners only when something is to be measured.
 /// Every chunk measures the reference network at its start and end, as `measure` does: a host
 /// whose speed changes under a build is then reported, not taken into the model unnoticed, and
-/// the disturbed chunks are measured once more at the end while the budget lasts.
+/// the disturbed chunks are measured again at the end (twice at most) while the budget lasts.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -56,7 +56,7 @@ struct SamplingProgress {
 struct Disturbance {
     std::size_t chunks = 0, disturbed = 0;  ///< harness runs, and those disturbed
     std::vector<std::string> reasons;
-    std::size_t retaken = 0;  ///< chunks measured again (retake), whatever their second judgement
+    std::size_t retaken = 0;  ///< chunks measured again (retake), once or more, whatever their last judgement
     /// Items the harness measured again within their chunks, having measured them only while the
     /// host ran slow (harness.hpp), over the chunks as they stand.
     std::size_t slow_span_retaken = 0;
@@ -64,18 +64,21 @@ struct Disturbance {
     /// Counts one harness run (a chunk) as the harness judged it.
     void note(const measure::RunConditions& c) {
         m_runs.push_back(c);
+        m_retaken.push_back(0);
         judge();
     }
     /// The judgement of chunk `i` (in the order noted) replaced by that of its measurement again.
     void retake(std::size_t i, const measure::RunConditions& c) {
         if (i >= m_runs.size()) return;
         m_runs[i] = c;
-        ++retaken;
+        if (!m_retaken[i]) ++retaken;
+        m_retaken[i] = 1;
         judge();
     }
     /// Counts the chunks of another run too (the same reference network and runners).
     void add(const Disturbance& other) {
         m_runs.insert(m_runs.end(), other.m_runs.begin(), other.m_runs.end());
+        m_retaken.insert(m_retaken.end(), other.m_retaken.begin(), other.m_retaken.end());
         retaken += other.retaken;
         judge();
     }
@@ -179,6 +182,7 @@ private:
             }
     }
     std::vector<measure::RunConditions> m_runs;
+    std::vector<char> m_retaken;                    ///< per chunk of m_runs: measured again
     std::vector<measure::RunConditions> m_earlier;  ///< chunks of earlier steps: they vote, are not judged
 };
 
@@ -200,13 +204,16 @@ struct MeasuringSetup {
     /// The machine's load, which says whether other processes disturbed a measurement; empty:
     /// the harness reads it from the machine (a test plants one).
     measure::Harness::LoadSampler load_sampler;
-    /// Measure the disturbed chunks once more at the end, while the budget lasts (Disturbance):
-    /// a host that changes speed by itself would otherwise leave a share of the samples at
-    /// another speed than the rest.
+    /// Measure the disturbed chunks again at the end (up to retake_passes times each), while the
+    /// budget lasts (Disturbance): a host that changes speed by itself would otherwise leave a
+    /// share of the samples at another speed than the rest.
     bool retake_disturbed = true;
     /// The chunks of the build's earlier steps (Disturbance::vote_with): this run keeps their speed.
     Disturbance earlier_chunks;
 };
+
+/// The most times a run measures one disturbed chunk again (MeasuringSetup::retake_disturbed).
+inline constexpr int retake_passes = 2;
 
 namespace detail {
 
@@ -321,20 +328,22 @@ public:
     Disturbance disturbance;
 
     /// Measures the disturbed chunks once more, in the order noted, while the budget lasts
-    /// (MeasuringSetup::retake_disturbed). `chunk_items[i]` holds the items of the i-th chunk
-    /// noted; `measure_again(items)` measures them afresh (harness_afresh) and returns that run's
-    /// conditions, which replace the chunk's judgement.
+    /// (MeasuringSetup::retake_disturbed), and those still disturbed then once more again: a slow
+    /// spell of the host can outlast one retake. `chunk_items[i]` holds the items of the i-th
+    /// chunk noted; `measure_again(items)` measures them afresh (harness_afresh) and returns that
+    /// run's conditions, which replace the chunk's judgement.
     template <class MeasureAgain>
     void retake_disturbed(const std::vector<std::vector<std::size_t>>& chunk_items, MeasureAgain&& measure_again) {
         if (!m_setup.retake_disturbed) return;
-        for (const auto i : disturbance.disturbed_chunks()) {
-            if (i >= chunk_items.size() || chunk_items[i].empty()) continue;
-            const auto n = chunk_items[i].size();
-            if (next_chunk(n, n) < n) break;  // the budget is spent
-            disturbance.retake(i, measure_again(chunk_items[i]));
-            progress.measured += n;
-            report();
-        }
+        for (int pass = 0; pass < retake_passes; ++pass)
+            for (const auto i : disturbance.disturbed_chunks()) {
+                if (i >= chunk_items.size() || chunk_items[i].empty()) continue;
+                const auto n = chunk_items[i].size();
+                if (next_chunk(n, n) < n) return;  // the budget is spent
+                disturbance.retake(i, measure_again(chunk_items[i]));
+                progress.measured += n;
+                report();
+            }
     }
 
     /// Records in the store's sidecar what device the runners said they run on.
