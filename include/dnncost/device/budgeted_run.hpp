@@ -328,7 +328,7 @@ public:
     Disturbance disturbance;
 
     /// Measures the disturbed chunks once more, in the order noted, while the budget lasts
-    /// (MeasuringSetup::retake_disturbed), and those still disturbed then once more again: a slow
+    /// (MeasuringSetup::retake_disturbed), and those still disturbed then a second time: a slow
     /// spell of the host can outlast one retake. `chunk_items[i]` holds the items of the i-th
     /// chunk noted; `measure_again(items)` measures them afresh (harness_afresh) and returns that
     /// run's conditions, which replace the chunk's judgement.
