@@ -204,39 +204,56 @@ TEST_CASE("kernel sampling: every chunk measures the reference network, and a ho
     }
 }
 
-TEST_CASE("kernel sampling: a chunk still slow when measured again is measured once more, and no more") {
-    // the fake host runs 50 % slower for the whole second chunk (its 4th and 5th reference
-    // requests) and again for that chunk's first retake (the 8th and 9th); in the second case
-    // for its second retake too (the 10th and 11th). Every sample takes 1 ms at the host's speed
+namespace {
+/// Six samples in chunks of two, measured on the fake host in `spell` mode (fake_runner.sh):
+/// every sample takes 1 ms at the host's usual speed, 1.5 ms in the spell. `spell` is the
+/// mode's reference ranges ("FROM TO ..."), empty for its default.
+struct SpellRun {
+    device::KernelSamplingResult result;
+    std::size_t requests = 0;  ///< sample requests the runner answered
+    std::size_t slow = 0;      ///< samples kept at the spell's speed
+};
+SpellRun sample_in_spell(const std::string& name, const std::string& spell, bool retake) {
+    const fs::path dir = fs::path(DNNCOST_BINARY_DIR) / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    if (!spell.empty()) std::ofstream(dir / "spell") << spell << "\n";
+    auto s = setup(dir, "kernels.csv");
+    s.runners = {"bash '" + std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh' spell '" + dir.string() + "'"};
+    s.chunk = 2;
+    s.retake_disturbed = retake;
+    s.load_sampler = measure_tests::quiet_machine();
     const auto todo = samples(2);
     REQUIRE(todo.size() == 6);
+    SpellRun run;
+    run.result = device::measure_kernel_samples(todo, rules(), s);
+    run.requests = lines_of(dir / "requests.log");
+    for (const auto& row : run.result.rows) run.slow += row.latency_ms > 1.2;
+    return run;
+}
+}  // namespace
+
+TEST_CASE("kernel sampling: a chunk still slow when measured again is measured once more, and no more") {
+    // the fake host runs slow for the whole second chunk (its 4th and 5th reference requests)
+    // and again for that chunk's first retake (the 8th and 9th); in the second case for its
+    // second retake too (the 10th and 11th)
     for (const bool outlasts_both : {false, true}) {
-        const fs::path dir = fs::path(DNNCOST_BINARY_DIR) / "test_kernel_sampling_long_spell";
-        fs::remove_all(dir);
-        fs::create_directories(dir);
-        std::ofstream(dir / "spell") << (outlasts_both ? "4 5 8 11\n" : "4 5 8 9\n");
-        auto s = setup(dir, "kernels.csv");
-        s.runners = {"bash '" + std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh' spell '" + dir.string() +
-                     "'"};
-        s.chunk = 2;
-        s.retake_disturbed = true;
-        s.load_sampler = measure_tests::quiet_machine();
-        const auto r = device::measure_kernel_samples(todo, rules(), s);
+        const auto run =
+            sample_in_spell("test_kernel_sampling_long_spell", outlasts_both ? "4 5 8 11" : "4 5 8 9", true);
+        const auto& r = run.result;
         REQUIRE(r.rows.size() == 6);
-        std::size_t slow = 0;
-        for (const auto& row : r.rows) slow += row.latency_ms > 1.2;
-        CHECK(lines_of(dir / "requests.log") == 10);  // the chunk's two samples measured three times
+        CHECK(run.requests == 10);  // the chunk's two samples measured three times
         CHECK(r.disturbance.chunks == 3);
         CHECK(r.disturbance.retaken == 1);
         if (!outlasts_both) {
             CHECK(r.disturbance.disturbed == 0);
             CHECK(r.disturbance.summary().empty());
-            CHECK(slow == 0);
+            CHECK(run.slow == 0);
         } else {
             CHECK(r.disturbance.disturbed == 1);
             CHECK(r.disturbance.summary().find("1 of 3 chunks") == 0);
             CHECK(r.disturbance.summary().find("(1 measured again)") != std::string::npos);
-            CHECK(slow == 2);
+            CHECK(run.slow == 2);
         }
     }
 }
@@ -245,38 +262,26 @@ TEST_CASE(
     "kernel sampling: a chunk measured while the host was slow throughout is found by its reference and measured "
     "again") {
     // the fake host runs 50 % slower for the whole second chunk (its reference at the start and
-    // the end alike, so it shows no drift); every sample takes 1 ms on the host at its speed
-    const auto todo = samples(2);
-    REQUIRE(todo.size() == 6);
+    // the end alike, so it shows no drift)
     for (const bool retake : {false, true}) {
-        const fs::path dir = fs::path(DNNCOST_BINARY_DIR) / "test_kernel_sampling_spell";
-        fs::remove_all(dir);
-        fs::create_directories(dir);
-        auto s = setup(dir, "kernels.csv");
-        s.runners = {"bash '" + std::string(DNNCOST_TESTS_DIR) + "/measure/fake_runner.sh' spell '" + dir.string() +
-                     "'"};
-        s.chunk = 2;
-        s.retake_disturbed = retake;
-        s.load_sampler = measure_tests::quiet_machine();
-        const auto r = device::measure_kernel_samples(todo, rules(), s);
+        const auto run = sample_in_spell("test_kernel_sampling_spell", "", retake);
+        const auto& r = run.result;
         CHECK(r.measured == 6);
         CHECK(r.disturbance.chunks == 3);
         REQUIRE(r.rows.size() == 6);
-        std::size_t slow = 0;
-        for (const auto& row : r.rows) slow += row.latency_ms > 1.2;
         if (retake) {
             CHECK(r.disturbance.retaken == 1);
             CHECK(r.disturbance.disturbed == 0);
             CHECK(r.disturbance.summary().empty());
-            CHECK(slow == 0);
-            CHECK(lines_of(dir / "requests.log") == 8);
+            CHECK(run.slow == 0);
+            CHECK(run.requests == 8);
         } else {
             CHECK(r.disturbance.retaken == 0);
             CHECK(r.disturbance.disturbed == 1);
             REQUIRE(r.disturbance.reasons.size() == 1);
             CHECK(r.disturbance.reasons.front().find("50.0 % slower than in the 2 of 3 chunks that agree") !=
                   std::string::npos);
-            CHECK(slow == 2);
+            CHECK(run.slow == 2);
         }
     }
 }
