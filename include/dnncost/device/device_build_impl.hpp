@@ -324,15 +324,17 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
                 limits);
         } else {
             const auto& space = spaces::find_space(what);
-            auto arch = space.sample(rng);
-            if (what == "kws") {
+            std::string arch;
+            if (what != "kws") {
+                arch = space.sample(rng);
+            } else {
                 // the keyword-spotting slots take the stem strides in turn, and their windows
                 // alternate between k x 1 and k x 3: a 2x2 stem leaves a map of five columns, on
                 // which depthwise k x 3 windows run at another rate than k x 1 ones or either on
                 // ten columns, and random draws may leave a build without one of the four
                 static const std::pair<kws::Extent, int> turn[] = {{{2, 2}, 3}, {{2, 1}, 1}, {{2, 2}, 1}, {{2, 1}, 3}};
                 const auto& [stride, first_width] = turn[nth_of_its_kind(i) % std::size(turn)];
-                auto a = kws::parse(arch);
+                auto a = kws::sample(rng);  // the draw space.sample makes
                 a.stem_stride = stride;
                 for (std::size_t b = 0; b < a.blocks.size(); ++b)
                     a.blocks[b].kernel[1] = b % 2 == 0 ? first_width : first_width == 3 ? 1 : 3;
