@@ -683,6 +683,36 @@ TEST_CASE("device model: the totals alone are the breakdown's totals, fallbacks 
     CHECK(totals.back() == totals[3]);
 }
 
+TEST_CASE("device model: the kernels of one network priced as another kind for one reason give one warning") {
+    auto samples = planted_samples(40, 7);
+    std::erase_if(samples, [](const auto& s) { return s.kind.rfind("Pool", 0) == 0; });
+    const auto m = device::DeviceModel::build(rules(), samples, overhead_ms, one_regressor());
+    bool grouped = false;
+    for (const auto& net : nb201_networks(40)) {
+        const graph::Graph* one[] = {&net};
+        const auto p = m.price_networks(one).front();
+        std::vector<std::size_t> pools;
+        std::size_t warned = 0;
+        for (std::size_t k = 0; k < p.kernels.size(); ++k) {
+            warned += !p.kernels[k].warning.empty();
+            if (p.kernels[k].kind == "Pool") pools.push_back(k);
+        }
+        const auto c = m.cost(net);
+        if (pools.size() < 4 || warned != pools.size()) continue;
+        // every warning is a Pool's, for the same reason: one line naming the first three and the count
+        REQUIRE(c.fallbacks.size() == 1);
+        const auto& line = c.fallbacks.front();
+        const auto first = "kernels " + std::to_string(pools[0]) + ", " + std::to_string(pools[1]) + ", " +
+                           std::to_string(pools[2]) + ", ... (" + std::to_string(pools.size()) +
+                           " in all) (Pool) priced as ";
+        CHECK(line.rfind(first, 0) == 0);
+        CHECK(line.find("no samples of its own kind") != std::string::npos);
+        CHECK(line.find("kernel " + std::to_string(pools[0]) + " ") == std::string::npos);
+        grouped = true;
+    }
+    CHECK(grouped);
+}
+
 TEST_CASE("device model: a price after a failed one or a larger network is the price a fresh thread gives") {
     // pricing keeps its kernel graphs per thread between calls; what one call leaves there must
     // not reach the next

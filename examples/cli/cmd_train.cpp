@@ -295,8 +295,11 @@ inline json breakdown_json(const estimators::Estimator& est, const std::vector<g
         }
         if (print_text && c.run_overhead_ms > 0)
             std::cout << inputs[i] << "\trun overhead\t" << c.run_overhead_ms << "\t-\n";
-        out.push_back({{"input", inputs[i]}, {"total_ms", c.total_ms}, {"run_overhead_ms", c.run_overhead_ms},
-                       {"kernels", ks}});
+        out.push_back({{"input", inputs[i]},
+                       {"total_ms", c.total_ms},
+                       {"run_overhead_ms", c.run_overhead_ms},
+                       {"kernels", ks},
+                       {"fallbacks", c.fallbacks}});
     }
     return out;
 }

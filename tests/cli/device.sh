@@ -163,6 +163,7 @@ awk -v a="$sum" -v b="$total" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 <= (1e-4 * b)
   fail "predict --per-kernel: kernels and overhead add up to $sum ms, the total is $total ms"
 "$bin" predict --model dev.dnnc --per-kernel --json "$net" > k.json 2> /dev/null || fail "predict --per-kernel --json"
 grep -q '"breakdown"' k.json || fail "predict --per-kernel --json has no breakdown"
+grep -q '"fallbacks"' k.json || fail "predict --per-kernel --json has no fallbacks"
 
 # calibrate: four networks measured here, one global factor; applied, it multiplies every
 # prediction, and when leave-one-out says it does not help, the model is written unchanged

@@ -41,6 +41,7 @@ def test_per_kernel_breakdown_adds_up():
     cli = cli_json("predict", "--per-kernel", "--model", DEVICE_ALL, RESNET18)
     assert [(k["kernel"], k["ms"], k["nodes"]) for k in cli["breakdown"][0]["kernels"]] == [
         (k["kernel"], k["ms"], k["nodes"]) for k in b["kernels"]]
+    assert cli["breakdown"][0]["fallbacks"] == b["fallbacks"]
 
 
 def test_inspect_matches_the_cli():

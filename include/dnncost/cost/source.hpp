@@ -44,8 +44,8 @@ struct GraphCost {
     double total_ms = 0;
     /// Indexed like g.nodes(); empty for sources that do not price node by node.
     std::vector<double> per_node_ms;
-    /// Nodes the source had no figure for and priced another way (e.g. by the roofline), as
-    /// "name (op): reason".
+    /// Nodes (or kernels) the source had no figure for and priced another way (e.g. by the
+    /// roofline), as "name (op): reason"; a source may give one line for all those of one reason.
     std::vector<std::string> fallbacks;
     /// Empty for sources that do not price kernel by kernel. Nodes in no kernel cost nothing
     /// (folded away or free, such as a Reshape the runtime aliases).

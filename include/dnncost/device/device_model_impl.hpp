@@ -589,8 +589,33 @@ DNNCOST_FUNC cost::GraphCost DeviceModel::price(const graph::Graph& g) const {
         else
             c.kernels.back().ms += carry;
     }
-    for (const auto& k : p.kernels)
-        if (!k.warning.empty()) c.fallbacks.push_back(k.warning);
+    // one line per reason rather than per kernel: a network's many kernels of a kind no sample had
+    // would otherwise each repeat it
+    std::vector<std::pair<std::string, std::vector<std::size_t>>> reasons;
+    for (std::size_t k = 0; k < p.kernels.size(); ++k) {
+        std::string why = p.kernels[k].warning;
+        if (why.empty()) continue;
+        const std::string which = "kernel " + std::to_string(k) + " ";
+        for (std::size_t at = 0; (at = why.find(which, at)) != std::string::npos;)
+            if (at == 0 || why.compare(at - 2, 2, "; ") == 0)
+                why.erase(at, which.size());
+            else
+                at += which.size();
+        auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == why; });
+        if (it == reasons.end()) it = reasons.insert(reasons.end(), {std::move(why), {}});
+        it->second.push_back(k);
+    }
+    for (const auto& [why, kernels] : reasons) {
+        if (kernels.size() == 1) {
+            c.fallbacks.push_back(p.kernels[kernels.front()].warning);
+            continue;
+        }
+        std::string which = "kernels ";
+        for (std::size_t i = 0; i < std::min<std::size_t>(kernels.size(), 3); ++i)
+            which += (i ? ", " : "") + std::to_string(kernels[i]);
+        if (kernels.size() > 3) which += ", ... (" + std::to_string(kernels.size()) + " in all)";
+        c.fallbacks.push_back(which + " " + why);
+    }
     return c;
 }
 
