@@ -469,10 +469,24 @@ inline void run_residual(const ResidualArgs& a) {
     // A model that prices every network given at about one factor of its time was built, or the
     // networks were measured, while the machine ran at another speed (or on another machine): the
     // boundary's rates are no place for such a factor, and a residual would learn it.
+    // Store by store too: a slow stretch of the build that took in the kernels of one space's
+    // networks leaves the median over all stores near 1 and that space's far from it.
     std::vector<double> ratios;
-    const auto before_t = m->predict_mean(tr.graphs);
-    for (std::size_t i = 0; i < before_t.size(); ++i) ratios.push_back(before_t[i] / tr.targets[i]);
-    for (std::size_t i = 0; i < before_v.size(); ++i) ratios.push_back(before_v[i] / va.targets[i]);
+    json per_store = json::object();
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+        const auto priced = m->predict_mean(parts[k].graphs);
+        std::vector<double> own;
+        for (std::size_t i = 0; i < priced.size(); ++i) own.push_back(priced[i] / parts[k].targets[i]);
+        if (own.empty()) continue;
+        ratios.insert(ratios.end(), own.begin(), own.end());
+        const double r = median(own);
+        per_store[a.data[k]] = r;
+        if (parts.size() > 1 && !(r >= 1 / agreement_bound && r <= agreement_bound))
+            std::cerr << "dnncost: warning: the model prices the networks of " << a.data[k] << " at a median " << r
+                      << " times their measured time, unlike the other stores': the build may have measured "
+                         "kernels like theirs while the machine ran at another speed. Build again on a quiet "
+                         "machine, or measure them again\n";
+    }
     const double median_ratio = median(ratios);
     if (!(median_ratio >= 1 / agreement_bound && median_ratio <= agreement_bound))
         std::cerr << "dnncost: warning: the model prices the networks of --data at a median " << median_ratio
@@ -492,6 +506,7 @@ inline void run_residual(const ResidualArgs& a) {
            {"kept", m->residual().trained() ? "trained residual" : "zero residual (the kernel sum)"},
            {"calibration_factor", m->calibration_factor()},
            {"median_ratio_before", median_ratio},
+           {"median_ratio_per_store", per_store},
            {"sample_boundary", boundary_json(m->boundary())}};
     if (const auto& bf = m->boundary_fit())
         j["sample_boundary_fit"] = {{"fitted", boundary_json(bf->fit.cost)},

@@ -275,6 +275,17 @@ for f in fit slow; do
     grep -q "at a median" $f.err || fail "device residual: no warning for the median ratio $(ratio_of $f.json) ($f)"
   fi
 done
+# the two stores together: each store's own median ratio, and a warning naming the one that strays
+"$bin" device residual --model dev.dnnc --data nets.csv slow.csv --no-residual --out x.dnnc --json > mixed.json 2> mixed.err ||
+  { fail "device residual on two stores"; tail -3 mixed.err; }
+python3 -c 'import json, sys; r = json.load(open("mixed.json"))["median_ratio_per_store"]
+ok = [json.load(open(f + ".json"))["median_ratio_before"] for f in ("fit", "slow")]
+sys.exit(0 if abs(r["nets.csv"] - ok[0]) <= 1e-9 * ok[0] and abs(r["slow.csv"] - ok[1]) <= 1e-9 * ok[1] else 1)' ||
+  fail "device residual: the per-store median ratios are not each store's own: $(cat mixed.json)"
+grep -q "networks of slow.csv at a median" mixed.err || fail "device residual: no warning naming slow.csv: $(cat mixed.err)"
+if python3 -c 'import sys; r = float(sys.argv[1]); sys.exit(0 if 0.8 <= r <= 1.25 else 1)' "$(ratio_of fit.json)"; then
+  grep -q "networks of nets.csv at a median" mixed.err && fail "device residual warned on nets.csv: $(cat mixed.err)"
+fi
 "$bin" device residual --model dev.dnnc --data nets.csv --no-residual --no-boundary --out x.dnnc > /dev/null 2> both.err &&
   fail "device residual with nothing to fit succeeded"
 grep -q "nothing to fit" both.err || fail "device residual with nothing to fit: unclear error $(cat both.err)"
