@@ -597,7 +597,7 @@ DNNCOST_FUNC cost::GraphCost DeviceModel::price(const graph::Graph& g) const {
         if (why.empty()) continue;
         const std::string which = "kernel " + std::to_string(k) + " ";
         for (std::size_t at = 0; (at = why.find(which, at)) != std::string::npos;)
-            if (at == 0 || why.compare(at - 2, 2, "; ") == 0)
+            if (at == 0 || (at >= 2 && why.compare(at - 2, 2, "; ") == 0))
                 why.erase(at, which.size());
             else
                 at += which.size();
