@@ -23,7 +23,9 @@ def main():
         sys.exit(__doc__)
     builds = [latencies(p) for p in sys.argv[1:]]
     first = builds[0]
-    print("\t".join(["#", "network", "ms (first)"] + [f"ratio {os.path.basename(os.path.dirname(os.path.abspath(p)))}" for p in sys.argv[2:]]))
+    # a build is named by the folder its document is in (new_level.sh writes one per folder)
+    names = [os.path.basename(os.path.dirname(os.path.abspath(p))) for p in sys.argv[2:]]
+    print("\t".join(["#", "network", "ms (first)"] + [f"ratio {n}" for n in names]))
     for i, (net, ms) in enumerate(first.items()):
         ratios = [f"{b[net] / ms:.3f}" if net in b else "-" for b in builds[1:]]
         print("\t".join([str(i), net, f"{ms:.4g}"] + ratios))
