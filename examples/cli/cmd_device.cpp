@@ -93,7 +93,8 @@ inline json profiling_json(const device::NetworkProfilingResult& p) {
                         {"scale", n.scale},
                         {"samples", n.samples},
                         {"unmapped", n.unmapped},
-                        {"merged", n.merged}});
+                        {"merged", n.merged},
+                        {"latencies", n.latencies}});
         scales.push_back(n.scale);
     }
     std::sort(scales.begin(), scales.end());
@@ -105,6 +106,10 @@ inline json profiling_json(const device::NetworkProfilingResult& p) {
             {"measured", p.measured},
             {"profiled", p.profiled},
             {"reprofiled", p.reprofiled},
+            {"latencies_confirmed", p.confirmed},
+            {"latencies_disagreed", p.latency_disagreed},
+            {"latencies_unconfirmed", p.unconfirmed},
+            {"latency_disagreements", p.disagreements},
             {"chunks", disturbance_json(p.disturbance)},
             {"from_store", p.from_store},
             {"failed", p.failed},
@@ -281,7 +286,8 @@ inline void run_build(const BuildArgs& a) {
     std::cout << "device model " << a.out << ": " << r.samples << " kernel samples";
     if (const auto& p = r.profiling)
         std::cout << ", " << r.context_samples << " in context from " << p->networks.size() << " profiled networks ("
-                  << p->measured << " measured now, " << p->reprofiled << " profiled again, " << p->over_budget
+                  << p->measured << " measured now, " << p->reprofiled << " profiled again, " << p->confirmed
+                  << " latencies confirmed (" << p->latency_disagreed << " by a third), " << p->over_budget
                   << " over the budget, " << p->failed + p->without_profile << " failed or without a profile; "
                   << p->unmapped << " of " << p->pass_kernels << " kernels unmapped, " << p->merged
                   << " fused with them)";

@@ -84,8 +84,9 @@ while IFS= read -r line; do
         printf '{"id":%s,"latency_ms":[2.0],"kernels":[{"name":"c1","op":"Conv","ms":1.25},{"name":"add","op":"Add","ms":0.5}],"optimized_model":"%s.optimized.onnx"}\n' "$id" "${model%.onnx}"
       else answer "$id" "$model" "$repeats"; fi ;;
     planted)  # answers planted by the test: STATE_DIR/plant/MODEL.plain for a plain request,
-      # MODEL.profile for a profiled one (the answer's fields after the id; MODEL.profile.first, when
-      # there is one, answers the model's first profiled request); else as good, without kernels.
+      # MODEL.profile for a profiled one (the answer's fields after the id; MODEL.profile.first and
+      # MODEL.plain.first, where there are, answer the model's first request of their kind); else
+      # as good, without kernels.
       # While STATE_DIR/crash_after exists, it dies without answering once requests.log has more
       # lines than that file says. The reference requests whose numbers STATE_DIR/slow_references
       # lists (one a line, counted from 1) answer 50 % slower: a host slow for a while.
@@ -98,6 +99,9 @@ while IFS= read -r line; do
       planted_file="$state/plant/$(basename "$model").$kind"
       if [ $kind = profile ] && [ -f "$planted_file.first" ] &&
          [ "$(grep -c -x -F "$(basename "$model")" "$state/profiles.log")" -eq 1 ]; then planted_file+=.first; fi
+      if [ $kind = plain ] && [ -f "$planted_file.first" ]; then
+        requests=$(grep -c -x -F "$model" "$state/requests.log") profiled=$(grep -s -c -x -F "$(basename "$model")" "$state/profiles.log")
+        [ $(( requests - ${profiled:-0} )) -eq 1 ] && planted_file+=.first; fi
       if [ -f "$planted_file" ]; then printf '{"id":%s,%s}\n' "$id" "$(cat "$planted_file")"
       else answer "$id" "$model" "$repeats"; fi ;;
     bad_kernels)  # a kernel without its time

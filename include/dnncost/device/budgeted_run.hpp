@@ -254,17 +254,12 @@ public:
     /// belongs to another device ("sample"). @throws config_error, io_error, parse_error
     void open_store(std::string_view verb) {
         m_sidecar = measure::sidecar_path(m_setup.store);
-        const auto info = measure::read_store_info(m_sidecar);
-        std::error_code ec;
-        const bool has_rows =
-            std::filesystem::exists(m_setup.store, ec) && std::filesystem::file_size(m_setup.store, ec) > 0;
-        if (info && has_rows && (info->device != m_setup.device || info->runners != m_setup.runners))
-            raise<config_error>(m_what, ": ", m_setup.store.string(), " holds measurements of device '", info->device,
-                                "' by other runners; ", verb, " this device into another store");
+        const auto info = checked_store_info(m_setup.store, verb);
         m_store.emplace(m_setup.store);
         m_info = measure::StoreInfo{m_setup.device, m_setup.runners, info ? info->runner_device : std::string(),
                                     m_setup.harness.to_json()};
         measure::write_store_info(m_sidecar, m_info);
+        std::error_code ec;
         m_model_dir =
             m_setup.model_dir.empty() ? std::filesystem::path(m_setup.store.string() + ".models") : m_setup.model_dir;
         std::filesystem::create_directories(m_model_dir, ec);
@@ -272,6 +267,17 @@ public:
             raise<io_error>(m_what, ": cannot create the model directory '", m_model_dir.string(), "'");
     }
     measure::ResultsStore& store() { return *m_store; }
+
+    /// A second store of the same run at `path` (more measurements of the same items), checked
+    /// and described as the first (open_store, which comes first).
+    /// @throws config_error, io_error, parse_error
+    std::unique_ptr<measure::ResultsStore> open_second_store(const std::filesystem::path& path, std::string_view verb) {
+        (void)checked_store_info(path, verb);
+        auto store = std::make_unique<measure::ResultsStore>(path);
+        m_second_sidecars.push_back(measure::sidecar_path(path));
+        measure::write_store_info(m_second_sidecars.back(), m_info);
+        return store;
+    }
     const std::filesystem::path& model_dir() const { return m_model_dir; }
 
     SamplingProgress progress;
@@ -289,15 +295,17 @@ public:
     }
 
     /// How many of the `left` items to measure next, at most `cap`; 0 when the budget is spent.
-    /// Before anything was measured it is one: the first item tells how long one takes.
-    std::size_t next_chunk(std::size_t left, std::size_t cap) const {
+    /// Before anything was measured it is one: the first item tells how long one takes. An item
+    /// here takes `item_share` of the time of one measured so far (more than 1: it reserves time
+    /// for a later step over the same items).
+    std::size_t next_chunk(std::size_t left, std::size_t cap, double item_share = 1) const {
         std::size_t take = std::min(cap, left);
         const double budget = m_setup.budget_minutes * 60.0;
         if (budget <= 0) return take;
         const double spent = elapsed();
         if (spent >= budget) return 0;
         if (progress.measured == 0) return std::min<std::size_t>(take, 1);
-        const double per = spent / double(progress.measured);
+        const double per = item_share * spent / double(progress.measured);
         const auto fit = static_cast<std::size_t>(std::floor((budget - spent) / std::max(per, 1e-9)));
         return std::min(take, fit);
     }
@@ -330,8 +338,8 @@ public:
     /// Measures the disturbed chunks once more, in the order noted, while the budget lasts
     /// (MeasuringSetup::retake_disturbed), and those still disturbed then a second time: a slow
     /// spell of the host can outlast one retake. `chunk_items[i]` holds the items of the i-th
-    /// chunk noted; `measure_again(items)` measures them afresh (harness_afresh) and returns that
-    /// run's conditions, which replace the chunk's judgement.
+    /// chunk noted (empty: not measured again); `measure_again(i, items)` measures chunk i's items
+    /// afresh (harness_afresh) and returns that run's conditions, which replace its judgement.
     template <class MeasureAgain>
     void retake_disturbed(const std::vector<std::vector<std::size_t>>& chunk_items, MeasureAgain&& measure_again) {
         if (!m_setup.retake_disturbed) return;
@@ -340,7 +348,7 @@ public:
                 if (i >= chunk_items.size() || chunk_items[i].empty()) continue;
                 const auto n = chunk_items[i].size();
                 if (next_chunk(n, n) < n) return;  // the budget is spent
-                disturbance.retake(i, measure_again(chunk_items[i]));
+                disturbance.retake(i, measure_again(i, chunk_items[i]));
                 progress.measured += n;
                 report();
             }
@@ -351,10 +359,23 @@ public:
         if (m_pool && m_info.runner_device.empty() && !m_pool->device().empty()) {
             m_info.runner_device = m_pool->device();
             measure::write_store_info(m_sidecar, m_info);
+            for (const auto& p : m_second_sidecars) measure::write_store_info(p, m_info);
         }
     }
 
 private:
+    /// The sidecar of the store at `path`; refused when the store holds another device's or
+    /// other runners' measurements.
+    std::optional<measure::StoreInfo> checked_store_info(const std::filesystem::path& path,
+                                                         std::string_view verb) const {
+        auto info = measure::read_store_info(measure::sidecar_path(path));
+        std::error_code ec;
+        const bool has_rows = std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) > 0;
+        if (info && has_rows && (info->device != m_setup.device || info->runners != m_setup.runners))
+            raise<config_error>(m_what, ": ", path.string(), " holds measurements of device '", info->device,
+                                "' by other runners; ", verb, " this device into another store");
+        return info;
+    }
     void start_runners() {
         if (m_pool) return;
         if (!m_model_dir.empty()) {
@@ -373,6 +394,7 @@ private:
     std::chrono::steady_clock::time_point m_steady_start = std::chrono::steady_clock::now();
     double m_start = 0;
     std::filesystem::path m_sidecar, m_model_dir, m_reference_model;
+    std::vector<std::filesystem::path> m_second_sidecars;
     std::optional<measure::ResultsStore> m_store;
     measure::StoreInfo m_info;
     std::unique_ptr<measure::RunnerPool> m_pool;

@@ -96,6 +96,9 @@ struct DeviceBuildSetup {
     /// Of the budget left after the rules and the overhead, the share the profiled networks may
     /// take; single kernels of the kinds they miss get the rest.
     double network_share = 0.7;
+    /// Measure each profiled network's latency twice, a third time where they disagree
+    /// (NetworkProfilingSetup::confirm_latency).
+    bool confirm_latency = true;
     std::uint64_t seed = 1;
     std::function<void(const DeviceBuildProgress&)> on_progress;
     std::function<double()> clock;  ///< seconds; empty: a steady clock

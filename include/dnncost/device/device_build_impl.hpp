@@ -126,6 +126,7 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
         NetworkProfilingSetup ps;
         static_cast<MeasuringSetup&>(ps) = on_device;
         ps.store = setup.work_dir / "networks.csv";
+        ps.confirm_latency = setup.confirm_latency;
         ps.opset = std::max(spaces_opset(), synthetic::onnx_opset);
         if (setup.budget_minutes > 0) ps.budget_minutes = std::max(1e-9, remaining_minutes() * setup.network_share);
         ps.on_progress = [&](const SamplingProgress& p) { progress("networks", p); };
@@ -160,6 +161,11 @@ DNNCOST_FUNC auto dnncost::device::build_device_model(const std::vector<graph::G
             if (pr.over_budget > 0)
                 out.warnings.push_back(std::to_string(pr.over_budget) + " of " + std::to_string(nets.size()) +
                                        " networks were not profiled within the budget");
+            if (pr.unconfirmed > 0)
+                out.warnings.push_back(std::to_string(pr.unconfirmed) + " of the profiled networks' latencies were " +
+                                       "measured once: the budget ran out before they were measured again");
+            for (const auto& d : pr.disagreements)
+                if (d.find("no third measurement") != std::string::npos) out.warnings.push_back(d);
             if (const auto d = pr.disturbance.summary(); !d.empty())
                 out.warnings.push_back("whole networks: " + d + "; build again on a quiet machine");
             network_chunks = pr.disturbance;
@@ -443,6 +449,9 @@ MeasuredShots profile_shots(const DeviceModel& model, const std::vector<graph::G
         p.seed = setup.seed;
         p.opset = opset;
         p.retake_disturbed = setup.retake_disturbed;
+        // the shots are few and the calibration's time is short: one latency each, the harness's
+        // reference and retakes watching the host
+        p.confirm_latency = false;
         if (setup.events.on_progress)
             p.on_progress = [&](const SamplingProgress& sp) {
                 measure::Progress q;

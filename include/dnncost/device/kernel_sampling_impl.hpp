@@ -68,7 +68,7 @@ DNNCOST_FUNC auto dnncost::device::measure_kernel_samples(const std::vector<Kern
         run.report();
     }
     out.over_budget = todo.size() - next;
-    run.retake_disturbed(chunk_items, [&](const std::vector<std::size_t>& items) {
+    run.retake_disturbed(chunk_items, [&](std::size_t, const std::vector<std::size_t>& items) {
         std::vector<measure::Network> networks;
         for (const auto i : items) add_network(i, networks);
         return run.harness_afresh().run(store, networks).conditions;

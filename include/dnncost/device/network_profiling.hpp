@@ -8,6 +8,10 @@
 /// not measured again, and a network's model file is removed once it has both. Networks go in
 /// chunks; with a time budget, the time per network so far decides how many more fit.
 ///
+/// Each latency is measured a second time once every network has one, and a third time where the
+/// two disagree (NetworkProfilingSetup::confirm_latency); the second store lies beside the first
+/// (again_store_path).
+///
 /// A runner that answers the first profiled request without kernels cannot profile: the run stops
 /// there, before any latency is measured, and says so (NetworkProfilingResult::profiles). Needs
 /// the `dnncost::onnx` target.
@@ -35,13 +39,30 @@ struct NetworkProfilingSetup : MeasuringSetup {
     /// A network's scale beyond this factor of the median network's (either way) is profiled
     /// once more; 0: never.
     double profile_disagreement = 1.5;
+    /// Measure every network's latency once more after all were measured once (into
+    /// again_store_path), and a third time where the two disagree beyond the noise bound
+    /// (max(5 %, 3 x the larger spread)), keeping the median. The reference network, measured at
+    /// each chunk's start and end, misses a host that slows for a spell between them; the kernels
+    /// of a network measured in that spell would be scaled to a latency of another speed. The
+    /// main loop keeps time for it within the budget; networks the budget leaves unconfirmed are
+    /// counted (NetworkProfilingResult::unconfirmed).
+    bool confirm_latency = true;
 };
+
+/// The store of the networks' second latencies, beside `store`: "networks.csv" ->
+/// "networks.again.csv".
+inline std::filesystem::path again_store_path(const std::filesystem::path& store) {
+    return store.parent_path() / (store.stem().string() + ".again" + store.extension().string());
+}
 
 /// A network that gave samples: how its profile was scaled to its latency (InContextSamples).
 struct ProfiledNetwork {
     std::string key, id;
     double latency_ms = 0, profiled_ms = 0, profiler_ms = 0, sampled_ms = 0, scale = 1;
     std::size_t samples = 0, unmapped = 0, merged = 0;
+    /// Latencies measured, of which latency_ms is the median: 1 (not confirmed), 2 (they agreed),
+    /// 3 (the first two disagreed).
+    std::size_t latencies = 1;
 };
 
 struct NetworkProfilingResult {
@@ -60,6 +81,11 @@ struct NetworkProfilingResult {
     /// Profiled again in this run: their profile disagreed with their latency far more than the
     /// other networks' did (a profile disturbed by the host); the second profile is kept.
     std::size_t reprofiled = 0;
+    /// Networks whose latency was measured twice (confirm_latency), in this run or before; of
+    /// them, those measured a third time (the first two disagreed), one line each in
+    /// `disagreements`; and those left with one latency by the budget.
+    std::size_t confirmed = 0, latency_disagreed = 0, unconfirmed = 0;
+    std::vector<std::string> disagreements;
     std::size_t pass_kernels = 0, unmapped = 0, merged = 0, untimed = 0;  ///< over the networks used (InContextSamples)
     std::vector<std::string> problems;  ///< a line per network without a profile or a model file
     Disturbance disturbance;            ///< the chunks measured while other processes loaded the machine

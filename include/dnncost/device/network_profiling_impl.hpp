@@ -18,6 +18,8 @@
 #include <dnncost/device/network_profiling.hpp>
 #include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/measure/model_file.hpp>
+#include <dnncost/measure/reference.hpp>
+#include <dnncost/measure/run_conditions.hpp>
 #include <dnncost/measure/store.hpp>
 
 DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Graph>& networks, const FusionRules& rules,
@@ -31,6 +33,11 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
     for (auto& p : measure::read_kernel_profiles(profiles_path)) profiles[p.key] = std::move(p);
     run.open_store("profile");
     auto& store = run.store();
+    // the second latencies (confirm_latency): a network is done once it has both
+    std::unique_ptr<measure::ResultsStore> again_store;
+    if (setup.confirm_latency) again_store = run.open_second_store(again_store_path(setup.store), "profile");
+    // a second latency takes about half the time of a network profiled and measured
+    constexpr double confirm_share = 0.5;
 
     NetworkProfilingResult out;
     std::vector<measure::Network> nets;  // one per distinct network, in the order given
@@ -42,11 +49,20 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         nets.push_back({key, g.name().empty() ? key : g.name(), run.model_dir() / (key + ".onnx")});
         graph_of.push_back(&g);
     }
+    const auto latency_in = [](const measure::ResultsStore& st, const std::string& key) {
+        const auto* r = st.result(key);
+        return r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms > 0 ? r : nullptr;
+    };
     const auto measured_ok = [&](const std::string& key) {
         const auto* r = store.result(key);
         return r && r->ok() && !setup.harness.force;
     };
-    const auto done = [&](std::size_t i) { return measured_ok(nets[i].key) && profiles.count(nets[i].key) > 0; };
+    const auto confirmed_ok = [&](const std::string& key) {
+        return !again_store || (latency_in(*again_store, key) && !setup.harness.force);
+    };
+    const auto done = [&](std::size_t i) {
+        return measured_ok(nets[i].key) && profiles.count(nets[i].key) > 0 && confirmed_ok(nets[i].key);
+    };
     const auto drop_model = [&](std::size_t i) {
         std::error_code e;
         std::filesystem::remove(nets[i].model, e);
@@ -124,7 +140,8 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
     std::size_t next = 0;
     while (next < todo.size()) {
         // the first chunk is one network: whether the runner profiles at all
-        const std::size_t take = run.next_chunk(todo.size() - next, profiles.empty() ? 1 : setup.chunk);
+        const std::size_t take =
+            run.next_chunk(todo.size() - next, profiles.empty() ? 1 : setup.chunk, again_store ? 1 + confirm_share : 1);
         if (take == 0) break;
         const auto batch = write_models(
             std::vector<std::size_t>(todo.begin() + std::ptrdiff_t(next), todo.begin() + std::ptrdiff_t(next + take)));
@@ -168,22 +185,128 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         run.report();
     }
     out.over_budget = todo.size() - std::min(next, todo.size());
-    // a disturbed chunk's networks profiled and measured again, the profile kept if this one fails
-    run.retake_disturbed(chunk_items, [&](const std::vector<std::size_t>& items) {
+    std::vector<char> into_again(chunk_items.size(), 0);  // per chunk: measured into again_store
+
+    // the second latencies, in the order the first were taken: each a few minutes after its first
+    if (out.profiles && again_store) {
+        std::vector<std::size_t> to_confirm;
+        for (std::size_t i = 0; i < nets.size(); ++i)
+            if (latency_in(store, nets[i].key) && profiles.count(nets[i].key) && !confirmed_ok(nets[i].key))
+                to_confirm.push_back(i);
+        for (std::size_t at = 0; at < to_confirm.size();) {
+            const auto take = run.next_chunk(to_confirm.size() - at, setup.chunk, confirm_share);
+            if (take == 0) break;
+            const auto written = write_models(std::vector<std::size_t>(to_confirm.begin() + std::ptrdiff_t(at),
+                                                                       to_confirm.begin() + std::ptrdiff_t(at + take)));
+            at += take;
+            std::vector<measure::Network> batch;
+            for (const auto i : written) batch.push_back(nets[i]);
+            if (!batch.empty()) {
+                const auto summary = run.harness().run(*again_store, batch);
+                run.disturbance.note(summary.conditions);
+                chunk_items.push_back(written);
+                into_again.push_back(1);
+            }
+            for (const auto i : written) drop_model(i);
+            run.report();
+        }
+    }
+
+    // a disturbed chunk's networks measured again (and profiled again, where the chunk took the
+    // first latencies; the profile kept if this one fails)
+    const auto measure_chunk_again = [&](std::size_t chunk, const std::vector<std::size_t>& items) {
         const auto written = write_models(items);
-        std::size_t without_kernels = 0;
-        auto fresh = take_profiles(written, without_kernels, true);
-        if (!fresh.empty()) {
-            measure::merge_kernel_profiles(profiles_path, fresh);
-            for (auto& p : fresh) profiles[p.key] = std::move(p);
+        if (!into_again[chunk]) {
+            std::size_t without_kernels = 0;
+            auto fresh = take_profiles(written, without_kernels, true);
+            if (!fresh.empty()) {
+                measure::merge_kernel_profiles(profiles_path, fresh);
+                for (auto& p : fresh) profiles[p.key] = std::move(p);
+            }
         }
         std::vector<measure::Network> again;
         for (const auto i : written) again.push_back(nets[i]);
         measure::RunConditions c;
-        if (!again.empty()) c = run.harness_afresh().run(store, again).conditions;
+        if (!again.empty()) c = run.harness_afresh().run(into_again[chunk] ? *again_store : store, again).conditions;
         for (const auto i : written) drop_model(i);
         return c;
-    });
+    };
+    run.retake_disturbed(chunk_items, measure_chunk_again);
+
+    // where the two latencies disagree, a third decides: the median is kept, in both stores (a
+    // resumed run then finds them agreeing); with no third, the first stays
+    std::unordered_map<std::string, double> kept_latency;
+    std::unordered_map<std::string, std::size_t> latencies_of;
+    if (out.profiles && again_store) {
+        std::vector<std::size_t> disagree;
+        for (std::size_t i = 0; i < nets.size(); ++i) {
+            const auto* first = latency_in(store, nets[i].key);
+            const auto* second = latency_in(*again_store, nets[i].key);
+            if (!first || !profiles.count(nets[i].key)) continue;
+            if (!second) {
+                ++out.unconfirmed;
+                continue;
+            }
+            ++out.confirmed;
+            const auto noise = [](const measure::Record& r) { return std::isfinite(r.spread) ? r.spread : 0.0; };
+            const double bound = std::max(measure::reference_min_difference,
+                                          measure::reference_spread_factor * std::max(noise(*first), noise(*second)));
+            const auto [lo, hi] = std::minmax(first->latency_ms, second->latency_ms);
+            latencies_of[nets[i].key] = 2;
+            if (hi / lo - 1 > bound)
+                disagree.push_back(i);
+            else
+                kept_latency[nets[i].key] = (lo + hi) / 2;
+        }
+        out.latency_disagreed = disagree.size();
+        const auto text = [](double ms) { return measure::detail::fixed(ms, 4) + " ms"; };
+        std::vector<std::pair<measure::Record, measure::Record>> firsts;
+        for (const auto i : disagree)
+            firsts.emplace_back(*latency_in(store, nets[i].key), *latency_in(*again_store, nets[i].key));
+        std::vector<std::size_t> written;
+        if (!disagree.empty() && run.next_chunk(disagree.size(), disagree.size(), confirm_share) == disagree.size()) {
+            written = write_models(disagree);
+            std::vector<measure::Network> batch;
+            for (const auto i : written) batch.push_back(nets[i]);
+            if (!batch.empty()) {
+                run.disturbance.note(run.harness_afresh().run(*again_store, batch).conditions);
+                std::vector<std::vector<std::size_t>> only_this(chunk_items.size());
+                only_this.push_back(written);
+                chunk_items.push_back(written);
+                into_again.push_back(1);
+                run.retake_disturbed(only_this, measure_chunk_again);
+            }
+            for (const auto i : written) drop_model(i);
+        }
+        for (std::size_t d = 0; d < disagree.size(); ++d) {
+            const auto i = disagree[d];
+            const auto& [first, second] = firsts[d];
+            std::string line = nets[i].id + ": latency " + text(first.latency_ms) + ", then " + text(second.latency_ms);
+            const auto* third = std::find(written.begin(), written.end(), i) != written.end()
+                                    ? latency_in(*again_store, nets[i].key)
+                                    : nullptr;
+            if (!third) {
+                out.disagreements.push_back(line + "; no third measurement (" +
+                                            (written.empty() ? "the budget is spent" : "it failed") +
+                                            "), the first is kept");
+                continue;
+            }
+            std::vector<const measure::Record*> three{&first, &second, third};
+            std::sort(three.begin(), three.end(),
+                      [](const auto* a, const auto* b) { return a->latency_ms < b->latency_ms; });
+            const measure::Record median = *three[1];
+            out.disagreements.push_back(line + ", then " + text(third->latency_ms) + ": the median " +
+                                        text(median.latency_ms) + " is kept");
+            store.append(median);
+            again_store->append(median);
+            kept_latency[nets[i].key] = median.latency_ms;
+            latencies_of[nets[i].key] = 3;
+        }
+        if (!written.empty()) {
+            store.compact();
+            again_store->compact();
+        }
+    }
     if (!out.profiles) {
         run.finish();
         out.disturbance = run.disturbance;
@@ -199,11 +322,13 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
         std::vector<std::pair<std::size_t, double>> usable;  // network, its latency
         std::vector<ProfiledTotals> totals;
         for (std::size_t i = 0; i < nets.size(); ++i) {
-            const auto* r = store.result(nets[i].key);
+            const auto* r = latency_in(store, nets[i].key);
             const auto p = profiles.find(nets[i].key);
-            if (!(r && r->ok() && std::isfinite(r->latency_ms) && r->latency_ms > 0) || p == profiles.end()) continue;
-            usable.emplace_back(i, r->latency_ms);
-            ProfiledTotals t{0, p->second.kernels.size(), r->latency_ms};
+            if (!r || p == profiles.end()) continue;
+            const auto kept = kept_latency.find(nets[i].key);
+            const double latency_ms = kept == kept_latency.end() ? r->latency_ms : kept->second;
+            usable.emplace_back(i, latency_ms);
+            ProfiledTotals t{0, p->second.kernels.size(), latency_ms};
             for (const auto& k : p->second.kernels) t.profiled_ms += k.ms;
             totals.push_back(t);
         }
@@ -223,8 +348,10 @@ DNNCOST_FUNC auto dnncost::device::profile_networks(const std::vector<graph::Gra
             out.unmapped += s.unmapped;
             out.merged += s.merged;
             out.untimed += s.untimed;
+            const auto count = latencies_of.find(nets[i].key);
             out.networks.push_back({nets[i].key, nets[i].id, latency_ms, s.profiled_ms, s.profiler_ms, s.sampled_ms,
-                                    s.scale, s.rows.size(), s.unmapped, s.merged});
+                                    s.scale, s.rows.size(), s.unmapped, s.merged,
+                                    count == latencies_of.end() ? std::size_t(1) : count->second});
             for (auto& row : s.rows) out.rows.push_back(std::move(row));
         }
         return problems;
