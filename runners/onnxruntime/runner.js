@@ -207,29 +207,33 @@ function optimizedModelPath(model) {
 
 // The kernels of the last `repeats` runs in ONNX Runtime's profile (a Chrome trace: one "Node"
 // event per kernel execution, named "<node>_kernel_time", its operator in args.op_name, its
-// duration in microseconds), averaged per node and listed in execution order. Runs are told
-// apart by their "model_run" events, so warm-up runs are left out.
+// duration in microseconds), each node's time in its fastest run (of those it ran in), in
+// execution order. Runs are told apart by their "model_run" events, so warm-up runs are left
+// out. The fastest run, as the harness takes a network's fastest round: a mean takes in the runs
+// the profiler's own bookkeeping or the host interrupted, and moves from one profile to the next.
 function profileKernels(file, repeats) {
   const events = JSON.parse(fs.readFileSync(file, 'utf8'));
   if (!Array.isArray(events)) throw new Error(`profile ${file} is not a JSON array`);
   const runs = events.filter((e) => e && e.cat === 'Session' && e.name === 'model_run')
     .sort((a, b) => a.ts - b.ts).slice(-repeats);
   if (runs.length === 0) throw new Error(`profile ${file} has no model_run event`);
-  const inRun = (e) => runs.some((r) => e.ts >= r.ts && e.ts <= r.ts + r.dur);
+  const runOf = (e) => runs.findIndex((r) => e.ts >= r.ts && e.ts <= r.ts + r.dur);
   const suffix = '_kernel_time';
   const byNode = new Map();
   for (const e of events) {
-    if (!e || e.cat !== 'Node' || typeof e.name !== 'string' || !e.name.endsWith(suffix) || !inRun(e)) continue;
+    if (!e || e.cat !== 'Node' || typeof e.name !== 'string' || !e.name.endsWith(suffix)) continue;
+    const run = runOf(e);
+    if (run < 0) continue;
     const name = e.name.slice(0, -suffix.length);
     let k = byNode.get(name);
     if (!k) {
-      k = { name, op: (e.args && e.args.op_name) || '', us: 0, first: e.ts };
+      k = { name, op: (e.args && e.args.op_name) || '', us: new Array(runs.length).fill(null), first: e.ts };
       byNode.set(name, k);
     }
-    k.us += Number(e.dur) || 0;
+    k.us[run] = (k.us[run] || 0) + (Number(e.dur) || 0);  // a node that runs twice in one run: both executions
   }
   return [...byNode.values()].sort((a, b) => a.first - b.first)
-    .map((k) => ({ name: k.name, op: k.op, ms: k.us / 1000 / runs.length }));
+    .map((k) => ({ name: k.name, op: k.op, ms: Math.min(...k.us.filter((us) => us !== null)) / 1000 }));
 }
 
 function checkCount(value, what) {

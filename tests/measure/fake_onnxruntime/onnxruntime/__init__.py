@@ -1,7 +1,9 @@
 """A stand-in for the onnxruntime Python package, enough of its API for the Python runner's tests
 (runners/onnxruntime-python): sessions that load any existing file, two inputs (a float tensor
 with a symbolic batch dimension and an int64 one), runs that take about a millisecond, a profile
-in ONNX Runtime's Chrome-trace form and an "optimised model" copied from the model.
+in ONNX Runtime's Chrome-trace form and an "optimised model" copied from the model. With the
+profiler on, every second run of a session is interrupted in its "pool" kernel for 40 ms, so
+that a runner's kernel times show which of the runs they took.
 
 FAKE_ORT_LOG names a file that gets one line per event: "session MODEL", "run MODEL SUM" (the
 sum of the float input, to check the runner's seeded data), "release MODEL". A model file whose
@@ -63,6 +65,7 @@ class InferenceSession:
         self._options = sess_options or SessionOptions()
         self._events = []
         self._start = time.perf_counter()
+        self._runs = 0
         if self._options.optimized_model_filepath:
             shutil.copyfile(path, self._options.optimized_model_filepath)
         _log(f'session {os.path.basename(path)} level={self._options.graph_optimization_level} '
@@ -79,10 +82,12 @@ class InferenceSession:
         if x.dtype != np.float32 or x.shape != (1, 3, 4, 4) or feeds['steps'].dtype != np.int64:
             raise RuntimeError('INVALID_ARGUMENT: unexpected input')
         begin = self._us()
+        self._runs += 1
         nodes = []
         for name, op in (('conv_fused', 'FusedConv'), ('pool', 'GlobalAveragePool')):
             t = self._us()
-            time.sleep(0.0005)
+            interrupted = self._options.enable_profiling and name == 'pool' and self._runs % 2 == 0
+            time.sleep(0.04 if interrupted else 0.0005)
             nodes.append({'cat': 'Node', 'ph': 'X', 'ts': t, 'dur': self._us() - t, 'name': name + '_kernel_time',
                           'args': {'op_name': op, 'provider': 'CPUExecutionProvider'}})
             # ONNX Runtime also records the fences around a kernel: not kernels themselves
