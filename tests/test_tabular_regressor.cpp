@@ -371,6 +371,115 @@ TEST_CASE("choose_tabular_regressor: the beyond test holds out the largest rows 
                          doctest::Contains("beyond fraction"), config_error);
 }
 
+TEST_CASE("held_out_split: whole groups on one side, about the fraction held out, single rows without groups") {
+    // 60 rows: 12 groups of 1 to 8 rows, and rows of no group (an empty name each)
+    std::vector<std::string> groups;
+    for (int g = 0; g < 12; ++g)
+        for (int r = 0; r <= g % 8; ++r) groups.push_back("net" + std::to_string(g));
+    while (groups.size() < 60) groups.emplace_back();
+    const Index n = static_cast<Index>(groups.size());
+    const auto split = held_out_split(n, 0.2, 9, groups);
+    std::vector<int> seen(groups.size(), 0);
+    for (const auto i : split.held) ++seen[static_cast<std::size_t>(i)];
+    for (const auto i : split.train) ++seen[static_cast<std::size_t>(i)];
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+    for (const auto h : split.held)
+        for (const auto t : split.train)
+            if (!groups[static_cast<std::size_t>(h)].empty())
+                CHECK(groups[static_cast<std::size_t>(h)] != groups[static_cast<std::size_t>(t)]);
+    // groups are drawn until 12 rows (a fifth) are held out: the last may take up to 7 more
+    CHECK(split.held.size() >= 12);
+    CHECK(split.held.size() <= 19);
+    CHECK(held_out_split(n, 0.2, 9, groups).held == split.held);
+    CHECK(held_out_split(n, 0.2, 10, groups).held != split.held);
+
+    // without groups, exactly the fraction of single rows; one group of every row but one: the same
+    const auto rows = held_out_split(n, 0.2, 9);
+    CHECK(rows.held.size() == 12);
+    std::vector<std::string> one(groups.size(), "net");
+    one.back() = "";
+    CHECK(held_out_split(n, 0.2, 9, one).held == rows.held);
+    CHECK_THROWS_AS(held_out_split(n, 0.2, 9, std::span(groups).first(10)), config_error);
+    CHECK_THROWS_AS(held_out_split(n, 1.0, 9, groups), config_error);
+    CHECK_THROWS_AS(held_out_split(1, 0.2, 9), shape_error);
+}
+
+namespace {
+// Planted candidates for rows of networks that each run at their own speed: one copies the
+// residual of the row nearest in the network-code feature (exact for a network it has seen, as
+// trees that memorise a network's shapes are), one prices every row by the law alone.
+class NearestResidualRegressor final : public TabularRegressor {
+public:
+    std::string kind() const override { return "nearest"; }
+
+protected:
+    void fit_log(const Mat<double>& x, const Eigen::VectorXd& y) override {
+        m_code = x.col(1);
+        m_residual = y - x.col(0);
+    }
+    Eigen::VectorXd predict_log(const Mat<double>& x) const override {
+        Eigen::VectorXd out(x.rows());
+        for (Index i = 0; i < x.rows(); ++i) {
+            Index best = 0;
+            (m_code.array() - x(i, 1)).abs().minCoeff(&best);
+            out(i) = x(i, 0) + m_residual(best);
+        }
+        return out;
+    }
+    void save_model(io::BinaryWriter&) const override {}
+    void load_model(io::BinaryReader&, std::size_t) override {}
+
+private:
+    Eigen::VectorXd m_code, m_residual;
+};
+class MeanLawRegressor final : public TabularRegressor {
+public:
+    std::string kind() const override { return "law"; }
+
+protected:
+    void fit_log(const Mat<double>& x, const Eigen::VectorXd& y) override { m_offset = (y - x.col(0)).mean(); }
+    Eigen::VectorXd predict_log(const Mat<double>& x) const override { return x.col(0).array() + m_offset; }
+    void save_model(io::BinaryWriter&) const override {}
+    void load_model(io::BinaryReader&, std::size_t) override {}
+
+private:
+    double m_offset = 0;
+};
+}  // namespace
+
+TEST_CASE("choose_tabular_regressor by groups: a candidate that knows only the networks it saw loses") {
+    // 40 networks of 10 kernels; network g runs at its own factor in [0.7, 1.3]
+    const Index n = 400;
+    Mat<double> x(n, 2);
+    std::vector<double> ms;
+    std::vector<std::string> groups;
+    Rng rng(3);
+    std::vector<double> factor;
+    for (int g = 0; g < 40; ++g) factor.push_back(0.7 + 0.6 * rng.uniform());
+    for (Index i = 0; i < n; ++i) {
+        const auto g = static_cast<int>(i / 10);
+        x(i, 0) = 5 * rng.uniform();
+        x(i, 1) = g / 40.0;
+        ms.push_back(std::exp(x(i, 0)) * factor[static_cast<std::size_t>(g)]);
+        groups.push_back("net" + std::to_string(g));
+    }
+    const std::vector<std::string> names{"log_flops", "network_code"};
+    const std::vector<TabularCandidate> candidates{
+        {"nearest", [] { return std::make_unique<NearestResidualRegressor>(); }},
+        {"law", [] { return std::make_unique<MeanLawRegressor>(); }},
+    };
+    const TabularChoiceOptions options{.beyond_fraction = 0};
+    // single rows held out: every held-out network was seen, and the copy is exact
+    const auto by_rows = choose_tabular_regressor(x, ms, names, candidates, options);
+    CHECK(by_rows.chosen == "nearest");
+    CHECK(by_rows.scores[0].mape < 1e-9);
+    // whole networks held out: the copy carries a neighbour's speed, the law the mean one
+    const auto by_networks = choose_tabular_regressor(x, ms, names, candidates, options, groups);
+    CHECK(by_networks.chosen == "law");
+    CHECK(by_networks.scores[0].mape > by_networks.scores[1].mape);
+    CHECK(by_networks.held_out_rows == 80);
+}
+
 TEST_CASE("select_candidates keeps the candidates named, in the order named") {
     const auto names = [](const std::vector<TabularCandidate>& c) {
         std::vector<std::string> out;

@@ -304,7 +304,8 @@ void add_device_check_command(Command& device, Context& ctx) {
     add_search_space_options(*cmd, a->space, a->space_options, "Search space of --sample");
     add_sample_options(*cmd, a->sample, a->seed, "Seed of --sample and of the model weights");
     cmd->add_option("--warmup", a->warmup, "Untimed runs before the profiled ones")->capture_default_str();
-    cmd->add_option("--repeats", a->repeats, "Profiled runs (kernel times are their average)")->capture_default_str();
+    cmd->add_option("--repeats", a->repeats, "Profiled runs (each kernel's time is its fastest run)")
+        ->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Seconds a network may take")->capture_default_str();
     cmd->add_option("--write-rules", a->write_rules,
                     "Write the rules checked with the rule changes the disagreements point at applied (check "

@@ -137,7 +137,8 @@ DNNCOST_FUNC KernelSample overhead_sample();
 inline std::vector<KernelMeasurement> measurements(const std::vector<KernelRow>& rows) {
     std::vector<KernelMeasurement> out;
     out.reserve(rows.size());
-    for (const auto& r : rows) out.push_back({r.kind, r.features, r.latency_ms, r.in_context});
+    for (const auto& r : rows)
+        out.push_back({r.kind, r.features, r.latency_ms, r.in_context, r.in_context ? in_context_network(r.key) : ""});
     return out;
 }
 }  // namespace detail

@@ -49,7 +49,17 @@ struct KernelMeasurement {
     std::vector<double> features;
     double latency_ms = 0;
     bool in_context = false;
+    /// The network an in-context sample was profiled in (in_context_network); empty for a kernel
+    /// measured alone. A kind's regressors are compared on the kernels of held-out networks.
+    std::string network{};
 };
+
+/// The network of an in-context sample's store key ("<network key>#<kernel index>",
+/// in_context.hpp); empty for a key without the index.
+inline std::string in_context_network(std::string_view key) {
+    const auto hash = key.rfind('#');
+    return hash == std::string_view::npos ? std::string() : std::string(key.substr(0, hash));
+}
 
 /// A kernel of a network as the runtime's profiler timed it: its index in the kernel pass of the
 /// network under the model's rules (the "<network>#<index>" of its in-context sample,

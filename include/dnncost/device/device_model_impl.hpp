@@ -84,13 +84,17 @@ DNNCOST_FUNC DeviceModel DeviceModel::build(FusionRules rules, std::span<const K
         auto& km = m.m_kinds[k];  // a family none of whose samples ran unfused gets its entry here
         Mat<double> x(static_cast<Index>(rows.size()), static_cast<Index>(names.size()));
         std::vector<double> y;
+        std::vector<std::string> networks;
         for (std::size_t r = 0; r < rows.size(); ++r) {
             const auto& s = samples[rows[r]];
             for (std::size_t j = 0; j < names.size(); ++j)
                 x(static_cast<Index>(r), static_cast<Index>(j)) = s.features[j];
             y.push_back(s.in_context ? s.latency_ms : kernel_time(s.latency_ms, run_overhead_ms));
+            networks.push_back(s.network);
         }
-        auto choice = choose_tabular_regressor(x, y, names, candidates, options.choice);
+        // a network's kernels share its shapes and its run: held out with their network, they
+        // score a candidate as the model is used, on networks it has not seen
+        auto choice = choose_tabular_regressor(x, y, names, candidates, options.choice, networks);
         km.regressor = std::move(choice.model);
         km.chosen = std::move(choice.chosen);
         km.scores = std::move(choice.scores);

@@ -87,6 +87,7 @@ DNNCOST_FUNC auto dnncost::device::read_kernel_sample_file(const std::filesystem
             m.features.push_back(v.number);
         }
         f.keys.push_back(string_of(row, "key", what));
+        if (m.in_context) m.network = in_context_network(f.keys.back());
         f.samples.push_back(std::move(m));
     }
     return f;

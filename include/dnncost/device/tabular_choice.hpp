@@ -101,16 +101,32 @@ struct TabularChoice {
     Index beyond_rows = 0;  ///< rows of the beyond test; 0: none was made
 };
 
-/// Split the rows of one kernel kind (seeded) into training and held-out parts, fit every
-/// candidate on the training part and score it on the held-out part. With a beyond test (at least
-/// 3 rows held out and 10 left, and a size feature that varies), fit every candidate again
-/// without the largest rows and score it on them. Keep the candidate with the lowest mean of the
-/// two MAPEs, or of the held-out MAPE alone without a beyond test (a tie goes to the earlier one).
+/// The rows of a seeded held-out split: `held` (about `fraction` of the rows, at least one) and
+/// `train` (at least one). Where `groups` names a group per row, whole groups are drawn: the rows
+/// of one non-empty group land on one side, so the held-out rows are of groups no fit saw (the
+/// kernels of whole networks, as a model meets a user's network). An empty name is a group of its
+/// own; without `groups` single rows are drawn. Where the groups drawn would hold out more than
+/// twice the fraction (a group of many of the rows), single rows are drawn instead.
+struct HeldOutSplit {
+    std::vector<Index> held, train;
+};
+/// @throws config_error for a fraction outside (0, 1) or `groups` of another length than `n`;
+///         shape_error for fewer than two rows
+DNNCOST_FUNC HeldOutSplit held_out_split(Index n, double fraction, std::uint64_t seed,
+                                         std::span<const std::string> groups = {});
+
+/// Split the rows of one kernel kind (held_out_split, by `groups` when given) into training and
+/// held-out parts, fit every candidate on the training part and score it on the held-out part.
+/// With a beyond test (at least 3 rows held out and 10 left, and a size feature that varies), fit
+/// every candidate again without the largest rows and score it on them. Keep the candidate with
+/// the lowest mean of the two MAPEs, or of the held-out MAPE alone without a beyond test (a tie
+/// goes to the earlier one).
 /// @throws config_error for no candidates or a bad fraction; whatever a candidate's fit throws
 DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::span<const double> latency_ms,
                                                     const std::vector<std::string>& feature_names,
                                                     const std::vector<TabularCandidate>& candidates,
-                                                    const TabularChoiceOptions& options = {});
+                                                    const TabularChoiceOptions& options = {},
+                                                    std::span<const std::string> groups = {});
 
 /// Load a regressor saved by TabularRegressor::save, whatever its implementation.
 /// @throws parse_error naming `source` for a damaged file or a kind this build cannot read

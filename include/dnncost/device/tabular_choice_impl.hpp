@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -64,10 +65,55 @@ DNNCOST_FUNC std::vector<TabularCandidate> roofline_candidates(std::vector<Tabul
     return c;
 }
 
+DNNCOST_FUNC HeldOutSplit held_out_split(Index n, double fraction, std::uint64_t seed,
+                                         std::span<const std::string> groups) {
+    if (!(fraction > 0 && fraction < 1))
+        raise<config_error>("held_out_split: held-out fraction ", fraction, " outside (0, 1)");
+    if (!groups.empty() && static_cast<Index>(groups.size()) != n)
+        raise<config_error>("held_out_split: ", groups.size(), " group names for ", n, " rows");
+    const Index n_held = std::max<Index>(1, static_cast<Index>(std::lround(fraction * static_cast<double>(n))));
+    if (n_held >= n) raise<shape_error>("held_out_split: ", n, " rows are too few to hold any out");
+    Rng rng(seed);
+    HeldOutSplit split;
+    if (!groups.empty()) {
+        // the rows of each group, groups in order of their first row
+        std::vector<std::vector<Index>> members;
+        std::map<std::string_view, std::size_t> index_of;
+        for (Index i = 0; i < n; ++i) {
+            const std::string_view g = groups[static_cast<std::size_t>(i)];
+            std::size_t m = members.size();
+            if (g.empty())
+                members.emplace_back();
+            else if (const auto [it, added] = index_of.emplace(g, m); !added)
+                m = it->second;
+            else
+                members.emplace_back();
+            members[m].push_back(i);
+        }
+        std::vector<std::size_t> order(members.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        rng.shuffle(order.begin(), order.end());
+        for (const auto m : order) {
+            auto& side = static_cast<Index>(split.held.size()) < n_held ? split.held : split.train;
+            side.insert(side.end(), members[m].begin(), members[m].end());
+        }
+        if (!split.train.empty() && static_cast<Index>(split.held.size()) <= 2 * n_held) return split;
+        split = {};
+        rng = Rng(seed);
+    }
+    std::vector<Index> order(static_cast<std::size_t>(n));
+    std::iota(order.begin(), order.end(), Index{0});
+    rng.shuffle(order.begin(), order.end());
+    split.held.assign(order.begin(), order.begin() + n_held);
+    split.train.assign(order.begin() + n_held, order.end());
+    return split;
+}
+
 DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::span<const double> latency_ms,
                                                     const std::vector<std::string>& feature_names,
                                                     const std::vector<TabularCandidate>& candidates,
-                                                    const TabularChoiceOptions& options) {
+                                                    const TabularChoiceOptions& options,
+                                                    std::span<const std::string> groups) {
     if (candidates.empty()) raise<config_error>("choose_tabular_regressor: no candidates");
     if (!(options.held_out_fraction > 0 && options.held_out_fraction < 1))
         raise<config_error>("choose_tabular_regressor: held-out fraction ", options.held_out_fraction,
@@ -88,12 +134,10 @@ DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::s
                 raise<config_error>("choose_tabular_regressor: feature ", j, " of row ", i, " is ", x(i, j));
     }
     const Index n = x.rows();
-    const Index n_held = std::max<Index>(1, static_cast<Index>(std::lround(options.held_out_fraction * n)));
-    if (n_held >= n) raise<shape_error>("choose_tabular_regressor: ", n, " rows are too few to hold any out");
-    std::vector<Index> order(static_cast<std::size_t>(n));
-    std::iota(order.begin(), order.end(), Index{0});
-    Rng rng(options.seed);
-    rng.shuffle(order.begin(), order.end());
+    if (!groups.empty() && static_cast<Index>(groups.size()) != n)
+        raise<config_error>("choose_tabular_regressor: ", groups.size(), " group names for ", n, " rows");
+    if (n < 2) raise<shape_error>("choose_tabular_regressor: ", n, " rows are too few to hold any out");
+    const auto split = held_out_split(n, options.held_out_fraction, options.seed, groups);
     auto take = [&](const std::vector<Index>& rows, std::size_t from, std::size_t to, Mat<double>& xs,
                     std::vector<double>& ys) {
         xs.resize(static_cast<Index>(to - from), x.cols());
@@ -105,8 +149,8 @@ DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::s
     };
     Mat<double> x_held, x_train;
     std::vector<double> y_held, y_train;
-    take(order, 0, static_cast<std::size_t>(n_held), x_held, y_held);
-    take(order, static_cast<std::size_t>(n_held), order.size(), x_train, y_train);
+    take(split.held, 0, split.held.size(), x_held, y_held);
+    take(split.train, 0, split.train.size(), x_train, y_train);
 
     // the beyond test: the rows of the largest size last, the held-out ones after the cut
     Mat<double> x_small, x_large;
@@ -130,7 +174,7 @@ DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::s
     const bool beyond = !y_large.empty();
 
     TabularChoice choice;
-    choice.held_out_rows = n_held;
+    choice.held_out_rows = static_cast<Index>(split.held.size());
     choice.beyond_rows = beyond ? n_large : 0;
     std::size_t best = 0;
     auto criterion = [](const TabularScore& s) { return s.beyond_mape ? (s.mape + *s.beyond_mape) / 2 : s.mape; };
