@@ -134,9 +134,6 @@ DNNCOST_FUNC TabularChoice choose_tabular_regressor(const Mat<double>& x, std::s
                 raise<config_error>("choose_tabular_regressor: feature ", j, " of row ", i, " is ", x(i, j));
     }
     const Index n = x.rows();
-    if (!groups.empty() && static_cast<Index>(groups.size()) != n)
-        raise<config_error>("choose_tabular_regressor: ", groups.size(), " group names for ", n, " rows");
-    if (n < 2) raise<shape_error>("choose_tabular_regressor: ", n, " rows are too few to hold any out");
     const auto split = held_out_split(n, options.held_out_fraction, options.seed, groups);
     auto take = [&](const std::vector<Index>& rows, std::size_t from, std::size_t to, Mat<double>& xs,
                     std::vector<double>& ys) {
