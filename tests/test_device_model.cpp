@@ -633,6 +633,19 @@ TEST_CASE("device model: fit() finds planted sample-boundary rates (and with a f
     CHECK(m.calibration_factor() == 1.0);
     const auto one = m.predict_mean(va.graphs);
     for (std::size_t i = 0; i < one.size(); ++i) CHECK(one[i] / va.targets[i] == doctest::Approx(1.0).epsilon(0.005));
+    // a scale alone: networks 0.9x their kernels' sum get no rates and the factor 0.9, and every
+    // price is the kernel sum times it
+    m.set_boundary_scale(device::BoundaryScale::alone);
+    for (std::size_t i = 0; i < tr.size(); ++i) tr.targets[i] = 0.9 * raw[i].total_ms;
+    for (std::size_t i = 0; i < va.size(); ++i) va.targets[i] = 0.9 * raw[45 + i].total_ms;
+    m.fit(tr, va, {});
+    REQUIRE(m.boundary_fit());
+    CHECK(m.boundary_fit()->kept);
+    CHECK(m.boundary().is_zero());
+    CHECK(m.calibration_factor() == doctest::Approx(0.9).epsilon(1e-9));
+    const auto alone = m.predict_mean(va.graphs);
+    for (std::size_t i = 0; i < alone.size(); ++i)
+        CHECK(alone[i] == doctest::Approx(0.9 * raw[45 + i].total_ms).epsilon(1e-9));
 }
 
 TEST_CASE("device model: the totals alone are the breakdown's totals, fallbacks and repeated kernels included") {

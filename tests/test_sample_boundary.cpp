@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
@@ -92,6 +93,29 @@ TEST_CASE("sample boundary without a scale: planted rates recovered, and a level
     CHECK(one.rms_log_fitted == doctest::Approx(std::log(1.2)));
     CHECK(one.rms_log_zero == doctest::Approx(std::log(1.2)));
     CHECK(device::fit_sample_boundary(slow, device::BoundaryScale::free).scale == doctest::Approx(1.2).epsilon(1e-3));
+}
+
+TEST_CASE("sample boundary, scale alone: the level of networks 0.9x their kernels' sum, no rates, even where rates would fit") {
+    // networks at a level of their own, and networks whose edges rates would take off: the scale
+    // is exp(mean log(measured / sum)) either way, and no time comes off by output size
+    const auto level = device::fit_sample_boundary(planted({}, 0.9, 40, 3), device::BoundaryScale::alone);
+    CHECK(level.cost.is_zero());
+    CHECK(level.scale == doctest::Approx(0.9).epsilon(1e-9));
+    CHECK(level.rms_log_zero == doctest::Approx(-std::log(0.9)));
+    CHECK(level.rms_log_fitted < 1e-9);
+    const auto edged = planted({0.002, 0.2, 0.08}, 1.0, 60, 11);
+    const auto alone = device::fit_sample_boundary(edged, device::BoundaryScale::alone);
+    CHECK(alone.cost.is_zero());
+    double mean = 0;
+    for (const auto& n : edged) {
+        double sum = n.overhead_ms;
+        for (const auto& k : n.kernels) sum += k.sample_ms;
+        mean += std::log(n.measured_ms / sum) / static_cast<double>(edged.size());
+    }
+    CHECK(alone.scale == doctest::Approx(std::exp(mean)).epsilon(1e-12));
+    CHECK(alone.rms_log_fitted <= alone.rms_log_zero);
+    CHECK_THROWS_AS(device::fit_sample_boundary(std::span(edged).first(2), device::BoundaryScale::alone),
+                    config_error);
 }
 
 TEST_CASE("sample boundary: too few networks, empty networks and bad figures are errors naming them") {

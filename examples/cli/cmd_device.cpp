@@ -458,7 +458,9 @@ inline void run_residual(const ResidualArgs& a) {
     if (tr.graphs.empty()) raise<config_error>("device residual: no measured networks to train on");
     if (a.no_boundary && a.no_residual) raise<config_error>("device residual: --no-boundary and --no-residual leave nothing to fit");
     m->set_fit_parts(!a.no_boundary, !a.no_residual);
-    m->set_boundary_scale(a.boundary_scale == "one" ? device::BoundaryScale::one : device::BoundaryScale::free);
+    m->set_boundary_scale(a.boundary_scale == "one"    ? device::BoundaryScale::one
+                          : a.boundary_scale == "free" ? device::BoundaryScale::free
+                                                       : device::BoundaryScale::alone);
     device::KernelResidualOptions o;
     o.max_epochs = a.epochs;
     o.patience = a.patience;
@@ -687,8 +689,9 @@ inline void add_device_residual(Command& device, Context& ctx) {
     res->add_flag("--no-residual", ra->no_residual, "Train no residual: the rates (and scale) alone");
     res->add_option("--boundary-scale", ra->boundary_scale,
                     "one: no scale, the rates alone bring the networks to their latency; free: a scale fitted "
-                    "with the rates, which becomes the calibration factor")
-        ->check(check::member({"free", "one"}))
+                    "with the rates, which becomes the calibration factor; alone: that scale and no rates, for a "
+                    "model whose kernels were sampled in context (they have no sample edges to remove)")
+        ->check(check::member({"free", "one", "alone"}))
         ->capture_default_str();
     add_json_flag(*res, ra->json_out);
     res->callback([ra, &ctx] {

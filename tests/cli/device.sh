@@ -253,6 +253,24 @@ fitted=$(grep -o '"calibration_factor": [0-9.e+-]*' fit_free.json | awk '{ print
 "$bin" device info --model fit_free.dnnc --json > fit_info.json || fail "device info on a fitted model"
 grep -q "\"calibration_factor\": $fitted" fit_info.json || fail "device info: not the fitted factor $fitted"
 grep -q '"sample_boundary"' fit_info.json || fail "device info --json lacks the sample boundary"
+# a scale alone: no rates, the scale is the calibration factor, every price the kernel sum times it
+"$bin" device residual --model dev.dnnc --data nets.csv --no-residual --boundary-scale alone --out fit_alone.dnnc \
+  --json > fit_alone.json 2> fit_alone.err || { fail "device residual --boundary-scale alone"; tail -3 fit_alone.err; }
+python3 - fit_alone.json dev.dnnc fit_alone.dnnc "$bin" nets.csv <<'PY' || fail "device residual --boundary-scale alone: not the kernel sum times its factor"
+import json, subprocess, sys
+fit = json.load(open(sys.argv[1]))
+rates = fit["sample_boundary"]
+assert all(v == 0 for v in rates.values()), rates
+factor = fit["calibration_factor"]
+assert factor > 0, factor
+def prices(model):
+    out = subprocess.run([sys.argv[4], "predict", "--model", model, "--space", "nb201", "--json",
+                          "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|none~2|"],
+                         check=True, capture_output=True, text=True).stdout
+    return [p["latency"] for p in json.loads(out)["predictions"]]
+for a, b in zip(prices(sys.argv[2]), prices(sys.argv[3])):
+    assert abs(b - factor * a) <= 1e-6 * a, (a, b, factor)
+PY
 "$bin" device residual --model dev.dnnc --data nets.csv --boundary-scale half --out x.dnnc > /dev/null 2> scale.err &&
   fail "device residual --boundary-scale half succeeded"
 grep -q "free" scale.err || fail "device residual --boundary-scale half: the error does not name the choices"

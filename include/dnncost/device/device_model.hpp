@@ -203,8 +203,9 @@ public:
     /// Fits the model to whole networks measured on the device (`train`; `validation` decides what
     /// is kept and stops the residual's training), the kernel regressors staying as built:
     ///  1. the sample-boundary rates (sample_boundary.hpp), with a scale only when
-    ///     set_boundary_scale(BoundaryScale::free) asks for one, kept only when they narrow the
-    ///     error of log(measured / predicted) on validation (on train without one);
+    ///     set_boundary_scale(BoundaryScale::free) asks for one, or a scale and no rates
+    ///     (BoundaryScale::alone); kept only when they narrow the error of log(measured /
+    ///     predicted) on validation (on train without one);
     ///  2. that scale becomes the calibration factor: the model now prices this device;
     ///  3. the graph-level residual on what is left, kept only when it beats no residual on
     ///     validation (KernelResidual::fit).
@@ -220,7 +221,8 @@ public:
         m_fit_residual = residual;
     }
     /// How the next fit() treats the networks' overall level (BoundaryScale::one by default: a scale
-    /// fitted to small networks does not carry to large ones, whose kernels the samples price).
+    /// fitted to small networks does not carry to large ones, whose kernels single-kernel samples
+    /// price; BoundaryScale::alone for kernels priced in context, which have no edges to remove).
     void set_boundary_scale(BoundaryScale s) { m_boundary_scale = s; }
     /// What the last fit() found for the sample boundary (rates, spread without and with them on
     /// the networks that judged them, and whether they were kept); none before a fit.

@@ -288,6 +288,8 @@ DNNCOST_FUNC estimators::FitResult DeviceModel::fit_impl(const train::TrainData&
     if (m_fit_boundary && train.size() >= 3) {
         const auto nets = boundary_networks(train);
         const auto f = fit_sample_boundary(nets, m_boundary_scale);
+        // what the rates are judged against: a scale alone where they come with one; the plain
+        // kernel sum where they come without, or where the scale is all that is fitted
         const double zero_scale =
             m_boundary_scale == BoundaryScale::free ? std::exp(detail::boundary_log_spread(nets, {}).second) : 1.0;
         const auto judge = validation.size() > 0 ? boundary_networks(validation) : nets;

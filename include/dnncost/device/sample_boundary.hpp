@@ -16,6 +16,10 @@
 /// physical parameters that carry from small networks to large ones, where a learnt residual
 /// would not. A scale fitted beside them (BoundaryScale::free) would not carry: the rates take
 /// almost nothing off a large network, so a scale that small networks ask for is all it gets.
+/// A model whose kernels are priced from in-context samples (profiled inside whole networks) has
+/// no sample edges to remove: rates fitted to it take time off by output size where the networks
+/// differ from its samples in level, which can distort large networks. A scale alone
+/// (BoundaryScale::alone) fits such a model's level and keeps the kernel sum's shape.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -62,7 +66,7 @@ struct BoundaryNetwork {
 
 struct SampleBoundaryFit {
     SampleBoundaryCost cost;
-    double scale = 1;           ///< BoundaryScale::free: exp(mean log(measured / predicted)) at the fitted rates
+    double scale = 1;           ///< free, alone: exp(mean log(measured / predicted)) at the fitted rates
     double rms_log_zero = 0;    ///< the error minimised (spread about the mean, or root mean square), no rates
     double rms_log_fitted = 0;  ///< the same with the fitted rates
 };
@@ -107,11 +111,13 @@ inline std::pair<double, double> boundary_log_spread(std::span<const BoundaryNet
 enum class BoundaryScale {
     free,  ///< a scale fitted with the rates: the spread about the mean is minimised
     one,   ///< no scale: the error itself is minimised, so large kernels keep their regressors' price
+    alone, ///< a scale and no rates: exp(mean log(measured / kernel sum)), every network's shape kept
 };
 
 /// Fits the three rates (>= 0), and with BoundaryScale::free a scale, to measured networks: a grid
 /// over the rates (zero, and geometric ranges: 1e-5 to 0.1 ms per kernel, 0.001 to 30 ms/MB),
-/// then a pattern search around the best point (one and two rates at a time).
+/// then a pattern search around the best point (one and two rates at a time). BoundaryScale::alone
+/// fits the scale and leaves the rates at zero.
 /// @throws config_error for fewer than 3 networks, a network without kernels, or a latency or
 ///         kernel figure that is not finite and positive
 inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> nets, BoundaryScale level) {
@@ -129,6 +135,13 @@ inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> ne
                   k.output_bytes >= 0 && std::isfinite(k.reorder_bytes) && k.reorder_bytes >= 0))
                 raise<config_error>("sample boundary fit: network ", i + 1, " has a kernel of ", k.sample_ms, " ms, ",
                                     k.output_bytes, " output bytes, ", k.reorder_bytes, " reorder bytes");
+    }
+    if (level == BoundaryScale::alone) {
+        SampleBoundaryFit f;
+        f.rms_log_zero = detail::boundary_log_rms(nets, {}, 1.0);
+        f.scale = std::exp(detail::boundary_log_spread(nets, {}).second);
+        f.rms_log_fitted = detail::boundary_log_rms(nets, {}, f.scale);
+        return f;
     }
     const auto geometric = [](double lo, double hi, int points) {
         std::vector<double> g{0.0};
