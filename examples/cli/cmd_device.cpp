@@ -689,8 +689,8 @@ inline void add_device_residual(Command& device, Context& ctx) {
     res->add_flag("--no-residual", ra->no_residual, "Train no residual: the rates (and scale) alone");
     res->add_option("--boundary-scale", ra->boundary_scale,
                     "one: no scale, the rates alone bring the networks to their latency; free: a scale fitted "
-                    "with the rates, which becomes the calibration factor; alone: that scale and no rates, for a "
-                    "model whose kernels were sampled in context (they have no sample edges to remove)")
+                    "with the rates, which becomes the calibration factor; alone: that scale and no rates, the kernel "
+                    "sum's shape kept (docs/device_model.md compares it with the rates)")
         ->check(check::member({"free", "one", "alone"}))
         ->capture_default_str();
     add_json_flag(*res, ra->json_out);

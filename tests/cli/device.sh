@@ -256,7 +256,7 @@ grep -q '"sample_boundary"' fit_info.json || fail "device info --json lacks the 
 # a scale alone: no rates, the scale is the calibration factor, every price the kernel sum times it
 "$bin" device residual --model dev.dnnc --data nets.csv --no-residual --boundary-scale alone --out fit_alone.dnnc \
   --json > fit_alone.json 2> fit_alone.err || { fail "device residual --boundary-scale alone"; tail -3 fit_alone.err; }
-python3 - fit_alone.json dev.dnnc fit_alone.dnnc "$bin" nets.csv <<'PY' || fail "device residual --boundary-scale alone: not the kernel sum times its factor"
+python3 - fit_alone.json dev.dnnc fit_alone.dnnc "$bin" <<'PY' || fail "device residual --boundary-scale alone: not the kernel sum times its factor"
 import json, subprocess, sys
 fit = json.load(open(sys.argv[1]))
 rates = fit["sample_boundary"]

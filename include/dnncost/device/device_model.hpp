@@ -222,7 +222,7 @@ public:
     }
     /// How the next fit() treats the networks' overall level (BoundaryScale::one by default: a scale
     /// fitted to small networks does not carry to large ones, whose kernels single-kernel samples
-    /// price; BoundaryScale::alone for kernels priced in context, which have no edges to remove).
+    /// price; BoundaryScale::alone keeps the kernel sum's shape and fits its level alone).
     void set_boundary_scale(BoundaryScale s) { m_boundary_scale = s; }
     /// What the last fit() found for the sample boundary (rates, spread without and with them on
     /// the networks that judged them, and whether they were kept); none before a fit.

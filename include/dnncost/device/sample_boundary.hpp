@@ -19,7 +19,9 @@
 /// A model whose kernels are priced from in-context samples (profiled inside whole networks) has
 /// no sample edges to remove: rates fitted to it take time off by output size where the networks
 /// differ from its samples in level, which can distort large networks. A scale alone
-/// (BoundaryScale::alone) fits such a model's level and keeps the kernel sum's shape.
+/// (BoundaryScale::alone) fits such a model's level and keeps the kernel sum's shape; the level of
+/// the networks it is fitted to is the level of the minutes they were measured in, which a
+/// machine need not keep.
 #include <algorithm>
 #include <cmath>
 #include <limits>
