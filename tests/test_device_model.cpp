@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include <dnncost/core/rng.hpp>
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/device/kernel_batches.hpp>
+#include <dnncost/device/kernel_figure_memo.hpp>
 #include <dnncost/device/kernel_features.hpp>
 #include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/estimators/preset_registry.hpp>
@@ -824,6 +826,82 @@ TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching
     CHECK(many.distinct_rows(1) == 50);
     many.add(0, std::vector<double>{0.0, 1.0, 0.0}, 0);  // rows are told apart by their bits: -0.0 is not 0.0
     CHECK(many.distinct_rows(0) == 51);
+}
+
+TEST_CASE("kernel figure memo: remembered figures are the regressor's own, bounded, per regressor") {
+    auto m = planted_model();
+    const auto nets = nb201_networks(4);
+    std::vector<std::vector<double>> rows;
+    for (const auto& g : nets) {
+        const auto kg = device::kernel_graph(g, m.rules());
+        for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+            auto f = device::kernel_features(g, kg, k, m.rules().layout.block);
+            if (f.kind.key == "Conv" && std::find(rows.begin(), rows.end(), f.values) == rows.end())
+                rows.push_back(std::move(f.values));
+        }
+    }
+    REQUIRE(rows.size() >= 3);
+    const auto* reg = m.kinds().at("Conv").regressor.get();
+    const device::TabularRegressor* regs[] = {reg, reg};
+    const auto priced = [&](std::span<const std::vector<double>> which, std::size_t r, device::KernelFigureMemo* memo) {
+        device::KernelBatches b(2, rows[0].size());
+        for (std::size_t i = 0; i < which.size(); ++i) b.add(r, which[i], i);
+        std::vector<double> figures(which.size(), 0.0);
+        b.predict_into(regs, figures, memo);
+        return figures;
+    };
+    const std::span<const std::vector<double>> all(rows);
+    const auto plain = priced(all, 0, nullptr);
+    device::KernelFigureMemo memo;
+    // the first two rows remembered, then all of them: bit for bit the figures without a memo
+    CHECK(priced(all.first(2), 0, &memo) == std::vector<double>(plain.begin(), plain.begin() + 2));
+    CHECK(memo.size() == 2);
+    CHECK(priced(all, 0, &memo) == plain);
+    CHECK(memo.size() == rows.size());
+    CHECK(priced(all, 0, &memo) == plain);  // every row found: nothing added
+    CHECK(memo.size() == rows.size());
+    // a row is remembered for the regressor that priced it, not for another
+    CHECK(priced(all.first(1), 1, &memo) == std::vector<double>{plain[0]});
+    CHECK(memo.size() == rows.size() + 1);
+    // bounded: once full it starts again; 0 keeps nothing
+    memo.set_capacity(2);
+    CHECK(memo.size() == 0);
+    CHECK(priced(all, 0, &memo) == plain);
+    CHECK(memo.size() <= 2);
+    memo.set_capacity(0);
+    CHECK(priced(all, 0, &memo) == plain);
+    CHECK(memo.size() == 0);
+    // a copy starts empty, with the same bound
+    device::KernelFigureMemo big(100);
+    (void)priced(all, 0, &big);
+    const device::KernelFigureMemo copy(big);
+    CHECK(copy.size() == 0);
+    CHECK(copy.capacity() == 100);
+}
+
+TEST_CASE("device model: prices with the figure memo are the prices without it, call after call") {
+    auto m = planted_model();
+    const auto nets = nb201_networks(8);
+    const auto ptrs = pointers(nets);
+    auto without = device::DeviceModel::deserialize(m.serialize());
+    without->set_memo_capacity(0);
+    const auto want = without->price_totals(ptrs);
+    CHECK(without->memo().size() == 0);
+    // one network per call, twice over: the second pass finds every row and adds none
+    for (int pass = 0; pass < 2; ++pass) {
+        const auto before = m.memo().size();
+        for (std::size_t i = 0; i < nets.size(); ++i) {
+            const graph::Graph* one[] = {&nets[i]};
+            CHECK(m.price_totals(one)[0] == want[i]);
+        }
+        CHECK(m.memo().size() > 0);
+        if (pass == 1) CHECK(m.memo().size() == before);
+    }
+    CHECK(m.price_totals(ptrs) == want);
+    const auto details = m.price_networks(ptrs);
+    for (std::size_t i = 0; i < nets.size(); ++i) CHECK(details[i].total_ms == want[i]);
+    // a model read back starts with an empty memo
+    CHECK(device::DeviceModel::deserialize(m.serialize())->memo().size() == 0);
 }
 
 TEST_CASE("device model: replaced rules price the kernels they form with the regressors kept") {

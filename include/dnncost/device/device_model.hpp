@@ -32,6 +32,7 @@
 #include <dnncost/core/config.hpp>
 #include <dnncost/cost/source.hpp>
 #include <dnncost/device/fusion_rules.hpp>
+#include <dnncost/device/kernel_figure_memo.hpp>
 #include <dnncost/device/residual_slot.hpp>
 #include <dnncost/device/sample_boundary.hpp>
 #include <dnncost/device/tabular_choice.hpp>
@@ -300,6 +301,12 @@ public:
     /// last fusion ("Conv+Add+Act" -> "Conv+Add" -> "Conv"), else the nearest family that has one.
     std::string nearest_priced_kind(const std::string& k) const;
 
+    /// The regressor figures of kernel rows priced before, kept across calls (a search prices
+    /// networks built from a few hundred distinct kernels, one population after another): their
+    /// capacity in rows, or 0 to keep none; the prices are the same either way.
+    void set_memo_capacity(std::size_t rows) { m_memo.set_capacity(rows); }
+    const KernelFigureMemo& memo() const { return m_memo; }
+
 protected:
     std::vector<estimators::Prediction> compute(std::span<const graph::Graph* const> graphs) const override;
 
@@ -358,6 +365,7 @@ private:
     SampleBoundaryCost m_boundary{};
     std::optional<BoundaryFitReport> m_boundary_fit;
     bool m_fit_boundary = true, m_fit_residual = true;
+    mutable KernelFigureMemo m_memo;
 };
 
 namespace detail {

@@ -685,7 +685,9 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
     const auto priced_as = [&](const KernelKind& kind) { return lookup(kind.key); };
     const auto block = m_rules.layout.block;
     std::vector<double> row(kernel_feature_names().size());
-    KernelBatches batches(regressors.size(), row.size());
+    // the batches' storage passed on from call to call, as the kernel graphs' below
+    thread_local KernelBatches batches(0, 0);
+    batches.reset(regressors.size(), row.size());
     KernelFigures out;
     std::vector<KernelGraph> kgs;
     // storage of one network's kernels passed on to the next, and on to the next call: a search
@@ -781,7 +783,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             if (graphs.size() > 1) detail::raise_in_network(gi, graphs[gi]->name());
             throw;
         }
-    batches.predict_into(regressors, out.ms);
+    batches.predict_into(regressors, out.ms, &m_memo);
     if (!m_boundary.is_zero())  // a kernel priced in unfused parts loses its own edges once
         for (std::size_t k = 0; k < out.ms.size(); ++k)
             out.ms[k] = m_boundary.in_network_ms(out.ms[k], out.output_bytes[k], out.reorder_bytes[k]);

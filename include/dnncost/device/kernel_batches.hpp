@@ -14,6 +14,7 @@
 
 #include <dnncost/core/error.hpp>
 #include <dnncost/core/matrix.hpp>
+#include <dnncost/device/kernel_figure_memo.hpp>
 #include <dnncost/device/tabular_regressor.hpp>
 
 namespace dnncost::device {
@@ -21,8 +22,26 @@ namespace dnncost::device {
 class KernelBatches {
 public:
     /// Rows of `width` features for `regressors` regressors (numbered 0 .. regressors - 1).
-    KernelBatches(std::size_t regressors, std::size_t width)
-        : m_width(width), m_rows(regressors), m_count(regressors, 0), m_uses(regressors), m_slots(64) {}
+    KernelBatches(std::size_t regressors, std::size_t width) { reset(regressors, width); }
+
+    /// Empties the batches for `regressors` regressors and rows of `width`, keeping the storage
+    /// of the rows before: a caller pricing one network per call reuses one object.
+    void reset(std::size_t regressors, std::size_t width) {
+        m_width = width;
+        m_rows.resize(regressors);
+        m_count.assign(regressors, 0);
+        m_hashes.resize(regressors);
+        m_uses.resize(regressors);
+        for (std::size_t r = 0; r < regressors; ++r) {
+            m_hashes[r].clear();
+            m_uses[r].clear();
+        }
+        if (m_slots.empty() || m_slots.size() > 1024)
+            m_slots.assign(64, Slot{});
+        else if (m_filled > 0)
+            std::fill(m_slots.begin(), m_slots.end(), Slot{});
+        m_filled = 0;
+    }
 
     /// Adds row `x` for regressor `r`: its figure will be added to `figures[target]`.
     /// @throws shape_error for a row of another width or a regressor out of range
@@ -63,6 +82,7 @@ public:
             if (s.regressor == empty) {
                 s = {h, r, candidate};
                 ++m_count[r];
+                m_hashes[r].push_back(h);
                 m_uses[r].push_back({target, candidate});
                 if (2 * ++m_filled > m_slots.size()) grow();
                 return;
@@ -78,20 +98,39 @@ public:
     std::size_t distinct_rows(std::size_t r) const { return m_count.at(r); }
 
     /// Predicts each regressor's distinct rows in one call, regressors in order, and adds every
-    /// figure to its targets in the order they were added.
+    /// figure to its targets in the order they were added. With `memo`, rows it remembers for a
+    /// regressor are not predicted again, and the rows predicted are remembered: `memo` must be
+    /// the memo of these regressors (numbered as here) and of no others.
     /// @throws shape_error for too few regressors or a target outside `figures`; whatever a
     ///         regressor's predict throws
-    void predict_into(std::span<const TabularRegressor* const> regressors, std::span<double> figures) const {
+    void predict_into(std::span<const TabularRegressor* const> regressors, std::span<double> figures,
+                      KernelFigureMemo* memo = nullptr) const {
         if (regressors.size() != m_rows.size())
             raise<shape_error>("KernelBatches::predict_into: ", regressors.size(), " regressors, expected ",
                                m_rows.size());
         Mat<double> x;
+        std::vector<double> ms;
+        std::vector<std::uint8_t> found;
         for (std::size_t r = 0; r < m_rows.size(); ++r) {
             if (m_uses[r].empty()) continue;
             const auto n = m_count[r];
-            x.resize(static_cast<Index>(n), static_cast<Index>(m_width));
-            std::memcpy(x.data(), m_rows[r].data(), n * m_width * sizeof(double));  // Mat is row-major
-            const auto ms = regressors[r]->predict(x);
+            const std::span<const double> rows(m_rows[r].data(), n * m_width);
+            ms.assign(n, 0.0);
+            found.assign(n, 0);
+            if (memo) memo->find(r, rows, m_width, m_hashes[r], ms, found);
+            std::size_t missing = 0;
+            for (const auto f : found) missing += f ? 0 : 1;
+            if (missing > 0) {
+                x.resize(static_cast<Index>(missing), static_cast<Index>(m_width));
+                std::size_t at = 0;
+                for (std::size_t i = 0; i < n; ++i)  // Mat is row-major
+                    if (!found[i]) std::memcpy(x.data() + at++ * m_width, rows.data() + i * m_width, m_width * sizeof(double));
+                const auto y = regressors[r]->predict(x);
+                at = 0;
+                for (std::size_t i = 0; i < n; ++i)
+                    if (!found[i]) ms[i] = y[at++];
+                if (memo) memo->insert(r, rows, m_width, m_hashes[r], ms, found);
+            }
             for (const auto& u : m_uses[r]) {
                 if (u.target >= figures.size())
                     raise<shape_error>("KernelBatches::predict_into: target ", u.target, " of ", figures.size(),
@@ -163,9 +202,10 @@ private:
         }
     }
 
-    std::size_t m_width;
+    std::size_t m_width = 0;
     std::vector<std::vector<double>> m_rows;  ///< per regressor: its distinct rows, flat (and room for one more)
     std::vector<std::size_t> m_count;         ///< per regressor: its distinct rows
+    std::vector<std::vector<std::uint64_t>> m_hashes;  ///< per regressor: each distinct row's hash
     std::vector<std::vector<Use>> m_uses;     ///< per regressor: where each added row's figure goes
     std::vector<Slot> m_slots;
     std::size_t m_filled = 0;
