@@ -348,7 +348,15 @@ inline void print_summary(const spaces::SpaceInfo& space, bool as_json) {
 /// `space NAME ARCH...`: each network's report; with --json one document (an array for several).
 inline void print_archs(const spaces::SpaceInfo& space, const spaces::SpaceOptions& options, const SpaceOpts& o) {
     json reports = json::array();
-    for (const auto& arch : o.archs) {
+    for (const auto& given : o.archs) {
+        // `SPACE:ARCH`, as data sets, stores and `predict` write them, names its space
+        std::string_view arch = given;
+        if (const auto q = spaces::split_qualified(given); q && q->space && given.find(':') != std::string::npos) {
+            if (q->space->name != space.name)
+                raise<config_error>("'", given, "' is an architecture of space '", q->space->name, "', not of '",
+                                    space.name, "'");
+            arch = q->arch;
+        }
         const auto canonical = space.canonical(arch);
         const auto g = space.build_graph(canonical, options);
         if (o.onnx.wanted()) o.onnx.write(g, space.onnx_opset);

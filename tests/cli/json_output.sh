@@ -25,6 +25,12 @@ one_document "space --sample" 'len(d) == 2' "$bin" space fbnet --sample 2 --seed
 mapfile -t archs < <("$bin" space fbnet --sample 2 --seed 1)
 [ "${#archs[@]}" -eq 2 ] || fail "space --sample 2 printed ${#archs[@]} strings"
 one_document "space one ARCH" 'd["macs"] > 0' "$bin" space fbnet "${archs[0]}" --json
+# SPACE:ARCH, as stores and `predict` write it, is the same network; another space's is refused by name
+"$bin" space fbnet "${archs[0]}" --json >bare.json 2>err.txt || fail "space ARCH: exit $?"
+"$bin" space fbnet "fbnet:${archs[0]}" --json >qualified.json 2>err.txt || fail "space fbnet:ARCH: exit $? $(head -2 err.txt)"
+cmp -s bare.json qualified.json || fail "space fbnet:ARCH reports another network than ARCH"
+if "$bin" space ofa "fbnet:${archs[0]}" >/dev/null 2>err.txt; then fail "space ofa fbnet:ARCH accepted"; fi
+grep -q "architecture of space 'fbnet', not of 'ofa'" err.txt || fail "space ofa fbnet:ARCH: $(head -2 err.txt)"
 # several architectures: one array of reports, not documents back to back
 one_document "space two ARCH" 'len(d) == 2 and all(r["macs"] > 0 for r in d)' "$bin" space fbnet "${archs[@]}" --json
 "$bin" space fbnet "${archs[@]}" >two.txt 2>err.txt || fail "space two ARCH, text: exit $?"
