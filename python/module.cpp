@@ -93,7 +93,7 @@ graph::Graph build(const Input& in, const std::string& space, const spaces::Spac
 struct Breakdown {
     double total_ms = 0, run_overhead_ms = 0;
     std::vector<cost::KernelCost> kernels;
-    std::vector<std::string> node_names, fallbacks;
+    std::vector<std::string> node_names, fallbacks, beyond_samples;
 };
 
 /// Everything a predict call computes, without the GIL.
@@ -121,7 +121,7 @@ Priced price(const Model& m, const std::vector<Input>& inputs, const std::string
         const estimators::EstimatorCost source(m.est);
         for (std::size_t i = 0; i < graphs.size(); ++i) {
             const auto c = source.cost(graphs[i]);
-            Breakdown b{c.total_ms, c.run_overhead_ms, c.by_kernel(graphs[i]), {}, c.fallbacks};
+            Breakdown b{c.total_ms, c.run_overhead_ms, c.by_kernel(graphs[i]), {}, c.fallbacks, c.beyond_samples};
             for (const auto& n : graphs[i].nodes()) b.node_names.push_back(n.name);
             p.breakdowns.push_back(std::move(b));
         }
@@ -138,7 +138,7 @@ py::object breakdown_dict(const Breakdown& b, const std::string& name) {
     }
     return py::dict(py::arg("input") = name, py::arg("total_ms") = b.total_ms,
                     py::arg("run_overhead_ms") = b.run_overhead_ms, py::arg("kernels") = kernels,
-                    py::arg("fallbacks") = b.fallbacks);
+                    py::arg("fallbacks") = b.fallbacks, py::arg("beyond_samples") = b.beyond_samples);
 }
 
 py::object predict(const Model& m, const std::vector<Input>& inputs, bool single, const std::string& space,

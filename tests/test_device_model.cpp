@@ -828,6 +828,38 @@ TEST_CASE("kernel batches: a repeated row is predicted once, its figure reaching
     CHECK(many.distinct_rows(0) == 51);
 }
 
+TEST_CASE("device model: kernels priced beyond every sample say how far, one line per kind") {
+    const auto m = planted_model();
+    nb201::Arch a;
+    for (auto& op : a.ops) op = nb201::Op::nor_conv_3x3;
+    nb201::Nb201Options big;
+    big.batch = 4096;  // beyond the sampler's largest work (4 G MACs, 64 M elements a tensor)
+    for (const auto& o : {nb201::Nb201Options{}, big}) {
+        const auto g = nb201::build_graph(a, o);
+        const graph::Graph* one[] = {&g};
+        const auto p = m.price_networks(one).front();
+        const auto kg = device::kernel_graph(g, rules());
+        std::size_t beyond = 0;
+        for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+            const auto f = device::kernel_features(g, kg, k, 0);
+            const auto* reg = m.kinds().at(p.kernels[k].priced_as).regressor.get();
+            const double want = reg->work_beyond_samples(f.values);
+            CHECK(p.kernels[k].beyond_samples == want);
+            if (reg->kind().starts_with("roofline")) CHECK(want > 0);
+            beyond += want > 1;
+        }
+        const auto c = m.cost(g);
+        if (o.batch == 1) {
+            CHECK(beyond == 0);
+            CHECK(c.beyond_samples.empty());
+        } else {
+            CHECK(beyond > kg.kernels.size() / 2);
+            REQUIRE_FALSE(c.beyond_samples.empty());
+            CHECK(c.beyond_samples.front().find("x the work of the largest sample") != std::string::npos);
+        }
+    }
+}
+
 TEST_CASE("kernel figure memo: remembered figures are the regressor's own, bounded, per regressor") {
     auto m = planted_model();
     const auto nets = nb201_networks(4);

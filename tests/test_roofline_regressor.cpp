@@ -277,6 +277,16 @@ TEST_CASE("roofline regressor: beyond the samples the price scales as the base, 
     }
     const auto p = model.predict(far);
     const auto b = model.base_ms(far);
+    // how far beyond: the largest sample's FLOPs were the most any sample had, so its row is 1
+    // and each grown row its growth; no training row lies beyond
+    const auto row = [](const Mat<double>& m, Index i) {
+        return std::vector<double>(m.row(i).data(), m.row(i).data() + m.cols());
+    };
+    for (Index k = 0; k < 4; ++k)
+        CHECK(model.work_beyond_samples(row(far, k)) == doctest::Approx(std::pow(4.0, static_cast<double>(k))));
+    double most = 0;
+    for (Index i = 0; i < r.x.rows(); ++i) most = std::max(most, model.work_beyond_samples(row(r.x, i)));
+    CHECK(most == doctest::Approx(1.0));
     for (Index k = 1; k < 4; ++k) {
         const auto i = static_cast<std::size_t>(k);
         CHECK(p[i] > p[i - 1]);

@@ -284,6 +284,8 @@ inline json breakdown_json(const estimators::Estimator& est, const std::vector<g
         if (kernels.empty())
             raise<config_error>("--per-kernel: ", est.name(), " prices whole networks only (no kernel breakdown)");
         for (const auto& w : c.fallbacks) std::cerr << "dnncost: warning: " << inputs[i] << ": " << w << '\n';
+        for (const auto& b : c.beyond_samples)
+            std::cerr << "dnncost: note: " << inputs[i] << ": priced beyond the samples: " << b << '\n';
         json ks = json::array();
         for (const auto& k : kernels) {
             json nodes = json::array();
@@ -299,7 +301,8 @@ inline json breakdown_json(const estimators::Estimator& est, const std::vector<g
                        {"total_ms", c.total_ms},
                        {"run_overhead_ms", c.run_overhead_ms},
                        {"kernels", ks},
-                       {"fallbacks", c.fallbacks}});
+                       {"fallbacks", c.fallbacks},
+                       {"beyond_samples", c.beyond_samples}});
     }
     return out;
 }

@@ -164,6 +164,15 @@ awk -v a="$sum" -v b="$total" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 <= (1e-4 * b)
 "$bin" predict --model dev.dnnc --per-kernel --json "$net" > k.json 2> /dev/null || fail "predict --per-kernel --json"
 grep -q '"breakdown"' k.json || fail "predict --per-kernel --json has no breakdown"
 grep -q '"fallbacks"' k.json || fail "predict --per-kernel --json has no fallbacks"
+grep -q '"beyond_samples"' k.json || fail "predict --per-kernel --json has no beyond_samples"
+# a network of 4,096 times the work of every sample: its kernels are noted, on stderr and in the JSON
+"$bin" nb201 5000 --batch 4096 --onnx big.onnx --weights random > /dev/null || fail "nb201 --batch 4096 --onnx"
+"$bin" predict --model dev.dnnc --per-kernel --json big.onnx > big.json 2> big.err || fail "predict a batch of 4096"
+python3 -c "import json,sys
+b = json.load(open('big.json'))['breakdown'][0]['beyond_samples']
+sys.exit(0 if b and all('x the work of the largest sample' in l for l in b) else 1)" ||
+  fail "predict --per-kernel --json: no beyond_samples for a batch of 4096: $(head -c 300 big.json)"
+grep -q "note: big.onnx: priced beyond the samples: kernel" big.err || fail "no note of the kernels beyond: $(head -3 big.err)"
 
 # calibrate: four networks measured here, one global factor; applied, it multiplies every
 # prediction, and when leave-one-out says it does not help, the model is written unchanged

@@ -42,6 +42,7 @@ def test_per_kernel_breakdown_adds_up():
     assert [(k["kernel"], k["ms"], k["nodes"]) for k in cli["breakdown"][0]["kernels"]] == [
         (k["kernel"], k["ms"], k["nodes"]) for k in b["kernels"]]
     assert cli["breakdown"][0]["fallbacks"] == b["fallbacks"]
+    assert cli["breakdown"][0]["beyond_samples"] == b["beyond_samples"]
 
 
 def test_inspect_matches_the_cli():

@@ -47,6 +47,9 @@ struct GraphCost {
     /// Nodes (or kernels) the source had no figure for and priced another way (e.g. by the
     /// roofline), as "name (op): reason"; a source may give one line for all those of one reason.
     std::vector<std::string> fallbacks;
+    /// Kernels a learnt source priced beyond the work of every sample it learnt from, one line
+    /// per kind: "kernels 3, 7 (Gemm): up to 2.3x the work of the largest sample".
+    std::vector<std::string> beyond_samples;
     /// Empty for sources that do not price kernel by kernel. Nodes in no kernel cost nothing
     /// (folded away or free, such as a Reshape the runtime aliases).
     std::vector<KernelCost> kernels;

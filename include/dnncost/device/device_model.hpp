@@ -150,6 +150,9 @@ struct PricedKernel {
     std::string layout;
     double ms = 0;
     std::string warning;  ///< why it was priced as another kind, or empty
+    /// Its work over the most the samples of its regressor had (TabularRegressor::work_beyond_samples):
+    /// above 1, its price extrapolates beyond every sample; 0 when unknown (priced in parts).
+    double beyond_samples = 0;
 };
 
 /// A network's price, kernel by kernel; the kernels and the overhead add up to total_ms.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <memory>
@@ -620,6 +621,28 @@ DNNCOST_FUNC cost::GraphCost DeviceModel::price(const graph::Graph& g) const {
         if (kernels.size() > 3) which += ", ... (" + std::to_string(kernels.size()) + " in all)";
         c.fallbacks.push_back(which + " " + why);
     }
+    // kernels beyond every sample of the regressor that priced them, one line per regressor: there
+    // the roofline base alone carries the price's growth
+    std::vector<std::pair<std::string, std::vector<std::size_t>>> beyond;
+    for (std::size_t k = 0; k < p.kernels.size(); ++k) {
+        if (!(p.kernels[k].beyond_samples > 1)) continue;
+        const auto& as = p.kernels[k].priced_as;
+        auto it = std::find_if(beyond.begin(), beyond.end(), [&](const auto& b) { return b.first == as; });
+        if (it == beyond.end()) it = beyond.insert(beyond.end(), {as, {}});
+        it->second.push_back(k);
+    }
+    for (const auto& [as, kernels] : beyond) {
+        double most = 0;
+        for (const auto k : kernels) most = std::max(most, p.kernels[k].beyond_samples);
+        std::string which = kernels.size() == 1 ? "kernel " : "kernels ";
+        for (std::size_t i = 0; i < std::min<std::size_t>(kernels.size(), 3); ++i)
+            which += (i ? ", " : "") + std::to_string(kernels[i]);
+        if (kernels.size() > 3) which += ", ... (" + std::to_string(kernels.size()) + " in all)";
+        char factor[32];
+        std::snprintf(factor, sizeof factor, "%.3g", most);
+        c.beyond_samples.push_back(dnncost::concat(which, " (", as, "): ", kernels.size() == 1 ? "" : "up to ", factor,
+                                                   "x the work of the largest sample"));
+    }
     return c;
 }
 
@@ -742,6 +765,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
                     pk.layout = kg.layout_string(kg.kernels[k].layout);
                     pk.priced_as = regressor_kind[r];
                     pk.warning = kind.warning;
+                    if (priced_whole) pk.beyond_samples = regressors[r]->work_beyond_samples(values);
                     if (!own && kg.kernels[k].nodes.size() <= 1) {
                         const auto why = dnncost::concat("kernel ", k, " (", pk.kind, ") priced as ", pk.priced_as,
                                                          ": no samples of its own kind");

@@ -74,6 +74,21 @@ public:
     /// The range of log(measured / base) over the samples: the correction's bounds.
     std::pair<double, double> correction_bounds() const { return {m_corr_lo, m_corr_hi}; }
 
+    /// The largest of the row's FLOPs and byte counts over the most the samples had of it.
+    double work_beyond_samples(std::span<const double> row) const override {
+        const auto ratio = [&](std::int64_t c) {
+            const auto j = static_cast<Index>(c);
+            if (j < 0 || j >= m_box_hi.size() || static_cast<std::size_t>(j) >= row.size()) return 0.0;
+            const double most = std::exp2(m_box_hi[j]) - 1;
+            const double count = std::exp2(std::clamp(row[static_cast<std::size_t>(j)], 0.0, 1000.0)) - 1;
+            return most > 0 ? count / most : 0.0;
+        };
+        double r = m_flops_column >= 0 ? ratio(m_flops_column) : 0.0;
+        for (const auto& cols : m_bytes_columns)
+            for (const auto c : cols) r = std::max(r, ratio(c));
+        return r;
+    }
+
     /// The base's time of each row, in ms (positive).
     /// @throws config_error when not fitted; shape_error on a wrong column count
     std::vector<double> base_ms(const Mat<double>& x) const;

@@ -102,6 +102,14 @@ public:
     /// @throws config_error when not fitted
     std::string save() const;
 
+    /// How far beyond the samples it learnt a kernel of features `row` lies in its work: the
+    /// largest of its counts (FLOPs, bytes) over the most any sample had of that count, > 1 for a
+    /// kernel beyond every sample; 0 for a regressor that does not read the work.
+    virtual double work_beyond_samples(std::span<const double> row) const {
+        (void)row;
+        return 0;
+    }
+
     bool fitted() const { return m_fitted; }
     const std::vector<std::string>& feature_names() const { return m_names; }
     std::string container_kind() const { return "tabular-" + kind(); }
