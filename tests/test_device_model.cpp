@@ -19,8 +19,8 @@
 #include <dnncost/core/rng.hpp>
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/device/kernel_batches.hpp>
-#include <dnncost/device/kernel_figure_memo.hpp>
 #include <dnncost/device/kernel_features.hpp>
+#include <dnncost/device/kernel_figure_memo.hpp>
 #include <dnncost/device/kernel_sampler.hpp>
 #include <dnncost/estimators/preset_registry.hpp>
 #include <dnncost/spaces/nb201.hpp>

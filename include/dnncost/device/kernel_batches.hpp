@@ -124,7 +124,8 @@ public:
                 x.resize(static_cast<Index>(missing), static_cast<Index>(m_width));
                 std::size_t at = 0;
                 for (std::size_t i = 0; i < n; ++i)  // Mat is row-major
-                    if (!found[i]) std::memcpy(x.data() + at++ * m_width, rows.data() + i * m_width, m_width * sizeof(double));
+                    if (!found[i])
+                        std::memcpy(x.data() + at++ * m_width, rows.data() + i * m_width, m_width * sizeof(double));
                 const auto y = regressors[r]->predict(x);
                 at = 0;
                 for (std::size_t i = 0; i < n; ++i)
@@ -206,7 +207,7 @@ private:
     std::vector<std::vector<double>> m_rows;  ///< per regressor: its distinct rows, flat (and room for one more)
     std::vector<std::size_t> m_count;         ///< per regressor: its distinct rows
     std::vector<std::vector<std::uint64_t>> m_hashes;  ///< per regressor: each distinct row's hash
-    std::vector<std::vector<Use>> m_uses;     ///< per regressor: where each added row's figure goes
+    std::vector<std::vector<Use>> m_uses;              ///< per regressor: where each added row's figure goes
     std::vector<Slot> m_slots;
     std::size_t m_filled = 0;
 };
