@@ -934,6 +934,25 @@ TEST_CASE("device model: prices with the figure memo are the prices without it, 
     for (std::size_t i = 0; i < nets.size(); ++i) CHECK(details[i].total_ms == want[i]);
     // a model read back starts with an empty memo
     CHECK(device::DeviceModel::deserialize(m.serialize())->memo().size() == 0);
+
+    // threads pricing with one model share its memo: every price is still the price without it,
+    // while the memo fills, forgets (a bound below the rows met) and fills again
+    auto shared = device::DeviceModel::deserialize(m.serialize());
+    shared->set_memo_capacity(5);
+    std::vector<std::vector<double>> got(4);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < got.size(); ++t)
+        threads.emplace_back([&, t] {
+            for (int pass = 0; pass < 10; ++pass)
+                for (std::size_t i = 0; i < nets.size(); ++i) {
+                    const graph::Graph* one[] = {&nets[(i + t) % nets.size()]};
+                    got[t].push_back(shared->price_totals(one)[0]);
+                }
+        });
+    for (auto& th : threads) th.join();
+    for (std::size_t t = 0; t < got.size(); ++t)
+        for (std::size_t k = 0; k < got[t].size(); ++k) CHECK(got[t][k] == want[(k % nets.size() + t) % nets.size()]);
+    CHECK(shared->memo().size() <= 5);
 }
 
 TEST_CASE("device model: replaced rules price the kernels they form with the regressors kept") {
