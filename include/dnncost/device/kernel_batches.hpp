@@ -104,13 +104,13 @@ public:
     /// @throws shape_error for too few regressors or a target outside `figures`; whatever a
     ///         regressor's predict throws
     void predict_into(std::span<const TabularRegressor* const> regressors, std::span<double> figures,
-                      KernelFigureMemo* memo = nullptr) const {
+                      KernelFigureMemo* memo = nullptr) {
         if (regressors.size() != m_rows.size())
             raise<shape_error>("KernelBatches::predict_into: ", regressors.size(), " regressors, expected ",
                                m_rows.size());
-        Mat<double> x;
-        std::vector<double> ms;
-        std::vector<std::uint8_t> found;
+        auto& x = m_missing;
+        auto& ms = m_figures;
+        auto& found = m_found;
         for (std::size_t r = 0; r < m_rows.size(); ++r) {
             if (m_uses[r].empty()) continue;
             const auto n = m_count[r];
@@ -210,6 +210,10 @@ private:
     std::vector<std::vector<Use>> m_uses;              ///< per regressor: where each added row's figure goes
     std::vector<Slot> m_slots;
     std::size_t m_filled = 0;
+    // predict_into's rows to predict, figures and memo hits, kept for a caller that reuses the object
+    Mat<double> m_missing;
+    std::vector<double> m_figures;
+    std::vector<std::uint8_t> m_found;
 };
 
 }  // namespace dnncost::device

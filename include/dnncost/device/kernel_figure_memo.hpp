@@ -14,6 +14,7 @@
 #include <cstring>
 #include <mutex>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 namespace dnncost::device {
@@ -49,7 +50,7 @@ public:
     /// Rows remembered now.
     std::size_t size() const {
         const std::lock_guard lock(m_mutex);
-        return m_size;
+        return m_index.size();
     }
 
     /// For each row i of regressor `r` (its features at rows[i * width ..], its hash hashes[i]):
@@ -58,20 +59,9 @@ public:
               std::span<double> figures, std::span<std::uint8_t> found) const {
         const std::lock_guard lock(m_mutex);
         for (std::size_t i = 0; i < hashes.size(); ++i) {
-            found[i] = 0;
-            if (m_slots.empty()) continue;
-            const auto x = rows.subspan(i * width, width);
-            const std::size_t mask = m_slots.size() - 1;
-            for (std::size_t s = static_cast<std::size_t>(hashes[i]) & mask;; s = (s + 1) & mask) {
-                const Slot& slot = m_slots[s];
-                if (slot.regressor == empty) break;
-                if (slot.hash == hashes[i] && slot.regressor == r && slot.width == width &&
-                    std::memcmp(m_rows.data() + slot.row, x.data(), x.size_bytes()) == 0) {
-                    figures[i] = slot.figure;
-                    found[i] = 1;
-                    break;
-                }
-            }
+            const Entry* e = lookup(r, rows.subspan(i * width, width), hashes[i]);
+            found[i] = e != nullptr;
+            if (e) figures[i] = e->figure;
         }
     }
 
@@ -81,59 +71,42 @@ public:
         const std::lock_guard lock(m_mutex);
         for (std::size_t i = 0; i < hashes.size(); ++i) {
             if (found[i] || m_capacity == 0) continue;
-            if (m_size >= m_capacity) clear_locked();
-            if (m_slots.empty()) m_slots.resize(64);
             const auto x = rows.subspan(i * width, width);
-            const std::size_t mask = m_slots.size() - 1;
-            std::size_t s = static_cast<std::size_t>(hashes[i]) & mask;
-            bool present = false;  // another thread may have remembered it since find()
-            for (; m_slots[s].regressor != empty; s = (s + 1) & mask) {
-                const Slot& slot = m_slots[s];
-                if (slot.hash == hashes[i] && slot.regressor == r && slot.width == width &&
-                    std::memcmp(m_rows.data() + slot.row, x.data(), x.size_bytes()) == 0) {
-                    present = true;
-                    break;
-                }
-            }
-            if (present) continue;
-            m_slots[s] = {hashes[i], r, width, m_rows.size(), figures[i]};
+            if (lookup(r, x, hashes[i])) continue;  // another thread remembered it since find()
+            if (m_index.size() >= m_capacity) clear_locked();
+            m_index.emplace(hashes[i], Entry{r, m_rows.size(), width, figures[i]});
             m_rows.insert(m_rows.end(), x.begin(), x.end());
-            if (2 * ++m_size > m_slots.size()) grow();
         }
     }
 
 private:
-    static constexpr std::size_t empty = ~std::size_t{0};
-    struct Slot {
-        std::uint64_t hash = 0;
-        std::size_t regressor = empty;
-        std::size_t width = 0;
+    struct Entry {
+        std::size_t regressor = 0;
         std::size_t row = 0;  ///< offset of its features in m_rows
+        std::size_t width = 0;
         double figure = 0;
     };
 
-    void clear_locked() {
-        m_slots.clear();
-        m_rows.clear();
-        m_size = 0;
-    }
-    void grow() {
-        std::vector<Slot> old(2 * m_slots.size());
-        old.swap(m_slots);
-        const std::size_t mask = m_slots.size() - 1;
-        for (const auto& s : old) {
-            if (s.regressor == empty) continue;
-            std::size_t i = static_cast<std::size_t>(s.hash) & mask;
-            while (m_slots[i].regressor != empty) i = (i + 1) & mask;
-            m_slots[i] = s;
+    // rows compare bit for bit, as KernelBatches tells them apart
+    const Entry* lookup(std::size_t r, std::span<const double> x, std::uint64_t hash) const {
+        const auto [first, last] = m_index.equal_range(hash);
+        for (auto it = first; it != last; ++it) {
+            const Entry& e = it->second;
+            if (e.regressor == r && e.width == x.size() &&
+                std::memcmp(m_rows.data() + e.row, x.data(), x.size_bytes()) == 0)
+                return &e;
         }
+        return nullptr;
+    }
+    void clear_locked() {
+        m_index.clear();
+        m_rows.clear();
     }
 
     mutable std::mutex m_mutex;
     std::size_t m_capacity;
-    std::vector<Slot> m_slots;  ///< open addressing, linear probing, a power of two long
+    std::unordered_multimap<std::uint64_t, Entry> m_index;  ///< by the row's hash
     std::vector<double> m_rows;
-    std::size_t m_size = 0;
 };
 
 }  // namespace dnncost::device
