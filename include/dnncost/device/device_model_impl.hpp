@@ -594,9 +594,22 @@ DNNCOST_FUNC cost::GraphCost DeviceModel::price(const graph::Graph& g) const {
         else
             c.kernels.back().ms += carry;
     }
-    // one line per reason rather than per kernel: a network's many kernels of a kind no sample had
-    // would otherwise each repeat it
-    std::vector<std::pair<std::string, std::vector<std::size_t>>> reasons;
+    // one line per reason (or per kind) rather than per kernel: a network's many kernels of a kind no
+    // sample had would otherwise each repeat it
+    using Groups = std::vector<std::pair<std::string, std::vector<std::size_t>>>;  // in order of first kernel
+    const auto add_to = [](Groups& groups, std::string key, std::size_t k) {
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+        if (it == groups.end()) it = groups.insert(groups.end(), {std::move(key), {}});
+        it->second.push_back(k);
+    };
+    const auto kernel_list = [](const std::vector<std::size_t>& kernels) {  // "kernels 2, 5, 9, ... (12 in all)"
+        std::string which = kernels.size() == 1 ? "kernel " : "kernels ";
+        for (std::size_t i = 0; i < std::min<std::size_t>(kernels.size(), 3); ++i)
+            which += (i ? ", " : "") + std::to_string(kernels[i]);
+        if (kernels.size() > 3) which += ", ... (" + std::to_string(kernels.size()) + " in all)";
+        return which;
+    };
+    Groups reasons;
     for (std::size_t k = 0; k < p.kernels.size(); ++k) {
         std::string why = p.kernels[k].warning;
         if (why.empty()) continue;
@@ -606,41 +619,23 @@ DNNCOST_FUNC cost::GraphCost DeviceModel::price(const graph::Graph& g) const {
                 why.erase(at, which.size());
             else
                 at += which.size();
-        auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == why; });
-        if (it == reasons.end()) it = reasons.insert(reasons.end(), {std::move(why), {}});
-        it->second.push_back(k);
+        add_to(reasons, std::move(why), k);
     }
-    for (const auto& [why, kernels] : reasons) {
-        if (kernels.size() == 1) {
-            c.fallbacks.push_back(p.kernels[kernels.front()].warning);
-            continue;
-        }
-        std::string which = "kernels ";
-        for (std::size_t i = 0; i < std::min<std::size_t>(kernels.size(), 3); ++i)
-            which += (i ? ", " : "") + std::to_string(kernels[i]);
-        if (kernels.size() > 3) which += ", ... (" + std::to_string(kernels.size()) + " in all)";
-        c.fallbacks.push_back(which + " " + why);
-    }
+    for (const auto& [why, kernels] : reasons)
+        c.fallbacks.push_back(kernels.size() == 1 ? p.kernels[kernels.front()].warning
+                                                  : kernel_list(kernels) + " " + why);
     // kernels beyond every sample of the regressor that priced them, one line per regressor: there
     // the roofline base alone carries the price's growth
-    std::vector<std::pair<std::string, std::vector<std::size_t>>> beyond;
-    for (std::size_t k = 0; k < p.kernels.size(); ++k) {
-        if (!(p.kernels[k].beyond_samples > 1)) continue;
-        const auto& as = p.kernels[k].priced_as;
-        auto it = std::find_if(beyond.begin(), beyond.end(), [&](const auto& b) { return b.first == as; });
-        if (it == beyond.end()) it = beyond.insert(beyond.end(), {as, {}});
-        it->second.push_back(k);
-    }
+    Groups beyond;
+    for (std::size_t k = 0; k < p.kernels.size(); ++k)
+        if (p.kernels[k].beyond_samples > 1) add_to(beyond, p.kernels[k].priced_as, k);
     for (const auto& [as, kernels] : beyond) {
         double most = 0;
         for (const auto k : kernels) most = std::max(most, p.kernels[k].beyond_samples);
-        std::string which = kernels.size() == 1 ? "kernel " : "kernels ";
-        for (std::size_t i = 0; i < std::min<std::size_t>(kernels.size(), 3); ++i)
-            which += (i ? ", " : "") + std::to_string(kernels[i]);
-        if (kernels.size() > 3) which += ", ... (" + std::to_string(kernels.size()) + " in all)";
         char factor[32];
         std::snprintf(factor, sizeof factor, "%.3g", most);
-        c.beyond_samples.push_back(dnncost::concat(which, " (", as, "): ", kernels.size() == 1 ? "" : "up to ", factor,
+        c.beyond_samples.push_back(dnncost::concat(kernel_list(kernels), " (", as,
+                                                   "): ", kernels.size() == 1 ? "" : "up to ", factor,
                                                    "x the work of the largest sample"));
     }
     return c;
