@@ -76,7 +76,8 @@ inline constexpr double tabular_extrapolation_factor = 1e4;
 
 /// Fit / predict / save for one kernel kind. The public functions validate their input and
 /// the stored model; implementations see checked data only (non-virtual interface).
-/// predict() is const but not safe to call on one object from two threads at once.
+/// predict() keeps no state between calls: threads may predict with one object at once (a device
+/// model's pricing threads share its regressors).
 class TabularRegressor {
 public:
     virtual ~TabularRegressor() = default;
