@@ -226,6 +226,8 @@ inline std::vector<Kernel> listed_kernels(const std::string& path, const device:
     const auto doc = parse_json(io::read_file(path), false);
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("kernels") || !doc["kernels"].is_array())
         raise<parse_error>(path, ": not the --json output of dnncost device extrapolate (no \"kernels\" list)");
+    if (doc.contains("in_network") && !doc["in_network"].is_boolean())
+        raise<parse_error>(path, ": \"in_network\" is not true or false");
     const bool listed_in_network = doc.value("in_network", false);
     std::vector<Kernel> out;
     for (std::size_t i = 0; i < doc["kernels"].size(); ++i) {
@@ -360,7 +362,10 @@ struct Measured {
 /// The work directory of the measurements' stores, created.
 inline fs::path work_dir(const Args& a) {
     const fs::path work = a.work.empty() ? fs::path(a.models[0] + ".extrapolation") : fs::path(a.work);
-    fs::create_directories(work);
+    std::error_code ec;
+    fs::create_directories(work, ec);
+    if (!fs::is_directory(work))
+        raise<io_error>("device extrapolate: cannot create the work directory '", work.string(), "'");
     return work;
 }
 /// `s` measures with the runners and harness flags of `a` into `store`, as the build did.

@@ -146,8 +146,39 @@ echo '{"kernels": [{"kind": "Gemm", "key": "00", "grown_from": 7, "config": {"n"
 "$bin" device extrapolate --model dev.dnnc --kernels bad_kernels2.json --plan > /dev/null 2> bad_kernels2.err &&
   fail "device extrapolate --kernels with a mistyped field"
 grep -q "bad_kernels2.json: kernel 0" bad_kernels2.err || fail "device extrapolate --kernels: unclear error $(cat bad_kernels2.err)"
+# sizes that divide by zero when the kernel's graph is built (a crash once), and a mistyped flag
+for field in sh groups; do
+  python3 -c "
+import json, sys
+d = json.load(open('iso.json')); d['kernels'][0]['config'][sys.argv[1]] = 0
+json.dump(d, open('zero_' + sys.argv[1] + '.json', 'w'))" "$field"
+  "$bin" device extrapolate --model dev.dnnc --kernels "zero_$field.json" --plan > /dev/null 2> "zero_$field.err"
+  rc=$?
+  [ $rc -ge 1 ] && [ $rc -le 100 ] && grep -q "zero_$field.json: kernel 0" "zero_$field.err" ||
+    fail "device extrapolate --kernels with $field = 0: exit $rc, $(tail -1 "zero_$field.err")"
+done
+python3 -c "
+import json
+d = json.load(open('iso.json')); d['in_network'] = 'yes'
+json.dump(d, open('bad_flag.json', 'w'))"
+"$bin" device extrapolate --model dev.dnnc --kernels bad_flag.json --plan > /dev/null 2> bad_flag.err &&
+  fail "device extrapolate --kernels with a mistyped in_network"
+grep -q 'bad_flag.json: "in_network"' bad_flag.err || fail "device extrapolate --kernels, bad in_network: unclear error $(cat bad_flag.err)"
 "$bin" device extrapolate --model dev.dnnc > /dev/null 2> extra_none.err && fail "device extrapolate without --runner"
 grep -q -- "--plan" extra_none.err || fail "device extrapolate without --runner: unclear error $(cat extra_none.err)"
+touch work_file
+"$bin" device extrapolate --model dev.dnnc --runner "$runner" "${fast[@]}" --work work_file > /dev/null 2> work_file.err &&
+  fail "device extrapolate with a file as --work"
+grep -q "device extrapolate: cannot create the work directory 'work_file'" work_file.err ||
+  fail "device extrapolate with a file as --work: unclear error $(cat work_file.err)"
+mkdir -p damaged.work
+python3 -c "
+import json
+d = json.load(open('dev.dnnc.work/kernel_samples.json')); d['samples'][3]['latency_ms'] = -1
+json.dump(d, open('damaged.work/kernel_samples.json', 'w'))"
+"$bin" device build --refit --work damaged.work --out x.dnnc > /dev/null 2> refit_damaged.err && fail "--refit on a negative latency"
+grep -q "damaged.work/kernel_samples.json: sample 4: latency_ms -1" refit_damaged.err ||
+  fail "--refit on a negative latency: the error does not name the file and sample: $(cat refit_damaged.err)"
 "$bin" device build --refit --work nowhere --out x.dnnc > /dev/null 2> refit_none.err && fail "--refit without samples"
 grep -q "kernel_samples.json" refit_none.err || fail "--refit without samples: the error does not name the file"
 "$bin" device build --out x.dnnc > /dev/null 2> norunner.err && fail "device build without --runner"

@@ -73,6 +73,9 @@ DNNCOST_FUNC auto dnncost::device::read_kernel_sample_file(const std::filesystem
         KernelMeasurement m;
         m.kind = string_of(row, "kind", what);
         m.latency_ms = number_of(row, "latency_ms", what);
+        // checked here, where the file and sample can be named, rather than by the fit
+        if (!(m.latency_ms > 0 && m.latency_ms < 1e9))
+            raise<parse_error>(what, ": latency_ms ", m.latency_ms, " is not a time in (0, 10^9) ms");
         if (const auto* c = row.find("in_context")) {
             if (c->kind != measure::json::Value::Kind::boolean)
                 raise<parse_error>(what, ": 'in_context' is not true or false");

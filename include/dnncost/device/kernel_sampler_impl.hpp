@@ -31,6 +31,10 @@ DNNCOST_FUNC graph::Graph kernel_sample_graph(const KernelConfig& c, bool in_net
     const auto kind = KindSpec::parse(c.kind);
     const std::string_view base = kind.anchor;
     if (!sampleable_family(base)) raise<config_error>("kernel sampler: cannot build a graph of kind '", c.kind, "'");
+    // a configuration read from a file may hold anything: a zero stride or group count divides below
+    for (const auto& [name, v] : {std::pair{"n", c.n}, {"c", c.c}, {"h", c.h}, {"w", c.w}, {"k", c.k}, {"kh", c.kh},
+                                  {"kw", c.kw}, {"sh", c.sh}, {"sw", c.sw}, {"groups", c.groups}})
+        if (v < 1) raise<shape_error>("kernel sampler: kind '", c.kind, "': size ", name, " = ", v, " is not positive");
     graph::Graph g("kernel:" + c.kind);
     const bool add = kind.fuses(fused_add), act = kind.fuses(fused_act);
     const graph::Shape image{c.n, c.c, c.h, c.w}, seq{c.n, c.h, c.c};
