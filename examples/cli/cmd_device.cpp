@@ -551,7 +551,8 @@ inline void add_device_networks(Command& device, Context& ctx) {
         ->transform(check::integer(1, 1000, "a count in [1, 1000]"))
         ->capture_default_str();
     auto* seed =
-        cmd->add_option("--seed", a->seed, "Seed of the draw (default: the one device calibrate or device build uses)");
+        cmd->add_option("--seed", a->seed, "Seed of the draw (default: the one device calibrate or device build uses)")
+            ->transform(check::seed());
     cmd->add_option("--out", a->out, "Directory to write NNN.onnx and networks.tsv (file, name) into")->required();
     add_json_flag(*cmd, a->json_out);
     cmd->callback([a, seed, &ctx] {
@@ -596,12 +597,21 @@ inline void add_device_build(Command& device, Context& ctx) {
     build->add_option("--work", b->work, "Stores and model files of the build (resumable); default OUT.work");
     build->add_option("--rules", b->rules, "Fusion rules file to use instead of discovering them");
     build->add_option("--prior", b->prior, "ONNX networks for the rules and the sampling prior; default data/onnx");
-    build->add_option("--per-kind", b->per_kind, "Samples per kernel kind in the first draw")->capture_default_str();
-    build->add_option("--prior-networks", b->prior_per_space, "Networks of each search space in the prior")
+    // counts range-checked: an unsigned option would take -1 as 2^64 - 1 and draw without end
+    build->add_option("--per-kind", b->per_kind, "Samples per kernel kind in the first draw")
+        ->transform(check::integer(0, 100000, "a sample count in [0, 10^5]"))
         ->capture_default_str();
-    build->add_option("--adaptive-samples", b->adaptive_samples, "Samples per adaptive round")->capture_default_str();
-    build->add_option("--adaptive-rounds", b->adaptive_rounds, "Most adaptive rounds")->capture_default_str();
+    build->add_option("--prior-networks", b->prior_per_space, "Networks of each search space in the prior")
+        ->transform(check::integer(0, 100000, "a network count in [0, 10^5]"))
+        ->capture_default_str();
+    build->add_option("--adaptive-samples", b->adaptive_samples, "Samples per adaptive round")
+        ->transform(check::integer(0, 100000, "a sample count in [0, 10^5]"))
+        ->capture_default_str();
+    build->add_option("--adaptive-rounds", b->adaptive_rounds, "Most adaptive rounds")
+        ->transform(check::integer(0, 1000, "a round count in [0, 1000]"))
+        ->capture_default_str();
     build->add_option("--probe-measurements", b->probe_measurements, "Budget of the rule discovery, in measurements")
+        ->transform(check::integer(0, 1000000, "a measurement count in [0, 10^6]"))
         ->capture_default_str();
     build->add_option("--in-context", b->in_context,
                       "Kernel samples from profiled whole networks, each kernel timed among its neighbours (single "
@@ -617,7 +627,9 @@ inline void add_device_build(Command& device, Context& ctx) {
                       "Most weights of a profiled network, in millions (a larger draw is narrowed)")
         ->check(check::in_range(1e-3, 1e4, "millions of weights in [0.001, 10000]"))
         ->capture_default_str();
-    build->add_option("--seed", b->seed, "Seed of the draws and the fits")->capture_default_str();
+    build->add_option("--seed", b->seed, "Seed of the draws and the fits")
+        ->transform(check::seed())
+        ->capture_default_str();
     build->add_flag("!--no-retake", b->retake,
                     "Keep the chunks measured while the machine was disturbed as they are, rather than measuring "
                     "them again at the end (twice at most) while the budget lasts (a warning names them either way)");
@@ -684,7 +696,9 @@ inline void add_device_residual(Command& device, Context& ctx) {
         ->capture_default_str();
     res->add_option("--epochs", ra->epochs, "Most epochs")->capture_default_str();
     res->add_option("--patience", ra->patience, "Early-stopping patience in epochs")->capture_default_str();
-    res->add_option("--seed", ra->seed, "Seed of the split and the initial weights")->capture_default_str();
+    res->add_option("--seed", ra->seed, "Seed of the split and the initial weights")
+        ->transform(check::seed())
+        ->capture_default_str();
     res->add_flag("--no-boundary", ra->no_boundary, "Fit no sample-boundary rates (nor their scale)");
     res->add_flag("--no-residual", ra->no_residual, "Train no residual: the rates (and scale) alone");
     res->add_option("--boundary-scale", ra->boundary_scale,

@@ -303,10 +303,16 @@ void add_device_check_command(Command& device, Context& ctx) {
     cmd->add_option("files", a->files, "ONNX networks");
     add_search_space_options(*cmd, a->space, a->space_options, "Search space of --sample");
     add_sample_options(*cmd, a->sample, a->seed, "Seed of --sample and of the model weights");
-    cmd->add_option("--warmup", a->warmup, "Untimed runs before the profiled ones")->capture_default_str();
-    cmd->add_option("--repeats", a->repeats, "Profiled runs (each kernel's time is its fastest run)")
+    // checked here, as the measuring commands check theirs: a runner would be sent them as given
+    cmd->add_option("--warmup", a->warmup, "Untimed runs before the profiled ones")
+        ->transform(check::integer(0, 1000000, "a run count in [0, 10^6]"))
         ->capture_default_str();
-    cmd->add_option("--timeout", a->timeout, "Seconds a network may take")->capture_default_str();
+    cmd->add_option("--repeats", a->repeats, "Profiled runs (each kernel's time is its fastest run)")
+        ->transform(check::integer(1, 1000000, "a run count in [1, 10^6]"))
+        ->capture_default_str();
+    cmd->add_option("--timeout", a->timeout, "Seconds a network may take")
+        ->check(check::in_range(1e-3, 1e6, "seconds"))
+        ->capture_default_str();
     cmd->add_option("--write-rules", a->write_rules,
                     "Write the rules checked with the rule changes the disagreements point at applied (check "
                     "them again with --rules)")

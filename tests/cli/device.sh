@@ -183,6 +183,15 @@ grep -q "damaged.work/kernel_samples.json: sample 4: latency_ms -1" refit_damage
 grep -q "kernel_samples.json" refit_none.err || fail "--refit without samples: the error does not name the file"
 "$bin" device build --out x.dnnc > /dev/null 2> norunner.err && fail "device build without --runner"
 grep -q -- "--runner" norunner.err || fail "device build without --runner: unclear error"
+# counts and seeds that an unsigned option would wrap to 2^64 - 1 (--per-kind -1 drew without end)
+for bad in "build --runner false --out x.dnnc --per-kind -1" "build --runner false --out x.dnnc --adaptive-samples -1" \
+           "build --runner false --out x.dnnc --seed -1" "residual --model dev.dnnc --data x.csv --out x.dnnc --seed -1" \
+           "networks --out nets_wrap --seed 99999999999999999999"; do
+  timeout 20 "$bin" device $bad > /dev/null 2> wrap.err
+  rc=$?
+  [ $rc -ge 1 ] && [ $rc -lt 124 ] && grep -Eq "is not a (sample count|seed)" wrap.err ||
+    fail "device $bad: exit $rc, $(tail -1 wrap.err)"
+done
 
 # predict: one FILE<TAB>ms line; --per-kernel lines that add up (with the run overhead) to it
 "$bin" predict --model dev.dnnc "$net" > p.out 2> p.err || { fail "predict with a device model"; tail -3 p.err; }

@@ -30,6 +30,13 @@ rc=$?
 [ $rc -eq 3 ] || fail "a missing optimised model: exit $rc, expected 3"
 grep -q "the runner's optimised model" noopt.err || { fail "a missing optimised model: no clear reason"; cat noopt.err; }
 
+# runs and seconds checked before a runner is asked: a NaN timeout read as -9.2e15 s, -1 repeats went to the runner
+for bad in "--timeout nan" "--timeout 0" "--repeats 0" "--warmup -3"; do
+  "$bin" device check --model "$model" --runner "$fake good $PWD" "$net" $bad > /dev/null 2> opt.err
+  rc=$?
+  [ $rc -ge 1 ] && [ $rc -ne 3 ] && [ $rc -lt 124 ] && grep -q -- "${bad%% *}" opt.err ||
+    fail "device check $bad: exit $rc, $(tail -1 opt.err)"
+done
 "$bin" device check --model "$model" --runner "$fake good $PWD" --sample 2 > /dev/null 2> nospace.err
 [ $? -ne 0 ] && grep -q -- '--sample needs --space' nospace.err || fail "--sample without --space accepted"
 
