@@ -353,6 +353,13 @@ grep -q "networks of slow.csv at a median" mixed.err || fail "device residual: n
 if python3 -c 'import sys; r = float(sys.argv[1]); sys.exit(0 if 0.8 <= r <= 1.25 else 1)' "$(ratio_of fit.json)"; then
   grep -q "networks of nets.csv at a median" mixed.err && fail "device residual warned on nets.csv: $(cat mixed.err)"
 fi
+# a damaged row of a store is left out and named, file and line
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "latency_ms") c = i } NR == 3 { $c = "nan" } { print }' \
+  nets.csv > nan_row.csv
+"$bin" device residual --model dev.dnnc --data nan_row.csv --no-residual --out x.dnnc > /dev/null 2> nan_row.err ||
+  { fail "device residual on a store with a NaN row"; tail -3 nan_row.err; }
+grep -q "skipped nan_row.csv:3: column 'latency_ms': NaN" nan_row.err ||
+  fail "device residual: a NaN row left out unsaid: $(cat nan_row.err)"
 "$bin" device residual --model dev.dnnc --data nets.csv --no-residual --no-boundary --out x.dnnc > /dev/null 2> both.err &&
   fail "device residual with nothing to fit succeeded"
 grep -q "nothing to fit" both.err || fail "device residual with nothing to fit: unclear error $(cat both.err)"
