@@ -283,20 +283,23 @@ inline json breakdown_json(const estimators::Estimator& est, const std::vector<g
         const auto kernels = c.by_kernel(graphs[i]);
         if (kernels.empty())
             raise<config_error>("--per-kernel: ", est.name(), " prices whole networks only (no kernel breakdown)");
-        for (const auto& w : c.fallbacks) std::cerr << "dnncost: warning: " << inputs[i] << ": " << w << '\n';
+        // names escaped in the text lines: a newline or tab in a file or node name would forge a line or field
+        const auto input = printable(inputs[i]);
+        for (const auto& w : c.fallbacks) std::cerr << "dnncost: warning: " << input << ": " << printable(w) << '\n';
         for (const auto& b : c.beyond_samples)
-            std::cerr << "dnncost: note: " << inputs[i] << ": priced beyond the samples: " << b << '\n';
+            std::cerr << "dnncost: note: " << input << ": priced beyond the samples: " << printable(b) << '\n';
         json ks = json::array();
         for (const auto& k : kernels) {
             json nodes = json::array();
             for (int n : k.nodes) nodes.push_back(graphs[i].node(n).name);
             ks.push_back({{"kernel", k.name}, {"ms", k.ms}, {"nodes", nodes}});
             if (print_text)
-                std::cout << inputs[i] << '\t' << k.name << '\t' << std::setprecision(6) << k.ms << '\t'
-                          << graphs[i].node(k.nodes.front()).name << (k.nodes.size() > 1 ? " ..." : "") << '\n';
+                std::cout << input << '\t' << printable(k.name) << '\t' << std::setprecision(6) << k.ms << '\t'
+                          << printable(graphs[i].node(k.nodes.front()).name) << (k.nodes.size() > 1 ? " ..." : "")
+                          << '\n';
         }
         if (print_text && c.run_overhead_ms > 0)
-            std::cout << inputs[i] << "\trun overhead\t" << c.run_overhead_ms << "\t-\n";
+            std::cout << input << "\trun overhead\t" << c.run_overhead_ms << "\t-\n";
         out.push_back({{"input", inputs[i]},
                        {"total_ms", c.total_ms},
                        {"run_overhead_ms", c.run_overhead_ms},
@@ -351,7 +354,7 @@ inline void run_predict(const PredictArgs& a) {
         std::cout << '\n';
     }
     for (std::size_t i = 0; i < a.inputs.size(); ++i) {
-        std::cout << a.inputs[i];
+        std::cout << printable(a.inputs[i]);
         for (double v : r.values[i]) std::cout << '\t' << std::setprecision(6) << v;
         if (!r.sigma.empty()) std::cout << "\tsigma " << r.sigma[i];
         std::cout << '\n';

@@ -203,6 +203,11 @@ awk -v a="$sum" -v b="$total" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 <= (1e-4 * b)
   fail "predict --per-kernel: kernels and overhead add up to $sum ms, the total is $total ms"
 "$bin" predict --model dev.dnnc --per-kernel --json "$net" > k.json 2> /dev/null || fail "predict --per-kernel --json"
 grep -q '"breakdown"' k.json || fail "predict --per-kernel --json has no breakdown"
+# a file name with a line break: escaped, so that every line is still one input's
+cp "$net" "$(printf 'two\nlines.onnx')"
+"$bin" predict --model dev.dnnc --per-kernel "$(printf 'two\nlines.onnx')" > odd.out 2> odd.err || fail "predict on an odd file name"
+[ "$(grep -c '^two\\x0alines.onnx	' odd.out)" -eq "$(wc -l < odd.out)" ] ||
+  fail "predict --per-kernel: a line break in a file name forged a line: $(head -3 odd.out)"
 grep -q '"fallbacks"' k.json || fail "predict --per-kernel --json has no fallbacks"
 grep -q '"beyond_samples"' k.json || fail "predict --per-kernel --json has no beyond_samples"
 # a network of 4,096 times the work of every sample: its kernels are noted, on stderr and in the JSON
