@@ -127,6 +127,9 @@ inline std::string pattern_of(const device::KernelMismatch& m) {
 
 /// @return whether every network was profiled and compared
 inline bool run_check(const CheckArgs& a) {
+    // before the networks are profiled, which may take minutes, not after
+    if (!a.kernels_out.empty()) io::check_writable(a.kernels_out);
+    if (!a.write_rules.empty()) io::check_writable(a.write_rules);
     const auto model = device::DeviceModel::deserialize(io::read_file(a.model), a.model);
     const auto rules = a.rules.empty() ? model->rules() : device::FusionRules::parse(io::read_file(a.rules), a.rules);
     std::vector<measure::Candidate> nets;

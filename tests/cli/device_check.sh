@@ -37,6 +37,14 @@ for bad in "--timeout nan" "--timeout 0" "--repeats 0" "--warmup -3"; do
   [ $rc -ge 1 ] && [ $rc -ne 3 ] && [ $rc -lt 124 ] && grep -q -- "${bad%% *}" opt.err ||
     fail "device check $bad: exit $rc, $(tail -1 opt.err)"
 done
+# output paths checked before any network is profiled
+rm -f requests.log
+for out in --kernels --write-rules; do
+  "$bin" device check --model "$model" --runner "$fake good $PWD" "$net" $out nodir/out > /dev/null 2> out.err &&
+    fail "device check $out into a missing directory succeeded"
+  grep -q "directory 'nodir' does not exist" out.err || fail "device check $out nodir/out: unclear error $(cat out.err)"
+done
+[ -e requests.log ] && fail "device check profiled networks before finding its output path unwritable"
 "$bin" device check --model "$model" --runner "$fake good $PWD" --sample 2 > /dev/null 2> nospace.err
 [ $? -ne 0 ] && grep -q -- '--sample needs --space' nospace.err || fail "--sample without --space accepted"
 
