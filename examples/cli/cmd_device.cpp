@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "measure_options.hpp"
+#include "train_common.hpp"
 
 #include <dnncost/core/robust_statistics.hpp>
 #include <dnncost/device/device_build.hpp>
@@ -42,21 +43,6 @@ struct BuildArgs {
     std::vector<std::string> regressors;  // candidate kernel regressors; empty: every one
     bool json_out = false;
 };
-
-/// The ok rows of a results store of `dnncost measure` as a data set. The rows it leaves out (a
-/// damaged line, a latency that is not a positive number, an id no network is built from) are
-/// named on stderr, file and line, so that a damaged store does not shrink unsaid.
-inline train::Dataset load_measured(const std::string& path) {
-    auto ds = measure::load_results_dataset(path, {"latency_ms"}, false,
-                                            [](const fs::path& p) { return io::import_onnx(p); });
-    for (const auto& issue : measure::read_store(path).issues)
-        std::cerr << "dnncost: skipped " << printable(path) << ":" << issue.line << ": " << printable(issue.message)
-                  << '\n';
-    for (const auto& row : ds.skipped())
-        std::cerr << "dnncost: skipped " << printable(ds.source()) << ":" << row.line << ": " << printable(row.reason)
-                  << '\n';
-    return ds;
-}
 
 inline json kind_table(const device::DeviceModel& m) {
     json kinds = json::array();
@@ -354,7 +340,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
     options.per_family = !a.global_only;
     std::optional<train::TrainData> measured;  // keeps the store's graphs alive
     if (!a.data.empty()) {
-        const auto ds = load_measured(a.data);
+        const auto ds = train_detail::load(a.data, "", "", {"latency_ms"}, false, true);
         measured = ds.subset(ds.all_items(), "latency_ms");
     }
     std::vector<graph::Graph> networks;
@@ -457,7 +443,7 @@ inline void run_residual(const ResidualArgs& a) {
     train::TrainData tr, va;
     Rng rng(a.seed);
     for (const auto& path : a.data) {
-        const auto ds = load_measured(path);
+        const auto ds = train_detail::load(path, "", "", {"latency_ms"}, false, true);
         const auto items = ds.all_items();
         parts.push_back(ds.subset(items, "latency_ms"));
         const auto& t = parts.back();

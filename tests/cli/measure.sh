@@ -110,6 +110,11 @@ printf '%s\n' '|nor_conv_3x3~0|+|nor_conv_3x3~0|none~1|+|skip_connect~0|none~1|n
   fail "measure --archs: exit $?"
 "$bin" train --data good.csv --target latency_ms --preset additive --train 3 --val 0 --out m.dnnc >out.txt 2>err.txt
 grep -q 'dnncost: 5 rows (5 distinct graphs) from good.csv' err.txt || fail "train --data store: '$(grep rows err.txt)'"
+# a damaged line of the store is named, file and line, not left out unsaid
+cp good.csv damaged.csv && printf 'key-only,row\n' >> damaged.csv
+"$bin" train --data damaged.csv --target latency_ms --preset additive --train 3 --val 0 --out m.dnnc >out.txt 2>err.txt
+grep -q "dnncost: skipped damaged.csv:$(wc -l < damaged.csv):" err.txt || fail "train --data, a damaged store line: '$(cat err.txt)'"
+grep -q 'from damaged.csv.*, 1 skipped' err.txt || fail "train --data, the damaged line not counted: '$(grep rows err.txt)'"
 "$bin" train --data garbage.csv --target latency_ms --preset additive --train 1 --out m.dnnc >out.txt 2>err.txt
 grep -q 'no network with status ok' err.txt || fail "train on a store without ok rows: '$(tail -1 err.txt)'"
 finish measure
