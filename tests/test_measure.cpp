@@ -3,15 +3,19 @@
 // (every truncation of a file still loads), the harness (rounds, re-measuring, resuming).
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -46,10 +50,20 @@ bool no_children() {
     return ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;
 }
 /// A process is gone or a zombie (an orphan reparented to an init that has not reaped it yet).
+/// The process may be reaped between opening its stat file and reading it; the read then fails
+/// (ESRCH), which means gone as much as a missing file does. The file is a single short line that
+/// one read returns whole.
 bool dead(pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    if (!stat) return true;
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    std::array<char, 4096> buffer{};
+    ssize_t got = -1;
+    do got = ::read(fd, buffer.data(), buffer.size());
+    while (got < 0 && errno == EINTR);
+    ::close(fd);
+    if (got <= 0) return true;
+    const std::string_view text(buffer.data(), static_cast<std::size_t>(got));
     const auto close = text.rfind(')');
     return close != std::string::npos && close + 2 < text.size() && (text[close + 2] == 'Z' || text[close + 2] == 'X');
 }
