@@ -304,7 +304,9 @@ PYBIND11_MODULE(dnncost, m) {
                const std::string& space_options) {
                 const bool single = py::isinstance<py::str>(archs);
                 const auto list = single ? std::vector<std::string>{archs.cast<std::string>()}
-                                         : archs.cast<std::vector<std::string>>();
+                                         : cast_arg<std::vector<std::string>>(
+                                               archs, "Estimator.predict_archs: archs",
+                                               "an architecture string or a list of them");
                 return predict(self, arch_inputs(list), single, space, space_options, per_kernel);
             },
             py::arg("archs"), py::arg("space") = "nb201", py::arg("per_kernel") = false,

@@ -20,6 +20,18 @@ struct [[gnu::visibility("hidden")]] Model {  // hidden like pybind11's own type
     pybind11::object report;  ///< a trained model's test metrics and split (a dict); null for a loaded one
 };
 
+/// `value` as a T, or a TypeError that names the argument (`what`), the type it takes (`expected`)
+/// and the value given: pybind11's own cast error names none of them.
+template <class T>
+T cast_arg(pybind11::handle value, const std::string& what, const char* expected) {
+    try {
+        return value.cast<T>();
+    } catch (const pybind11::cast_error&) {
+        throw pybind11::type_error(what + ": expected " + expected + ", got " + std::string(pybind11::repr(value)) +
+                                   " (" + std::string(pybind11::str(pybind11::type::of(value).attr("__name__"))) + ")");
+    }
+}
+
 /// Measuring, training and the search (module_run.cpp).
 void bind_run(pybind11::module_& m);
 

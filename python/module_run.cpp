@@ -72,24 +72,25 @@ void read_options(const py::dict& kw, measure::CampaignOptions& o, std::string& 
     auto& h = o.harness;
     for (auto [key, value] : kw) {
         const auto k = key.cast<std::string>();
-        if (k == "rounds") h.rounds = value.cast<int>();
-        else if (k == "warmup") h.warmup = value.cast<int>();
-        else if (k == "repeats") h.repeats = value.cast<int>();
-        else if (k == "round_ms") h.round_ms = value.cast<double>();
-        else if (k == "max_repeats") h.max_repeats = value.cast<int>();
-        else if (k == "max_rounds") h.max_rounds = value.cast<int>();
-        else if (k == "remeasure_spread") h.remeasure_spread = value.cast<double>();
-        else if (k == "interleave") h.interleave = value.cast<int>();
-        else if (k == "statistic") statistic = value.cast<std::string>();
-        else if (k == "fresh_sessions") fresh_sessions = value.cast<bool>();
-        else if (k == "force") h.force = value.cast<bool>();
-        else if (k == "timeout") o.timeout_seconds = value.cast<double>();
-        else if (k == "startup_timeout") o.startup_timeout_seconds = value.cast<double>();
-        else if (k == "retries") o.retries = value.cast<int>();
-        else if (k == "noise_check") o.noise_check = value.cast<std::size_t>();
-        else if (k == "cpu") o.cpu = value.cast<int>();
-        else if (k == "realtime") o.realtime = value.cast<bool>();
-        else if (k == "allow_other_host") o.allow_other_host = value.cast<bool>();
+        const std::string option = "dnncost.measure: option '" + k + "'";
+        if (k == "rounds") h.rounds = cast_arg<int>(value, option, "an integer");
+        else if (k == "warmup") h.warmup = cast_arg<int>(value, option, "an integer");
+        else if (k == "repeats") h.repeats = cast_arg<int>(value, option, "an integer");
+        else if (k == "round_ms") h.round_ms = cast_arg<double>(value, option, "a number");
+        else if (k == "max_repeats") h.max_repeats = cast_arg<int>(value, option, "an integer");
+        else if (k == "max_rounds") h.max_rounds = cast_arg<int>(value, option, "an integer");
+        else if (k == "remeasure_spread") h.remeasure_spread = cast_arg<double>(value, option, "a number");
+        else if (k == "interleave") h.interleave = cast_arg<int>(value, option, "an integer");
+        else if (k == "statistic") statistic = cast_arg<std::string>(value, option, "a string");
+        else if (k == "fresh_sessions") fresh_sessions = cast_arg<bool>(value, option, "True or False");
+        else if (k == "force") h.force = cast_arg<bool>(value, option, "True or False");
+        else if (k == "timeout") o.timeout_seconds = cast_arg<double>(value, option, "a number");
+        else if (k == "startup_timeout") o.startup_timeout_seconds = cast_arg<double>(value, option, "a number");
+        else if (k == "retries") o.retries = cast_arg<int>(value, option, "an integer");
+        else if (k == "noise_check") o.noise_check = cast_arg<std::size_t>(value, option, "a non-negative integer");
+        else if (k == "cpu") o.cpu = cast_arg<int>(value, option, "an integer");
+        else if (k == "realtime") o.realtime = cast_arg<bool>(value, option, "True or False");
+        else if (k == "allow_other_host") o.allow_other_host = cast_arg<bool>(value, option, "True or False");
         else throw py::type_error("dnncost.measure: unknown option '" + k + "'");
     }
 }
@@ -115,7 +116,8 @@ py::object run_measure(py::object networks, py::object runner, const std::string
     if (py::isinstance<py::str>(runner))
         o.runners = {runner.cast<std::string>()};
     else
-        o.runners = runner.cast<std::vector<std::string>>();
+        o.runners = cast_arg<std::vector<std::string>>(runner, "dnncost.measure: runner",
+                                                       "a command string or a list of them");
     if (o.runners.empty()) throw py::value_error("dnncost.measure: no runner");
     o.device = device;
     o.out = out;

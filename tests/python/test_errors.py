@@ -58,6 +58,10 @@ def test_unknown_space_and_arch():
         m.predict_archs(["|bogus~0|"], space="nb201")
     with pytest.raises(dnncost.Error):
         m.predict("nb201:|nor_conv_3x3~0|+|")
+    # a wrong type names the argument and what it got, not pybind11's "Unable to cast"
+    for bad in (None, [1], b"abc"):
+        with pytest.raises(TypeError, match="predict_archs: archs: expected an architecture string"):
+            m.predict_archs(bad)
 
 
 def test_search_bad_bounds_and_objectives():
@@ -99,3 +103,14 @@ def test_bad_measure_options(tmp_path):
         dnncost.measure(NB201, space="nb201", runner="true", out=str(tmp_path / "s.csv"), device="d", rounds=0)
     with pytest.raises(ValueError):
         dnncost.measure(None, runner="true", out=str(tmp_path / "s.csv"), device="d")
+    # options and runners of the wrong type name the option and the value
+    for option, value, expected in (("rounds", "abc", "an integer"), ("rounds", 3.7, "an integer"),
+                                    ("noise_check", -1, "a non-negative integer"), ("timeout", "1", "a number"),
+                                    ("fresh_sessions", "yes", "True or False")):
+        with pytest.raises(TypeError, match=f"option '{option}': expected {expected}, got"):
+            dnncost.measure(NB201, space="nb201", runner="true", out=str(tmp_path / "s.csv"), device="d",
+                            **{option: value})
+    for runner in (None, [1]):
+        with pytest.raises(TypeError, match="runner: expected a command string"):
+            dnncost.measure(NB201, space="nb201", runner=runner, out=str(tmp_path / "s.csv"), device="d")
+    assert not (tmp_path / "s.csv").exists()
