@@ -440,8 +440,16 @@ TEST_CASE("fusion rules: the text form round-trips and bad lines are named") {
                          parse_error);
     CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 1\nfuse Conv Relu operands=maybe\n"),
                          doctest::Contains("unknown operand class 'maybe'"), parse_error);
-    CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 1\nfold Conv BatchNormalization\n"),
-                         doctest::Contains("operands=constant"), parse_error);
+    CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 1\n# a comment\nfold Conv BatchNormalization\n"),
+                         doctest::Contains("test rules:3: fold Conv BatchNormalization must require operands=constant"),
+                         parse_error);
+    // checks of the parsed rule name its line too; a control character is refused, shown escaped
+    fails("fuse Conv Relu\nfuse Conv Relu after=\n", "r.txt:3: operator kind ''");
+    fails("pattern P A\x1b[31mB C\n", "r.txt:2: operator kind \"A\\u001b[31mB\" has a control character");
+    fails("execute Reshape Fl\x7f\n", "r.txt:2: operator kind");
+    fails("layout NCHWc 8 anchors=Conv followers=,Add\n", "r.txt:2: operator kind ''");
+    fails("device d\x07x\n", "r.txt:2: the device name");
+    CHECK(parse("dnncost-fusion-rules 1\ndevice a\tb\n").device == "a\tb");
     CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 1\nlayout NCHWc x16\n"), doctest::Contains("test rules:2:"),
                          parse_error);
     CHECK_THROWS_WITH_AS(parse("dnncost-fusion-rules 2\n"), doctest::Contains("unsupported format version"),
@@ -640,8 +648,8 @@ TEST_CASE("fusion rules: the new directives are read, written back, and rejected
     fails("rewrite MatMul+Add\n", "r.txt:2: a rewrite is");
     fails("rewrite A B reshape-rank=x\n", "r.txt:2: reshape-rank=");
     fails("rewrite A B size=3\n", "r.txt:2: unknown option 'size'");
-    fails("rewrite A B\nrewrite A C\n", "two rewrites of kernels of kind A");
-    fails("rewrite A B,,C\n", "r.txt: fusion rules");
+    fails("rewrite A B\nrewrite A C\n", "r.txt:3: two rewrites of kernels of kind A");
+    fails("rewrite A B,,C\n", "r.txt:2: kernel kind ''");
     fails("merge-duplicates yes\n", "r.txt:2: merge-duplicates takes no arguments");
     fails("execute\n", "r.txt:2: an execute line is");
     fails("fuse Conv Add operand-layout=nchw\n", "r.txt:2: operand-layout= is any or blocked");

@@ -275,6 +275,29 @@ printf 'dnncost-fusion-rules 1\ndevice another\n' > other.rules
 "$bin" device rules --model dev.dnnc --rules other.rules --out x.dnnc > /dev/null 2> other.err &&
   fail "device rules accepted the rules of another device"
 grep -q "another" other.err || fail "device rules: the error does not name the device: $(cat other.err)"
+# a rule the parse reads but the checks refuse, and a control character in an operator's name
+# (printed as it is by the text output): refused, naming file and line, with no model written
+printf 'dnncost-fusion-rules 1\n# folds take constants\nfold Conv BatchNormalization\n' > fold.rules
+"$bin" device rules --model dev.dnnc --rules fold.rules --out fold.dnnc > /dev/null 2> fold.err &&
+  fail "device rules accepted a fold without operands=constant"
+grep -q "fold.rules:3: fold Conv BatchNormalization must require operands=constant" fold.err ||
+  fail "device rules, a fold without operands=constant: the error does not name the line: $(cat fold.err)"
+printf 'dnncost-fusion-rules 1\nfuse Conv Re\033[31mlu\n' > esc.rules
+"$bin" device rules --model dev.dnnc --rules esc.rules --out esc.dnnc > /dev/null 2> esc.err &&
+  fail "device rules accepted a control character in an operator's name"
+grep -q 'esc.rules:2: operator kind "Re\\u001b\[31mlu" has a control character' esc.err ||
+  fail "device rules, a control character: unclear error: $(cat -v esc.err)"
+[ -e fold.dnnc ] || [ -e esc.dnnc ] && fail "device rules refused the rules and wrote a model"
+# the same name inside a model's own rules (its checksum made right): refused on reading
+python3 - relu.dnnc esc_model.dnnc <<'PY'
+import struct, sys, zlib
+b = open(sys.argv[1], "rb").read()[:-4].replace(b"fuse Conv Relu", b"fuse Conv Re\x1bu")
+open(sys.argv[2], "wb").write(b + struct.pack("<I", zlib.crc32(b)))
+PY
+"$bin" device info --model esc_model.dnnc > esc_info.txt 2> esc_info.err &&
+  fail "device info printed a model whose rules have a control character: $(cat -v esc_info.txt | head -3)"
+grep -q 'esc_model.dnnc (fusion rules):[0-9]*: operator kind "Re\\u001bu" has a control character' esc_info.err ||
+  fail "device info, a control character in the model's rules: unclear error: $(cat -v esc_info.err)"
 # an execute line is a set of operators: the same ones in another order or split over lines change nothing
 "$bin" device info --model dev.dnnc --json |
   python3 -c 'import json, sys; print("".join(l + "\n" for l in json.load(sys.stdin)["rules_text"].splitlines() if not l.startswith("execute ")), end="")' > base.rules

@@ -192,8 +192,9 @@ struct FusionRules {
         return nullptr;
     }
 
-    /// @throws config_error naming the rule when a kind is not a plain token, a fold does not
-    /// require constant operands and a sole consumer, a pattern has fewer than two operators, or the block is negative
+    /// @throws config_error naming the rule when a kind is not a plain token (or has a control
+    /// character), a fold does not require constant operands and a sole consumer, a pattern has
+    /// fewer than two operators, or the block is negative
     void check() const;
 
     /// The text form (see the file comment); parse(to_text()) == *this.
@@ -207,6 +208,14 @@ struct FusionRules {
     std::string to_json() const;
 
 private:
+    /// What is wrong with one rule (or the device name), or empty: check() reports it for the
+    /// rule set, parse() for the rule's line.
+    static std::string problem(const PatternRule& p);
+    static std::string problem(const FusionRule& r);
+    static std::string problem(const RewriteRule& r);
+    static std::string problem(const LayoutRule& l);
+    static std::string device_problem(std::string_view device);
+    static std::string token_problem(std::string_view what, const std::string& s);
     static std::vector<std::string> split(std::string_view line);
     static std::vector<std::string> list(const std::string& value);
     template <class Fail>

@@ -16,47 +16,87 @@
 
 namespace dnncost::device {
 
+namespace detail {
+/// A byte below 0x20 or DEL: operator kinds are ONNX op types, and the text output prints them as
+/// they are.
+inline bool has_control_character(std::string_view s) {
+    return std::any_of(s.begin(), s.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u == 0x7f;
+    });
+}
+}  // namespace detail
+
+DNNCOST_FUNC std::string FusionRules::token_problem(std::string_view what, const std::string& s) {
+    if (detail::has_control_character(s)) return std::string(what) + " " + json_quote(s) + " has a control character";
+    if (s.empty() || s.find_first_of(" ,=#") != std::string::npos)
+        return std::string(what) + " '" + s + "' is not a single token (no blanks, commas, '=' or '#')";
+    return {};
+}
+
+DNNCOST_FUNC std::string FusionRules::problem(const PatternRule& p) {
+    if (auto e = token_problem("pattern name", p.name); !e.empty()) return e;
+    if (p.ops.size() < 2) return "pattern '" + p.name + "' needs at least two operators";
+    for (const auto& o : p.ops)
+        if (auto e = token_problem("operator kind", o); !e.empty()) return e;
+    return {};
+}
+
+DNNCOST_FUNC std::string FusionRules::problem(const FusionRule& r) {
+    for (const auto* k : {&r.producer, &r.consumer})
+        if (auto e = token_problem("operator kind", *k); !e.empty()) return e;
+    for (const auto& a : r.after)
+        if (auto e = token_problem("operator kind", a); !e.empty()) return e;
+    if (r.fold && (r.operands != Operands::constant || !r.sole_consumer))
+        return "fold " + r.producer + " " + r.consumer +
+               " must require operands=constant and a sole consumer (only an operator whose output nothing else "
+               "reads can absorb constants at load)";
+    return {};
+}
+
+DNNCOST_FUNC std::string FusionRules::problem(const RewriteRule& r) {
+    if (auto e = token_problem("kernel kind", r.kind); !e.empty()) return e;
+    if (r.as.empty()) return "rewrite " + r.kind + " names no kind to run as";
+    for (const auto& a : r.as)
+        if (auto e = token_problem("kernel kind", a); !e.empty()) return e;
+    if (r.reshape_rank < 0 || r.reshape_rank > 8)
+        return "rewrite " + r.kind + ": reshape-rank " + std::to_string(r.reshape_rank) + " is not between 0 and 8";
+    return {};
+}
+
+DNNCOST_FUNC std::string FusionRules::problem(const LayoutRule& l) {
+    if (l.block < 0) return "negative layout block " + std::to_string(l.block);
+    if (!l.enabled()) return {};
+    if (auto e = token_problem("layout name", l.name); !e.empty()) return e;
+    for (const auto* kinds : {&l.anchors, &l.followers})
+        for (const auto& k : *kinds)
+            if (auto e = token_problem("operator kind", k); !e.empty()) return e;
+    return {};
+}
+
+DNNCOST_FUNC std::string FusionRules::device_problem(std::string_view device) {
+    // a tab is a blank within the name; other control characters break the text form or the terminal
+    std::string rest(device);
+    std::replace(rest.begin(), rest.end(), '\t', ' ');
+    if (detail::has_control_character(rest))
+        return "the device name " + json_quote(device) + " has a control character (a line break, or another)";
+    return {};
+}
+
 DNNCOST_FUNC void FusionRules::check() const {
-    const auto token = [](std::string_view what, const std::string& s) {
-        if (s.empty() || s.find_first_of(" \t\r\n,=#") != std::string::npos)
-            raise<config_error>("fusion rules: ", what, " '", s,
-                                "' is not a single token (no blanks, commas, '=' or '#')");
+    const auto report = [](const std::string& e) {
+        if (!e.empty()) raise<config_error>("fusion rules: ", e);
     };
-    for (const auto& p : patterns) {
-        token("pattern name", p.name);
-        if (p.ops.size() < 2) raise<config_error>("fusion rules: pattern '", p.name, "' needs at least two operators");
-        for (const auto& o : p.ops) token("operator kind", o);
-    }
-    for (const auto& r : fusions) {
-        token("operator kind", r.producer);
-        token("operator kind", r.consumer);
-        for (const auto& a : r.after) token("operator kind", a);
-        if (r.fold && (r.operands != Operands::constant || !r.sole_consumer))
-            raise<config_error>("fusion rules: fold ", r.producer, " ", r.consumer,
-                                " must require operands=constant and a sole consumer (only an operator whose "
-                                "output nothing else reads can absorb constants at load)");
-    }
-    for (const auto& e : executed) token("operator kind", e);
+    for (const auto& p : patterns) report(problem(p));
+    for (const auto& r : fusions) report(problem(r));
+    for (const auto& e : executed) report(token_problem("operator kind", e));
     for (std::size_t i = 0; i < rewrites.size(); ++i) {
-        const auto& r = rewrites[i];
-        token("kernel kind", r.kind);
-        if (r.as.empty()) raise<config_error>("fusion rules: rewrite ", r.kind, " names no kind to run as");
-        for (const auto& a : r.as) token("kernel kind", a);
-        if (r.reshape_rank < 0 || r.reshape_rank > 8)
-            raise<config_error>("fusion rules: rewrite ", r.kind, ": reshape-rank ", r.reshape_rank,
-                                " is not between 0 and 8");
+        report(problem(rewrites[i]));
         for (std::size_t j = 0; j < i; ++j)
-            if (rewrites[j].kind == r.kind)
-                raise<config_error>("fusion rules: two rewrites of kernels of kind ", r.kind);
+            if (rewrites[j].kind == rewrites[i].kind) report("two rewrites of kernels of kind " + rewrites[i].kind);
     }
-    if (layout.block < 0) raise<config_error>("fusion rules: negative layout block ", layout.block);
-    if (layout.enabled()) {
-        token("layout name", layout.name);
-        for (const auto& a : layout.anchors) token("operator kind", a);
-        for (const auto& f : layout.followers) token("operator kind", f);
-    }
-    if (device.find_first_of("\r\n") != std::string::npos)
-        raise<config_error>("fusion rules: the device name has a line break");
+    report(problem(layout));
+    report(device_problem(device));
 }
 
 DNNCOST_FUNC std::string FusionRules::to_text() const {
@@ -123,6 +163,10 @@ DNNCOST_FUNC FusionRules FusionRules::parse(std::string_view text, std::string_v
             continue;
         }
         const auto fail = [&](const auto&... what) { raise<parse_error>(source, ":", line_no, ": ", what...); };
+        // each rule checked on its own line, so that the error names it
+        const auto refuse = [&](const std::string& e) {
+            if (!e.empty()) fail(e);
+        };
         const auto& w = words[0];
         if (!header) {
             if (w != "dnncost-fusion-rules" || words.size() != 2) fail("expected the header 'dnncost-fusion-rules 1'");
@@ -135,9 +179,11 @@ DNNCOST_FUNC FusionRules FusionRules::parse(std::string_view text, std::string_v
             while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\t' || rest.back() == '\r'))
                 rest.remove_suffix(1);
             rules.device = std::string(rest);
+            refuse(device_problem(rules.device));
         } else if (w == "pattern") {
             if (words.size() < 4) fail("a pattern is 'pattern NAME OP OP...' with at least two operators");
             rules.patterns.push_back({words[1], {words.begin() + 2, words.end()}});
+            refuse(problem(rules.patterns.back()));
         } else if (w == "fuse" || w == "fold") {
             if (words.size() < 3) fail("a rule is '", w, " PRODUCER CONSUMER [options]'");
             FusionRule r{words[1], words[2], Operands::any, true, w == "fold", {}};
@@ -165,6 +211,7 @@ DNNCOST_FUNC FusionRules FusionRules::parse(std::string_view text, std::string_v
                     fail("unknown option '", key, "' (expected operands, consumers, after, operand-layout or layout)");
                 }
             }
+            refuse(problem(r));
             rules.fusions.push_back(std::move(r));
         } else if (w == "layout") {
             if (words.size() < 3) fail("a layout is 'layout NAME BLOCK [options]'");
@@ -193,11 +240,13 @@ DNNCOST_FUNC FusionRules FusionRules::parse(std::string_view text, std::string_v
                     fail("unknown option '", key,
                          "' (expected anchors, followers, narrow-input, channels-last or concat-alignment)");
             }
+            refuse(problem(rules.layout));
         } else if (w == "merge-duplicates") {
             if (words.size() != 1) fail("merge-duplicates takes no arguments");
             rules.merge_duplicates = true;
         } else if (w == "execute") {
             if (words.size() < 2) fail("an execute line is 'execute OP [OP...]'");
+            for (std::size_t i = 1; i < words.size(); ++i) refuse(token_problem("operator kind", words[i]));
             rules.executed.insert(rules.executed.end(), words.begin() + 1, words.end());
         } else if (w == "rewrite") {
             if (words.size() < 3) fail("a rewrite is 'rewrite KIND AS[,AS...] [reshape-rank=N] [layout=blocked]'");
@@ -214,6 +263,8 @@ DNNCOST_FUNC FusionRules FusionRules::parse(std::string_view text, std::string_v
                     fail("reshape-rank= is a whole number from 0 to 8, got '", value, "'");
                 r.reshape_rank = std::stoi(value);
             }
+            refuse(problem(r));
+            if (rules.rewrite_of(r.kind)) fail("two rewrites of kernels of kind ", r.kind);
             rules.rewrites.push_back(std::move(r));
         } else {
             fail("unknown rule '", w,
