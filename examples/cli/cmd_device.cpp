@@ -310,11 +310,17 @@ struct CalibrateArgs {
 /// --shots: one count in [1, 100] (built-in calibration networks, or quantiles of --data), or
 /// the ONNX files of the user's own networks.
 inline std::optional<std::size_t> shot_count(const std::vector<std::string>& shots) {
-    if (shots.size() != 1 || shots[0].empty() || shots[0].find_first_not_of("0123456789") != std::string::npos)
-        return std::nullopt;
-    if (shots[0].size() > 3 || std::stoul(shots[0]) < 1 || std::stoul(shots[0]) > 100)
-        raise<config_error>("device calibrate: --shots ", shots[0], " is not a count in [1, 100]");
-    return std::stoul(shots[0]);
+    if (shots.size() != 1 || shots[0].empty()) return std::nullopt;
+    const auto& s = shots[0];
+    const bool digits = s.find_first_not_of("0123456789") == std::string::npos;
+    // "-1" or "2.5" is a count gone wrong, not the name of a file (unless there is one)
+    std::error_code ec;
+    const bool number = s.find_first_of("0123456789") != std::string::npos &&
+                        s.find_first_not_of("+-.0123456789eE") == std::string::npos && !fs::exists(s, ec);
+    if (!digits && !number) return std::nullopt;
+    if (!digits || s.size() > 3 || std::stoul(s) < 1 || std::stoul(s) > 100)
+        raise<config_error>("device calibrate: --shots ", s, " is not a count in [1, 100]");
+    return std::stoul(s);
 }
 
 inline void run_calibrate(const CalibrateArgs& a) {
@@ -348,7 +354,13 @@ inline void run_calibrate(const CalibrateArgs& a) {
         if (!measured) networks = device::calibration_networks(*count);
     } else {
         for (const auto& f : a.shots) {
-            const auto bytes = io::read_file(f);
+            const auto bytes = [&] {
+                try {
+                    return io::read_file(f);
+                } catch (const io_error& e) {
+                    raise<io_error>("device calibrate: --shots: ", e.what());
+                }
+            }();
             networks.push_back(io::import_onnx_bytes(bytes, f));
             s.opsets.push_back(io::onnx_opset(bytes, f));  // written for the runner at its own opset
         }

@@ -250,6 +250,14 @@ grep -q '"profiled_kernels": 0' own.json && grep -q "without kernels" own.err ||
 "$bin" device calibrate --model dev.dnnc --runner "$runner" --out x.dnnc --shots 0 > /dev/null 2> zero.err &&
   fail "device calibrate --shots 0 accepted"
 grep -q "count in \[1, 100\]" zero.err || fail "device calibrate --shots 0: unclear error: $(cat zero.err)"
+# a count gone wrong is no file name; a file that is not there is named with its option
+"$bin" device calibrate --model dev.dnnc --runner "$runner" --out x.dnnc --shots -1 > /dev/null 2> neg.err &&
+  fail "device calibrate --shots -1 accepted"
+grep -q -- "--shots -1 is not a count in \[1, 100\]" neg.err || fail "device calibrate --shots -1: unclear error: $(cat neg.err)"
+"$bin" device calibrate --model dev.dnnc --runner "$runner" --out x.dnnc --shots missing.onnx > /dev/null 2> nofile.err &&
+  fail "device calibrate --shots with a missing file accepted"
+grep -q -- "--shots: cannot open 'missing.onnx'" nofile.err ||
+  fail "device calibrate --shots with a missing file: unclear error: $(cat nofile.err)"
 # the same shots from their results store: the same factor (to the store's six digits), without measuring
 "$bin" device calibrate --model dev.dnnc --data cal.dnnc.work/shots.csv --shots 4 --global-only --out cal2.dnnc --json \
   > cal2.json 2> cal2.err || { fail "device calibrate --data"; tail -3 cal2.err; }
