@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
@@ -216,6 +217,15 @@ inline json config_json(const device::KernelConfig& c) {
             {"kh", c.kh}, {"kw", c.kw}, {"sh", c.sh}, {"sw", c.sw}, {"groups", c.groups}};
 }
 
+/// A JSON error without nlohmann's "[json.exception.parse_error.101] " tag: its line, column
+/// and what was expected there.
+inline std::string json_error_text(const json::exception& e) {
+    std::string_view w = e.what();
+    if (const auto tag = w.find("] "); w.starts_with("[json.exception.") && tag != std::string_view::npos)
+        w.remove_prefix(tag + 2);
+    return std::string(w);
+}
+
 /// The kernels an earlier run listed (its --json output): each one's configuration, the fields the
 /// listing leaves out (activation, weight operand, folded BatchNorm, token layout) found by
 /// rebuilding its single-kernel graph, alone or inside a network as the listing measured it, until
@@ -223,8 +233,17 @@ inline json config_json(const device::KernelConfig& c) {
 /// @throws parse_error naming `path` and the kernel for a listing that is not one, or a kernel
 ///         that no such configuration rebuilds
 inline std::vector<Kernel> listed_kernels(const std::string& path, const device::FusionRules& rules, bool in_network) {
-    const auto doc = parse_json(io::read_file(path), false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("kernels") || !doc["kernels"].is_array())
+    const auto text = io::read_file(path);
+    if (text.empty()) raise<parse_error>(path, ": empty file");
+    // a listing cut short is malformed JSON, and says where, not merely that it is no listing
+    const auto doc = [&] {
+        try {
+            return parse_json(text);
+        } catch (const json::exception& e) {  // a parse error, or a number out of range
+            raise<parse_error>(path, ": not JSON: ", json_error_text(e));
+        }
+    }();
+    if (!doc.is_object() || !doc.contains("kernels") || !doc["kernels"].is_array())
         raise<parse_error>(path, ": not the --json output of dnncost device extrapolate (no \"kernels\" list)");
     if (doc.contains("in_network") && !doc["in_network"].is_boolean())
         raise<parse_error>(path, ": \"in_network\" is not true or false");

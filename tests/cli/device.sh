@@ -146,6 +146,12 @@ echo '{"kernels": [{"kind": "Gemm", "key": "00", "grown_from": 7, "config": {"n"
 "$bin" device extrapolate --model dev.dnnc --kernels bad_kernels2.json --plan > /dev/null 2> bad_kernels2.err &&
   fail "device extrapolate --kernels with a mistyped field"
 grep -q "bad_kernels2.json: kernel 0" bad_kernels2.err || fail "device extrapolate --kernels: unclear error $(cat bad_kernels2.err)"
+# a listing cut short is malformed JSON, said with where it breaks, not "no listing"
+head -c $(($(wc -c < iso.json) / 2)) iso.json > cut_kernels.json
+"$bin" device extrapolate --model dev.dnnc --kernels cut_kernels.json --plan > /dev/null 2> cut_kernels.err &&
+  fail "device extrapolate --kernels with a truncated listing"
+grep -q "cut_kernels.json: not JSON: parse error at line [0-9]*, column [0-9]*" cut_kernels.err ||
+  fail "device extrapolate --kernels, a truncated listing: unclear error $(cat cut_kernels.err)"
 # sizes that divide by zero when the kernel's graph is built (a crash once), and a mistyped flag
 for field in sh groups; do
   python3 -c "
