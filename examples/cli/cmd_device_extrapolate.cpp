@@ -353,8 +353,13 @@ inline std::vector<Kernel> grown_kernels(const Args& a, const device::FusionRule
             ++taken;
         }
     }
+    if (by_kind.empty())
+        raise<config_error>("device extrapolate: ", samples_path.string(),
+                            " has no sample of a Conv, DepthwiseConv, Gemm or MatMul kind to grow");
     if (kernels.empty())
-        raise<config_error>("device extrapolate: no sample of a Conv, DepthwiseConv, Gemm or MatMul kind could be grown");
+        raise<config_error>("device extrapolate: no sample of ", samples_path.string(),
+                            " could be grown: ", not_rebuilt, " could not be rebuilt from their features, ", too_large,
+                            " would take a tensor larger than --max-elements");
     return kernels;
 }
 

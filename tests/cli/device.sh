@@ -152,6 +152,16 @@ head -c $(($(wc -c < iso.json) / 2)) iso.json > cut_kernels.json
   fail "device extrapolate --kernels with a truncated listing"
 grep -q "cut_kernels.json: not JSON: parse error at line [0-9]*, column [0-9]*" cut_kernels.err ||
   fail "device extrapolate --kernels, a truncated listing: unclear error $(cat cut_kernels.err)"
+# samples none of which rebuilds: the error names the file
+python3 -c "
+import json
+d = json.load(open('dev.dnnc.work/kernel_samples.json'))
+for s in d['samples']: s['features'] = [0.0] * len(s['features'])
+json.dump(d, open('zeroed_samples.json', 'w'))"
+"$bin" device extrapolate --model dev.dnnc --samples zeroed_samples.json --plan > /dev/null 2> zeroed.err &&
+  fail "device extrapolate --samples with no sample that rebuilds"
+grep -q "no sample of zeroed_samples.json could be grown: [0-9]* could not be rebuilt" zeroed.err ||
+  fail "device extrapolate --samples, no sample rebuilds: unclear error $(cat zeroed.err)"
 # sizes that divide by zero when the kernel's graph is built (a crash once), and a mistyped flag
 for field in sh groups; do
   python3 -c "
