@@ -431,7 +431,8 @@ std::vector<Record> sample_records() {
     std::vector<Record> rs;
     for (int i = 0; i < 5; ++i) {
         Record r;
-        r.key = "k" + std::to_string(i);
+        r.key = "k";
+        r.key += std::to_string(i);  // not "k" + ...: GCC 12 at -O2 and above warns falsely on that
         r.id = i == 2 ? "model, with \"quotes\".onnx" : "|skip_connect~0|+|none~0|none~1|+|none~0|none~1|none~2|";
         r.latency_ms = 1.25 + i;
         r.spread = 0.01 * i;
@@ -544,6 +545,17 @@ TEST_CASE("store as a data set: ok results only, by id, the space from the ids")
     CHECK(ds.key(0) == a1);
     CHECK(ds.column("latency_ms")[0] == 5);  // the last result of a key
     CHECK(ds.graph(0)->num_nodes() > 0);
+    CHECK(ds.source() == path.string());
+    CHECK(ds.line(0) == 5);  // the store's own line of the result, not its place among the ok rows
+    {
+        ResultsStore store(path);
+        store.append(rec("k4", "|bogus~0|+|none~0|none~1|+|none~0|none~1|none~2|", 1, 1, "ok"));
+    }
+    const auto skipped = load_results_dataset(path).skipped();
+    REQUIRE(skipped.size() == 1);
+    CHECK(skipped[0].line == 6);
+    CHECK_THROWS_WITH_AS(load_results_dataset(path, {}, true), doctest::Contains("r.csv:6: bad architecture"),
+                         parse_error);
     { std::ofstream(s.dir / "empty.csv") << "key,id,latency_ms,spread,rounds,status,time\nk,x,,,0,crash,t\n"; }
     CHECK_THROWS_WITH_AS(load_results_dataset(s.dir / "empty.csv"), doctest::Contains("no network with status ok"),
                          parse_error);

@@ -115,6 +115,14 @@ cp good.csv damaged.csv && printf 'key-only,row\n' >> damaged.csv
 "$bin" train --data damaged.csv --target latency_ms --preset additive --train 3 --val 0 --out m.dnnc >out.txt 2>err.txt
 grep -q "dnncost: skipped damaged.csv:$(wc -l < damaged.csv):" err.txt || fail "train --data, a damaged store line: '$(cat err.txt)'"
 grep -q 'from damaged.csv.*, 1 skipped' err.txt || fail "train --data, the damaged line not counted: '$(grep rows err.txt)'"
+# an ok row the data set leaves out (a bad architecture) is named by its line in the store, which
+# a failed row before it puts one below its place among the ok rows
+{ head -n 1 good.csv; sed -n 2p garbage.csv | sed 's/^[0-9a-f]*,/00000000000000000000000000000001,/'; sed -n '2,$p' good.csv
+  echo '00000000000000000000000000000002,|bogus~0|+|none~0|none~1|+|none~0|none~1|none~2|,1,0,1,ok,2026-01-01T00:00:00Z,,,'
+} > bad_arch_row.csv
+"$bin" train --data bad_arch_row.csv --target latency_ms --preset additive --train 3 --val 0 --out m.dnnc >out.txt 2>err.txt
+grep -q "dnncost: skipped bad_arch_row.csv:$(wc -l < bad_arch_row.csv): bad architecture" err.txt ||
+  fail "train --data, an ok row with a bad architecture: not named by its store line: '$(grep skipped err.txt)'"
 "$bin" train --data garbage.csv --target latency_ms --preset additive --train 1 --out m.dnnc >out.txt 2>err.txt
 grep -q 'no network with status ok' err.txt || fail "train on a store without ok rows: '$(tail -1 err.txt)'"
 finish measure

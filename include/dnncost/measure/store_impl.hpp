@@ -196,18 +196,17 @@ DNNCOST_FUNC auto dnncost::measure::load_results_dataset(const std::filesystem::
     const auto contents = parse_store(text, path.string());
     if (strict && !contents.issues.empty())
         raise<parse_error>(path.string(), ":", contents.issues.front().line, ": ", contents.issues.front().message);
-    std::size_t ok = 0;
+    train::DatasetOptions opt;
     std::string csv = "id,latency_ms,spread,rounds,peak_memory_bytes,energy_mj\n";
     for (const auto& r : final_records(contents.records)) {
         if (!r.ok()) continue;
-        ++ok;
+        opt.row_lines.push_back(r.line);  // messages name the store's lines, not the rows' places here
         csv += detail::csv_field(r.id) + "," + detail::format_number(r.latency_ms, "%.17g") + "," +
                detail::format_number(r.spread, "%.17g") + "," + std::to_string(r.rounds) + "," +
                (r.peak_memory_bytes ? detail::format_number(*r.peak_memory_bytes, "%.17g") : "") + "," +
                (r.energy_mj ? detail::format_number(*r.energy_mj, "%.17g") : "") + "\n";
     }
-    if (ok == 0) raise<parse_error>(path.string(), ": no network with status ok in this results store");
-    train::DatasetOptions opt;
+    if (opt.row_lines.empty()) raise<parse_error>(path.string(), ": no network with status ok in this results store");
     opt.space = train::onnx_keys;  // ids that are not architecture strings are model paths
     opt.space_options = std::move(space_options);
     opt.columns = columns.empty() ? std::vector<std::string>{"latency_ms"} : std::move(columns);
@@ -215,7 +214,7 @@ DNNCOST_FUNC auto dnncost::measure::load_results_dataset(const std::filesystem::
     opt.strict = strict;
     opt.loader = std::move(loader);
     const auto base = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    return train::load_dataset_text(csv, path.string() + " (status ok rows)", base, opt);
+    return train::load_dataset_text(csv, path.string(), base, opt);
 }
 
 namespace dnncost::measure {

@@ -55,6 +55,10 @@ struct DatasetOptions {
     GraphLoader loader{};
     /// Threads used to build graphs (0: hardware concurrency).
     unsigned threads = 0;
+    /// The line in its file of each data row of the text, when the text is not the file itself
+    /// (the ok rows of a results store), so that messages name the file's own lines; empty: the
+    /// text's lines.
+    std::vector<std::size_t> row_lines{};
 };
 
 /// A row that was left out, and why.

@@ -11,6 +11,10 @@ DNNCOST_FUNC auto dnncost::train::load_dataset_text(std::string_view text, std::
     // Rows with a wrong field count are collected, not thrown, so that under `strict` the error
     // reported is the first bad row in file order, whatever kind of problem it has.
     const auto table = io::parse_csv(text, source, io::CsvOptions{.skip_bad_rows = true});
+    if (!opt.row_lines.empty() && (opt.row_lines.size() != table.size() || !table.issues.empty()))
+        raise<config_error>("load_dataset: ", table.source, ": ", opt.row_lines.size(), " row lines for ",
+                            table.size() + table.issues.size(), " data rows");
+    const auto line_of = [&](std::size_t row) { return opt.row_lines.empty() ? table.lines[row] : opt.row_lines[row]; };
     Dataset ds;
     ds.m_source = table.source;
     for (const auto& issue : table.issues) ds.m_skipped.push_back({issue.line, issue.message});
@@ -36,7 +40,7 @@ DNNCOST_FUNC auto dnncost::train::load_dataset_text(std::string_view text, std::
     auto reject = [&](std::size_t row, std::string reason) {
         if (reason.size() > 300)
             reason = reason.substr(0, 300) + "... (" + std::to_string(reason.size()) + " characters)";
-        ds.m_skipped.push_back({table.lines[row], std::move(reason)});
+        ds.m_skipped.push_back({line_of(row), std::move(reason)});
     };
 
     // Pass 1: values and keys (cheap, serial), so that messages come in line order.
@@ -146,7 +150,7 @@ DNNCOST_FUNC auto dnncost::train::load_dataset_text(std::string_view text, std::
             continue;
         }
         ds.m_keys.push_back(distinct[d]);
-        ds.m_lines.push_back(table.lines[kept[k]]);
+        ds.m_lines.push_back(line_of(kept[k]));
         ds.m_item_key.push_back(renumber[d]);
         for (std::size_t c = 0; c < cols.size(); ++c) ds.m_values[c].push_back(row_values[k][c]);
     }
