@@ -234,8 +234,17 @@ inline bool run_check(const CheckArgs& a) {
             std::cerr << "dnncost: " << net.id << ": " << c.matched << " of " << c.pass_kernels << " pass / "
                       << c.runtime_kernels << " runtime kernels matched\n";
     }
-    if (!a.kernels_out.empty()) io::write_file_atomic(a.kernels_out, kernel_lines);
-    if (!a.write_rules.empty()) {
+    // no network compared: no file, as `measure --profile` writes no kernel file without kernels
+    // (an empty one, or rules unchanged for want of evidence, would read as this run's findings)
+    const bool none_compared = failed + without_profile == nets.size();
+    for (const auto* out : {&a.kernels_out, &a.write_rules}) {
+        if (!none_compared || out->empty()) continue;
+        std::error_code ec;
+        std::cerr << "dnncost: device check: no network was profiled and compared: " << *out << " not written"
+                  << (fs::exists(*out, ec) ? " (the file there is from before)" : "") << '\n';
+    }
+    if (!a.kernels_out.empty() && !none_compared) io::write_file_atomic(a.kernels_out, kernel_lines);
+    if (!a.write_rules.empty() && !none_compared) {
         const auto fixed = rules_with(rules, total.suggestions, total.confirmed);
         fixed.check();
         io::write_file_atomic(a.write_rules, fixed.to_text());

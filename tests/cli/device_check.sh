@@ -24,6 +24,15 @@ rc=$?
 [ $rc -eq 3 ] || fail "malformed kernels: exit $rc, expected 3"
 grep -q 'bad_answer: kernel 0 has no finite non-negative "ms"' bad.err || { fail "malformed kernels: no clear reason"; cat bad.err; }
 grep -q '^networks 1 (1 failed' bad.txt || fail "malformed kernels: not counted as failed"
+# every network failed: no --kernels or --write-rules file (an empty one, or the rules unchanged,
+# would read as this run's findings), and said
+"$bin" device check --model "$model" --runner "$fake bad_kernels $PWD" "$net" --kernels none.jsonl \
+  --write-rules none.rules > /dev/null 2> none.err
+rc=$?
+[ $rc -eq 3 ] || fail "every network failed: exit $rc, expected 3"
+[ -e none.jsonl ] || [ -e none.rules ] && fail "every network failed, and device check wrote its output files"
+grep -q "no network was profiled and compared: none.jsonl not written" none.err &&
+  grep -q "none.rules not written" none.err || fail "every network failed: the files not written unsaid: $(cat none.err)"
 
 "$bin" device check --model "$model" --runner "$fake profile $PWD" "$net" --json > noopt.json 2> noopt.err
 rc=$?
