@@ -303,10 +303,19 @@ PYBIND11_MODULE(dnncost, m) {
             [](const Model& self, py::handle archs, const std::string& space, bool per_kernel,
                const std::string& space_options) {
                 const bool single = py::isinstance<py::str>(archs);
-                const auto list = single ? std::vector<std::string>{archs.cast<std::string>()}
-                                         : cast_arg<std::vector<std::string>>(
-                                               archs, "Estimator.predict_archs: archs",
-                                               "an architecture string or a list of them");
+                std::vector<std::string> list;
+                if (single) {
+                    list.push_back(archs.cast<std::string>());
+                } else {
+                    // any iterable of strings (a list, a tuple, a generator); bytes iterate as numbers
+                    if (!py::isinstance<py::iterable>(archs) || py::isinstance<py::bytes>(archs))
+                        throw py::type_error("Estimator.predict_archs: archs: expected an architecture string or "
+                                             "an iterable of them, got " + std::string(py::repr(archs)));
+                    for (auto a : archs)
+                        list.push_back(cast_arg<std::string>(
+                            a, "Estimator.predict_archs: archs[" + std::to_string(list.size()) + "]",
+                            "an architecture string"));
+                }
                 return predict(self, arch_inputs(list), single, space, space_options, per_kernel);
             },
             py::arg("archs"), py::arg("space") = "nb201", py::arg("per_kernel") = false,

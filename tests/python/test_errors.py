@@ -59,9 +59,13 @@ def test_unknown_space_and_arch():
     with pytest.raises(dnncost.Error):
         m.predict("nb201:|nor_conv_3x3~0|+|")
     # a wrong type names the argument and what it got, not pybind11's "Unable to cast"
-    for bad in (None, [1], b"abc"):
+    for bad in (None, 3, b"abc"):
         with pytest.raises(TypeError, match="predict_archs: archs: expected an architecture string"):
             m.predict_archs(bad)
+    with pytest.raises(TypeError, match=r"predict_archs: archs\[1\]: expected an architecture string, got 1 \(int\)"):
+        m.predict_archs([NB201[0], 1])
+    # any iterable of strings is a list of architectures
+    assert m.predict_archs(a for a in NB201[:2]) == m.predict_archs(NB201[:2])
 
 
 def test_search_bad_bounds_and_objectives():
