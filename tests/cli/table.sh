@@ -77,6 +77,19 @@ printf 'op,kernel,stride,groups,spatial,c,k,latency_ms\nConv,3x3,1x1,1,8x8,8,8,1
 "$bin" table price --table bad.csv --network "$model" >out.txt 2>err.txt && fail "bad table: exit 0"
 grep -q '^dnncost: error: bad.csv:3: ' err.txt || fail "bad table: '$(cat err.txt)'"
 [ "$(wc -l < err.txt)" -eq 1 ] || fail "bad table: more than one error line"
+# a reading is never a negative or non-finite latency: the plane of a cell whose latencies fall,
+# or a line extrapolated below the table, reads 0; one extrapolated to infinity is an error
+q=(--op Conv --kernel 3x3 --stride 1x1 --spatial 8x8)
+printf 'op,kernel,stride,groups,spatial,c,k,latency_ms\nConv,3x3,1x1,1,8x8,8,8,2\nConv,3x3,1x1,1,8x8,16,8,0.5\nConv,3x3,1x1,1,8x8,8,16,0.5\nConv,3x3,1x1,1,8x8,16,16,1\n' >fall.csv
+printf 'op,kernel,stride,groups,spatial,c,k,latency_ms\nConv,3x3,1x1,1,8x8,8,8,1\nConv,3x3,1x1,1,8x8,16,8,2\nConv,3x3,1x1,1,8x8,8,16,2\nConv,3x3,1x1,1,8x8,16,16,0\n' >rise.csv
+for query in "fall.csv --c 15 --k 15 --mode plane" "rise.csv --c 1 --k 1 --mode plane --extrapolate" "rise.csv --c 1 --k 1 --extrapolate"; do
+  # shellcheck disable=SC2086
+  "$bin" table query "${q[@]}" --table $query --json >out.json 2>err.txt
+  python3 -c 'import json,sys; sys.exit(not json.load(sys.stdin)["latency_ms"] >= 0)' < out.json ||
+    fail "query $query: '$(tr -d '\n' < out.json)' $(cat err.txt)"
+done
+"$bin" table query "${q[@]}" --table rise.csv --c 1e200 --k 1e200 --extrapolate >out.txt 2>err.txt && fail "query extrapolated to infinity: exit 0, '$(cat out.txt)'"
+grep -q '^dnncost: error: table query Conv .* k=1e+200: .*not finite' err.txt || fail "query extrapolated to infinity: '$(cat err.txt)'"
 "$bin" table build --network "$model" --grid steps:3 --out x.csv --dry-run >out.txt 2>err.txt && fail "bad grid: exit 0"
 grep -q "^dnncost: error: grid 'steps:3'" err.txt || fail "bad grid: '$(cat err.txt)'"
 "$bin" table build --network "$model" --grid proportional:0 --out x.csv --dry-run >out.txt 2>err.txt &&

@@ -11,6 +11,7 @@
 /// `dw` (depthwise: groups = C = K), k equals c for keys spanning one channel count. The points
 /// of a key must form a full grid (every c with every k); a missing point is an error when a
 /// query needs it.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -83,17 +84,26 @@ public:
     }
 
     /// The latency (ms) of `key` at (c, k) with its gradient [d/dc, d/dk] (one-count keys: the
-    /// whole slope on d/dc, d/dk = 0; k is ignored).
-    /// @throws config_error when the table lacks the key, or as Grid::query
+    /// whole slope on d/dc, d/dk = 0; k is ignored). A reading below zero (the plane of a cell
+    /// whose latencies fall, or a line extrapolated past the table) is 0, the least an operator
+    /// can cost, with a zero gradient.
+    /// @throws config_error when the table lacks the key, as Grid::query, or for a reading that
+    /// is not finite (extrapolated too far)
     GridValue query(const OpKey& key, double c, double k, const QueryOptions& o = {}) const {
         const auto& grid = grid_of(key);
         const bool two = spans_two_channel_counts(key);
         try {
             auto r = grid.query(two ? std::vector<double>{c, k} : std::vector<double>{c}, o);
             if (!two) r.gradient.push_back(0.0);
+            if (!std::isfinite(r.value))
+                raise<config_error>("the reading ", r.value, " ms is not finite (extrapolated too far from the table)");
+            if (r.value < 0) {
+                r.value = 0;
+                std::fill(r.gradient.begin(), r.gradient.end(), 0.0);
+            }
             return r;
         } catch (const config_error& e) {
-            raise<config_error>("table query ", to_string(key), " c=", c, two ? " k=" + std::to_string(k) : "", ": ",
+            raise<config_error>("table query ", to_string(key), " c=", c, two ? dnncost::concat(" k=", k) : std::string(), ": ",
                                 e.what());
         }
     }
