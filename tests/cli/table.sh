@@ -94,4 +94,10 @@ grep -q '^dnncost: error: table query Conv .* k=1e+200: .*not finite' err.txt ||
 grep -q "^dnncost: error: grid 'steps:3'" err.txt || fail "bad grid: '$(cat err.txt)'"
 "$bin" table build --network "$model" --grid proportional:0 --out x.csv --dry-run >out.txt 2>err.txt &&
   fail "zero grid step: exit 0"
+# a grid too fine to measure is an error before any model is built, not a hang or exhausted memory
+(ulimit -v 4000000; timeout 60 "$bin" table build --network "$model" --grid proportional:1e-9 --out x.csv --dry-run) \
+  >out.txt 2>err.txt
+rc=$?
+[ $rc -eq 1 ] && grep -q "^dnncost: error: table build: grid 'proportional:1e-09' makes [0-9]* single-operator models, more than the limit" err.txt ||
+  fail "grid proportional:1e-9: exit $rc, '$(tail -1 err.txt)'"
 finish table

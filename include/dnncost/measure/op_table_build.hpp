@@ -69,14 +69,22 @@ struct GridSpec {
         };
         if (kind == Kind::uniform) {
             for (double v = step; v < static_cast<double>(max); v += step) snap(v);
+        } else if (static_cast<double>(max) * step <= static_cast<double>(multiple)) {
+            // levels no further apart than `multiple`: every multiple is one (without a loop
+            // over 1/step levels, a billion for proportional:1e-9)
+            for (std::int64_t v = multiple; v < max; v += multiple) out.insert(v);
         } else {
-            const auto n = static_cast<int>(std::llround(1.0 / step));
-            for (int i = 1; i < n; ++i) snap(static_cast<double>(max) * step * i);
+            const auto n = std::llround(1.0 / step);
+            for (long long i = 1; i < n; ++i) snap(static_cast<double>(max) * step * static_cast<double>(i));
         }
         out.insert(max);
         return {out.begin(), out.end()};
     }
 };
+
+/// The most single-operator models one table build makes: a finer grid (uniform:1 on a network
+/// of 2048 channels: eleven million) would exhaust memory before measuring anything.
+inline constexpr std::size_t max_table_models = 500000;
 
 /// One single-operator model of a table build: the operator followed by the sink (see
 /// cost::single_op_graph), and the sink alone on the operator's output, whose latency is
@@ -94,6 +102,7 @@ struct TableModel {
 /// serves as the template) and, per key, the grid: per axis the union over networks of
 /// grid.points(network's count). Nodes without a configuration are skipped (the table prices
 /// free operators at zero and reports the others).
+/// @throws config_error when the grid makes more than max_table_models models
 DNNCOST_FUNC std::vector<TableModel> table_models(const std::vector<graph::Graph>& graphs, const GridSpec& grid,
                                             bool sink = true);
 

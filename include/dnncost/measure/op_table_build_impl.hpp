@@ -26,7 +26,14 @@ DNNCOST_FUNC auto dnncost::measure::table_models(const std::vector<graph::Graph>
             if (cost::spans_two_channel_counts(cfg->key))
                 for (auto k : grid.points(cfg->k, multiple)) p.ks.insert(k);
         }
+    std::size_t count = 0;  // counted before any is built
+    for (const auto& [key, p] : plans) count += p.cs.size() * (cost::spans_two_channel_counts(key) ? p.ks.size() : 1);
+    if (count > max_table_models)
+        raise<config_error>("table build: grid '", grid.kind == GridSpec::Kind::uniform ? "uniform:" : "proportional:",
+                            grid.step, "' makes ", count, " single-operator models, more than the limit of ",
+                            max_table_models, "; choose a coarser grid");
     std::vector<TableModel> out;
+    out.reserve(count);
     for (const auto& [key, p] : plans) {
         const bool two = cost::spans_two_channel_counts(key);
         for (auto c : p.cs)
