@@ -1,9 +1,11 @@
 // `dnncost prune`: apply keep ratios (one genome, or every member of a compression search's
 // front.csv) to an ONNX network and write the pruned networks as ONNX files with weights, e.g.
 // to price them with an operator table or measure them elsewhere.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -46,20 +48,36 @@ inline std::vector<double> parse_ratios(const std::string& text, const std::stri
     return out;
 }
 
-/// (genome, key) of every row of a front.csv written by `dnncost compress`.
-inline std::vector<std::pair<std::vector<double>, std::string>> read_front_genomes(const std::string& path) {
+/// (genome, key) of every row of a front.csv written by `dnncost compress`. Every genome has
+/// `groups` keep ratios, and every key is a plain file name (KEY.onnx is written into --out)
+/// that no other row has, so that nothing is written outside --out or over another member.
+/// @throws parse_error naming the file and line of the first row that breaks this
+inline std::vector<std::pair<std::vector<double>, std::string>> read_front_genomes(const std::string& path,
+                                                                                   std::size_t groups) {
     std::ifstream in(path);
     if (!in) raise<io_error>(path, ": cannot open");
     std::string line;
     if (!std::getline(in, line) || line.rfind("genome,", 0) != 0)
         raise<parse_error>(path, ":1: not a front.csv of dnncost compress (header starts with 'genome,')");
     std::vector<std::pair<std::vector<double>, std::string>> rows;
+    std::map<std::string, std::size_t> line_of_key;
     for (std::size_t n = 2; std::getline(in, line); ++n) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.empty()) continue;
         const auto first = line.find(','), last = line.rfind(',');
         if (first == std::string::npos) raise<parse_error>(path, ":", n, ": no comma");
         const std::string where = path + ":" + std::to_string(n);
-        rows.emplace_back(parse_ratios(line.substr(0, first), where), line.substr(last + 1));
+        auto ratios = parse_ratios(line.substr(0, first), where);
+        if (ratios.size() != groups)
+            raise<parse_error>(where, ": ", ratios.size(), " keep ratios for the network's ", groups, " channel groups");
+        std::string key = line.substr(last + 1);
+        const bool plain = !key.empty() && key != "." && key != ".." &&
+                           key.find_first_of("/\\") == std::string::npos &&
+                           std::none_of(key.begin(), key.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+        if (!plain) raise<parse_error>(where, ": key '", key, "' is not a plain file name");
+        if (const auto [it, fresh] = line_of_key.emplace(key, n); !fresh)
+            raise<parse_error>(where, ": key '", key, "' is also the key of line ", it->second);
+        rows.emplace_back(std::move(ratios), std::move(key));
     }
     if (rows.empty()) raise<parse_error>(path, ": no front member");
     return rows;
@@ -101,7 +119,7 @@ void add_prune_command(Command& app, Context& ctx) {
             io::check_writable(a->out);
             jobs.emplace_back(prune_detail::parse_ratios(a->ratios, "--keep-ratios"), "");
         } else {
-            jobs = prune_detail::read_front_genomes(a->front);
+            jobs = prune_detail::read_front_genomes(a->front, pruner.num_groups());
             std::error_code ec;
             fs::create_directories(a->out, ec);
             if (!fs::is_directory(a->out)) raise<io_error>("--out ", a->out, ": cannot create the directory");

@@ -139,5 +139,24 @@ cmp -s half.onnx half2.onnx || fail "prune --model wrote another network than --
 grep -q "^dnncost: error: .*keep ratio '2'" bad.err || fail "prune: unclear error for ratio 2: $(cat bad.err)"
 "$bin" prune --network "$model" --keep-ratios "0.5" --out bad.onnx > /dev/null 2> bad.err && fail "prune: 1 ratio accepted"
 grep -q "^dnncost: error: .*keep ratios for" bad.err || fail "prune: unclear error for a wrong count: $(cat bad.err)"
+# a front.csv row whose key is no plain file name, repeats a key, or has a wrong ratio count: an
+# error naming the file and line, before anything is written (nothing outside --out, nothing overwritten)
+member=$(sed -n 2p s1/out/front.csv)
+mkdir -p deep/in
+for bad in "escape:not a plain file name" "empty:not a plain file name" "dup:also the key of line 2" "count:keep ratios for"; do
+  kind=${bad%%:*} pattern=${bad#*:}
+  case $kind in
+    escape) row2=${member%,*},../../escaped ;;
+    empty) row2=${member%,*}, ;;
+    dup) row2=$member ;;
+    count) row2="0.5 0.5,,1,0.5,short" ;;
+  esac
+  { head -1 s1/out/front.csv; echo "$member"; echo "$row2"; } > deep/in/front_$kind.csv
+  "$bin" prune --network "$model" --front deep/in/front_$kind.csv --out deep/in/out_$kind > /dev/null 2> bad.err &&
+    fail "prune --front, key $kind: exit 0"
+  grep -q "^dnncost: error: deep/in/front_$kind.csv:3: .*$pattern" bad.err || fail "prune --front, key $kind: $(cat bad.err)"
+  [ -z "$(ls deep/in/out_$kind 2>/dev/null)" ] || fail "prune --front, key $kind: wrote $(ls deep/in/out_$kind)"
+done
+[ -e deep/escaped.onnx ] && fail "prune --front: a key wrote outside --out"
 
 finish compress
