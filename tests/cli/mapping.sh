@@ -51,6 +51,8 @@ printf 'block,cu,dvfs,t_comp,e_comp,t_in,t_out,e_in,e_out\n0,GPU,x,1,1,0,0,0,0\n
 printf 'block,cu,dvfs,t_comp,e_comp,t_in,t_out,e_in,e_out\n0,GPU,x,1,1,0,0,0,0\n0,TPU,x,1,1,0,0,0,0\n' >unknown.csv
 printf 'block,cu,dvfs,t_comp,e_comp,t_in,t_out,e_in,e_out\n0,GPU,x,1,1,0,0,0,0\n2,GPU,x,1,1,0,0,0,0\n' >gap.csv
 printf 'block,cu,dvfs,t_comp,e_comp,t_in,t_out,e_in,e_out\n0,GPU,x,nan,1,0,0,0,0\n' >nan.csv
+# finite values whose sums overflow (1e308 + 1e308) would make an infinite T and a NaN P
+printf 'block,cu,dvfs,t_comp,e_comp,t_in,t_out,e_in,e_out\n0,GPU,x,1,1,0,0,0,0\n1,GPU,x,1e308,1e308,1e308,1e308,1e308,1e308\n' >huge.csv
 expect_error() {  # expect_error NAME PATTERN ARGS...
   local name=$1 pattern=$2; shift 2
   timeout 60 "$bin" "$@" >out.txt 2>err.txt
@@ -63,6 +65,7 @@ expect_error "negative cost" 'negative\.csv:3: negative t_comp' map --blocks neg
 expect_error "unknown CU" "unknown\.csv:3: unknown compute unit 'TPU'" map --blocks unknown.csv --cus GPU,DLA
 expect_error "no CU supports" 'gap\.csv:3: block 1 has no row, so no compute unit supports it' map --blocks gap.csv
 expect_error "NaN" 'nan\.csv:2: t_comp is NaN' map --blocks nan.csv
+expect_error "huge cost" 'huge\.csv:3: t_comp 1e308 is beyond the limit' map --blocks huge.csv
 expect_error "no file" "cannot open 'none\.csv'" map --blocks none.csv
 expect_error "too many to enumerate" 'enumerates up to 2\^20' map --vig 4Mpf320-4Mpf320-4Mpf320-4Mpf320 --exact
 expect_error "bad architecture" "superblock 2 '9M'" map --vig 4M-9M-2M-2M

@@ -39,6 +39,9 @@ struct BlockCostFileOptions {
     std::vector<std::string> cus;
     /// Largest block position accepted (a guard against a stray huge number).
     std::size_t max_blocks = 1u << 20;
+    /// Largest cost accepted, in ms or mJ (a guard against a stray huge number: the sums and
+    /// products of a mapping's costs must stay finite).
+    double max_cost = 1e9;
 };
 
 /// A parsed block-cost file: the platform it describes and a CostTable with one axis, "block".

@@ -147,6 +147,8 @@ DNNCOST_FUNC BlockCostFile parse_block_costs(std::string_view text, const std::s
             if (std::isnan(v)) fail(line_no, name, " is NaN");
             if (!std::isfinite(v)) fail(line_no, name, " is infinite");
             if (v < 0.0) fail(line_no, "negative ", name, " (", s, "); costs are >= 0");
+            if (v > options.max_cost)
+                fail(line_no, name, " ", s, " is beyond the limit of ", options.max_cost, " (ms or mJ)");
             r.cost.set_field(k, v);
         }
         rows.push_back(r);
