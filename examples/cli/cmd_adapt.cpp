@@ -1,6 +1,8 @@
 // `dnncost adapt`: adapt to a new device from a few of its measurements and a pool of measured
 // devices (MAPLE-Edge), and evaluate on the rest of the new device's measurements
 // (device/device_adaptation.hpp does the work).
+#include <algorithm>
+#include <cstddef>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -127,6 +129,10 @@ inline void run_adapt(AdaptArgs& a) {
     a.report.prepare();
     device::AdaptRequest req;
     req.pool_targets = split_list(a.pool_targets);
+    for (std::size_t i = 0; i < req.pool_targets.size(); ++i)  // a device twice would weigh twice
+        if (std::find(req.pool_targets.begin(), req.pool_targets.begin() + static_cast<std::ptrdiff_t>(i),
+                      req.pool_targets[i]) != req.pool_targets.begin() + static_cast<std::ptrdiff_t>(i))
+            raise<config_error>("--pool-targets '", a.pool_targets, "': column '", req.pool_targets[i], "' named twice");
     const bool results = !a.data.empty() && measure::is_results_file(a.data);
     req.target = a.target;
     if (req.target.empty()) {

@@ -59,13 +59,13 @@ expect_error() {  # expect_error PATTERN args...
   grep -q "^dnncost: error: .*$pattern" bad.err || fail "unclear error for $* (want $pattern): $(cat bad.err)"
 }
 expect_error "no_such_device" adapt --pool pool.csv --pool-targets 1080ti_1,no_such_device --target gold_6240 $fast
+expect_error "column 'pixel3' named twice" adapt --pool pool.csv --pool-targets $pool,pixel3 --target gold_6240 $fast
 head -n 11 results.csv > ten.csv
 expect_error "only 10 measured rows" adapt --pool pool.csv --pool-targets $pool --data ten.csv --shots 10 $fast
 head -n 40 pool.csv > nan.csv
 echo '|none~0|+|none~0|none~1|+|none~0|none~1|none~2|,nan,1,1,1,1,1' >> nan.csv
 expect_error "nan.csv:41" adapt --pool nan.csv --pool-targets $pool --target gold_6240 --shots 5 $fast
 expect_error "not a C++ identifier" export-header --model r.json --out x.hpp --name 1bad
-
 # --- probe: runs here, says which counters are missing, writes the descriptor
 "$bin" probe --out desc.json > probe.out 2> probe.err || fail "probe exits non-zero: $(cat probe.err)"
 grep -q '"kernels"' desc.json || fail "probe: no kernels in the descriptor"
