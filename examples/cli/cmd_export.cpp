@@ -1,8 +1,10 @@
 // `dnncost probe`: the hardware descriptor of this device (operator micro-kernels, performance
 // counters). `dnncost export-header`: a trained estimator as one self-contained C++ header.
 #include <cctype>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "train_common.hpp"
@@ -16,11 +18,23 @@ namespace dnncost::cli {
 
 namespace export_detail {
 
+/// A name a C++ namespace can have: an identifier that is not a keyword (nor an alternative
+/// token such as `and`), which would make the header fail to compile.
 inline bool is_identifier(const std::string& s) {
     if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
     for (char c : s)
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-    return true;
+    static const std::set<std::string, std::less<>> keywords{
+        "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+        "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+        "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+        "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+        "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+        "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+        "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
+        "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
+        "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
+    return !keywords.contains(s);
 }
 
 struct ProbeArgs {
@@ -50,9 +64,10 @@ struct ExportArgs {
 };
 
 inline void run_export_header(const ExportArgs& a) {
-    if (!is_identifier(a.name)) raise<config_error>("--name '", a.name, "' is not a C++ identifier");
+    if (!is_identifier(a.name)) raise<config_error>("--name '", a.name, "' is not a C++ identifier (or is a keyword)");
+    const auto model = train_detail::load_model(a.model);  // first: an unreadable --model is named as read
+    io::check_distinct_outputs({{"--model", a.model}, {"--out", a.out}});
     io::check_writable(a.out);
-    const auto model = train_detail::load_model(a.model);
     io::write_file_atomic(a.out, estimators::export_header(*model.est, a.name, a.model));
     if (a.json_out)
         print_json({{"header", a.out}, {"namespace", a.name}, {"model", a.model}, {"preset", model.est->preset()}});

@@ -66,6 +66,14 @@ head -n 40 pool.csv > nan.csv
 echo '|none~0|+|none~0|none~1|+|none~0|none~1|none~2|,nan,1,1,1,1,1' >> nan.csv
 expect_error "nan.csv:41" adapt --pool nan.csv --pool-targets $pool --target gold_6240 --shots 5 $fast
 expect_error "not a C++ identifier" export-header --model r.json --out x.hpp --name 1bad
+expect_error "not a C++ identifier (or is a keyword)" export-header --model r.json --out x.hpp --name int
+# --out naming the model itself would replace the model with its header
+"$bin" train --data pool.csv --target pixel3 --preset additive --train 20 --val 5 --seed 3 --out self.dnnc > /dev/null 2>&1 ||
+  fail "train self.dnnc"
+cp self.dnnc self_before.dnnc
+expect_error "--model and --out name the same file" export-header --model self.dnnc --out ./self.dnnc --name ok
+cmp -s self.dnnc self_before.dnnc || fail "export-header --out = --model: the model was overwritten"
+
 # --- probe: runs here, says which counters are missing, writes the descriptor
 "$bin" probe --out desc.json > probe.out 2> probe.err || fail "probe exits non-zero: $(cat probe.err)"
 grep -q '"kernels"' desc.json || fail "probe: no kernels in the descriptor"
