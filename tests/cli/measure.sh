@@ -52,7 +52,7 @@ grep -q 'measured 0, already present 3, failed 0' out.txt || fail "resume: summa
 grep -q 'measured 3, already present 0' out.txt || fail "--force: summary is '$(head -1 out.txt)'"
 
 # misbehaving runners: the run completes, exit status 3, each network failed with the reason
-for mode in garbage:garbage partial:partial_line nan:bad_latency negative:bad_latency missing:bad_latency \
+for mode in garbage:garbage partial:partial_line nan:bad_latency negative:bad_latency huge:bad_latency missing:bad_latency \
             wrong_id:bad_answer error:runner_error hang:timeout; do
   m=${mode%%:*} reason=${mode#*:}
   args=("${base[@]}")

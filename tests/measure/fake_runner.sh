@@ -76,6 +76,7 @@ while IFS= read -r line; do
     exit_mid) if [ $n -ge 2 ]; then exit 0; fi; answer "$id" "$model" "$repeats" ;;
     nan) printf '{"id":%s,"latency_ms":[1.0,NaN]}\n' "$id" ;;
     negative) printf '{"id":%s,"latency_ms":[1.0,-0.5]}\n' "$id" ;;
+    huge) printf '{"id":%s,"latency_ms":[1.0,1e308]}\n' "$id" ;;  # finite, but no data set keeps it
     missing) printf '{"id":%s,"peak_memory_bytes":100}\n' "$id" ;;
     wrong_id) printf '{"id":%s,"latency_ms":[1.0]}\n' "$((id + 1000))" ;;
     error) printf '{"id":%s,"error":"cannot load %s"}\n' "$id" "$model" ;;

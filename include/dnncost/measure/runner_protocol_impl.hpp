@@ -169,6 +169,14 @@ DNNCOST_FUNC auto dnncost::measure::decode_reply(std::string_view line, std::uin
                                                                  json::number(x.number) + ")");
             return r;
         }
+        // 1e-9 ms to 1e9 ms (11 days): the plausible range a data set keeps (train::min_measured_value
+        // and max_measured_value); outside it, a stored "ok" latency could never be used
+        if (x.number < 1e-9 || x.number > 1e9) {
+            r.outcome = detail::failed(Failure::bad_latency, "latency " + std::to_string(i) + " (" +
+                                                                 json::number(x.number) +
+                                                                 " ms) is outside the plausible range [1e-9, 1e9] ms");
+            return r;
+        }
         a.latency_ms.push_back(x.number);
     }
     std::string problem;
