@@ -190,6 +190,18 @@ TEST_CASE("dataset: subnormal values are skipped, a huge bad field gives a short
     CHECK(contains(ds.skipped()[1].reason, "characters)"));
 }
 
+TEST_CASE("dataset: a peak memory of gigabytes is kept, a value beyond any quantity's scale is skipped") {
+    train::DatasetOptions o;
+    o.threads = 1;
+    const auto csv = "arch,latency_ms,peak_memory_bytes\n" + good + ",12.5,2.5e9\n" + good + ",12.5,1e300\n";
+    const auto ds = train::load_dataset_text(csv, "m.csv", ".", o);
+    REQUIRE(ds.size() == 1);
+    CHECK(ds.column("peak_memory_bytes")[0] == 2.5e9);
+    REQUIRE(ds.skipped().size() == 1);
+    CHECK(ds.skipped()[0].line == 3);
+    CHECK(contains(ds.skipped()[0].reason, "outside the plausible range"));
+}
+
 TEST_CASE("thread pool: a huge request is capped at a fixed size, not a fork bomb") {
     // a fixed cap, whatever the machine (training shards by pool size)
     CHECK(ThreadPool::size_for(std::numeric_limits<std::size_t>::max()) == ThreadPool::max_threads);
@@ -331,7 +343,7 @@ TEST_CASE("ridge: the non-negative coefficients are the best of every choice of 
         Eigen::VectorXd y(n);
         for (int i = 0; i < n; ++i) {
             x(i, 0) = 1.0;
-            for (int j = 1; j < p; ++j) x(i, j) = rng.normal() + (trial % 3 == 0 ? 0.9 * x(i, 1) : 0.0);
+            for (int j = 1; j < p; ++j) x(i, j) = rng.normal() + (trial % 3 == 0 && j > 1 ? 0.9 * x(i, 1) : 0.0);  // correlated with column 1
             y(i) = 2.0 + rng.normal();
             for (int j = 1; j < p; ++j) y(i) += (j % 2 ? 1.0 : -1.0) * 0.6 * x(i, j);
         }
