@@ -169,8 +169,8 @@ DNNCOST_FUNC auto dnncost::measure::decode_reply(std::string_view line, std::uin
                                                                  json::number(x.number) + ")");
             return r;
         }
-        // 1e-9 ms to 1e9 ms (11 days): the plausible range a data set keeps (train::min_measured_value
-        // and max_measured_value); outside it, a stored "ok" latency could never be used
+        // 1e-9 ms to 1e9 ms (11 days): nothing a runner times lies outside, and a data set would
+        // leave out what lies below (train::min_measured_value)
         if (x.number < 1e-9 || x.number > 1e9) {
             r.outcome = detail::failed(Failure::bad_latency, "latency " + std::to_string(i) + " (" +
                                                                  json::number(x.number) +

@@ -118,10 +118,11 @@ struct GraphStore {
 };
 }  // namespace detail
 
-/// Plausible measured values (a latency in ms or s, an energy, a rate): squares and ratios of
-/// values outside stay finite and meaningful inside.
+/// Plausible measured values (a latency in ms or s, an energy, a rate, a memory in bytes): squares
+/// and ratios of values outside stay finite and meaningful inside. The top is a memory's scale (a
+/// petabyte); a network's peak memory passes a gigabyte.
 inline constexpr double min_measured_value = 1e-9;
-inline constexpr double max_measured_value = 1e9;
+inline constexpr double max_measured_value = 1e15;
 
 /// The key is either
 /// - an architecture string of a search space (DatasetOptions::space, or `SPACE:ARCH`), built

@@ -66,7 +66,7 @@ DNNCOST_FUNC auto dnncost::train::load_dataset_text(std::string_view text, std::
             }
             if (p.value < min_measured_value || p.value > max_measured_value) {  // 1e300: squared errors overflow
                 problem = "column '" + table.header[c] + "': value " + table.rows[r][c] +
-                          " outside the plausible range [1e-9, 1e9]";
+                          " outside the plausible range [1e-9, 1e15]";
                 break;
             }
             vals.push_back(p.value);
