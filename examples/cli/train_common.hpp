@@ -79,19 +79,16 @@ inline train::Dataset load(const std::string& path, const std::string& space, co
     opt.columns = train::measured_columns(columns);
     opt.strict = strict;
     opt.loader = [](const std::filesystem::path& p) { return io::import_onnx(p); };
-    // a results store of `dnncost measure` (known by its header): its ok rows, keyed by id; the
-    // store's own damaged lines never reach the data set, so they are listed from the store
+    // a results store of `dnncost measure` (known by its header): its ok rows, keyed by id, and
+    // its damaged lines among the rows skipped
     const bool results = results_only || measure::is_results_file(path);
     auto ds = results ? measure::load_results_dataset(path, opt.columns, strict, opt.loader, opt.space_options)
                       : train::load_dataset(path, opt);
     train::add_computed_targets(ds, columns);
-    std::vector<std::string> skipped;
-    if (results)
-        for (const auto& issue : measure::read_store(path).issues)
-            skipped.push_back(printable(path) + ":" + std::to_string(issue.line) + ": " + printable(issue.message));
-    for (const auto& row : ds.skipped())
-        skipped.push_back(printable(ds.source()) + ":" + std::to_string(row.line) + ": " + printable(row.reason));
-    for (std::size_t i = 0; i < skipped.size() && i < 10; ++i) std::cerr << "dnncost: skipped " << skipped[i] << '\n';
+    const auto& skipped = ds.skipped();
+    for (std::size_t i = 0; i < skipped.size() && i < 10; ++i)
+        std::cerr << "dnncost: skipped " << printable(ds.source()) << ":" << skipped[i].line << ": "
+                  << printable(skipped[i].reason) << '\n';
     if (skipped.size() > 10) std::cerr << "dnncost: ... and " << skipped.size() - 10 << " more skipped rows\n";
     std::cerr << "dnncost: " << ds.size() << " rows (" << ds.distinct_graphs() << " distinct graphs) from "
               << ds.source() << (skipped.empty() ? "" : ", " + std::to_string(skipped.size()) + " skipped") << '\n';

@@ -207,6 +207,7 @@ DNNCOST_FUNC auto dnncost::measure::load_results_dataset(const std::filesystem::
                (r.energy_mj ? detail::format_number(*r.energy_mj, "%.17g") : "") + "\n";
     }
     if (opt.row_lines.empty()) raise<parse_error>(path.string(), ": no network with status ok in this results store");
+    for (const auto& issue : contents.issues) opt.left_out.push_back({issue.line, issue.message});
     opt.space = train::onnx_keys;  // ids that are not architecture strings are model paths
     opt.space_options = std::move(space_options);
     opt.columns = columns.empty() ? std::vector<std::string>{"latency_ms"} : std::move(columns);

@@ -38,6 +38,12 @@ inline void check_space(std::string_view s) {
 /// Turns a model file path into a graph (e.g. io::import_onnx). Throws on failure.
 using GraphLoader = std::function<graph::Graph(const std::filesystem::path&)>;
 
+/// A row that was left out, and why.
+struct SkippedRow {
+    std::size_t line = 0;
+    std::string reason;
+};
+
 struct DatasetOptions {
     /// What the key column holds: "onnx" (model paths) or the name of a search space whose
     /// architecture strings it holds (spaces/registry.hpp). A key written `SPACE:ARCH`, or an
@@ -59,12 +65,9 @@ struct DatasetOptions {
     /// (the ok rows of a results store), so that messages name the file's own lines; empty: the
     /// text's lines.
     std::vector<std::size_t> row_lines{};
-};
-
-/// A row that was left out, and why.
-struct SkippedRow {
-    std::size_t line = 0;
-    std::string reason;
+    /// Lines of the file that the text does not carry, already left out, and why (the damaged
+    /// lines of a results store): skipped() lists them among the text's own, in line order.
+    std::vector<SkippedRow> left_out{};
 };
 
 /// Graphs of some items of a data set, kept alive as long as this object.

@@ -17,6 +17,7 @@ DNNCOST_FUNC auto dnncost::train::load_dataset_text(std::string_view text, std::
     const auto line_of = [&](std::size_t row) { return opt.row_lines.empty() ? table.lines[row] : opt.row_lines[row]; };
     Dataset ds;
     ds.m_source = table.source;
+    ds.m_skipped = opt.left_out;
     for (const auto& issue : table.issues) ds.m_skipped.push_back({issue.line, issue.message});
 
     const std::size_t key_col = opt.key_column.empty() ? 0 : table.column(opt.key_column);
