@@ -1,12 +1,9 @@
 // `dnncost adapt`: adapt to a new device from a few of its measurements and a pool of measured
 // devices (MAPLE-Edge), and evaluate on the rest of the new device's measurements
 // (device/device_adaptation.hpp does the work).
-#include <algorithm>
-#include <cstddef>
 #include <iomanip>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,15 +17,6 @@
 namespace dnncost::cli {
 
 namespace adapt_detail {
-
-inline std::vector<std::string> split_list(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
 
 struct AdaptArgs {
     std::string pool, pool_targets, target, data, space = "nb201", space_options, sampling = "uniform", proxy,
@@ -128,11 +116,7 @@ inline void run_adapt(AdaptArgs& a) {
     namespace td = train_detail;
     a.report.prepare();
     device::AdaptRequest req;
-    req.pool_targets = split_list(a.pool_targets);
-    for (std::size_t i = 0; i < req.pool_targets.size(); ++i)  // a device twice would weigh twice
-        if (std::find(req.pool_targets.begin(), req.pool_targets.begin() + static_cast<std::ptrdiff_t>(i),
-                      req.pool_targets[i]) != req.pool_targets.begin() + static_cast<std::ptrdiff_t>(i))
-            raise<config_error>("--pool-targets '", a.pool_targets, "': column '", req.pool_targets[i], "' named twice");
+    req.pool_targets = train_detail::column_list(a.pool_targets, "--pool-targets");
     const bool results = !a.data.empty() && measure::is_results_file(a.data);
     req.target = a.target;
     if (req.target.empty()) {

@@ -149,7 +149,7 @@ inline void run_train(TrainArgs& a) {
     io::check_writable(a.out);
     a.report.prepare();
     estimators::TrainRequest req;
-    req.targets = target_list(a.target);
+    req.targets = column_list(a.target);
     req.preset = a.preset;
     req.settings = a.preset_options->settings();
     (void)estimators::make_estimator(a.preset, req.settings);  // an option the preset lacks fails now
@@ -227,7 +227,7 @@ inline void run_eval(const EvalArgs& a) {
     auto& est = *model.est;
     check_model_use(model, a.model, a.space, a.target);
     apply_precision(est, a.precision);
-    const auto targets = target_list(a.target);
+    const auto targets = column_list(a.target);
     const auto ds = load(a.data, a.space, a.space_options, targets, a.strict);
     const auto r = estimators::evaluate_estimator(est, ds, targets, a.model);
     warn_unknown(r.unknown);

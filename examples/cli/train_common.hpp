@@ -12,6 +12,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common.hpp"
@@ -142,17 +143,18 @@ inline void check_model_use(const LoadedModel& m, const std::string& path, const
                   << "'; comparing its predictions with '" << target << "'\n";
 }
 
-/// Comma-separated target columns ("latency_ms,peak_memory_bytes"), each once.
-inline std::vector<std::string> target_list(const std::string& spec) {
+/// Comma-separated columns of option `option` ("latency_ms,peak_memory_bytes"), each once: a
+/// column named twice would count twice.
+inline std::vector<std::string> column_list(const std::string& spec, std::string_view option = "--target") {
     std::vector<std::string> out;
     std::stringstream ss(spec);
     for (std::string t; std::getline(ss, t, ',');) {
-        if (t.empty()) raise<config_error>("--target '", spec, "': empty column name");
+        if (t.empty()) raise<config_error>(option, " '", spec, "': empty column name");
         if (std::find(out.begin(), out.end(), t) != out.end())
-            raise<config_error>("--target '", spec, "': column '", t, "' named twice");
+            raise<config_error>(option, " '", spec, "': column '", t, "' named twice");
         out.push_back(t);
     }
-    if (out.empty()) raise<config_error>("--target: no column named");
+    if (out.empty()) raise<config_error>(option, ": no column named");
     return out;
 }
 
