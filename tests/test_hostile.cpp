@@ -121,6 +121,8 @@ TEST_CASE("output paths are checked before the work") {
         CHECK_THROWS_AS(io::check_distinct_outputs({{"--out", a}, {"--report", dir.path / "link.x"}}), config_error);
         CHECK_NOTHROW(io::check_distinct_outputs({{"--out", a}, {"--report", dir.path / "other.x"}, {"--plot", ""}}));
         CHECK_NOTHROW(io::check_distinct_outputs({{"--out", "/dev/null"}, {"--report", "/dev/null"}}));
+        // a directory given for an input is the input's read to name, not a write this check reports
+        CHECK_NOTHROW(io::check_distinct_outputs({{"--data", dir.path}, {"--out", a}}));
     }
     SUBCASE("the new file keeps the old one's mode, a new one gets the usual mode") {
         const auto p = dir.path / "mode.x";

@@ -45,6 +45,8 @@ expect_fail "proxy w/o uniform" "--proxy"            "$bin" "${common[@]}" --pro
 expect_fail "unknown preset"   "--preset"            "$bin" train --data small.csv --target pixel3 --train 10 --val 10 --preset foo --out m.dnnc
 check "unknown preset: data not loaded first" bash -c '! grep -q "rows (" err.txt'
 expect_fail "test larger than data" "only 40"       "$bin" "${common[@]}" --test 1000 --out m.dnnc
+mkdir -p data_dir
+expect_fail "data is a directory" "cannot read 'data_dir'.*is a directory" "$bin" train --data data_dir --target pixel3 --preset additive --out m.dnnc
 expect_fail "moo threads -1"   "thread count"        "$bin" moo --problem zdt1 --threads -1
 expect_fail "moo pop -5"       "population size"     "$bin" moo --problem zdt1 --pop -5
 expect_fail "moo igd-points huge" "point count"       "$bin" moo --problem zdt1 --igd-points 100000000000

@@ -67,6 +67,10 @@ expect_error "no CU supports" 'gap\.csv:3: block 1 has no row, so no compute uni
 expect_error "NaN" 'nan\.csv:2: t_comp is NaN' map --blocks nan.csv
 expect_error "huge cost" 'huge\.csv:3: t_comp 1e308 is beyond the limit' map --blocks huge.csv
 expect_error "no file" "cannot open 'none\.csv'" map --blocks none.csv
+# a directory given as the input is named as one that cannot be read, not written
+mkdir -p adir
+expect_error "directory" "cannot read .adir." map --blocks adir
+grep -q "cannot write" err.txt && fail "directory: named as an output: $(head -1 err.txt)"
 expect_error "too many to enumerate" 'enumerates up to 2\^20' map --vig 4Mpf320-4Mpf320-4Mpf320-4Mpf320 --exact
 expect_error "bad architecture" "superblock 2 '9M'" map --vig 4M-9M-2M-2M
 expect_error "unknown DVFS" "no DVFS setting 'turbo'" map --blocks "$file" --dvfs turbo

@@ -33,7 +33,8 @@ DNNCOST_FUNC std::string read_file(const std::filesystem::path& path, std::uintm
 DNNCOST_FUNC void check_writable(const std::filesystem::path& path);
 
 /// Two outputs of one command must not be the same file (the second would replace the first).
-/// `outputs` pairs an option name with its path; empty paths are skipped. Throws config_error.
+/// `outputs` pairs an option name with its path; empty paths and directories are skipped (the
+/// command's read or write of a directory names it). Throws config_error.
 DNNCOST_FUNC void check_distinct_outputs(
     std::initializer_list<std::pair<std::string_view, std::filesystem::path>> outputs);
 

@@ -68,12 +68,14 @@ DNNCOST_FUNC void check_writable(const std::filesystem::path& path) {
 }
 
 /// Two outputs of one command must not be the same file (the second would replace the first).
-/// `outputs` pairs an option name with its path; empty paths are skipped. Throws config_error.
 DNNCOST_FUNC void check_distinct_outputs(std::initializer_list<std::pair<std::string_view, std::filesystem::path>> outputs) {
     std::vector<std::pair<std::string_view, std::filesystem::path>> seen;
     for (const auto& [what, path] : outputs) {
-        if (path.empty() || detail::write_kind(path) == detail::WriteKind::special) continue;
         std::error_code ec;
+        // a directory is no file of either option: the command's own read or write names it
+        // as an input or an output, which this check cannot tell apart
+        if (path.empty() || std::filesystem::is_directory(path, ec)) continue;
+        if (detail::write_kind(path) == detail::WriteKind::special) continue;
         const auto absolute = std::filesystem::absolute(detail::write_target(path), ec).lexically_normal();
         auto resolved = std::filesystem::weakly_canonical(absolute, ec);
         if (ec) resolved = absolute;
