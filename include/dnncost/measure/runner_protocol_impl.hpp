@@ -56,6 +56,11 @@ DNNCOST_FUNC auto dnncost::measure::detail::optional_quantity(const json::Value&
         problem = "\"" + std::string(key) + "\" is not a finite non-negative number: " + json::dump(*v);
         return false;
     }
+    // a petabyte, or a terajoule: beyond it no board reports, and a data set leaves it out
+    if (v->number > 1e15) {
+        problem = "\"" + std::string(key) + "\" " + json::number(v->number) + " is beyond the plausible 1e15";
+        return false;
+    }
     out = v->number;
     return true;
 }
