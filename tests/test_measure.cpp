@@ -129,8 +129,10 @@ TEST_CASE("decode_reply: every kind of answer gets its verdict") {
     CHECK(verdict(R"({"id":8,"latency_ms":[1]})") == Failure::bad_answer);
     CHECK(verdict(R"({"latency_ms":[1]})") == Failure::bad_answer);
     CHECK(verdict(R"({"id":7,"latency_ms":[1],"peak_memory_bytes":-3})") == Failure::bad_answer);
-    // a petabyte of memory or a terajoule is kept; beyond it is no board's reading
+    // a petabyte of memory or a terajoule is kept; beyond it is no board's reading, and the bound
+    // is the one a data set keeps
     CHECK(verdict(R"({"id":7,"latency_ms":[1],"peak_memory_bytes":1e15,"energy_mj":1e15})") == Failure::none);
+    CHECK(train::max_measured_value == 1e15);
     const auto huge = decode_reply(R"({"id":7,"latency_ms":[1],"peak_memory_bytes":1e308})", 7);
     CHECK(huge.outcome.failure == Failure::bad_answer);
     CHECK(huge.outcome.detail.find("peak_memory_bytes") != std::string::npos);

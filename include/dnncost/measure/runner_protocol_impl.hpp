@@ -57,6 +57,7 @@ DNNCOST_FUNC auto dnncost::measure::detail::optional_quantity(const json::Value&
         return false;
     }
     // a petabyte, or a terajoule: beyond it no board reports, and a data set leaves it out
+    // (train::max_measured_value; this layer does not include train)
     if (v->number > 1e15) {
         problem = "\"" + std::string(key) + "\" " + json::number(v->number) + " is beyond the plausible 1e15";
         return false;
