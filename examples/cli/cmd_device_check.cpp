@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/device/kernel_check.hpp>
 #include <dnncost/device/kernel_graph.hpp>
+#include <dnncost/device/kind_spec.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/measure/candidates.hpp>
 #include <dnncost/measure/model_file.hpp>
@@ -118,6 +120,41 @@ inline json mismatches(const std::vector<device::KernelMismatch>& v, bool with_m
     return a;
 }
 
+/// The model's prices of the kernels the runtime ran against their profiled times, by kernel
+/// family: where the model misprices this machine, and by how much.
+struct FamilyPrices {
+    std::size_t kernels = 0;
+    double priced_ms = 0, profiled_ms = 0;
+    std::vector<double> ratios;  ///< per kernel, profiled / priced
+};
+
+/// Adds network `g`'s matched kernels to `families` and returns them one by one (kind, first
+/// node, FLOPs and bytes moved, price, profiled time): each pass kernel of `kg` the runtime ran
+/// (KernelCheck::runtime_of) at the sum of the runtime kernels that ran it.
+inline json add_prices(const device::DevicePrice& price, const graph::Graph& g, const device::KernelGraph& kg,
+                       const device::KernelCheck& c, const std::vector<measure::RuntimeKernel>& profiled,
+                       std::map<std::string, FamilyPrices>& families) {
+    json out = json::array();
+    for (std::size_t k = 0; k < price.kernels.size() && k < c.runtime_of.size(); ++k) {
+        if (c.runtime_of[k].empty()) continue;
+        const auto& pk = price.kernels[k];
+        double ms = 0;
+        for (const auto r : c.runtime_of[k]) ms += profiled[r].ms;
+        auto& f = families[std::string(device::KindSpec::anchor_of(pk.kind))];
+        ++f.kernels;
+        f.priced_ms += pk.ms;
+        f.profiled_ms += ms;
+        if (pk.ms > 0) f.ratios.push_back(ms / pk.ms);
+        out.push_back({{"kind", pk.kind},
+                       {"node", pk.nodes.empty() ? std::string() : g.node(pk.nodes.front()).name},
+                       {"flops", kg.kernels[k].cost.flops},
+                       {"bytes", kg.kernels[k].cost.bytes()},
+                       {"priced_ms", pk.ms},
+                       {"profiled_ms", ms}});
+    }
+    return out;
+}
+
 /// "why" without the node names it mentions: the same disagreement across networks.
 inline std::string pattern_of(const device::KernelMismatch& m) {
     auto why = m.why;
@@ -149,6 +186,9 @@ inline bool run_check(const CheckArgs& a) {
     std::map<std::string, std::size_t> missing_by, extra_by;
     std::map<std::string, double> extra_ms;
     std::size_t failed = 0, without_profile = 0;
+    // the model prices its own kernel pass: under other rules the kernels compared are not its own
+    const bool priced = a.rules.empty();
+    std::map<std::string, FamilyPrices> families;
     std::string kernel_lines;  // --kernels: one JSON line per profiled network
     for (std::size_t i = 0; i < nets.size(); ++i) {
         const auto& net = nets[i];
@@ -213,6 +253,24 @@ inline bool run_check(const CheckArgs& a) {
                       {"extra", mismatches(c.extra, true)},
                       {"pairs", c.pairs},
                       {"suggested_rules", c.suggestions}});
+        std::string price_note;
+        if (priced) try {
+                const graph::Graph* one[] = {&net.graph};
+                const auto price = model->price_networks(one).front();
+                // the model's pass is the one checked (its own rules): the same kernels, in order
+                if (price.kernels.size() != kg.kernels.size())
+                    raise<error>("the model priced ", price.kernels.size(), " kernels, its pass has ",
+                                 kg.kernels.size());
+                entry["priced_ms"] = price.total_ms;
+                entry["kernel_prices"] = add_prices(price, net.graph, kg, c, o.answer.kernels, families);
+                std::ostringstream note;
+                note << "; priced " << price.total_ms << " ms, profiled " << dnncost::median_high(o.answer.latency_ms)
+                     << " ms";
+                price_note = note.str();
+            } catch (const error& e) {
+                entry["price_failure"] = e.what();
+                std::cerr << "dnncost: " << net.id << ": not priced: " << e.what() << '\n';
+            }
         per_network.push_back(std::move(entry));
         total.pass_kernels += c.pass_kernels;
         total.runtime_kernels += c.runtime_kernels;
@@ -232,7 +290,7 @@ inline bool run_check(const CheckArgs& a) {
         for (const auto& [k, n] : c.confirmed) total.confirmed[k] += n;
         if (!a.json_out)
             std::cerr << "dnncost: " << net.id << ": " << c.matched << " of " << c.pass_kernels << " pass / "
-                      << c.runtime_kernels << " runtime kernels matched\n";
+                      << c.runtime_kernels << " runtime kernels matched" << price_note << '\n';
     }
     // no network compared: no file, as `measure --profile` writes no kernel file without kernels
     // (an empty one, or rules unchanged for want of evidence, would read as this run's findings)
@@ -255,7 +313,21 @@ inline bool run_check(const CheckArgs& a) {
         std::stable_sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
         return v;
     };
+    const auto median_ratio = [](const FamilyPrices& f) {
+        return f.ratios.empty() ? json(nullptr) : json(median(f.ratios));
+    };
     if (a.json_out) {
+        json prices = nullptr;
+        if (priced) {
+            prices = json::object();
+            for (const auto& [family, f] : families)
+                prices[family] = {
+                    {"kernels", f.kernels},
+                    {"priced_ms", f.priced_ms},
+                    {"profiled_ms", f.profiled_ms},
+                    {"profiled_over_priced", f.priced_ms > 0 ? json(f.profiled_ms / f.priced_ms) : json(nullptr)},
+                    {"median_ratio", median_ratio(f)}};
+        }
         json miss = json::array(), extra = json::array(), suggested = json::array();
         for (const auto& [k, n] : sorted(total.suggestions)) suggested.push_back({{"rule", k}, {"kernels", n}});
         for (const auto& [k, n] : sorted(missing_by)) miss.push_back({{"what", k}, {"count", n}});
@@ -281,6 +353,7 @@ inline bool run_check(const CheckArgs& a) {
                     {"extra", extra},
                     {"pairs", total.pairs},
                     {"suggested_rules", suggested},
+                    {"prices_by_family", prices},
                     {"per_network", per_network}});
         return failed == 0 && without_profile == 0;
     }
@@ -291,6 +364,27 @@ inline bool run_check(const CheckArgs& a) {
               << percent(total.runtime_ms > 0 ? total.matched_ms / total.runtime_ms : 0) << '\n'
               << "reorders: pass " << total.pass_reorders << ", runtime " << total.runtime_reorders << ", matched "
               << total.matched_reorders << '\n';
+    if (!families.empty()) {
+        std::cout << "the model's prices against the profiled times of the kernels matched, by family:\n"
+                  << std::setw(16) << "family" << std::setw(9) << "kernels" << std::setw(13) << "priced ms"
+                  << std::setw(13) << "profiled ms" << std::setw(12) << "ratio" << std::setw(12) << "median" << '\n';
+        for (const auto& [family, f] : families) {
+            std::cout << std::setw(16) << family << std::setw(9) << f.kernels << std::setw(13) << f.priced_ms
+                      << std::setw(13) << f.profiled_ms << std::setw(12);
+            if (f.priced_ms > 0)
+                std::cout << f.profiled_ms / f.priced_ms;
+            else
+                std::cout << "-";
+            std::cout << std::setw(12);
+            if (f.ratios.empty())
+                std::cout << "-";
+            else
+                std::cout << median(f.ratios);
+            std::cout << '\n';
+        }
+        std::cout << "(ratio: profiled over priced time of the family; median: of its kernels' ratios; a profiler "
+                     "adds its own few microseconds to every kernel)\n";
+    }
     if (!missing_by.empty()) std::cout << "missing fusions (pass kernels the runtime fused into others):\n";
     for (const auto& [k, n] : sorted(missing_by)) std::cout << std::setw(6) << n << "  " << k << '\n';
     if (!extra_by.empty()) std::cout << "extra runtime kernels:\n";

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `dnncost device check` end to end: fake runners that profile without an optimised model, do not
-# profile, or answer malformed kernel lists (each a clear per-network failure, exit 3), and, when
+# profile, or answer malformed kernel lists (each a clear per-network failure, exit 3), one whose
+# kernel times are planted multiples of the model's prices (found again by family), and, when
 # Node.js and the bundled runner's packages are there, the committed "all" model's kernel pass
 # against ONNX Runtime's own kernels on SqueezeNet and two NB201 networks (its agreement kept),
 # and the rule files of data/devices/rules on a few networks at "all", "disabled" and "basic",
@@ -56,6 +57,42 @@ done
 [ -e requests.log ] && fail "device check profiled networks before finding its output path unwritable"
 "$bin" device check --model "$model" --runner "$fake good $PWD" --sample 2 > /dev/null 2> nospace.err
 [ $? -ne 0 ] && grep -q -- '--sample needs --space' nospace.err || fail "--sample without --space accepted"
+
+# the model's prices against the profiled times: a runtime (fake) that ran each kernel of the
+# "disabled" pass under its last node's name, the convolutions at twice the model's price and every
+# other kernel at half of it; by family, the ratios are those planted
+disabled_model=$data/devices/ort-cpu-disabled-1t.dnnc
+"$bin" predict --model "$disabled_model" --per-kernel "$net" --json > priced.json ||
+  fail "predict --per-kernel on $net"
+mkdir -p plant
+python3 - priced.json plant/net0.onnx.profile <<'PY' || fail "planting the profile"
+import json, sys
+kernels = json.load(open(sys.argv[1]))["breakdown"][0]["kernels"]
+planted = [{"name": k["nodes"][-1], "op": k["kernel"].split("+")[0],
+            "ms": k["ms"] * (2.0 if k["kernel"].startswith("Conv") else 0.5)} for k in kernels]
+open(sys.argv[2], "w").write('"latency_ms":[5.0],"kernels":' + json.dumps(planted))
+PY
+"$bin" device check --model "$disabled_model" --runner "$fake planted $PWD" "$net" --json > planted_prices.json \
+  2> planted_prices.err || { fail "device check against planted kernel times"; tail -3 planted_prices.err; }
+python3 - planted_prices.json priced.json <<'PY' || fail "device check: the planted ratios not found by family"
+import json, sys
+j = json.load(open(sys.argv[1]))
+kernels = json.load(open(sys.argv[2]))["breakdown"][0]["kernels"]
+fam = j["prices_by_family"]
+# SqueezeNet at "disabled": 26 convolutions, each Relu apart, every kernel matched
+ok = j["agreement"] == 1 and fam["Conv"]["kernels"] == 26 and sum(f["kernels"] for f in fam.values()) == len(kernels)
+for name, f in fam.items():
+    want = 2.0 if name == "Conv" else 0.5
+    ok = ok and abs(f["profiled_over_priced"] - want) < 1e-6 * want and abs(f["median_ratio"] - want) < 1e-6 * want
+net = j["per_network"][0]
+ok = ok and len(net["kernel_prices"]) == len(kernels) and all(k["flops"] >= 0 and k["bytes"] > 0 for k in net["kernel_prices"])
+print({name: (f["kernels"], round(f["profiled_over_priced"], 6)) for name, f in fam.items()})
+sys.exit(0 if ok else 1)
+PY
+# under other rules than the model's, its prices are not its pass's: none given
+"$bin" device check --model "$disabled_model" --rules "$data/devices/rules/ort-cpu-disabled.rules" \
+  --runner "$fake planted $PWD" "$net" --json > planted_rules.json 2> /dev/null
+grep -q '"prices_by_family": null' planted_rules.json || fail "device check --rules: prices given for another pass"
 
 runner="$(cd "$tests/../runners/onnxruntime" && pwd)"
 if command -v node >/dev/null 2>&1 && [ -d "$runner/node_modules/onnxruntime-node" ]; then
