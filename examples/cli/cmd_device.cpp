@@ -72,6 +72,20 @@ inline json boundary_json(const device::SampleBoundaryCost& b) {
             {"ms_per_reorder_mb", b.ms_per_reorder_mb}};
 }
 
+/// The intensity calibration factor: null when there is none.
+inline json intensity_factor_json(const device::KernelIntensityFactor& z) {
+    if (!z.active()) return nullptr;
+    return {{"slope", z.slope}, {"low_flops_per_byte", z.low}, {"high_flops_per_byte", z.high}};
+}
+
+/// ", intensity slope -0.06 over 0.9-147 FLOPs/byte", or nothing without the factor.
+inline std::string intensity_factor_text(const device::KernelIntensityFactor& z) {
+    if (!z.active()) return "";
+    std::ostringstream o;
+    o << ", intensity slope " << z.slope << " over " << z.low << "-" << z.high << " FLOPs/byte";
+    return o.str();
+}
+
 /// How the chunks of a measuring step were judged: counted, disturbed at the end, measured again;
 /// and the items measured again within their chunks after a slow spell of the host.
 inline json disturbance_json(const device::Disturbance& d) {
@@ -144,7 +158,7 @@ inline void print_kinds(const device::DeviceModel& m) {
     }
     std::cout << "run overhead " << m.run_overhead_ms() << " ms, calibration factor " << m.calibration_factor();
     for (const auto& [f, x] : m.family_factors()) std::cout << ", " << f << " x" << x;
-    std::cout << " (" << m.calibration_shots() << " shots)\n";
+    std::cout << intensity_factor_text(m.intensity_factor()) << " (" << m.calibration_shots() << " shots)\n";
     const auto& b = m.boundary();
     std::cout << "sample boundary: " << b.ms_per_kernel << " ms per kernel, " << b.ms_per_output_mb
               << " ms/MB of output, " << b.ms_per_reorder_mb << " ms/MB reordered\n";
@@ -304,7 +318,7 @@ struct CalibrateArgs {
     std::vector<std::string> runners;
     std::vector<std::string> shots{"10"};  ///< a count of built-in networks, or ONNX files
     MeasureFlags flags;
-    bool json_out = false, global_only = false, no_profile = false;
+    bool json_out = false, global_only = false, no_profile = false, no_intensity_slope = false;
 };
 
 /// --shots: one count in [1, 100] (built-in calibration networks, or quantiles of --data), or
@@ -344,6 +358,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
         raise<config_error>("device calibrate: --shots FILE... measures the files with --runner; with --data give a count");
     device::CalibrationOptions options;
     options.per_family = !a.global_only;
+    options.intensity_slope = !a.global_only && !a.no_intensity_slope;
     std::optional<train::TrainData> measured;  // keeps the store's graphs alive
     if (!a.data.empty()) {
         const auto ds = train_detail::load(a.data, "", "", {"latency_ms"}, false, true);
@@ -394,11 +409,14 @@ inline void run_calibrate(const CalibrateArgs& a) {
                                   {"loo_mape", e}});
         for (const auto& [prior, e] : c.profiled_candidates)
             candidates.push_back({{"fit", "profiled kernels"}, {"shrinkage", prior}, {"loo_mape", e}});
+        for (const auto& [from, e] : c.intensity_candidates)
+            candidates.push_back({{"fit", "intensity slope from " + from}, {"loo_mape", e}});
         return print_json({{"model", a.model},
                            {"out", a.out},
                            {"factor", r.factor},
                            {"family_factors", families},
                            {"family_factors_from", family_source()},
+                           {"intensity_factor", intensity_factor_json(c.intensity_factor)},
                            {"profiled_kernels", c.profiled_kernels},
                            {"applied", c.applied},
                            {"shrinkage", shrinkage(c.shrinkage)},
@@ -421,7 +439,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
     }
     std::cout << "calibration factor " << r.factor;
     for (const auto& [f, x] : c.family_factors) std::cout << ", " << f << " x" << x;
-    std::cout << " from " << r.shots.size() << " networks";
+    std::cout << intensity_factor_text(c.intensity_factor) << " from " << r.shots.size() << " networks";
     if (!c.family_factors.empty())
         std::cout << " (family factors from the " << family_source() << ")";
     else if (c.profiled_kernels > 0)
@@ -679,8 +697,10 @@ inline void add_device_calibrate(Command& device, Context& ctx) {
         ->expected(1, -1)
         ->capture_default_str();
     cal->add_flag("--global-only", c->global_only,
-                  "One factor for every kernel (default: a factor per kernel family as well, when leave-one-out "
-                  "over the shots says it helps)");
+                  "One factor for every kernel (default: a factor per kernel family, or one that moves with the "
+                  "kernel's arithmetic intensity, as well, when leave-one-out over the shots says it helps)");
+    cal->add_flag("--no-intensity-slope", c->no_intensity_slope,
+                  "No factor that moves with the kernel's FLOPs per byte among the candidates");
     cal->add_option("--work", c->work, "Store and model files of the shots (resumable); default OUT.work");
     cal->add_flag("--no-profile", c->no_profile,
                   "Measure the shots without profiling them: family factors from their latencies alone (default: "
@@ -738,6 +758,7 @@ inline void run_info(const std::string& path, bool json_out) {
                 {"calibration_factor", m->calibration_factor()},
                 {"calibration_shots", m->calibration_shots()},
                 {"family_factors", m->family_factors()},
+                {"intensity_factor", intensity_factor_json(m->intensity_factor())},
                 {"sample_boundary", boundary_json(m->boundary())},
                 {"residual", m->residual().trained()},
                 {"kinds", kind_table(*m)}});

@@ -241,9 +241,12 @@ grep -q "note: big.onnx: priced beyond the samples: kernel" big.err || fail "no 
   > cal.json 2> cal.err || { fail "device calibrate"; tail -3 cal.err; }
 factor=$(grep -o '"factor": [0-9.e+-]*' cal.json | awk '{ print $2 }')
 [ "$(grep -c '"measured_ms"' cal.json)" -eq 4 ] || fail "device calibrate: not 4 shots"
-for key in given_mape loo_mape candidates family_factors family_factors_from profiled_kernels shrinkage measured_again; do
+for key in given_mape loo_mape candidates family_factors family_factors_from intensity_factor profiled_kernels shrinkage \
+  measured_again; do
   grep -q "\"$key\"" cal.json || fail "device calibrate --json lacks $key"
 done
+grep -q '"intensity_factor": null' cal.json && ! grep -q 'intensity slope' cal.json ||
+  fail "device calibrate --global-only tried an intensity slope"
 # one factor needs no profiles: none asked for
 grep -q '"profiled_kernels": 0' cal.json && ! grep -q "profil" cal.err ||
   fail "device calibrate --global-only profiled its shots"
@@ -260,6 +263,8 @@ fi
   > own.json 2> own.err || { fail "device calibrate --shots FILE..."; tail -3 own.err; }
 [ "$(grep -c '"measured_ms"' own.json)" -eq 3 ] || fail "device calibrate --shots FILE...: not 3 shots"
 [ "$(grep -c '"loo_mape"' own.json)" -ge 6 ] || fail "device calibrate --shots FILE...: not every penalty cross-validated"
+grep -q '"fit": "intensity slope from shot latencies"' own.json ||
+  fail "device calibrate --shots FILE...: no intensity slope fitted to the latencies among the candidates"
 # this runner does not profile: found on the first shot, said, and the shots timed without
 grep -q '"profiled_kernels": 0' own.json && grep -q "without kernels" own.err ||
   fail "device calibrate with a runner that does not profile: no fallback said"
@@ -280,6 +285,11 @@ grep -q -- "--shots: cannot open 'missing.onnx'" nofile.err ||
 factor2=$(grep -o '"factor": [0-9.e+-]*' cal2.json | awk '{ print $2 }')
 awk -v a="$factor" -v b="$factor2" 'BEGIN { exit !((a - b) ^ 2 <= (1e-5 * a) ^ 2) }' ||
   fail "device calibrate --data on the shots' own store: factor $factor2, not $factor"
+# --no-intensity-slope: family factors may be tried, an intensity slope not
+"$bin" device calibrate --model dev.dnnc --data cal.dnnc.work/shots.csv --shots 4 --no-intensity-slope --out cal4.dnnc \
+  --json > cal4.json 2> cal4.err || { fail "device calibrate --no-intensity-slope"; tail -3 cal4.err; }
+grep -q '"fit": "shot latencies"' cal4.json && ! grep -q 'intensity slope' cal4.json ||
+  fail "device calibrate --no-intensity-slope: the candidates are not the family factors alone"
 "$bin" device calibrate --model dev.dnnc --out cal3.dnnc > /dev/null 2> none.err && fail "device calibrate without shots"
 grep -q -- "--runner" none.err || fail "device calibrate without --runner or --data: the error does not say what to give"
 # rules replaced after the build: the directives added and removed, the model priced under them

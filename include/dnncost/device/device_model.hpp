@@ -33,6 +33,7 @@
 #include <dnncost/cost/source.hpp>
 #include <dnncost/device/fusion_rules.hpp>
 #include <dnncost/device/kernel_figure_memo.hpp>
+#include <dnncost/device/kernel_intensity_factor.hpp>
 #include <dnncost/device/residual_slot.hpp>
 #include <dnncost/device/sample_boundary.hpp>
 #include <dnncost/device/tabular_choice.hpp>
@@ -116,6 +117,10 @@ struct CalibrationOptions {
     /// from its profiled kernels toward the global one (a family of n kernels keeps n / (n + k)
     /// of its log factor); each is a candidate of the leave-one-out choice.
     std::vector<double> kernel_priors{100, 30, 10};
+    /// Besides the global factor, one that moves with the kernel's arithmetic intensity
+    /// (KernelIntensityFactor): its slope from the profiled kernels (with profiles) and fitted to
+    /// the shots' latencies, each a candidate of the leave-one-out choice. false: neither.
+    bool intensity_slope = true;
 };
 
 /// What DeviceModel::calibrate() found.
@@ -136,6 +141,12 @@ struct CalibrationReport {
     /// Whether the family factors applied came from the profiled kernels; then `shrinkage` is
     /// the prior weight in kernels, else the penalty of the fit to the shots' latencies.
     bool from_profiles = false;
+    /// The intensity factor applied (slope 0: none).
+    KernelIntensityFactor intensity_factor{};
+    /// The intensity candidates tried, each with its leave-one-out error on the shots: "profiled
+    /// kernels" (the slope within families of the shots' profiled kernels) and "shot latencies"
+    /// (the slope fitted to the shots' latencies).
+    std::vector<std::pair<std::string, double>> intensity_candidates;
     double given_mape = 0;  ///< the model as it was given, on the shots (%)
     double cv_mape = 0;     ///< the chosen fit, leave-one-out on the shots (%)
     /// false when no fit was better than the model as given, which is then kept unchanged.
@@ -179,9 +190,9 @@ public:
     static constexpr std::string_view kind = "device";
     /// 2 adds the sample-boundary rates, 3 family regressors, 4 family calibration factors, 5 kernel
     /// regressors on a roofline base (kind tabular-roofline-*, which a build that reads 4 at most
-    /// cannot load: it stops at the version instead), 6 the beyond test of the regressor choice;
-    /// older versions still load.
-    static constexpr std::uint32_t payload_version = 6;
+    /// cannot load: it stops at the version instead), 6 the beyond test of the regressor choice,
+    /// 7 the intensity calibration factor; older versions still load.
+    static constexpr std::uint32_t payload_version = 7;
 
     DeviceModel() = default;
 
@@ -268,7 +279,9 @@ public:
     /// log space with a penalty that shrinks each toward 1, or, given `profiles` (per shot, its
     /// kernels as the runtime's profiler timed them), from the profiled
     /// kernels: each family's measured time over its price, against that of all kernels, shrunk
-    /// toward 1 by the family's kernel count. Which (or none of them) is chosen by leave-one-out
+    /// toward 1 by the family's kernel count. Or, instead of family factors, a factor that moves
+    /// with the kernel's arithmetic intensity (KernelIntensityFactor), its slope from the profiled
+    /// kernels or fitted to the latencies. Which (or none of them) is chosen by leave-one-out
     /// over the shots, the fewest free factors within a standard error of the best. With three
     /// shots or more the result is applied only when its leave-one-out error beats the model as
     /// given on the same shots: calibrating never makes the model worse on what it was shown.
@@ -295,6 +308,9 @@ public:
     double calibration_factor() const { return m_scale; }
     /// Per kernel family, on top of calibration_factor() (empty: none fitted).
     const std::map<std::string, double, std::less<>>& family_factors() const { return m_family_scale; }
+    /// The calibration factor that moves with a kernel's arithmetic intensity, on top of the
+    /// others (slope 0: none).
+    const KernelIntensityFactor& intensity_factor() const { return m_intensity_factor; }
     std::uint32_t calibration_shots() const { return m_calibration_shots; }
     /// Free text the builder records (device, runner, budget, sample counts, build time).
     const std::string& build_info() const { return m_build_info; }
@@ -326,6 +342,7 @@ private:
         std::vector<double> ms;
         std::vector<std::size_t> start{0};
         std::vector<double> output_bytes, reorder_bytes;  ///< per kernel, what its sample's edges moved
+        std::vector<double> intensity;                    ///< per kernel, its FLOPs per byte moved (0: none moved)
         /// per kernel, its family's index in `families` (filled when asked for, or when the model
         /// has family factors)
         std::vector<std::uint16_t> family;
@@ -362,6 +379,7 @@ private:
     BoundaryScale m_boundary_scale = BoundaryScale::one;
     std::uint32_t m_calibration_shots = 0;
     std::map<std::string, double, std::less<>> m_family_scale;
+    KernelIntensityFactor m_intensity_factor{};
     std::string m_build_info;
     ResidualSlot m_residual;
     KernelResidualOptions m_residual_options{};

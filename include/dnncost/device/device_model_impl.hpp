@@ -157,6 +157,10 @@ DNNCOST_FUNC std::string DeviceModel::serialize() const {
             if (s.beyond_mape) w.put_f64(*s.beyond_mape);
         }
     }
+    // version 7
+    w.put_f64(m_intensity_factor.slope);
+    w.put_f64(m_intensity_factor.low);
+    w.put_f64(m_intensity_factor.high);
     return io::write_container(kind, io::fnv1a64("device-model"), w.bytes());
 }
 
@@ -231,6 +235,16 @@ DNNCOST_FUNC std::unique_ptr<DeviceModel> DeviceModel::deserialize(std::string_v
             for (auto& sc : km.scores)
                 if (r.get_bool("has beyond MAPE")) sc.beyond_mape = r.get_finite_f64("beyond MAPE");
         }
+    if (version >= 7) {
+        auto& z = m->m_intensity_factor;
+        z.slope = r.get_finite_f64("intensity slope");
+        z.low = r.get_finite_f64("intensity span low");
+        z.high = r.get_finite_f64("intensity span high");
+        if (!z.valid())
+            r.fail("intensity factor slope ", z.slope, " over ", z.low, " to ", z.high,
+                   " FLOPs/byte out of range (|slope| <= ", KernelIntensityFactor::max_slope,
+                   ", 0 < low <= high < 1e9)");
+    }
     r.expect_end("device model");
     if (m->priced_kinds().empty()) r.fail("device model without any kernel regressor");
     return m;
@@ -266,29 +280,60 @@ namespace detail {
 struct CalibrationShots {
     std::vector<double> overhead, measured;
     Mat<double> family_ms;  ///< network x family
-    /// With profiles, network x family: the profiled kernels' measured time, the same kernels'
-    /// price at unit factors, and how many there are (empty without profiles).
-    Mat<double> profiled_ms, profiled_price, profiled_count;
+    /// Kernel by kernel, network i's at [start[i], start[i + 1]): its price at unit factors, its
+    /// FLOPs per byte moved, and its family.
+    std::vector<double> kernel_ms, kernel_intensity;
+    std::vector<std::uint16_t> kernel_family;
+    std::vector<std::size_t> start{0};
+    /// The span of intensities an intensity factor moves over (its slope unused here).
+    KernelIntensityFactor span;
+    /// Every profiled kernel: its network, family, price at unit factors, intensity and profiled
+    /// time.
+    struct ProfiledPrice {
+        std::size_t network;
+        std::uint16_t family;
+        double price, intensity, ms;
+    };
+    std::vector<ProfiledPrice> profiled;
 };
 
-/// A shot's latency at global factor exp(theta[0]) and family factors exp(theta[f + 1]), without
-/// the global factor.
-inline double family_scaled_ms(const CalibrationShots& s, std::size_t i, const std::vector<double>& theta) {
+/// theta: log g, log s_f per family, then the intensity slope.
+inline KernelIntensityFactor intensity_factor_of(const CalibrationShots& s, const std::vector<double>& theta) {
+    auto z = s.span;
+    z.slope = theta.back();
+    return z;
+}
+
+/// A shot's latency at global factor exp(theta[0]), family factors exp(theta[f + 1]) and
+/// intensity slope theta.back(), without the global factor; with `d_slope`, its derivative in the slope.
+inline double family_scaled_ms(const CalibrationShots& s, std::size_t i, const std::vector<double>& theta,
+                               double* d_slope = nullptr) {
     double v = s.overhead[i];
-    for (Index f = 0; f < s.family_ms.cols(); ++f)
-        v += std::exp(theta[static_cast<std::size_t>(f) + 1]) * s.family_ms(static_cast<Index>(i), f);
+    if (d_slope) *d_slope = 0;
+    if (theta.back() == 0 && !d_slope) {
+        for (Index f = 0; f < s.family_ms.cols(); ++f)
+            v += std::exp(theta[static_cast<std::size_t>(f) + 1]) * s.family_ms(static_cast<Index>(i), f);
+        return v;
+    }
+    const auto z = intensity_factor_of(s, theta);
+    for (std::size_t k = s.start[i]; k < s.start[i + 1]; ++k) {
+        const double x = std::exp(theta[s.kernel_family[k] + 1u]) * s.kernel_ms[k] * z(s.kernel_intensity[k]);
+        v += x;
+        if (d_slope) *d_slope += x * std::log(std::clamp(s.kernel_intensity[k], z.low, z.high) / z.high);
+    }
     return v;
 }
 
-/// Log-space least squares for the global factor g and family factors s_f:
-///   sum_i (log(g (O_i + sum_f s_f P_if)) - log m_i)^2 + penalty * sum_f (log s_f)^2
-/// over the shots in `use`, the families flagged in `free` only (the rest stay at 1), by damped
-/// Gauss-Newton from the median ratio. An infinite penalty or no free family: the median ratio
-/// alone. Returns log g, then log s_f per family.
+/// Log-space least squares for the global factor g, family factors s_f and the intensity slope b:
+///   sum_i (log(g (O_i + sum_k s_f(k) P_k u(k)^b)) - log m_i)^2 + penalty * sum_f (log s_f)^2
+/// (u: a kernel's intensity, clamped to the span, over its top)
+/// over the shots in `use`, the families flagged in `free` only (the rest stay at 1; none for an
+/// infinite penalty), the slope only with `fit_slope` (else 0), by damped Gauss-Newton from the
+/// median ratio. No free factor: the median ratio alone. Returns log g, log s_f per family, b.
 inline std::vector<double> fit_calibration(const CalibrationShots& s, const std::vector<std::size_t>& use,
-                                           const std::vector<bool>& free, double penalty) {
+                                           const std::vector<bool>& free, double penalty, bool fit_slope = false) {
     const auto nf = static_cast<std::size_t>(s.family_ms.cols());
-    std::vector<double> theta(nf + 1, 0.0);
+    std::vector<double> theta(nf + 2, 0.0);
     const auto pred_log = [&](std::size_t i, const std::vector<double>& t) {
         return t[0] + std::log(std::max(family_scaled_ms(s, i, t), 1e-300));
     };
@@ -296,14 +341,19 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
     for (std::size_t i : use) lr.push_back(std::log(s.measured[i]) - pred_log(i, theta));
     const auto n = lr.size();
     theta[0] = median(lr);
-    std::vector<std::size_t> vars;  // indices into theta of the free family factors
-    for (std::size_t f = 0; f < nf; ++f)
-        if (free[f]) vars.push_back(f + 1);
-    if (!std::isfinite(penalty) || vars.empty() || n < 3) return theta;
+    std::vector<std::size_t> vars;  // indices into theta of the free factors
+    if (std::isfinite(penalty))
+        for (std::size_t f = 0; f < nf; ++f)
+            if (free[f]) vars.push_back(f + 1);
+    const std::size_t slope = nf + 1;
+    if (fit_slope) vars.push_back(slope);
+    if (vars.empty() || n < 3) return theta;
+    const auto penalised = [&](std::size_t v) { return v != slope; };
     const auto loss = [&](const std::vector<double>& t) {
         double l = 0;
         for (std::size_t i : use) l += std::pow(pred_log(i, t) - std::log(s.measured[i]), 2);
-        for (std::size_t v : vars) l += penalty * t[v] * t[v];
+        for (std::size_t v : vars)
+            if (penalised(v)) l += penalty * t[v] * t[v];
         return l;
     };
     const auto m = static_cast<Index>(vars.size() + 1);
@@ -312,18 +362,33 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
         Mat<double> jtj = Mat<double>::Zero(m, m);
         Eigen::VectorXd jtr = Eigen::VectorXd::Zero(m);
         for (std::size_t i : use) {
-            const double v = family_scaled_ms(s, i, theta);
+            double dv_slope = 0;
+            const double v = family_scaled_ms(s, i, theta, fit_slope ? &dv_slope : nullptr);
             Eigen::VectorXd j(m);
             j(0) = 1;
             for (std::size_t k = 0; k < vars.size(); ++k) {
-                const auto f = static_cast<Index>(vars[k] - 1);
-                j(static_cast<Index>(k + 1)) = std::exp(theta[vars[k]]) * s.family_ms(static_cast<Index>(i), f) / v;
+                const auto at = static_cast<Index>(k + 1);
+                if (vars[k] == slope) {
+                    j(at) = dv_slope / v;
+                    continue;
+                }
+                // a family's share of the shot, at the current slope
+                double family = 0;
+                if (theta[slope] == 0) {
+                    family = s.family_ms(static_cast<Index>(i), static_cast<Index>(vars[k] - 1));
+                } else {
+                    const auto z = intensity_factor_of(s, theta);
+                    for (std::size_t q = s.start[i]; q < s.start[i + 1]; ++q)
+                        if (s.kernel_family[q] + 1u == vars[k]) family += s.kernel_ms[q] * z(s.kernel_intensity[q]);
+                }
+                j(at) = std::exp(theta[vars[k]]) * family / v;
             }
             const double r = theta[0] + std::log(v) - std::log(s.measured[i]);
             jtj += j * j.transpose();
             jtr += j * r;
         }
         for (std::size_t k = 0; k < vars.size(); ++k) {
+            if (!penalised(vars[k])) continue;
             const auto d = static_cast<Index>(k + 1);
             jtj(d, d) += penalty;
             jtr(d) += penalty * theta[vars[k]];
@@ -334,9 +399,12 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
         for (double a = 1.0; a > 1e-4; a *= 0.5) {
             auto t = theta;
             t[0] += a * step(0);
-            for (std::size_t k = 0; k < vars.size(); ++k)
-                t[vars[k]] =
-                    std::clamp(t[vars[k]] + a * step(static_cast<Index>(k + 1)), std::log(0.1), std::log(10.0));
+            for (std::size_t k = 0; k < vars.size(); ++k) {
+                const double x = t[vars[k]] + a * step(static_cast<Index>(k + 1));
+                t[vars[k]] = vars[k] == slope
+                                 ? std::clamp(x, -KernelIntensityFactor::max_slope, KernelIntensityFactor::max_slope)
+                                 : std::clamp(x, std::log(0.1), std::log(10.0));
+            }
             const double l = loss(t);
             if (l < current) {
                 theta = std::move(t);
@@ -349,33 +417,103 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
     }
     return theta;
 }
-/// Family factors from the profiled kernels of the shots in `use`: each family's measured time
-/// over its price, against that of all their kernels, its log shrunk toward 0 by n / (n + prior)
-/// for a family of n kernels; then the global factor, the median ratio of those shots' latencies
-/// to their prices under the family factors. Returns log g, then log s_f per family (0 for a
-/// family without profiled kernels).
+/// The intensity slope of the profiled kernels of the shots in `use`: the slope of
+/// log(profiled / price) on log(clamped intensity / span top) within each family (a family's own
+/// level taken out), each kernel weighted by its price, so that the microsecond kernels whose
+/// profiled times are mostly the profiler's own bookkeeping weigh little.
+inline double profiled_intensity_slope(const CalibrationShots& s, const std::vector<bool>& in) {
+    const auto nf = static_cast<std::size_t>(s.family_ms.cols());
+    std::vector<double> sw(nf, 0.0), sx(nf, 0.0), sy(nf, 0.0);
+    const auto x_of = [&](const CalibrationShots::ProfiledPrice& k) {
+        return std::log(std::clamp(k.intensity, s.span.low, s.span.high) / s.span.high);
+    };
+    const auto usable = [&](const CalibrationShots::ProfiledPrice& k) {
+        return in[k.network] && k.ms > 0 && k.price > 0 && k.intensity > 0;
+    };
+    for (const auto& k : s.profiled)
+        if (usable(k)) {
+            sw[k.family] += k.price;
+            sx[k.family] += k.price * x_of(k);
+            sy[k.family] += k.price * std::log(k.ms / k.price);
+        }
+    double sxx = 0, sxy = 0;
+    for (const auto& k : s.profiled)
+        if (usable(k)) {
+            const double x = x_of(k) - sx[k.family] / sw[k.family];
+            const double y = std::log(k.ms / k.price) - sy[k.family] / sw[k.family];
+            sxx += k.price * x * x;
+            sxy += k.price * x * y;
+        }
+    return sxx > 0 ? std::clamp(sxy / sxx, -KernelIntensityFactor::max_slope, KernelIntensityFactor::max_slope) : 0.0;
+}
+/// Factors from the profiled kernels of the shots in `use`: with `slope`, first the intensity
+/// slope (profiled_intensity_slope); with a finite `prior`, family factors, each family's
+/// measured time over its price (under the slope), against that of all their kernels, its log
+/// shrunk toward 0 by n / (n + prior) for a family of n kernels; then the global factor, the
+/// median ratio of those shots' latencies to their prices under these factors. Returns log g, log
+/// s_f per family (0 for a family without profiled kernels, or without a prior), the slope.
 inline std::vector<double> fit_profiled_calibration(const CalibrationShots& s, const std::vector<std::size_t>& use,
-                                                    double prior) {
-    const Index nf = s.family_ms.cols();
-    std::vector<double> theta(static_cast<std::size_t>(nf) + 1, 0.0);
-    Eigen::VectorXd ms = Eigen::VectorXd::Zero(nf), price = Eigen::VectorXd::Zero(nf),
-                    count = Eigen::VectorXd::Zero(nf);
-    for (std::size_t i : use) {
-        ms += s.profiled_ms.row(static_cast<Index>(i)).transpose();
-        price += s.profiled_price.row(static_cast<Index>(i)).transpose();
-        count += s.profiled_count.row(static_cast<Index>(i)).transpose();
-    }
-    if (ms.sum() > 0 && price.sum() > 0) {
-        const double all = std::log(ms.sum() / price.sum());
-        for (Index f = 0; f < nf; ++f)
-            if (ms[f] > 0 && price[f] > 0)
-                theta[static_cast<std::size_t>(f) + 1] = std::clamp(
-                    (std::log(ms[f] / price[f]) - all) * count[f] / (count[f] + prior), std::log(0.1), std::log(10.0));
+                                                    double prior, bool slope = false) {
+    const auto nf = static_cast<std::size_t>(s.family_ms.cols());
+    std::vector<double> theta(nf + 2, 0.0);
+    std::vector<bool> in(s.overhead.size(), false);
+    for (std::size_t i : use) in[i] = true;
+    if (slope) theta.back() = profiled_intensity_slope(s, in);
+    if (std::isfinite(prior)) {
+        const auto z = intensity_factor_of(s, theta);
+        std::vector<double> ms(nf, 0.0), price(nf, 0.0), count(nf, 0.0);
+        for (const auto& k : s.profiled)
+            if (in[k.network]) {
+                ms[k.family] += k.ms;
+                price[k.family] += k.price * z(k.intensity);
+                count[k.family] += 1;
+            }
+        double ms_all = 0, price_all = 0;
+        for (std::size_t f = 0; f < nf; ++f) {
+            ms_all += ms[f];
+            price_all += price[f];
+        }
+        if (ms_all > 0 && price_all > 0) {
+            const double all = std::log(ms_all / price_all);
+            for (std::size_t f = 0; f < nf; ++f)
+                if (ms[f] > 0 && price[f] > 0)
+                    theta[f + 1] = std::clamp((std::log(ms[f] / price[f]) - all) * count[f] / (count[f] + prior),
+                                              std::log(0.1), std::log(10.0));
+        }
     }
     std::vector<double> lr;
     for (std::size_t i : use) lr.push_back(std::log(s.measured[i]) - std::log(family_scaled_ms(s, i, theta)));
     theta[0] = median(lr);
     return theta;
+}
+/// The span of intensities an intensity factor moves over: from the intensity below which 5 % of
+/// the shots' priced time lies to the one below which 95 % does.
+inline KernelIntensityFactor intensity_span(const std::vector<double>& intensity, const std::vector<double>& ms) {
+    std::vector<std::pair<double, double>> by_intensity;
+    double total = 0;
+    for (std::size_t k = 0; k < intensity.size(); ++k)
+        if (intensity[k] > 0 && ms[k] > 0) {
+            by_intensity.emplace_back(intensity[k], ms[k]);
+            total += ms[k];
+        }
+    KernelIntensityFactor z;
+    if (by_intensity.empty()) return z;
+    std::sort(by_intensity.begin(), by_intensity.end());
+    z.low = z.high = by_intensity.back().first;
+    double below = 0;
+    bool lo_set = false;
+    for (const auto& [x, w] : by_intensity) {
+        below += w;
+        if (!lo_set && below >= 0.05 * total) {
+            z.low = x;
+            lo_set = true;
+        }
+        if (below >= 0.95 * total) {
+            z.high = x;
+            break;
+        }
+    }
+    return z;
 }
 }  // namespace detail
 
@@ -421,15 +559,17 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
         for (std::size_t k = fig.start[i]; k < fig.start[i + 1]; ++k) {
             shots.family_ms(static_cast<Index>(i), fig.family[k]) += fig.ms[k] * res[i];
             total += fig.ms[k] * res[i];
+            shots.kernel_ms.push_back(fig.ms[k] * res[i]);
+            shots.kernel_intensity.push_back(fig.intensity[k]);
+            shots.kernel_family.push_back(fig.family[k]);
         }
+        shots.start.push_back(shots.kernel_ms.size());
         for (std::size_t f = 0; f < nf; ++f)
             share[f] += shots.family_ms(static_cast<Index>(i), static_cast<Index>(f)) / total / static_cast<double>(n);
     }
     std::vector<bool> free(nf);
     for (std::size_t f = 0; f < nf; ++f) free[f] = options.per_family && share[f] >= options.min_family_share;
     if (!profiles.empty()) {
-        const auto rows = static_cast<Index>(n), cols = static_cast<Index>(nf);
-        shots.profiled_ms = shots.profiled_price = shots.profiled_count = Mat<double>::Zero(rows, cols);
         for (std::size_t i = 0; i < n; ++i)
             for (const auto& pk : profiles[i]) {
                 const std::size_t kernels = fig.start[i + 1] - fig.start[i];
@@ -438,13 +578,11 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
                                         "'): profiled kernel ", pk.kernel, " of ", pk.ms, " ms; its kernel pass has ",
                                         kernels, " kernels, and a time is finite and >= 0");
                 const std::size_t k = fig.start[i] + pk.kernel;
-                const auto r = static_cast<Index>(i), c = static_cast<Index>(fig.family[k]);
-                shots.profiled_ms(r, c) += pk.ms;
-                shots.profiled_price(r, c) += fig.ms[k] * res[i];
-                shots.profiled_count(r, c) += 1;
+                shots.profiled.push_back({i, fig.family[k], fig.ms[k] * res[i], fig.intensity[k], pk.ms});
                 ++report.profiled_kernels;
             }
     }
+    shots.span = detail::intensity_span(shots.kernel_intensity, shots.kernel_ms);
     const bool profiled = options.per_family && report.profiled_kernels > 0;
 
     const auto predict = [&](const std::vector<double>& theta, std::size_t i) {
@@ -452,21 +590,28 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
     };
     std::vector<std::size_t> all(n);
     for (std::size_t i = 0; i < n; ++i) all[i] = i;
-    // the candidates in the order of their free factors: the global factor alone, family factors
-    // from the profiled kernels (not fitted to the latencies the choice judges them on), then
-    // family factors fitted to the shots' latencies
+    // the candidates in the order of their free factors: the global factor alone; an intensity
+    // slope beside it (one factor more), from the profiled kernels, then fitted to the shots'
+    // latencies; family factors (several more) from the profiled kernels (not fitted to the
+    // latencies the choice judges them on), then fitted to the shots' latencies
     struct Candidate {
         bool from_profiles = false;
         double shrinkage = std::numeric_limits<double>::infinity();  ///< prior weight or penalty
+        bool intensity_slope = false;                                ///< an intensity slope as well
     };
     std::vector<Candidate> candidates{{}};
+    const bool intensities =
+        options.intensity_slope && shots.span.high > shots.span.low &&
+        KernelIntensityFactor{KernelIntensityFactor::max_slope, shots.span.low, shots.span.high}.valid();
+    if (intensities && profiled) candidates.push_back({true, std::numeric_limits<double>::infinity(), true});
+    if (intensities) candidates.push_back({false, std::numeric_limits<double>::infinity(), true});
     if (profiled)
         for (double prior : options.kernel_priors) candidates.push_back({true, prior});
     if (options.per_family)
         for (double penalty : {1.0, 0.3, 0.1, 0.03, 0.01}) candidates.push_back({false, penalty});
     const auto fit = [&](const Candidate& c, const std::vector<std::size_t>& use) {
-        return c.from_profiles ? detail::fit_profiled_calibration(shots, use, c.shrinkage)
-                               : detail::fit_calibration(shots, use, free, c.shrinkage);
+        return c.from_profiles ? detail::fit_profiled_calibration(shots, use, c.shrinkage, c.intensity_slope)
+                               : detail::fit_calibration(shots, use, free, c.shrinkage, c.intensity_slope);
     };
     Candidate chosen;
     if (n >= 3) {
@@ -483,8 +628,12 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
                 loo[out] = predict(fit(c, use), out);
             }
             loo_mape.push_back(mape(loo));
-            (c.from_profiles ? report.profiled_candidates : report.candidates)
-                .emplace_back(c.shrinkage, loo_mape.back());
+            if (c.intensity_slope)
+                report.intensity_candidates.emplace_back(c.from_profiles ? "profiled kernels" : "shot latencies",
+                                                         loo_mape.back());
+            else
+                (c.from_profiles ? report.profiled_candidates : report.candidates)
+                    .emplace_back(c.shrinkage, loo_mape.back());
             auto& e = errors.emplace_back(n);
             for (std::size_t i = 0; i < n; ++i) e[i] = 100 * std::abs(loo[i] / measured_ms[i] - 1);
         }
@@ -511,6 +660,7 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
             report.from_profiles = chosen.from_profiles;
             report.factor = m_scale;
             report.family_factors = m_family_scale;
+            report.intensity_factor = m_intensity_factor;
             return report;
         }
     }
@@ -518,13 +668,15 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
     m_scale = std::exp(theta[0]);
     m_family_scale.clear();
     for (std::size_t f = 0; f < nf; ++f)
-        if ((chosen.from_profiles || (free[f] && std::isfinite(chosen.shrinkage))) && std::abs(theta[f + 1]) > 1e-12)
+        if (std::isfinite(chosen.shrinkage) && (chosen.from_profiles || free[f]) && std::abs(theta[f + 1]) > 1e-12)
             m_family_scale.emplace(fig.families[f], std::exp(theta[f + 1]));
+    m_intensity_factor = chosen.intensity_slope ? detail::intensity_factor_of(shots, theta) : KernelIntensityFactor{};
     m_calibration_shots = static_cast<std::uint32_t>(n);
     report.shrinkage = chosen.shrinkage;
     report.from_profiles = chosen.from_profiles;
     report.factor = m_scale;
     report.family_factors = m_family_scale;
+    report.intensity_factor = m_intensity_factor;
     return report;
 }
 
@@ -652,7 +804,10 @@ DNNCOST_FUNC std::vector<double> DeviceModel::priced(std::span<const graph::Grap
         const auto it = m_family_scale.find(name);
         family_factor.push_back(it == m_family_scale.end() ? 1.0 : it->second);
     }
-    const auto kernel_factor = [&](std::size_t k) { return fig.family.empty() ? 1.0 : family_factor[fig.family[k]]; };
+    const auto kernel_factor = [&](std::size_t k) {
+        const double family = fig.family.empty() ? 1.0 : family_factor[fig.family[k]];
+        return m_intensity_factor.active() ? family * m_intensity_factor(fig.intensity[k]) : family;
+    };
     std::vector<double> totals(graphs.size());
     for (std::size_t i = 0; i < graphs.size(); ++i) {
         const double f = factors[i] * m_scale;
@@ -729,6 +884,9 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             out.start.push_back(out.ms.size());
             for (const auto& kn : kg.kernels) {
                 out.output_bytes.push_back(static_cast<double>(kn.cost.output_bytes));
+                const auto moved = kn.cost.input_bytes + kn.cost.output_bytes + kn.cost.weight_bytes;
+                out.intensity.push_back(moved > 0 ? static_cast<double>(kn.cost.flops) / static_cast<double>(moved)
+                                                  : 0.0);
                 out.reorder_bytes.push_back(!kn.is_reorder() && kn.layout.blocked()
                                                 ? static_cast<double>(kn.cost.input_bytes + kn.cost.output_bytes)
                                                 : 0.0);

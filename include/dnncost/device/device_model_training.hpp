@@ -284,6 +284,7 @@ DNNCOST_FUNC estimators::FitResult DeviceModel::fit_impl(const train::TrainData&
     m_scale = 1.0;
     m_calibration_shots = 0;
     m_family_scale.clear();
+    m_intensity_factor = {};
     m_boundary_fit.reset();
     if (m_fit_boundary && train.size() >= 3) {
         const auto nets = boundary_networks(train);
