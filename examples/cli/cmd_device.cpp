@@ -346,7 +346,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
     s.work_dir = a.work.empty() ? fs::path(a.out + ".work") : fs::path(a.work);
     s.harness = a.flags.checked_harness();
     s.pool = a.flags.pool();
-    s.profile = !a.no_profile && !a.global_only;  // profiles only serve family factors
+    s.profile = !a.no_profile && !a.global_only;  // profiles serve the family and intensity factors alone
     const ProgressLine line;
     s.events.on_progress = [&](const measure::Progress& p) {
         if (line.tty) std::cerr << "\r\033[K" << p.networks_done << '/' << p.networks_total << " networks" << std::flush;
@@ -703,8 +703,8 @@ inline void add_device_calibrate(Command& device, Context& ctx) {
                   "No factor that moves with the kernel's FLOPs per byte among the candidates");
     cal->add_option("--work", c->work, "Store and model files of the shots (resumable); default OUT.work");
     cal->add_flag("--no-profile", c->no_profile,
-                  "Measure the shots without profiling them: family factors from their latencies alone (default: "
-                  "from their kernels as well, when the runner profiles)");
+                  "Measure the shots without profiling them: family and intensity factors from their latencies "
+                  "alone (default: from their kernels as well, when the runner profiles)");
     c->flags.add_to(*cal, {});
     add_json_flag(*cal, c->json_out);
     cal->callback([c, &ctx] {
