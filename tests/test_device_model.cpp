@@ -343,22 +343,38 @@ TEST_CASE("device model: a machine uniformly slower, with noise, mostly gets one
 }
 
 namespace {
-// The shots on the family-planted machine of family_planted_ms, each with its profile: every
-// kernel of its pass, timed at the model's price times its family's factor and the global one.
+// Shots measured on a planted machine, each with its profile: every kernel of its pass timed at
+// the model's price times the global factor and the kernel's own planted factor, factor(priced
+// kernel, the pass's kernel); the latency, the run overhead times the global factor and the sum.
 struct ProfiledShots {
     std::vector<double> latency_ms;
     std::vector<std::vector<device::ProfiledKernel>> profiles;
 };
-ProfiledShots profiled_shots(const device::DeviceModel& m, const std::vector<graph::Graph>& nets,
-                             const std::map<std::string, double>& factor, double global) {
+template <class Factor>
+ProfiledShots planted_shots(const device::DeviceModel& m, const std::vector<graph::Graph>& nets, double global,
+                            Factor factor) {
     ProfiledShots out;
-    for (const auto& p : m.price_networks(pointers(nets))) {
-        out.latency_ms.push_back(family_planted_ms(p, factor, global));
+    const auto prices = m.price_networks(pointers(nets));
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+        const auto kg = device::kernel_graph(nets[i], m.rules());
+        REQUIRE(kg.kernels.size() == prices[i].kernels.size());
+        double latency = global * prices[i].run_overhead_ms;
         auto& profile = out.profiles.emplace_back();
-        for (std::size_t k = 0; k < p.kernels.size(); ++k)
-            profile.push_back({k, global * p.kernels[k].ms * planted_factor(factor, p.kernels[k].kind)});
+        for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
+            const double ms = global * prices[i].kernels[k].ms * factor(prices[i].kernels[k], kg.kernels[k]);
+            latency += ms;
+            profile.push_back({k, ms});
+        }
+        out.latency_ms.push_back(latency);
     }
     return out;
+}
+// The family-planted machine of family_planted_ms.
+ProfiledShots profiled_shots(const device::DeviceModel& m, const std::vector<graph::Graph>& nets,
+                             const std::map<std::string, double>& factor, double global) {
+    return planted_shots(m, nets, global, [&](const device::PricedKernel& p, const device::Kernel&) {
+        return planted_factor(factor, p.kind);
+    });
 }
 }  // namespace
 
@@ -436,28 +452,12 @@ TEST_CASE("device model: family factors from the shots' profiled kernels, where 
 namespace {
 // A machine on which a kernel's time moves with its arithmetic intensity (planted): the model's
 // price times global * (FLOPs per byte / 10)^slope (kernels that move no byte: global alone).
-// Per network its latency and its profile, every kernel of its pass.
 ProfiledShots intensity_shots(const device::DeviceModel& m, const std::vector<graph::Graph>& nets, double global,
                               double slope) {
-    ProfiledShots out;
-    const auto prices = m.price_networks(pointers(nets));
-    for (std::size_t i = 0; i < nets.size(); ++i) {
-        const auto kg = device::kernel_graph(nets[i], m.rules());
-        REQUIRE(kg.kernels.size() == prices[i].kernels.size());
-        double latency = global * prices[i].run_overhead_ms;
-        auto& profile = out.profiles.emplace_back();
-        for (std::size_t k = 0; k < kg.kernels.size(); ++k) {
-            const auto& c = kg.kernels[k].cost;
-            const double moved = static_cast<double>(c.bytes());
-            const double factor =
-                moved > 0 && c.flops > 0 ? std::pow(static_cast<double>(c.flops) / moved / 10, slope) : 1.0;
-            const double ms = global * prices[i].kernels[k].ms * factor;
-            latency += ms;
-            profile.push_back({k, ms});
-        }
-        out.latency_ms.push_back(latency);
-    }
-    return out;
+    return planted_shots(m, nets, global, [&](const device::PricedKernel&, const device::Kernel& kn) {
+        const double moved = static_cast<double>(kn.cost.bytes());
+        return moved > 0 && kn.cost.flops > 0 ? std::pow(static_cast<double>(kn.cost.flops) / moved / 10, slope) : 1.0;
+    });
 }
 }  // namespace
 

@@ -324,12 +324,13 @@ inline double family_scaled_ms(const CalibrationShots& s, std::size_t i, const s
     return v;
 }
 
-/// Log-space least squares for the global factor g, family factors s_f and the intensity slope b:
-///   sum_i (log(g (O_i + sum_k s_f(k) P_k u(k)^b)) - log m_i)^2 + penalty * sum_f (log s_f)^2
-/// (u: a kernel's intensity, clamped to the span, over its top)
+/// Log-space least squares for the global factor g and either family factors s_f or, with
+/// `fit_slope`, the intensity slope b (u: a kernel's intensity, clamped to the span, over its top):
+///   sum_i (log(g (O_i + sum_f s_f P_if)) - log m_i)^2 + penalty * sum_f (log s_f)^2, or
+///   sum_i (log(g (O_i + sum_k P_k u_k^b)) - log m_i)^2
 /// over the shots in `use`, the families flagged in `free` only (the rest stay at 1; none for an
-/// infinite penalty), the slope only with `fit_slope` (else 0), by damped Gauss-Newton from the
-/// median ratio. No free factor: the median ratio alone. Returns log g, log s_f per family, b.
+/// infinite penalty), by damped Gauss-Newton from the median ratio. No free factor: the median
+/// ratio alone. Returns log g, log s_f per family, b.
 inline std::vector<double> fit_calibration(const CalibrationShots& s, const std::vector<std::size_t>& use,
                                            const std::vector<bool>& free, double penalty, bool fit_slope = false) {
     const auto nf = static_cast<std::size_t>(s.family_ms.cols());
@@ -342,7 +343,7 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
     const auto n = lr.size();
     theta[0] = median(lr);
     std::vector<std::size_t> vars;  // indices into theta of the free factors
-    if (std::isfinite(penalty))
+    if (std::isfinite(penalty) && !fit_slope)
         for (std::size_t f = 0; f < nf; ++f)
             if (free[f]) vars.push_back(f + 1);
     const std::size_t slope = nf + 1;
@@ -372,16 +373,8 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
                     j(at) = dv_slope / v;
                     continue;
                 }
-                // a family's share of the shot, at the current slope
-                double family = 0;
-                if (theta[slope] == 0) {
-                    family = s.family_ms(static_cast<Index>(i), static_cast<Index>(vars[k] - 1));
-                } else {
-                    const auto z = intensity_factor_of(s, theta);
-                    for (std::size_t q = s.start[i]; q < s.start[i + 1]; ++q)
-                        if (s.kernel_family[q] + 1u == vars[k]) family += s.kernel_ms[q] * z(s.kernel_intensity[q]);
-                }
-                j(at) = std::exp(theta[vars[k]]) * family / v;
+                j(at) =
+                    std::exp(theta[vars[k]]) * s.family_ms(static_cast<Index>(i), static_cast<Index>(vars[k] - 1)) / v;
             }
             const double r = theta[0] + std::log(v) - std::log(s.measured[i]);
             jtj += j * j.transpose();
@@ -417,7 +410,7 @@ inline std::vector<double> fit_calibration(const CalibrationShots& s, const std:
     }
     return theta;
 }
-/// The intensity slope of the profiled kernels of the shots in `use`: the slope of
+/// The intensity slope of the profiled kernels of the shots flagged in `in`: the slope of
 /// log(profiled / price) on log(clamped intensity / span top) within each family (a family's own
 /// level taken out), each kernel weighted by its price, so that the microsecond kernels whose
 /// profiled times are mostly the profiler's own bookkeeping weigh little.
@@ -446,45 +439,53 @@ inline double profiled_intensity_slope(const CalibrationShots& s, const std::vec
         }
     return sxx > 0 ? std::clamp(sxy / sxx, -KernelIntensityFactor::max_slope, KernelIntensityFactor::max_slope) : 0.0;
 }
-/// Factors from the profiled kernels of the shots in `use`: with `slope`, first the intensity
-/// slope (profiled_intensity_slope); with a finite `prior`, family factors, each family's
-/// measured time over its price (under the slope), against that of all their kernels, its log
-/// shrunk toward 0 by n / (n + prior) for a family of n kernels; then the global factor, the
-/// median ratio of those shots' latencies to their prices under these factors. Returns log g, log
-/// s_f per family (0 for a family without profiled kernels, or without a prior), the slope.
-inline std::vector<double> fit_profiled_calibration(const CalibrationShots& s, const std::vector<std::size_t>& use,
-                                                    double prior, bool slope = false) {
-    const auto nf = static_cast<std::size_t>(s.family_ms.cols());
-    std::vector<double> theta(nf + 2, 0.0);
-    std::vector<bool> in(s.overhead.size(), false);
-    for (std::size_t i : use) in[i] = true;
-    if (slope) theta.back() = profiled_intensity_slope(s, in);
-    if (std::isfinite(prior)) {
-        const auto z = intensity_factor_of(s, theta);
-        std::vector<double> ms(nf, 0.0), price(nf, 0.0), count(nf, 0.0);
-        for (const auto& k : s.profiled)
-            if (in[k.network]) {
-                ms[k.family] += k.ms;
-                price[k.family] += k.price * z(k.intensity);
-                count[k.family] += 1;
-            }
-        double ms_all = 0, price_all = 0;
-        for (std::size_t f = 0; f < nf; ++f) {
-            ms_all += ms[f];
-            price_all += price[f];
-        }
-        if (ms_all > 0 && price_all > 0) {
-            const double all = std::log(ms_all / price_all);
-            for (std::size_t f = 0; f < nf; ++f)
-                if (ms[f] > 0 && price[f] > 0)
-                    theta[f + 1] = std::clamp((std::log(ms[f] / price[f]) - all) * count[f] / (count[f] + prior),
-                                              std::log(0.1), std::log(10.0));
-        }
-    }
+/// theta with its global factor: the median ratio of the latencies of the shots in `use` to their
+/// prices under theta's other factors.
+inline std::vector<double> with_global_factor(const CalibrationShots& s, const std::vector<std::size_t>& use,
+                                              std::vector<double> theta) {
     std::vector<double> lr;
     for (std::size_t i : use) lr.push_back(std::log(s.measured[i]) - std::log(family_scaled_ms(s, i, theta)));
     theta[0] = median(lr);
     return theta;
+}
+/// Family factors from the profiled kernels of the shots in `use`: each family's measured time
+/// over its price, against that of all their kernels, its log shrunk toward 0 by n / (n + prior)
+/// for a family of n kernels; then the global factor. Returns log g, log s_f per family (0 for a
+/// family without profiled kernels), and a slope of 0.
+inline std::vector<double> fit_profiled_calibration(const CalibrationShots& s, const std::vector<std::size_t>& use,
+                                                    double prior) {
+    const auto nf = static_cast<std::size_t>(s.family_ms.cols());
+    std::vector<double> theta(nf + 2, 0.0);
+    std::vector<bool> in(s.overhead.size(), false);
+    for (std::size_t i : use) in[i] = true;
+    std::vector<double> ms(nf, 0.0), price(nf, 0.0), count(nf, 0.0);
+    double ms_all = 0, price_all = 0;
+    for (const auto& k : s.profiled)
+        if (in[k.network]) {
+            ms[k.family] += k.ms;
+            price[k.family] += k.price;
+            count[k.family] += 1;
+            ms_all += k.ms;
+            price_all += k.price;
+        }
+    if (ms_all > 0 && price_all > 0) {
+        const double all = std::log(ms_all / price_all);
+        for (std::size_t f = 0; f < nf; ++f)
+            if (ms[f] > 0 && price[f] > 0)
+                theta[f + 1] = std::clamp((std::log(ms[f] / price[f]) - all) * count[f] / (count[f] + prior),
+                                          std::log(0.1), std::log(10.0));
+    }
+    return with_global_factor(s, use, std::move(theta));
+}
+/// The intensity slope from the profiled kernels of the shots in `use`
+/// (profiled_intensity_slope), then the global factor. Returns log g, zeros, the slope.
+inline std::vector<double> fit_profiled_intensity_slope(const CalibrationShots& s,
+                                                        const std::vector<std::size_t>& use) {
+    std::vector<double> theta(static_cast<std::size_t>(s.family_ms.cols()) + 2, 0.0);
+    std::vector<bool> in(s.overhead.size(), false);
+    for (std::size_t i : use) in[i] = true;
+    theta.back() = profiled_intensity_slope(s, in);
+    return with_global_factor(s, use, std::move(theta));
 }
 /// The span of intensities an intensity factor moves over: from the intensity below which 5 % of
 /// the shots' priced time lies to the one below which 95 % does.
@@ -610,8 +611,10 @@ DNNCOST_FUNC CalibrationReport DeviceModel::calibrate(std::span<const graph::Gra
     if (options.per_family)
         for (double penalty : {1.0, 0.3, 0.1, 0.03, 0.01}) candidates.push_back({false, penalty});
     const auto fit = [&](const Candidate& c, const std::vector<std::size_t>& use) {
-        return c.from_profiles ? detail::fit_profiled_calibration(shots, use, c.shrinkage, c.intensity_slope)
-                               : detail::fit_calibration(shots, use, free, c.shrinkage, c.intensity_slope);
+        if (c.from_profiles)
+            return c.intensity_slope ? detail::fit_profiled_intensity_slope(shots, use)
+                                     : detail::fit_profiled_calibration(shots, use, c.shrinkage);
+        return detail::fit_calibration(shots, use, free, c.shrinkage, c.intensity_slope);
     };
     Candidate chosen;
     if (n >= 3) {
