@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include <dnncost/core/error.hpp>
 #include <dnncost/cost/analytic.hpp>
 #include <dnncost/cost/memory.hpp>
 #include <dnncost/io/onnx.hpp>
@@ -33,10 +34,10 @@ std::string wide_model(int n, bool chain) {
     for (int i = 0; i < n; ++i) {
         auto* node = g->add_node();
         node->set_op_type("Relu");
-        node->set_name("relu" + std::to_string(i));
-        node->add_input(chain && i > 0 ? "y" + std::to_string(i - 1) : "x");
-        node->add_output("y" + std::to_string(i));
-        if (!chain || i == n - 1) add_value(*g->add_output(), "y" + std::to_string(i));
+        node->set_name(dnncost::concat("relu", i));
+        node->add_input(chain && i > 0 ? dnncost::concat("y", i - 1) : "x");
+        node->add_output(dnncost::concat("y", i));
+        if (!chain || i == n - 1) add_value(*g->add_output(), dnncost::concat("y", i));
     }
     return m.SerializeAsString();
 }

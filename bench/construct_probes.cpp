@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <dnncost/core/error.hpp>
 #include <dnncost/measure/model_file.hpp>
 #include <dnncost/spaces/builder.hpp>
 #include <dnncost/spaces/transformer_layer.hpp>
@@ -37,13 +38,13 @@ struct B {
 
 // bottleneck blocks whose spatial convolution is grouped (group width gw), inner = width * ratio
 graph::Graph grouped(std::int64_t res, std::int64_t gw, double ratio, std::vector<std::int64_t> widths, int depth) {
-    B n("probe:grouped-gw" + std::to_string(gw) + "-r" + std::to_string(res));
+    B n(dnncost::concat("probe:grouped-gw", gw, "-r", res));
     int x = n.b.input("input", {1, 3, res, res});
     x = n.cbr(x, 64, 7, 2, 1, "stem");
     x = n.b.max_pool(x, 3, 2, 1, "stem.pool");
     for (std::size_t s = 0; s < widths.size(); ++s)
         for (int d = 0; d < depth; ++d) {
-            const auto name = "s" + std::to_string(s) + "b" + std::to_string(d);
+            const auto name = dnncost::concat("s", s, "b", d);
             const std::int64_t stride = d == 0 && s > 0 ? 2 : 1;
             const auto w = widths[s];
             auto inner = static_cast<std::int64_t>(w * ratio);
@@ -60,13 +61,13 @@ graph::Graph grouped(std::int64_t res, std::int64_t gw, double ratio, std::vecto
 
 // channel split, a branch of 1x1 / depthwise 3x3 / 1x1, concatenation, and a channel shuffle
 graph::Graph shuffle(std::int64_t res, std::vector<std::int64_t> widths) {
-    B n("probe:shuffle-r" + std::to_string(res));
+    B n(dnncost::concat("probe:shuffle-r", res));
     int x = n.b.input("input", {1, 3, res, res});
     x = n.cbr(x, 24, 3, 2, 1, "stem");
     x = n.b.max_pool(x, 3, 2, 1, "stem.pool");
     for (std::size_t s = 0; s < widths.size(); ++s)
         for (int d = 0; d < 3; ++d) {
-            const auto name = "s" + std::to_string(s) + "b" + std::to_string(d);
+            const auto name = dnncost::concat("s", s, "b", d);
             const auto w = widths[s];
             int left, right;
             if (d == 0) {  // downsampling unit: both branches see the whole input
@@ -91,7 +92,7 @@ graph::Graph shuffle(std::int64_t res, std::vector<std::int64_t> widths) {
 
 // depthwise 7x7, channels-last layer norm and MLP (GELU), layer scale, residual; LN + 2x2/2 downsampling
 graph::Graph convnext_like(std::int64_t res, std::vector<std::int64_t> widths, int depth) {
-    B n("probe:dw7-ln-mlp-r" + std::to_string(res));
+    B n(dnncost::concat("probe:dw7-ln-mlp-r", res));
     int x = n.b.input("input", {1, 3, res, res});
     auto chan_ln = [&](int v, const std::string& nm) {  // LN over channels of NCHW via NHWC
         v = n.b.transpose(v, {0, 2, 3, 1}, nm + ".to_nhwc");
@@ -102,12 +103,12 @@ graph::Graph convnext_like(std::int64_t res, std::vector<std::int64_t> widths, i
     x = chan_ln(x, "stem");
     for (std::size_t s = 0; s < widths.size(); ++s) {
         if (s > 0) {
-            x = chan_ln(x, "down" + std::to_string(s));
+            x = chan_ln(x, dnncost::concat("down", s));
             x = n.b.conv(x, spaces::ConvSpec{widths[s], {2, 2}, {2, 2}, {}, 1, true},
-                         "down" + std::to_string(s) + ".conv");
+                         dnncost::concat("down", s, ".conv"));
         }
         for (int d = 0; d < depth; ++d) {
-            const auto name = "s" + std::to_string(s) + "b" + std::to_string(d);
+            const auto name = dnncost::concat("s", s, "b", d);
             const auto w = widths[s];
             int y = n.b.conv(x, spaces::ConvSpec{w, {7, 7}, {1, 1}, {3, 3, 3, 3}, w, true}, name + ".dw");
             y = n.b.transpose(y, {0, 2, 3, 1}, name + ".to_nhwc");
@@ -126,7 +127,7 @@ graph::Graph convnext_like(std::int64_t res, std::vector<std::int64_t> widths, i
 
 // a large strided stem, unpadded pooling, and a head of two wide hidden layers
 graph::Graph wide_head(std::int64_t res, std::int64_t hidden) {
-    B n("probe:wide-head-r" + std::to_string(res));
+    B n(dnncost::concat("probe:wide-head-r", res));
     int x = n.b.input("input", {1, 3, res, res});
     x = n.b.unary("Relu", n.b.conv(x, spaces::ConvSpec{48, {11, 11}, {4, 4}, {2, 2, 2, 2}, 1, true}, "c1"), "c1.relu");
     x = n.b.max_pool(x, 3, 2, 0, "p1");
@@ -135,8 +136,8 @@ graph::Graph wide_head(std::int64_t res, std::int64_t hidden) {
     for (int i = 3; i <= 5; ++i)
         x = n.b.unary("Relu",
                       n.b.conv(x, spaces::ConvSpec{i == 5 ? 192 : 256, {3, 3}, {1, 1}, {1, 1, 1, 1}, 1, true},
-                               "c" + std::to_string(i)),
-                      "c" + std::to_string(i) + ".relu");
+                               dnncost::concat("c", i)),
+                      dnncost::concat("c", i, ".relu"));
     x = n.b.max_pool(x, 3, 2, 0, "p5");
     x = n.b.flatten(x, "flatten");
     x = n.b.unary("Relu", n.b.gemm(x, hidden, "fc1"), "fc1.relu");
@@ -146,14 +147,14 @@ graph::Graph wide_head(std::int64_t res, std::int64_t hidden) {
 
 // pre-activation: BN, ReLU, then the convolution (densely connected growth by concatenation)
 graph::Graph preact_dense(std::int64_t res, std::int64_t growth, int layers) {
-    B n("probe:preact-dense-r" + std::to_string(res));
+    B n(dnncost::concat("probe:preact-dense-r", res));
     int x = n.b.input("input", {1, 3, res, res});
     x = n.cbr(x, 64, 7, 2, 1, "stem");
     x = n.b.max_pool(x, 3, 2, 1, "stem.pool");
     for (int blk = 0; blk < 3; ++blk) {
         std::vector<int> feats{x};
         for (int l = 0; l < layers; ++l) {
-            const auto name = "d" + std::to_string(blk) + "l" + std::to_string(l);
+            const auto name = dnncost::concat("d", blk, "l", l);
             int in = feats.size() == 1 ? feats[0] : n.b.concat(feats, 1, name + ".cat");
             int y = n.b.unary("Relu", n.b.batch_norm(in, name + ".bn1"), name + ".relu1");
             y = n.b.conv(y, 4 * growth, 1, 1, 1, name + ".conv1");
@@ -161,14 +162,14 @@ graph::Graph preact_dense(std::int64_t res, std::int64_t growth, int layers) {
             y = n.b.conv(y, growth, 3, 1, 1, name + ".conv2");
             feats.push_back(y);
         }
-        x = n.b.concat(feats, 1, "d" + std::to_string(blk) + ".out");
+        x = n.b.concat(feats, 1, dnncost::concat("d", blk, ".out"));
         if (blk < 2) {
             const auto c = n.b.shape(x)[1] / 2;
-            x = n.b.unary("Relu", n.b.batch_norm(x, "t" + std::to_string(blk) + ".bn"),
-                          "t" + std::to_string(blk) + ".relu");
-            x = n.b.conv(x, c, 1, 1, 1, "t" + std::to_string(blk) + ".conv");
+            x = n.b.unary("Relu", n.b.batch_norm(x, dnncost::concat("t", blk, ".bn")),
+                          dnncost::concat("t", blk, ".relu"));
+            x = n.b.conv(x, c, 1, 1, 1, dnncost::concat("t", blk, ".conv"));
             const auto sh = n.b.shape(x);
-            x = n.b.op("AveragePool", "t" + std::to_string(blk) + ".pool", {x}, {sh[0], sh[1], sh[2] / 2, sh[3] / 2},
+            x = n.b.op("AveragePool", dnncost::concat("t", blk, ".pool"), {x}, {sh[0], sh[1], sh[2] / 2, sh[3] / 2},
                        {{"kernel_shape", I({2, 2})}, {"strides", I({2, 2})}});
         }
     }
