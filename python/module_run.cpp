@@ -21,7 +21,11 @@
 #include "module.hpp"
 
 #include <dnncost/core/error.hpp>
+#include <dnncost/device/calibration_json.hpp>
+#include <dnncost/device/device_build.hpp>
+#include <dnncost/device/device_model.hpp>
 #include <dnncost/estimators/training.hpp>
+#include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/measure/campaign.hpp>
 #include <dnncost/measure/json.hpp>
@@ -67,12 +71,13 @@ py::object to_python(const measure::json::Value& v) {
 }
 
 /// The harness's and the campaign's options from keyword arguments, worded as the CLI's flags
-/// (--round-ms: round_ms); an unknown one is a TypeError.
-void read_options(const py::dict& kw, measure::CampaignOptions& o, std::string& statistic, bool& fresh_sessions) {
+/// (--round-ms: round_ms); an unknown one is a TypeError naming `function`.
+void read_options(const py::dict& kw, measure::CampaignOptions& o, std::string& statistic, bool& fresh_sessions,
+                  const std::string& function = "dnncost.measure") {
     auto& h = o.harness;
     for (auto [key, value] : kw) {
         const auto k = key.cast<std::string>();
-        const std::string option = "dnncost.measure: option '" + k + "'";
+        const std::string option = function + ": option '" + k + "'";
         if (k == "rounds") h.rounds = cast_arg<int>(value, option, "an integer");
         else if (k == "warmup") h.warmup = cast_arg<int>(value, option, "an integer");
         else if (k == "repeats") h.repeats = cast_arg<int>(value, option, "an integer");
@@ -91,7 +96,7 @@ void read_options(const py::dict& kw, measure::CampaignOptions& o, std::string& 
         else if (k == "cpu") o.cpu = cast_arg<int>(value, option, "an integer");
         else if (k == "realtime") o.realtime = cast_arg<bool>(value, option, "True or False");
         else if (k == "allow_other_host") o.allow_other_host = cast_arg<bool>(value, option, "True or False");
-        else throw py::type_error("dnncost.measure: unknown option '" + k + "'");
+        else throw py::type_error(function + ": unknown option '" + k + "'");
     }
 }
 
@@ -168,6 +173,114 @@ py::object run_measure(py::object networks, py::object runner, const std::string
         rep = measure::run_campaign(source, o, progress ? progress_events() : measure::CampaignEvents{});
     }
     return to_python(measure::report_json(rep, o));
+}
+
+// ------------------------------------------------------------------ calibrate
+
+/// `x` as a file path (a str or an os.PathLike).
+std::string path_arg(py::handle x, const std::string& what) {
+    if (!py::isinstance<py::str>(x) && !py::hasattr(x, "__fspath__"))
+        throw py::type_error(what + ": expected a path, got " + std::string(py::repr(x)));
+    return py::str(py::module_::import("os").attr("fspath")(x));
+}
+
+Model run_calibrate(py::handle model, py::object runner, py::handle out, py::object shots, py::object work,
+                    py::object data, bool global_only, bool intensity_slope, bool profile, bool progress,
+                    py::kwargs kw) {
+    const std::string fn = "dnncost.calibrate";
+    const auto model_path = path_arg(model, fn + ": model");
+    const auto out_path = path_arg(out, fn + ": out");
+    std::vector<std::string> runners;
+    if (py::isinstance<py::str>(runner))
+        runners = {runner.cast<std::string>()};
+    else if (!runner.is_none())
+        runners = cast_arg<std::vector<std::string>>(runner, fn + ": runner", "a command string or a list of them");
+    if (runner.is_none() == data.is_none())
+        throw py::value_error(fn +
+                              ": give runner= (measure the shots here) or data= (a results store of networks "
+                              "measured here)");
+    if (!runner.is_none() && runners.empty()) throw py::value_error(fn + ": no runner");
+    // shots: a count of built-in networks (or of the store's networks), or the user's ONNX files
+    std::optional<std::size_t> count;
+    std::vector<std::string> files;
+    if (py::isinstance<py::int_>(shots) && !py::isinstance<py::bool_>(shots)) {
+        const auto n = shots.cast<long long>();
+        if (n < 1 || n > 100)
+            throw py::value_error(fn + ": shots " + std::to_string(n) + " is not a count in [1, 100]");
+        count = static_cast<std::size_t>(n);
+    } else {
+        if (py::isinstance<py::str>(shots) || py::hasattr(shots, "__fspath__") || !py::isinstance<py::iterable>(shots))
+            throw py::type_error(fn + ": shots: expected a count or a list of ONNX files, got " +
+                                 std::string(py::repr(shots)));
+        for (auto f : shots) files.push_back(path_arg(f, fn + ": shots[" + std::to_string(files.size()) + "]"));
+        if (files.empty()) throw py::value_error(fn + ": shots: an empty list");
+        if (!data.is_none())
+            throw py::value_error(fn + ": with data=, shots is a count (ONNX files are measured with runner=)");
+    }
+    measure::CampaignOptions o;
+    std::string statistic = "min";
+    bool fresh_sessions = false;
+    read_options(kw, o, statistic, fresh_sessions, fn);
+    for (const char* campaign_only : {"force", "startup_timeout", "noise_check", "cpu", "realtime", "allow_other_host"})
+        if (kw.contains(campaign_only))
+            throw py::type_error(fn + ": unknown option '" + std::string(campaign_only) + "'");
+    const std::string data_path = data.is_none() ? "" : path_arg(data, fn + ": data");
+    const std::string work_dir = work.is_none() ? out_path + ".work" : path_arg(work, fn + ": work");
+
+    Model result;
+    measure::json::Value report;
+    {
+        py::gil_scoped_release release;
+        io::check_writable(out_path);
+        auto m = device::DeviceModel::deserialize(io::read_file(model_path), model_path);
+        m->set_source(model_path);
+        device::DeviceCalibrationSetup s;
+        s.runners = runners;
+        s.work_dir = work_dir;
+        auto& h = s.harness;
+        h = o.harness;
+        h.statistic = measure::parse_statistic(statistic);
+        h.keep_sessions = !fresh_sessions;
+        h.max_rounds = std::max(h.max_rounds, h.rounds);
+        h.max_repeats = std::max(h.max_repeats, h.repeats);
+        h.check();
+        if (!(o.timeout_seconds > 0) || o.timeout_seconds > 1e6)
+            raise<config_error>(fn, ": timeout ", o.timeout_seconds, " must be in (0, 10^6] seconds");
+        s.pool.timeout = measure::Millis(static_cast<std::int64_t>(o.timeout_seconds * 1000));
+        s.pool.retries = o.retries;
+        s.profile = profile && !global_only;  // profiles serve the family and intensity factors alone
+        if (progress) s.events.on_result = progress_events().harness.on_result;  // each shot's line on stderr
+        device::CalibrationOptions options;
+        options.per_family = !global_only;
+        options.intensity_slope = !global_only && intensity_slope;
+        std::optional<train::TrainData> measured;  // keeps the store's graphs alive
+        std::vector<graph::Graph> networks;
+        if (!data_path.empty()) {
+            const auto ds = measure::load_results_dataset(
+                data_path, {"latency_ms"}, false, [](const std::filesystem::path& p) { return io::import_onnx(p); });
+            measured = ds.subset(ds.all_items(), "latency_ms");
+        } else if (count) {
+            networks = device::calibration_networks(*count);
+        } else {
+            for (const auto& f : files) {
+                const auto bytes = io::read_file(f);
+                networks.push_back(io::import_onnx_bytes(bytes, f));
+                s.opsets.push_back(io::onnx_opset(bytes, f));  // written for the runner at its own opset
+            }
+        }
+        const auto r = measured ? device::calibrate_device_model(*m, *measured, *count, options)
+                                : device::calibrate_device_model(*m, networks, s, options);
+        io::write_file_atomic(out_path, m->serialize());
+        // warnings stay without progress lines, as dnncost.measure's do
+        if (const auto disturbed = r.disturbance.summary(); !disturbed.empty())
+            std::cerr << "dnncost: warning: the shots: " << disturbed << "; calibrate again on a quiet machine\n";
+        for (const auto& why : r.profile_problems) std::cerr << "dnncost: warning: profiling the shots: " << why << '\n';
+        report = device::calibration_json(r, model_path, out_path);
+        result.est = std::shared_ptr<estimators::Estimator>(std::move(m));
+        result.source = out_path;
+    }
+    result.report = to_python(report);
+    return result;
 }
 
 // ------------------------------------------------------------------ train
@@ -344,6 +457,13 @@ void bind_run(py::module_& m) {
           py::arg("space_options") = "", py::arg("progress") = true,
           "Measure networks through runners into a resumable results store; returns `dnncost measure --json`'s "
           "summary");
+    m.def("calibrate", &run_calibrate, py::arg("model"), py::kw_only(), py::arg("runner") = py::none(), py::arg("out"),
+          py::arg("shots") = 10, py::arg("work") = py::none(), py::arg("data") = py::none(),
+          py::arg("global_only") = false, py::arg("intensity_slope") = true, py::arg("profile") = true,
+          py::arg("progress") = true,
+          "Calibrate a device model to this machine: measure shots (a count of built-in networks, or your ONNX "
+          "files) through runners, or take networks a results store measured here (data=); writes the "
+          "calibrated model to out and returns it, its .report `dnncost device calibrate --json`'s document");
     m.def("train", &run_train, py::arg("data"), py::kw_only(), py::arg("target") = "latency_ms",
           py::arg("preset") = "additive", py::arg("space") = "nb201", py::arg("space_options") = "",
           py::arg("n_train") = 100, py::arg("n_val") = 100, py::arg("n_test") = 0, py::arg("seed") = 0,

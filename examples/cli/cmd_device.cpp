@@ -18,11 +18,13 @@
 #include "train_common.hpp"
 
 #include <dnncost/core/robust_statistics.hpp>
+#include <dnncost/device/calibration_json.hpp>
 #include <dnncost/device/device_build.hpp>
 #include <dnncost/device/device_model.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/measure/host.hpp>
+#include <dnncost/measure/json.hpp>
 #include <dnncost/measure/model_file.hpp>
 
 namespace dnncost::cli {
@@ -70,12 +72,6 @@ inline json boundary_json(const device::SampleBoundaryCost& b) {
     return {{"ms_per_kernel", b.ms_per_kernel},
             {"ms_per_output_mb", b.ms_per_output_mb},
             {"ms_per_reorder_mb", b.ms_per_reorder_mb}};
-}
-
-/// The intensity calibration factor: null when there is none.
-inline json intensity_factor_json(const device::KernelIntensityFactor& z) {
-    if (!z.active()) return nullptr;
-    return {{"slope", z.slope}, {"low_flops_per_byte", z.low}, {"high_flops_per_byte", z.high}};
 }
 
 /// ", intensity slope -0.06 over 0.9-147 FLOPs/byte", or nothing without the factor.
@@ -389,44 +385,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
     if (!disturbed.empty())
         std::cerr << "dnncost: warning: the shots: " << disturbed << "; calibrate again on a quiet machine\n";
     for (const auto& why : r.profile_problems) std::cerr << "dnncost: warning: profiling the shots: " << why << '\n';
-    const auto shrinkage = [](double x) { return std::isfinite(x) ? json(x) : json("global only"); };
-    // where the family factors applied come from, in the words of the candidates' list
-    const auto family_source = [&] {
-        if (!c.applied) return "kept as given";
-        if (!std::isfinite(c.shrinkage)) return "none";
-        return c.from_profiles ? "profiled kernels" : "shot latencies";
-    };
-    if (a.json_out) {
-        json shots = json::array();
-        for (std::size_t i = 0; i < r.shots.size(); ++i)
-            shots.push_back({{"network", r.shots[i]}, {"measured_ms", r.measured_ms[i]}, {"predicted_ms", r.predicted_ms[i]}});
-        json families = json::object();
-        for (const auto& [f, x] : c.family_factors) families[f] = x;
-        json candidates = json::array();
-        for (const auto& [penalty, e] : c.candidates)
-            candidates.push_back({{"fit", std::isfinite(penalty) ? "shot latencies" : "global only"},
-                                  {"shrinkage", shrinkage(penalty)},
-                                  {"loo_mape", e}});
-        for (const auto& [prior, e] : c.profiled_candidates)
-            candidates.push_back({{"fit", "profiled kernels"}, {"shrinkage", prior}, {"loo_mape", e}});
-        for (const auto& [from, e] : c.intensity_candidates)
-            candidates.push_back({{"fit", "intensity slope from " + from}, {"loo_mape", e}});
-        return print_json({{"model", a.model},
-                           {"out", a.out},
-                           {"factor", r.factor},
-                           {"family_factors", families},
-                           {"family_factors_from", family_source()},
-                           {"intensity_factor", intensity_factor_json(c.intensity_factor)},
-                           {"profiled_kernels", c.profiled_kernels},
-                           {"applied", c.applied},
-                           {"shrinkage", shrinkage(c.shrinkage)},
-                           {"given_mape", c.given_mape},
-                           {"loo_mape", c.candidates.empty() ? json(nullptr) : json(c.cv_mape)},
-                           {"candidates", candidates},
-                           {"disturbed", disturbed.empty() ? json(nullptr) : json(disturbed)},
-                           {"measured_again", r.disturbance.retaken > 0},
-                           {"shots", shots}});
-    }
+    if (a.json_out) return print_json(parse_json(measure::json::dump(device::calibration_json(r, a.model, a.out))));
     for (std::size_t i = 0; i < r.shots.size(); ++i)
         std::cout << r.shots[i] << "\tmeasured " << r.measured_ms[i] << " ms\tpredicted " << r.predicted_ms[i]
                   << " ms\n";
@@ -441,7 +400,7 @@ inline void run_calibrate(const CalibrateArgs& a) {
     for (const auto& [f, x] : c.family_factors) std::cout << ", " << f << " x" << x;
     std::cout << intensity_factor_text(c.intensity_factor) << " from " << r.shots.size() << " networks";
     if (!c.family_factors.empty())
-        std::cout << " (family factors from the " << family_source() << ")";
+        std::cout << " (family factors from the " << (c.from_profiles ? "profiled kernels" : "shot latencies") << ")";
     else if (c.profiled_kernels > 0)
         std::cout << " and " << c.profiled_kernels << " profiled kernels";
     std::cout << "; written to " << a.out << '\n';
@@ -751,17 +710,18 @@ inline void run_info(const std::string& path, bool json_out) {
         std::cout << m->rules().to_text();
         return print_kinds(*m);
     }
-    print_json({{"model", path},
-                {"build", parse_json(m->build_info().empty() ? "{}" : m->build_info(), false)},
-                {"rules_text", m->rules().to_text()},
-                {"run_overhead_ms", m->run_overhead_ms()},
-                {"calibration_factor", m->calibration_factor()},
-                {"calibration_shots", m->calibration_shots()},
-                {"family_factors", m->family_factors()},
-                {"intensity_factor", intensity_factor_json(m->intensity_factor())},
-                {"sample_boundary", boundary_json(m->boundary())},
-                {"residual", m->residual().trained()},
-                {"kinds", kind_table(*m)}});
+    print_json(
+        {{"model", path},
+         {"build", parse_json(m->build_info().empty() ? "{}" : m->build_info(), false)},
+         {"rules_text", m->rules().to_text()},
+         {"run_overhead_ms", m->run_overhead_ms()},
+         {"calibration_factor", m->calibration_factor()},
+         {"calibration_shots", m->calibration_shots()},
+         {"family_factors", m->family_factors()},
+         {"intensity_factor", parse_json(measure::json::dump(device::intensity_factor_json(m->intensity_factor())))},
+         {"sample_boundary", boundary_json(m->boundary())},
+         {"residual", m->residual().trained()},
+         {"kinds", kind_table(*m)}});
 }
 
 /// `device rules`: the model priced under other fusion rules, its regressors kept.
