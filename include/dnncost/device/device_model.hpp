@@ -372,7 +372,7 @@ private:
 
     double cost_scale() const override { return 1.0; }
 
-    FusionRules m_rules;
+    FusionRules m_rules;  ///< checked whenever set (build, deserialize, replace_rules)
     std::map<std::string, KernelKindModel, std::less<>> m_kinds;
     double m_run_overhead_ms = 0;
     double m_scale = 1.0;

@@ -833,7 +833,8 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
                                                                     bool families) const {
     if (m_kinds.empty()) raise<config_error>("device model: not built");
     families = families || !m_family_scale.empty();
-    m_rules.check();  // once for every network of the call
+    // no check of m_rules per call: build(), parse() and replace_rules() checked them when they
+    // were set, and nothing else sets them
     // the regressors in kind order: a kernel priced in parts sums them in this order
     std::vector<const TabularRegressor*> regressors;
     std::vector<std::string_view> regressor_kind;
