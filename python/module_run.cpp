@@ -200,20 +200,33 @@ Model run_calibrate(py::handle model, py::object runner, py::handle out, py::obj
                               ": give runner= (measure the shots here) or data= (a results store of networks "
                               "measured here)");
     if (!runner.is_none() && runners.empty()) throw py::value_error(fn + ": no runner");
-    // shots: a count of built-in networks (or of the store's networks), or the user's ONNX files
+    // shots: a count of built-in networks (or of the store's networks), or the user's ONNX models:
+    // files, or bytes in memory (a PyTorch export, say), each with the name messages give it
     std::optional<std::size_t> count;
-    std::vector<std::string> files;
+    struct ShotModel {
+        std::string name, bytes;
+        bool in_memory = false;  ///< false: `name` is the file to read
+    };
+    std::vector<ShotModel> models;
     if (py::isinstance<py::int_>(shots) && !py::isinstance<py::bool_>(shots)) {
         const auto n = shots.cast<long long>();
         if (n < 1 || n > 100)
             throw py::value_error(fn + ": shots " + std::to_string(n) + " is not a count in [1, 100]");
         count = static_cast<std::size_t>(n);
     } else {
-        if (py::isinstance<py::str>(shots) || py::hasattr(shots, "__fspath__") || !py::isinstance<py::iterable>(shots))
-            throw py::type_error(fn + ": shots: expected a count or a list of ONNX files, got " +
+        if (py::isinstance<py::str>(shots) || py::hasattr(shots, "__fspath__") ||
+            !py::isinstance<py::iterable>(shots) || py::isinstance<py::bytes>(shots) ||
+            py::isinstance<py::bytearray>(shots))
+            throw py::type_error(fn + ": shots: expected a count or a list of ONNX models (files or bytes), got " +
                                  std::string(py::repr(shots)));
-        for (auto f : shots) files.push_back(path_arg(f, fn + ": shots[" + std::to_string(files.size()) + "]"));
-        if (files.empty()) throw py::value_error(fn + ": shots: an empty list");
+        for (auto f : shots) {
+            const auto at = "shots[" + std::to_string(models.size()) + "]";
+            if (py::isinstance<py::bytes>(f) || py::isinstance<py::bytearray>(f) || py::isinstance<py::memoryview>(f))
+                models.push_back({"<" + at + ">", py::bytes(py::module_::import("builtins").attr("bytes")(f)), true});
+            else
+                models.push_back({path_arg(f, fn + ": " + at), "", false});
+        }
+        if (models.empty()) throw py::value_error(fn + ": shots: an empty list");
         if (!data.is_none())
             throw py::value_error(fn + ": with data=, shots is a count (ONNX files are measured with runner=)");
     }
@@ -262,10 +275,10 @@ Model run_calibrate(py::handle model, py::object runner, py::handle out, py::obj
         } else if (count) {
             networks = device::calibration_networks(*count);
         } else {
-            for (const auto& f : files) {
-                const auto bytes = io::read_file(f);
-                networks.push_back(io::import_onnx_bytes(bytes, f));
-                s.opsets.push_back(io::onnx_opset(bytes, f));  // written for the runner at its own opset
+            for (const auto& shot : models) {
+                const auto bytes = shot.in_memory ? shot.bytes : io::read_file(shot.name);
+                networks.push_back(io::import_onnx_bytes(bytes, shot.name));
+                s.opsets.push_back(io::onnx_opset(bytes, shot.name));  // written for the runner at its own opset
             }
         }
         const auto r = measured ? device::calibrate_device_model(*m, *measured, *count, options)
@@ -462,7 +475,7 @@ void bind_run(py::module_& m) {
           py::arg("global_only") = false, py::arg("intensity_slope") = true, py::arg("profile") = true,
           py::arg("progress") = true,
           "Calibrate a device model to this machine: measure shots (a count of built-in networks, or your ONNX "
-          "files) through runners, or take networks a results store measured here (data=); writes the "
+          "models: files or bytes) through runners, or take networks a results store measured here (data=); writes the "
           "calibrated model to out and returns it, its .report `dnncost device calibrate --json`'s document");
     m.def("train", &run_train, py::arg("data"), py::kw_only(), py::arg("target") = "latency_ms",
           py::arg("preset") = "additive", py::arg("space") = "nb201", py::arg("space_options") = "",

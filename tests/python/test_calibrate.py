@@ -69,6 +69,22 @@ def test_report_is_the_cli_document(tmp_path):
     assert [s["predicted_ms"] for s in py["shots"]] == [s["predicted_ms"] for s in c["shots"]]
 
 
+def test_shots_in_memory_measure_as_their_files(tmp_path):
+    # your own networks as shots, as files or as the bytes of the same models (a PyTorch export, say)
+    files = [SQUEEZENET, str(tmp_path / "nb.onnx")]
+    subprocess.run([tool("DNNCOST_CLI"), "nb201", NB201[0], "--onnx", files[1], "--weights", "random"], check=True,
+                   capture_output=True)
+    common = dict(runner=size_runner(tmp_path), global_only=True, progress=False, **QUICK)
+    by_file = dnncost.calibrate(DEVICE_ALL, out=str(tmp_path / "f.dnnc"), shots=files, **common).report
+    blobs = [open(f, "rb").read() for f in files]
+    in_memory = dnncost.calibrate(DEVICE_ALL, out=str(tmp_path / "b.dnnc"), shots=[blobs[0], bytearray(blobs[1])],
+                                  **common).report
+    assert len(in_memory["shots"]) == 2
+    for a, b in zip(by_file["shots"], in_memory["shots"]):
+        assert (a["measured_ms"], a["predicted_ms"]) == (b["measured_ms"], b["predicted_ms"])
+    assert in_memory["factor"] == by_file["factor"]
+
+
 def test_bad_arguments(tmp_path):
     out = str(tmp_path / "x.dnnc")
     with pytest.raises(ValueError, match=r"not a count in \[1, 100\]"):
@@ -77,8 +93,10 @@ def test_bad_arguments(tmp_path):
         dnncost.calibrate(DEVICE_ALL, out=out)
     with pytest.raises(TypeError, match="dnncost.calibrate: unknown option 'noise_check'"):
         dnncost.calibrate(DEVICE_ALL, runner=size_runner(tmp_path), out=out, noise_check=3)
-    with pytest.raises(TypeError, match="shots: expected a count or a list of ONNX files"):
+    with pytest.raises(TypeError, match="shots: expected a count or a list of ONNX models"):
         dnncost.calibrate(DEVICE_ALL, runner=size_runner(tmp_path), out=out, shots=SQUEEZENET)
+    with pytest.raises(dnncost.Error, match=r"<shots\[1\]>"):  # bytes that are no ONNX model, named by place
+        dnncost.calibrate(DEVICE_ALL, runner=size_runner(tmp_path), out=out, shots=[SQUEEZENET, b"not onnx"])
     with pytest.raises(dnncost.Error, match="missing.dnnc"):
         dnncost.calibrate(str(tmp_path / "missing.dnnc"), runner=size_runner(tmp_path), out=out, shots=1)
     with pytest.raises(dnncost.Error, match="nope.onnx"):
