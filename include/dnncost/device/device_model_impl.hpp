@@ -439,6 +439,12 @@ inline double profiled_intensity_slope(const CalibrationShots& s, const std::vec
         }
     return sxx > 0 ? std::clamp(sxy / sxx, -KernelIntensityFactor::max_slope, KernelIntensityFactor::max_slope) : 0.0;
 }
+/// Per shot, whether `use` names it.
+inline std::vector<bool> shots_in(const CalibrationShots& s, const std::vector<std::size_t>& use) {
+    std::vector<bool> in(s.overhead.size(), false);
+    for (std::size_t i : use) in[i] = true;
+    return in;
+}
 /// theta with its global factor: the median ratio of the latencies of the shots in `use` to their
 /// prices under theta's other factors.
 inline std::vector<double> with_global_factor(const CalibrationShots& s, const std::vector<std::size_t>& use,
@@ -456,8 +462,7 @@ inline std::vector<double> fit_profiled_calibration(const CalibrationShots& s, c
                                                     double prior) {
     const auto nf = static_cast<std::size_t>(s.family_ms.cols());
     std::vector<double> theta(nf + 2, 0.0);
-    std::vector<bool> in(s.overhead.size(), false);
-    for (std::size_t i : use) in[i] = true;
+    const auto in = shots_in(s, use);
     std::vector<double> ms(nf, 0.0), price(nf, 0.0), count(nf, 0.0);
     double ms_all = 0, price_all = 0;
     for (const auto& k : s.profiled)
@@ -482,9 +487,7 @@ inline std::vector<double> fit_profiled_calibration(const CalibrationShots& s, c
 inline std::vector<double> fit_profiled_intensity_slope(const CalibrationShots& s,
                                                         const std::vector<std::size_t>& use) {
     std::vector<double> theta(static_cast<std::size_t>(s.family_ms.cols()) + 2, 0.0);
-    std::vector<bool> in(s.overhead.size(), false);
-    for (std::size_t i : use) in[i] = true;
-    theta.back() = profiled_intensity_slope(s, in);
+    theta.back() = profiled_intensity_slope(s, shots_in(s, use));
     return with_global_factor(s, use, std::move(theta));
 }
 /// The span of intensities an intensity factor moves over: from the intensity below which 5 % of
@@ -888,7 +891,7 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             out.start.push_back(out.ms.size());
             for (const auto& kn : kg.kernels) {
                 out.output_bytes.push_back(static_cast<double>(kn.cost.output_bytes));
-                const auto moved = kn.cost.input_bytes + kn.cost.output_bytes + kn.cost.weight_bytes;
+                const auto moved = kn.cost.bytes();
                 out.intensity.push_back(moved > 0 ? static_cast<double>(kn.cost.flops) / static_cast<double>(moved)
                                                   : 0.0);
                 out.reorder_bytes.push_back(!kn.is_reorder() && kn.layout.blocked()
