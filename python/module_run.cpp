@@ -100,6 +100,23 @@ void read_options(const py::dict& kw, measure::CampaignOptions& o, std::string& 
     }
 }
 
+/// The options read by read_options() made whole and checked as the CLI checks its flags: the
+/// statistic and kept sessions set, the caps raised to the rounds and repeats asked for, the time
+/// limits in range. No GIL needed.
+void finish_options(measure::CampaignOptions& o, const std::string& statistic, bool fresh_sessions,
+                    const std::string& function) {
+    auto& h = o.harness;
+    h.statistic = measure::parse_statistic(statistic);
+    h.keep_sessions = !fresh_sessions;
+    h.max_rounds = std::max(h.max_rounds, h.rounds);
+    h.max_repeats = std::max(h.max_repeats, h.repeats);
+    h.check();
+    if (!(o.timeout_seconds > 0) || o.timeout_seconds > 1e6)
+        raise<config_error>(function, ": timeout ", o.timeout_seconds, " must be in (0, 10^6] seconds");
+    if (!(o.startup_timeout_seconds >= 0) || o.startup_timeout_seconds > 3600)
+        raise<config_error>(function, ": startup_timeout ", o.startup_timeout_seconds, " must be in [0, 3600] seconds");
+}
+
 /// Each network's line on stderr as `dnncost measure` writes it on a non-terminal.
 measure::CampaignEvents progress_events() {
     measure::CampaignEvents ev;
@@ -160,16 +177,7 @@ py::object run_measure(py::object networks, py::object runner, const std::string
     measure::CampaignReport rep;
     {
         py::gil_scoped_release release;
-        o.harness.statistic = measure::parse_statistic(statistic);
-        o.harness.keep_sessions = !fresh_sessions;
-        o.harness.max_rounds = std::max(o.harness.max_rounds, o.harness.rounds);
-        o.harness.max_repeats = std::max(o.harness.max_repeats, o.harness.repeats);
-        o.harness.check();
-        if (!(o.timeout_seconds > 0) || o.timeout_seconds > 1e6)
-            raise<config_error>("dnncost.measure: timeout ", o.timeout_seconds, " must be in (0, 10^6] seconds");
-        if (!(o.startup_timeout_seconds >= 0) || o.startup_timeout_seconds > 3600)
-            raise<config_error>("dnncost.measure: startup_timeout ", o.startup_timeout_seconds,
-                                " must be in [0, 3600] seconds");
+        finish_options(o, statistic, fresh_sessions, "dnncost.measure");
         rep = measure::run_campaign(source, o, progress ? progress_events() : measure::CampaignEvents{});
     }
     return to_python(measure::report_json(rep, o));
@@ -250,15 +258,8 @@ Model run_calibrate(py::handle model, py::object runner, py::handle out, py::obj
         device::DeviceCalibrationSetup s;
         s.runners = runners;
         s.work_dir = work_dir;
-        auto& h = s.harness;
-        h = o.harness;
-        h.statistic = measure::parse_statistic(statistic);
-        h.keep_sessions = !fresh_sessions;
-        h.max_rounds = std::max(h.max_rounds, h.rounds);
-        h.max_repeats = std::max(h.max_repeats, h.repeats);
-        h.check();
-        if (!(o.timeout_seconds > 0) || o.timeout_seconds > 1e6)
-            raise<config_error>(fn, ": timeout ", o.timeout_seconds, " must be in (0, 10^6] seconds");
+        finish_options(o, statistic, fresh_sessions, fn);
+        s.harness = o.harness;
         s.pool.timeout = measure::Millis(static_cast<std::int64_t>(o.timeout_seconds * 1000));
         s.pool.retries = o.retries;
         s.profile = profile && !global_only;  // profiles serve the family and intensity factors alone
