@@ -300,17 +300,25 @@ TEST_CASE("device model: a machine uniformly slower, with noise, mostly gets one
     auto unseen_ms = m.predict_mean(pointers(unseen));
     for (auto& x : unseen_ms) x *= 1.3;
     // 1.3 times slower, each shot within +-10 % of that: family factors or an intensity slope
-    // could only fit the noise. Over 40 draws of the noise: how often the least leave-one-out
-    // error is the global factor's, how often the global factor is kept (the fewest factors within
-    // a standard error), and how often the intensity slope is taken.
+    // could only fit the noise. Over many draws of the noise (enough that the counts below do not
+    // turn on a few draws): how often the least leave-one-out error is the global factor's, how
+    // often the global factor is kept (the fewest factors within a standard error), how often the
+    // intensity slope is taken, and what the choice costs on unseen networks against a global
+    // factor alone fitted to the same shots.
+    constexpr int draws = 120;
+    device::CalibrationOptions only_global;
+    only_global.per_family = false;
+    only_global.intensity_slope = false;
     int least_global = 0, kept_global = 0, took_slope = 0;
-    double worst_unseen = 0, mean_unseen = 0;
-    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    double worst_unseen = 0, mean_unseen = 0, worst_global = 0, mean_global = 0;
+    for (std::uint64_t seed = 1; seed <= draws; ++seed) {
         auto copy = device::DeviceModel::deserialize(m.serialize());
+        auto global_copy = device::DeviceModel::deserialize(m.serialize());
         auto measured = exact;
         Rng rng(seed);
         for (auto& x : measured) x *= 1.3 * (1 + 0.2 * (rng.uniform() - 0.5));
         const auto r = copy->calibrate(pointers(shots), measured);
+        global_copy->calibrate(pointers(shots), measured, only_global);
         REQUIRE(r.candidates.size() == 6);
         REQUIRE(std::isinf(r.candidates.front().first));
         const auto least = std::min_element(r.candidates.begin(), r.candidates.end(),
@@ -319,11 +327,12 @@ TEST_CASE("device model: a machine uniformly slower, with noise, mostly gets one
         const bool global = std::isinf(r.shrinkage) && !r.intensity_factor.active();
         kept_global += global;
         took_slope += r.intensity_factor.active();
-        // whatever was taken prices the unseen networks (1.3 times the model exactly) about as
-        // well as a global factor fitted to the noisy shots does (0.1-5.6 % over these draws)
-        const double e = mape_against(*copy, unseen, unseen_ms);
+        const double e = mape_against(*copy, unseen, unseen_ms),
+                     e_global = mape_against(*global_copy, unseen, unseen_ms);
         worst_unseen = std::max(worst_unseen, e);
-        mean_unseen += e / 40;
+        mean_unseen += e / draws;
+        worst_global = std::max(worst_global, e_global);
+        mean_global += e_global / draws;
         if (global) {
             CHECK(r.family_factors.empty());
             CHECK(r.factor == doctest::Approx(1.3).epsilon(0.1));
@@ -333,13 +342,16 @@ TEST_CASE("device model: a machine uniformly slower, with noise, mostly gets one
         for (const auto& [from, e] : r.intensity_candidates) least_of_all = std::min(least_of_all, e);
         CHECK(r.cv_mape >= least_of_all);
     }
-    INFO("the least error is the global factor's in ", least_global, " draws; it is kept in ", kept_global,
-         "; the intensity slope is taken in ", took_slope, "; on unseen networks, mean ", mean_unseen, " %, worst ",
-         worst_unseen, " %");
-    CHECK(kept_global >= least_global + 10);
-    CHECK(kept_global >= 24);
-    CHECK(mean_unseen < 3.0);
-    CHECK(worst_unseen < 6.5);
+    INFO("of ", draws, " draws the least error is the global factor's in ", least_global, "; it is kept in ",
+         kept_global, "; the intensity slope is taken in ", took_slope, "; on unseen networks, mean ", mean_unseen,
+         " %, worst ", worst_unseen, " % (a global factor alone: ", mean_global, " %, worst ", worst_global, " %)");
+    // the standard-error rule keeps the one factor well beyond the draws where it is the least
+    CHECK(kept_global >= least_global + draws / 4);
+    CHECK(kept_global > draws / 2);
+    // choosing among candidates on ten noisy shots costs something against knowing there is
+    // nothing to choose, but not much
+    CHECK(mean_unseen < 1.35 * mean_global);
+    CHECK(worst_unseen < 1.5 * worst_global);
 }
 
 namespace {

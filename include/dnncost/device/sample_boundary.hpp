@@ -118,7 +118,7 @@ enum class BoundaryScale {
 
 /// Fits the three rates (>= 0), and with BoundaryScale::free a scale, to measured networks: a grid
 /// over the rates (zero, and geometric ranges: 1e-5 to 0.1 ms per kernel, 0.001 to 30 ms/MB),
-/// then a pattern search around the best point (one and two rates at a time). BoundaryScale::alone
+/// then a pattern search (one and two rates at a time) from each of the grid's best local minima. BoundaryScale::alone
 /// fits the scale and leaves the rates at zero.
 /// @throws config_error for fewer than 3 networks, a network without kernels, or a latency or
 ///         kernel figure that is not finite and positive
@@ -151,48 +151,79 @@ inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> ne
         return g;
     };
     const auto per_kernel = geometric(1e-5, 0.1, 17), per_mb = geometric(1e-3, 30.0, 19);
+    constexpr std::size_t max_starts = 4;  // local minima of the grid refined
     const auto error = [&](const SampleBoundaryCost& c) {
         return level == BoundaryScale::free ? detail::boundary_log_spread(nets, c).first
                                             : detail::boundary_log_rms(nets, c, 1.0);
     };
     SampleBoundaryFit best;
     best.rms_log_zero = error({});
-    double best_rms = best.rms_log_zero;
-    for (double k : per_kernel)
-        for (double a : per_mb)
-            for (double b : per_mb) {
-                const SampleBoundaryCost c{k, a, b};
-                const double rms = error(c);
-                if (rms < best_rms) {
-                    best_rms = rms;
-                    best.cost = c;
-                }
+    const std::size_t nk = per_kernel.size(), nm = per_mb.size();
+    const auto at = [&](std::size_t i, std::size_t j, std::size_t l) { return (i * nm + j) * nm + l; };
+    std::vector<double> grid(nk * nm * nm);
+    for (std::size_t i = 0; i < nk; ++i)
+        for (std::size_t j = 0; j < nm; ++j)
+            for (std::size_t l = 0; l < nm; ++l) grid[at(i, j, l)] = error({per_kernel[i], per_mb[j], per_mb[l]});
+    // the grid's local minima, best first: the rates meet the keep-share floor kernel by kernel,
+    // so the error is not convex and a refinement from the best grid point alone can stop in the
+    // wrong valley
+    std::vector<std::pair<double, SampleBoundaryCost>> starts;
+    for (std::size_t i = 0; i < nk; ++i)
+        for (std::size_t j = 0; j < nm; ++j)
+            for (std::size_t l = 0; l < nm; ++l) {
+                const double e = grid[at(i, j, l)];
+                bool least = true;
+                for (int di = -1; di <= 1 && least; ++di)
+                    for (int dj = -1; dj <= 1 && least; ++dj)
+                        for (int dl = -1; dl <= 1 && least; ++dl) {
+                            const auto ii = std::ptrdiff_t(i) + di, jj = std::ptrdiff_t(j) + dj,
+                                       ll = std::ptrdiff_t(l) + dl;
+                            if (ii < 0 || jj < 0 || ll < 0 || ii >= std::ptrdiff_t(nk) || jj >= std::ptrdiff_t(nm) ||
+                                ll >= std::ptrdiff_t(nm))
+                                continue;
+                            least = grid[at(std::size_t(ii), std::size_t(jj), std::size_t(ll))] >= e;
+                        }
+                if (least) starts.push_back({e, {per_kernel[i], per_mb[j], per_mb[l]}});
             }
-    // refine around the best point, one rate at a time and two together (the per-kernel and
-    // per-byte rates trade against each other along a narrow valley), halving the steps when no
-    // move helps
-    double step[3] = {std::max(best.cost.ms_per_kernel, 1e-5) * 0.5, std::max(best.cost.ms_per_output_mb, 1e-3) * 0.5,
-                      std::max(best.cost.ms_per_reorder_mb, 1e-3) * 0.5};
+    // a rate the networks do not depend on (no blocked kernels: the reorder rate) makes plateaus
+    // of equal minima; one start each, the first in the grid's order (that rate at zero)
+    std::stable_sort(starts.begin(), starts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    starts.erase(std::unique(starts.begin(), starts.end(),
+                             [](const auto& a, const auto& b) { return b.first <= a.first * (1 + 1e-12); }),
+                 starts.end());
+    if (starts.size() > max_starts) starts.resize(max_starts);
+    // refine around each start, one rate at a time and two together (the per-kernel and per-byte
+    // rates trade against each other along a narrow valley), halving the steps when no move helps
     const auto rate = [](SampleBoundaryCost& c, int axis) -> double& {
         return axis == 0 ? c.ms_per_kernel : axis == 1 ? c.ms_per_output_mb : c.ms_per_reorder_mb;
     };
     static constexpr int moves[][3] = {{1, 0, 0},  {-1, 0, 0},  {0, 1, 0},  {0, -1, 0},  {0, 0, 1},  {0, 0, -1},
                                        {1, 1, 0},  {1, -1, 0},  {-1, 1, 0}, {-1, -1, 0}, {1, 0, 1},  {1, 0, -1},
                                        {-1, 0, 1}, {-1, 0, -1}, {0, 1, 1},  {0, 1, -1},  {0, -1, 1}, {0, -1, -1}};
-    for (int it = 0; it < 200; ++it) {
-        bool moved = false;
-        for (const auto& m : moves) {
-            auto c = best.cost;
-            for (int axis = 0; axis < 3; ++axis) rate(c, axis) = std::max(0.0, rate(c, axis) + m[axis] * step[axis]);
-            const double rms = error(c);
-            if (rms < best_rms) {
-                best_rms = rms;
-                best.cost = c;
-                moved = true;
+    double best_rms = best.rms_log_zero;
+    for (auto [start_rms, c0] : starts) {
+        double step[3] = {std::max(c0.ms_per_kernel, 1e-5) * 0.5, std::max(c0.ms_per_output_mb, 1e-3) * 0.5,
+                          std::max(c0.ms_per_reorder_mb, 1e-3) * 0.5};
+        for (int it = 0; it < 200; ++it) {
+            bool moved = false;
+            for (const auto& m : moves) {
+                auto c = c0;
+                for (int axis = 0; axis < 3; ++axis)
+                    rate(c, axis) = std::max(0.0, rate(c, axis) + m[axis] * step[axis]);
+                const double rms = error(c);
+                if (rms < start_rms) {
+                    start_rms = rms;
+                    c0 = c;
+                    moved = true;
+                }
             }
+            if (!moved)
+                for (double& x : step) x *= 0.5;
         }
-        if (!moved)
-            for (double& x : step) x *= 0.5;
+        if (start_rms < best_rms) {
+            best_rms = start_rms;
+            best.cost = c0;
+        }
     }
     best.rms_log_fitted = error(best.cost);
     best.scale = level == BoundaryScale::free ? std::exp(detail::boundary_log_spread(nets, best.cost).second) : 1.0;
