@@ -156,6 +156,27 @@ TEST_CASE("kernel graph: a sole-consumer rule does not fuse an intermediate read
     CHECK(shared.kernels[0].outputs.size() == 2);  // the intermediate is written too
 }
 
+TEST_CASE("kernel graph: an intermediate two units of one kernel would read keeps them apart") {
+    // a NAS-Bench-201 cell: conv -> relu (to the next edge) and conv + x -> add -> relu. Each
+    // reader of the convolution's output has a rule to join its kernel (fuse Conv Relu, fuse Conv
+    // Add), but the runtime fuses a producer only into the one reader of its output: the
+    // convolution, its Relu and the Add run alone (the Add's Relu joins an Add behind a Conv only)
+    Graph g("cell");
+    const int x = g.add_input("x", {1, 8, 4, 4});
+    const int c = conv(g, "conv", same(g, "Relu", "relu_in", {x}), 8, 1);
+    g.mark_output(same(g, "Relu", "relu_next", {c}));
+    g.mark_output(same(g, "Relu", "relu_sum", {same(g, "Add", "add", {x, c})}));
+    g.validate();
+    CHECK(kinds(device::kernel_graph(g, parse(resnet_rules))) ==
+          std::vector<std::string>{"Relu", "Conv", "Relu", "Add", "Relu"});
+    // read by the Add alone, the same output joins it: Conv+Add+Relu
+    Graph h("residual");
+    const int y = h.add_input("x", {1, 8, 4, 4});
+    const int d = conv(h, "conv", same(h, "Relu", "relu_in", {y}), 8, 1);
+    h.mark_output(same(h, "Relu", "relu_sum", {same(h, "Add", "add", {y, d})}));
+    CHECK(kinds(device::kernel_graph(h, parse(resnet_rules))) == std::vector<std::string>{"Relu", "Conv+Add+Relu"});
+}
+
 TEST_CASE("kernel graph: a fusion that would make the kernels cyclic is undone") {
     // conv -> relu -> sigmoid -> add, and conv -> add: fusing conv, relu and add around the
     // sigmoid would give kernel -> sigmoid -> kernel

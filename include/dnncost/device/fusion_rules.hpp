@@ -70,8 +70,8 @@ struct FusionRule {
     std::string producer;
     std::string consumer;
     Operands operands = Operands::any;
-    /// The producer's output must be read only inside the kernel (and not be a graph output):
-    /// the intermediate is never written to memory. Without it the kernel writes it as well.
+    /// The producer's output must be read by the consumer alone (and not be a graph output): the
+    /// intermediate is never written to memory. Without it the kernel writes it as well.
     bool sole_consumer = true;
     /// The consumer is folded into the producer's constants at load time (BatchNorm into Conv)
     /// and costs nothing at run time; it needs operands = constant.

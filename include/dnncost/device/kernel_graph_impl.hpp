@@ -38,7 +38,7 @@ struct KernelPassScratch {
     std::vector<std::string> fused_kinds;         ///< kind strings of the graph's kernels of several units
     std::vector<cost::detail::CostRule> op_rule;  ///< per op type of the view: its cost rule (cost_rule_of)
     graph::FlatView view;  ///< of the graph being priced, for callers that do not bring their own
-    std::vector<BannedFusion> banned, bad;
+    std::vector<BannedFusion> banned;
     KindIndex kinds;
     FusionPlan plan;
     OrderScratch order_scratch;
@@ -192,7 +192,7 @@ DNNCOST_FUNC void kernel_graph_into(const graph::FlatView& view, const FusionRul
         }
     }
 
-    // fusion, undoing fusions that break a condition or a cycle until none does
+    // fusion, undoing fusions that make the kernels cyclic until none does
     auto& banned = sc.banned;  // sorted, each once
     banned.clear();
     const auto settle = [&] {
@@ -201,12 +201,6 @@ DNNCOST_FUNC void kernel_graph_into(const graph::FlatView& view, const FusionRul
     };
     for (;;) {
         detail::fuse_units(view, constant, rules, kinds, banned, plan, sc.effective, duplicate_of);
-        detail::sole_consumer_violations(view, plan, sc.bad);
-        if (!sc.bad.empty()) {
-            banned.insert(banned.end(), sc.bad.begin(), sc.bad.end());
-            settle();
-            continue;
-        }
         int cyclic = -1;
         if (detail::order_items(view, pos, plan, cyclic, sc.order_scratch)) break;
         if (cyclic < 0) raise<shape_error>("kernel graph of '", g.name(), "': the graph has a cycle");

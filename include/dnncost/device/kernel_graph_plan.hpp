@@ -151,6 +151,21 @@ inline bool operands_blockable(const graph::FlatView& g, const std::vector<char>
     return true;
 }
 
+/// Whether tensor t of unit u is read by units u and v alone and is no graph output: the
+/// sole-consumer condition of fusing v onto it. ONNX Runtime fuses a producer into its consumer
+/// only when the consumer is the one reader of the value between them; a value that two units
+/// of one kernel read (a convolution's output to both its Relu and a residual Add) keeps them
+/// apart. The condition depends on the units alone, not on how they group, so it is checked as
+/// each fusion is made.
+inline bool read_only_by(const graph::FlatView& g, const FusionPlan& plan, int t, int u, int v) {
+    if (g.is_output(t)) return false;
+    for (int c : g.consumers(t)) {
+        const int uc = plan.unit_of[static_cast<std::size_t>(c)];
+        if (uc != u && uc != v) return false;
+    }
+    return true;
+}
+
 /// Groups units by the fusion rules, skipping `banned` (sorted). `constant`: per tensor, as
 /// constant_tensors_into(); `duplicate_of`: as operands_blockable(); `effective` is scratch.
 inline void fuse_units(const graph::FlatView& g, const std::vector<char>& constant, const FusionRules& rules,
@@ -212,6 +227,7 @@ inline void fuse_units(const graph::FlatView& g, const std::vector<char>& consta
                     rules, plan.unit_kind[static_cast<std::size_t>(effective[static_cast<std::size_t>(u)])],
                     plan.unit_kind[v], operand_class(g, constant, n, t), plan.unit_kind[gu]);
                 if (!rule) continue;
+                if (rule->sole_consumer && !read_only_by(g, plan, t, u, static_cast<int>(v))) continue;
                 if (rule->blocked_operands && plan.blockable[gu] &&
                     !operands_blockable(g, constant, plan, duplicate_of, n))
                     continue;
@@ -223,22 +239,6 @@ inline void fuse_units(const graph::FlatView& g, const std::vector<char>& consta
                 joined = true;
             }
         }
-    }
-}
-
-/// Fusions that break a sole-consumer condition (the intermediate is a graph output or is read
-/// by a node outside the kernel), written over `out`.
-inline void sole_consumer_violations(const graph::FlatView& g, const FusionPlan& plan, std::vector<BannedFusion>& out) {
-    out.clear();
-    for (const auto& f : plan.fused) {
-        if (!f.rule->sole_consumer) continue;
-        const int kernel = plan.group[static_cast<std::size_t>(f.consumer)];
-        bool ok = !g.is_output(f.tensor);
-        for (int c : g.consumers(f.tensor)) {
-            const int u = plan.unit_of[static_cast<std::size_t>(c)];
-            if (u < 0 || plan.group[static_cast<std::size_t>(u)] != kernel) ok = false;
-        }
-        if (!ok) out.emplace_back(f.producer, f.consumer, f.tensor);
     }
 }
 
