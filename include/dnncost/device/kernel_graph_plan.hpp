@@ -38,7 +38,6 @@ struct FusionPlan {
     std::vector<char> blockable;
     struct Fused {
         int producer, consumer, tensor;
-        const FusionRule* rule;
     };
     std::vector<Fused> fused;
     std::vector<int> item_order;  ///< kernels (as their first unit) and kernel-less nodes (as ~node)
@@ -235,7 +234,7 @@ inline void fuse_units(const graph::FlatView& g, const std::vector<char>& consta
                 plan.group[v] = static_cast<int>(gu);
                 plan.folded[v] = rule->fold;
                 if (rule->fold) effective[v] = effective[static_cast<std::size_t>(u)];
-                plan.fused.push_back({u, static_cast<int>(v), t, rule});
+                plan.fused.push_back({u, static_cast<int>(v), t});
                 joined = true;
             }
         }

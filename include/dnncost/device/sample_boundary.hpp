@@ -24,8 +24,10 @@
 /// machine need not keep.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <dnncost/core/error.hpp>
@@ -118,8 +120,8 @@ enum class BoundaryScale {
 
 /// Fits the three rates (>= 0), and with BoundaryScale::free a scale, to measured networks: a grid
 /// over the rates (zero, and geometric ranges: 1e-5 to 0.1 ms per kernel, 0.001 to 30 ms/MB),
-/// then a pattern search (one and two rates at a time) from each of the grid's best local minima. BoundaryScale::alone
-/// fits the scale and leaves the rates at zero.
+/// then a pattern search (one and two rates at a time) from each of the grid's best local minima.
+/// BoundaryScale::alone fits the scale and leaves the rates at zero.
 /// @throws config_error for fewer than 3 networks, a network without kernels, or a latency or
 ///         kernel figure that is not finite and positive
 inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> nets, BoundaryScale level) {
