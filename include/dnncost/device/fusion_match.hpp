@@ -5,6 +5,7 @@
 /// nodes that match a pattern rule. Shared by the kernel pass and the rule discovery.
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,73 +124,118 @@ struct PatternMatch {
     std::vector<int> nodes;
 };
 
+/// Storage of match_patterns_into(), kept from one graph to the next.
+struct PatternScratch {
+    std::vector<char> claimed, in_group;
+    std::vector<int> external, nodes, ops;
+};
+
 namespace detail {
-/// Grow pattern `p` from node `start`: each next operator is the earliest unclaimed consumer of
-/// a matched node with the next kind whose inputs are all matched outputs, constants, or values
-/// the group already reads from outside. The intermediates must stay inside the group (only the
-/// last operator's outputs leave it), so the group is one kernel with one result.
-inline bool grow_pattern(const graph::Graph& g, const std::vector<NodeRole>& roles, const std::vector<int>& pos,
-                         const std::vector<char>& claimed, const PatternRule& p, int start, std::vector<int>& out) {
+/// Grow a pattern of op types `ops` (numbers of the view's op types) from node `start`: each
+/// next operator is the earliest unclaimed consumer of a matched node with the next type whose
+/// inputs are all matched outputs, constants, or values the group already reads from outside.
+/// The intermediates must stay inside the group (only the last operator's outputs leave it), so
+/// the group is one kernel with one result. `s.in_group` is all zero before and after.
+inline bool grow_pattern(const graph::FlatView& view, const std::vector<NodeRole>& roles,
+                         const std::vector<char>& constant, const std::vector<int>& pos, std::span<const int> ops,
+                         int start, PatternScratch& s) {
+    auto& out = s.nodes;
+    auto& in_group = s.in_group;
     out.assign(1, start);
-    std::vector<char> in_group(g.num_nodes(), 0);
     in_group[static_cast<std::size_t>(start)] = 1;
-    std::vector<int> external;  // activations the group reads from outside
-    for (int t : g.node(start).inputs)
-        if (t >= 0 && !is_constant_tensor(g, roles, t)) external.push_back(t);
-    for (std::size_t k = 1; k < p.ops.size(); ++k) {
-        int best = -1;
-        for (int m : out)
-            for (int c : g.successors(m)) {
-                const auto ci = static_cast<std::size_t>(c);
-                if (in_group[ci] || claimed[ci] || roles[ci] != NodeRole::compute || g.node(c).op_type != p.ops[k])
-                    continue;
-                bool fits = true;
-                for (int t : g.node(c).inputs) {
-                    if (t < 0 || is_constant_tensor(g, roles, t)) continue;
-                    const int prod = g.tensor(t).producer;
-                    if (prod >= 0 && in_group[static_cast<std::size_t>(prod)]) continue;
-                    if (std::find(external.begin(), external.end(), t) != external.end()) continue;
-                    fits = false;
-                    break;
-                }
-                if (fits && (best < 0 || pos[ci] < pos[static_cast<std::size_t>(best)])) best = c;
-            }
-        if (best < 0) return false;
-        out.push_back(best);
-        in_group[static_cast<std::size_t>(best)] = 1;
-    }
-    for (std::size_t k = 0; k + 1 < out.size(); ++k)
-        for (int t : g.node(out[k]).outputs) {
-            const auto& ten = g.tensor(t);
-            if (ten.is_output) return false;
-            for (int c : ten.consumers)
-                if (!in_group[static_cast<std::size_t>(c)]) return false;
+    s.external.clear();  // activations the group reads from outside
+    for (int t : view.inputs(start))
+        if (t >= 0 && !constant[static_cast<std::size_t>(t)]) s.external.push_back(t);
+    const auto grown = [&] {
+        for (std::size_t k = 1; k < ops.size(); ++k) {
+            int best = -1;
+            for (int m : out)
+                for (int o : view.outputs(m))
+                    for (int c : view.consumers(o)) {
+                        const auto ci = static_cast<std::size_t>(c);
+                        if (in_group[ci] || s.claimed[ci] || roles[ci] != NodeRole::compute || view.op(c) != ops[k])
+                            continue;
+                        bool fits = true;
+                        for (int t : view.inputs(c)) {
+                            if (t < 0 || constant[static_cast<std::size_t>(t)]) continue;
+                            const int prod = view.producer(t);
+                            if (prod >= 0 && in_group[static_cast<std::size_t>(prod)]) continue;
+                            if (std::find(s.external.begin(), s.external.end(), t) != s.external.end()) continue;
+                            fits = false;
+                            break;
+                        }
+                        if (fits && (best < 0 || pos[ci] < pos[static_cast<std::size_t>(best)])) best = c;
+                    }
+            if (best < 0) return false;
+            out.push_back(best);
+            in_group[static_cast<std::size_t>(best)] = 1;
         }
-    return true;
+        for (std::size_t k = 0; k + 1 < out.size(); ++k)
+            for (int t : view.outputs(out[k])) {
+                if (view.is_output(t)) return false;
+                for (int c : view.consumers(t))
+                    if (!in_group[static_cast<std::size_t>(c)]) return false;
+            }
+        return true;
+    }();
+    for (int v : out) in_group[static_cast<std::size_t>(v)] = 0;
+    return grown;
 }
 }  // namespace detail
 
-/// The matches of `rules.patterns` in `g`, disjoint: start nodes are tried in topological
-/// order and patterns in the order of the rule set, the first that matches claims its nodes.
+/// The matches of `patterns` in the graph of `view`, disjoint, written over `out`: start nodes
+/// are tried in topological order (`order`, with `pos` the position of each node in it) and
+/// patterns in the order of the rule set, the first that matches claims its nodes. `constant`:
+/// per tensor, as constant_tensors_into(). A pattern with an op type no node has is never tried.
+inline void match_patterns_into(const graph::FlatView& view, const std::vector<NodeRole>& roles,
+                                const std::vector<char>& constant, const std::vector<PatternRule>& patterns,
+                                const std::vector<int>& order, const std::vector<int>& pos, PatternScratch& s,
+                                std::vector<PatternMatch>& out) {
+    out.clear();
+    // each pattern's op types as the view numbers them, in s.ops from ops_start[p]; -1: absent
+    auto& ops = s.ops;
+    ops.clear();
+    bool any = false;
+    for (const auto& p : patterns) {
+        bool present = !p.ops.empty();
+        for (const auto& op : p.ops) {
+            ops.push_back(view.find_op(op));
+            present = present && ops.back() >= 0;
+        }
+        if (!present && !p.ops.empty()) ops[ops.size() - p.ops.size()] = -1;  // never starts a match
+        any = any || present;
+    }
+    if (!any) return;
+    s.claimed.assign(view.num_nodes(), 0);
+    s.in_group.assign(view.num_nodes(), 0);
+    for (int v : order) {
+        const auto vi = static_cast<std::size_t>(v);
+        if (s.claimed[vi] || roles[vi] != NodeRole::compute) continue;
+        std::size_t at = 0;
+        for (std::size_t p = 0; p < patterns.size(); at += patterns[p].ops.size(), ++p) {
+            const std::span<const int> pattern_ops(ops.data() + at, patterns[p].ops.size());
+            if (pattern_ops.empty() || pattern_ops[0] != view.op(v)) continue;
+            if (!detail::grow_pattern(view, roles, constant, pos, pattern_ops, v, s)) continue;
+            for (int m : s.nodes) s.claimed[static_cast<std::size_t>(m)] = 1;
+            out.push_back({p, s.nodes});
+            break;
+        }
+    }
+}
+
+/// The matches of `patterns` in `g` (match_patterns_into()), given its roles and a topological
+/// order.
 inline std::vector<PatternMatch> match_patterns(const graph::Graph& g, const std::vector<NodeRole>& roles,
                                                 const std::vector<PatternRule>& patterns,
                                                 const std::vector<int>& order) {
     std::vector<PatternMatch> out;
     if (patterns.empty()) return out;
-    const auto pos = topological_positions(g, order);
-    std::vector<char> claimed(g.num_nodes(), 0);
-    std::vector<int> nodes;
-    for (int v : order) {
-        const auto vi = static_cast<std::size_t>(v);
-        if (claimed[vi] || roles[vi] != NodeRole::compute) continue;
-        for (std::size_t p = 0; p < patterns.size(); ++p) {
-            if (patterns[p].ops.empty() || patterns[p].ops[0] != g.node(v).op_type) continue;
-            if (!detail::grow_pattern(g, roles, pos, claimed, patterns[p], v, nodes)) continue;
-            for (int m : nodes) claimed[static_cast<std::size_t>(m)] = 1;
-            out.push_back({p, nodes});
-            break;
-        }
-    }
+    graph::FlatView view;
+    view.rebuild(g);
+    std::vector<char> constant;
+    constant_tensors_into(view, roles, constant);
+    PatternScratch s;
+    match_patterns_into(view, roles, constant, patterns, order, topological_positions(g, order), s, out);
     return out;
 }
 inline std::vector<PatternMatch> match_patterns(const graph::Graph& g, const std::vector<NodeRole>& roles,

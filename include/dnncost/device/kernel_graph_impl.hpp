@@ -39,6 +39,8 @@ struct KernelPassScratch {
     std::vector<cost::detail::CostRule> op_rule;  ///< per op type of the view: its cost rule (cost_rule_of)
     graph::FlatView view;  ///< of the graph being priced, for callers that do not bring their own
     std::vector<BannedFusion> banned;
+    std::vector<PatternMatch> matches;
+    PatternScratch pattern_scratch;
     KindIndex kinds;
     FusionPlan plan;
     OrderScratch order_scratch;
@@ -166,7 +168,8 @@ DNNCOST_FUNC void kernel_graph_into(const graph::FlatView& view, const FusionRul
     plan.clear(g.num_nodes());
     auto& pattern_of = sc.pattern_of;
     pattern_of.assign(g.num_nodes(), -1);
-    const auto matches = match_patterns(g, roles, rules.patterns, order);
+    auto& matches = sc.matches;
+    match_patterns_into(view, roles, constant, rules.patterns, order, pos, sc.pattern_scratch, matches);
     for (std::size_t m = 0; m < matches.size(); ++m)
         for (int v : matches[m].nodes) pattern_of[static_cast<std::size_t>(v)] = static_cast<int>(m);
     auto& unit_of_match = sc.unit_of_match;
