@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <thread>
@@ -138,6 +139,41 @@ TEST_CASE("device model: a network costs its kernels plus the run overhead, each
         CHECK(c.run_overhead_ms == doctest::Approx(overhead_ms));
         CHECK(c.total_ms == doctest::Approx(by_hand).epsilon(1e-12));
     }
+}
+
+TEST_CASE("device model: models priced in turn on one thread each price as when alone") {
+    // a thread remembers what it worked out of a few models' kinds between calls. Two models that
+    // price a kind differently (one without the pooling samples prices pooling kernels as another
+    // kind, and numbers its regressors otherwise), three objects of each (more than a thread
+    // keeps), priced in turn, then one destroyed and another made in its place: each must give the
+    // figures of a thread that never priced another model
+    const auto a = planted_model();
+    auto samples = planted_samples(40, 7);
+    std::erase_if(samples, [](const device::KernelMeasurement& s) { return s.kind.find("Pool") != std::string::npos; });
+    auto o = one_regressor();
+    o.min_samples = 24;
+    const auto b = device::DeviceModel::build(rules(), samples, overhead_ms, o);
+    REQUIRE(a.priced_kinds() != b.priced_kinds());
+    const auto nets = nb201_networks(6);
+    const auto ptrs = pointers(nets);
+    std::vector<std::unique_ptr<device::DeviceModel>> models;
+    for (int copy = 0; copy < 3; ++copy)
+        for (const auto* m : {&a, &b}) models.push_back(device::DeviceModel::deserialize(m->serialize()));
+    const auto alone = [&](const device::DeviceModel& m) {
+        std::vector<double> out;
+        std::thread([&] { out = m.price_totals(ptrs); }).join();
+        return out;
+    };
+    const auto want_a = alone(a), want_b = alone(b);
+    REQUIRE(want_a != want_b);
+    for (const std::size_t i : {0, 1, 2, 3, 4, 5, 0, 0, 5, 2, 1, 1, 4, 3, 0, 1}) {
+        INFO("object ", i);
+        CHECK(models[i]->price_totals(ptrs) == (i % 2 == 0 ? want_a : want_b));
+    }
+    models[0].reset();
+    models[0] = device::DeviceModel::deserialize(b.serialize());
+    CHECK(models[0]->price_totals(ptrs) == want_b);
+    CHECK(models[2]->price_totals(ptrs) == want_a);
 }
 
 TEST_CASE("device model: the planted kernel model is learnt, networks priced close to the planted sum") {

@@ -19,6 +19,7 @@
 /// The larger member functions are defined in device_model_impl.hpp: compiled into dnncost::compiled
 /// in compiled mode (core/config.hpp), included at the end of this header otherwise.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -387,6 +388,23 @@ private:
     std::optional<BoundaryFitReport> m_boundary_fit;
     bool m_fit_boundary = true, m_fit_residual = true;
     mutable KernelFigureMemo m_memo;
+    /// A number no other model object of the process has had, fresh for every copy, and renewed
+    /// when the kinds change: what a thread remembers of one model's kinds between pricing calls
+    /// (kernel_figures) is told apart from another's by it.
+    struct Identity {
+        std::uint64_t id = next();
+        Identity() = default;
+        Identity(const Identity&) : id(next()) {}
+        Identity& operator=(const Identity&) {
+            id = next();
+            return *this;
+        }
+        static std::uint64_t next() {
+            static std::atomic<std::uint64_t> last{0};
+            return ++last;
+        }
+    };
+    Identity m_identity;
 };
 
 namespace detail {

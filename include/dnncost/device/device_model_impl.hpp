@@ -3,6 +3,7 @@
 /// The definitions of device_model.hpp's DeviceModel: compiled once into dnncost::compiled in
 /// compiled mode (core/config.hpp), included by device_model.hpp in header-only mode.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -860,8 +861,25 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
         }
         return it->second;
     };
-    // each kernel's kind key and (regressor, own), worked out once for the kernels that share them
-    KernelKindTable<std::pair<std::size_t, bool>> kinds_met;
+    // each kernel's kind key and (regressor, own), worked out once for the kernels that share
+    // them and remembered from call to call: a search prices network after network with one model
+    // (a thread keeps the tables of the last few models it priced, each bounded)
+    using KindTable = KernelKindTable<std::pair<std::size_t, bool>>;
+    struct RememberedKinds {
+        std::uint64_t model = 0, last_use = 0;
+        KindTable table;
+    };
+    thread_local std::array<RememberedKinds, 4> remembered;
+    thread_local std::uint64_t calls = 0;
+    auto* slot = &remembered.front();
+    for (auto& r : remembered)
+        if (r.model == m_identity.id || (slot->model != m_identity.id && r.last_use < slot->last_use)) slot = &r;
+    if (slot->model != m_identity.id || slot->table.size() > 4096) {
+        slot->table = KindTable{};
+        slot->model = m_identity.id;
+    }
+    slot->last_use = ++calls;
+    auto& kinds_met = slot->table;
     const auto priced_as = [&](const KernelKind& kind) { return lookup(kind.key); };
     const auto block = m_rules.layout.block;
     std::vector<double> row(kernel_feature_names().size());

@@ -1,8 +1,8 @@
 #pragma once
 /// @file kernel_kind_table.hpp
-/// The kind keys of the kernels one pricing call meets, each worked out once. Most kernels share
-/// their key with every kernel of the same kind string and variant (kernel_kind()), and a call
-/// meets the same few kinds again and again. A kernel graph numbers its kinds (Kernel::kind_id),
+/// The kind keys of the kernels that pricing calls meet, each worked out once. Most kernels share
+/// their key with every kernel of the same kind string and variant (kernel_kind()), and calls
+/// meet the same few kinds again and again. A kernel graph numbers its kinds (Kernel::kind_id),
 /// so that within one graph a kernel's entry is found by its number, without reading a string.
 #include <array>
 #include <cstddef>
@@ -30,6 +30,8 @@ public:
 
     /// To be called before the kernels of another kernel graph: kind numbers belong to one graph.
     void next_graph() { m_by_number.clear(); }
+    /// Kind strings met so far.
+    std::size_t size() const { return m_by_string.size(); }
 
     /// The entry of kernel `k` of `kg` (a kernel graph of the graph of `view`: the one met since
     /// next_graph()).
