@@ -905,6 +905,15 @@ DNNCOST_FUNC DeviceModel::KernelFigures DeviceModel::kernel_figures(std::span<co
             kernel_graph_into(view, m_rules, kg, rules_checked);
             kinds_met.next_graph();
             const std::size_t first = out.ms.size();
+            // room for the network's kernels at once, doubling so that many networks stay linear
+            const auto room = [&](auto& v) {
+                if (v.capacity() < first + kg.kernels.size())
+                    v.reserve(std::max(first + kg.kernels.size(), 2 * v.capacity()));
+            };
+            room(out.output_bytes);
+            room(out.intensity);
+            room(out.reorder_bytes);
+            if (families) room(out.family);
             out.ms.resize(first + kg.kernels.size(), 0.0);
             out.start.push_back(out.ms.size());
             for (const auto& kn : kg.kernels) {
