@@ -388,9 +388,9 @@ private:
     std::optional<BoundaryFitReport> m_boundary_fit;
     bool m_fit_boundary = true, m_fit_residual = true;
     mutable KernelFigureMemo m_memo;
-    /// A number no other model object of the process has had, fresh for every copy, and renewed
-    /// when the kinds change: what a thread remembers of one model's kinds between pricing calls
-    /// (kernel_figures) is told apart from another's by it.
+    /// A number no other model object of the process has had, fresh for every copy: what a thread
+    /// remembers of one model's kinds between pricing calls (kernel_figures) is told apart from
+    /// another's by it. The kinds are set only by build() and deserialize(), before any price.
     struct Identity {
         std::uint64_t id = next();
         Identity() = default;

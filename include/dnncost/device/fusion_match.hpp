@@ -192,7 +192,8 @@ inline void match_patterns_into(const graph::FlatView& view, const std::vector<N
                                 const std::vector<int>& order, const std::vector<int>& pos, PatternScratch& s,
                                 std::vector<PatternMatch>& out) {
     out.clear();
-    // each pattern's op types as the view numbers them, in s.ops from ops_start[p]; -1: absent
+    // each pattern's op types as the view numbers them, one pattern after another in s.ops; a
+    // pattern with an op type the view lacks gets -1 as its first, so that it never starts
     auto& ops = s.ops;
     ops.clear();
     bool any = false;
@@ -202,7 +203,7 @@ inline void match_patterns_into(const graph::FlatView& view, const std::vector<N
             ops.push_back(view.find_op(op));
             present = present && ops.back() >= 0;
         }
-        if (!present && !p.ops.empty()) ops[ops.size() - p.ops.size()] = -1;  // never starts a match
+        if (!present && !p.ops.empty()) ops[ops.size() - p.ops.size()] = -1;
         any = any || present;
     }
     if (!any) return;

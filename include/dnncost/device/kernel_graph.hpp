@@ -15,9 +15,9 @@
 ///    the producer's kernel); a unit joins at most one kernel. A folded unit (BatchNorm into Conv)
 ///    is kept in the kernel but executes nothing, and a later rule sees its producer's kind in
 ///    its place, so Conv -> BatchNorm -> Add -> Relu chains into one "Conv+Add+Relu".
-///    A fusion whose intermediate would be read outside the kernel (against a sole-consumer
-///    condition) is undone and the pass repeated; so is any fusion that would make the kernels
-///    cyclic. Both only ever remove fusions, so the pass ends.
+///    A rule with a sole-consumer condition joins a unit only when the intermediate is read by
+///    that unit alone and is no graph output. A fusion that would make the kernels cyclic is
+///    undone and the pass repeated; that only ever removes fusions, so the pass ends.
 /// 4. Each kernel gets a layout (LayoutRule): blocked when it starts with an anchor whose
 ///    channel counts fit the block, or with a follower all of whose inputs are blocked.
 ///    A value that crosses layouts gets a reorder kernel (one per value and target layout);
