@@ -316,6 +316,8 @@ inline bool run_check(const CheckArgs& a) {
     const auto median_ratio = [](const FamilyPrices& f) {
         return f.ratios.empty() ? json(nullptr) : json(median(f.ratios));
     };
+    // no kernel on either side: every network failed or had no profile, and there is no agreement to tell
+    const bool compared = total.pass_kernels + total.runtime_kernels > 0;
     if (a.json_out) {
         json prices = nullptr;
         if (priced) {
@@ -343,7 +345,7 @@ inline bool run_check(const CheckArgs& a) {
                     {"pass_kernels", total.pass_kernels},
                     {"runtime_kernels", total.runtime_kernels},
                     {"matched", total.matched},
-                    {"agreement", total.agreement()},
+                    {"agreement", compared ? json(total.agreement()) : json(nullptr)},
                     {"pass_reorders", total.pass_reorders},
                     {"runtime_reorders", total.runtime_reorders},
                     {"matched_reorders", total.matched_reorders},
@@ -360,8 +362,10 @@ inline bool run_check(const CheckArgs& a) {
     std::cout << "networks " << nets.size() << " (" << failed << " failed, " << without_profile
               << " without a profile)\n"
               << "kernels: pass " << total.pass_kernels << ", runtime " << total.runtime_kernels << ", matched "
-              << total.matched << "; agreement " << percent(total.agreement()) << "; runtime time in matched kernels "
-              << percent(total.runtime_ms > 0 ? total.matched_ms / total.runtime_ms : 0) << '\n'
+              << total.matched << "; agreement "
+              << (compared ? percent(total.agreement()) : std::string("- (no network compared)"))
+              << "; runtime time in matched kernels "
+              << (total.runtime_ms > 0 ? percent(total.matched_ms / total.runtime_ms) : std::string("-")) << '\n'
               << "reorders: pass " << total.pass_reorders << ", runtime " << total.runtime_reorders << ", matched "
               << total.matched_reorders << '\n';
     if (!families.empty()) {

@@ -19,12 +19,14 @@ rc=$?
 [ $rc -eq 3 ] || fail "a runner that does not profile: exit $rc, expected 3"
 grep -q '"without_profile": 1' plain.json || fail "a runner that does not profile is not counted as such"
 grep -q 'does not profile' plain.json || fail "no reason given for the missing profile"
+grep -q '"agreement": null' plain.json || fail "no network compared, and an agreement reported in JSON"
 
 "$bin" device check --model "$model" --runner "$fake bad_kernels $PWD" "$net" > bad.txt 2> bad.err
 rc=$?
 [ $rc -eq 3 ] || fail "malformed kernels: exit $rc, expected 3"
 grep -q 'bad_answer: kernel 0 has no finite non-negative "ms"' bad.err || { fail "malformed kernels: no clear reason"; cat bad.err; }
 grep -q '^networks 1 (1 failed' bad.txt || fail "malformed kernels: not counted as failed"
+grep -q 'agreement - (no network compared)' bad.txt || fail "no network compared, and an agreement reported: $(sed -n 2p bad.txt)"
 # every network failed: no --kernels or --write-rules file (an empty one, or the rules unchanged,
 # would read as this run's findings), and said
 "$bin" device check --model "$model" --runner "$fake bad_kernels $PWD" "$net" --kernels none.jsonl \
