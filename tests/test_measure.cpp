@@ -567,6 +567,10 @@ TEST_CASE("store as a data set: ok results only, by id, the space from the ids")
     { std::ofstream(s.dir / "empty.csv") << "key,id,latency_ms,spread,rounds,status,time\nk,x,,,0,crash,t\n"; }
     CHECK_THROWS_WITH_AS(load_results_dataset(s.dir / "empty.csv"), doctest::Contains("no network with status ok"),
                          parse_error);
+    // every ok row unreadable: the error says which line and why, not only that none is left
+    { std::ofstream(s.dir / "nan.csv") << "key,id,latency_ms,spread,rounds,status,time\nk,x,nan,0,3,ok,t\n"; }
+    CHECK_THROWS_WITH_AS(load_results_dataset(s.dir / "nan.csv"),
+                         doctest::Contains("1 row left out; line 2: column 'latency_ms': NaN ('nan')"), parse_error);
 }
 
 namespace {

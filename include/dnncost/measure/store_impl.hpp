@@ -206,7 +206,15 @@ DNNCOST_FUNC auto dnncost::measure::load_results_dataset(const std::filesystem::
                (r.peak_memory_bytes ? detail::format_number(*r.peak_memory_bytes, "%.17g") : "") + "," +
                (r.energy_mj ? detail::format_number(*r.energy_mj, "%.17g") : "") + "\n";
     }
-    if (opt.row_lines.empty()) raise<parse_error>(path.string(), ": no network with status ok in this results store");
+    if (opt.row_lines.empty()) {
+        // say why when rows were there but none could be read, not only that none is left
+        if (!contents.issues.empty())
+            raise<parse_error>(path.string(), ": no network with status ok in this results store (",
+                               contents.issues.size(), contents.issues.size() == 1 ? " row" : " rows",
+                               " left out; line ", contents.issues.front().line, ": ", contents.issues.front().message,
+                               ")");
+        raise<parse_error>(path.string(), ": no network with status ok in this results store");
+    }
     for (const auto& issue : contents.issues) opt.left_out.push_back({issue.line, issue.message});
     opt.space = train::onnx_keys;  // ids that are not architecture strings are model paths
     opt.space_options = std::move(space_options);
