@@ -1027,6 +1027,14 @@ TEST_CASE("calibration networks: deployed sizes, every block kind, within the ca
             CHECK((g.name().ends_with("@resolution=224") || g.name().ends_with("@resolution=256")));
         }
         CHECK_NOTHROW(device::kernel_graph(g, rules()));
+        // dense shots as wide as deployed networks end: a calibration sees wide convolutions
+        std::int64_t widest = 0;
+        for (std::size_t n = 0; n < g.num_nodes(); ++n) {
+            const auto& node = g.node(static_cast<int>(n));
+            if (node.op_type == "Conv") widest = std::max(widest, g.tensor(node.inputs[1]).shape[0]);
+        }
+        if (g.name().find("-basic-") != std::string::npos) CHECK_MESSAGE(widest >= 384, g.name());
+        if (g.name().find("-bottleneck-") != std::string::npos) CHECK_MESSAGE(widest >= 1024, g.name());
     }
     CHECK(kinds.size() == 6);
     const auto again = device::calibration_networks(10);
