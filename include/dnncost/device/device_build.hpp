@@ -177,8 +177,8 @@ inline constexpr std::int64_t calibration_max_macs = 2'000'000'000;
 /// factor fitted on them carries to the networks priced after. Synthesised convolutional networks
 /// of each block kind (plain, bottleneck, inverted with depthwise stages, parallel branches;
 /// 128-320 pixels, 1,000 classes; the plain and bottleneck ones as wide as deployed ones end, 384
-/// channels and more, 1,024 outputs and more), transformers (up to 576 tokens) and Once-for-All at 224 or 256
-/// pixels, each within calibration_max_macs and named by what it is (its synthetic
+/// channels and more, 1,024 outputs and more), transformers (up to 576 tokens) and Once-for-All
+/// at 224 or 256 pixels, each within calibration_max_macs and named by what it is (its synthetic
 /// description, or its qualified architecture and resolution).
 DNNCOST_FUNC std::vector<graph::Graph> calibration_networks(std::size_t n, std::uint64_t seed = 2026);
 

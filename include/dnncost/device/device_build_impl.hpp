@@ -401,8 +401,8 @@ DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint
             auto arch = synthetic::sample_cnn(rng, block);
             // deployed dense networks end wide (basic blocks at 512 channels, bottlenecks at
             // 2,048 outputs), and their wide convolutions run at another rate against the model
-            // than narrow ones do: shots that end at 160 channels leave a calibration blind to
-            // it. Redrawn from a stream of the slot's own, so the other shots stay as drawn.
+            // than narrow ones do: narrow shots leave a calibration blind to it. Redrawn from a
+            // stream of the slot's own, so the other shots stay as drawn.
             const std::int64_t deployed_width = what == "basic" ? 384 : what == "bottleneck" ? 1024 : 0;
             Rng redraw(seed ^ (0x9e3779b97f4a7c15ULL * (i + 1)));
             for (int t = 0; t < 100 && arch.stages.back().width < deployed_width; ++t)
