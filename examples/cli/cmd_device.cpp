@@ -26,6 +26,7 @@
 #include <dnncost/measure/host.hpp>
 #include <dnncost/measure/json.hpp>
 #include <dnncost/measure/model_file.hpp>
+#include <dnncost/measure/store_mix.hpp>
 
 namespace dnncost::cli {
 
@@ -444,6 +445,13 @@ inline void run_residual(const ResidualArgs& a) {
         std::cerr << "dnncost: " << t.size() << " networks from " << path << '\n';
     }
     if (tr.graphs.empty()) raise<config_error>("device residual: no measured networks to train on");
+    // stores from other hosts, or measured while the reference network ran at another speed, are
+    // not comparable as they stand: a run slow throughout shows only against another run
+    json store_warnings = json::array();
+    for (const auto& f : measure::check_mix(std::vector<fs::path>(a.data.begin(), a.data.end()))) {
+        std::cerr << "dnncost: warning: " << f.message << '\n';
+        store_warnings.push_back(f.message);
+    }
     if (a.no_boundary && a.no_residual) raise<config_error>("device residual: --no-boundary and --no-residual leave nothing to fit");
     m->set_fit_parts(!a.no_boundary, !a.no_residual);
     m->set_boundary_scale(a.boundary_scale == "one"    ? device::BoundaryScale::one
@@ -503,6 +511,7 @@ inline void run_residual(const ResidualArgs& a) {
            {"calibration_factor", m->calibration_factor()},
            {"median_ratio_before", median_ratio},
            {"median_ratio_per_store", per_store},
+           {"store_warnings", store_warnings},
            {"sample_boundary", boundary_json(m->boundary())}};
     if (const auto& bf = m->boundary_fit())
         j["sample_boundary_fit"] = {{"fitted", boundary_json(bf->fit.cost)},

@@ -415,6 +415,27 @@ grep -q "networks of slow.csv at a median" mixed.err || fail "device residual: n
 if python3 -c 'import sys; r = float(sys.argv[1]); sys.exit(0 if 0.8 <= r <= 1.25 else 1)' "$(ratio_of fit.json)"; then
   grep -q "networks of nets.csv at a median" mixed.err && fail "device residual warned on nets.csv: $(cat mixed.err)"
 fi
+# the stores' sidecars compared: a copy of nets.csv whose reference network ran 1.5 times as long
+# is named, in a warning and in --json's store_warnings; one store alone gives none
+cp nets.csv ref_slow.csv
+python3 - nets.device.json ref_slow.device.json <<'PY' || fail "device residual: no reference in the fake runner's sidecar to slow"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["references"], d
+for r in d["references"]:
+    r["latency_ms"] *= 1.5
+    r["values_ms"] = [v * 1.5 for v in r["values_ms"]]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$bin" device residual --model dev.dnnc --data nets.csv ref_slow.csv --no-residual --out x.dnnc --json > ref_mix.json \
+  2> ref_mix.err || { fail "device residual on stores whose references differ"; tail -3 ref_mix.err; }
+grep -q "ref_slow.csv: the reference network measured" ref_mix.err ||
+  fail "device residual: no warning for a store whose reference ran 1.5 times as long: $(cat ref_mix.err)"
+python3 -c 'import json, sys; w = json.load(open("ref_mix.json"))["store_warnings"]
+sys.exit(0 if len(w) == 1 and w[0].startswith("ref_slow.csv: the reference network") else 1)' ||
+  fail "device residual --json: store_warnings is not the one slowed reference: $(cat ref_mix.json)"
+python3 -c 'import json, sys; sys.exit(0 if json.load(open("fit.json"))["store_warnings"] == [] else 1)' ||
+  fail "device residual on one store warned of mixing stores: $(cat fit.json)"
 # a damaged row of a store is left out and named, file and line
 awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "latency_ms") c = i } NR == 3 { $c = "nan" } { print }' \
   nets.csv > nan_row.csv
