@@ -19,15 +19,20 @@ def load_store(path):
     return rows
 
 
-def disturbed(store):
-    """Why a store's runs are not to be trusted (its sidecar's reference drifts), or None. The bound
-    is the harness's own (measure::reference_drifted in include/dnncost/measure/reference.hpp)."""
+def store_references(store):
+    """The reference network's runs in a store's sidecar (empty without one)."""
     sidecar = (store[:-4] if store.endswith(".csv") else store) + ".device.json"
     try:
         with open(sidecar) as f:
-            refs = json.load(f).get("references") or []
+            return json.load(f).get("references") or []
     except (OSError, ValueError):
-        return None
+        return []
+
+
+def disturbed(store):
+    """Why a store's runs are not to be trusted (its sidecar's reference drifts), or None. The bound
+    is the harness's own (measure::reference_drifted in include/dnncost/measure/reference.hpp)."""
+    refs = store_references(store)
     # a drift whose slow spans' networks the harness measured again did not reach the results
     why = [f"reference drifted {100 * r['drift']:.1f} %" for r in refs
            if r.get("drift", 0) > max(0.05, 3 * r.get("spread", 0)) and not r.get("slow_spans_covered")]

@@ -6,7 +6,9 @@ reference network moved between the two (the median of its measurements in each 
 second over first: a whole run in a slow spell shows there, where the harness's drift check, within
 one run, cannot see it). Prints a table.
   floor.py FIRST_DIR SECOND_DIR"""
-import csv, glob, json, os, statistics, sys
+import csv, glob, os, statistics, sys
+
+from evaluate import store_references
 
 
 def load(path):
@@ -15,12 +17,9 @@ def load(path):
 
 def reference_median(store):
     """The median of the reference network's measurements in STORE's sidecar, with its key."""
-    try:
-        refs = json.load(open(store[: -len(".csv")] + ".device.json")).get("references") or []
-        values = refs[0]["values_ms"]
-        return refs[0].get("key"), statistics.median(values) if values else None
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        return None, None
+    refs = store_references(store)
+    values = refs[0].get("values_ms") if refs else None
+    return (refs[0].get("key"), statistics.median(values)) if values else (None, None)
 
 
 def reference_ratio(first, second):
