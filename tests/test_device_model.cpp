@@ -552,10 +552,14 @@ TEST_CASE("device model: an intensity factor recovers a slope planted in the ker
         const auto loaded = device::DeviceModel::deserialize(model->serialize(), "intensity.dnnc");
         CHECK(loaded->intensity_factor() == model->intensity_factor());
         CHECK(loaded->predict_mean(pointers(unseen)) == model->predict_mean(pointers(unseen)));
-        // a file whose slope (the payload's third double from its end) is out of range: refused, named
+        // a file whose slope is out of range: refused, named. The slope is the first of the three
+        // doubles before the sample boundary's two bounds (a flag byte each, and a double when present).
         auto c = io::read_container(model->serialize());
         const double steep = 0.9;
-        std::memcpy(c.payload.data() + c.payload.size() - 3 * sizeof(double), &steep, sizeof steep);
+        std::size_t bounds = 2;
+        for (const double b : {model->boundary().max_output_mb, model->boundary().max_reorder_mb})
+            bounds += std::isfinite(b) ? sizeof(double) : 0;
+        std::memcpy(c.payload.data() + c.payload.size() - bounds - 3 * sizeof(double), &steep, sizeof steep);
         CHECK_THROWS_WITH_AS(device::DeviceModel::deserialize(io::write_container(c.kind, c.config_hash, c.payload),
                                                               "steep.dnnc"),
                              doctest::Contains("intensity factor slope 0.9"), parse_error);
@@ -772,6 +776,17 @@ TEST_CASE("device model: fit() finds planted sample-boundary rates (and with a f
     for (std::size_t i = 0; i < after.size(); ++i) CHECK(after[i] / va.targets[i] == doctest::Approx(1.0).epsilon(0.005));
     const auto loaded = estimators::load_estimator(m.serialize(), "boundary.dnnc");
     CHECK(loaded->predict_mean(va.graphs) == after);
+    // the rates' bounds: the largest kernel output of the networks fitted, kept by a save (these
+    // rules block no layout, so nothing is reordered)
+    double most_out = 0;
+    for (std::size_t i = 0; i < 45; ++i)
+        for (const auto& k : device::kernel_graph(nets[i], m.rules()).kernels)
+            most_out = std::max(most_out, double(k.cost.output_bytes) / (1024.0 * 1024.0));
+    CHECK(m.boundary().max_output_mb == doctest::Approx(most_out));
+    CHECK(m.boundary().max_reorder_mb == 0.0);
+    const auto back = device::DeviceModel::deserialize(m.serialize(), "boundary.dnnc");
+    CHECK(back->boundary().max_output_mb == m.boundary().max_output_mb);
+    CHECK(back->boundary().max_reorder_mb == m.boundary().max_reorder_mb);
     // networks that are exactly their kernels' sum, scaled: no rates kept, the scale is
     for (std::size_t i = 0; i < tr.size(); ++i) tr.targets[i] = 0.8 * raw[i].total_ms;
     for (std::size_t i = 0; i < va.size(); ++i) va.targets[i] = 0.8 * raw[45 + i].total_ms;

@@ -407,14 +407,15 @@ TEST_CASE("device model: kernels 4x beyond every sample priced within 20 % of th
     CHECK(again->preset() == "device");
 
     // without the base (the build before it): a payload of version 4 loads and prices as it did
-    // (and without the beyond test). Its payload is that of today without what versions 6 and 7
+    // (and without the beyond test). Its payload is that of today without what versions 6 to 8
     // added at its end: per kind the count of rows (8 bytes) and per score whether it has a beyond
-    // MAPE (1 byte, none here); then the intensity factor (three doubles).
+    // MAPE (1 byte, none here); then the intensity factor (three doubles); then whether each of
+    // the two sample-boundary bounds is present (1 byte each, neither here).
     o.roofline_base = false;
     o.choice.beyond_fraction = 0;
     const auto old = DeviceModel::build(plain_rules(), t.samples, overhead_ms, o);
     CHECK_FALSE(old.kinds().at("Gemm").chosen.starts_with("roofline-"));
-    std::size_t tail = 3 * sizeof(double);
+    std::size_t tail = 3 * sizeof(double) + 2;
     for (const auto& [kind, km] : old.kinds()) {
         CHECK(km.beyond == 0);
         tail += 8 + km.scores.size();

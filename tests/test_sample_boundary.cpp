@@ -2,7 +2,9 @@
 // networks, the floor that keeps every kernel priced, and bad input.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -52,6 +54,42 @@ TEST_CASE("sample boundary: a kernel loses its edge bytes' cost, never more than
     CHECK(SampleBoundaryCost{}.in_network_ms(0.3, 1e9, 1e9) == 0.3);
     CHECK(SampleBoundaryCost{}.is_zero());
     CHECK_FALSE(c.is_zero());
+}
+
+TEST_CASE("sample boundary: a kernel beyond the bounds loses what a kernel at them does") {
+    SampleBoundaryCost c{0, 0.1, 0.05};
+    c.max_output_mb = 2;
+    c.max_reorder_mb = 3;
+    constexpr double mib = 1024 * 1024;
+    // inside the bounds as without them: 1 MiB out, 2 MiB reordered, 0.2 ms off
+    CHECK(c.in_network_ms(1.0, mib, 2 * mib) == doctest::Approx(0.8));
+    // 8 MiB out, 16 MiB reordered: charged 2 and 3 MiB, 0.1 * 2 + 0.05 * 3 = 0.35 ms off
+    CHECK(c.in_network_ms(10.0, 8 * mib, 16 * mib) == doctest::Approx(9.65));
+    CHECK(c.in_network_ms(10.0, 8 * mib, 16 * mib) == doctest::Approx(c.in_network_ms(10.0, 2 * mib, 3 * mib)));
+    // unbounded (a model written before the bounds): the rates apply to every byte
+    CHECK(SampleBoundaryCost{0, 0.1, 0.05}.in_network_ms(10.0, 8 * mib, 16 * mib) == doctest::Approx(8.4));
+}
+
+TEST_CASE("sample boundary: the fit bounds the bytes at the fitted networks' largest kernel, pricing them as before") {
+    const SampleBoundaryCost truth{0.002, 0.2, 0.08};
+    const auto nets = planted(truth, 1.0, 30, 5);
+    double most_out = 0, most_reorder = 0;
+    for (const auto& n : nets)
+        for (const auto& k : n.kernels) {
+            most_out = std::max(most_out, k.output_bytes / (1024.0 * 1024.0));
+            most_reorder = std::max(most_reorder, k.reorder_bytes / (1024.0 * 1024.0));
+        }
+    for (const auto level : {device::BoundaryScale::free, device::BoundaryScale::one}) {
+        const auto fit = device::fit_sample_boundary(nets, level);
+        CHECK(fit.cost.max_output_mb == doctest::Approx(most_out));
+        CHECK(fit.cost.max_reorder_mb == doctest::Approx(most_reorder));
+        // the networks fitted are priced as by the unbounded rates
+        auto unbounded = fit.cost;
+        unbounded.max_output_mb = unbounded.max_reorder_mb = std::numeric_limits<double>::infinity();
+        CHECK(device::detail::boundary_log_rms(nets, fit.cost, fit.scale) ==
+              device::detail::boundary_log_rms(nets, unbounded, fit.scale));
+        CHECK(fit.rms_log_fitted == doctest::Approx(device::detail::boundary_log_rms(nets, fit.cost, fit.scale)));
+    }
 }
 
 TEST_CASE("sample boundary: planted rates and scale are recovered from whole networks") {

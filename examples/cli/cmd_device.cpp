@@ -70,9 +70,13 @@ inline json kind_table(const device::DeviceModel& m) {
 }
 
 inline json boundary_json(const device::SampleBoundaryCost& b) {
+    // a bound of a model written before them is unbounded: null
+    const auto bound = [](double mb) { return std::isfinite(mb) ? json(mb) : json(nullptr); };
     return {{"ms_per_kernel", b.ms_per_kernel},
             {"ms_per_output_mb", b.ms_per_output_mb},
-            {"ms_per_reorder_mb", b.ms_per_reorder_mb}};
+            {"ms_per_reorder_mb", b.ms_per_reorder_mb},
+            {"max_output_mb", bound(b.max_output_mb)},
+            {"max_reorder_mb", bound(b.max_reorder_mb)}};
 }
 
 /// ", intensity slope -0.06 over 0.9-147 FLOPs/byte", or nothing without the factor.
@@ -158,7 +162,11 @@ inline void print_kinds(const device::DeviceModel& m) {
     std::cout << intensity_factor_text(m.intensity_factor()) << " (" << m.calibration_shots() << " shots)\n";
     const auto& b = m.boundary();
     std::cout << "sample boundary: " << b.ms_per_kernel << " ms per kernel, " << b.ms_per_output_mb
-              << " ms/MB of output, " << b.ms_per_reorder_mb << " ms/MB reordered\n";
+              << " ms/MB of output, " << b.ms_per_reorder_mb << " ms/MB reordered";
+    if (std::isfinite(b.max_output_mb) || std::isfinite(b.max_reorder_mb))
+        std::cout << " (a kernel's bytes counted up to " << b.max_output_mb << " MB of output, " << b.max_reorder_mb
+                  << " MB reordered)";
+    std::cout << '\n';
     std::cout << "residual: " << (m.residual().trained() ? "trained" : "none") << '\n';
 }
 

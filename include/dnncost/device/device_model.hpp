@@ -192,8 +192,9 @@ public:
     /// 2 adds the sample-boundary rates, 3 family regressors, 4 family calibration factors, 5 kernel
     /// regressors on a roofline base (kind tabular-roofline-*, which a build that reads 4 at most
     /// cannot load: it stops at the version instead), 6 the beyond test of the regressor choice,
-    /// 7 the intensity calibration factor; older versions still load.
-    static constexpr std::uint32_t payload_version = 7;
+    /// 7 the intensity calibration factor, 8 the sample boundary's bounds on a kernel's bytes; older
+    /// versions still load.
+    static constexpr std::uint32_t payload_version = 8;
 
     DeviceModel() = default;
 

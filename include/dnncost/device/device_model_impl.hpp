@@ -162,6 +162,11 @@ DNNCOST_FUNC std::string DeviceModel::serialize() const {
     w.put_f64(m_intensity_factor.slope);
     w.put_f64(m_intensity_factor.low);
     w.put_f64(m_intensity_factor.high);
+    // version 8: the sample boundary's bounds on a kernel's bytes, each present when finite
+    for (const double bound : {m_boundary.max_output_mb, m_boundary.max_reorder_mb}) {
+        w.put_bool(std::isfinite(bound));
+        if (std::isfinite(bound)) w.put_f64(bound);
+    }
     return io::write_container(kind, io::fnv1a64("device-model"), w.bytes());
 }
 
@@ -246,6 +251,12 @@ DNNCOST_FUNC std::unique_ptr<DeviceModel> DeviceModel::deserialize(std::string_v
                    " FLOPs/byte out of range (|slope| <= ", KernelIntensityFactor::max_slope,
                    ", 0 < low <= high < 1e9)");
     }
+    if (version >= 8)
+        for (double* bound : {&m->m_boundary.max_output_mb, &m->m_boundary.max_reorder_mb})
+            if (r.get_bool("sample boundary bound present")) {
+                *bound = r.get_finite_f64("sample boundary bound, MB");
+                if (!(*bound >= 0)) r.fail("sample boundary bound of ", *bound, " MB is negative");
+            }
     r.expect_end("device model");
     if (m->priced_kinds().empty()) r.fail("device model without any kernel regressor");
     return m;

@@ -9,7 +9,10 @@
 /// The model is linear: a kernel's in-network time is its sample time less
 ///   ms_per_kernel + ms_per_output_mb · output MB + ms_per_reorder_mb · (input + output MB of a
 ///   blocked kernel),
-/// never less than keep_share of the sample time. ms_per_kernel is what a run of one kernel costs
+/// never less than keep_share of the sample time. The byte counts are bounded by the largest a
+/// kernel of the fitted networks had: past them the rates are not known to hold (a rate fitted on
+/// small networks, taken per megabyte of a kernel a hundred times larger, would take off most of
+/// its time), so a larger kernel loses what the largest fitted one did. ms_per_kernel is what a run of one kernel costs
 /// beyond the run overhead measured once per device (its own launch and bookkeeping). The three
 /// rates are not measured kernel by kernel; they are fitted to whole networks measured on the
 /// device, by minimising the error of log(measured / predicted) (fit_sample_boundary): three
@@ -39,6 +42,10 @@ struct SampleBoundaryCost {
     double ms_per_kernel = 0;      ///< one kernel's own run cost beyond the device's run overhead
     double ms_per_output_mb = 0;   ///< the output copied out of the runtime
     double ms_per_reorder_mb = 0;  ///< a blocked kernel's input and output reordered at the sample's edges
+    /// The most output and reordered MB a kernel is charged for: the largest of the networks the
+    /// rates were fitted to (unbounded in models written before the bound).
+    double max_output_mb = std::numeric_limits<double>::infinity();
+    double max_reorder_mb = std::numeric_limits<double>::infinity();
     /// A kernel keeps at least this share of its sample time: the rates are averages, and a
     /// kernel whose sample was nearly all edge must not become free.
     static constexpr double keep_share = 0.1;
@@ -48,8 +55,8 @@ struct SampleBoundaryCost {
     /// The in-network time of a kernel whose sample regressor says `sample_ms`.
     double in_network_ms(double sample_ms, double output_bytes, double reorder_bytes) const {
         constexpr double mb = 1024.0 * 1024.0;
-        const double edge =
-            ms_per_kernel + ms_per_output_mb * output_bytes / mb + ms_per_reorder_mb * reorder_bytes / mb;
+        const double edge = ms_per_kernel + ms_per_output_mb * std::min(output_bytes / mb, max_output_mb) +
+                            ms_per_reorder_mb * std::min(reorder_bytes / mb, max_reorder_mb);
         return std::max(sample_ms - edge, keep_share * sample_ms);
     }
 };
@@ -229,6 +236,14 @@ inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> ne
     }
     best.rms_log_fitted = error(best.cost);
     best.scale = level == BoundaryScale::free ? std::exp(detail::boundary_log_spread(nets, best.cost).second) : 1.0;
+    // bounds at the fitted networks' largest kernels: inside them the fit above is unchanged
+    constexpr double mb = 1024.0 * 1024.0;
+    best.cost.max_output_mb = best.cost.max_reorder_mb = 0;
+    for (const auto& n : nets)
+        for (const auto& k : n.kernels) {
+            best.cost.max_output_mb = std::max(best.cost.max_output_mb, k.output_bytes / mb);
+            best.cost.max_reorder_mb = std::max(best.cost.max_reorder_mb, k.reorder_bytes / mb);
+        }
     return best;
 }
 
