@@ -11,20 +11,20 @@
 ///   blocked kernel),
 /// never less than keep_share of the sample time. The byte counts are bounded by the largest a
 /// kernel of the fitted networks had: past them the rates are not known to hold (a rate fitted on
-/// small networks, taken per megabyte of a kernel a hundred times larger, would take off most of
-/// its time), so a larger kernel loses what the largest fitted one did. ms_per_kernel is what a run of one kernel costs
-/// beyond the run overhead measured once per device (its own launch and bookkeeping). The three
-/// rates are not measured kernel by kernel; they are fitted to whole networks measured on the
-/// device, by minimising the error of log(measured / predicted) (fit_sample_boundary): three
-/// physical parameters that carry from small networks to large ones, where a learnt residual
-/// would not. A scale fitted beside them (BoundaryScale::free) would not carry: the rates take
-/// almost nothing off a large network, so a scale that small networks ask for is all it gets.
-/// A model whose kernels are priced from in-context samples (profiled inside whole networks) has
-/// no sample edges to remove: rates fitted to it take time off by output size where the networks
-/// differ from its samples in level, which can distort large networks. A scale alone
-/// (BoundaryScale::alone) fits such a model's level and keeps the kernel sum's shape; the level of
-/// the networks it is fitted to is the level of the minutes they were measured in, which a
-/// machine need not keep.
+/// small networks, taken per megabyte of a kernel forty times larger, takes off a share of its time
+/// no fitted network showed), so a larger kernel loses what the largest fitted one did.
+/// ms_per_kernel is what a run of one kernel costs beyond the run overhead measured once per device
+/// (its own launch and bookkeeping). The three rates are not measured kernel by kernel; they are
+/// fitted to whole networks measured on the device, by minimising the error of log(measured /
+/// predicted) (fit_sample_boundary): three physical parameters that carry from small networks to
+/// large ones, where a learnt residual would not. A scale fitted beside them (BoundaryScale::free)
+/// would not carry: the rates take almost nothing off a large network, so a scale that small
+/// networks ask for is all it gets. A model whose kernels are priced from in-context samples
+/// (profiled inside whole networks) has no sample edges to remove: rates fitted to it take time off
+/// by output size where the networks differ from its samples in level, which can distort large
+/// networks. A scale alone (BoundaryScale::alone) fits such a model's level and keeps the kernel
+/// sum's shape; the level of the networks it is fitted to is the level of the minutes they were
+/// measured in, which a machine need not keep.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
