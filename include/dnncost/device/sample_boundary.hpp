@@ -49,14 +49,15 @@ struct SampleBoundaryCost {
     /// A kernel keeps at least this share of its sample time: the rates are averages, and a
     /// kernel whose sample was nearly all edge must not become free.
     static constexpr double keep_share = 0.1;
+    /// The rates' megabyte, in bytes.
+    static constexpr double bytes_per_mb = 1024.0 * 1024.0;
 
     bool is_zero() const { return ms_per_kernel == 0 && ms_per_output_mb == 0 && ms_per_reorder_mb == 0; }
 
     /// The in-network time of a kernel whose sample regressor says `sample_ms`.
     double in_network_ms(double sample_ms, double output_bytes, double reorder_bytes) const {
-        constexpr double mb = 1024.0 * 1024.0;
-        const double edge = ms_per_kernel + ms_per_output_mb * std::min(output_bytes / mb, max_output_mb) +
-                            ms_per_reorder_mb * std::min(reorder_bytes / mb, max_reorder_mb);
+        const double edge = ms_per_kernel + ms_per_output_mb * std::min(output_bytes / bytes_per_mb, max_output_mb) +
+                            ms_per_reorder_mb * std::min(reorder_bytes / bytes_per_mb, max_reorder_mb);
         return std::max(sample_ms - edge, keep_share * sample_ms);
     }
 };
@@ -237,7 +238,7 @@ inline SampleBoundaryFit fit_sample_boundary(std::span<const BoundaryNetwork> ne
     best.rms_log_fitted = error(best.cost);
     best.scale = level == BoundaryScale::free ? std::exp(detail::boundary_log_spread(nets, best.cost).second) : 1.0;
     // bounds at the fitted networks' largest kernels: inside them the fit above is unchanged
-    constexpr double mb = 1024.0 * 1024.0;
+    constexpr double mb = SampleBoundaryCost::bytes_per_mb;
     best.cost.max_output_mb = best.cost.max_reorder_mb = 0;
     for (const auto& n : nets)
         for (const auto& k : n.kernels) {
