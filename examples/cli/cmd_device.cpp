@@ -460,7 +460,7 @@ inline void run_residual(const ResidualArgs& a) {
         std::cerr << "dnncost: warning: " << f.message << '\n';
         store_warnings.push_back(f.message);
     }
-    if (a.no_boundary && a.no_residual) raise<config_error>("device residual: --no-boundary and --no-residual leave nothing to fit");
+    // with neither part, fit() fits nothing and removes what an earlier fit added: the kernel sum
     m->set_fit_parts(!a.no_boundary, !a.no_residual);
     m->set_boundary_scale(a.boundary_scale == "one"    ? device::BoundaryScale::one
                           : a.boundary_scale == "free" ? device::BoundaryScale::free
@@ -706,7 +706,9 @@ inline void add_device_residual(Command& device, Context& ctx) {
     res->add_option("--seed", ra->seed, "Seed of the split and the initial weights")
         ->transform(check::seed())
         ->capture_default_str();
-    res->add_flag("--no-boundary", ra->no_boundary, "Fit no sample-boundary rates (nor their scale)");
+    res->add_flag("--no-boundary", ra->no_boundary,
+                  "Fit no sample-boundary rates (nor their scale); with --no-residual, write the kernel sum: the model "
+                  "as built, any earlier rates, scale, residual and calibration removed");
     res->add_flag("--no-residual", ra->no_residual, "Train no residual: the rates (and scale) alone");
     res->add_option("--boundary-scale", ra->boundary_scale,
                     "one: no scale, the rates alone bring the networks to their latency; free: a scale fitted "

@@ -443,9 +443,25 @@ awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "latency_ms") c 
   { fail "device residual on a store with a NaN row"; tail -3 nan_row.err; }
 grep -q "skipped nan_row.csv:3: column 'latency_ms': NaN" nan_row.err ||
   fail "device residual: a NaN row left out unsaid: $(cat nan_row.err)"
-"$bin" device residual --model dev.dnnc --data nets.csv --no-residual --no-boundary --out x.dnnc > /dev/null 2> both.err &&
-  fail "device residual with nothing to fit succeeded"
-grep -q "nothing to fit" both.err || fail "device residual with nothing to fit: unclear error $(cat both.err)"
+# neither part: the kernel sum, an earlier fit (here the free scale and its rates) removed; dev.dnnc never had one
+"$bin" device residual --model fit_free.dnnc --data nets.csv --no-residual --no-boundary --out sum.dnnc --json \
+  > sum.json 2> sum.err || { fail "device residual --no-residual --no-boundary"; tail -3 sum.err; }
+python3 - sum.json dev.dnnc sum.dnnc fit_free.dnnc "$bin" <<'PY' || fail "device residual --no-residual --no-boundary: not the kernel sum"
+import json, subprocess, sys
+fit = json.load(open(sys.argv[1]))
+rates = fit["sample_boundary"]
+assert all(rates[k] == 0 for k in ("ms_per_kernel", "ms_per_output_mb", "ms_per_reorder_mb")), rates
+assert rates["max_output_mb"] is None and rates["max_reorder_mb"] is None, rates
+assert fit["calibration_factor"] == 1 and "sample_boundary_fit" not in fit, fit
+def prices(model):
+    out = subprocess.run([sys.argv[5], "predict", "--model", model, "--space", "nb201", "--json",
+                          "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|none~2|",
+                          "|skip_connect~0|+|nor_conv_1x1~0|none~1|+|avg_pool_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|"],
+                         check=True, capture_output=True, text=True).stdout
+    return [p["latency"] for p in json.loads(out)["predictions"]]
+assert prices(sys.argv[3]) == prices(sys.argv[2]), (prices(sys.argv[3]), prices(sys.argv[2]))
+assert prices(sys.argv[4]) != prices(sys.argv[2]), "the fitted model priced as the kernel sum: the test shows nothing"
+PY
 
 # damaged files: clear errors naming them
 size=$(wc -c < dev.dnnc)
