@@ -56,7 +56,9 @@ def calibrated(cli, model, work, scratch, name):
     if doc.get("measured_again"):
         raise SystemExit(f"{work}: the calibration measured shots again: its store is not complete")
     slope = (doc.get("intensity_factor") or {}).get("slope")
-    how = doc["shrinkage"] + (f", intensity slope {slope:.3f}" if slope else "")
+    how = doc["shrinkage"] if isinstance(doc["shrinkage"], str) else \
+        f"family factors from {doc['family_factors_from']}, shrinkage {doc['shrinkage']:g}"
+    how += f", intensity slope {slope:.3f}" if slope else ""
     if not doc["applied"]:  # no better than none on the shots: the model is kept as given
         return out, f"not applied (leave-one-out {doc['loo_mape']:.1f} %, as given {doc['given_mape']:.1f} %)"
     return out, f"factor {doc['factor']:.3f} ({how}; leave-one-out {doc['loo_mape']:.1f} %)"
