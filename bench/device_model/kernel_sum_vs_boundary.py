@@ -65,6 +65,8 @@ def calibrated(cli, model, work, scratch, name):
 
 
 def priced_store(cli, models, store):
+    """The store's latencies, each model's prices of its networks, and why its runs are not to be
+    trusted (None when they are)."""
     why = disturbed(store)
     if why:
         print(f"kernel_sum_vs_boundary.py: warning: {store} was measured on a disturbed machine ({why})",
@@ -72,7 +74,7 @@ def priced_store(cli, models, store):
     rows = load_store(store)
     ids = list(rows)
     here = os.path.dirname(os.path.abspath(store))
-    return [rows[i] for i in ids], [predict(cli, m, ids, here) for m in models]
+    return [rows[i] for i in ids], [predict(cli, m, ids, here) for m in models], why
 
 
 def summary(ratios):
@@ -90,6 +92,12 @@ def main():
     ap.add_argument("--kernel-sum-out", required=True, help="where to write the model without the boundary")
     ap.add_argument("stores", nargs="*")
     a = ap.parse_args()
+    for need in ("shots.csv", "shots.device.json"):
+        if not os.path.isfile(os.path.join(a.calibration_work, need)):
+            raise SystemExit(f"{a.calibration_work}: no {need}: not the work directory of a device calibrate run")
+    for s in a.stores:
+        if not os.path.isfile(s):
+            raise SystemExit(f"{s}: no such results store")
     given = [a.model, a.kernel_sum_out]
     with tempfile.TemporaryDirectory() as scratch:
         with_cal, with_how = calibrated(a.cli, a.model, a.calibration_work, scratch, "boundary")
@@ -123,7 +131,7 @@ def main():
                 tables.append(("larger networks", [latency[n] for n in names],
                                [[price_of(m, n) for n in names] for m in given] +
                                [[f["calibration_factor"] * price_of(m, n) for n in names]
-                                for f, m in zip(factors, given)]))
+                                for f, m in zip(factors, given)], None))
             else:
                 print("kernel_sum_vs_boundary.py: the larger networks left out: a calibration chose more than a "
                       "global factor", file=sys.stderr)
@@ -131,9 +139,11 @@ def main():
         root = os.path.commonpath([os.path.abspath(s) for s in a.stores]) if len(a.stores) > 1 else ""
         if root and os.path.isfile(root):
             root = os.path.dirname(root)
-        for name, measured, priced in tables:
+        for name, measured, priced, why in tables:
             if name in a.stores and root:
                 name = os.path.relpath(os.path.abspath(name), root)
+            if why:  # a row to re-take, not to read
+                name += f" (disturbed: {why})"
             cells = []
             for as_given, cal in ((priced[0], priced[2]), (priced[1], priced[3])):
                 cells.append(f"{summary([p / m for m, p in zip(measured, as_given)])} -> "
