@@ -6,13 +6,15 @@
 # (bench/kernel_check/write_rules.sh, into OUT_DIR/rules; about twenty seconds of profiling).
 # Steps: (1) whole networks: 10 per space (seed 7) for the sample-boundary fit, 15 per space
 # (seed 4242) and data/onnx for judging; (2) `device build` with RULES and in-context samples
-# within BUDGET minutes; (3) its sample boundary fitted to the first networks; (4) both models
+# within BUDGET minutes; (3) its sample boundary fitted to the first networks and the build's own
+# profiled networks; (4) both models
 # judged by evaluate.py; (5) the judged networks measured again and both models judged on them, with
 # the floor (the same networks measured twice) in floor.txt. Everything lands in OUT_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 level=$1 out=$2 rules=$3
 budget=${4:-15} seed=${5:-1}
+networks=40  # whole networks the build profiles
 cli=${DNNCOST:-build/release/dnncost}
 runner="$PWD/runners/onnxruntime/run --optimization $level --threads 1"
 device=ort-cpu-$level-1t
@@ -43,14 +45,20 @@ measure_heldout "$out/networks"
 
 stamp "device build: rules $rules, in context, $budget minutes, seed $seed"
 "$cli" device build --runner "$runner" --device $device --rules "$rules" --in-context on --budget "$budget" \
-  --seed "$seed" --out "$out/built.dnnc" --json > "$out/build.json"
+  --networks "$networks" --seed "$seed" --out "$out/built.dnnc" --json > "$out/build.json"
 
 # a build the harness judged disturbed is to be built again, not judged
 python3 -c 'import json, sys; [print("new_level.sh: warning: device build:", w, file=sys.stderr) for w in json.load(open(sys.argv[1]))["warnings"]]' "$out/build.json"
 
 stamp "sample boundary"
+# fitted to every whole network measured here: the small space networks and the build's own
+# profiled networks of real sizes (written again as ONNX files), so that rates that suit small
+# networks alone cannot take time off large ones
+"$cli" device networks --kind context --count "$networks" --seed "$seed" --out "$out/build_networks" > /dev/null
+python3 bench/device_model/build_networks_store.py "$out/built.dnnc.work/networks.csv" "$out/build_networks" \
+  "$out/networks/build_networks.csv"
 "$cli" device residual --model "$out/built.dnnc" --no-residual --data "$out"/networks/train_*.csv \
-  --out "$out/built.b.dnnc" --json > "$out/boundary.json"
+  --data "$out/networks/build_networks.csv" --out "$out/built.b.dnnc" --json > "$out/boundary.json"
 
 stamp "judging"
 python3 bench/device_model/evaluate.py --cli "$cli" --out "$out/evaluation.json" \
