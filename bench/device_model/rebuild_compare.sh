@@ -6,7 +6,7 @@
 # Steps: (1) whole networks: TRAIN_PER_SPACE per space (seed 7) for the sample-boundary fit,
 # HELDOUT_PER_SPACE per space (seed 4242) and data/onnx for judging; (2) `device build` with RULES
 # (default data/devices/rules/ort-cpu-LEVEL.rules) and in-context samples within BUDGET minutes;
-# (3) its boundary fit on the training networks; (4) both models calibrated on the same ten shots
+# (3) its boundary fit on the training networks and its own profiled networks; (4) both models calibrated on the same ten shots
 # (the committed one's calibration is replaced: it was fitted on another machine); (5) both judged
 # by evaluate.py, with the new model's graph-level residual beside them. Everything lands in
 # OUT_DIR; evaluation.json is the table.
@@ -40,8 +40,13 @@ stamp "device build: rules $rules, in context, $budget minutes"
   --out "$out/built.dnnc" --json > "$out/build.json"
 
 stamp "sample boundary of the new model"
+# fitted to the training networks and the build's own profiled networks, as new_level.sh does
+# (the build's default count and seed)
+"$cli" device networks --kind context --count 40 --out "$out/build_networks" > /dev/null
+python3 bench/device_model/build_networks_store.py "$out/built.dnnc.work/networks.csv" "$out/build_networks" \
+  "$out/networks/build_networks.csv"
 "$cli" device residual --model "$out/built.dnnc" --no-residual --data "$out"/networks/train_*.csv \
-  --out "$out/built.b.dnnc" --json > "$out/boundary.json"
+  --data "$out/networks/build_networks.csv" --out "$out/built.b.dnnc" --json > "$out/boundary.json"
 stamp "sample boundary of the committed model, refitted to this machine's networks"
 "$cli" device residual --model "data/devices/$device.dnnc" --no-residual --data "$out"/networks/train_*.csv \
   --out "$out/committed.b.dnnc" --json > "$out/committed_boundary.json"
