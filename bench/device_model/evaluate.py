@@ -3,11 +3,13 @@
 ±10 % and ±25 %, Spearman's rho, median and worst ratio of predicted to measured latency, one row
 per (model, store), or with --by-space per (model, store, search space) of a mixed store.
 A store whose run the harness would judge disturbed (a reference network in its sidecar that
-drifted beyond max(5 %, 3 x its spread)) is marked, so that its figures are re-taken, not reported.
+drifted beyond max(5 %, 3 x its spread)) is marked, so that its figures are re-taken, not reported;
+a store the harness warned noisy (the median spread of its networks above the re-measure threshold of
+its settings) is named in its own column: its figures stand, with that said beside them.
 Writes one JSON document (a list of rows) and prints a markdown table.
   evaluate.py --cli build/release/dnncost --out rows.json [--by-space] --stores STORE... -- MODEL[=LABEL]...
 A model argument is FILE or FILE=LABEL."""
-import argparse, csv, json, math, os, subprocess, sys
+import argparse, csv, json, math, os, statistics, subprocess, sys
 
 
 def load_store(path):
@@ -27,6 +29,32 @@ def store_references(store):
             return json.load(f).get("references") or []
     except (OSError, ValueError):
         return []
+
+
+def store_settings(store):
+    """The harness settings in a store's sidecar (empty without one)."""
+    sidecar = (store[:-4] if store.endswith(".csv") else store) + ".device.json"
+    try:
+        with open(sidecar) as f:
+            return json.load(f).get("settings") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def noisy(store):
+    """The median spread of a store's networks (the last ok row of each) when it is above the
+    re-measure threshold of the store's settings, as the harness warns (measure/campaign_impl.hpp);
+    else None."""
+    threshold = store_settings(store).get("remeasure_spread")
+    spreads = {}
+    with open(store) as f:
+        for r in csv.DictReader(f):
+            if r["status"] == "ok" and r.get("spread"):
+                spreads[r["id"]] = float(r["spread"])
+    if threshold is None or not spreads:
+        return None
+    median = statistics.median(spreads.values())
+    return median if median > threshold else None
 
 
 def disturbed(store):
@@ -106,6 +134,7 @@ def main():
     for store in stores:
         meas = load_store(store)
         why = disturbed(store)
+        spread = noisy(store)
         if why:
             print(f"evaluate.py: warning: {store} was measured on a disturbed machine ({why}): re-take it",
                   file=sys.stderr)
@@ -118,17 +147,18 @@ def main():
                 m = metrics(pred, [meas[i] for i in ids])
                 name = os.path.basename(store) + (f" {space}" if space else "")
                 rows.append({"model": label, "store": name, **({"space": space} if space else {}), **m,
-                             "disturbed": why})
+                             "disturbed": why, "noisy_median_spread": spread})
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(rows, f, indent=1)
     os.replace(tmp, a.out)
-    print("| store | model | n | MAPE | ±10 % | ±25 % | Spearman | median pred/meas | worst | disturbed |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| store | model | n | MAPE | ±10 % | ±25 % | Spearman | median pred/meas | worst | disturbed | noisy |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['store']} | {r['model']} | {r['n']} | {100 * r['mape']:.1f} % | {100 * r['within_10']:.0f} % | "
               f"{100 * r['within_25']:.0f} % | {r['spearman']:.3f} | {r['median_ratio']:.2f} | {r['worst_ratio']:.2f} | "
-              f"{r['disturbed'] or 'no'} |")
+              f"{r['disturbed'] or 'no'} | "
+              f"{'median spread %.1f %%' % (100 * r['noisy_median_spread']) if r['noisy_median_spread'] else 'no'} |")
 
 
 if __name__ == "__main__":
