@@ -21,36 +21,34 @@ def load_store(path):
     return rows
 
 
-def store_references(store):
-    """The reference network's runs in a store's sidecar (empty without one)."""
+def store_sidecar(store):
+    """A store's sidecar document (runner, settings, reference runs; empty without one)."""
     sidecar = (store[:-4] if store.endswith(".csv") else store) + ".device.json"
     try:
         with open(sidecar) as f:
-            return json.load(f).get("references") or []
-    except (OSError, ValueError):
-        return []
-
-
-def store_settings(store):
-    """The harness settings in a store's sidecar (empty without one)."""
-    sidecar = (store[:-4] if store.endswith(".csv") else store) + ".device.json"
-    try:
-        with open(sidecar) as f:
-            return json.load(f).get("settings") or {}
+            return json.load(f)
     except (OSError, ValueError):
         return {}
+
+
+def store_references(store):
+    """The reference network's runs in a store's sidecar (empty without one)."""
+    return store_sidecar(store).get("references") or []
 
 
 def noisy(store):
     """The median spread of a store's networks (the last ok row of each) when it is above the
     re-measure threshold of the store's settings, as the harness warns (measure/campaign_impl.hpp);
     else None."""
-    threshold = store_settings(store).get("remeasure_spread")
+    threshold = (store_sidecar(store).get("settings") or {}).get("remeasure_spread")
     spreads = {}
     with open(store) as f:
         for r in csv.DictReader(f):
-            if r["status"] == "ok" and r.get("spread"):
-                spreads[r["id"]] = float(r["spread"])
+            try:
+                if r["status"] == "ok":
+                    spreads[r["id"]] = float(r["spread"])
+            except (KeyError, TypeError, ValueError):
+                continue  # a row without a readable spread says nothing about the noise
     if threshold is None or not spreads:
         return None
     median = statistics.median(spreads.values())
