@@ -18,10 +18,17 @@ def main():
         raise SystemExit(__doc__)
     store, onnx_dir, out = sys.argv[1:]
     listing = os.path.join(onnx_dir, "networks.tsv")
+    files = {}  # network name -> its ONNX file
     try:
         with open(listing) as f:
-            files = dict(reversed(line.rstrip("\n").split("\t")[:2]) for line in f if line.strip())
-    except (OSError, ValueError) as e:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) < 2 or not fields[0] or not fields[1]:
+                    raise SystemExit(f"build_networks_store.py: {listing}:{number}: not 'FILE<TAB>NAME'")
+                files[fields[1]] = fields[0]
+    except OSError as e:
         raise SystemExit(f"build_networks_store.py: {listing}: {e}")
     try:
         with open(store, newline="") as f:
@@ -35,6 +42,10 @@ def main():
     if missing:
         raise SystemExit(f"build_networks_store.py: {store}: {len(missing)} networks not in {listing} "
                          f"(another seed or count?), first: {missing[0]}")
+    absent = sorted({files[r["id"]] for r in rows} - set(os.listdir(onnx_dir)))
+    if absent:
+        raise SystemExit(f"build_networks_store.py: {onnx_dir}: {len(absent)} files its networks.tsv lists are "
+                         f"missing, first: {absent[0]}")
     here = os.path.dirname(os.path.abspath(out))
     for r in rows:
         r["id"] = os.path.relpath(os.path.join(os.path.abspath(onnx_dir), files[r["id"]]), here)
