@@ -24,6 +24,7 @@
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
 #include <dnncost/io/serialize.hpp>
+#include <dnncost/spaces/network_name.hpp>
 #include <dnncost/spaces/registry.hpp>
 
 namespace py = pybind11;
@@ -80,10 +81,10 @@ graph::Graph build(const Input& in, const std::string& space, const spaces::Spac
         case Input::Kind::onnx_bytes:
             return io::import_onnx_bytes(in.data, in.name);
         case Input::Kind::path_or_arch:
-            if (const auto q = spaces::split_qualified(in.data)) return q->space->build_graph(q->arch, options);
+            if (const auto n = spaces::parse_network_name(in.data)) return n->build(options);
             return io::import_onnx(in.data);
         case Input::Kind::arch:
-            if (const auto q = spaces::split_qualified(in.data)) return q->space->build_graph(q->arch, options);
+            if (const auto n = spaces::parse_network_name(in.data)) return n->build(options);
             return spaces::find_space(space).build_graph(in.data, options);
     }
     raise<config_error>("dnncost: unknown input kind");

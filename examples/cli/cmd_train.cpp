@@ -27,6 +27,7 @@
 #include <dnncost/io/serialize.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/nn/kernels/cpu_features.hpp>
+#include <dnncost/spaces/network_name.hpp>
 #include <dnncost/spaces/registry.hpp>
 #include <dnncost/train/computed_targets.hpp>
 #include <dnncost/train/dataset.hpp>
@@ -178,10 +179,11 @@ inline void run_train(TrainArgs& a) {
     std::set<std::string> data_spaces;
     for (std::size_t i = 0; i < ds.size(); ++i) {
         const auto key = ds.key(i);
-        if (const auto q = spaces::split_qualified(key))
-            data_spaces.insert(std::string(q->space->name));
-        else
-            data_spaces.insert(key.ends_with(".onnx") ? std::string(train::onnx_keys) : a.space);
+        const auto n = spaces::parse_network_name(key);
+        if (n && n->space)
+            data_spaces.insert(std::string(n->space->name));
+        else  // a synthesised network is a whole graph, as a model file is
+            data_spaces.insert(n || key.ends_with(".onnx") ? std::string(train::onnx_keys) : a.space);
     }
     std::string trained_spaces;
     for (const auto& s : data_spaces) trained_spaces += (trained_spaces.empty() ? "" : ",") + s;
@@ -320,8 +322,8 @@ inline void run_predict(const PredictArgs& a) {
     graphs.reserve(a.inputs.size());
     const auto options = spaces::space_options(a.space_options);
     for (const auto& in : a.inputs) {
-        if (const auto q = spaces::split_qualified(in))
-            graphs.push_back(q->space->build_graph(q->arch, options));
+        if (const auto n = spaces::parse_network_name(in))
+            graphs.push_back(n->build(options));
         else if (space != train::onnx_keys)
             graphs.push_back(spaces::find_space(space).build_graph(in, options));
         else
@@ -398,7 +400,8 @@ void add_train_commands(Command& app, Context& ctx) {
     predict->add_option("--model", pargs->model, "Saved estimator (.dnnc)")->required();
     add_space_options(*predict, pargs->space, pargs->space_options,
                       "What the inputs are: a search space's architecture strings or onnx (files; the default); "
-                      "an input SPACE:ARCH names its own space");
+                      "an input SPACE:ARCH names its own space (and SPACE:ARCH@KEY=VALUE its own options), "
+                      "cnn:... or transformer:... a synthesised network");
     predict->add_option("inputs", pargs->inputs, "Architecture strings or ONNX files")->required();
     predict
         ->add_option("--precision", pargs->precision,

@@ -17,8 +17,10 @@
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/file.hpp>
 #include <dnncost/io/onnx.hpp>
+#include <dnncost/spaces/network_name.hpp>
 #include <dnncost/spaces/registry.hpp>
 #include <dnncost/spaces/sample.hpp>
+#include <dnncost/spaces/synthetic.hpp>
 
 namespace dnncost::measure {
 
@@ -50,12 +52,13 @@ DNNCOST_FUNC std::vector<Candidate> read_arch_file(const std::string& file, cons
 DNNCOST_FUNC std::vector<Candidate> onnx_candidates(const std::vector<std::string>& files,
                                               const std::filesystem::path& store_dir);
 
-/// The network a store id names again: `SPACE:ARCH` (or a bare NB201 string) built with
-/// `options`, otherwise an ONNX file relative to `store_dir`.
+/// The network a store id names again: a network name (`SPACE:ARCH` or a bare NB201 string,
+/// with `@KEY=VALUE` options of its own over `options`; a synthesised network's name), otherwise
+/// an ONNX file relative to `store_dir`.
 inline Candidate candidate_from_id(const std::string& id, const std::filesystem::path& store_dir,
                                    const spaces::SpaceOptions& options) {
-    if (const auto q = spaces::split_qualified(id))
-        return {id, q->space->build_graph(q->arch, options), q->space->onnx_opset};
+    if (const auto n = spaces::parse_network_name(id))
+        return {id, n->build(options), n->space ? n->space->onnx_opset : synthetic::onnx_opset};
     const auto file = store_dir / id;
     return {id, io::import_onnx(file), io::onnx_opset(io::read_file(file))};
 }

@@ -3,9 +3,9 @@
 /// The results store: one CSV file per (device, runner configuration), plus a sidecar JSON file
 /// describing the device.
 ///
-/// Columns: key (graph::canonical_hash of the measured graph), id (NB201 architecture string or
-/// ONNX path, relative to the file's directory when it lies below it), latency_ms (the
-/// network's statistic), spread (relative spread of its round statistics), rounds, status (`ok`,
+/// Columns: key (graph::canonical_hash of the measured graph), id (a network name,
+/// spaces/network_name.hpp, or an ONNX path, relative to the file's directory when it lies below
+/// it), latency_ms (the network's statistic), spread (relative spread of its round statistics), rounds, status (`ok`,
 /// a failure reason, or `round`), time (UTC, ISO 8601), peak_memory_bytes, energy_mj (empty when
 /// the runner reports none) and detail (the failure's message). A `round` row is one finished
 /// round of a network still being measured (latency_ms is that round's statistic, rounds its

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <dnncost/core/config.hpp>
@@ -127,9 +128,31 @@ DNNCOST_FUNC TransformerArch with_sequence(TransformerArch a, Sequence length, s
 DNNCOST_FUNC graph::Graph build_cnn(const CnnArch& a, const Limits& limits = {});
 DNNCOST_FUNC graph::Graph build_transformer(const TransformerArch& a, const Limits& limits = {});
 
-/// Short descriptions, the graphs' names ("cnn:r224-s32-inverted-...", "transformer:t196-...").
+/// Short descriptions, which name the graphs ("cnn:r224-s32-inverted-...", "transformer:t196-...").
 DNNCOST_FUNC std::string to_string(const CnnArch& a);
 DNNCOST_FUNC std::string to_string(const TransformerArch& a);
+
+/// The architectures the descriptions name, read back: parse_cnn(to_string(a)) builds the graph
+/// `a` builds. @throws parse_error naming the bad token, or for a text to_string would write
+/// otherwise (a leading zero, a default written out), so that one network has one description
+DNNCOST_FUNC CnnArch parse_cnn(std::string_view text);
+DNNCOST_FUNC TransformerArch parse_transformer(std::string_view text);
+
+/// A synthesised network's graph name: "cnn:" or "transformer:" and the description, then
+/// "-out<N>" where the classifier has other than 1,000 outputs.
+DNNCOST_FUNC std::string network_name(const CnnArch& a, const Limits& limits = {});
+DNNCOST_FUNC std::string network_name(const TransformerArch& a, const Limits& limits = {});
+
+/// Whether `name` starts as a synthesised network's name does ("cnn:", "transformer:").
+inline bool is_network_name(std::string_view name) {
+    return name.starts_with("cnn:") || name.starts_with("transformer:");
+}
+
+/// The network a graph name of build_cnn or build_transformer describes, built again: the same
+/// graph, whatever limits it was first fitted to (the name describes the fitted network), so a
+/// results store can name such networks without keeping their model files.
+/// @throws parse_error for a name that is not one of those
+DNNCOST_FUNC graph::Graph build_from_name(std::string_view name);
 
 }  // namespace dnncost::synthetic
 

@@ -4,11 +4,19 @@
 /// (core/config.hpp), included by synthetic.hpp in header-only mode.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 
+#include <dnncost/spaces/parse.hpp>
 #include <dnncost/spaces/synthetic.hpp>
 #include <dnncost/spaces/transformer_layer.hpp>
 
 namespace dnncost::synthetic::detail {
+
+/// The block kinds as descriptions write them, in the order of Block.
+inline constexpr const char* block_names[] = {"basic",   "bottleneck", "inverted", "branched",
+                                              "grouped", "shuffle",    "dwmlp",    "plain"};
+inline constexpr std::int64_t default_classes = Limits{}.classes;
 
 /// A channel count as networks write them: a multiple of 8, at least 8.
 inline std::int64_t round8(double x) { return std::max<std::int64_t>(8, static_cast<std::int64_t>((x + 4.0) / 8.0) * 8); }
@@ -22,7 +30,7 @@ inline bool fits(const NetworkSize& s, const Limits& l) { return s.params <= l.m
 
 class CnnBuilder {
 public:
-    CnnBuilder(const CnnArch& a, const Limits& l) : m_a(a), m_l(l), m_b("cnn:" + to_string(a)) {}
+    CnnBuilder(const CnnArch& a, const Limits& l) : m_a(a), m_l(l), m_b(network_name(a, l)) {}
 
     graph::Graph build() {
         int x = m_b.input("input", {1, 3, m_a.resolution, m_a.resolution});
@@ -220,7 +228,7 @@ private:
 
 class TransformerBuilder {
 public:
-    TransformerBuilder(const TransformerArch& a, const Limits& l) : m_a(a), m_l(l), m_b("transformer:" + to_string(a)) {}
+    TransformerBuilder(const TransformerArch& a, const Limits& l) : m_a(a), m_l(l), m_b(network_name(a, l)) {}
 
     graph::Graph build() {
         const std::int64_t D = m_a.embed;
@@ -535,11 +543,9 @@ DNNCOST_FUNC auto dnncost::synthetic::build_transformer(const TransformerArch& a
 }
 
 DNNCOST_FUNC auto dnncost::synthetic::to_string(const CnnArch& a) -> std::string {
-    static const char* blocks[] = {"basic",   "bottleneck", "inverted", "branched",
-                                   "grouped", "shuffle",    "dwmlp",    "plain"};
     std::string s = "r" + std::to_string(a.resolution) + "-s" + std::to_string(a.stem);
     if (a.stem_kernel > 0) s += "k" + std::to_string(a.stem_kernel) + "x" + std::to_string(a.stem_stride);
-    s += std::string(a.stem_pool ? "p" : "") + "-" + blocks[static_cast<int>(a.block)] + "-" + a.act;
+    s += std::string(a.stem_pool ? "p" : "") + "-" + detail::block_names[static_cast<int>(a.block)] + "-" + a.act;
     for (const auto& st : a.stages) {
         s += "-w" + std::to_string(st.width) + "d" + std::to_string(st.depth) + "s" + std::to_string(st.stride) + "k" +
              std::to_string(st.kernel);
@@ -561,4 +567,208 @@ DNNCOST_FUNC auto dnncost::synthetic::to_string(const TransformerArch& a) -> std
            std::to_string(a.embed) + "q" + std::to_string(a.head_width) + "m" + std::to_string(a.mlp_ratio) + "d" +
            std::to_string(a.depth) + (a.cls_token ? "-cls" : "-mean") + (a.decompose_layer_norm ? "-ln13" : "-ln17") +
            (a.erf_gelu ? "-erf" : "-tanh");
+}
+
+namespace dnncost::synthetic::detail {
+
+/// Reads one token of a description from the left: fixed tags and tagged decimal numbers.
+class TokenReader {
+public:
+    explicit TokenReader(std::string_view token) : m_rest(token) {}
+    /// Takes `tag` when the token continues with it.
+    bool take(std::string_view tag) {
+        if (!m_rest.starts_with(tag)) return false;
+        m_rest.remove_prefix(tag.size());
+        return true;
+    }
+    /// The number after `tag`, taken; -1 (nothing taken) when the token does not continue with
+    /// `tag` and digits.
+    std::int64_t number(std::string_view tag) {
+        if (!m_rest.starts_with(tag)) return -1;
+        std::size_t end = tag.size();
+        while (end < m_rest.size() && m_rest[end] >= '0' && m_rest[end] <= '9') ++end;
+        const auto v = spaces::parse_small_uint(m_rest.substr(tag.size(), end - tag.size()));
+        if (v >= 0) m_rest.remove_prefix(end);
+        return v;
+    }
+    bool done() const { return m_rest.empty(); }
+
+private:
+    std::string_view m_rest;
+};
+
+inline std::string classes_suffix(const Limits& l) {
+    return l.classes == default_classes ? std::string() : "-out" + std::to_string(l.classes);
+}
+
+/// A name's description and classifier outputs: "-out<N>" at its end, else 1,000.
+inline std::pair<std::string_view, std::int64_t> split_classes(std::string_view text) {
+    const auto dash = text.rfind("-out");
+    if (dash == std::string_view::npos) return {text, default_classes};
+    const auto n = spaces::parse_small_uint(text.substr(dash + 4));
+    if (n < 1) return {text, default_classes};  // not a count: the description reports the token
+    return {text.substr(0, dash), n};
+}
+
+}  // namespace dnncost::synthetic::detail
+
+DNNCOST_FUNC auto dnncost::synthetic::parse_cnn(std::string_view text) -> CnnArch {
+    const spaces::ArchText at("cnn", text);
+    const auto tokens = spaces::split(text, '-');
+    if (tokens.size() < 5)
+        at.fail("expected r<resolution>-s<stem>-<block>-<activation>-<stage>..., found " +
+                std::to_string(tokens.size()) + " tokens");
+    CnnArch a;
+    {
+        detail::TokenReader r(tokens[0]);
+        a.resolution = r.number("r");
+        if (a.resolution < 0 || !r.done()) at.fail_token(0, tokens[0], "is not r<resolution>");
+    }
+    {
+        detail::TokenReader r(tokens[1]);
+        a.stem = r.number("s");
+        if (a.stem >= 0 && (a.stem_kernel = r.number("k")) >= 0) {
+            a.stem_stride = r.number("x");
+        } else {
+            a.stem_kernel = 0;
+        }
+        a.stem_pool = r.take("p");
+        if (a.stem < 0 || a.stem_stride < 0 || !r.done())
+            at.fail_token(1, tokens[1], "is not s<stem>[k<kernel>x<stride>][p]");
+    }
+    {
+        const auto* found = std::find(std::begin(detail::block_names), std::end(detail::block_names), tokens[2]);
+        if (found == std::end(detail::block_names))
+            at.fail_token(2, tokens[2], "is not a block kind (" + spaces::list_choices(detail::block_names) + ")");
+        a.block = static_cast<Block>(found - std::begin(detail::block_names));
+    }
+    a.act = std::string(tokens[3]);
+    std::size_t i = 4;
+    for (; i < tokens.size() && tokens[i].starts_with("w"); ++i) {
+        detail::TokenReader r(tokens[i]);
+        CnnStage st;
+        st.width = r.number("w");
+        const auto depth = r.number("d");
+        st.stride = r.number("s");
+        st.kernel = r.number("k");
+        st.depth = static_cast<int>(depth);
+        if (const auto e = r.number("e"); e >= 0) st.expand = e;
+        st.squeeze_excite = r.take("se");
+        if (a.block == Block::branched) {
+            st.branches = static_cast<int>(r.number("b"));
+            st.dense = r.take("dense");
+        }
+        if (a.block == Block::grouped) {
+            st.group_width = r.number("g");
+            st.inner_divisor = static_cast<int>(r.number("i"));
+        }
+        if (st.width < 0 || depth < 0 || st.stride < 0 || st.kernel < 0 || st.branches < 0 || st.group_width < 0 ||
+            st.inner_divisor < 0 || !r.done())
+            at.fail_token(i, tokens[i],
+                          std::string("is not a stage w<width>d<depth>s<stride>k<kernel>[e<expand>][se]") +
+                              (a.block == Block::branched  ? "b<branches>[dense]"
+                               : a.block == Block::grouped ? "g<group width>i<inner divisor>"
+                                                           : ""));
+        a.stages.push_back(st);
+    }
+    if (a.stages.empty()) at.fail_token(4, tokens[4], "is not a stage w<width>d<depth>s<stride>k<kernel>...");
+    if (i < tokens.size() && tokens[i].starts_with("f") && tokens[i] != "flat") {
+        detail::TokenReader r(tokens[i]);
+        a.feature_mix = r.number("f");
+        if (a.feature_mix < 1 || !r.done()) at.fail_token(i, tokens[i], "is not f<feature-mix width>");
+        ++i;
+    }
+    if (i < tokens.size() && tokens[i] == "flat") a.flatten = true, ++i;
+    if (i < tokens.size() && tokens[i].starts_with("h")) {
+        detail::TokenReader r(tokens[i]);
+        a.hidden = r.number("h");
+        if (const auto layers = r.number("x"); layers >= 0) a.hidden_layers = static_cast<int>(layers);
+        if (a.hidden < 1 || !r.done()) at.fail_token(i, tokens[i], "is not h<hidden width>[x<layers>]");
+        ++i;
+    }
+    if (i < tokens.size()) at.fail_token(i, tokens[i], "follows the head (expected nothing, or f, flat, h in order)");
+    try {
+        detail::check(a);
+    } catch (const config_error& e) {
+        at.fail(e.what());
+    }
+    if (const auto again = to_string(a); again != text) at.fail("written as '" + again + "' by dnncost");
+    return a;
+}
+
+DNNCOST_FUNC auto dnncost::synthetic::parse_transformer(std::string_view text) -> TransformerArch {
+    const spaces::ArchText at("transformer", text);
+    const auto tokens = spaces::split(text, '-');
+    TransformerArch a;
+    std::size_t i = 0;
+    {
+        detail::TokenReader r(tokens[0]);
+        a.tokens = r.number("t");
+        a.patch = r.number("p");
+        if (a.tokens < 0 || !r.done()) at.fail_token(0, tokens[0], "is not t<tokens>[p<patch>]");
+        ++i;
+        if (a.patch < 0) {
+            if (tokens.size() < 2 || tokens[1] != "tok")
+                at.fail("expected t<tokens>p<patch> or t<tokens>-tok to begin with");
+            a.patch = 0;
+            ++i;
+        }
+    }
+    if (tokens.size() != i + 4)
+        at.fail("expected t<tokens>[p<patch>|-tok]-e<embed>q<head width>m<mlp ratio>d<depth>-(cls|mean)-(ln13|ln17)-"
+                "(erf|tanh), found " +
+                std::to_string(tokens.size()) + " tokens");
+    {
+        detail::TokenReader r(tokens[i]);
+        a.embed = r.number("e");
+        a.head_width = r.number("q");
+        a.mlp_ratio = r.number("m");
+        const auto depth = r.number("d");
+        a.depth = static_cast<int>(depth);
+        if (a.embed < 0 || a.head_width < 0 || a.mlp_ratio < 0 || depth < 0 || !r.done())
+            at.fail_token(i, tokens[i], "is not e<embed>q<head width>m<mlp ratio>d<depth>");
+    }
+    const auto either = [&](std::size_t t, std::string_view yes, std::string_view no) {
+        if (tokens[t] != yes && tokens[t] != no)
+            at.fail_token(t, tokens[t], "is not " + std::string(yes) + " or " + std::string(no));
+        return tokens[t] == yes;
+    };
+    a.cls_token = either(i + 1, "cls", "mean");
+    a.decompose_layer_norm = either(i + 2, "ln13", "ln17");
+    a.erf_gelu = either(i + 3, "erf", "tanh");
+    try {
+        detail::check(a);
+    } catch (const config_error& e) {
+        at.fail(e.what());
+    }
+    if (const auto again = to_string(a); again != text) at.fail("written as '" + again + "' by dnncost");
+    return a;
+}
+
+DNNCOST_FUNC auto dnncost::synthetic::network_name(const CnnArch& a, const Limits& limits) -> std::string {
+    return "cnn:" + to_string(a) + detail::classes_suffix(limits);
+}
+
+DNNCOST_FUNC auto dnncost::synthetic::network_name(const TransformerArch& a, const Limits& limits) -> std::string {
+    return "transformer:" + to_string(a) + detail::classes_suffix(limits);
+}
+
+DNNCOST_FUNC auto dnncost::synthetic::build_from_name(std::string_view name) -> graph::Graph {
+    // the name describes the network as fitted: unbounded limits build it as it is
+    Limits l;
+    l.max_params = l.max_macs = std::numeric_limits<std::int64_t>::max();
+    graph::Graph g;
+    if (name.starts_with("cnn:")) {
+        const auto [text, classes] = detail::split_classes(name.substr(4));
+        l.classes = classes;
+        g = build_cnn(parse_cnn(text), l);
+    } else if (name.starts_with("transformer:")) {
+        const auto [text, classes] = detail::split_classes(name.substr(12));
+        l.classes = classes;
+        g = build_transformer(parse_transformer(text), l);
+    } else {
+        raise<parse_error>("'", name, "' is not a synthesised network's name (cnn:... or transformer:...)");
+    }
+    if (g.name() != name) raise<parse_error>("'", name, "' is written '", g.name(), "' by dnncost");
+    return g;
 }

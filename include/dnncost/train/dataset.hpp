@@ -21,6 +21,7 @@
 #include <dnncost/core/parallel.hpp>
 #include <dnncost/graph/graph.hpp>
 #include <dnncost/io/csv.hpp>
+#include <dnncost/spaces/network_name.hpp>
 #include <dnncost/spaces/registry.hpp>
 #include <dnncost/train/train_data.hpp>
 
@@ -94,11 +95,11 @@ namespace detail {
 /// The distinct networks of a data set: loaded model files, or architecture strings of a search
 /// space whose graphs are built on demand and cached while someone holds them.
 struct GraphStore {
-    spaces::SpaceOptions space_options{};
     unsigned threads = 0;
     std::vector<std::string> keys;
     std::vector<const spaces::SpaceInfo*> space;              ///< per key; nullptr for a loaded model
     std::vector<std::string> arch;                            ///< per key: the architecture string
+    std::vector<spaces::SpaceOptions> options;                ///< per key: what its graph is built with
     std::vector<std::shared_ptr<const graph::Graph>> loaded;  ///< per key: the loaded model, if any
     std::mutex mutex;
     std::vector<std::weak_ptr<const graph::Graph>> live;  ///< space graphs somebody still holds
@@ -112,7 +113,7 @@ struct GraphStore {
             const std::lock_guard lock(mutex);
             if (auto g = live.at(d).lock()) return g;
         }
-        auto built = std::make_shared<const graph::Graph>(space[d]->build_graph(arch[d], space_options));
+        auto built = std::make_shared<const graph::Graph>(space[d]->build_graph(arch[d], options.at(d)));
         const std::lock_guard lock(mutex);
         if (auto g = live[d].lock()) return g;  // another thread was faster: share its graph
         live[d] = built;
@@ -129,7 +130,10 @@ inline constexpr double max_measured_value = 1e15;
 
 /// The key is either
 /// - an architecture string of a search space (DatasetOptions::space, or `SPACE:ARCH`), built
-///   by the space's builder, or
+///   by the space's builder, with build options of its own appended as `@KEY=VALUE` over
+///   DatasetOptions::space_options (spaces/network_name.hpp), or
+/// - a synthesised network's name (`cnn:...`, `transformer:...`), built again when the data set
+///   is loaded, or
 /// - the path of a model file relative to the CSV's directory (or absolute), loaded by the
 ///   caller-supplied loader (the CLI passes io::import_onnx), so that this header stays free of
 ///   protobuf.

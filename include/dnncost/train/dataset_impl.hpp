@@ -2,6 +2,9 @@
 /// @file dataset_impl.hpp
 /// The definitions of dataset.hpp: compiled once into dnncost::compiled in compiled mode
 /// (core/config.hpp), included by dataset.hpp in header-only mode.
+#include <map>
+#include <utility>
+
 #include <dnncost/train/dataset.hpp>
 
 DNNCOST_FUNC auto dnncost::train::load_dataset_text(std::string_view text, std::string source,
@@ -93,24 +96,43 @@ DNNCOST_FUNC auto dnncost::train::load_dataset_text(std::string_view text, std::
         row_key[k] = it->second;
     }
     std::vector<std::shared_ptr<const graph::Graph>> built(distinct.size());
-    std::vector<spaces::SpaceArch> named(distinct.size());
-    for (std::size_t d = 0; d < distinct.size(); ++d) {
-        if (const auto q = spaces::split_qualified(distinct[d]))
-            named[d] = *q;
-        else if (opt.space != onnx_keys)
-            named[d] = {&spaces::find_space(opt.space), distinct[d]};
-        else if (!opt.loader)
-            raise<config_error>("load_dataset: ", table.source, " names model files (e.g. '", distinct[d],
-                                "'), which needs a model loader (e.g. dnncost::io::import_onnx)");
-    }
+    // what each key names: a space's network (built on demand), a synthesised network (built
+    // now), or neither (a model file, loaded now)
+    std::vector<spaces::NetworkName> named(distinct.size());
+    std::vector<char> is_named(distinct.size(), 0);
     std::vector<char> ok(distinct.size(), 0);
     std::vector<std::string> failure(distinct.size());
+    for (std::size_t d = 0; d < distinct.size(); ++d) {
+        try {
+            auto n = spaces::parse_network_name(distinct[d]);
+            if (!n && opt.space != onnx_keys) {
+                n = spaces::parse_network_name(spaces::qualified_arch(opt.space, distinct[d]));
+                // an NB201 string that does not start with '|': its space says what is wrong
+                if (!n) n = spaces::NetworkName{&spaces::find_space(opt.space), distinct[d], {}};
+            }
+            if (n) {
+                named[d] = std::move(*n);
+                is_named[d] = 1;
+                if (named[d].space)  // the key's own options win
+                    named[d].options.insert(opt.space_options.begin(), opt.space_options.end());
+            } else if (!opt.loader) {
+                raise<config_error>("load_dataset: ", table.source, " names model files (e.g. '", distinct[d],
+                                    "'), which needs a model loader (e.g. dnncost::io::import_onnx)");
+            }
+        } catch (const parse_error& e) {  // options that are not KEY=VALUE
+            is_named[d] = 1;
+            failure[d] = e.what();
+        }
+    }
     {
         ThreadPool pool(opt.threads);
         pool.parallel_for(0, distinct.size(), [&](std::size_t d) {
+            if (!failure[d].empty()) return;
             try {
                 if (named[d].space) {
                     (void)named[d].space->canonical(named[d].arch);  // the graph is built on demand
+                } else if (is_named[d]) {
+                    built[d] = std::make_shared<const graph::Graph>(named[d].build());
                 } else {
                     std::filesystem::path p(distinct[d]);
                     if (p.is_relative()) p = base_dir / p;
@@ -122,17 +144,24 @@ DNNCOST_FUNC auto dnncost::train::load_dataset_text(std::string_view text, std::
             }
         });
     }
-    // the build options are checked now, not at first use: one graph of every space named
-    std::vector<const spaces::SpaceInfo*> checked;
+    // the build options are checked now, not at first use: one graph of every space and options
+    // named. Options the data set gives fail it whole; options a key gives fail that key's rows
+    std::map<std::pair<const spaces::SpaceInfo*, spaces::SpaceOptions>, std::string> checked;
     for (std::size_t d = 0; d < distinct.size(); ++d) {
         if (!ok[d] || !named[d].space) continue;
-        if (std::find(checked.begin(), checked.end(), named[d].space) != checked.end()) continue;
-        checked.push_back(named[d].space);
-        (void)named[d].space->build_graph(named[d].arch, opt.space_options);
+        auto [it, first] = checked.try_emplace({named[d].space, named[d].options});
+        if (first) {
+            try {
+                (void)named[d].space->build_graph(named[d].arch, named[d].options);
+            } catch (const config_error& e) {
+                if (named[d].options == opt.space_options) throw;
+                it->second = e.what();
+            }
+        }
+        if (!it->second.empty()) ok[d] = 0, failure[d] = it->second;
     }
     // the store holds the distinct networks that are used, renumbered
     auto& store = *ds.m_store;
-    store.space_options = opt.space_options;
     store.threads = opt.threads;
     std::vector<std::size_t> renumber(distinct.size(), 0);
     for (std::size_t d = 0; d < distinct.size(); ++d) {
@@ -140,14 +169,15 @@ DNNCOST_FUNC auto dnncost::train::load_dataset_text(std::string_view text, std::
         renumber[d] = store.keys.size();
         store.keys.push_back(distinct[d]);
         store.space.push_back(named[d].space);
-        store.arch.emplace_back(named[d].arch);
+        store.arch.push_back(named[d].arch);
+        store.options.push_back(named[d].options);
         store.loaded.push_back(built[d]);
     }
     store.live.resize(store.keys.size());
     for (std::size_t k = 0; k < kept.size(); ++k) {
         const auto d = row_key[k];
         if (!ok[d]) {
-            reject(kept[k], (named[d].space ? "bad architecture: " : "cannot load model: ") + failure[d]);
+            reject(kept[k], (is_named[d] || named[d].space ? "bad architecture: " : "cannot load model: ") + failure[d]);
             continue;
         }
         ds.m_keys.push_back(distinct[d]);
