@@ -31,6 +31,7 @@
 #include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/kws.hpp>
+#include <dnncost/spaces/network_name.hpp>
 #include <dnncost/spaces/synthetic.hpp>
 
 #include "measure/quiet_machine.hpp"
@@ -623,6 +624,18 @@ TEST_CASE("device build: profiled networks are the main source, single kernels f
         CHECK_MESSAGE(isolated.count(kind) == (per_family[family(kind)] < setup.model.min_samples ? 1u : 0u), kind);
     CHECK(isolated.size() < sampler.kinds().size());
 
+    // the build's networks store names its networks, and the names build them again: the store
+    // loads as a data set (`device residual --data WORK/networks.csv`) with no model file
+    const auto networks = measure::load_results_dataset(setup.work_dir / "networks.csv", {"latency_ms"}, true, {}, {});
+    REQUIRE(networks.size() == setup.profiled_networks.size());
+    const measure::ResultsStore build_store(setup.work_dir / "networks.csv");
+    for (std::size_t i = 0; i < networks.size(); ++i) {
+        const auto* row = build_store.result(measure::network_key(*networks.graph(i)));
+        REQUIRE(row);
+        CHECK(row->id == networks.key(i));
+        CHECK(spaces::parse_network_name(row->id));
+    }
+
     // the samples in context keep their own time when the model is fitted again
     const auto refit = device::refit_device_model(setup.work_dir, setup.model);
     CHECK(refit.priced_kinds() == r.model.priced_kinds());
@@ -652,15 +665,32 @@ TEST_CASE("device build: profiled networks are the main source, single kernels f
         const auto* row = store.result(key);
         REQUIRE(row);
         CHECK(row->latency_ms == doctest::Approx(c.measured_ms[i]));
-        CHECK(row->id == "models/" + key + ".onnx");
-        CHECK(fs::exists(cal.work_dir / row->id));
+        CHECK(row->id == setup.profiled_networks[i].name());  // a name that builds the network again
     }
+    CHECK(measure::load_results_dataset(cal.work_dir / "shots.csv", {"latency_ms"}, true, {}, {}).size() ==
+          c.shots.size());
     // resumed: nothing measured again, the same calibration
     auto again_model = copy();
     const auto again = device::calibrate_device_model(*again_model, setup.profiled_networks, cal);
     CHECK(lines_of(s.dir / "requests.log") - before == requests);
     CHECK(again.profiled_kernels == c.profiled_kernels);
     CHECK(again_model->calibration_factor() == model->calibration_factor());
+
+    // a shot whose name is not its network's (an imported model may carry any name): stored by its
+    // model file, which stays
+    auto renamed = setup.profiled_networks;
+    renamed[0].set_name(renamed[1].name());
+    auto renamed_model = copy();
+    cal.work_dir = s.dir / "calibration_renamed";
+    (void)device::calibrate_device_model(*renamed_model, renamed, cal);
+    {
+        const auto key = measure::network_key(renamed[0]);
+        const measure::ResultsStore renamed_store(cal.work_dir / "shots.csv");
+        const auto* row = renamed_store.result(key);
+        REQUIRE(row);
+        CHECK(row->id == "models/" + key + ".onnx");
+        CHECK(fs::exists(cal.work_dir / row->id));
+    }
 
     // a runner that cannot profile: found on the first shot, the shots then timed without
     auto plain_model = copy();
@@ -1007,6 +1037,23 @@ TEST_CASE("synthesised networks: real sizes, within limits, named by what they a
     // the same seed, the same networks
     const auto again = device::context_networks(12, 3, limits);
     for (std::size_t i = 0; i < nets.size(); ++i) CHECK(measure::network_key(again[i]) == measure::network_key(nets[i]));
+}
+
+TEST_CASE("build and calibration networks: each is built again from its name alone") {
+    // a results store of a build or a calibration names its networks so; `device residual --data`
+    // and `measure` read them back without model files
+    auto nets = device::context_networks(28, 3);
+    for (auto& g : device::calibration_networks(10)) nets.push_back(std::move(g));
+    std::set<std::string> kinds;
+    for (const auto& g : nets) {
+        CAPTURE(g.name());
+        const auto n = spaces::parse_network_name(g.name());
+        REQUIRE(n);
+        CHECK(measure::network_key(n->build()) == measure::network_key(g));
+        kinds.insert(n->space ? std::string(n->space->name) + (n->options.empty() ? "" : "@") : g.name().substr(0, 3));
+    }
+    // every kind of name: synthesised, each space, with options
+    CHECK(kinds == std::set<std::string>{"cnn", "tra", "nb201@", "fbnet@", "ofa@", "vit@", "kws@"});
 }
 
 TEST_CASE("calibration networks: deployed sizes, every block kind, within the calibration's budget") {

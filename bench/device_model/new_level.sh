@@ -52,13 +52,10 @@ python3 -c 'import json, sys; [print("new_level.sh: warning: device build:", w, 
 
 stamp "sample boundary"
 # fitted to every whole network measured here: the small space networks and the build's own
-# profiled networks of real sizes (written again as ONNX files), so that rates that suit small
-# networks alone cannot take time off large ones
-"$cli" device networks --kind context --count "$networks" --seed "$seed" --out "$out/build_networks" > /dev/null
-python3 bench/device_model/build_networks_store.py "$out/built.dnnc.work/networks.csv" "$out/build_networks" \
-  "$out/networks/build_networks.csv"
+# profiled networks of real sizes (its store names them, and the names build them again), so
+# that rates that suit small networks alone cannot take time off large ones
 "$cli" device residual --model "$out/built.dnnc" --no-residual --data "$out"/networks/train_*.csv \
-  --data "$out/networks/build_networks.csv" --out "$out/built.b.dnnc" --json > "$out/boundary.json"
+  --data "$out/built.dnnc.work/networks.csv" --out "$out/built.b.dnnc" --json > "$out/boundary.json"
 
 stamp "judging"
 python3 bench/device_model/evaluate.py --cli "$cli" --out "$out/evaluation.json" \

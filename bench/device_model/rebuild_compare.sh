@@ -41,15 +41,11 @@ stamp "device build: rules $rules, in context, $budget minutes"
 
 stamp "sample boundary of the new model"
 # fitted to the training networks and the build's own profiled networks, as new_level.sh does
-# (the build's default count and seed)
-"$cli" device networks --kind context --count 40 --out "$out/build_networks" > /dev/null
-python3 bench/device_model/build_networks_store.py "$out/built.dnnc.work/networks.csv" "$out/build_networks" \
-  "$out/networks/build_networks.csv"
 "$cli" device residual --model "$out/built.dnnc" --no-residual --data "$out"/networks/train_*.csv \
-  --data "$out/networks/build_networks.csv" --out "$out/built.b.dnnc" --json > "$out/boundary.json"
+  --data "$out/built.dnnc.work/networks.csv" --out "$out/built.b.dnnc" --json > "$out/boundary.json"
 stamp "sample boundary of the committed model, refitted to this machine's networks"
 "$cli" device residual --model "data/devices/$device.dnnc" --no-residual --data "$out"/networks/train_*.csv \
-  --out "$out/committed.b.dnnc" --json > "$out/committed_boundary.json"
+  --data "$out/built.dnnc.work/networks.csv" --out "$out/committed.b.dnnc" --json > "$out/committed_boundary.json"
 
 stamp "calibration: ten shots, measured once"
 "$cli" device calibrate --model "$out/built.b.dnnc" --runner "$runner" --out "$out/built.b.cal.dnnc" \

@@ -11,6 +11,7 @@
 #include <dnncost/measure/kernel_profiles.hpp>
 #include <dnncost/measure/reference_model.hpp>
 #include <dnncost/spaces/kws.hpp>
+#include <dnncost/spaces/network_name.hpp>
 
 DNNCOST_FUNC auto dnncost::device::device_sampler_options() -> KernelSamplerOptions {
     KernelSamplerOptions o;
@@ -361,9 +362,7 @@ DNNCOST_FUNC auto dnncost::device::context_networks(std::size_t n, std::uint64_t
             if (size.params > limits.max_params || size.macs > limits.max_macs) {
                 g = synthetic::build_cnn(synthetic::sample_cnn(rng), limits);  // a smaller one in its place
             } else {
-                std::string name = spaces::qualified_arch(what, arch);
-                for (const auto& [k, v] : o) name += "@" + k + "=" + v;
-                g.set_name(name);
+                g.set_name(spaces::network_name(what, arch, o));
             }
         }
         return g;
@@ -392,7 +391,7 @@ DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint
             if (synthetic::network_size(g).macs > limits.max_macs)
                 g = synthetic::build_cnn(synthetic::sample_cnn(rng, synthetic::Block::inverted), limits);
             else
-                g.set_name(spaces::qualified_arch(what, arch) + "@resolution=" + std::to_string(resolution));
+                g.set_name(spaces::network_name(what, arch, {{"resolution", std::to_string(resolution)}}));
         } else {
             const auto block = what == "basic"        ? synthetic::Block::basic
                                : what == "bottleneck" ? synthetic::Block::bottleneck
@@ -414,6 +413,18 @@ DNNCOST_FUNC auto dnncost::device::calibration_networks(std::size_t n, std::uint
 }
 
 namespace dnncost::device::detail {
+
+/// Whether a graph's name builds that graph again (a search space's or a synthesised network's
+/// name, spaces/network_name.hpp), so that a store may name it by its name alone: an imported
+/// model may carry such a name and be another network.
+inline bool names_itself(const graph::Graph& g, const std::string& key) {
+    try {
+        const auto n = spaces::parse_network_name(g.name());
+        return n && graph::canonical_hash(n->build()).hex() == key;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
 
 /// The shots measured for a calibration: per shot its latency (NaN: none) and its profiled
 /// kernels, the harness's disturbance, why a shot or the runner gave no profile.
@@ -557,11 +568,9 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, co
     for (const auto& g : shots) {
         const auto key = graph::canonical_hash(g).hex();
         // stored under a name that reads back as the network (`device calibrate --data` on the
-        // shots' store): a search-space architecture as it is, any other by its model file
-        const bool space_arch =
-            spaces::split_qualified(g.name()).has_value() && g.name().find('@') == std::string::npos;
-        networks.push_back(
-            {key, space_arch ? g.name() : "models/" + key + ".onnx", setup.work_dir / "models" / (key + ".onnx")});
+        // shots' store): its own name where that builds it again, any other by its model file
+        networks.push_back({key, detail::names_itself(g, key) ? g.name() : "models/" + key + ".onnx",
+                            setup.work_dir / "models" / (key + ".onnx")});
     }
     DeviceCalibrationResult out;
     auto got = setup.profile ? detail::profile_shots(model, shots, networks, opset_of, store_path, setup)
@@ -571,9 +580,9 @@ DNNCOST_FUNC auto dnncost::device::calibrate_device_model(DeviceModel& model, co
     out.disturbance = got.disturbance;
     out.profiled_kernels = got.profiled_kernels;
     const auto& latency = got.latency;
-    // the store's names read back as the model files: profiling removes them once measured
+    // the store's model-file names read back as the files: profiling removes them once measured
     for (std::size_t i = 0; i < shots.size(); ++i)
-        if (!std::isnan(latency[i]) && !std::filesystem::exists(networks[i].model))
+        if (!std::isnan(latency[i]) && networks[i].id != shots[i].name() && !std::filesystem::exists(networks[i].model))
             measure::write_model_for_runner(shots[i], networks[i].model, setup.seed, opset_of(i));
     std::vector<const graph::Graph*> used;
     std::vector<std::vector<ProfiledKernel>> profiles;
