@@ -21,6 +21,7 @@
 
 #include <dnncost/device/kernel_check.hpp>
 #include <dnncost/graph/hash.hpp>
+#include <dnncost/measure/candidates.hpp>
 #include <dnncost/measure/harness.hpp>
 #include <dnncost/measure/json.hpp>
 #include <dnncost/measure/model_file.hpp>
@@ -28,6 +29,7 @@
 #include <dnncost/measure/runner_pool.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/spaces/nb201.hpp>
+#include <dnncost/spaces/synthetic.hpp>
 
 #include "measure/scratch.hpp"
 
@@ -231,6 +233,41 @@ TEST_CASE("write_model_for_runner: the file imports back to a graph with the sam
         nb201::build_graph("|nor_conv_3x3~0|+|skip_connect~0|none~1|+|avg_pool_3x3~0|nor_conv_1x1~1|skip_connect~2|");
     write_model_for_runner(g, s.dir / "m.onnx", 1);
     CHECK(network_key(io::import_onnx(s.dir / "m.onnx")) == network_key(g));
+}
+
+TEST_CASE("candidates: network names and strings of a space; every id builds its network again") {
+    Scratch s("candidates");
+    const std::string nb = "|nor_conv_3x3~0|+|none~0|skip_connect~1|+|avg_pool_3x3~0|none~1|nor_conv_1x1~2|";
+    std::ofstream(s.dir / "archs.txt") << "# a comment\n"
+                                       << nb << "@batch=4\n\n"
+                                       << "  |none~0|+|none~0|none~1|+|none~0|none~1|nor_conv_3x3~2|  \n"
+                                       << "cnn:r64-s16-basic-Relu-w16d1s2k3\n";
+    const auto options = spaces::space_options("batch=2");
+    const auto c = read_arch_file((s.dir / "archs.txt").string(), "nb201", options);
+    REQUIRE(c.size() == 3);
+    CHECK(c[0].id == nb + "@batch=4");  // the line's own options win
+    CHECK(c[0].graph == nb201::build_graph(nb, {.batch = 4}));
+    CHECK(c[1].id == "|none~0|+|none~0|none~1|+|none~0|none~1|nor_conv_3x3~2|@batch=2");
+    CHECK(c[2].id == "cnn:r64-s16-basic-Relu-w16d1s2k3");
+    CHECK(c[2].opset == synthetic::onnx_opset);
+    // read back from its id alone, whatever options the reader gives
+    for (const auto& one : c) {
+        CAPTURE(one.id);
+        CHECK(network_key(candidate_from_id(one.id, s.dir, {}).graph) == network_key(one.graph));
+        CHECK(network_key(candidate_from_id(one.id, s.dir, spaces::space_options("batch=8")).graph) ==
+              network_key(one.graph));
+    }
+    // a space's own strings are named with the options they were built with
+    CHECK(named_candidate(nb, "nb201", {}).id == nb);
+    Rng rng(1);
+    const auto fb = "fbnet:" + spaces::find_space("fbnet").sample(rng);
+    CHECK(named_candidate(fb, "", options).id == fb + "@batch=2");
+    std::ofstream(s.dir / "bad.txt") << nb << "\nresnet18\n";
+    CHECK_THROWS_WITH_AS(read_arch_file((s.dir / "bad.txt").string(), "", {}),
+                         doctest::Contains("bad.txt:2: 'resnet18' names no search space"), parse_error);
+    std::ofstream(s.dir / "bad_cnn.txt") << "cnn:r64-s16-basic-Relu\n";
+    CHECK_THROWS_WITH_AS(read_arch_file((s.dir / "bad_cnn.txt").string(), "", {}),
+                         doctest::Contains("bad_cnn.txt:1: cnn: bad architecture string"), parse_error);
 }
 
 TEST_CASE("runner: a well-behaved runner answers, its device line is kept") {

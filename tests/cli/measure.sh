@@ -110,6 +110,22 @@ printf '%s\n' '|nor_conv_3x3~0|+|nor_conv_3x3~0|none~1|+|skip_connect~0|none~1|n
   fail "measure --archs: exit $?"
 "$bin" train --data good.csv --target latency_ms --preset additive --train 3 --val 0 --out m.dnnc >out.txt 2>err.txt
 grep -q 'dnncost: 5 rows (5 distinct graphs) from good.csv' err.txt || fail "train --data store: '$(grep rows err.txt)'"
+# network names: a line's own build options over --space-options, a synthesised network; the ids
+# carry the options measured with, so the store reads back as those networks without any
+printf '%s\n' '|nor_conv_3x3~0|+|none~0|skip_connect~1|+|avg_pool_3x3~0|none~1|nor_conv_1x1~2|@batch=4' \
+  '|skip_connect~0|+|nor_conv_1x1~0|none~1|+|none~0|avg_pool_3x3~1|nor_conv_3x3~2|' 'cnn:r64-s16-basic-Relu-w16d1s2k3' \
+  > named.txt
+"$bin" measure --device fake --archs named.txt --space-options batch=2 --rounds 1 --repeats 1 \
+  --runner "$fake good $work" --out named.csv >/dev/null 2>&1 || fail "measure --archs with network names: exit $?"
+cut -d, -f2 named.csv | grep -qx '|nor_conv_3x3~0|+|none~0|skip_connect~1|+|avg_pool_3x3~0|none~1|nor_conv_1x1~2|@batch=4' &&
+  cut -d, -f2 named.csv | grep -qx '|skip_connect~0|+|nor_conv_1x1~0|none~1|+|none~0|avg_pool_3x3~1|nor_conv_3x3~2|@batch=2' &&
+  cut -d, -f2 named.csv | grep -qx 'cnn:r64-s16-basic-Relu-w16d1s2k3' || fail "measure: ids without their options: $(cut -d, -f2 named.csv)"
+"$bin" train --data named.csv --target latency_ms --preset additive --train 2 --val 0 --out m.dnnc >out.txt 2>err.txt
+grep -q 'dnncost: 3 rows (3 distinct graphs) from named.csv' err.txt || fail "train --data named store: '$(cat err.txt)'"
+# measured again by id (--noise-check builds each network again from its id): the same networks
+"$bin" measure --device fake --archs named.txt --space-options batch=2 --rounds 1 --repeats 1 --noise-check 3 \
+  --runner "$fake good $work" --out named.csv --json > named.json 2>/dev/null || fail "measure --noise-check on named networks: exit $?"
+grep -q '"skipped": 3' named.json || fail "measure named networks again: not all found in the store: $(cat named.json)"
 # a damaged line of the store is named, file and line, not left out unsaid
 cp good.csv damaged.csv && printf 'key-only,row\n' >> damaged.csv
 "$bin" train --data damaged.csv --target latency_ms --preset additive --train 3 --val 0 --out m.dnnc >out.txt 2>err.txt

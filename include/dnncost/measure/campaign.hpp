@@ -40,10 +40,10 @@ namespace dnncost::measure {
 struct NetworkSource {
     std::string space;        ///< search space of `sample` and of bare strings in `arch_file`
     std::size_t sample = 0;   ///< distinct architectures to draw from `space`
-    std::string arch_file;    ///< architecture strings, one per line
+    std::string arch_file;    ///< architecture strings or network names, one per line
     std::vector<std::string> onnx_files;
     spaces::SpaceOptions space_options;
-    std::vector<std::string> archs;  ///< architecture strings given directly (of `space`, or SPACE:ARCH)
+    std::vector<std::string> archs;  ///< architecture strings (of `space`) or network names given directly
 };
 
 struct CampaignOptions {
@@ -89,14 +89,7 @@ inline std::vector<Candidate> candidates_of(const NetworkSource& s, const Campai
     if (!s.arch_file.empty()) return read_arch_file(s.arch_file, s.space, s.space_options);
     if (!s.archs.empty()) {
         std::vector<Candidate> out;
-        for (const auto& a : s.archs) {
-            if (const auto q = spaces::split_qualified(a))
-                out.push_back(space_candidate(*q->space, q->arch, s.space_options));
-            else if (!s.space.empty())
-                out.push_back(space_candidate(spaces::find_space(s.space), a, s.space_options));
-            else
-                raise<config_error>("'", a, "' names no search space (write SPACE:ARCH, or give a space)");
-        }
+        for (const auto& a : s.archs) out.push_back(named_candidate(a, s.space, s.space_options));
         return out;
     }
     return onnx_candidates(s.onnx_files, std::filesystem::absolute(o.out).parent_path());

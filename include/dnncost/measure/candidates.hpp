@@ -31,11 +31,29 @@ struct Candidate {
     int opset = 13;
 };
 
-/// A network of a search space, named `SPACE:ARCH`.
+/// A network of a search space, named `SPACE:ARCH` with its build options as `@KEY=VALUE`, so that
+/// its store id builds the network measured whatever options a reader of the store gives.
 inline Candidate space_candidate(const spaces::SpaceInfo& space, std::string_view arch,
                                  const spaces::SpaceOptions& options) {
     const auto canonical = space.canonical(arch);
-    return {spaces::qualified_arch(space.name, canonical), space.build_graph(canonical, options), space.onnx_opset};
+    return {spaces::network_name(space.name, canonical, options), space.build_graph(canonical, options),
+            space.onnx_opset};
+}
+
+/// The network a network name (spaces/network_name.hpp; its own options over `options`) or an
+/// architecture string of `space` names. @throws parse_error for text that names none, or a bad
+/// string; config_error for options its space does not take
+inline Candidate named_candidate(std::string_view text, std::string_view space, const spaces::SpaceOptions& options) {
+    auto n = spaces::parse_network_name(text);
+    if (!n && !space.empty()) n = spaces::parse_network_name(spaces::qualified_arch(space, text));
+    if (!n && !space.empty()) return space_candidate(spaces::find_space(space), text, options);  // its space says why
+    if (!n)
+        raise<parse_error>("'", text, "' names no search space (write SPACE:ARCH or a synthesised network's name, or "
+                           "give the space)");
+    if (!n->space) return {n->arch, synthetic::build_from_name(n->arch), synthetic::onnx_opset};
+    auto merged = n->options;
+    merged.insert(options.begin(), options.end());
+    return space_candidate(*n->space, n->arch, merged);
 }
 
 /// `n` distinct architectures of `space` drawn with `seed` (NB201: without replacement by index;
@@ -43,8 +61,8 @@ inline Candidate space_candidate(const spaces::SpaceInfo& space, std::string_vie
 DNNCOST_FUNC std::vector<Candidate> sample_candidates(const spaces::SpaceInfo& space, std::size_t n, std::uint64_t seed,
                                                 const spaces::SpaceOptions& options);
 
-/// One architecture string per line, of `space` (may be empty) or written `SPACE:ARCH`; empty
-/// lines and lines starting with '#' are skipped. @throws parse_error naming the file and line
+/// One network per line: an architecture string of `space` (may be empty) or a network name
+/// (named_candidate); empty lines and lines starting with '#' are skipped. @throws parse_error naming the file and line
 DNNCOST_FUNC std::vector<Candidate> read_arch_file(const std::string& file, const std::string& space,
                                              const spaces::SpaceOptions& options);
 

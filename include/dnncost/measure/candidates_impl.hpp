@@ -26,12 +26,7 @@ DNNCOST_FUNC auto dnncost::measure::read_arch_file(const std::string& file, cons
         if (first == std::string::npos || line[first] == '#') continue;
         line = line.substr(first, line.find_last_not_of(" \t") - first + 1);
         try {
-            if (const auto q = spaces::split_qualified(line))
-                out.push_back(space_candidate(*q->space, q->arch, options));
-            else if (!space.empty())
-                out.push_back(space_candidate(spaces::find_space(space), line, options));
-            else
-                raise<parse_error>("'", line, "' names no search space (write SPACE:ARCH, or give --space)");
+            out.push_back(named_candidate(line, space, options));
         } catch (const error& e) {
             raise<parse_error>(file, ":", line_no, ": ", e.what());
         }
