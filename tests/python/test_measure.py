@@ -36,6 +36,13 @@ def test_measure_resume_and_crash(tmp_path, capfd):
     store = dnncost.measure(space="nb201", sample=2, seed=1, runner=runner("good", tmp_path),
                             out=str(tmp_path / "sample.csv"), device="fake", **QUICK)
     assert store["measured"] == 2
+    # network names: a space network with its own options, a synthesised one; the ids say what was measured
+    named = [NB201[0] + "@batch=2", "cnn:r64-s16-basic-Relu-w16d1s2k3"]
+    r = dnncost.measure(named, runner=runner("good", tmp_path), out=str(tmp_path / "named.csv"), device="fake", **QUICK)
+    assert r["measured"] == 2
+    with open(tmp_path / "named.csv") as f:
+        ids = {line.split(",")[1] for line in f.read().splitlines()[1:]}
+    assert ids == set(named)
 
 
 def test_same_fields_as_the_cli(tmp_path):
