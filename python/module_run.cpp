@@ -163,8 +163,9 @@ py::object run_measure(py::object networks, py::object runner, const std::string
         if (list.empty()) throw py::value_error("dnncost.measure: no networks");
         // ONNX files, or network names and architecture strings (bare ones of `space`): not a mix
         std::size_t files = 0;
-        for (const auto& n : list) files += !spaces::split_qualified(n.substr(0, n.find('@'))) &&
-                                            !synthetic::is_network_name(n) && (space.empty() || n.ends_with(".onnx"));
+        for (const auto& n : list)
+            files += !spaces::split_qualified(n.substr(0, n.find('@'))) && !synthetic::is_network_name(n) &&
+                     (space.empty() || n.ends_with(".onnx"));
         if (files != 0 && files != list.size())
             throw py::value_error("dnncost.measure: a list of ONNX files or of architecture strings, not a mix");
         if (files)

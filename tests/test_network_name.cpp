@@ -39,7 +39,8 @@ TEST_CASE("synthetic names: a description reads back as the architecture that wr
         CHECK(synthetic::to_string(synthetic::parse_transformer(text)) == text);
     }
     // hand-written: every optional part of a stage and of the head
-    const auto a = synthetic::parse_cnn("r160-s24k5x2p-branched-Swish-w32d2s1k3e4seb3dense-w64d1s2k5b2-f512-flat-h1024x2");
+    const auto a =
+        synthetic::parse_cnn("r160-s24k5x2p-branched-Swish-w32d2s1k3e4seb3dense-w64d1s2k5b2-f512-flat-h1024x2");
     CHECK(a.resolution == 160);
     CHECK(a.stem == 24);
     CHECK(a.stem_kernel == 5);
@@ -79,7 +80,8 @@ TEST_CASE("synthetic names: a network is built again from its graph name, as fit
     for (const auto& a : drawn_cnns()) graphs.push_back(synthetic::build_cnn(a, {}));
     for (std::size_t i = 0; i < 8; ++i) graphs.push_back(synthetic::build_cnn(synthetic::sample_cnn(rng), small));
     for (std::size_t i = 0; i < 6; ++i)
-        graphs.push_back(synthetic::build_transformer(synthetic::sample_transformer(rng), i % 2 ? small : synthetic::Limits{}));
+        graphs.push_back(
+            synthetic::build_transformer(synthetic::sample_transformer(rng), i % 2 ? small : synthetic::Limits{}));
     for (const auto& g : graphs) {
         CAPTURE(g.name());
         REQUIRE(synthetic::is_network_name(g.name()));

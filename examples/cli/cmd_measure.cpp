@@ -114,8 +114,9 @@ void add_measure_commands(Command& app, Context& ctx) {
     auto* space_opt =
         add_search_space_options(*cmd, a->space, a->space_options, "Search space of --sample and of the strings in --archs");
     auto* sample_opt = add_sample_options(*cmd, a->sample, a->seed, "Seed of --sample, of the model weights and of the noise check's choice");
-    auto* archs_opt =
-        cmd->add_option("--archs", a->archs, "File of architecture strings, one per line (of --space, or network names: SPACE:ARCH[@KEY=VALUE...], cnn:..., transformer:...)");
+    auto* archs_opt = cmd->add_option("--archs", a->archs,
+                                      "File of architecture strings, one per line (of --space, or network names: "
+                                      "SPACE:ARCH[@KEY=VALUE...], cnn:..., transformer:...)");
     cmd->add_option("networks", a->models, "ONNX networks to measure");
     cmd->add_option("--out", a->out,
                     "Results store (CSV; the device description goes beside it: results.csv -> results.device.json)")

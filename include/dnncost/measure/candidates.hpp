@@ -48,7 +48,8 @@ inline Candidate named_candidate(std::string_view text, std::string_view space, 
     if (!n && !space.empty()) n = spaces::parse_network_name(spaces::qualified_arch(space, text));
     if (!n && !space.empty()) return space_candidate(spaces::find_space(space), text, options);  // its space says why
     if (!n)
-        raise<parse_error>("'", text, "' names no search space (write SPACE:ARCH or a synthesised network's name, or "
+        raise<parse_error>("'", text,
+                           "' names no search space (write SPACE:ARCH or a synthesised network's name, or "
                            "give the space)");
     if (!n->space) return {n->arch, synthetic::build_from_name(n->arch), synthetic::onnx_opset};
     auto merged = n->options;

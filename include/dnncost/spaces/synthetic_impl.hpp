@@ -715,9 +715,10 @@ DNNCOST_FUNC auto dnncost::synthetic::parse_transformer(std::string_view text) -
         }
     }
     if (tokens.size() != i + 4)
-        at.fail("expected t<tokens>[p<patch>|-tok]-e<embed>q<head width>m<mlp ratio>d<depth>-(cls|mean)-(ln13|ln17)-"
-                "(erf|tanh), found " +
-                std::to_string(tokens.size()) + " tokens");
+        at.fail(
+            "expected t<tokens>[p<patch>|-tok]-e<embed>q<head width>m<mlp ratio>d<depth>-(cls|mean)-(ln13|ln17)-"
+            "(erf|tanh), found " +
+            std::to_string(tokens.size()) + " tokens");
     {
         detail::TokenReader r(tokens[i]);
         a.embed = r.number("e");

@@ -177,7 +177,8 @@ DNNCOST_FUNC auto dnncost::train::load_dataset_text(std::string_view text, std::
     for (std::size_t k = 0; k < kept.size(); ++k) {
         const auto d = row_key[k];
         if (!ok[d]) {
-            reject(kept[k], (is_named[d] || named[d].space ? "bad architecture: " : "cannot load model: ") + failure[d]);
+            reject(kept[k],
+                   (is_named[d] || named[d].space ? "bad architecture: " : "cannot load model: ") + failure[d]);
             continue;
         }
         ds.m_keys.push_back(distinct[d]);
