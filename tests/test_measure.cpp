@@ -235,7 +235,7 @@ TEST_CASE("write_model_for_runner: the file imports back to a graph with the sam
     CHECK(network_key(io::import_onnx(s.dir / "m.onnx")) == network_key(g));
 }
 
-TEST_CASE("candidates: network names and strings of a space; every id builds its network again") {
+TEST_CASE("candidates: network names and strings of a space, every id building its network again") {
     Scratch s("candidates");
     const std::string nb = "|nor_conv_3x3~0|+|none~0|skip_connect~1|+|avg_pool_3x3~0|none~1|nor_conv_1x1~2|";
     std::ofstream(s.dir / "archs.txt") << "# a comment\n"

@@ -63,7 +63,8 @@ DNNCOST_FUNC std::vector<Candidate> sample_candidates(const spaces::SpaceInfo& s
                                                 const spaces::SpaceOptions& options);
 
 /// One network per line: an architecture string of `space` (may be empty) or a network name
-/// (named_candidate); empty lines and lines starting with '#' are skipped. @throws parse_error naming the file and line
+/// (named_candidate); empty lines and lines starting with '#' are skipped.
+/// @throws parse_error naming the file and line
 DNNCOST_FUNC std::vector<Candidate> read_arch_file(const std::string& file, const std::string& space,
                                              const spaces::SpaceOptions& options);
 

@@ -25,8 +25,8 @@ struct NetworkName {
     SpaceOptions options;
 
     /// The network: a space's graph built with `defaults` and the name's own options over them,
-    /// or the synthesised network built again. @throws parse_error for the architecture,
-    /// config_error for the options
+    /// or the synthesised network built again (its name says all; `defaults` do not apply).
+    /// @throws parse_error for the architecture, config_error for the options
     DNNCOST_FUNC graph::Graph build(const SpaceOptions& defaults = {}) const;
 };
 
