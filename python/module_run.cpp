@@ -31,8 +31,8 @@
 #include <dnncost/measure/json.hpp>
 #include <dnncost/measure/store.hpp>
 #include <dnncost/search/function_problem.hpp>
+#include <dnncost/spaces/network_name.hpp>
 #include <dnncost/spaces/registry.hpp>
-#include <dnncost/spaces/synthetic.hpp>
 #include <dnncost/train/computed_targets.hpp>
 #include <dnncost/train/dataset.hpp>
 
@@ -163,9 +163,14 @@ py::object run_measure(py::object networks, py::object runner, const std::string
         if (list.empty()) throw py::value_error("dnncost.measure: no networks");
         // ONNX files, or network names and architecture strings (bare ones of `space`): not a mix
         std::size_t files = 0;
-        for (const auto& n : list)
-            files += !spaces::split_qualified(n.substr(0, n.find('@'))) && !synthetic::is_network_name(n) &&
-                     (space.empty() || n.ends_with(".onnx"));
+        const auto names_network = [](const std::string& n) {
+            try {
+                return spaces::parse_network_name(n).has_value();
+            } catch (const parse_error&) {  // a name with bad options: measuring it says what is wrong
+                return true;
+            }
+        };
+        for (const auto& n : list) files += !names_network(n) && (space.empty() || n.ends_with(".onnx"));
         if (files != 0 && files != list.size())
             throw py::value_error("dnncost.measure: a list of ONNX files or of architecture strings, not a mix");
         if (files)

@@ -601,6 +601,19 @@ inline std::string classes_suffix(const Limits& l) {
     return l.classes == default_classes ? std::string() : "-out" + std::to_string(l.classes);
 }
 
+/// A description's architecture once read: one the builder takes, written as to_string writes it
+/// (so that one network has one name).
+template <class Arch>
+Arch checked_reading(const spaces::ArchText& at, Arch a) {
+    try {
+        check(a);
+    } catch (const config_error& e) {
+        at.fail(e.what());
+    }
+    if (const auto again = to_string(a); again != at.text()) at.fail("written as '" + again + "' by dnncost");
+    return a;
+}
+
 /// A name's description and classifier outputs: "-out<N>" at its end, else 1,000.
 inline std::pair<std::string_view, std::int64_t> split_classes(std::string_view text) {
     const auto dash = text.rfind("-out");
@@ -687,13 +700,7 @@ DNNCOST_FUNC auto dnncost::synthetic::parse_cnn(std::string_view text) -> CnnArc
         ++i;
     }
     if (i < tokens.size()) at.fail_token(i, tokens[i], "follows the head (expected nothing, or f, flat, h in order)");
-    try {
-        detail::check(a);
-    } catch (const config_error& e) {
-        at.fail(e.what());
-    }
-    if (const auto again = to_string(a); again != text) at.fail("written as '" + again + "' by dnncost");
-    return a;
+    return detail::checked_reading(at, std::move(a));
 }
 
 DNNCOST_FUNC auto dnncost::synthetic::parse_transformer(std::string_view text) -> TransformerArch {
@@ -737,13 +744,7 @@ DNNCOST_FUNC auto dnncost::synthetic::parse_transformer(std::string_view text) -
     a.cls_token = either(i + 1, "cls", "mean");
     a.decompose_layer_norm = either(i + 2, "ln13", "ln17");
     a.erf_gelu = either(i + 3, "erf", "tanh");
-    try {
-        detail::check(a);
-    } catch (const config_error& e) {
-        at.fail(e.what());
-    }
-    if (const auto again = to_string(a); again != text) at.fail("written as '" + again + "' by dnncost");
-    return a;
+    return detail::checked_reading(at, std::move(a));
 }
 
 DNNCOST_FUNC auto dnncost::synthetic::network_name(const CnnArch& a, const Limits& limits) -> std::string {
